@@ -1,0 +1,209 @@
+// Package core holds scribe's domain and engine: the transcript entry, the
+// component contracts (sinks, loaders, guards), and the pipeline that moves
+// entries from a host through guards and dedup to every sink.
+//
+// core imports no other package of scribe's; everything else imports core.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Sentinel errors shared by every component.
+var (
+	// ErrNotFound is returned by a Loader that does not have the session.
+	ErrNotFound = errors.New("session not found")
+	// ErrPersistenceDisabled is returned (wrapped, with the reason) by a Guard
+	// that refuses an entry.
+	ErrPersistenceDisabled = errors.New("session persistence disabled")
+	// ErrClosed is returned by Submit after Shutdown has begun.
+	ErrClosed = errors.New("pipeline closed")
+	// ErrInvalidID is returned when a component ID is not of the form type/name.
+	ErrInvalidID = errors.New("invalid component id")
+)
+
+// Kind is the kind of a component.
+type Kind string
+
+// The component kinds.
+const (
+	KindSink   Kind = "sink"
+	KindLoader Kind = "loader"
+	KindGuard  Kind = "guard"
+)
+
+// ID names a component instance as "type/name", for example "jsonl/local".
+// It is comparable and can be used as a map key.
+type ID struct {
+	Type string
+	Name string
+}
+
+// ParseID parses "type/name". Both parts must be non-empty and made of
+// letters, digits, '_' and '-'.
+func ParseID(s string) (ID, error) {
+	typ, name, ok := strings.Cut(s, "/")
+	if !ok || !validIDPart(typ) || !validIDPart(name) {
+		return ID{}, fmt.Errorf("%w %q: want type/name, each of letters, digits, '_' or '-'", ErrInvalidID, s)
+	}
+	return ID{Type: typ, Name: name}, nil
+}
+
+// MustParseID is ParseID for constants; it panics on a bad ID.
+func MustParseID(s string) ID {
+	id, err := ParseID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+func validIDPart(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// String returns "type/name".
+func (id ID) String() string { return id.Type + "/" + id.Name }
+
+// Sink receives entries that passed the guards and dedup.
+//
+// Lifecycle: Start once, then any number of Write and Flush calls from a
+// single goroutine (the pipeline gives each sink its own), then Shutdown.
+// Shutdown flushes; it is safe to call twice and safe without Start.
+type Sink interface {
+	Start(ctx context.Context) error
+	// Write hands the sink a batch in submission order. The sink must not
+	// keep or change the slice or the entries' Raw bytes after it returns;
+	// it copies what it keeps.
+	Write(ctx context.Context, entries []Entry) error
+	// Flush returns nil only when every entry written before the call is
+	// durable: it survives the process being killed.
+	Flush(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+}
+
+// SessionRef names a session, or one of its subagent sidechains when AgentID
+// is set. CWD, when known, says which project folder to look in first.
+type SessionRef struct {
+	SessionID string
+	AgentID   string
+	CWD       string
+}
+
+// Key returns the dedup key: the session id, plus "/agent-<id>" for a
+// sidechain.
+func (r SessionRef) Key() string {
+	if r.AgentID == "" {
+		return r.SessionID
+	}
+	return r.SessionID + "/agent-" + r.AgentID
+}
+
+// Transcript is what a Loader returns: the session's entries in file order.
+type Transcript struct {
+	Ref     SessionRef
+	Entries []Entry
+	// Source is the ID of the loader that served it.
+	Source ID
+}
+
+// Loader finds a session's transcript. A miss is ErrNotFound.
+type Loader interface {
+	Load(ctx context.Context, ref SessionRef) (*Transcript, error)
+}
+
+// Guard decides whether an entry may be persisted. It returns nil to allow,
+// or an error wrapping ErrPersistenceDisabled that says why.
+type Guard interface {
+	Check(ctx context.Context, e *Entry) error
+}
+
+// Refusal builds the error a Guard returns.
+func Refusal(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrPersistenceDisabled, fmt.Sprintf(format, args...))
+}
+
+// Seeder tells the pipeline's dedup what a session already holds, the first
+// time the pipeline touches that session. The primary store implements it.
+type Seeder interface {
+	// Seed returns the uuids already stored for ref and the raw bytes of the
+	// uuid-less metadata lines stored for it (used to recognise a replay).
+	Seed(ctx context.Context, ref SessionRef) (Seed, error)
+}
+
+// Seed is what a Seeder knows of a stored session.
+type Seed struct {
+	UUIDs    []string
+	Metadata [][]byte
+}
+
+// Settings is what the host gives every component it creates.
+type Settings struct {
+	ID     ID
+	Logger hclog.Logger
+	// Environ is the environment the host decided to expose, as KEY=VALUE.
+	// Components never read the process environment themselves.
+	Environ []string
+	// Args is the command line of the host, for guards that look at flags.
+	Args []string
+	// Host holds host-wide facts a component may need.
+	Host HostInfo
+}
+
+// HostInfo holds facts about the whole configuration.
+type HostInfo struct {
+	// ConfigDir is the Claude config folder ($CLAUDE_CONFIG_DIR or ~/.claude).
+	ConfigDir string
+	// CloudSinks is true when a network sink is configured; the local store
+	// then drains every 10 ms instead of every 100 ms.
+	CloudSinks bool
+	// CleanupPeriodDays is the top-level cleanup_period_days setting.
+	CleanupPeriodDays int
+}
+
+// Factory creates components of one type. Config is decoded by the host:
+// DefaultConfig returns a pointer to a struct holding the defaults, which
+// the host fills from the user's block (as JSON) and passes to Create.
+type Factory interface {
+	Kind() Kind
+	Type() string
+	DefaultConfig() any
+}
+
+// SinkFactory creates sinks.
+type SinkFactory interface {
+	Factory
+	CreateSink(ctx context.Context, set Settings, cfg any) (Sink, error)
+}
+
+// LoaderFactory creates loaders.
+type LoaderFactory interface {
+	Factory
+	CreateLoader(ctx context.Context, set Settings, cfg any) (Loader, error)
+}
+
+// GuardFactory creates guards.
+type GuardFactory interface {
+	Factory
+	CreateGuard(ctx context.Context, set Settings, cfg any) (Guard, error)
+}
+
+// Validator is implemented by component configs that can check themselves.
+type Validator interface {
+	Validate() error
+}

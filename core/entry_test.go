@@ -1,0 +1,122 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseEntryFields(t *testing.T) {
+	line := `{"parentUuid":"p-1","logicalParentUuid":null,"isSidechain":true,"agentId":"a1b2","type":"assistant","message":{"model":"m","content":[{"type":"text","text":"}{\"role\":\"user\""}],"role":"assistant","stop_reason":"tool_use"},"uuid":"u-1","timestamp":"2026-01-10T11:00:02.267Z","isMeta":true,"cwd":"/home/al\u0069ce","sessionId":"s-1","extra":{"nested":[1,2.5e3,-0.1,true,false,null,"x"]}}` + "\r\n"
+	e, err := ParseEntry([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Entry{
+		Raw:               []byte(strings.TrimRight(line, "\r\n")),
+		Type:              "assistant",
+		UUID:              "u-1",
+		ParentUUID:        NullString{Value: "p-1", Present: true},
+		LogicalParentUUID: NullString{Present: true, Null: true},
+		SessionID:         "s-1",
+		AgentID:           "a1b2",
+		IsSidechain:       true,
+		IsMeta:            true,
+		Timestamp:         "2026-01-10T11:00:02.267Z",
+		CWD:               "/home/alice",
+		Role:              "assistant",
+		StopReason:        "tool_use",
+	}
+	if string(e.Raw) != string(want.Raw) {
+		t.Errorf("Raw = %q", e.Raw)
+	}
+	e.Raw, want.Raw = nil, nil
+	if !reflect.DeepEqual(e, want) {
+		t.Errorf("got  %+v\nwant %+v", e, want)
+	}
+	e.Raw = []byte(line)
+	if got := e.Ref(); got.Key() != "s-1/agent-a1b2" {
+		t.Errorf("Ref().Key() = %q", got.Key())
+	}
+}
+
+func TestParentUUIDAbsentNullString(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want NullString
+	}{
+		{`{"type":"tag","tag":"x"}`, NullString{}},
+		{`{"parentUuid":null,"type":"user"}`, NullString{Present: true, Null: true}},
+		{`{"parentUuid":"abc","type":"user"}`, NullString{Present: true, Value: "abc"}},
+	} {
+		e, err := ParseEntry([]byte(tc.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.ParentUUID != tc.want {
+			t.Errorf("%s: ParentUUID = %+v, want %+v", tc.line, e.ParentUUID, tc.want)
+		}
+	}
+}
+
+func TestParseEntryRejectsMalformed(t *testing.T) {
+	for _, line := range []string{
+		``,
+		`   `,
+		`[1,2]`,
+		`"x"`,
+		`{"type":"user"`,
+		`{"type":"user",}`,
+		`{"type":"user"}}`,
+		`{"type":"us` + "\x01" + `er"}`,
+		`{"a":[1,,2]}`,
+		`{"a":01}`,
+		`{"a":tru}`,
+		`{"a":"\x"}`,
+		`{"a":"\u12"}`,
+		`{"parentUuid":"p-1","type":"user","message":{"role":"user","content":"cut here`,
+		`// Source: https://example.com`,
+		`{"a":1} trailing`,
+	} {
+		if _, err := ParseEntry([]byte(line)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("ParseEntry(%q) = %v, want ErrMalformed", line, err)
+		}
+	}
+}
+
+// FuzzParseEntry checks the scanner agrees with encoding/json on what is a
+// valid JSON object, and never panics.
+func FuzzParseEntry(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"user","uuid":"u","parentUuid":null}`,
+		`{"a":[1,{"b":"c\"d"}],"message":{"role":"user"}}`,
+		`{"a":-0.5e+3}`,
+		`{"x":"\ud83d\ude00"}`,
+		`{`, `{"a":}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := ParseEntry(b)
+		trimmed := strings.TrimRight(string(b), "\r\n")
+		body := strings.TrimLeft(trimmed, " \t\r\n")
+		wantOK := json.Valid([]byte(trimmed)) && strings.HasPrefix(body, "{")
+		if (err == nil) != wantOK {
+			t.Fatalf("ParseEntry err=%v, but encoding/json says valid object=%v, for %q", err, wantOK, b)
+		}
+	})
+}
+
+func TestParseID(t *testing.T) {
+	id, err := ParseID("jsonl/local")
+	if err != nil || id != (ID{"jsonl", "local"}) || id.String() != "jsonl/local" {
+		t.Fatalf("ParseID = %v, %v", id, err)
+	}
+	for _, bad := range []string{"", "jsonl", "/x", "x/", "a/b/c", "a b/c"} {
+		if _, err := ParseID(bad); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("ParseID(%q) = %v, want ErrInvalidID", bad, err)
+		}
+	}
+}

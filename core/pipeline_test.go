@@ -1,0 +1,336 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/core/coretest"
+)
+
+const sess = "0565a3a4-0000-4000-8000-000000000001"
+
+func uid(i int) string { return fmt.Sprintf("4f7e0000-0000-4000-8000-%012d", i) }
+
+func newPipeline(t *testing.T, opts core.PipelineOptions) *core.Pipeline {
+	t.Helper()
+	if opts.RetryMin == 0 {
+		opts.RetryMin = time.Millisecond
+		opts.RetryMax = 5 * time.Millisecond
+	}
+	p, err := core.NewPipeline(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p
+}
+
+func submit(t *testing.T, p *core.Pipeline, line string) core.Result {
+	t.Helper()
+	r, err := p.Submit(context.Background(), coretest.MustEntry(t, line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func chain(n int, session string) []string {
+	var out []string
+	parent := ""
+	for i := range n {
+		typ := core.TypeUser
+		if i%2 == 1 {
+			typ = core.TypeAssistant
+		}
+		out = append(out, coretest.Line(typ, session, uid(i), parent))
+		parent = uid(i)
+	}
+	return out
+}
+
+func TestPipelineFanOutKeepsOrderAndFlushIsDurable(t *testing.T) {
+	a, b := &coretest.RecordingSink{}, &coretest.RecordingSink{}
+	p := newPipeline(t, core.PipelineOptions{
+		Sinks:     []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: a}, {ID: core.MustParseID("rec/b"), Sink: b}},
+		QueueSize: 8, MaxBatch: 3,
+	})
+	lines := chain(100, sess)
+	for _, l := range lines {
+		if r := submit(t, p, l); r.Status != core.Accepted {
+			t.Fatalf("status %v", r.Status)
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*coretest.RecordingSink{"a": a, "b": b} {
+		if got := s.Durable(); strings.Join(got, "\n") != strings.Join(lines, "\n") {
+			t.Errorf("sink %s durable after Flush: %d lines, want %d in order", name, len(got), len(lines))
+		}
+	}
+	st := p.Stats()
+	if st.Accepted != 100 || st.Submitted != 100 || st.Sinks[0].Written != 100 || st.Sinks[1].Written != 100 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestPipelineDedup(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}})
+	lines := chain(4, sess)
+	for _, l := range lines {
+		submit(t, p, l)
+	}
+	for _, l := range lines {
+		if r := submit(t, p, l); r.Status != core.Duplicate {
+			t.Fatalf("resubmitted %s: %v, want duplicate", l[:40], r.Status)
+		}
+	}
+	// A sidechain has its own set: the same uuid under an agent is new.
+	side := strings.Replace(lines[0], `"isSidechain":false`, `"isSidechain":true,"agentId":"a1"`, 1)
+	if r := submit(t, p, side); r.Status != core.Accepted {
+		t.Fatalf("sidechain entry with a main-chain uuid: %v, want accepted", r.Status)
+	}
+	// Metadata without a uuid always passes in a live session.
+	title := `{"type":"custom-title","customTitle":"x","sessionId":"` + sess + `"}`
+	for range 2 {
+		if r := submit(t, p, title); r.Status != core.Accepted {
+			t.Fatalf("metadata: %v, want accepted", r.Status)
+		}
+	}
+	if st := p.Stats(); st.Duplicates != 4 || st.Accepted != 7 {
+		t.Errorf("duplicates=%d accepted=%d, want 4 and 7", st.Duplicates, st.Accepted)
+	}
+}
+
+type seeder struct {
+	mu    sync.Mutex
+	calls map[string]int
+	seed  core.Seed
+}
+
+func (s *seeder) Seed(_ context.Context, ref core.SessionRef) (core.Seed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[string]int{}
+	}
+	s.calls[ref.Key()]++
+	if ref.AgentID != "" {
+		return core.Seed{}, nil
+	}
+	return s.seed, nil
+}
+
+func TestPipelineSeedAndReplay(t *testing.T) {
+	lines := chain(4, sess)
+	title := `{"type":"custom-title","customTitle":"old","sessionId":"` + sess + `"}`
+	sd := &seeder{seed: core.Seed{UUIDs: []string{uid(0), uid(1)}, Metadata: [][]byte{[]byte(title)}}}
+	rec := &coretest.RecordingSink{}
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}, Seeder: sd})
+
+	// Replaying stored input adds nothing, metadata included.
+	for i, l := range []string{lines[0], title, lines[1]} {
+		if r := submit(t, p, l); r.Status != core.Duplicate {
+			t.Fatalf("replayed line %d: %v, want duplicate", i, r.Status)
+		}
+	}
+	// New chain entries make the session live: metadata passes again.
+	if r := submit(t, p, lines[2]); r.Status != core.Accepted {
+		t.Fatalf("new entry: %v", r.Status)
+	}
+	if r := submit(t, p, title); r.Status != core.Accepted {
+		t.Fatalf("metadata after new entries: %v, want accepted", r.Status)
+	}
+	if sd.calls[sess] != 1 {
+		t.Errorf("seeder called %d times for the session, want once", sd.calls[sess])
+	}
+}
+
+type denyGuard struct{ reason string }
+
+func (g denyGuard) Check(_ context.Context, e *core.Entry) error {
+	if strings.Contains(string(e.Raw), "secret") {
+		return core.Refusal("%s", g.reason)
+	}
+	return nil
+}
+
+func TestPipelineGuardsRefuseAndCount(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	gid := core.MustParseID("deny/secret")
+	p := newPipeline(t, core.PipelineOptions{
+		Sinks:  []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}},
+		Guards: []core.NamedGuard{{ID: gid, Guard: denyGuard{"no secrets"}}},
+	})
+	r := submit(t, p, `{"type":"user","uuid":"secret-1","sessionId":"`+sess+`"}`)
+	if r.Status != core.Refused || r.Guard != gid || !errors.Is(r.Reason, core.ErrPersistenceDisabled) {
+		t.Fatalf("got %+v", r)
+	}
+	submit(t, p, chain(1, sess)[0])
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.Refused["deny/secret"] != 1 || !strings.Contains(st.Reasons["deny/secret"], "no secrets") {
+		t.Errorf("refusals %v %v", st.Refused, st.Reasons)
+	}
+	if len(rec.Durable()) != 1 {
+		t.Errorf("sink got %d lines, want 1", len(rec.Durable()))
+	}
+}
+
+func TestPipelineSlowSinkDoesNotDelayAnother(t *testing.T) {
+	slow, fast := &coretest.RecordingSink{}, &coretest.RecordingSink{}
+	release := slow.Block()
+	defer release()
+	p := newPipeline(t, core.PipelineOptions{
+		Sinks:     []core.NamedSink{{ID: core.MustParseID("rec/slow"), Sink: slow}, {ID: core.MustParseID("rec/fast"), Sink: fast}},
+		QueueSize: 64,
+	})
+	lines := chain(20, sess)
+	for _, l := range lines {
+		submit(t, p, l)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(fast.All()) < len(lines) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fast sink got %d of %d entries while the slow one was blocked", len(fast.All()), len(lines))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(slow.All()); n != 0 {
+		t.Fatalf("blocked sink wrote %d entries", n)
+	}
+	release()
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(slow.Durable()) != len(lines) {
+		t.Fatalf("slow sink durable %d after release", len(slow.Durable()))
+	}
+}
+
+func TestPipelineFullQueueWaitsBoundedByContext(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	release := rec.Block()
+	defer release()
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}, QueueSize: 1, MaxBatch: 1})
+	lines := chain(5, sess)
+	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	n := 0
+	for _, l := range lines {
+		if _, err = p.Submit(ctx, coretest.MustEntry(t, l)); err != nil {
+			break
+		}
+		n++
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Submit on a full queue returned %v after %d entries, want deadline exceeded", err, n)
+	}
+	if p.Stats().QueueWaits == 0 {
+		t.Error("the wait was not counted")
+	}
+	release()
+	// The refused entry was not remembered by dedup: it can be sent again.
+	if r := submit(t, p, lines[n]); r.Status != core.Accepted {
+		t.Fatalf("resubmit after a timed-out Submit: %v", r.Status)
+	}
+}
+
+func TestPipelineRetriesFailingSink(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	rec.FailWrites(3, errors.New("disk on fire"))
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}})
+	lines := chain(6, sess)
+	for _, l := range lines {
+		submit(t, p, l)
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Durable(); len(got) != len(lines) {
+		t.Fatalf("durable %d, want %d", len(got), len(lines))
+	}
+	st := p.Stats().Sinks[0]
+	if st.WriteErrors != 3 || st.Retries != 3 || !strings.Contains(st.LastError, "disk on fire") {
+		t.Errorf("sink stats %+v", st)
+	}
+}
+
+func TestPipelineFlushFailsWhileSinkCannotWrite(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	rec.FailWrites(1<<30, errors.New("read-only file system"))
+	p, err := core.NewPipeline(core.PipelineOptions{
+		Sinks:    []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}},
+		RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	submit(t, p, chain(1, sess)[0])
+	fctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := p.Flush(fctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush with a failing sink = %v, want deadline exceeded", err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer scancel()
+	err = p.Shutdown(sctx)
+	if err == nil || !strings.Contains(err.Error(), "not delivered") {
+		t.Fatalf("Shutdown = %v, want the undelivered entries reported", err)
+	}
+	if p.Stats().Sinks[0].Dropped != 1 {
+		t.Errorf("dropped = %d, want 1", p.Stats().Sinks[0].Dropped)
+	}
+	if _, err := p.Submit(ctx, coretest.MustEntry(t, chain(2, sess)[1])); !errors.Is(err, core.ErrClosed) {
+		t.Errorf("Submit after Shutdown = %v, want ErrClosed", err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Errorf("second Shutdown = %v", err)
+	}
+}
+
+func TestPipelineShutdownDrains(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	rec.Delay(time.Millisecond)
+	p, _ := core.NewPipeline(core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}, MaxBatch: 2})
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lines := chain(30, sess)
+	for _, l := range lines {
+		submit(t, p, l)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Durable()) != 30 || rec.ShutdownCalls != 1 {
+		t.Fatalf("durable %d shutdowns %d", len(rec.Durable()), rec.ShutdownCalls)
+	}
+}
+
+func TestRecordingSinkContract(t *testing.T) {
+	coretest.RunSinkContract(t, coretest.SinkHarness{
+		New: func(*testing.T) core.Sink { return &coretest.RecordingSink{} },
+		Read: func(_ *testing.T, s core.Sink, _ core.SessionRef) []string {
+			return s.(*coretest.RecordingSink).Durable()
+		},
+	})
+}
