@@ -174,6 +174,9 @@ type HostInfo struct {
 	CloudSinks bool
 	// CleanupPeriodDays is the top-level cleanup_period_days setting.
 	CleanupPeriodDays int
+	// WorkDir is the host's working directory: the project of a session
+	// whose entries carry no cwd.
+	WorkDir string
 }
 
 // Factory creates components of one type. Config is decoded by the host:

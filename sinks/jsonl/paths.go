@@ -1,0 +1,149 @@
+// Package jsonl is the local store: Claude Code's own files under
+// $CLAUDE_CONFIG_DIR/projects. It owns the write side (the Sink: a write
+// queue per file, lazy files, metadata re-append, torn-tail sealing, one
+// writer per session) and the read side used to seed dedup.
+//
+// The layout on disk:
+//
+//	<config dir>/
+//	├── projects/<sanitized cwd>/
+//	│   ├── <sessionId>.jsonl                               main transcript
+//	│   └── <sessionId>/subagents/agent-<agentId>.jsonl     sidechains
+//	└── scribe/locks/<sessionId>.lock                       flock + holder pid
+//
+// Files are 0600 and folders 0700, as Claude Code makes them.
+package jsonl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+)
+
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+	// maxProjectName is where Claude Code cuts a long project folder name
+	// and adds a hash.
+	maxProjectName = 200
+)
+
+// SanitizePath returns the project folder name Claude Code derives from a
+// working directory: every UTF-16 code unit outside [A-Za-z0-9] becomes '-';
+// a name over 200 characters keeps its first 200 and gets '-' plus the
+// base-36 Java string hash of the original path.
+func SanitizePath(p string) string {
+	units := utf16.Encode([]rune(p))
+	out := make([]byte, len(units))
+	for i, u := range units {
+		if (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') {
+			out[i] = byte(u)
+		} else {
+			out[i] = '-'
+		}
+	}
+	if len(out) <= maxProjectName {
+		return string(out)
+	}
+	var h int32
+	for _, u := range units {
+		h = h*31 + int32(u)
+	}
+	abs := int64(h)
+	if abs < 0 {
+		abs = -abs
+	}
+	return string(out[:maxProjectName]) + "-" + strconv.FormatInt(abs, 36)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// IsSessionID reports whether s is a UUID, the only names Claude Code's
+// readers accept for session files.
+func IsSessionID(s string) bool { return uuidRE.MatchString(s) }
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// ErrBadID is returned for a session or agent id that cannot name a file.
+var ErrBadID = errors.New("invalid id")
+
+func checkName(kind, s string) error {
+	if !safeName.MatchString(s) || s == "." || s == ".." {
+		return fmt.Errorf("%w: %s %q (want letters, digits, '-', '_', '.')", ErrBadID, kind, s)
+	}
+	return nil
+}
+
+// Layout computes paths under a config folder.
+type Layout struct {
+	ConfigDir string
+}
+
+// ProjectsDir is <config dir>/projects.
+func (l Layout) ProjectsDir() string { return filepath.Join(l.ConfigDir, "projects") }
+
+// ProjectDir is the folder for sessions started in cwd.
+func (l Layout) ProjectDir(cwd string) string {
+	return filepath.Join(l.ProjectsDir(), SanitizePath(cwd))
+}
+
+// MainFile is a session's transcript in a project folder.
+func MainFile(projectDir, sessionID string) string {
+	return filepath.Join(projectDir, sessionID+".jsonl")
+}
+
+// AgentFile is a subagent's transcript.
+func AgentFile(projectDir, sessionID, agentID string) string {
+	return filepath.Join(projectDir, sessionID, "subagents", "agent-"+agentID+".jsonl")
+}
+
+// LockFile is where the writer of a session holds its lock.
+func (l Layout) LockFile(sessionID string) string {
+	return filepath.Join(l.ConfigDir, "scribe", "locks", sessionID+".lock")
+}
+
+// FindSession returns the project folder that holds the session, looking
+// first in the folder of cwd (when given), then in every project folder in
+// name order. A session "exists" if its main file or its per-session folder
+// does. It returns "" when no folder has it.
+func (l Layout) FindSession(sessionID, cwd string) (string, error) {
+	has := func(dir string) bool {
+		if _, err := os.Stat(MainFile(dir, sessionID)); err == nil {
+			return true
+		}
+		if fi, err := os.Stat(filepath.Join(dir, sessionID)); err == nil && fi.IsDir() {
+			return true
+		}
+		return false
+	}
+	if cwd != "" {
+		if d := l.ProjectDir(cwd); has(d) {
+			return d, nil
+		}
+	}
+	ents, err := os.ReadDir(l.ProjectsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find session %s: %w", sessionID, err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if d := filepath.Join(l.ProjectsDir(), n); has(d) {
+			return d, nil
+		}
+	}
+	return "", nil
+}

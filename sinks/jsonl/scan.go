@@ -1,0 +1,115 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// reappendTypes are the per-session state entries Claude Code appends again
+// every 32 KiB and at exit, so listings find them in the 64 KiB tail. The
+// order is the order of the re-appended block.
+var reappendTypes = []string{
+	"last-prompt", "custom-title", "ai-title", "tag", "relocated",
+	"agent-name", "agent-color", "agent-setting", "mode", "permission-mode", "repl-mode",
+	"session-owner", "worktree-state", "pr-link",
+}
+
+var reappendIndex = func() map[string]int {
+	m := make(map[string]int, len(reappendTypes))
+	for i, t := range reappendTypes {
+		m[t] = i
+	}
+	return m
+}()
+
+// existing is what a scan of a stored transcript found.
+type existing struct {
+	uuids    []string
+	metadata [][]byte
+	// latest holds the last line of each re-append type, by reappendIndex.
+	latest    [][]byte
+	size      int64
+	torn      bool // the file does not end with a newline
+	malformed int
+}
+
+// scanFile reads a transcript from start to end. A missing file is an
+// empty result. Lines of any length are read; malformed ones are counted.
+func scanFile(path string) (*existing, error) {
+	res := &existing{latest: make([][]byte, len(reappendTypes))}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	err = eachLine(f, func(line []byte, terminated bool) {
+		res.size += int64(len(line))
+		if terminated {
+			res.size++
+		} else {
+			res.torn = len(line) > 0
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			return
+		}
+		e, perr := core.ParseEntryOwned(line)
+		if perr != nil {
+			res.malformed++
+			return
+		}
+		if e.UUID != "" {
+			res.uuids = append(res.uuids, e.UUID)
+			return
+		}
+		raw := bytes.Clone(e.Raw)
+		res.metadata = append(res.metadata, raw)
+		if i, ok := reappendIndex[e.Type]; ok {
+			res.latest[i] = raw
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return res, nil
+}
+
+// eachLine calls fn for every line of r without its newline. The buffer
+// passed to fn is only valid during the call. terminated is false for a
+// last line with no newline (a torn tail).
+func eachLine(r io.Reader, fn func(line []byte, terminated bool)) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if long != nil {
+				long = append(long, chunk[:len(chunk)-1]...)
+				fn(long, true)
+				long = long[:0:0]
+				long = nil
+			} else {
+				fn(chunk[:len(chunk)-1], true)
+			}
+		case errors.Is(err, bufio.ErrBufferFull):
+			long = append(long, chunk...)
+		case errors.Is(err, io.EOF):
+			long = append(long, chunk...)
+			if len(long) > 0 {
+				fn(long, false)
+			}
+			return nil
+		default:
+			return err
+		}
+	}
+}

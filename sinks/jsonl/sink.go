@@ -1,0 +1,704 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// FsyncPolicy says when the store calls fsync. It is decided in one place,
+// (*Sink).sync, and nowhere else.
+type FsyncPolicy string
+
+// The fsync policies.
+const (
+	// FsyncAlways writes and syncs every batch as it arrives.
+	FsyncAlways FsyncPolicy = "always"
+	// FsyncBatch syncs once per drain of the write queue (the default).
+	FsyncBatch FsyncPolicy = "batch"
+	// FsyncNever leaves syncing to the OS; Flush still writes, so what it
+	// acknowledged survives a killed process, but not a power cut.
+	FsyncNever FsyncPolicy = "never"
+)
+
+// Default drain intervals, as Claude Code's write queue.
+const (
+	DrainLocal = 100 * time.Millisecond
+	DrainCloud = 10 * time.Millisecond
+	// maxWrite splits a drain into writes of at most this size.
+	maxWrite = 100 << 20
+	// maxPending makes Write drain at once when this much waits in memory.
+	maxPending = 64 << 20
+)
+
+// Config is the sink's block in the HCL file.
+type Config struct {
+	// Fsync is always, batch (default) or never.
+	Fsync string `json:"fsync"`
+	// DrainInterval is a duration; "" picks 100ms, or 10ms when a cloud
+	// sink is configured.
+	DrainInterval string `json:"drain_interval"`
+	// ReappendBytes is how many bytes may be written before the session's
+	// metadata is appended again. Default 32768.
+	ReappendBytes int `json:"reappend_bytes"`
+	// LockWait is how long to wait for another writer of the same session;
+	// "0s" fails at once, naming the holder.
+	LockWait string `json:"lock_wait"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() *Config {
+	return &Config{Fsync: string(FsyncBatch), ReappendBytes: 32 << 10, LockWait: "0s"}
+}
+
+// Validate implements core.Validator.
+func (c *Config) Validate() error {
+	_, err := c.options(core.HostInfo{})
+	return err
+}
+
+func (c *Config) options(host core.HostInfo) (Options, error) {
+	o := Options{ConfigDir: host.ConfigDir, Fsync: FsyncPolicy(c.Fsync), ReappendBytes: c.ReappendBytes}
+	switch o.Fsync {
+	case FsyncAlways, FsyncBatch, FsyncNever:
+	default:
+		return o, fmt.Errorf("fsync %q: want always, batch or never", c.Fsync)
+	}
+	switch {
+	case c.DrainInterval != "":
+		d, err := time.ParseDuration(c.DrainInterval)
+		if err != nil || d <= 0 {
+			return o, fmt.Errorf("drain_interval %q: want a positive duration such as 100ms", c.DrainInterval)
+		}
+		o.DrainInterval = d
+	case host.CloudSinks:
+		o.DrainInterval = DrainCloud
+	default:
+		o.DrainInterval = DrainLocal
+	}
+	if c.ReappendBytes <= 0 {
+		return o, fmt.Errorf("reappend_bytes %d: want a positive number of bytes", c.ReappendBytes)
+	}
+	if c.LockWait != "" {
+		d, err := time.ParseDuration(c.LockWait)
+		if err != nil || d < 0 {
+			return o, fmt.Errorf("lock_wait %q: want a duration such as 0s or 30s", c.LockWait)
+		}
+		o.LockWait = d
+	}
+	return o, nil
+}
+
+// Options are the resolved settings of a Sink.
+type Options struct {
+	// ConfigDir is Claude's config folder; files go under its projects/.
+	ConfigDir     string
+	Fsync         FsyncPolicy
+	DrainInterval time.Duration
+	ReappendBytes int
+	LockWait      time.Duration
+	// DefaultCWD names the project folder of a session whose entries carry
+	// no cwd.
+	DefaultCWD string
+	Logger     hclog.Logger
+}
+
+// Sink is the local store's write side. Entries are routed by their
+// sessionId and agentId to Claude Code's files; each file has a write queue
+// that a timer drains with one write per drain.
+type Sink struct {
+	opts   Options
+	layout Layout
+	log    hclog.Logger
+
+	mu        sync.Mutex
+	sessions  map[string]*session
+	pending   int64 // bytes queued in all files
+	started   bool
+	closed    bool
+	stop      chan struct{}
+	done      chan struct{}
+	retryAt   time.Time
+	retryWait time.Duration
+
+	linesWritten, bytesWritten, writes, fsyncs    atomic.Int64
+	filesCreated, tornSealed, reappends, unrouted atomic.Int64
+	writeErrors, lockWaits                        atomic.Int64
+}
+
+var (
+	_ core.Sink     = (*Sink)(nil)
+	_ core.Seeder   = (*Sink)(nil)
+	_ core.Reporter = (*Sink)(nil)
+)
+
+type session struct {
+	id     string
+	cwd    string // the first cwd seen; names the project folder
+	dir    string // the project folder, once decided
+	lock   *sessionLock
+	main   *file
+	agents map[string]*file
+}
+
+// file is one transcript's write queue.
+//
+//	Write ──► held (until the first user/assistant entry) ──► pending ──► drain: one write(2)
+//	                                                          ▲
+//	               latest metadata, every ReappendBytes ──────┘
+type file struct {
+	sess    *session
+	agentID string
+
+	path         string
+	scanned      *existing // what the file held when first touched
+	materialized bool      // the file exists or will on the next drain
+	held         [][]byte
+	pending      []byte
+	fd           *os.File
+	created      bool // created by this sink: its folder must be synced
+	seal         bool // the file ends in a torn line: prefix "\n"
+	unsynced     bool
+	since        int64 // bytes queued since the last metadata block
+	dirty        bool  // lines other than the block queued since the block
+	latest       [][]byte
+}
+
+// New returns a sink with resolved options.
+func New(opts Options) (*Sink, error) {
+	if opts.ConfigDir == "" {
+		return nil, errors.New("jsonl: no config folder")
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.DrainInterval <= 0 {
+		opts.DrainInterval = DrainLocal
+	}
+	if opts.ReappendBytes <= 0 {
+		opts.ReappendBytes = 32 << 10
+	}
+	if opts.Fsync == "" {
+		opts.Fsync = FsyncBatch
+	}
+	return &Sink{
+		opts:     opts,
+		layout:   Layout{ConfigDir: opts.ConfigDir},
+		log:      opts.Logger,
+		sessions: make(map[string]*session),
+	}, nil
+}
+
+// Start starts the drain timer.
+func (s *Sink) Start(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("jsonl: already started")
+	}
+	if s.closed {
+		return errors.New("jsonl: shut down")
+	}
+	s.started = true
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
+	go s.drainLoop()
+	return nil
+}
+
+func (s *Sink) drainLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.DrainInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if time.Now().After(s.retryAt) {
+				_ = s.drain()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// session returns the state of a session, creating it.
+func (s *Sink) session(id string) *session {
+	ss := s.sessions[id]
+	if ss == nil {
+		ss = &session{id: id, agents: make(map[string]*file)}
+		ss.main = &file{sess: ss}
+		s.sessions[id] = ss
+	}
+	return ss
+}
+
+// touch takes the session's lock and decides its folder if it already
+// exists on disk.
+func (s *Sink) touch(ctx context.Context, ss *session, cwd string) error {
+	if ss.cwd == "" && cwd != "" {
+		ss.cwd = cwd
+	}
+	if ss.lock == nil {
+		if err := checkName("session id", ss.id); err != nil {
+			return err
+		}
+		if s.opts.LockWait > 0 {
+			s.lockWaits.Add(1)
+		}
+		l, err := acquireLock(ctx, s.layout.LockFile(ss.id), s.opts.LockWait)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", ss.id, err)
+		}
+		ss.lock = l
+	}
+	if ss.dir == "" {
+		dir, err := s.layout.FindSession(ss.id, ss.cwd)
+		if err != nil {
+			return err
+		}
+		ss.dir = dir
+	}
+	return nil
+}
+
+// fileFor returns the file of a session or of one of its agents, scanning
+// it the first time if it exists.
+func (s *Sink) fileFor(ss *session, agentID string) (*file, error) {
+	f := ss.main
+	if agentID != "" {
+		if err := checkName("agent id", agentID); err != nil {
+			return nil, err
+		}
+		f = ss.agents[agentID]
+		if f == nil {
+			f = &file{sess: ss, agentID: agentID}
+			ss.agents[agentID] = f
+		}
+	}
+	if f.scanned == nil && ss.dir != "" {
+		f.path = s.path(ss, agentID)
+		sc, err := scanFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		f.scanned = sc
+		f.latest = sc.latest
+		if sc.size > 0 {
+			f.materialized = true
+			f.seal = sc.torn
+		}
+	}
+	if f.latest == nil {
+		f.latest = make([][]byte, len(reappendTypes))
+	}
+	return f, nil
+}
+
+func (s *Sink) path(ss *session, agentID string) string {
+	if agentID != "" {
+		return AgentFile(ss.dir, ss.id, agentID)
+	}
+	return MainFile(ss.dir, ss.id)
+}
+
+// Seed implements core.Seeder: it takes the session's lock, so no other
+// process appends while this one deduplicates against the file, and
+// returns what the file holds.
+func (s *Sink) Seed(ctx context.Context, ref core.SessionRef) (core.Seed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ref.SessionID == "" {
+		return core.Seed{}, nil
+	}
+	ss := s.session(ref.SessionID)
+	if err := s.touch(ctx, ss, ref.CWD); err != nil {
+		return core.Seed{}, err
+	}
+	if ss.dir == "" {
+		return core.Seed{}, nil
+	}
+	f, err := s.fileFor(ss, ref.AgentID)
+	if err != nil {
+		return core.Seed{}, err
+	}
+	sc := f.scanned
+	seed := core.Seed{UUIDs: sc.uuids, Metadata: sc.metadata}
+	sc.uuids, sc.metadata = nil, nil // the pipeline keeps them now
+	return seed, nil
+}
+
+// Write routes each entry to its file's queue.
+func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("jsonl: write after shutdown")
+	}
+	for i := range entries {
+		e := &entries[i]
+		if e.SessionID == "" {
+			s.unrouted.Add(1)
+			s.log.Error("entry has no session id; not written", "type", e.Type, "uuid", e.UUID)
+			continue
+		}
+		ss := s.session(e.SessionID)
+		if err := s.touch(ctx, ss, e.CWD); err != nil {
+			return err
+		}
+		agent := ""
+		if e.AgentID != "" && (e.IsSidechain || e.IsMetadata()) {
+			agent = e.AgentID
+		}
+		f, err := s.fileFor(ss, agent)
+		if err != nil {
+			return err
+		}
+		if !f.materialized {
+			if !e.IsMessage() {
+				f.held = append(f.held, bytes.Clone(e.Raw))
+				f.remember(e.Type, f.held[len(f.held)-1])
+				continue
+			}
+			if err := s.materialize(ss, f, agent); err != nil {
+				return err
+			}
+		}
+		s.queue(f, e.Raw, e.Type)
+	}
+	if s.opts.Fsync == FsyncAlways || s.pending > maxPending {
+		return s.drain()
+	}
+	return nil
+}
+
+// materialize decides the file's path and moves what it held to its queue.
+func (s *Sink) materialize(ss *session, f *file, agent string) error {
+	if ss.dir == "" {
+		cwd := ss.cwd
+		if cwd == "" {
+			cwd = s.opts.DefaultCWD
+		}
+		if cwd == "" {
+			return fmt.Errorf("session %s: no cwd to name its project folder", ss.id)
+		}
+		ss.dir = s.layout.ProjectDir(cwd)
+	}
+	if f.scanned == nil {
+		f.path = s.path(ss, agent)
+		sc, err := scanFile(f.path)
+		if err != nil {
+			return err
+		}
+		f.scanned = sc
+		f.seal = sc.torn
+		for i, l := range sc.latest {
+			if l != nil && f.latest[i] == nil {
+				f.latest[i] = l
+			}
+		}
+	}
+	f.materialized = true
+	held := f.held
+	f.held = nil
+	for _, l := range held {
+		s.queueRaw(f, l)
+	}
+	return nil
+}
+
+func (f *file) remember(typ string, line []byte) {
+	if i, ok := reappendIndex[typ]; ok {
+		f.latest[i] = line
+	}
+}
+
+// queue adds an entry's line to the file's queue and, every ReappendBytes,
+// the session's latest metadata after it.
+func (s *Sink) queue(f *file, raw []byte, typ string) {
+	start := len(f.pending)
+	s.queueRaw(f, raw)
+	if i, ok := reappendIndex[typ]; ok {
+		f.latest[i] = bytes.Clone(f.pending[start : len(f.pending)-1])
+	}
+	if f.since >= int64(s.opts.ReappendBytes) {
+		s.appendBlock(f)
+	}
+}
+
+func (s *Sink) queueRaw(f *file, raw []byte) {
+	f.pending = append(f.pending, raw...)
+	f.pending = append(f.pending, '\n')
+	n := int64(len(raw) + 1)
+	f.since += n
+	f.dirty = true
+	s.pending += n
+}
+
+// appendBlock queues the latest line of each re-append type.
+func (s *Sink) appendBlock(f *file) {
+	f.since = 0
+	f.dirty = false
+	any := false
+	for _, l := range f.latest {
+		if l != nil {
+			f.pending = append(f.pending, l...)
+			f.pending = append(f.pending, '\n')
+			s.pending += int64(len(l) + 1)
+			any = true
+		}
+	}
+	if any {
+		s.reappends.Add(1)
+	}
+}
+
+// drain writes every file's queue with one write each, then syncs as the
+// policy says. A failed write keeps what was not written queued and backs
+// off; the error is returned, counted and logged.
+func (s *Sink) drain() error {
+	var errs []error
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			if len(f.pending) == 0 {
+				continue
+			}
+			if err := s.writeFile(f); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		s.writeErrors.Add(1)
+		s.retryWait = min(max(2*s.retryWait, 50*time.Millisecond), 5*time.Second)
+		s.retryAt = time.Now().Add(s.retryWait)
+		s.log.Error("write failed; keeping the entries queued and retrying", "retry_in", s.retryWait, "error", err)
+	} else {
+		s.retryWait = 0
+	}
+	return err
+}
+
+func (ss *session) files() []*file {
+	out := make([]*file, 0, 1+len(ss.agents))
+	out = append(out, ss.main)
+	for _, f := range ss.agents {
+		out = append(out, f)
+	}
+	return out
+}
+
+func (s *Sink) writeFile(f *file) error {
+	if f.fd == nil {
+		if err := os.MkdirAll(filepath.Dir(f.path), dirMode); err != nil {
+			return fmt.Errorf("create folder for %s: %w", f.path, err)
+		}
+		_, statErr := os.Stat(f.path)
+		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", f.path, err)
+		}
+		f.fd = fd
+		if errors.Is(statErr, os.ErrNotExist) {
+			f.created = true
+			s.filesCreated.Add(1)
+		}
+	}
+	if f.seal {
+		// The last line was torn (a crash mid-write); end it so the next
+		// line starts on a line of its own.
+		n, err := f.fd.Write([]byte{'\n'})
+		if n == 1 {
+			f.seal = false
+			s.tornSealed.Add(1)
+			s.log.Warn("sealed a torn last line", "file", f.path)
+		}
+		if err != nil {
+			return fmt.Errorf("seal torn tail of %s: %w", f.path, err)
+		}
+	}
+	for len(f.pending) > 0 {
+		chunk := f.pending[:min(len(f.pending), maxWrite)]
+		n, err := f.fd.Write(chunk)
+		s.bytesWritten.Add(int64(n))
+		s.pending -= int64(n)
+		lines := bytes.Count(chunk[:n], []byte{'\n'})
+		s.linesWritten.Add(int64(lines))
+		f.pending = f.pending[n:]
+		f.unsynced = f.unsynced || n > 0
+		if err != nil {
+			return fmt.Errorf("write %s: %w", f.path, err)
+		}
+	}
+	s.writes.Add(1)
+	f.pending = f.pending[:0:0]
+	return s.sync(f, false)
+}
+
+// sync is the one place the fsync policy is applied. flush is true when
+// the caller needs durability now (Flush, Shutdown).
+func (s *Sink) sync(f *file, flush bool) error {
+	if !f.unsynced || s.opts.Fsync == FsyncNever {
+		return nil
+	}
+	if !flush && s.opts.Fsync != FsyncBatch && s.opts.Fsync != FsyncAlways {
+		return nil
+	}
+	if err := f.fd.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", f.path, err)
+	}
+	s.fsyncs.Add(1)
+	f.unsynced = false
+	if f.created {
+		if err := syncDir(filepath.Dir(f.path)); err != nil {
+			return err
+		}
+		f.created = false
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open folder %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Flush writes every queue now and syncs it (unless the policy is never).
+func (s *Sink) Flush(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *Sink) flushLocked() error {
+	if err := s.drain(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			if f.fd != nil {
+				if err := s.sync(f, true); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown appends each written session's metadata block, flushes, closes
+// the files and releases the locks. Metadata of sessions that never got a
+// user or assistant entry is reported, since it was never written.
+func (s *Sink) Shutdown(context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		close(s.stop)
+		<-s.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			if f.materialized && f.dirty {
+				s.appendBlock(f)
+			}
+		}
+	}
+	err := s.flushLocked()
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			if len(f.held) > 0 {
+				s.log.Warn("session never got a user or assistant entry; its metadata was not written",
+					"session", ss.id, "agent", f.agentID, "entries", len(f.held))
+			}
+			if f.fd != nil && len(f.pending) == 0 {
+				_ = f.fd.Close()
+				f.fd = nil
+			}
+		}
+		if err == nil {
+			ss.lock.release()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl: entries not written at shutdown: %w", err)
+	}
+	return nil
+}
+
+// Report implements core.Reporter.
+func (s *Sink) Report() map[string]int64 {
+	s.mu.Lock()
+	var held int64
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			held += int64(len(f.held))
+		}
+	}
+	pending := s.pending
+	s.mu.Unlock()
+	return map[string]int64{
+		"lines_written":      s.linesWritten.Load(),
+		"bytes_written":      s.bytesWritten.Load(),
+		"writes":             s.writes.Load(),
+		"fsyncs":             s.fsyncs.Load(),
+		"files_created":      s.filesCreated.Load(),
+		"torn_tails_sealed":  s.tornSealed.Load(),
+		"metadata_reappends": s.reappends.Load(),
+		"write_errors":       s.writeErrors.Load(),
+		"unrouted":           s.unrouted.Load(),
+		"held":               held,
+		"pending_bytes":      pending,
+	}
+}
+
+// Factory makes jsonl sinks.
+func Factory() core.SinkFactory { return factory{} }
+
+type factory struct{}
+
+func (factory) Kind() core.Kind    { return core.KindSink }
+func (factory) Type() string       { return "jsonl" }
+func (factory) DefaultConfig() any { return DefaultConfig() }
+
+func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.Sink, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("sink %s: wrong config type %T", set.ID, cfg)
+	}
+	o, err := c.options(set.Host)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", set.ID, err)
+	}
+	o.Logger = set.Logger
+	o.DefaultCWD = set.Host.WorkDir
+	return New(o)
+}
