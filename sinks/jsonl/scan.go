@@ -32,8 +32,10 @@ var reappendIndex = func() map[string]int {
 type existing struct {
 	uuids    []string
 	metadata [][]byte
-	// latest holds the last line of each re-append type, by reappendIndex.
+	// latest holds the last line of each re-append type, by reappendIndex,
+	// and latestEnd the file offset just after it.
 	latest    [][]byte
+	latestEnd []int64
 	size      int64
 	torn      bool // the file does not end with a newline
 	malformed int
@@ -42,7 +44,7 @@ type existing struct {
 // scanFile reads a transcript from start to end. A missing file is an
 // empty result. Lines of any length are read; malformed ones are counted.
 func scanFile(path string) (*existing, error) {
-	res := &existing{latest: make([][]byte, len(reappendTypes))}
+	res := &existing{latest: make([][]byte, len(reappendTypes)), latestEnd: make([]int64, len(reappendTypes))}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return res, nil
@@ -51,7 +53,7 @@ func scanFile(path string) (*existing, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	err = eachLine(f, func(line []byte, terminated bool) {
+	err = EachLine(f, func(line []byte, terminated bool) {
 		res.size += int64(len(line))
 		if terminated {
 			res.size++
@@ -74,6 +76,7 @@ func scanFile(path string) (*existing, error) {
 		res.metadata = append(res.metadata, raw)
 		if i, ok := reappendIndex[e.Type]; ok {
 			res.latest[i] = raw
+			res.latestEnd[i] = res.size
 		}
 	})
 	if err != nil {
@@ -82,10 +85,10 @@ func scanFile(path string) (*existing, error) {
 	return res, nil
 }
 
-// eachLine calls fn for every line of r without its newline. The buffer
-// passed to fn is only valid during the call. terminated is false for a
-// last line with no newline (a torn tail).
-func eachLine(r io.Reader, fn func(line []byte, terminated bool)) error {
+// EachLine calls fn for every line of r without its newline, however long
+// the line. The buffer passed to fn is only valid during the call.
+// terminated is false for a last line with no newline (a torn tail).
+func EachLine(r io.Reader, fn func(line []byte, terminated bool)) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var long []byte
 	for {

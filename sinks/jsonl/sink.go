@@ -48,8 +48,9 @@ type Config struct {
 	// DrainInterval is a duration; "" picks 100ms, or 10ms when a cloud
 	// sink is configured.
 	DrainInterval string `json:"drain_interval"`
-	// ReappendBytes is how many bytes may be written before the session's
-	// metadata is appended again. Default 32768.
+	// ReappendBytes: when one of the session's latest metadata lines
+	// (title, tag, last prompt, ...) lies more than this many bytes before
+	// the end of the file, the whole block is appended again. Default 32768.
 	ReappendBytes int `json:"reappend_bytes"`
 	// LockWait is how long to wait for another writer of the same session;
 	// "0s" fails at once, naming the holder.
@@ -163,15 +164,23 @@ type file struct {
 	path         string
 	scanned      *existing // what the file held when first touched
 	materialized bool      // the file exists or will on the next drain
-	held         [][]byte
+	held         []held
 	pending      []byte
 	fd           *os.File
 	created      bool // created by this sink: its folder must be synced
 	seal         bool // the file ends in a torn line: prefix "\n"
 	unsynced     bool
-	since        int64 // bytes queued since the last metadata block
-	dirty        bool  // lines other than the block queued since the block
-	latest       [][]byte
+	// size is the file's size once everything queued is written; latest
+	// holds the last line of each re-append type and latestEnd the offset
+	// just after it.
+	size      int64
+	latest    [][]byte
+	latestEnd []int64
+}
+
+type held struct {
+	raw []byte
+	typ string
 }
 
 // New returns a sink with resolved options.
@@ -294,15 +303,11 @@ func (s *Sink) fileFor(ss *session, agentID string) (*file, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.scanned = sc
-		f.latest = sc.latest
-		if sc.size > 0 {
-			f.materialized = true
-			f.seal = sc.torn
-		}
+		f.adopt(sc)
 	}
 	if f.latest == nil {
 		f.latest = make([][]byte, len(reappendTypes))
+		f.latestEnd = make([]int64, len(reappendTypes))
 	}
 	return f, nil
 }
@@ -368,8 +373,7 @@ func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
 		}
 		if !f.materialized {
 			if !e.IsMessage() {
-				f.held = append(f.held, bytes.Clone(e.Raw))
-				f.remember(e.Type, f.held[len(f.held)-1])
+				f.held = append(f.held, held{raw: bytes.Clone(e.Raw), typ: e.Type})
 				continue
 			}
 			if err := s.materialize(ss, f, agent); err != nil {
@@ -382,6 +386,21 @@ func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
 		return s.drain()
 	}
 	return nil
+}
+
+// adopt takes over what a scan of the file found.
+func (f *file) adopt(sc *existing) {
+	f.scanned = sc
+	if sc.size == 0 {
+		return
+	}
+	f.materialized = true
+	f.seal = sc.torn
+	f.size = sc.size
+	if f.seal {
+		f.size++
+	}
+	f.latest, f.latestEnd = sc.latest, sc.latestEnd
 }
 
 // materialize decides the file's path and moves what it held to its queue.
@@ -402,38 +421,26 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 		if err != nil {
 			return err
 		}
-		f.scanned = sc
-		f.seal = sc.torn
-		for i, l := range sc.latest {
-			if l != nil && f.latest[i] == nil {
-				f.latest[i] = l
-			}
-		}
+		f.adopt(sc)
 	}
 	f.materialized = true
-	held := f.held
+	hl := f.held
 	f.held = nil
-	for _, l := range held {
-		s.queueRaw(f, l)
+	for _, h := range hl {
+		s.queue(f, h.raw, h.typ)
 	}
 	return nil
 }
 
-func (f *file) remember(typ string, line []byte) {
-	if i, ok := reappendIndex[typ]; ok {
-		f.latest[i] = line
-	}
-}
-
-// queue adds an entry's line to the file's queue and, every ReappendBytes,
-// the session's latest metadata after it.
+// queue adds an entry's line to the file's queue, and then the session's
+// metadata block if one of its lines has fallen ReappendBytes behind.
 func (s *Sink) queue(f *file, raw []byte, typ string) {
-	start := len(f.pending)
 	s.queueRaw(f, raw)
 	if i, ok := reappendIndex[typ]; ok {
-		f.latest[i] = bytes.Clone(f.pending[start : len(f.pending)-1])
+		f.latest[i] = bytes.Clone(raw)
+		f.latestEnd[i] = f.size
 	}
-	if f.since >= int64(s.opts.ReappendBytes) {
+	if f.behind(int64(s.opts.ReappendBytes)) {
 		s.appendBlock(f)
 	}
 }
@@ -442,27 +449,31 @@ func (s *Sink) queueRaw(f *file, raw []byte) {
 	f.pending = append(f.pending, raw...)
 	f.pending = append(f.pending, '\n')
 	n := int64(len(raw) + 1)
-	f.since += n
-	f.dirty = true
+	f.size += n
 	s.pending += n
 }
 
-// appendBlock queues the latest line of each re-append type.
-func (s *Sink) appendBlock(f *file) {
-	f.since = 0
-	f.dirty = false
-	any := false
-	for _, l := range f.latest {
-		if l != nil {
-			f.pending = append(f.pending, l...)
-			f.pending = append(f.pending, '\n')
-			s.pending += int64(len(l) + 1)
-			any = true
+// behind reports whether a latest metadata line lies more than n bytes
+// before the end of the file.
+func (f *file) behind(n int64) bool {
+	for i, l := range f.latest {
+		if l != nil && f.size-f.latestEnd[i] > n {
+			return true
 		}
 	}
-	if any {
-		s.reappends.Add(1)
+	return false
+}
+
+// appendBlock queues the latest line of each re-append type, so that
+// listings, which read only the last 64 KiB, find them.
+func (s *Sink) appendBlock(f *file) {
+	for i, l := range f.latest {
+		if l != nil {
+			s.queueRaw(f, l)
+			f.latestEnd[i] = f.size
+		}
 	}
+	s.reappends.Add(1)
 }
 
 // drain writes every file's queue with one write each, then syncs as the
@@ -607,8 +618,10 @@ func (s *Sink) flushLocked() error {
 	return errors.Join(errs...)
 }
 
-// Shutdown appends each written session's metadata block, flushes, closes
-// the files and releases the locks. Metadata of sessions that never got a
+// Shutdown appends a session's metadata block again if one of its lines
+// has fallen a quarter of ReappendBytes behind the end (so the file ends
+// with it, without a block per short run), flushes, closes the files and
+// releases the locks. Metadata of sessions that never got a
 // user or assistant entry is reported, since it was never written.
 func (s *Sink) Shutdown(context.Context) error {
 	s.mu.Lock()
@@ -627,7 +640,7 @@ func (s *Sink) Shutdown(context.Context) error {
 	defer s.mu.Unlock()
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
-			if f.materialized && f.dirty {
+			if f.materialized && f.behind(int64(s.opts.ReappendBytes/4)) {
 				s.appendBlock(f)
 			}
 		}

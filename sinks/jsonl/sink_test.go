@@ -313,7 +313,7 @@ func TestEachLineLongAndTorn(t *testing.T) {
 	in := "a\n" + long + "\n\nlast"
 	var got []string
 	var term []bool
-	if err := eachLine(bytes.NewReader([]byte(in)), func(l []byte, ok bool) {
+	if err := EachLine(bytes.NewReader([]byte(in)), func(l []byte, ok bool) {
 		got = append(got, string(l))
 		term = append(term, ok)
 	}); err != nil {

@@ -1,0 +1,1090 @@
+package main_test
+
+// Compatibility test of `scribe record` against the real Claude Agent SDK.
+//
+// For every Claude Code transcript of the committed corpus
+// (testdata/corpus/real, see testdata/corpus/SOURCES.md) the test builds two
+// config folders and asks the SDK (internal/peer) what Claude Code would see
+// in each:
+//
+//   ORIGINAL  the corpus files laid out the way Claude Code keeps them:
+//             projects/<sanitized cwd>/<sessionId>.jsonl and
+//             projects/<sanitized cwd>/<sessionId>/subagents/agent-<id>.jsonl
+//             (plus any agent-<id>.meta.json found beside a corpus subagent).
+//   RECORDED  a fresh folder filled only by `scribe record --json` runs over
+//             the same corpus files.
+//
+// and compares listSessions, getSessionMessages (with system messages),
+// listSubagents and getSubagentMessages, field by field.
+//
+// Corpus files are grouped into units, one per session id: a main transcript
+// plus the subagent transcripts of that session. Layout choices:
+//   - a main file named <uuid>.jsonl keeps its name and is recorded with
+//     --session <uuid>;
+//   - a main file with another name (index.jsonl, native.jsonl,
+//     session-01.jsonl, fixtures/*.jsonl, ...) holds a single session; Claude
+//     Code would have named it <sessionId>.jsonl, so ORIGINAL uses that name
+//     (laid out under its own name the SDK would ignore it while the
+//     recording, which routes by sessionId, would not: the comparison would be
+//     meaningless). It is recorded without --session;
+//   - subagent files, in a <uuid>/subagents/ folder of the corpus or old-style
+//     top-level agent-<id>.jsonl files (2.0.x, first line isSidechain:true),
+//     go to <sessionId>/subagents/agent-<id>.jsonl beside their main file,
+//     which is where scribe records sidechain rows (the SDK does not look at
+//     top-level agent files at all). They are recorded without --session: their
+//     rows carry the parent's sessionId and their agentId. Subagent files
+//     whose main transcript is not in the corpus form a unit of their own,
+//     given a one-line stub main transcript (see withStubMain) so that the
+//     SDK can find them;
+//   - a file with no cwd at all (summary-only or snapshot-only files) is laid
+//     out under noCwdProject and recorded with --cwd noCwdProject.
+//
+// Documented, deliberate difference: scribe re-appends the latest
+// custom-title / ai-title / tag / last-prompt every 32 KiB and at close, so a
+// title that sat outside both 64 KiB lite-read windows of the original (and
+// was therefore invisible to the SDK) becomes visible in the recording. Such a
+// difference is accepted only when the original's value is empty/absent, the
+// recording's value equals the last such metadata line of the original file,
+// and that line lies outside both windows of the original. Each accepted case
+// is logged and counted.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/internal/testenv"
+)
+
+const (
+	// wantCodexFiles is the number of OpenAI Codex rollout files in the
+	// corpus (SOURCES.md, "OpenAI Codex CLI rollout files (9)"); they are not
+	// Claude Code transcripts and are skipped.
+	wantCodexFiles = 9
+	// liteWindow is the size of the head and tail windows the SDK reads for
+	// listings.
+	liteWindow = 65536
+	// compatParallel bounds how many corpus units run at once (the SDK runs
+	// are CPU-bound node processes).
+	compatParallel = 2
+	// noCwdProject is the project path used for corpus files none of whose
+	// lines has a cwd.
+	noCwdProject = "/scribe-corpus/no-cwd"
+	// recordTimeout bounds one `scribe record` run.
+	recordTimeout = 2 * time.Minute
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// metaLine is the last metadata line of one kind in a file.
+type metaLine struct {
+	ok         bool
+	value      string
+	start, end int64 // byte range of the line (without its newline)
+}
+
+// visible reports whether the SDK's lite read of a file of the given size
+// sees the line: whole within the first 64 KiB, or starting within the last.
+func (m metaLine) visible(size int64) bool {
+	return m.end <= liteWindow || m.start >= size-liteWindow
+}
+
+// corpusFile is one .jsonl file of the corpus, as scanned.
+type corpusFile struct {
+	rel        string // slash-separated, relative to the corpus root
+	abs        string
+	size       int64
+	sessionIDs []string // distinct, in order of first appearance
+	cwds       []string // distinct, in order of first appearance
+	agentIDs   []string // distinct agentId values
+	firstSC    bool     // the first line carrying isSidechain has it true
+	hasTypes   map[string]int
+	malformed  []int // 1-based numbers of lines that are not JSON objects
+	lines      int
+
+	lastCustomTitle, lastAiTitle, lastTag, lastPrompt metaLine
+}
+
+func (f *corpusFile) firstCwd() string {
+	if len(f.cwds) == 0 {
+		return ""
+	}
+	return f.cwds[0]
+}
+
+// isCodex tells a Codex rollout file from a Claude Code transcript by content:
+// Codex rollouts have session_meta / response_item records and no sessionId.
+func (f *corpusFile) isCodex() bool {
+	return len(f.sessionIDs) == 0 && (f.hasTypes["session_meta"] > 0 || f.hasTypes["response_item"] > 0)
+}
+
+func scanCorpusFile(root, rel string) (*corpusFile, error) {
+	abs := filepath.Join(root, filepath.FromSlash(rel))
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	f := &corpusFile{rel: rel, abs: abs, size: int64(len(data)), hasTypes: map[string]int{}}
+	seenSC := false
+	var off int64
+	for n := 1; len(data) > 0; n++ {
+		line := data
+		next := len(data)
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, next = data[:i], i+1
+		}
+		start, end := off, off+int64(len(line))
+		off += int64(next)
+		data = data[next:]
+		f.lines++
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(line, &obj); err != nil || obj == nil {
+			f.malformed = append(f.malformed, n)
+			continue
+		}
+		str := func(k string) (string, bool) {
+			raw, ok := obj[k]
+			if !ok {
+				return "", false
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+		typ, _ := str("type")
+		f.hasTypes[typ]++
+		if s, ok := str("sessionId"); ok && s != "" && !slices.Contains(f.sessionIDs, s) {
+			f.sessionIDs = append(f.sessionIDs, s)
+		}
+		if s, ok := str("cwd"); ok && s != "" && !slices.Contains(f.cwds, s) {
+			f.cwds = append(f.cwds, s)
+		}
+		if s, ok := str("agentId"); ok && s != "" && !slices.Contains(f.agentIDs, s) {
+			f.agentIDs = append(f.agentIDs, s)
+		}
+		if raw, ok := obj["isSidechain"]; ok && !seenSC {
+			seenSC = true
+			f.firstSC = string(raw) == "true"
+		}
+		set := func(m *metaLine, key string) {
+			if v, ok := str(key); ok {
+				*m = metaLine{ok: true, value: v, start: start, end: end}
+			}
+		}
+		switch typ {
+		case "custom-title":
+			set(&f.lastCustomTitle, "customTitle")
+		case "ai-title":
+			set(&f.lastAiTitle, "aiTitle")
+		case "tag":
+			set(&f.lastTag, "tag")
+		case "last-prompt":
+			set(&f.lastPrompt, "lastPrompt")
+		}
+	}
+	return f, nil
+}
+
+// agentFile is a subagent transcript of a unit.
+type agentFile struct {
+	*corpusFile
+	agentID string // from the file name agent-<id>.jsonl
+	meta    string // absolute path of agent-<id>.meta.json beside it in the corpus, if any
+	projDir string // the corpus folder its main transcript is (or would be) in
+}
+
+// unit is one session of the corpus: its main transcript (if the corpus has
+// it) and its subagent transcripts.
+type unit struct {
+	name   string // subtest name
+	sid    string
+	main   *corpusFile // nil when the corpus has only subagents of the session
+	mainAt string      // "<uuid>.jsonl" name: record with --session
+	agents []*agentFile
+	cwd    string // project path of the session (first cwd)
+}
+
+type corpus struct {
+	units          []*unit
+	codex          []string
+	mainFiles      int
+	nonUUIDMain    []string
+	modernAgents   int
+	oldStyleAgents int
+	orphanUnits    []string
+	multiSession   []string // files with several sessionIds
+	multiCwd       []string // files with several cwds
+	noCwd          []string
+	malformedFiles []string
+}
+
+var (
+	corpusOnce sync.Once
+	corpusVal  *corpus
+	corpusErr  error
+)
+
+// loadCorpus scans testdata/corpus/real once per test process.
+func loadCorpus(t *testing.T) *corpus {
+	t.Helper()
+	root := testenv.CorpusDir(t)
+	corpusOnce.Do(func() { corpusVal, corpusErr = scanCorpus(root) })
+	if corpusErr != nil {
+		t.Fatalf("corpus: %v", corpusErr)
+	}
+	return corpusVal
+}
+
+func scanCorpus(root string) (*corpus, error) {
+	var rels []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			r, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			rels = append(rels, filepath.ToSlash(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(rels)
+	c := &corpus{}
+	bySID := map[string]*unit{}
+	get := func(sid string) *unit {
+		u := bySID[sid]
+		if u == nil {
+			u = &unit{sid: sid}
+			bySID[sid] = u
+		}
+		return u
+	}
+	for _, rel := range rels {
+		f, err := scanCorpusFile(root, rel)
+		if err != nil {
+			return nil, err
+		}
+		if f.isCodex() {
+			c.codex = append(c.codex, rel)
+			continue
+		}
+		if len(f.sessionIDs) > 1 {
+			c.multiSession = append(c.multiSession, rel)
+		}
+		if len(f.cwds) > 1 {
+			c.multiCwd = append(c.multiCwd, fmt.Sprintf("%s %q", rel, f.cwds))
+		}
+		if len(f.cwds) == 0 {
+			c.noCwd = append(c.noCwd, rel)
+		}
+		if len(f.malformed) > 0 {
+			c.malformedFiles = append(c.malformedFiles, fmt.Sprintf("%s lines %v", rel, f.malformed))
+		}
+		base := path.Base(rel)
+		stem := strings.TrimSuffix(base, ".jsonl")
+		dir := path.Dir(rel)
+		switch {
+		case path.Base(dir) == "subagents": // <uuid>/subagents/agent-<id>.jsonl
+			sid := path.Base(path.Dir(dir))
+			if !uuidRE.MatchString(sid) || !strings.HasPrefix(stem, "agent-") {
+				return nil, fmt.Errorf("%s: unexpected subagent path", rel)
+			}
+			if len(f.sessionIDs) != 1 || f.sessionIDs[0] != sid {
+				return nil, fmt.Errorf("%s: subagent rows carry sessionIds %q, want the parent %s", rel, f.sessionIDs, sid)
+			}
+			a := &agentFile{corpusFile: f, agentID: strings.TrimPrefix(stem, "agent-"), projDir: path.Dir(path.Dir(dir))}
+			if m := strings.TrimSuffix(f.abs, ".jsonl") + ".meta.json"; fileExists(m) {
+				a.meta = m
+			}
+			u := get(sid)
+			u.agents = append(u.agents, a)
+			c.modernAgents++
+		case strings.HasPrefix(stem, "agent-") && f.firstSC: // old-style top-level agent file
+			if len(f.sessionIDs) != 1 {
+				return nil, fmt.Errorf("%s: old-style agent file with sessionIds %q", rel, f.sessionIDs)
+			}
+			u := get(f.sessionIDs[0])
+			u.agents = append(u.agents, &agentFile{corpusFile: f, agentID: strings.TrimPrefix(stem, "agent-"), projDir: dir})
+			c.oldStyleAgents++
+		default: // a main transcript
+			sid := stem
+			if !uuidRE.MatchString(stem) {
+				if len(f.sessionIDs) != 1 {
+					return nil, fmt.Errorf("%s: non-UUID file name and sessionIds %q: cannot tell its session", rel, f.sessionIDs)
+				}
+				sid = f.sessionIDs[0]
+				c.nonUUIDMain = append(c.nonUUIDMain, rel)
+			}
+			u := get(sid)
+			if u.main != nil {
+				return nil, fmt.Errorf("%s and %s are both main transcripts of session %s", u.main.rel, rel, sid)
+			}
+			u.main = f
+			u.name = rel
+			if uuidRE.MatchString(stem) {
+				u.mainAt = base
+			}
+			c.mainFiles++
+		}
+	}
+	for _, u := range bySID {
+		if u.main == nil {
+			u.name = fmt.Sprintf("%s/%s/subagents-only", u.agents[0].projDir, u.sid)
+			c.orphanUnits = append(c.orphanUnits, u.name)
+		}
+		if u.main != nil && u.main.firstCwd() != "" {
+			u.cwd = u.main.firstCwd()
+		} else {
+			for _, a := range u.agents {
+				if a.firstCwd() != "" {
+					u.cwd = a.firstCwd()
+					break
+				}
+			}
+		}
+		if u.cwd == "" {
+			u.cwd = noCwdProject
+		}
+		c.units = append(c.units, u)
+	}
+	sort.Slice(c.units, func(i, j int) bool { return c.units[i].name < c.units[j].name })
+	sort.Strings(c.orphanUnits)
+	return c, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// sanitizeProjectPath is the SDK's project folder name for a path: every
+// UTF-16 code unit outside [A-Za-z0-9] becomes '-'; names over 200
+// characters are cut to 200 and get '-' + base36(|Java String.hashCode|).
+func sanitizeProjectPath(p string) string {
+	units := utf16.Encode([]rune(p))
+	b := make([]byte, len(units))
+	for i, c := range units {
+		if c < 128 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = byte(c)
+		} else {
+			b[i] = '-'
+		}
+	}
+	if len(b) <= 200 {
+		return string(b)
+	}
+	var h int32
+	for _, c := range units {
+		h = h*31 + int32(c)
+	}
+	a := int64(h)
+	if a < 0 {
+		a = -a
+	}
+	return string(b[:200]) + "-" + strconv.FormatInt(a, 36)
+}
+
+// layOriginal copies the unit's corpus files into configDir the way Claude
+// Code keeps them and returns the project folder.
+func layOriginal(t *testing.T, configDir string, u *unit) string {
+	t.Helper()
+	proj := filepath.Join(configDir, "projects", sanitizeProjectPath(u.cwd))
+	if u.main != nil {
+		copyFile(t, u.main.abs, filepath.Join(proj, u.sid+".jsonl"))
+	}
+	for _, a := range u.agents {
+		dst := filepath.Join(proj, u.sid, "subagents", "agent-"+a.agentID+".jsonl")
+		copyFile(t, a.abs, dst)
+		if a.meta != "" {
+			copyFile(t, a.meta, strings.TrimSuffix(dst, ".jsonl")+".meta.json")
+		}
+	}
+	return proj
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if fileExists(dst) {
+		t.Fatalf("layout: %s written twice", dst)
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordReport is the part of `scribe record --json` output the tests read.
+type recordReport struct {
+	Accepted   int `json:"accepted"`
+	Duplicates int `json:"duplicates"`
+	Malformed  []struct {
+		File  string `json:"file"`
+		Line  int    `json:"line"`
+		Error string `json:"error"`
+	} `json:"malformed"`
+}
+
+// recorder records one corpus file into configDir (session "" = no
+// --session; cwd "" = no --cwd).
+type recorder func(t *testing.T, configDir string, f *corpusFile, session, cwd string) recordReport
+
+// scribeRecorder runs the scribe binary.
+func scribeRecorder(bin string) recorder {
+	return func(t *testing.T, configDir string, f *corpusFile, session, cwd string) recordReport {
+		t.Helper()
+		args := []string{"record", "--config-dir", configDir, "--json"}
+		if session != "" {
+			args = append(args, "--session", session)
+		}
+		if cwd != "" {
+			args = append(args, "--cwd", cwd)
+		}
+		args = append(args, f.abs)
+		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		runErr := cmd.Run()
+		show := fmt.Sprintf("scribe %s\nstdout:\n%.4000s\nstderr:\n%.4000s", strings.Join(args, " "), stdout.String(), stderr.String())
+		if ctx.Err() != nil {
+			t.Fatalf("%s: timed out after %v\n%s", f.rel, recordTimeout, show)
+		}
+		var exitErr *exec.ExitError
+		if runErr != nil && !errors.As(runErr, &exitErr) {
+			t.Fatalf("%s: %v\n%s", f.rel, runErr, show)
+		}
+		rep, err := decodeReport(stdout.Bytes())
+		if err != nil {
+			t.Fatalf("%s: decode --json output: %v\n%s", f.rel, err, show)
+		}
+		if runErr != nil {
+			// Only input with malformed lines, all of them reported, may
+			// make record exit non-zero.
+			if len(f.malformed) == 0 || !slices.Equal(reportedLines(rep), f.malformed) {
+				t.Fatalf("%s: %v\n%s", f.rel, runErr, show)
+			}
+			t.Logf("%s: scribe record exited %d on input with malformed lines %v (reported)", f.rel, exitErr.ExitCode(), f.malformed)
+		}
+		if got := reportedLines(rep); !slices.Equal(got, f.malformed) {
+			t.Errorf("%s: malformed lines reported %v, want %v (the lines that are not JSON objects)\n%s", f.rel, got, f.malformed, show)
+		}
+		return rep
+	}
+}
+
+func reportedLines(r recordReport) []int {
+	var ls []int
+	for _, m := range r.Malformed {
+		ls = append(ls, m.Line)
+	}
+	sort.Ints(ls)
+	return ls
+}
+
+// decodeReport reads the --json object: the whole output, else its last
+// non-empty line.
+func decodeReport(out []byte) (recordReport, error) {
+	var r recordReport
+	err := json.Unmarshal(out, &r)
+	if err == nil {
+		return r, nil
+	}
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if last := lines[len(lines)-1]; len(last) > 0 {
+		if json.Unmarshal(last, &r) == nil {
+			return r, nil
+		}
+	}
+	return r, err
+}
+
+// recordUnit records the unit's files into configDir: the main file first
+// (with --session <uuid> when it is named <uuid>.jsonl), then its subagent
+// files (without --session).
+func recordUnit(t *testing.T, rec recorder, configDir string, u *unit) []recordReport {
+	t.Helper()
+	var reps []recordReport
+	if u.main != nil {
+		session, cwd := "", ""
+		if u.mainAt != "" {
+			session = u.sid
+		}
+		if u.main.firstCwd() == "" {
+			cwd = u.cwd
+		}
+		reps = append(reps, rec(t, configDir, u.main, session, cwd))
+	}
+	for _, a := range u.agents {
+		cwd := ""
+		if a.firstCwd() == "" {
+			cwd = u.cwd
+		}
+		reps = append(reps, rec(t, configDir, a.corpusFile, "", cwd))
+	}
+	return reps
+}
+
+// exceptions counts the accepted, documented differences (see the file
+// comment), by kind.
+type exceptions struct {
+	mu    sync.Mutex
+	cases []string
+}
+
+func (e *exceptions) add(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cases = append(e.cases, fmt.Sprintf(format, args...))
+}
+
+// sdkView is what the SDK reports for one config folder.
+type sdkView struct {
+	list      map[string]peer.SessionInfo
+	order     []string
+	messages  map[string][]json.RawMessage
+	subagents map[string][]string
+	subMsgs   map[string]map[string][]json.RawMessage
+}
+
+func listView(t *testing.T, p *peer.Peer, configDir string) *sdkView {
+	t.Helper()
+	v := &sdkView{
+		list:      map[string]peer.SessionInfo{},
+		messages:  map[string][]json.RawMessage{},
+		subagents: map[string][]string{},
+		subMsgs:   map[string]map[string][]json.RawMessage{},
+	}
+	for _, s := range p.List(t, configDir, "") {
+		if _, dup := v.list[s.SessionID]; dup {
+			t.Errorf("listSessions(%s) returned session %s twice", configDir, s.SessionID)
+		}
+		v.list[s.SessionID] = s
+		v.order = append(v.order, s.SessionID)
+	}
+	return v
+}
+
+func (v *sdkView) load(t *testing.T, p *peer.Peer, configDir, sid string) {
+	t.Helper()
+	v.messages[sid] = p.Messages(t, configDir, sid, "", true)
+	agents := p.Subagents(t, configDir, sid, "")
+	sort.Strings(agents)
+	v.subagents[sid] = agents
+	v.subMsgs[sid] = map[string][]json.RawMessage{}
+	for _, a := range agents {
+		v.subMsgs[sid][a] = p.SubagentMessages(t, configDir, sid, a, "")
+	}
+}
+
+// listFieldsSkipped are SDKSessionInfo fields that naturally differ.
+var listFieldsSkipped = map[string]bool{"fileSize": true, "lastModified": true}
+
+// compareUnit lays out ORIGINAL, records RECORDED with rec, and compares
+// what the SDK sees in both.
+func compareUnit(t *testing.T, p *peer.Peer, rec recorder, u *unit, exc *exceptions) {
+	if u.main == nil {
+		u = withStubMain(t, u)
+	}
+	origDir := filepath.Join(t.TempDir(), "original")
+	recDir := filepath.Join(t.TempDir(), "recorded")
+	if err := os.Mkdir(recDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	layOriginal(t, origDir, u)
+	recordUnit(t, rec, recDir, u)
+	checkModes(t, u.name, recDir)
+
+	orig := listView(t, p, origDir)
+	recd := listView(t, p, recDir)
+
+	ids := map[string]bool{u.sid: true}
+	for id := range orig.list {
+		ids[id] = true
+	}
+	for id := range recd.list {
+		ids[id] = true
+	}
+	var sids []string
+	for id := range ids {
+		sids = append(sids, id)
+	}
+	sort.Strings(sids)
+
+	// listSessions
+	for _, sid := range sids {
+		o, inO := orig.list[sid]
+		r, inR := recd.list[sid]
+		switch {
+		case inO && inR:
+			compareInfo(t, u, sid, o, r, exc)
+		case inO:
+			t.Errorf("%s: session %s: listed in ORIGINAL (summary %q) but not in RECORDED", u.name, sid, o.Summary)
+		case inR:
+			if why, ok := revealedSession(u, sid, r); ok {
+				exc.add("%s: session %s listed only in RECORDED, summary %q (%s)", u.name, sid, r.Summary, why)
+				t.Logf("accepted: session %s listed only in RECORDED, summary %q: %s", sid, r.Summary, why)
+			} else {
+				t.Errorf("%s: session %s: listed in RECORDED (summary %q) but not in ORIGINAL", u.name, sid, r.Summary)
+			}
+		}
+	}
+	// messages and subagents
+	for _, sid := range sids {
+		orig.load(t, p, origDir, sid)
+		recd.load(t, p, recDir, sid)
+		compareMessages(t, fmt.Sprintf("%s: session %s getSessionMessages", u.mainName(), sid), orig.messages[sid], recd.messages[sid])
+		if !slices.Equal(orig.subagents[sid], recd.subagents[sid]) {
+			t.Errorf("%s: session %s listSubagents: ORIGINAL %q, RECORDED %q", u.name, sid, orig.subagents[sid], recd.subagents[sid])
+		}
+		for _, a := range orig.subagents[sid] {
+			if !slices.Contains(recd.subagents[sid], a) {
+				continue
+			}
+			compareMessages(t, fmt.Sprintf("%s: session %s getSubagentMessages(%s)", u.agentName(a), sid, a),
+				orig.subMsgs[sid][a], recd.subMsgs[sid][a])
+		}
+	}
+}
+
+// withStubMain returns a copy of a subagents-only unit with a one-line stand-in
+// main transcript. The SDK finds a session's subagents only through its main
+// file; without one, listSubagents answers [] for both folders and the
+// subagent transcripts would go unchecked. The stub is recorded by scribe (with
+// --session) like any main file, and laid into ORIGINAL as it is.
+func withStubMain(t *testing.T, u *unit) *unit {
+	t.Helper()
+	ts := "2025-01-01T00:00:00.000Z"
+	if first, err := os.ReadFile(u.agents[0].abs); err == nil {
+		var row struct {
+			Timestamp string `json:"timestamp"`
+		}
+		line, _, _ := bytes.Cut(first, []byte("\n"))
+		if json.Unmarshal(line, &row) == nil && row.Timestamp != "" {
+			ts = row.Timestamp
+		}
+	}
+	row, err := json.Marshal(map[string]any{
+		"parentUuid":  nil,
+		"isSidechain": false,
+		"type":        "user",
+		"message":     map[string]any{"role": "user", "content": "scribe test stub: the main transcript of this session is not in the corpus"},
+		"uuid":        "00000000-0000-4000-8000-000000000001",
+		"timestamp":   ts,
+		"userType":    "external",
+		"cwd":         u.cwd,
+		"sessionId":   u.sid,
+		"version":     "2.0.42",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	name := u.sid + ".jsonl"
+	if err := os.WriteFile(filepath.Join(dir, name), append(row, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stub, err := scanCorpusFile(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub.rel = u.name + " (stub main " + name + ")"
+	c := *u
+	c.main, c.mainAt = stub, name
+	return &c
+}
+
+func (u *unit) mainName() string {
+	if u.main != nil {
+		return u.main.rel
+	}
+	return u.name
+}
+
+func (u *unit) agentName(agentID string) string {
+	for _, a := range u.agents {
+		if a.agentID == agentID {
+			return a.rel
+		}
+	}
+	return u.name
+}
+
+// compareInfo compares one SDKSessionInfo of ORIGINAL and RECORDED.
+func compareInfo(t *testing.T, u *unit, sid string, o, r peer.SessionInfo, exc *exceptions) {
+	t.Helper()
+	keys := map[string]bool{}
+	for k := range o.Raw {
+		keys[k] = true
+	}
+	for k := range r.Raw {
+		keys[k] = true
+	}
+	var names []string
+	for k := range keys {
+		if !listFieldsSkipped[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	acceptedTitle := false
+	diff := map[string]bool{}
+	for _, k := range names {
+		ov, oOK := o.Raw[k]
+		rv, rOK := r.Raw[k]
+		if oOK == rOK && reflect.DeepEqual(ov, rv) {
+			continue
+		}
+		diff[k] = true
+	}
+	// customTitle and tag first: summary's exception depends on customTitle's.
+	for _, k := range []string{"customTitle", "tag", "summary"} {
+		if !diff[k] {
+			continue
+		}
+		if why, ok := revealedField(u, sid, k, o, r, acceptedTitle); ok {
+			if k == "customTitle" {
+				acceptedTitle = true
+			}
+			delete(diff, k)
+			exc.add("%s: session %s %s: ORIGINAL %s, RECORDED %s (%s)", u.name, sid, k, showField(o.Raw, k), showField(r.Raw, k), why)
+			t.Logf("accepted: session %s %s: ORIGINAL %s, RECORDED %s: %s", sid, k, showField(o.Raw, k), showField(r.Raw, k), why)
+		}
+	}
+	for _, k := range names {
+		if diff[k] {
+			t.Errorf("%s: session %s listSessions field %s: ORIGINAL %s, RECORDED %s", u.mainName(), sid, k, showField(o.Raw, k), showField(r.Raw, k))
+		}
+	}
+}
+
+func showField(m map[string]any, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "(absent)"
+	}
+	b, _ := json.Marshal(v)
+	return truncate(string(b), 300)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func emptyField(m map[string]any, k string) bool {
+	v, ok := m[k]
+	return !ok || v == nil || v == ""
+}
+
+// hiddenMeta returns the last metadata line of a kind in the original main
+// file when the SDK could not see it (outside both lite windows).
+func hiddenMeta(u *unit, m metaLine) (string, bool) {
+	if u.main == nil || !m.ok || m.value == "" || m.visible(u.main.size) {
+		return "", false
+	}
+	return m.value, true
+}
+
+// revealedField decides whether a difference in field k is the documented
+// re-append effect (see the file comment).
+func revealedField(u *unit, sid, k string, o, r peer.SessionInfo, titleAccepted bool) (string, bool) {
+	if sid != u.sid || u.main == nil {
+		return "", false
+	}
+	at := func(m metaLine) string {
+		return fmt.Sprintf("bytes %d-%d of %d, outside both 64 KiB windows", m.start, m.end, u.main.size)
+	}
+	switch k {
+	case "customTitle":
+		// The SDK reports custom-title, else ai-title, as customTitle.
+		m := u.main.lastCustomTitle
+		if !m.ok {
+			m = u.main.lastAiTitle
+		}
+		if v, ok := hiddenMeta(u, m); ok && emptyField(o.Raw, k) && r.CustomTitle == v {
+			return "last title line of the original, " + at(m), true
+		}
+	case "tag":
+		m := u.main.lastTag
+		if v, ok := hiddenMeta(u, m); ok && emptyField(o.Raw, k) && r.Tag == v {
+			return "last tag line of the original, " + at(m), true
+		}
+	case "summary":
+		// summary = customTitle || lastPrompt || summary entry || firstPrompt.
+		// The original's summary came from a lower-priority source than the
+		// revealed one (its own value for that source was absent).
+		if titleAccepted && r.Summary == r.CustomTitle {
+			return "follows the revealed customTitle", true
+		}
+		m := u.main.lastPrompt
+		if v, ok := hiddenMeta(u, m); ok && emptyField(o.Raw, "customTitle") && emptyField(r.Raw, "customTitle") && r.Summary == v {
+			return "last last-prompt line of the original, " + at(m), true
+		}
+	}
+	return "", false
+}
+
+// revealedSession decides whether a session listed only in RECORDED is the
+// re-append effect: the SDK dropped the original (no prompt, title, lastPrompt
+// or summary in its windows) and the recording's summary is a hidden
+// metadata value of the original.
+func revealedSession(u *unit, sid string, r peer.SessionInfo) (string, bool) {
+	if sid != u.sid || u.main == nil {
+		return "", false
+	}
+	for _, m := range []struct {
+		name string
+		line metaLine
+	}{{"custom-title", u.main.lastCustomTitle}, {"ai-title", u.main.lastAiTitle}, {"last-prompt", u.main.lastPrompt}} {
+		if v, ok := hiddenMeta(u, m.line); ok && r.Summary == v {
+			return fmt.Sprintf("last %s line of the original at bytes %d-%d of %d, outside both windows", m.name, m.line.start, m.line.end, u.main.size), true
+		}
+	}
+	return "", false
+}
+
+// compareMessages compares two SDK message lists: the uuid order, then each
+// decoded message object.
+func compareMessages(t *testing.T, what string, o, r []json.RawMessage) {
+	t.Helper()
+	ou, ru := peer.UUIDs(o), peer.UUIDs(r)
+	if !slices.Equal(ou, ru) {
+		i := 0
+		for i < len(ou) && i < len(ru) && ou[i] == ru[i] {
+			i++
+		}
+		t.Errorf("%s: uuid order differs: ORIGINAL %d messages, RECORDED %d; first difference at index %d: ORIGINAL %q, RECORDED %q",
+			what, len(ou), len(ru), i, window(ou, i), window(ru, i))
+		return
+	}
+	reported := 0
+	for i := range o {
+		od, rd := decodeAny(o[i]), decodeAny(r[i])
+		if reflect.DeepEqual(od, rd) {
+			continue
+		}
+		if reported++; reported > 5 {
+			t.Errorf("%s: more messages differ", what)
+			return
+		}
+		om, _ := od.(map[string]any)
+		rm, _ := rd.(map[string]any)
+		var fields []string
+		for k := range om {
+			if !reflect.DeepEqual(om[k], rm[k]) {
+				fields = append(fields, k)
+			}
+		}
+		for k := range rm {
+			if _, ok := om[k]; !ok {
+				fields = append(fields, k)
+			}
+		}
+		sort.Strings(fields)
+		var detail []string
+		for _, k := range fields {
+			detail = append(detail, fmt.Sprintf("%s: ORIGINAL %s, RECORDED %s", k, showField(om, k), showField(rm, k)))
+		}
+		t.Errorf("%s: message %d (uuid %s) differs in %q\n  %s", what, i, ou[i], fields, strings.Join(detail, "\n  "))
+	}
+}
+
+func window(s []string, i int) []string {
+	lo, hi := max(0, i-1), min(len(s), i+2)
+	if lo >= hi {
+		return nil
+	}
+	return s[lo:hi]
+}
+
+func decodeAny(raw json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// checkModes wants every folder under configDir to be 0700 and every file
+// 0600.
+func checkModes(t *testing.T, name, configDir string) {
+	t.Helper()
+	err := filepath.WalkDir(configDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == configDir {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(configDir, p)
+		switch {
+		case fi.IsDir():
+			if fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s: recorded folder %s has mode %#o, want 0700", name, rel, fi.Mode().Perm())
+			}
+		case fi.Mode().IsRegular():
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: recorded file %s has mode %#o, want 0600", name, rel, fi.Mode().Perm())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logCorpus logs what the corpus holds and checks the Codex count.
+func logCorpus(t *testing.T, c *corpus) {
+	t.Helper()
+	t.Logf("corpus: %d sessions (%d main transcripts, %d of them not named <uuid>.jsonl; %d subagent-only units), "+
+		"%d subagent files (%d in <uuid>/subagents/, %d old-style top-level agent-*.jsonl)",
+		len(c.units), c.mainFiles, len(c.nonUUIDMain), len(c.orphanUnits), c.modernAgents+c.oldStyleAgents, c.modernAgents, c.oldStyleAgents)
+	t.Logf("skipping %d Codex rollout files (session_meta/response_item records, no sessionId): %q", len(c.codex), c.codex)
+	if len(c.codex) != wantCodexFiles {
+		t.Errorf("found %d Codex files in the corpus, want %d (SOURCES.md)", len(c.codex), wantCodexFiles)
+	}
+	if len(c.multiSession) > 0 {
+		t.Logf("files with several sessionIds: %q", c.multiSession)
+	}
+	t.Logf("files with several cwds: %q", c.multiCwd)
+	t.Logf("files with no cwd (laid out under %s, recorded with --cwd): %q", noCwdProject, c.noCwd)
+	t.Logf("files with malformed lines: %q", c.malformedFiles)
+}
+
+// forEachUnit runs fn for every corpus unit in a parallel subtest named by the
+// unit, at most compatParallel at a time, and returns when all are done.
+func forEachUnit(t *testing.T, c *corpus, fn func(t *testing.T, u *unit)) {
+	sem := make(chan struct{}, compatParallel)
+	t.Run("corpus", func(t *testing.T) {
+		for _, u := range c.units {
+			t.Run(u.name, func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				fn(t, u)
+			})
+		}
+	})
+}
+
+func TestCompatRecordCorpus(t *testing.T) {
+	p := peer.Find(t)
+	c := loadCorpus(t)
+	logCorpus(t, c)
+
+	// Our layout's folder names must be the SDK's.
+	var cwds []string
+	for _, u := range c.units {
+		cwds = append(cwds, u.cwd)
+	}
+	for i, got := range p.Sanitize(t, cwds...) {
+		if want := sanitizeProjectPath(cwds[i]); got != want {
+			t.Fatalf("project folder of %q: SDK %q, ours %q", cwds[i], got, want)
+		}
+	}
+
+	rec := scribeRecorder(testenv.BuildScribe(t))
+	exc := &exceptions{}
+	start := time.Now()
+	forEachUnit(t, c, func(t *testing.T, u *unit) { compareUnit(t, p, rec, u, exc) })
+	sort.Strings(exc.cases)
+	t.Logf("%d units compared in %v; %d accepted re-append differences (title/tag/last-prompt outside the original's 64 KiB windows):\n%s",
+		len(c.units), time.Since(start).Round(time.Millisecond), len(exc.cases), strings.Join(exc.cases, "\n"))
+}
+
+// TestRecordTwiceAddsNothing records each corpus unit twice into the same
+// folder: the second run must not change any file.
+func TestRecordTwiceAddsNothing(t *testing.T) {
+	c := loadCorpus(t)
+	rec := scribeRecorder(testenv.BuildScribe(t))
+	var dupTotal atomic.Int64
+	forEachUnit(t, c, func(t *testing.T, u *unit) {
+		dir := filepath.Join(t.TempDir(), "cfg")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		recordUnit(t, rec, dir, u)
+		before := fileSizes(t, dir)
+		second := recordUnit(t, rec, dir, u)
+		after := fileSizes(t, dir)
+		for _, r := range second {
+			if r.Accepted != 0 {
+				t.Errorf("%s: second recording accepted %d entries, want 0 (duplicates %d)", u.name, r.Accepted, r.Duplicates)
+			}
+			dupTotal.Add(int64(r.Duplicates))
+		}
+		for f, n := range after {
+			if m, ok := before[f]; !ok {
+				t.Errorf("%s: second recording created %s (%d bytes)", u.name, f, n)
+			} else if m != n {
+				t.Errorf("%s: second recording changed %s from %d to %d bytes", u.name, f, m, n)
+			}
+		}
+		for f := range before {
+			if _, ok := after[f]; !ok {
+				t.Errorf("%s: second recording removed %s", u.name, f)
+			}
+		}
+	})
+	t.Logf("second recordings reported %d duplicates in all", dupTotal.Load())
+}
+
+func fileSizes(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		m[rel] = fi.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
+)
+
+// loadConfig reads --config (or the embedded default) with env and flag
+// overrides.
+func loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	path, _ := cmd.Flags().GetString("config")
+	return config.Load(path, os.Environ(), cmd.Flags())
+}
+
+// newLogger makes the host logger from the config.
+func newLogger(cfg *config.Config, name string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.LevelFromString(cfg.LogLevel),
+		JSONFormat: cfg.LogJSON,
+		Output:     os.Stderr,
+	})
+}
+
+// claudeConfigDir resolves Claude's config folder: the setting, else
+// $CLAUDE_CONFIG_DIR, else ~/.claude.
+func claudeConfigDir(cfg *config.Config) (string, error) {
+	dir := cfg.ConfigDir
+	if dir == "" {
+		dir = os.Getenv("CLAUDE_CONFIG_DIR")
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the home folder for ~/.claude: %w", err)
+		}
+		dir = filepath.Join(home, ".claude")
+	}
+	return filepath.Abs(dir)
+}
+
+// runtime is a pipeline built from a config.
+type runtime struct {
+	cfg      *config.Config
+	log      hclog.Logger
+	host     core.HostInfo
+	pipeline *core.Pipeline
+}
+
+func findFactory(kind core.Kind, typ string) (core.Factory, error) {
+	var valid []string
+	for _, f := range factories() {
+		if f.Kind() != kind {
+			continue
+		}
+		if f.Type() == typ {
+			return f, nil
+		}
+		valid = append(valid, f.Type())
+	}
+	sort.Strings(valid)
+	return nil, fmt.Errorf("unknown %s type %q (valid: %s)", kind, typ, strings.Join(valid, ", "))
+}
+
+// build creates the components the pipeline block lists and wires them.
+func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []string) (*runtime, error) {
+	dir, err := claudeConfigDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	wd, _ := os.Getwd()
+	host := core.HostInfo{ConfigDir: dir, CleanupPeriodDays: cfg.CleanupPeriodDays, WorkDir: wd}
+	for _, id := range cfg.Pipeline.Sinks {
+		if cloudSinkTypes[id.Type] {
+			host.CloudSinks = true
+		}
+	}
+	settings := func(id core.ID) core.Settings {
+		return core.Settings{ID: id, Logger: log.Named(id.String()), Environ: os.Environ(), Args: args, Host: host}
+	}
+	decode := func(kind core.Kind, id core.ID) (core.Factory, any, error) {
+		comp, ok := cfg.Lookup(kind, id)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s %s is not declared", kind, id)
+		}
+		f, err := findFactory(kind, id.Type)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %s %s: %w", comp.Range, kind, id, err)
+		}
+		c := f.DefaultConfig()
+		if err := comp.Decode(c); err != nil {
+			return nil, nil, err
+		}
+		return f, c, nil
+	}
+	opts := core.PipelineOptions{Logger: log.Named("pipeline"), QueueSize: cfg.Pipeline.QueueSize}
+	for _, id := range cfg.Pipeline.Guards {
+		f, c, err := decode(core.KindGuard, id)
+		if err != nil {
+			return nil, err
+		}
+		g, err := f.(core.GuardFactory).CreateGuard(ctx, settings(id), c)
+		if err != nil {
+			return nil, err
+		}
+		opts.Guards = append(opts.Guards, core.NamedGuard{ID: id, Guard: g})
+	}
+	for _, id := range cfg.Pipeline.Sinks {
+		f, c, err := decode(core.KindSink, id)
+		if err != nil {
+			return nil, err
+		}
+		s, err := f.(core.SinkFactory).CreateSink(ctx, settings(id), c)
+		if err != nil {
+			return nil, err
+		}
+		opts.Sinks = append(opts.Sinks, core.NamedSink{ID: id, Sink: s})
+		// The first store that knows what it holds seeds dedup.
+		if sd, ok := s.(core.Seeder); ok && opts.Seeder == nil {
+			opts.Seeder = sd
+		}
+	}
+	if len(opts.Sinks) == 0 {
+		return nil, errors.New("the pipeline has no sinks: list at least one in pipeline { sinks = [...] }")
+	}
+	p, err := core.NewPipeline(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &runtime{cfg: cfg, log: log, host: host, pipeline: p}, nil
+}
+
+// validate decodes and checks every declared component without starting
+// anything, for `scribe config check`.
+func validate(cfg *config.Config) []error {
+	var errs []error
+	for _, comp := range cfg.Components {
+		f, err := findFactory(comp.Kind, comp.ID.Type)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s %s: %w", comp.Range, comp.Kind, comp.ID, err))
+			continue
+		}
+		if err := comp.Decode(f.DefaultConfig()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
