@@ -1,0 +1,249 @@
+// Package config reads scribe's configuration: one HCL2 file, with
+// environment variables and command-line flags layered over it.
+//
+// The top-level settings (config_dir, cleanup_period_days, log_level,
+// log_json and the pipeline block) are owned by this package and checked
+// here. The labelled component blocks (sink "type" "name" { ... }, and the
+// same for loader and guard) are owned by their factories: this package only
+// turns a block's attributes into a JSON object, keeps the position of every
+// attribute, and lets the host decode that object into the factory's config
+// struct with Component.Decode, which reports mistakes at their file:line.
+//
+// Precedence, highest first: a flag the user set, an environment variable
+// (SCRIBE_ + the key in upper case with '.' as '_'), the file, the built-in
+// defaults. Layering is done by spf13/viper with an HCL2 codec of this
+// package registered in its codec registry.
+package config
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+//go:embed default.hcl
+var defaultHCL []byte
+
+// DefaultName is the file name used in positions for the embedded default.
+const DefaultName = "<default>"
+
+// EnvPrefix is the prefix of the environment variables that override the file.
+const EnvPrefix = "SCRIBE_"
+
+// LogLevels are the valid values of log_level.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
+
+// Config is the decoded file after env and flag overrides.
+type Config struct {
+	// ConfigDir is Claude Code's config folder; "" means $CLAUDE_CONFIG_DIR,
+	// else ~/.claude (resolved by the caller).
+	ConfigDir string
+	// CleanupPeriodDays is 0 to disable persistence, else a number of days.
+	CleanupPeriodDays int
+	// LogLevel is one of LogLevels.
+	LogLevel string
+	// LogJSON selects JSON log lines.
+	LogJSON bool
+	// Pipeline is the pipeline block.
+	Pipeline PipelineConfig
+	// Components are the labelled sink, loader and guard blocks in file order.
+	Components []Component
+	// File is the path the configuration was read from, "" for the embedded
+	// default.
+	File string
+}
+
+// PipelineConfig is the pipeline block.
+type PipelineConfig struct {
+	// Sinks are the sinks entries go to, in order. Each is a declared sink block.
+	Sinks []core.ID
+	// Guards are the guards every entry must pass, in order. Each is a
+	// declared guard block.
+	Guards []core.ID
+	// QueueSize is the number of entries each sink's queue holds.
+	QueueSize int
+}
+
+// Component is one labelled block: kind "type" "name" { ... }.
+type Component struct {
+	Kind core.Kind
+	// ID is "type/name" from the two labels, with their case kept.
+	ID core.ID
+	// Body holds the block's attributes as a JSON object: strings, numbers
+	// (integral values as JSON integers), bools, null, lists and objects.
+	Body json.RawMessage
+	// Range is the position of the block's first token.
+	Range Pos
+
+	// attrs maps an attribute path ("fsync", "rules.0.var") to the position
+	// of its name (for list elements: of the element).
+	attrs map[string]Pos
+}
+
+// AttrPos returns the position of an attribute of the block given by its
+// path: the attribute name, then for nested values object keys and list
+// indexes, joined by '.' ("rules.1.var"). It is false when the path is not
+// in the block.
+func (c Component) AttrPos(path string) (Pos, bool) {
+	p, ok := c.attrs[path]
+	return p, ok
+}
+
+// Lookup returns the component of the given kind and ID.
+func (c *Config) Lookup(kind core.Kind, id core.ID) (Component, bool) {
+	for _, comp := range c.Components {
+		if comp.Kind == kind && comp.ID == id {
+			return comp, true
+		}
+	}
+	return Component{}, false
+}
+
+// Pos is a position in a configuration file. Line and Column count from 1.
+type Pos struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// String returns "file:line:col" ("line:col" without a file).
+func (p Pos) String() string {
+	if p.File == "" {
+		return strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
+	}
+	return p.File + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
+}
+
+// Default returns the embedded default configuration, the same text as
+// example.hcl at the root of the repository.
+func Default() []byte {
+	out := make([]byte, len(defaultHCL))
+	copy(out, defaultHCL)
+	return out
+}
+
+// valueKind is the type of a top-level setting.
+type valueKind int
+
+const (
+	kindString valueKind = iota
+	kindInt
+	kindBool
+	kindIDs
+)
+
+func (k valueKind) String() string {
+	switch k {
+	case kindString:
+		return "a string"
+	case kindInt:
+		return "a whole number"
+	case kindBool:
+		return "a bool"
+	default:
+		return "a list of \"type/name\" strings"
+	}
+}
+
+// setting is one overridable top-level setting.
+type setting struct {
+	block string // "" for a top-level attribute, else the block holding it
+	name  string // attribute name
+	kind  valueKind
+	def   any
+	usage string
+}
+
+// key is the viper key: "name" or "block.name".
+func (s setting) key() string {
+	if s.block == "" {
+		return s.name
+	}
+	return s.block + "." + s.name
+}
+
+// env is the environment variable: SCRIBE_ + key upper-cased, '.' as '_'.
+func (s setting) env() string {
+	return EnvPrefix + upperUnderscore(s.key())
+}
+
+// flag is the flag name: the key with '.' and '_' as '-'.
+func (s setting) flag() string {
+	b := []byte(s.key())
+	for i, c := range b {
+		if c == '.' || c == '_' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+func upperUnderscore(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c == '.':
+			b[i] = '_'
+		case c >= 'a' && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// settings are the top-level settings in the order they are documented.
+var settings = []setting{
+	{name: "config_dir", kind: kindString, def: "", usage: `Claude Code's config folder ("" = $CLAUDE_CONFIG_DIR, else ~/.claude)`},
+	{name: "cleanup_period_days", kind: kindInt, def: 30, usage: "days transcripts are kept; 0 disables persistence"},
+	{name: "log_level", kind: kindString, def: "info", usage: "log level: trace|debug|info|warn|error|off"},
+	{name: "log_json", kind: kindBool, def: false, usage: "write log lines as JSON"},
+	{block: "pipeline", name: "sinks", kind: kindIDs, def: []string{}, usage: "sinks entries go to (type/name, comma-separated)"},
+	{block: "pipeline", name: "guards", kind: kindIDs, def: []string{}, usage: "guards every entry must pass (type/name, comma-separated)"},
+	{block: "pipeline", name: "queue_size", kind: kindInt, def: 4096, usage: "entries per sink queue"},
+}
+
+func settingFor(block, name string) (setting, bool) {
+	for _, s := range settings {
+		if s.block == block && s.name == name {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+func validNames(block string) []string {
+	var out []string
+	for _, s := range settings {
+		if s.block == block {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+// checkValue applies the value rules of a setting to an already typed value.
+func checkValue(s setting, v any) error {
+	switch s.key() {
+	case "log_level":
+		lvl := v.(string)
+		for _, l := range LogLevels {
+			if lvl == l {
+				return nil
+			}
+		}
+		return fmt.Errorf("log_level %q is not valid (valid: %s)", lvl, strings.Join(LogLevels, ", "))
+	case "cleanup_period_days":
+		if v.(int) < 0 {
+			return fmt.Errorf("cleanup_period_days must be 0 (persistence disabled) or more, not %d", v.(int))
+		}
+	case "pipeline.queue_size":
+		if v.(int) <= 0 {
+			return fmt.Errorf("pipeline.queue_size must be greater than 0, not %d", v.(int))
+		}
+	}
+	return nil
+}

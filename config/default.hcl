@@ -1,0 +1,76 @@
+# scribe configuration (HCL2). This file is also scribe's built-in default.
+#
+# Every top-level setting can be overridden by an environment variable,
+# SCRIBE_ + its name in upper case (pipeline settings: SCRIBE_PIPELINE_...),
+# and by a flag of the same name with '-' for '_' (--log-level).
+# Precedence: flag > environment > this file > built-in default.
+
+# Claude Code's config folder. Empty: $CLAUDE_CONFIG_DIR, else ~/.claude.
+# Default: "".
+config_dir = ""
+
+# Days Claude Code keeps transcripts. 0 disables persistence (the "config"
+# guard refuses everything), as Claude Code's cleanupPeriodDays = 0 once did.
+# Default: 30.
+cleanup_period_days = 30
+
+# How much scribe logs: trace|debug|info|warn|error|off. Default: "info".
+log_level = "info"
+
+# Write log lines as JSON instead of text. Default: false.
+log_json = false
+
+pipeline {
+  # Sinks every accepted entry is written to, in order, as "type/name" of a
+  # sink block below. Default: [] (none).
+  sinks = ["jsonl/local"]
+
+  # Guards every entry must pass before any sink sees it, in order, as
+  # "type/name" of a guard block below. Default: [] (none).
+  guards = ["env/default", "flag/default", "config/default"]
+
+  # Entries per sink queue; Submit waits when a queue is full. Default: 4096.
+  queue_size = 4096
+}
+
+# The local JSONL transcript store, laid out as Claude Code lays it out.
+sink "jsonl" "local" {
+  # When to fsync: always (every write) | batch (once per drain) | never.
+  # Default: "batch".
+  fsync = "batch"
+
+  # How often queued entries are written out. "" = automatic: 100ms, or
+  # 10ms when a cloud sink is configured. Default: "".
+  drain_interval = ""
+
+  # When one of a session's latest metadata lines (title, tag, last prompt,
+  # ...) lies more than this many bytes before the end of its file, the
+  # block is appended again, so readers of the 64 KiB tail still find it.
+  # Default: 32768.
+  reappend_bytes = 32768
+
+  # How long to wait for another writer's lock on a session file. 0s: a
+  # second writer of a session fails at once, naming the holder.
+  # Default: "0s".
+  lock_wait = "0s"
+}
+
+# Refuses entries when environment variables say persistence is off.
+guard "env" "default" {
+  # Each rule refuses when `var` is set (and, with `equals`, has that value),
+  # unless the variable named by `unless` is set. Default: these two rules.
+  rules = [
+    { var = "NODE_ENV", equals = "test", unless = "TEST_ENABLE_SESSION_PERSISTENCE" },
+    { var = "CLAUDE_CODE_SKIP_PROMPT_HISTORY" },
+  ]
+}
+
+# Refuses entries when the host's command line carries a flag that disables
+# session persistence.
+guard "flag" "default" {
+  # Flags that turn persistence off. Default: ["--no-session-persistence"].
+  flags = ["--no-session-persistence"]
+}
+
+# Refuses everything when cleanup_period_days is 0. It has no options.
+guard "config" "default" {}

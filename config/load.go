@@ -1,0 +1,379 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Load reads the configuration.
+//
+// path is the HCL file to read; "" reads the embedded default (Default).
+// env is the environment as KEY=VALUE (os.Environ() for the real one); the
+// variables SCRIBE_CONFIG_DIR, SCRIBE_CLEANUP_PERIOD_DAYS, SCRIBE_LOG_LEVEL,
+// SCRIBE_LOG_JSON, SCRIBE_PIPELINE_SINKS, SCRIBE_PIPELINE_GUARDS (lists are
+// comma-separated) and SCRIBE_PIPELINE_QUEUE_SIZE override the file; an empty
+// value counts as unset, other SCRIBE_ variables are ignored. flags may be
+// nil; a flag named after a setting (config-dir, cleanup-period-days,
+// log-level, log-json, pipeline-sinks, pipeline-guards, pipeline-queue-size;
+// see AddFlags) overrides everything else, but only when the user set it.
+//
+// All problems found are returned together, one per line, each starting
+// with file:line:col (or with the variable or flag it came from).
+func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
+	src, name := defaultHCL, DefaultName
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("cannot read config file %s: %w", path, err)
+		}
+		src, name = b, path
+	}
+
+	body, errs := parseHCL(src, name)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	file, errs := parseFile(body)
+	envVals, envErrs := parseEnv(env)
+	errs = append(errs, envErrs...)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+
+	// Layer: defaults < file < env < changed flags.
+	v := newViper()
+	for _, s := range settings {
+		v.SetDefault(s.key(), viperValue(s.def))
+	}
+	if err := v.ReadConfig(bytes.NewReader(src)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(envVals) > 0 {
+		// viper reads only the process environment; the env given to Load is
+		// merged over the file instead, which gives the same precedence.
+		m := map[string]any{}
+		for key, val := range envVals {
+			setNested(m, key, viperValue(val))
+		}
+		if err := v.MergeConfigMap(m); err != nil {
+			return nil, err
+		}
+	}
+	changed := map[string]bool{}
+	if flags != nil {
+		for _, s := range settings {
+			fl := flags.Lookup(s.flag())
+			if fl == nil {
+				continue
+			}
+			if err := v.BindPFlag(s.key(), fl); err != nil {
+				return nil, fmt.Errorf("flag --%s: %w", fl.Name, err)
+			}
+			changed[s.key()] = fl.Changed
+		}
+	}
+
+	cfg := &Config{File: path, Components: file.components}
+	origins := map[string]origin{}
+	for _, s := range settings {
+		o := origin{source: "default"}
+		switch fv, inFile := file.values[s.key()]; {
+		case changed[s.key()]:
+			o = origin{source: "flag --" + s.flag(), flag: true}
+		case envVals[s.key()] != nil:
+			o = origin{source: "env " + s.env()}
+		case inFile:
+			o = origin{pos: fv.pos, elem: fv.elem}
+		}
+		origins[s.key()] = o
+		val, err := convert(s, v.Get(s.key()))
+		if err == nil && o.flag {
+			err = checkValue(s, val)
+		}
+		if err != nil {
+			errs = append(errs, o.errorf(-1, "%v", err))
+			continue
+		}
+		assign(cfg, s, val)
+	}
+
+	errs = append(errs, checkRefs(cfg, core.KindSink, "pipeline.sinks", cfg.Pipeline.Sinks, origins)...)
+	errs = append(errs, checkRefs(cfg, core.KindGuard, "pipeline.guards", cfg.Pipeline.Guards, origins)...)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return cfg, nil
+}
+
+// origin says which layer a setting's value came from.
+type origin struct {
+	pos    Pos    // file position, when from the file
+	elem   []Pos  // file positions of list elements
+	source string // "flag --x", "env SCRIBE_X" or "default"; "" for the file
+	flag   bool
+}
+
+// errorf builds an Error at the origin; i >= 0 selects a list element.
+func (o origin) errorf(i int, format string, args ...any) *Error {
+	e := &Error{Msg: fmt.Sprintf(format, args...)}
+	switch {
+	case o.source != "":
+		e.Source = o.source
+	case i >= 0 && i < len(o.elem):
+		e.Pos = o.elem[i]
+	default:
+		e.Pos = o.pos
+	}
+	return e
+}
+
+// checkRefs checks that every ID in a pipeline list is a declared block.
+func checkRefs(cfg *Config, kind core.Kind, key string, ids []core.ID, origins map[string]origin) []*Error {
+	var declared []string
+	for _, c := range cfg.Components {
+		if c.Kind == kind {
+			declared = append(declared, c.ID.String())
+		}
+	}
+	var errs []*Error
+	for i, id := range ids {
+		if _, ok := cfg.Lookup(kind, id); ok {
+			continue
+		}
+		have := fmt.Sprintf("declared %ss: %s", kind, strings.Join(declared, ", "))
+		if len(declared) == 0 {
+			have = fmt.Sprintf("no %s blocks are declared", kind)
+		}
+		errs = append(errs, origins[key].errorf(i, "%s: unknown %s %q (%s)", key, kind, id, have))
+	}
+	return errs
+}
+
+// parseEnv picks the SCRIBE_ variables of known settings out of env. Later
+// entries win; empty values are ignored.
+func parseEnv(env []string) (map[string]any, []*Error) {
+	raw := map[string]string{}
+	for _, kv := range env {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvPrefix) {
+			continue
+		}
+		raw[k] = val
+	}
+	out := map[string]any{}
+	var errs []*Error
+	for _, s := range settings {
+		val, ok := raw[s.env()]
+		if !ok || val == "" {
+			continue
+		}
+		v, err := convert(s, val)
+		if err == nil {
+			err = checkValue(s, v)
+		}
+		if err != nil {
+			errs = append(errs, &Error{Source: "env " + s.env(), Msg: err.Error()})
+			continue
+		}
+		out[s.key()] = v
+	}
+	return out, errs
+}
+
+// setNested sets m["a"]["b"] for key "a.b".
+func setNested(m map[string]any, key string, v any) {
+	parts := strings.Split(key, ".")
+	for _, p := range parts[:len(parts)-1] {
+		sub, ok := m[p].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[p] = sub
+		}
+		m = sub
+	}
+	m[parts[len(parts)-1]] = v
+}
+
+// viperValue turns a typed setting value into what viper holds.
+func viperValue(v any) any {
+	switch x := v.(type) {
+	case []core.ID:
+		out := make([]any, len(x))
+		for i, id := range x {
+			out[i] = id.String()
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, s := range x {
+			out[i] = s
+		}
+		return out
+	}
+	return v
+}
+
+// assign stores a converted value in cfg.
+func assign(cfg *Config, s setting, v any) {
+	switch s.key() {
+	case "config_dir":
+		cfg.ConfigDir = v.(string)
+	case "cleanup_period_days":
+		cfg.CleanupPeriodDays = v.(int)
+	case "log_level":
+		cfg.LogLevel = v.(string)
+	case "log_json":
+		cfg.LogJSON = v.(bool)
+	case "pipeline.sinks":
+		cfg.Pipeline.Sinks = v.([]core.ID)
+	case "pipeline.guards":
+		cfg.Pipeline.Guards = v.([]core.ID)
+	case "pipeline.queue_size":
+		cfg.Pipeline.QueueSize = v.(int)
+	}
+}
+
+// convert turns a value from viper (or a raw env string) into the setting's
+// type: string, int, bool or []core.ID.
+func convert(s setting, v any) (any, error) {
+	switch s.kind {
+	case kindString:
+		if x, ok := v.(string); ok {
+			return x, nil
+		}
+	case kindBool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(x))
+			if err == nil {
+				return b, nil
+			}
+		}
+	case kindInt:
+		if n, ok := toInt(v); ok {
+			return n, nil
+		}
+	case kindIDs:
+		return toIDs(s, v)
+	}
+	return nil, fmt.Errorf("%s: want %s, got %s", s.key(), s.kind, describe(v))
+}
+
+func describe(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%T", v)
+	}
+	return string(b)
+}
+
+func toInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		return n, err == nil
+	case json.Number:
+		n, err := strconv.Atoi(x.String())
+		return n, err == nil
+	case float32, float64:
+		f := reflect.ValueOf(x).Float()
+		if f != math.Trunc(f) || f > math.MaxInt || f < math.MinInt {
+			return 0, false
+		}
+		return int(f), true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n := rv.Int()
+		return int(n), n >= math.MinInt && n <= math.MaxInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n := rv.Uint()
+		return int(n), n <= math.MaxInt
+	}
+	return 0, false
+}
+
+func toIDs(s setting, v any) (any, error) {
+	var items []string
+	switch x := v.(type) {
+	case []core.ID:
+		return x, nil
+	case string:
+		for _, part := range strings.Split(x, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				items = append(items, part)
+			}
+		}
+	case []string:
+		items = x
+	case []any:
+		for i, e := range x {
+			str, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s[%d]: want a \"type/name\" string, got %s", s.key(), i, describe(e))
+			}
+			items = append(items, str)
+		}
+	default:
+		return nil, fmt.Errorf("%s: want %s, got %s", s.key(), s.kind, describe(v))
+	}
+	ids := make([]core.ID, 0, len(items))
+	seen := map[core.ID]bool{}
+	for i, item := range items {
+		id, err := core.ParseID(strings.TrimSpace(item))
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", s.key(), i, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%s: %q is listed twice", s.key(), id)
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// AddFlags registers on fs one flag per overridable setting, named after
+// the setting's key with '.' and '_' as '-': --config-dir,
+// --cleanup-period-days, --log-level, --log-json, --pipeline-sinks,
+// --pipeline-guards (comma-separated type/name lists) and
+// --pipeline-queue-size. Load uses a flag only when the user set it, so the
+// defaults shown in help are the built-in ones. Callers may instead register
+// any subset of these names themselves, with any pflag type whose value
+// converts (a string flag for a number is checked at Load).
+func AddFlags(fs *pflag.FlagSet) {
+	for _, s := range settings {
+		switch s.kind {
+		case kindString:
+			fs.String(s.flag(), s.def.(string), s.usage)
+		case kindInt:
+			fs.Int(s.flag(), s.def.(int), s.usage)
+		case kindBool:
+			fs.Bool(s.flag(), s.def.(bool), s.usage)
+		case kindIDs:
+			fs.StringSlice(s.flag(), nil, s.usage)
+		}
+	}
+}
