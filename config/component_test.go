@@ -175,4 +175,3 @@ func TestComponentDecodeZero(t *testing.T) {
 		t.Errorf("got %+v", dst)
 	}
 }
-

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -177,6 +178,9 @@ type HostInfo struct {
 	// WorkDir is the host's working directory: the project of a session
 	// whose entries carry no cwd.
 	WorkDir string
+	// LockWait, when positive, overrides how long a store waits for another
+	// writer of a session (the --lock-wait flag).
+	LockWait time.Duration
 }
 
 // Factory creates components of one type. Config is decoded by the host:

@@ -54,6 +54,7 @@ type recordOpts struct {
 	json          bool
 	ack           bool
 	flushInterval time.Duration
+	lockWait      time.Duration
 }
 
 func newRecordCmd() *cobra.Command {
@@ -80,6 +81,7 @@ recorded).`,
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	f.BoolVar(&o.ack, "ack", false, `after each flush, print {"acked_lines":N} on stdout: the first N input lines are durable`)
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Second, "how often to flush (make durable) what was recorded")
+	f.DurationVar(&o.lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
 	return c
 }
 
@@ -102,7 +104,7 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rt, err := build(ctx, cfg, log, os.Args[1:])
+	rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{lockWait: o.lockWait})
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
@@ -218,13 +219,16 @@ func TestSecondWriterGetsAClearError(t *testing.T) {
 	if code == 0 || !strings.Contains(r.Error+stderr, "being written by another process") || !strings.Contains(r.Error+stderr, want) {
 		t.Fatalf("second writer: exit %d, error %q, stderr %q; want a lock error naming %s", code, r.Error, stderr, want)
 	}
-	stdin.Close()
+	// Asked to wait, the second writer goes through once the first is done.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		stdin.Close()
+	}()
+	if r, _, code := runRecord(t, nil, entryLine(1)+"\n", "--config-dir", dir, "--lock-wait", "1m"); code != 0 || r.Accepted != 1 {
+		t.Fatalf("waiting second writer: exit %d %+v", code, r)
+	}
 	if err := first.Wait(); err != nil {
 		t.Fatalf("first writer: %v", err)
-	}
-	// Once the first is done, the second goes through.
-	if r, _, code := runRecord(t, nil, entryLine(1)+"\n", "--config-dir", dir); code != 0 || r.Accepted != 1 {
-		t.Fatalf("after the first writer exited: exit %d %+v", code, r)
 	}
 }
 

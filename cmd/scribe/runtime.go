@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -73,14 +74,19 @@ func findFactory(kind core.Kind, typ string) (core.Factory, error) {
 	return nil, fmt.Errorf("unknown %s type %q (valid: %s)", kind, typ, strings.Join(valid, ", "))
 }
 
+// buildOpts are command-line choices that reach the components.
+type buildOpts struct {
+	lockWait time.Duration
+}
+
 // build creates the components the pipeline block lists and wires them.
-func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []string) (*runtime, error) {
+func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []string, bo buildOpts) (*runtime, error) {
 	dir, err := claudeConfigDir(cfg)
 	if err != nil {
 		return nil, err
 	}
 	wd, _ := os.Getwd()
-	host := core.HostInfo{ConfigDir: dir, CleanupPeriodDays: cfg.CleanupPeriodDays, WorkDir: wd}
+	host := core.HostInfo{ConfigDir: dir, CleanupPeriodDays: cfg.CleanupPeriodDays, WorkDir: wd, LockWait: bo.lockWait}
 	for _, id := range cfg.Pipeline.Sinks {
 		if cloudSinkTypes[id.Type] {
 			host.CloudSinks = true

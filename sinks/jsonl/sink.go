@@ -713,5 +713,8 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 	}
 	o.Logger = set.Logger
 	o.DefaultCWD = set.Host.WorkDir
+	if set.Host.LockWait > 0 {
+		o.LockWait = set.Host.LockWait
+	}
 	return New(o)
 }
