@@ -1,0 +1,355 @@
+// Package peer runs the real Claude Agent SDK (npm @anthropic-ai/claude-agent-sdk,
+// pinned in package.json next to this file) as a reference reader of Claude
+// Code config folders, for scribe's compatibility tests.
+//
+// The SDK lives in internal/peer/node_modules, installed by scripts/test
+// (npm ci --omit=optional). Every call starts `node peer.mjs <command> ...
+// --compact` and decodes the JSON the SDK returned. The SDK reads sessions
+// offline: no API key, no network.
+//
+// Test-only: nothing in scribe's runtime imports this package.
+package peer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/internal/testenv"
+)
+
+// SDKPackage is the npm package used as the reference reader.
+const SDKPackage = "@anthropic-ai/claude-agent-sdk"
+
+// SDKVersion is the exact version the tests are judged against.
+const SDKVersion = "0.3.332"
+
+// RequireEnv is the environment variable that turns a missing peer from a
+// skipped test into a failed one (scripts/test sets it to 1).
+const RequireEnv = "SCRIBE_REQUIRE_PEER"
+
+// DefaultTimeout bounds one peer.mjs run.
+const DefaultTimeout = 2 * time.Minute
+
+// Peer runs peer.mjs and gen-corpus.mjs with the pinned SDK.
+type Peer struct {
+	Node    string        // path of the node binary
+	Dir     string        // internal/peer (holds peer.mjs, gen-corpus.mjs, node_modules)
+	SDKDir  string        // internal/peer/node_modules/@anthropic-ai/claude-agent-sdk
+	Version string        // the installed SDK version (== SDKVersion)
+	Timeout time.Duration // per run; DefaultTimeout unless changed
+}
+
+// Find locates node and the installed SDK. If either is missing (or the SDK
+// is not the pinned version) it skips the test, or fails it when
+// SCRIBE_REQUIRE_PEER=1, with a message saying to run scripts/test.
+func Find(t testing.TB) *Peer {
+	t.Helper()
+	p, err := find(testenv.RepoRoot(t))
+	if err != nil {
+		msg := fmt.Sprintf("Claude Agent SDK peer unavailable (%v); run `scripts/test` "+
+			"(it installs %s@%s into internal/peer/node_modules with `npm ci --omit=optional`)",
+			err, SDKPackage, SDKVersion)
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+func find(root string) (*Peer, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, errors.New("node is not on PATH")
+	}
+	dir := filepath.Join(root, "internal", "peer")
+	for _, f := range []string{"peer.mjs", "gen-corpus.mjs"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return nil, fmt.Errorf("%s is missing", filepath.Join(dir, f))
+		}
+	}
+	sdkDir := filepath.Join(dir, "node_modules", filepath.FromSlash(SDKPackage))
+	raw, err := os.ReadFile(filepath.Join(sdkDir, "package.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not installed in %s", SDKPackage, filepath.Join(dir, "node_modules"))
+	}
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		return nil, fmt.Errorf("%s/package.json: %v", sdkDir, err)
+	}
+	if pkg.Version != SDKVersion {
+		return nil, fmt.Errorf("installed %s is %s, want %s", SDKPackage, pkg.Version, SDKVersion)
+	}
+	if _, err := os.Stat(filepath.Join(sdkDir, "sdk.mjs")); err != nil {
+		return nil, fmt.Errorf("%s/sdk.mjs is missing", sdkDir)
+	}
+	return &Peer{Node: node, Dir: dir, SDKDir: sdkDir, Version: pkg.Version, Timeout: DefaultTimeout}, nil
+}
+
+// Run runs `node <script> args...` in the peer folder and returns its stdout.
+// A non-zero exit, a timeout or a start failure fails the test and shows the
+// command and its stderr.
+func (p *Peer) Run(t testing.TB, script string, args ...string) []byte {
+	t.Helper()
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.Node, append([]string{filepath.Join(p.Dir, script)}, args...)...)
+	cmd.Dir = p.Dir
+	cmd.Env = peerEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		t.Fatalf("peer: node %s %s: timed out after %v\nstderr:\n%s", script, strings.Join(args, " "), timeout, stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("peer: node %s %s: %v (after %v)\nstderr:\n%s", script, strings.Join(args, " "), err,
+			time.Since(start).Round(time.Millisecond), stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// peerEnv is the environment for node: ours, minus anything that could make
+// the SDK read another config folder or reach an API.
+func peerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+			"NODE_OPTIONS", "CLAUDE_CODE_PROJECT_DIR_NAME", "PEER_SDK":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// runJSON runs peer.mjs with --compact and decodes its stdout into v.
+func (p *Peer) runJSON(t testing.TB, v any, args ...string) {
+	t.Helper()
+	out := p.Run(t, "peer.mjs", append(args, "--compact")...)
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("peer: decode output of peer.mjs %s: %v\noutput: %.2000s", strings.Join(args, " "), err, out)
+	}
+}
+
+// SessionInfo mirrors the SDK's SDKSessionInfo. Optional fields the SDK left
+// out are zero; Raw keeps the object as the SDK returned it (so an absent
+// field and an empty one can be told apart).
+type SessionInfo struct {
+	SessionID    string `json:"sessionId"`
+	Summary      string `json:"summary"`
+	LastModified int64  `json:"lastModified"`
+	FileSize     int64  `json:"fileSize"`
+	CustomTitle  string `json:"customTitle"`
+	FirstPrompt  string `json:"firstPrompt"`
+	GitBranch    string `json:"gitBranch"`
+	Cwd          string `json:"cwd"`
+	Tag          string `json:"tag"`
+	CreatedAt    int64  `json:"createdAt"`
+	Archived     bool   `json:"archived"`
+
+	Raw map[string]any `json:"-"`
+}
+
+func decodeInfo(t testing.TB, raw json.RawMessage) SessionInfo {
+	t.Helper()
+	var si SessionInfo
+	if err := json.Unmarshal(raw, &si); err != nil {
+		t.Fatalf("peer: decode SDKSessionInfo: %v\n%.2000s", err, raw)
+	}
+	if err := json.Unmarshal(raw, &si.Raw); err != nil {
+		t.Fatalf("peer: decode SDKSessionInfo: %v\n%.2000s", err, raw)
+	}
+	return si
+}
+
+// List is listSessions: every project under configDir when projectCwd is "",
+// else the project of that path. Extra args are peer.mjs flags
+// (--no-worktrees, --no-programmatic, --limit N, --offset N).
+func (p *Peer) List(t testing.TB, configDir, projectCwd string, args ...string) []SessionInfo {
+	t.Helper()
+	a := []string{"list", configDir}
+	if projectCwd != "" {
+		a = append(a, projectCwd)
+	}
+	var raws []json.RawMessage
+	p.runJSON(t, &raws, append(a, args...)...)
+	out := make([]SessionInfo, 0, len(raws))
+	for _, r := range raws {
+		out = append(out, decodeInfo(t, r))
+	}
+	return out
+}
+
+// Info is getSessionInfo; nil when the SDK returns undefined (unknown,
+// sidechain-only or untitled session).
+func (p *Peer) Info(t testing.TB, configDir, sessionID, projectCwd string) *SessionInfo {
+	t.Helper()
+	a := []string{"info", configDir, sessionID}
+	if projectCwd != "" {
+		a = append(a, projectCwd)
+	}
+	var raw json.RawMessage
+	p.runJSON(t, &raw, a...)
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	si := decodeInfo(t, raw)
+	return &si
+}
+
+// Messages is getSessionMessages (includeSystemMessages = system): the
+// SessionMessage objects as the SDK returned them, in order.
+func (p *Peer) Messages(t testing.TB, configDir, sessionID, projectCwd string, system bool) []json.RawMessage {
+	t.Helper()
+	a := []string{"messages", configDir, sessionID}
+	if projectCwd != "" {
+		a = append(a, projectCwd)
+	}
+	if system {
+		a = append(a, "--system")
+	}
+	var msgs []json.RawMessage
+	p.runJSON(t, &msgs, a...)
+	return msgs
+}
+
+// Subagents is listSubagents: the agent ids of a session.
+func (p *Peer) Subagents(t testing.TB, configDir, sessionID, projectCwd string) []string {
+	t.Helper()
+	a := []string{"subagents", configDir, sessionID}
+	if projectCwd != "" {
+		a = append(a, projectCwd)
+	}
+	var ids []string
+	p.runJSON(t, &ids, a...)
+	return ids
+}
+
+// SubagentMessages is getSubagentMessages.
+func (p *Peer) SubagentMessages(t testing.TB, configDir, sessionID, agentID, projectCwd string) []json.RawMessage {
+	t.Helper()
+	a := []string{"subagent-messages", configDir, sessionID, agentID}
+	if projectCwd != "" {
+		a = append(a, projectCwd)
+	}
+	var msgs []json.RawMessage
+	p.runJSON(t, &msgs, a...)
+	return msgs
+}
+
+// Fork is forkSession (it WRITES a new session file into configDir) and
+// returns the new session id. upToUUID and title are optional ("" = unset).
+func (p *Peer) Fork(t testing.TB, configDir, sessionID, projectCwd, upToUUID, title string) string {
+	t.Helper()
+	a := []string{"fork", configDir, sessionID}
+	if projectCwd != "" {
+		a = append(a, projectCwd)
+	}
+	if upToUUID != "" {
+		a = append(a, "--up-to", upToUUID)
+	}
+	if title != "" {
+		a = append(a, "--title", title)
+	}
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	p.runJSON(t, &r, a...)
+	if r.SessionID == "" {
+		t.Fatalf("peer: forkSession(%s) returned no sessionId", sessionID)
+	}
+	return r.SessionID
+}
+
+// Sanitize returns the project folder name the SDK derives for each path
+// (peer.mjs mirrors the SDK's rule).
+func (p *Peer) Sanitize(t testing.TB, paths ...string) []string {
+	t.Helper()
+	if len(paths) == 0 {
+		return nil
+	}
+	var r []struct {
+		Path       string `json:"path"`
+		ProjectDir string `json:"projectDir"`
+	}
+	p.runJSON(t, &r, append([]string{"sanitize"}, paths...)...)
+	if len(r) != len(paths) {
+		t.Fatalf("peer: sanitize returned %d names for %d paths", len(r), len(paths))
+	}
+	out := make([]string, len(r))
+	for i, x := range r {
+		out[i] = x.ProjectDir
+	}
+	return out
+}
+
+// GenFixture writes gen-corpus.mjs's hand-made fixture sessions for project
+// cwd into configDir and returns what it printed: "projectDir" (relative to
+// configDir) and the session ids by role (withSummaryAndSubagent, subagentId,
+// withCustomTitleTag, withCompactBoundary, interruptedTurn, branched,
+// sidechainOnly).
+func (p *Peer) GenFixture(t testing.TB, configDir, cwd string) map[string]string {
+	t.Helper()
+	out := p.Run(t, "gen-corpus.mjs", "fixture", configDir, cwd)
+	var ids map[string]string
+	if err := json.Unmarshal(out, &ids); err != nil {
+		t.Fatalf("peer: decode gen-corpus fixture output: %v\n%.2000s", err, out)
+	}
+	return ids
+}
+
+// BulkResult is what gen-corpus.mjs bulk reports.
+type BulkResult struct {
+	ProjectDir string `json:"projectDir"` // relative to the config dir
+	Sessions   int    `json:"sessions"`
+	TotalBytes int64  `json:"totalBytes"`
+}
+
+// GenBulk writes count deterministic synthetic sessions of about bytesPerSession bytes
+// each (seed selects the corpus) for project cwd into configDir.
+func (p *Peer) GenBulk(t testing.TB, configDir, cwd string, count, bytesPerSession int, seed int) BulkResult {
+	t.Helper()
+	out := p.Run(t, "gen-corpus.mjs", "bulk", configDir, cwd,
+		strconv.Itoa(count), strconv.Itoa(bytesPerSession), strconv.Itoa(seed))
+	var r BulkResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("peer: decode gen-corpus bulk output: %v\n%.2000s", err, out)
+	}
+	return r
+}
+
+// UUIDs returns the "uuid" field of each SDK message, in order ("" where a
+// message has none or is not an object).
+func UUIDs(msgs []json.RawMessage) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		var v struct {
+			UUID string `json:"uuid"`
+		}
+		if json.Unmarshal(m, &v) == nil {
+			out[i] = v.UUID
+		}
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env node
+// peer.mjs — scribe's test harness: runs the real @anthropic-ai/claude-agent-sdk
+// (pinned to 0.3.332 in ./package.json, installed into ./node_modules by
+// scripts/test) as a "peer" reader of a Claude Code config directory, so the
+// files scribe writes can be cross-checked against what Claude Code itself sees.
+// Test-only: nothing in scribe's runtime uses it. Driven from Go by peer.go.
+// Adapted from our team's shared compat harness. Purely local: the SDK's
+// session functions read <configDir>/projects/** from disk and need no API key
+// or network.
+//
+// Usage:
+//   node peer.mjs list     <configDir> [projectCwd] [--no-worktrees] [--no-programmatic] [--limit N] [--offset N]
+//   node peer.mjs messages <configDir> <sessionId> [projectCwd] [--system] [--limit N] [--offset N]
+//   node peer.mjs info     <configDir> <sessionId> [projectCwd]
+//   node peer.mjs subagents <configDir> <sessionId> [projectCwd]
+//   node peer.mjs subagent-messages <configDir> <sessionId> <agentId> [projectCwd] [--limit N] [--offset N]
+//   node peer.mjs fork     <configDir> <sessionId> [projectCwd] [--up-to UUID] [--title T]   (WRITES a new file)
+//   node peer.mjs sanitize <path>...        (prints the project-dir name the SDK derives for each path)
+//
+// Output: JSON on stdout (pretty-printed unless --compact). Exit 2 on usage error.
+// The SDK resolves the config dir from CLAUDE_CONFIG_DIR (else ~/.claude); this
+// script sets it from <configDir> before the SDK module is loaded.
+// The SDK is looked up (1) at $PEER_SDK (a path to the package's sdk.mjs),
+// (2) in node_modules next to this script (internal/peer/node_modules). It is
+// never picked up from the current directory or a global install, so the tests
+// always judge against the pinned version.
+// Needs Node >= 18.
+
+import path from 'node:path';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+function usage(msg) {
+  if (msg) process.stderr.write(`peer.mjs: ${msg}\n`);
+  process.stderr.write(
+    'usage: node peer.mjs list|messages|info|subagents|subagent-messages|fork|sanitize ...\n',
+  );
+  process.exit(2);
+}
+
+const argv = process.argv.slice(2);
+const flags = { system: false, compact: false, worktrees: true, programmatic: true };
+const pos = [];
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a === '--system') flags.system = true;
+  else if (a === '--compact') flags.compact = true;
+  else if (a === '--no-worktrees') flags.worktrees = false;
+  else if (a === '--no-programmatic') flags.programmatic = false;
+  else if (a === '--limit') flags.limit = Number(argv[++i]);
+  else if (a === '--offset') flags.offset = Number(argv[++i]);
+  else if (a === '--up-to') flags.upTo = argv[++i];
+  else if (a === '--title') flags.title = argv[++i];
+  else if (a.startsWith('--')) usage(`unknown flag ${a}`);
+  else pos.push(a);
+}
+const cmd = pos.shift();
+if (!cmd) usage();
+
+function out(v) {
+  process.stdout.write(JSON.stringify(v, null, flags.compact ? 0 : 2) + '\n');
+}
+
+if (cmd === 'sanitize') {
+  // Mirror of the SDK's/CLI's rule (checked against both):
+  // every char outside [A-Za-z0-9] -> '-'; if longer than 200 chars, keep the
+  // first 200 and append '-' + base36(|javaStringHash(path)|).
+  const hash = (s) => {
+    let h = 0;
+    for (let i = 0; i < s.length; i++) h = ((h << 5) - h + s.charCodeAt(i)) | 0;
+    return h;
+  };
+  const sanitize = (p) => {
+    const s = p.replace(/[^a-zA-Z0-9]/g, '-');
+    return s.length <= 200 ? s : `${s.slice(0, 200)}-${Math.abs(hash(p)).toString(36)}`;
+  };
+  out(pos.map((p) => ({ path: p, projectDir: sanitize(p) })));
+  process.exit(0);
+}
+
+const configDir = pos.shift();
+if (!configDir) usage('missing <configDir>');
+process.env.CLAUDE_CONFIG_DIR = path.resolve(configDir);
+// The SDK never needs these for local reads; make sure nothing leaks in.
+delete process.env.ANTHROPIC_API_KEY;
+
+async function loadSdk() {
+  if (process.env.PEER_SDK) return import(pathToFileURL(path.resolve(process.env.PEER_SDK)).href);
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const req = createRequire(path.join(here, 'peer-resolve.cjs'));
+  let file;
+  try {
+    file = req.resolve('@anthropic-ai/claude-agent-sdk');
+  } catch {
+    file = undefined;
+  }
+  if (!file || !file.startsWith(path.join(here, 'node_modules') + path.sep) || !fs.existsSync(file)) {
+    process.stderr.write(
+      `peer.mjs: cannot find @anthropic-ai/claude-agent-sdk in ${path.join(here, 'node_modules')}: ` +
+        'run scripts/test (or: cd internal/peer && npm ci --omit=optional), or set PEER_SDK=<.../sdk.mjs>\n',
+    );
+    process.exit(3);
+  }
+  return import(pathToFileURL(file).href);
+}
+const sdk = await loadSdk();
+
+const opt = (o) => {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+};
+
+switch (cmd) {
+  case 'list': {
+    const dir = pos.shift();
+    const r = await sdk.listSessions(
+      opt({
+        dir: dir ? path.resolve(dir) : undefined,
+        limit: flags.limit,
+        offset: flags.offset,
+        includeWorktrees: flags.worktrees,
+        includeProgrammatic: flags.programmatic,
+      }),
+    );
+    out(r);
+    break;
+  }
+  case 'messages': {
+    const sid = pos.shift();
+    if (!sid) usage('missing <sessionId>');
+    const dir = pos.shift();
+    const r = await sdk.getSessionMessages(
+      sid,
+      opt({
+        dir: dir ? path.resolve(dir) : undefined,
+        includeSystemMessages: flags.system,
+        limit: flags.limit,
+        offset: flags.offset,
+      }),
+    );
+    out(r);
+    break;
+  }
+  case 'info': {
+    const sid = pos.shift();
+    if (!sid) usage('missing <sessionId>');
+    const dir = pos.shift();
+    out((await sdk.getSessionInfo(sid, opt({ dir: dir ? path.resolve(dir) : undefined }))) ?? null);
+    break;
+  }
+  case 'subagents': {
+    const sid = pos.shift();
+    if (!sid) usage('missing <sessionId>');
+    const dir = pos.shift();
+    out(await sdk.listSubagents(sid, opt({ dir: dir ? path.resolve(dir) : undefined })));
+    break;
+  }
+  case 'subagent-messages': {
+    const sid = pos.shift();
+    const agentId = pos.shift();
+    if (!sid || !agentId) usage('missing <sessionId> <agentId>');
+    const dir = pos.shift();
+    out(
+      await sdk.getSubagentMessages(
+        sid,
+        agentId,
+        opt({ dir: dir ? path.resolve(dir) : undefined, limit: flags.limit, offset: flags.offset }),
+      ),
+    );
+    break;
+  }
+  case 'fork': {
+    const sid = pos.shift();
+    if (!sid) usage('missing <sessionId>');
+    const dir = pos.shift();
+    out(
+      await sdk.forkSession(
+        sid,
+        opt({ dir: dir ? path.resolve(dir) : undefined, upToMessageId: flags.upTo, title: flags.title }),
+      ),
+    );
+    break;
+  }
+  default:
+    usage(`unknown command ${cmd}`);
+}
