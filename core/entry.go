@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -271,13 +272,20 @@ func (s *scanner) objectAt(i, depth int, field func(key []byte, vstart int) (int
 }
 
 // strEnd returns the offset after the string starting at b[i]=='"', and
-// whether it holds escapes.
+// whether it holds escapes. Plain runs are skipped eight bytes at a time:
+// tool output makes strings most of a transcript's bytes.
 func (s *scanner) strEnd(i int) (int, bool, error) {
 	esc := false
 	b := s.b
-	for j := i + 1; j < len(b); j++ {
-		c := b[j]
-		switch {
+	j := i + 1
+	for {
+		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		if j >= len(b) {
+			return 0, false, s.errAt(len(b), "'\"'")
+		}
+		switch c := b[j]; {
 		case c == '"':
 			return j + 1, esc, nil
 		case c == '\\':
@@ -304,8 +312,25 @@ func (s *scanner) strEnd(i int) (int, bool, error) {
 		case c < 0x20:
 			return 0, false, s.errAt(j, "no control character in a string")
 		}
+		j++
 	}
-	return 0, false, s.errAt(len(b), "'\"'")
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special8 reports whether one of the eight bytes of x may be '"', '\\' or
+// a control character (it may say yes for a byte after a real one, never
+// no for a real one).
+func special8(x uint64) bool {
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	zeroQ := (quote - ones) &^ quote
+	zeroS := (slash - ones) &^ slash
+	ctl := (x - ones*0x20) &^ x
+	return (zeroQ|zeroS|ctl)&highs != 0
 }
 
 func isHex(c byte) bool {

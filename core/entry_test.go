@@ -120,3 +120,29 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+// The eight-byte skip in strEnd must see a quote, a backslash or a control
+// character at every offset.
+func TestStringScanAtEveryOffset(t *testing.T) {
+	for n := range 24 {
+		pad := strings.Repeat("é", n/2) + strings.Repeat("a", n%2)
+		for _, tc := range []struct {
+			mid string
+			ok  bool
+		}{
+			{`\"`, true}, {`\\`, true}, {`\u00e9`, true}, {"\t", false}, {"\x1f", false}, {`\q`, false},
+		} {
+			line := `{"type":"` + pad + tc.mid + pad + `x"}`
+			e, err := ParseEntry([]byte(line))
+			if (err == nil) != tc.ok {
+				t.Fatalf("offset %d, %q: err %v, want ok=%v", n, tc.mid, err, tc.ok)
+			}
+			if tc.ok {
+				var want struct{ Type string }
+				if err := json.Unmarshal([]byte(line), &want); err != nil || e.Type != want.Type {
+					t.Fatalf("offset %d, %q: Type %q, want %q (%v)", n, tc.mid, e.Type, want.Type, err)
+				}
+			}
+		}
+	}
+}

@@ -122,13 +122,17 @@ type Sink struct {
 	layout Layout
 	log    hclog.Logger
 
-	mu        sync.Mutex
-	sessions  map[string]*session
-	pending   int64 // bytes queued in all files
-	started   bool
-	closed    bool
-	stop      chan struct{}
-	done      chan struct{}
+	// mu guards the routing state and the queues. io serializes drains and
+	// owns the open files; when both are taken, io comes first.
+	mu       sync.Mutex
+	sessions map[string]*session
+	pending  int64 // bytes queued in all files
+	started  bool
+	closed   bool
+	stop     chan struct{}
+	done     chan struct{}
+
+	io        sync.Mutex
 	retryAt   time.Time
 	retryWait time.Duration
 
@@ -166,10 +170,12 @@ type file struct {
 	materialized bool      // the file exists or will on the next drain
 	held         []held
 	pending      []byte
-	fd           *os.File
-	created      bool // created by this sink: its folder must be synced
-	seal         bool // the file ends in a torn line: prefix "\n"
-	unsynced     bool
+	spare        []byte // the buffer the last drain wrote, reused
+	seal         bool   // the file ends in a torn line: prefix "\n"
+	// Owned by the drain (s.io):
+	fd       *os.File
+	created  bool // created by this sink: its folder must be synced
+	unsynced bool
 	// size is the file's size once everything queued is written; latest
 	// holds the last line of each re-append type and latestEnd the offset
 	// just after it.
@@ -234,11 +240,11 @@ func (s *Sink) drainLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.mu.Lock()
+			s.io.Lock()
 			if time.Now().After(s.retryAt) {
-				_ = s.drain()
+				_ = s.drainIO()
 			}
-			s.mu.Unlock()
+			s.io.Unlock()
 		}
 	}
 }
@@ -348,7 +354,20 @@ func (s *Sink) Seed(ctx context.Context, ref core.SessionRef) (core.Seed, error)
 // Write routes each entry to its file's queue.
 func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	err := s.route(ctx, entries)
+	drainNow := s.opts.Fsync == FsyncAlways || s.pending > maxPending
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if drainNow {
+		return s.drain()
+	}
+	return nil
+}
+
+// route queues each entry on its file. Called with s.mu held.
+func (s *Sink) route(ctx context.Context, entries []core.Entry) error {
 	if s.closed {
 		return errors.New("jsonl: write after shutdown")
 	}
@@ -381,9 +400,6 @@ func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
 			}
 		}
 		s.queue(f, e.Raw, e.Type)
-	}
-	if s.opts.Fsync == FsyncAlways || s.pending > maxPending {
-		return s.drain()
 	}
 	return nil
 }
@@ -446,6 +462,13 @@ func (s *Sink) queue(f *file, raw []byte, typ string) {
 }
 
 func (s *Sink) queueRaw(f *file, raw []byte) {
+	if need := len(raw) + 1; cap(f.pending)-len(f.pending) < need {
+		// Double, rather than append's gentler growth for large slices: a
+		// queue holds up to a drain interval of a busy session.
+		grown := make([]byte, len(f.pending), max(2*cap(f.pending), len(f.pending)+need, 64<<10))
+		copy(grown, f.pending)
+		f.pending = grown
+	}
 	f.pending = append(f.pending, raw...)
 	f.pending = append(f.pending, '\n')
 	n := int64(len(raw) + 1)
@@ -477,19 +500,55 @@ func (s *Sink) appendBlock(f *file) {
 }
 
 // drain writes every file's queue with one write each, then syncs as the
-// policy says. A failed write keeps what was not written queued and backs
-// off; the error is returned, counted and logged.
+// policy says. The routing lock is held only to swap each file's queue for
+// its spare buffer, so Write goes on while the disk works. A failed write
+// puts what was not written back at the front of the queue and backs off;
+// the error is returned, counted and logged.
 func (s *Sink) drain() error {
-	var errs []error
+	s.io.Lock()
+	defer s.io.Unlock()
+	return s.drainIO()
+}
+
+// job is one file's queue taken for writing.
+type job struct {
+	f    *file
+	buf  []byte
+	seal bool
+}
+
+// maxSpare bounds the buffer a file keeps between drains.
+const maxSpare = 4 << 20
+
+func (s *Sink) drainIO() error {
+	s.mu.Lock()
+	var jobs []job
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
 			if len(f.pending) == 0 {
 				continue
 			}
-			if err := s.writeFile(f); err != nil {
-				errs = append(errs, err)
-			}
+			jobs = append(jobs, job{f: f, buf: f.pending, seal: f.seal})
+			s.pending -= int64(len(f.pending))
+			f.pending, f.spare, f.seal = f.spare[:0], nil, false
 		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, j := range jobs {
+		rest, sealLeft, err := s.writeJob(j)
+		s.mu.Lock()
+		f := j.f
+		if err != nil {
+			errs = append(errs, err)
+			back := make([]byte, 0, len(rest)+len(f.pending))
+			back = append(append(back, rest...), f.pending...)
+			s.pending += int64(len(rest))
+			f.pending, f.seal = back, f.seal || sealLeft
+		} else if f.spare == nil && cap(j.buf) <= maxSpare {
+			f.spare = j.buf[:0]
+		}
+		s.mu.Unlock()
 	}
 	err := errors.Join(errs...)
 	if err != nil {
@@ -512,15 +571,19 @@ func (ss *session) files() []*file {
 	return out
 }
 
-func (s *Sink) writeFile(f *file) error {
+// writeJob writes a taken queue with as few write calls as it can (one,
+// below 100 MiB) and syncs per the policy. It returns what was not written
+// and whether the torn tail is still to be sealed. Called with s.io held.
+func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
+	f := j.f
 	if f.fd == nil {
 		if err := os.MkdirAll(filepath.Dir(f.path), dirMode); err != nil {
-			return fmt.Errorf("create folder for %s: %w", f.path, err)
+			return j.buf, j.seal, fmt.Errorf("create folder for %s: %w", f.path, err)
 		}
 		_, statErr := os.Stat(f.path)
 		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", f.path, err)
+			return j.buf, j.seal, fmt.Errorf("open %s: %w", f.path, err)
 		}
 		f.fd = fd
 		if errors.Is(statErr, os.ErrNotExist) {
@@ -528,44 +591,37 @@ func (s *Sink) writeFile(f *file) error {
 			s.filesCreated.Add(1)
 		}
 	}
-	if f.seal {
+	if j.seal {
 		// The last line was torn (a crash mid-write); end it so the next
 		// line starts on a line of its own.
 		n, err := f.fd.Write([]byte{'\n'})
-		if n == 1 {
-			f.seal = false
-			s.tornSealed.Add(1)
-			s.log.Warn("sealed a torn last line", "file", f.path)
+		if n != 1 {
+			return j.buf, true, fmt.Errorf("seal torn tail of %s: %w", f.path, err)
 		}
-		if err != nil {
-			return fmt.Errorf("seal torn tail of %s: %w", f.path, err)
-		}
+		s.tornSealed.Add(1)
+		s.log.Warn("sealed a torn last line", "file", f.path)
 	}
-	for len(f.pending) > 0 {
-		chunk := f.pending[:min(len(f.pending), maxWrite)]
+	buf := j.buf
+	for len(buf) > 0 {
+		chunk := buf[:min(len(buf), maxWrite)]
 		n, err := f.fd.Write(chunk)
 		s.bytesWritten.Add(int64(n))
-		s.pending -= int64(n)
-		lines := bytes.Count(chunk[:n], []byte{'\n'})
-		s.linesWritten.Add(int64(lines))
-		f.pending = f.pending[n:]
+		s.linesWritten.Add(int64(bytes.Count(chunk[:n], []byte{'\n'})))
+		buf = buf[n:]
 		f.unsynced = f.unsynced || n > 0
 		if err != nil {
-			return fmt.Errorf("write %s: %w", f.path, err)
+			return buf, false, fmt.Errorf("write %s: %w", f.path, err)
 		}
 	}
 	s.writes.Add(1)
-	f.pending = f.pending[:0:0]
-	return s.sync(f, false)
+	return nil, false, s.sync(f)
 }
 
-// sync is the one place the fsync policy is applied. flush is true when
-// the caller needs durability now (Flush, Shutdown).
-func (s *Sink) sync(f *file, flush bool) error {
+// sync is the one place the fsync policy is applied: batch and always
+// sync after every drain (always drains at every Write), never leaves it to
+// the OS. Called with s.io held.
+func (s *Sink) sync(f *file) error {
 	if !f.unsynced || s.opts.Fsync == FsyncNever {
-		return nil
-	}
-	if !flush && s.opts.Fsync != FsyncBatch && s.opts.Fsync != FsyncAlways {
 		return nil
 	}
 	if err := f.fd.Sync(); err != nil {
@@ -596,22 +652,31 @@ func syncDir(dir string) error {
 
 // Flush writes every queue now and syncs it (unless the policy is never).
 func (s *Sink) Flush(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.flushLocked()
+	s.io.Lock()
+	defer s.io.Unlock()
+	return s.flushIO()
 }
 
-func (s *Sink) flushLocked() error {
-	if err := s.drain(); err != nil {
+// allFiles lists every file; called without s.mu.
+func (s *Sink) allFiles() []*file {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*file
+	for _, ss := range s.sessions {
+		out = append(out, ss.files()...)
+	}
+	return out
+}
+
+func (s *Sink) flushIO() error {
+	if err := s.drainIO(); err != nil {
 		return err
 	}
 	var errs []error
-	for _, ss := range s.sessions {
-		for _, f := range ss.files() {
-			if f.fd != nil {
-				if err := s.sync(f, true); err != nil {
-					errs = append(errs, err)
-				}
+	for _, f := range s.allFiles() {
+		if f.fd != nil {
+			if err := s.sync(f); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -621,8 +686,8 @@ func (s *Sink) flushLocked() error {
 // Shutdown appends a session's metadata block again if one of its lines
 // has fallen a quarter of ReappendBytes behind the end (so the file ends
 // with it, without a block per short run), flushes, closes the files and
-// releases the locks. Metadata of sessions that never got a
-// user or assistant entry is reported, since it was never written.
+// releases the locks. Metadata of sessions that never got a user or
+// assistant entry is reported, since it was never written.
 func (s *Sink) Shutdown(context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -637,7 +702,6 @@ func (s *Sink) Shutdown(context.Context) error {
 		<-s.done
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
 			if f.materialized && f.behind(int64(s.opts.ReappendBytes/4)) {
@@ -645,7 +709,12 @@ func (s *Sink) Shutdown(context.Context) error {
 			}
 		}
 	}
-	err := s.flushLocked()
+	s.mu.Unlock()
+	s.io.Lock()
+	defer s.io.Unlock()
+	err := s.flushIO()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
 			if len(f.held) > 0 {
