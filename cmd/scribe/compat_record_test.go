@@ -71,16 +71,15 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 const (
@@ -395,38 +394,11 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// sanitizeProjectPath is the SDK's project folder name for a path: every
-// UTF-16 code unit outside [A-Za-z0-9] becomes '-'; names over 200
-// characters are cut to 200 and get '-' + base36(|Java String.hashCode|).
-func sanitizeProjectPath(p string) string {
-	units := utf16.Encode([]rune(p))
-	b := make([]byte, len(units))
-	for i, c := range units {
-		if c < 128 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = byte(c)
-		} else {
-			b[i] = '-'
-		}
-	}
-	if len(b) <= 200 {
-		return string(b)
-	}
-	var h int32
-	for _, c := range units {
-		h = h*31 + int32(c)
-	}
-	a := int64(h)
-	if a < 0 {
-		a = -a
-	}
-	return string(b[:200]) + "-" + strconv.FormatInt(a, 36)
-}
-
 // layOriginal copies the unit's corpus files into configDir the way Claude
 // Code keeps them and returns the project folder.
 func layOriginal(t *testing.T, configDir string, u *unit) string {
 	t.Helper()
-	proj := filepath.Join(configDir, "projects", sanitizeProjectPath(u.cwd))
+	proj := filepath.Join(configDir, "projects", jsonl.SanitizePath(u.cwd))
 	if u.main != nil {
 		copyFile(t, u.main.abs, filepath.Join(proj, u.sid+".jsonl"))
 	}
@@ -1036,7 +1008,7 @@ func TestCompatRecordCorpus(t *testing.T) {
 		cwds = append(cwds, u.cwd)
 	}
 	for i, got := range p.Sanitize(t, cwds...) {
-		if want := sanitizeProjectPath(cwds[i]); got != want {
+		if want := jsonl.SanitizePath(cwds[i]); got != want {
 			t.Fatalf("project folder of %q: SDK %q, ours %q", cwds[i], got, want)
 		}
 	}
