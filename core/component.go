@@ -115,12 +115,19 @@ func (r SessionRef) Key() string {
 	return r.SessionID + "/agent-" + r.AgentID
 }
 
-// Transcript is what a Loader returns: the session's entries in file order.
+// Transcript is what a Loader returns: the session's entries in file order
+// (a loader may leave out what precedes the last compact boundary, which
+// the conversation rebuild would drop anyway).
 type Transcript struct {
 	Ref     SessionRef
 	Entries []Entry
-	// Source is the ID of the loader that served it.
+	// Source is the ID of the loader that served it (set by Resumer).
 	Source ID
+	// Partial is true when the transcript is known to be incomplete: only
+	// the last compaction summary and what follows it, for instance.
+	Partial bool
+	// Notes say what the loader skipped or repaired while reading.
+	Notes []string
 }
 
 // Loader finds a session's transcript. A miss is ErrNotFound.
