@@ -1,0 +1,417 @@
+// Package events is the v2 events client: a sink that sends entries in
+// batches, as Claude Code's CCR v2 internal events do:
+//
+//	POST {base_url}/v1/code/sessions/{sessionId}/events
+//	Authorization: Bearer <token>
+//	Content-Type: application/json
+//
+//	{"events":[{"type":"<entry type>","payload":<the entry>,"agent_id":"<agentId>"}, …]}
+//
+// agent_id is present only for a subagent's sidechain rows. The queue is
+// drained every FlushInterval (10 ms by default): one request per session
+// per drain, at most MaxBatch events each. 2xx stores the batch; the server
+// stores an entry once by its uuid, so a batch sent again after a failure
+// or a crash is harmless. 401 and 403 are permanent (dropped, counted,
+// logged, and Flush fails); 413, 400 and 422 split the batch until the
+// entry the server refuses is alone, and drop only it; other failures are
+// retried with backoff from 500 ms to 8 s (sinkhelper).
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/sinkhelper"
+)
+
+// Type is the sink type in the config file.
+const Type = "events"
+
+// Defaults.
+const (
+	DefaultFlushInterval = 10 * time.Millisecond
+	DefaultMaxBatch      = 500
+	// DefaultMaxRequestBytes keeps a request well under the server's body
+	// limit; one entry larger than it is still sent alone.
+	DefaultMaxRequestBytes = 4 << 20
+)
+
+// ErrNoSession is the drop reason of an entry without a session id.
+var ErrNoSession = errors.New("entry has no session id")
+
+// concurrency is how many sessions of a batch are sent at the same time.
+const concurrency = 4
+
+// Config is the sink's block in the HCL file.
+type Config struct {
+	sinkhelper.ClientConfig
+	// FlushInterval is how long entries gather before a batch is sent.
+	FlushInterval string `json:"flush_interval"`
+	// MaxBatch bounds the events of one request.
+	MaxBatch int `json:"max_batch"`
+	// MaxRequestBytes bounds the body of one request (a larger entry is
+	// sent alone).
+	MaxRequestBytes int `json:"max_request_bytes"`
+}
+
+// DefaultConfig returns the defaults: batches every 10 ms of at most 500
+// events, backoff from 500 ms to 8 s.
+func DefaultConfig() *Config {
+	return &Config{
+		ClientConfig:    sinkhelper.DefaultClientConfig(),
+		FlushInterval:   DefaultFlushInterval.String(),
+		MaxBatch:        DefaultMaxBatch,
+		MaxRequestBytes: DefaultMaxRequestBytes,
+	}
+}
+
+// Validate implements core.Validator.
+func (c *Config) Validate() error {
+	_, err := c.options(core.Settings{ID: core.ID{Type: Type, Name: "n"}, Host: core.HostInfo{ConfigDir: "/"}})
+	return err
+}
+
+func (c *Config) options(set core.Settings) (Options, error) {
+	cl, err := c.Resolve(set)
+	if err != nil {
+		return Options{}, err
+	}
+	o := Options{Client: cl, MaxBatch: c.MaxBatch, MaxRequestBytes: c.MaxRequestBytes}
+	if o.FlushInterval, err = sinkhelper.ParseDuration("flush_interval", c.FlushInterval); err != nil {
+		return o, err
+	}
+	if c.MaxBatch <= 0 {
+		return o, fmt.Errorf("max_batch %d: want a positive number of events", c.MaxBatch)
+	}
+	if c.MaxRequestBytes <= 0 {
+		return o, fmt.Errorf("max_request_bytes %d: want a positive number of bytes", c.MaxRequestBytes)
+	}
+	return o, nil
+}
+
+// Options are the resolved settings of a Sink.
+type Options struct {
+	Client          sinkhelper.Client
+	FlushInterval   time.Duration
+	MaxBatch        int
+	MaxRequestBytes int
+	// HTTPClient defaults to sinkhelper.NewHTTPClient().
+	HTTPClient *http.Client
+	Name       string
+	Logger     hclog.Logger
+}
+
+// Sink sends entries to the events API in batches.
+type Sink struct {
+	sender   *sinkhelper.Sender
+	base     string
+	token    *sinkhelper.Token
+	hc       *http.Client
+	log      hclog.Logger
+	timeout  time.Duration // bounds each request
+	maxBatch int
+	maxBytes int
+
+	requests, events, refused, unauthorized atomic.Int64
+	unrouted, splits, tokenReloads, failed  atomic.Int64
+}
+
+var (
+	_ core.Sink     = (*Sink)(nil)
+	_ core.Reporter = (*Sink)(nil)
+)
+
+// New returns a sink; Start opens its spool.
+func New(o Options) (*Sink, error) {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = sinkhelper.NewHTTPClient()
+	}
+	if o.Client.Token == nil {
+		o.Client.Token = sinkhelper.NewToken("")
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	s := &Sink{
+		base:     o.Client.BaseURL,
+		token:    o.Client.Token,
+		hc:       o.HTTPClient,
+		log:      o.Logger,
+		timeout:  o.Client.RequestTimeout(),
+		maxBatch: o.MaxBatch,
+		maxBytes: o.MaxRequestBytes,
+	}
+	so := o.Client.Options
+	so.Name, so.Logger = o.Name, o.Logger
+	so.Linger = o.FlushInterval
+	if so.MaxBatch == 0 {
+		so.MaxBatch = o.MaxBatch
+	}
+	if so.MaxBatchBytes == 0 {
+		so.MaxBatchBytes = o.MaxRequestBytes
+	}
+	sender, err := sinkhelper.New(so, s.push)
+	if err != nil {
+		return nil, err
+	}
+	s.sender = sender
+	return s, nil
+}
+
+// Start reads the token file, if any, and starts delivering, beginning
+// with what an earlier run left in the spool.
+func (s *Sink) Start(ctx context.Context) error {
+	if err := s.token.Load(); err != nil {
+		return fmt.Errorf("sink events: %w", err)
+	}
+	return s.sender.Start(ctx)
+}
+
+// Write queues the entries; see sinkhelper.Sender.
+func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
+	return s.sender.Write(ctx, entries)
+}
+
+// Flush returns nil when every entry written before it is stored by the
+// server or fsynced in the spool; see sinkhelper.Sender.Flush. It does not
+// wait for the flush interval.
+func (s *Sink) Flush(ctx context.Context) error { return s.sender.Flush(ctx) }
+
+// Shutdown delivers what it can within ctx and leaves the rest in the
+// spool for the next start.
+func (s *Sink) Shutdown(ctx context.Context) error {
+	err := s.sender.Shutdown(ctx)
+	s.hc.CloseIdleConnections()
+	return err
+}
+
+// Report implements core.Reporter: the queue's counters and the protocol's.
+func (s *Sink) Report() map[string]int64 {
+	m := s.sender.Report()
+	m["requests"] = s.requests.Load()
+	m["request_failures"] = s.failed.Load()
+	m["events_sent"] = s.events.Load()
+	m["refused"] = s.refused.Load()
+	m["unauthorized"] = s.unauthorized.Load()
+	m["unrouted"] = s.unrouted.Load()
+	m["splits"] = s.splits.Load()
+	m["token_reloads"] = s.tokenReloads.Load()
+	return m
+}
+
+// push sends a batch: one request per session (more when the session has
+// more than MaxBatch events or MaxRequestBytes), sessions side by side.
+func (s *Sink) push(ctx context.Context, b *sinkhelper.Batch) error {
+	var order []string
+	groups := map[string][]int{}
+	for i, e := range b.Entries {
+		if b.Done(i) {
+			continue
+		}
+		if e.SessionID == "" {
+			s.unrouted.Add(1)
+			b.Drop(i, fmt.Errorf("%w (uuid %q)", ErrNoSession, e.UUID))
+			continue
+		}
+		if _, ok := groups[e.SessionID]; !ok {
+			order = append(order, e.SessionID)
+		}
+		groups[e.SessionID] = append(groups[e.SessionID], i)
+	}
+	errs := make([]error, len(order))
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for k, sid := range order {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[k] = s.session(ctx, b, sid, groups[sid])
+		}()
+	}
+	wg.Wait()
+	var retry error
+	for _, err := range errs {
+		if sinkhelper.IsPermanent(err) {
+			return err // a refused token: every session is refused
+		}
+		if err != nil && retry == nil {
+			retry = err
+		}
+	}
+	return retry
+}
+
+// session sends one session's entries in order, in requests of at most
+// maxBatch events and about maxBytes.
+func (s *Sink) session(ctx context.Context, b *sinkhelper.Batch, sid string, idx []int) error {
+	u := s.base + "/v1/code/sessions/" + url.PathEscape(sid) + "/events"
+	for len(idx) > 0 {
+		n, size := 0, 0
+		for n < len(idx) && n < s.maxBatch && (n == 0 || size+len(b.Entries[idx[n]].Raw) <= s.maxBytes) {
+			size += len(b.Entries[idx[n]].Raw)
+			n++
+		}
+		if err := s.send(ctx, u, b, idx[:n]); err != nil {
+			return err
+		}
+		idx = idx[n:]
+	}
+	return nil
+}
+
+// send posts one request. A 413, 400 or 422 splits it in halves; an entry
+// refused alone, or a request refused for another lasting reason (404,
+// 415, …), is dropped.
+func (s *Sink) send(ctx context.Context, u string, b *sinkhelper.Batch, idx []int) error {
+	err := s.post(ctx, u, b, idx)
+	switch {
+	case err == nil:
+		for _, i := range idx {
+			b.MarkDone(i)
+		}
+		s.events.Add(int64(len(idx)))
+		return nil
+	case !sinkhelper.IsPermanent(err) || errors.Is(err, sinkhelper.ErrUnauthorized):
+		s.failed.Add(1)
+		return err
+	}
+	var se *sinkhelper.StatusError
+	if errors.As(err, &se) && splittable(se.Code) && len(idx) > 1 {
+		// Too large, or one entry the server cannot take: halves find
+		// out which, so that only that one is dropped.
+		s.splits.Add(1)
+		half := len(idx) / 2
+		if err := s.send(ctx, u, b, idx[:half]); err != nil {
+			return err
+		}
+		return s.send(ctx, u, b, idx[half:])
+	}
+	// The server refuses these entries for good; the rest must not wait.
+	s.refused.Add(int64(len(idx)))
+	for _, i := range idx {
+		b.Drop(i, err)
+	}
+	return nil
+}
+
+func splittable(code int) bool {
+	switch code {
+	case http.StatusRequestEntityTooLarge, http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
+func (s *Sink) post(ctx context.Context, u string, b *sinkhelper.Batch, idx []int) error {
+	body := encode(b.Entries, idx)
+	code, err := s.postOnce(ctx, u, body, len(idx))
+	if code == http.StatusUnauthorized {
+		// A rotated token file is read again once before giving up.
+		if changed, rerr := s.token.Reload(); rerr == nil && changed {
+			s.tokenReloads.Add(1)
+			code, err = s.postOnce(ctx, u, body, len(idx))
+		}
+	}
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		s.unauthorized.Add(1)
+	}
+	return err
+}
+
+// postOnce sends one request, bounded by the request timeout, and returns
+// its status (0 for none) and the error for anything but 2xx.
+func (s *Sink) postOnce(ctx context.Context, u string, body []byte, n int) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, sinkhelper.Permanent(fmt.Errorf("post events: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	s.token.Authorize(req)
+	s.requests.Add(1)
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("post %d events: %w", n, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		sinkhelper.DrainClose(resp)
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, sinkhelper.ResponseError(resp)
+}
+
+// encode builds {"events":[…]} with each entry's line as its payload, byte
+// for byte.
+func encode(entries []core.Entry, idx []int) []byte {
+	n := 16
+	for _, i := range idx {
+		n += len(entries[i].Raw) + len(entries[i].Type) + len(entries[i].AgentID) + 48
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, `{"events":[`...)
+	for k, i := range idx {
+		e := &entries[i]
+		if k > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"type":`...)
+		buf = appendString(buf, e.Type)
+		buf = append(buf, `,"payload":`...)
+		buf = append(buf, e.Raw...)
+		if e.IsSidechain && e.AgentID != "" {
+			buf = append(buf, `,"agent_id":`...)
+			buf = appendString(buf, e.AgentID)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, "]}"...)
+}
+
+func appendString(buf []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(buf, b...)
+}
+
+// Factory makes events sinks.
+func Factory() core.SinkFactory { return factory{} }
+
+type factory struct{}
+
+func (factory) Kind() core.Kind    { return core.KindSink }
+func (factory) Type() string       { return Type }
+func (factory) DefaultConfig() any { return DefaultConfig() }
+
+func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.Sink, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("sink %s: wrong config type %T", set.ID, cfg)
+	}
+	o, err := c.options(set)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", set.ID, err)
+	}
+	o.Name, o.Logger = set.ID.String(), set.Logger
+	return New(o)
+}

@@ -1,0 +1,246 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// standIn is an in-memory stand-in of scribe serve's events route,
+// faithful to the protocol: a batch of events, each stored once by its
+// payload's uuid (or its bytes when it has none), checked for a type that
+// matches the payload and an agent_id exactly on sidechain rows.
+type standIn struct {
+	token   string
+	maxBody int64
+
+	mu       sync.Mutex
+	sessions map[string]*stored
+	// Faults.
+	failPosts  int // the next failPosts requests get 500
+	stallAfter int // with stall set: once this many are stored, requests wait for stall
+	stall      chan struct{}
+	// What happened.
+	posts, dupes int
+	batches      []int // events per stored request
+}
+
+type stored struct {
+	lines  []string
+	agents []string
+	seen   map[string]bool
+}
+
+func newStandIn(token string) *standIn {
+	return &standIn{token: token, maxBody: 8 << 20, sessions: map[string]*stored{}}
+}
+
+func jsonError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+type event struct {
+	Type    *string         `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+	AgentID *string         `json:"agent_id"`
+}
+
+func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/code/sessions/")
+	sid, ok2 := strings.CutSuffix(rest, "/events")
+	if !ok || !ok2 || sid == "" || strings.Contains(sid, "/") {
+		jsonError(w, http.StatusNotFound, "no such route")
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+s.token {
+		jsonError(w, http.StatusUnauthorized, "invalid token")
+		return
+	}
+	if r.Method != http.MethodPost {
+		jsonError(w, http.StatusMethodNotAllowed, "POST")
+		return
+	}
+	if r.Header.Get("Content-Type") != "application/json" {
+		jsonError(w, http.StatusUnsupportedMediaType, "want application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		jsonError(w, http.StatusRequestEntityTooLarge, "request too large")
+		return
+	}
+	var req struct {
+		Events []event `json:"events"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || len(req.Events) == 0 {
+		jsonError(w, http.StatusBadRequest, fmt.Sprintf("want {\"events\":[…]}: %v", err))
+		return
+	}
+	entries := make([]core.Entry, len(req.Events))
+	for i, ev := range req.Events {
+		e, err := core.ParseEntry(ev.Payload)
+		switch {
+		case err != nil:
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("event %d: payload: %v", i, err))
+			return
+		case ev.Type == nil || *ev.Type != e.Type:
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("event %d: type does not match the payload's", i))
+			return
+		case e.IsSidechain && e.AgentID != "" && (ev.AgentID == nil || *ev.AgentID != e.AgentID):
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("event %d: sidechain row without its agent_id", i))
+			return
+		case !(e.IsSidechain && e.AgentID != "") && ev.AgentID != nil:
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("event %d: agent_id on a main-chain row", i))
+			return
+		case strings.Contains(string(ev.Payload), "REFUSE-ME"):
+			jsonError(w, http.StatusUnprocessableEntity, fmt.Sprintf("event %d: refused", i))
+			return
+		}
+		entries[i] = e
+	}
+
+	s.mu.Lock()
+	s.posts++
+	if s.failPosts > 0 {
+		s.failPosts--
+		s.mu.Unlock()
+		jsonError(w, http.StatusInternalServerError, "injected failure")
+		return
+	}
+	stall := s.stall
+	total := 0
+	for _, st := range s.sessions {
+		total += len(st.lines)
+	}
+	s.mu.Unlock()
+	if stall != nil && total >= s.stallAfter {
+		<-stall // stored even if the client has gone meanwhile
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sessions[sid]
+	if st == nil {
+		st = &stored{seen: map[string]bool{}}
+		s.sessions[sid] = st
+	}
+	for i, e := range entries {
+		key := e.UUID
+		if key == "" {
+			key = "raw:" + string(req.Events[i].Payload)
+		}
+		if st.seen[key] {
+			s.dupes++
+			continue
+		}
+		st.seen[key] = true
+		st.lines = append(st.lines, string(req.Events[i].Payload))
+		agent := ""
+		if req.Events[i].AgentID != nil {
+			agent = *req.Events[i].AgentID
+		}
+		st.agents = append(st.agents, agent)
+	}
+	s.batches = append(s.batches, len(entries))
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{}`))
+}
+
+// Lines returns what the server holds for a session's main transcript
+// (agent "") or one subagent.
+func (s *standIn) Lines(sid, agent string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sessions[sid]
+	if st == nil {
+		return nil
+	}
+	var out []string
+	for i, l := range st.lines {
+		if st.agents[i] == agent {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// UUIDs returns the uuids of everything stored for a session, in order.
+func (s *standIn) UUIDs(sid string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sessions[sid]
+	if st == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range st.lines {
+		e, _ := core.ParseEntry([]byte(l))
+		out = append(out, e.UUID)
+	}
+	return out
+}
+
+func (s *standIn) with(f func(s *standIn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+// netServer serves a handler on a loopback port that survives a restart:
+// down closes the listener (clients get connection refused), up listens on
+// the same port again.
+type netServer struct {
+	h    http.Handler
+	addr string
+	mu   sync.Mutex
+	hs   *http.Server
+}
+
+func serve(t *testing.T, h http.Handler) *netServer {
+	t.Helper()
+	n := &netServer{h: h, addr: "127.0.0.1:0"}
+	n.up(t)
+	t.Cleanup(n.down)
+	return n
+}
+
+func (n *netServer) URL() string { return "http://" + n.addr }
+
+func (n *netServer) up(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", n.addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", n.addr, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.addr = ln.Addr().String()
+	n.hs = &http.Server{Handler: n.h}
+	go func(hs *http.Server) {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			panic(err)
+		}
+	}(n.hs)
+}
+
+func (n *netServer) down() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.hs != nil {
+		_ = n.hs.Close()
+		n.hs = nil
+	}
+}
