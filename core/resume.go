@@ -103,3 +103,105 @@ func containsID(ids []ID, id ID) bool {
 	}
 	return false
 }
+
+// ResumeOptions tune Resume.
+type ResumeOptions struct {
+	// Recovery tunes classification and repair; SessionID, CWD and Leaf
+	// are filled from the session when empty.
+	Recovery RecoveryOptions
+	// DryRun computes the repairs without submitting them.
+	DryRun bool
+	// From restricts the loaders to these IDs.
+	From []ID
+}
+
+// ResumeResult is what Resume did.
+type ResumeResult struct {
+	*LoadResult
+	Chain    Chain
+	Recovery Recovery
+	// Conversation is what a host sends to the model: the rebuilt chain,
+	// the queued commands after it, then the repairs.
+	Conversation []Entry
+	// Persisted counts the repairs the pipeline accepted (0 on a dry run).
+	Persisted int
+	// Violations are what the validator still finds in Conversation.
+	Violations []Violation
+}
+
+// Resume loads a session from the first loader that has it, rebuilds its
+// conversation, classifies how it ended and repairs it: synthetic results
+// for tool calls left open, and the continue prompt after an interrupted
+// turn. The repairs go through the pipeline (when p is not nil and this is
+// not a dry run), so every sink persists them with their parentUuid links;
+// dedup is seeded with what was loaded first, so a resumed session never
+// writes a loaded entry twice. An empty or failed resume is an error.
+func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt ResumeOptions) (*ResumeResult, error) {
+	lr, err := r.Load(ctx, ref, opt.From...)
+	if err != nil {
+		return &ResumeResult{LoadResult: lr}, err
+	}
+	t := lr.Transcript
+	ch := BuildChain(t.Entries, ChainOptions{Sidechain: ref.AgentID != ""})
+	conv := append(append([]Entry(nil), ch.Entries...), ch.Trailing...)
+	if !hasMessage(conv) {
+		return &ResumeResult{LoadResult: lr, Chain: ch}, fmt.Errorf("session %s: %w from %s", ref.Key(), ErrEmptyTranscript, lr.Served)
+	}
+	ro := opt.Recovery
+	last := conv[len(conv)-1]
+	if ro.SessionID == "" {
+		ro.SessionID = ref.SessionID
+	}
+	if ro.CWD == "" {
+		for i := len(conv) - 1; i >= 0 && ro.CWD == ""; i-- {
+			ro.CWD = conv[i].CWD
+		}
+	}
+	if ro.Leaf == "" {
+		// Split-assistant siblings may follow the leaf in the rebuilt
+		// chain; the repairs hang from the leaf itself.
+		ro.Leaf = ch.Leaf
+		if len(ch.Trailing) > 0 || ro.Leaf == "" {
+			ro.Leaf = last.UUID
+		}
+	}
+	rec := ClassifyAndRepair(conv, ro)
+	res := &ResumeResult{LoadResult: lr, Chain: ch, Recovery: rec}
+	res.Conversation = conv
+	for _, rp := range rec.Repairs {
+		res.Conversation = append(res.Conversation, rp.Entry)
+	}
+	res.Violations = ValidateConversation(res.Conversation)
+	if p == nil || opt.DryRun || len(rec.Repairs) == 0 {
+		return res, nil
+	}
+	uuids := make([]string, 0, len(t.Entries))
+	for i := range t.Entries {
+		if t.Entries[i].UUID != "" {
+			uuids = append(uuids, t.Entries[i].UUID)
+		}
+	}
+	if err := p.SeedSession(ctx, ref, uuids); err != nil {
+		return res, fmt.Errorf("seed dedup for the repairs: %w", err)
+	}
+	for _, rp := range rec.Repairs {
+		e := rp.Entry
+		if e.CWD == "" {
+			e.CWD = ro.CWD
+		}
+		out, err := p.Submit(ctx, e)
+		if err != nil {
+			return res, fmt.Errorf("persist repair %s: %w", rp.Kind, err)
+		}
+		switch out.Status {
+		case Accepted:
+			res.Persisted++
+		case Refused:
+			return res, fmt.Errorf("persist repair %s: refused by %s: %w", rp.Kind, out.Guard, out.Reason)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		return res, fmt.Errorf("persist repairs: %w", err)
+	}
+	return res, nil
+}

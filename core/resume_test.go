@@ -74,3 +74,59 @@ func TestResumerNothingAnywhereIsAnError(t *testing.T) {
 		t.Error("an unconfigured --from loader was accepted")
 	}
 }
+
+// An interrupted turn is repaired through the pipeline; resuming what was
+// persisted repairs nothing twice.
+func TestResumeRepairsThroughThePipelineOnce(t *testing.T) {
+	ctx := context.Background()
+	toolUse := `{"parentUuid":"u-1","isSidechain":false,"message":{"model":"m","id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}},{"type":"tool_use","id":"toolu_2","name":"Bash","input":{"command":"pwd"}}],"stop_reason":"tool_use","stop_sequence":null},"type":"assistant","uuid":"a-1","timestamp":"2026-01-10T11:00:03.000Z","cwd":"/home/alice/src/shop","sessionId":"` + sess + `"}`
+	result := `{"parentUuid":"a-1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"a.txt"}]},"uuid":"r-1","timestamp":"2026-01-10T11:00:04.000Z","sourceToolAssistantUUID":"a-1","cwd":"/home/alice/src/shop","sessionId":"` + sess + `"}`
+	entries := []core.Entry{
+		coretest.MustEntry(t, coretest.Line("user", sess, "u-1", "")),
+		coretest.MustEntry(t, toolUse),
+		coretest.MustEntry(t, result),
+	}
+	if v := core.ValidateConversation(entries); len(v) == 0 {
+		t.Fatal("the interrupted conversation passes the validator; the test proves nothing")
+	}
+	rec := &coretest.RecordingSink{}
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}})
+	loader := &stubLoader{t: &core.Transcript{Entries: entries}}
+	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: loader}})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Recovery.Class != core.InterruptedTurn || len(res.Recovery.Repairs) != 2 || res.Persisted != 2 {
+		t.Fatalf("class %s, %d repairs, %d persisted", res.Recovery.Class, len(res.Recovery.Repairs), res.Persisted)
+	}
+	if len(res.Violations) != 0 {
+		t.Fatalf("repaired conversation still violates: %+v", res.Violations)
+	}
+	persisted := rec.Durable()
+	if len(persisted) != 2 || !strings.Contains(persisted[0], "toolu_2") || !strings.Contains(persisted[1], "Continue from where you left off.") {
+		t.Fatalf("persisted %q", persisted)
+	}
+	// Resume again from what is now on "disk".
+	again := append([]core.Entry(nil), entries...)
+	for _, l := range persisted {
+		again = append(again, coretest.MustEntry(t, l))
+	}
+	loader.t = &core.Transcript{Entries: again}
+	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Recovery.Repairs) != 0 || res.Persisted != 0 || len(res.Violations) != 0 {
+		t.Fatalf("second resume: class %s, repairs %+v", res.Recovery.Class, res.Recovery.Repairs)
+	}
+	if len(rec.Durable()) != 2 {
+		t.Fatalf("second resume wrote %d lines", len(rec.Durable())-2)
+	}
+	// A dry run repairs in memory only.
+	loader.t = &core.Transcript{Entries: entries}
+	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{DryRun: true})
+	if err != nil || len(res.Recovery.Repairs) != 2 || res.Persisted != 0 || len(rec.Durable()) != 2 {
+		t.Fatalf("dry run: %v, %d repairs, %d persisted", err, len(res.Recovery.Repairs), res.Persisted)
+	}
+}

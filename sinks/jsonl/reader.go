@@ -783,14 +783,26 @@ type Loader struct {
 	Layout Layout
 	// ID is reported as the transcripts' Source.
 	ID core.ID
+	// MaxBytes, when positive, refuses transcripts larger than this: resume
+	// then falls back to a loader that reads less (the summary loader).
+	MaxBytes int64
 }
 
 // NewLoader returns a Loader over l.
 func NewLoader(l Layout) *Loader { return &Loader{Layout: l} }
 
-// Load returns the rebuilt conversation of ref: its chain entries, then the
-// queued commands the SDK appends. The session is looked for in the project
-// folder of ref.CWD first, then everywhere. A miss is ErrNotFound.
+// Loader errors: resume reports them as the reason this loader missed.
+var (
+	ErrTooLarge = errors.New("transcript larger than the loader's max_bytes")
+	ErrDamaged  = errors.New("transcript damaged beyond repair")
+)
+
+// Load returns ref's entries in file order (from the last compact boundary
+// on, for files over 5 MiB), ready for core.BuildChain. The session is
+// looked for in the project folder of ref.CWD first, then everywhere. A
+// miss is ErrNotFound. A conversation whose walk from the leaf meets a
+// cycle, or a parent that is not in the file, is ErrDamaged rather than
+// served short.
 func (ld *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
 	l := ld.Layout
 	var path string
@@ -822,11 +834,43 @@ func (ld *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcri
 		}
 		return tr, nil
 	}
-	entries, _, err := ReadFile(path, ReadOptions{NoPrecompactSkip: ref.AgentID != ""})
+	if ld.MaxBytes > 0 {
+		if fi, err := os.Stat(path); err == nil && fi.Size() > ld.MaxBytes {
+			return nil, fmt.Errorf("%w: %s is %d bytes, max_bytes %d", ErrTooLarge, path, fi.Size(), ld.MaxBytes)
+		}
+	}
+	entries, rep, err := ReadFile(path, ReadOptions{NoPrecompactSkip: ref.AgentID != ""})
 	if err != nil {
 		return nil, err
 	}
 	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: ref.AgentID != ""})
-	tr.Entries = append(ch.Entries, ch.Trailing...)
+	if ch.Cycle != nil {
+		return nil, fmt.Errorf("%w: %s: parentUuid cycle at %s", ErrDamaged, path, ch.Cycle.UUID)
+	}
+	if len(ch.Entries) == 0 {
+		for i := range entries {
+			if entries[i].IsMessage() {
+				return nil, fmt.Errorf("%w: %s: no conversation can be rebuilt (no leaf: every row is another's parent)", ErrDamaged, path)
+			}
+		}
+	}
+	if len(ch.Entries) > 0 {
+		root := ch.Entries[0]
+		for _, g := range ch.Gaps {
+			if g.UUID == root.UUID {
+				return nil, fmt.Errorf("%w: %s: %s names parent %s, which is not in the file", ErrDamaged, path, g.UUID, g.Parent)
+			}
+		}
+	}
+	tr.Entries = entries
+	if n := len(rep.Malformed); n > 0 {
+		tr.Notes = append(tr.Notes, fmt.Sprintf("%d malformed lines skipped in %s", n, path))
+	}
+	if rep.Torn {
+		tr.Notes = append(tr.Notes, "torn last line skipped in "+path)
+	}
+	if rep.SkippedBytes > 0 {
+		tr.Notes = append(tr.Notes, fmt.Sprintf("%d bytes before the last compact boundary not read", rep.SkippedBytes))
+	}
 	return tr, nil
 }

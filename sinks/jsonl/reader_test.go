@@ -1046,8 +1046,8 @@ func TestLoader(t *testing.T) {
 	for _, e := range tr.Entries {
 		got = append(got, e.UUID)
 	}
-	if !reflect.DeepEqual(got, []string{"u1", "a1", "u2"}) || tr.Source != ld.ID {
-		t.Errorf("main: %v from %v", got, tr.Source)
+	if !reflect.DeepEqual(got, []string{"u1", "a1", "p1", "u2"}) || tr.Source != ld.ID {
+		t.Errorf("main: %v from %v, want the file's entries in order", got, tr.Source)
 	}
 	tr, err = ld.Load(context.Background(), core.SessionRef{SessionID: id, AgentID: "ag"})
 	if err != nil || len(tr.Entries) != 1 || tr.Entries[0].UUID != "s1" {
@@ -1055,6 +1055,30 @@ func TestLoader(t *testing.T) {
 	}
 	if _, err := ld.Load(context.Background(), core.SessionRef{SessionID: id, AgentID: "nope"}); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("missing agent: %v", err)
+	}
+	ld.MaxBytes = 10
+	if _, err := ld.Load(context.Background(), core.SessionRef{SessionID: id}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over max_bytes: %v", err)
+	}
+}
+
+// A conversation cut by a cycle or a missing parent is refused as damaged
+// rather than served short.
+func TestLoaderRefusesDamagedChains(t *testing.T) {
+	for name, rows := range map[string][]string{
+		"cycle":       {jrow("user", "u1", "a1", "hi"), jrow("assistant", "a1", "u1", "hello")},
+		"cycle below": {jrow("user", "u1", "a1", "hi"), jrow("assistant", "a1", "u1", "hello"), jrow("user", "u3", "a1", "again")},
+		"gap":         {jrow("user", "u2", "gone", "hi"), jrow("assistant", "a2", "u2", "hello")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := Layout{ConfigDir: t.TempDir()}
+			id := "66666666-6666-4666-8666-666666666666"
+			writeFile(t, MainFile(l.ProjectDir("/w/app"), id), []byte(strings.Join(rows, "\n")+"\n"))
+			_, err := NewLoader(l).Load(context.Background(), core.SessionRef{SessionID: id})
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("Load = %v, want ErrDamaged", err)
+			}
+		})
 	}
 }
 

@@ -55,6 +55,9 @@ type Config struct {
 	// LockWait is how long to wait for another writer of the same session;
 	// "0s" fails at once, naming the holder.
 	LockWait string `json:"lock_wait"`
+	// LoadMaxBytes, when positive, makes resume refuse transcripts larger
+	// than this from this store, so the summary loader serves them.
+	LoadMaxBytes int64 `json:"load_max_bytes"`
 }
 
 // DefaultConfig returns the defaults.
@@ -87,6 +90,10 @@ func (c *Config) options(host core.HostInfo) (Options, error) {
 	default:
 		o.DrainInterval = DrainLocal
 	}
+	if c.LoadMaxBytes < 0 {
+		return o, fmt.Errorf("load_max_bytes %d: want 0 (no limit) or a number of bytes", c.LoadMaxBytes)
+	}
+	o.LoadMaxBytes = c.LoadMaxBytes
 	if c.ReappendBytes <= 0 {
 		return o, fmt.Errorf("reappend_bytes %d: want a positive number of bytes", c.ReappendBytes)
 	}
@@ -111,7 +118,11 @@ type Options struct {
 	// DefaultCWD names the project folder of a session whose entries carry
 	// no cwd.
 	DefaultCWD string
-	Logger     hclog.Logger
+	// LoadMaxBytes bounds what Load serves (0: no bound).
+	LoadMaxBytes int64
+	// ID names the store in the transcripts it loads.
+	ID     core.ID
+	Logger hclog.Logger
 }
 
 // Sink is the local store's write side. Entries are routed by their
@@ -145,7 +156,15 @@ var (
 	_ core.Sink     = (*Sink)(nil)
 	_ core.Seeder   = (*Sink)(nil)
 	_ core.Reporter = (*Sink)(nil)
+	_ core.Loader   = (*Sink)(nil)
 )
+
+// Load implements core.Loader: the local store is also the local loader
+// (resume { loaders = ["jsonl/local", ...] } names the sink).
+func (s *Sink) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
+	ld := Loader{Layout: s.layout, ID: s.opts.ID, MaxBytes: s.opts.LoadMaxBytes}
+	return ld.Load(ctx, ref)
+}
 
 type session struct {
 	id     string
@@ -781,6 +800,7 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 		return nil, fmt.Errorf("sink %s: %w", set.ID, err)
 	}
 	o.Logger = set.Logger
+	o.ID = set.ID
 	o.DefaultCWD = set.Host.WorkDir
 	if set.Host.LockWait > 0 {
 		o.LockWait = set.Host.LockWait

@@ -1,0 +1,90 @@
+package summary
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/core/coretest"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+const sess = "0565a3a4-0000-4000-8000-000000000001"
+
+func write(t *testing.T, dir string, lines ...string) {
+	t.Helper()
+	p := jsonl.MainFile(jsonl.Layout{ConfigDir: dir}.ProjectDir("/home/alice/src/shop"), sess)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func boundary(uuid, logical string) string {
+	return `{"parentUuid":null,"logicalParentUuid":"` + logical + `","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-10T12:00:00.000Z","uuid":"` + uuid + `","level":"info","compactMetadata":{"trigger":"manual","preTokens":48213},"cwd":"/home/alice/src/shop","sessionId":"` + sess + `"}`
+}
+
+func compactSummary(uuid, parent string) string {
+	return `{"parentUuid":"` + parent + `","isSidechain":false,"type":"user","message":{"role":"user","content":"This session is being continued from a previous conversation..."},"isVisibleInTranscriptOnly":true,"isCompactSummary":true,"uuid":"` + uuid + `","timestamp":"2026-01-10T12:00:01.000Z","cwd":"/home/alice/src/shop","sessionId":"` + sess + `"}`
+}
+
+func TestServesFromTheLastCompactionMarkedPartial(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir,
+		coretest.Line("user", sess, "u-1", ""),
+		coretest.Line("assistant", sess, "a-1", "u-1"),
+		`{"parentUuid":"a-1","type":"user","message":{"role":"user","content":"torn`, // damage before the boundary
+		boundary("b-1", "a-1"),
+		compactSummary("c-1", "b-1"),
+		coretest.Line("user", sess, "u-2", "c-1"),
+		coretest.Line("assistant", sess, "a-2", "u-2"),
+	)
+	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range tr.Entries {
+		got = append(got, e.UUID)
+	}
+	if strings.Join(got, ",") != "b-1,c-1,u-2,a-2" || !tr.Partial {
+		t.Fatalf("entries %v partial %v", got, tr.Partial)
+	}
+	if len(tr.Notes) != 2 || !strings.Contains(strings.Join(tr.Notes, ";"), "malformed") {
+		t.Errorf("notes %q", tr.Notes)
+	}
+}
+
+func TestFallsBackToALegacySummary(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir,
+		`{"type":"summary","summary":"Login bug fix in auth.ts","leafUuid":"a-1"}`,
+		`{"parentUuid":"gone","type":"user","message":{"role":"user","content":"hi"},"uuid":"u-1","sessionId":"`+sess+`"}`,
+	)
+	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Entries) != 1 || !tr.Entries[0].IsCompactSummary || !strings.Contains(string(tr.Entries[0].Raw), "Login bug fix") {
+		t.Fatalf("entries %+v", tr.Entries)
+	}
+}
+
+func TestNothingToSummarizeIsAMiss(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, coretest.Line("user", sess, "u-1", ""))
+	_, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	if !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("Load = %v", err)
+	}
+	_, err = New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: "11111111-0000-4000-8000-000000000000"})
+	if !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("missing session: %v", err)
+	}
+}
