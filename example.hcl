@@ -74,3 +74,49 @@ guard "flag" "default" {
 
 # Refuses everything when cleanup_period_days is 0. It has no options.
 guard "config" "default" {}
+
+# `scribe serve`: the cloud side (v1 session ingress, v2 events, the History
+# API) on NATS JetStream. Only `scribe serve` reads this block; its flags
+# (--listen, --data-dir, --nats-url, --nats-creds, --replicas) beat it.
+server {
+  # HTTP address to listen on, host:port. Default: "127.0.0.1:8787".
+  listen = "127.0.0.1:8787"
+
+  # Folder of the embedded JetStream store, used when nats_url is empty.
+  # "" = <user config dir>/scribe/serve (~/.config/scribe/serve on Linux).
+  # Default: "".
+  data_dir = ""
+
+  # NATS server or cluster to use instead, such as
+  # "nats://10.0.0.1:4222,nats://10.0.0.2:4222"; then any number of
+  # `scribe serve` processes can share it. "" runs an embedded nats-server
+  # with JetStream in data_dir, reachable only from inside the process.
+  # Default: "".
+  nats_url = ""
+
+  # NATS credentials file (JWT and nkey) for nats_url. Default: "".
+  nats_creds = ""
+
+  # Replicas of the stream and of the KV buckets: 1, or up to the size of
+  # the JetStream cluster (3 is usual). Default: 1.
+  replicas = 1
+
+  # Largest request body accepted, in bytes; a larger one gets 413.
+  # Default: 8388608 (8 MiB).
+  max_body_bytes = 8388608
+
+  # Duplicate window of the stream's message ids. Retries are idempotent
+  # beyond it too; it only makes quick retries cheaper. Default: "2m".
+  duplicate_window = "2m"
+
+  # Accepted bearer tokens, kept as their SHA-256 in hex (`scribe token new`
+  # makes a token and its line; `scribe token hash` hashes one read from
+  # stdin). Each maps to a tenant (a-z, 0-9, '_', '-') that owns the
+  # sessions written with it, and to scopes: "read", "write". More tokens
+  # can come from `scribe serve --token-file`. Default: [] (every request
+  # gets 401). For example:
+  #   tokens = [
+  #     { sha256 = "<64 hex digits>", tenant = "acme", scopes = ["read", "write"] },
+  #   ]
+  tokens = []
+}

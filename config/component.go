@@ -29,7 +29,7 @@ import (
 func (c Component) Decode(dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("%s: %s %q: Decode needs a non-nil pointer, got %T", c.Range, c.Kind, c.ID, dst)
+		return fmt.Errorf("%s: %s: Decode needs a non-nil pointer, got %T", c.Range, c.label(), dst)
 	}
 	body := []byte(c.Body)
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -40,7 +40,7 @@ func (c Component) Decode(dst any) error {
 	// unknown but not where it was.
 	var tree any
 	if err := json.Unmarshal(body, &tree); err != nil {
-		return fmt.Errorf("%s: %s %q: %w", c.Range, c.Kind, c.ID, err)
+		return fmt.Errorf("%s: %s: %w", c.Range, c.label(), err)
 	}
 	if err := c.checkUnknown(rv.Type().Elem(), tree, ""); err != nil {
 		return err
@@ -54,10 +54,19 @@ func (c Component) Decode(dst any) error {
 
 	if v, ok := dst.(core.Validator); ok {
 		if err := v.Validate(); err != nil {
-			return fmt.Errorf("%s: %s %q: %w", c.Range, c.Kind, c.ID, err)
+			return fmt.Errorf("%s: %s: %w", c.Range, c.label(), err)
 		}
 	}
 	return nil
+}
+
+// label names the block in messages: `sink "jsonl/local"`, or just
+// `server` for an unlabelled block.
+func (c Component) label() string {
+	if c.ID == (core.ID{}) {
+		return string(c.Kind)
+	}
+	return fmt.Sprintf("%s %q", c.Kind, c.ID)
 }
 
 // pos returns the position of path, or the block's when it is unknown.
@@ -100,8 +109,8 @@ func (c Component) checkUnknown(t reflect.Type, v any, path string) error {
 			f, ok := lookupField(fields, k)
 			sub := joinPath(path, k)
 			if !ok {
-				return &Error{Pos: c.pos(sub), Msg: fmt.Sprintf("%s %q: unknown option %q (valid: %s)",
-					c.Kind, c.ID, displayPath(sub), strings.Join(fieldNames(fields), ", "))}
+				return &Error{Pos: c.pos(sub), Msg: fmt.Sprintf("%s: unknown option %q (valid: %s)",
+					c.label(), displayPath(sub), strings.Join(fieldNames(fields), ", "))}
 			}
 			if err := c.checkUnknown(f.typ, obj[k], sub); err != nil {
 				return err
@@ -159,18 +168,18 @@ func (c Component) decodeError(err error, t reflect.Type, tree any) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		path := c.findPath(tree, strings.Split(te.Field, "."), jsonKind(te.Value))
-		return &Error{Pos: c.pos(path), Msg: fmt.Sprintf("%s %q: option %q: want %s, got %s",
-			c.Kind, c.ID, displayPath(path), describeType(te.Type), te.Value)}
+		return &Error{Pos: c.pos(path), Msg: fmt.Sprintf("%s: option %q: want %s, got %s",
+			c.label(), displayPath(path), describeType(te.Type), te.Value)}
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		// Not expected: checkUnknown runs first. Kept as a fallback.
 		if n, uerr := strconv.Unquote(name); uerr == nil {
 			name = n
 		}
-		return &Error{Pos: c.pos(name), Msg: fmt.Sprintf("%s %q: unknown option %q (valid: %s)",
-			c.Kind, c.ID, name, strings.Join(fieldNames(jsonFields(derefType(t))), ", "))}
+		return &Error{Pos: c.pos(name), Msg: fmt.Sprintf("%s: unknown option %q (valid: %s)",
+			c.label(), name, strings.Join(fieldNames(jsonFields(derefType(t))), ", "))}
 	}
-	return &Error{Pos: c.Range, Msg: fmt.Sprintf("%s %q: %v", c.Kind, c.ID, err)}
+	return &Error{Pos: c.Range, Msg: fmt.Sprintf("%s: %v", c.label(), err)}
 }
 
 // findPath turns encoding/json's field path (object keys only: no list

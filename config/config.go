@@ -8,6 +8,8 @@
 // turns a block's attributes into a JSON object, keeps the position of every
 // attribute, and lets the host decode that object into the factory's config
 // struct with Component.Decode, which reports mistakes at their file:line.
+// The unlabelled server block (the settings of `scribe serve`) is handed out
+// the same way, as Config.Server, for package server to decode.
 //
 // Precedence, highest first: a flag the user set, an environment variable
 // (SCRIBE_ + the key in upper case with '.' as '_'), the file, the built-in
@@ -52,6 +54,10 @@ type Config struct {
 	Pipeline PipelineConfig
 	// Components are the labelled sink, loader and guard blocks in file order.
 	Components []Component
+	// Server is the server block (the settings of `scribe serve`), nil when
+	// the file has none. Its Kind is KindServer and its ID is zero; decode
+	// it with Decode like a component's.
+	Server *Component
 	// File is the path the configuration was read from, "" for the embedded
 	// default.
 	File string
@@ -68,7 +74,11 @@ type PipelineConfig struct {
 	QueueSize int
 }
 
-// Component is one labelled block: kind "type" "name" { ... }.
+// KindServer is the Kind of the server block.
+const KindServer core.Kind = "server"
+
+// Component is one labelled block: kind "type" "name" { ... }, or the
+// unlabelled server block.
 type Component struct {
 	Kind core.Kind
 	// ID is "type/name" from the two labels, with their case kept.

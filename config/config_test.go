@@ -53,8 +53,12 @@ func dump(c *Config) string {
 	fmt.Fprintf(&b, "pipeline.sinks: %v\n", c.Pipeline.Sinks)
 	fmt.Fprintf(&b, "pipeline.guards: %v\n", c.Pipeline.Guards)
 	fmt.Fprintf(&b, "pipeline.queue_size: %d\n", c.Pipeline.QueueSize)
-	for _, comp := range c.Components {
-		fmt.Fprintf(&b, "%s %q at %s\n", comp.Kind, comp.ID, comp.Range)
+	comps := c.Components
+	if c.Server != nil {
+		comps = append(append([]Component{}, comps...), *c.Server)
+	}
+	for _, comp := range comps {
+		fmt.Fprintf(&b, "%s at %s\n", comp.label(), comp.Range)
 		fmt.Fprintf(&b, "  body: %s\n", comp.Body)
 		paths := make([]string, 0, len(comp.attrs))
 		for p := range comp.attrs {
@@ -166,6 +170,16 @@ func TestCodecRoundTrip(t *testing.T) {
 			"guards":     []any{"env/default", "flag/default", "config/default"},
 			"queue_size": int64(4096),
 		},
+		"server": map[string]any{
+			"listen":           "127.0.0.1:8787",
+			"data_dir":         "",
+			"nats_url":         "",
+			"nats_creds":       "",
+			"replicas":         int64(1),
+			"max_body_bytes":   int64(8388608),
+			"duplicate_window": "2m",
+			"tokens":           []any{},
+		},
 	}
 	if !reflect.DeepEqual(first, want) {
 		t.Fatalf("Decode(default) = %#v\nwant %#v", first, want)
@@ -235,6 +249,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "ids_bad_elements", file: "pipeline {\n  sinks = [1, \"nope\", \"a/b\", \"a/b\"]\n}\n"},
 		{name: "unknown_refs", file: "pipeline {\n  sinks  = [\"jsonl/local\", \"jsonl/locl\"]\n  guards = [\"env/default\"]\n}\nsink \"jsonl\" \"local\" {}\n"},
 		{name: "ref_wrong_kind", file: "pipeline {\n  sinks = [\"env/default\"]\n}\nsink \"jsonl\" \"local\" {}\nguard \"env\" \"default\" {}\n"},
+		{name: "server_labels", file: "server \"main\" {}\n"},
+		{name: "server_twice", file: "server {}\nserver {\n  listen = \":1\"\n}\n"},
+		{name: "server_nested_block", file: "server {\n  tokens {\n    tenant = \"a\"\n  }\n}\n"},
+		{name: "server_variable", file: "server {\n  listen = var.x\n}\n"},
+		{name: "server_as_attribute", file: "server = {}\n"},
 		{name: "many", file: "colour = 1\nlog_level = \"loud\"\npipeline {\n  queue_size = -5\n}\nloader \"x\" {}\n"},
 		{name: "env_bad_values", file: minimal, env: []string{
 			"SCRIBE_PIPELINE_QUEUE_SIZE=x", "SCRIBE_LOG_LEVEL=verbose", "SCRIBE_LOG_JSON=maybe", "SCRIBE_CLEANUP_PERIOD_DAYS=-2",
@@ -462,5 +481,74 @@ sink "other" "unused" {}
 	}
 	if p, ok := c.AttrPos("extra.Nested.1"); !ok || p.Line != 9 {
 		t.Errorf("AttrPos(extra.Nested.1) = %v, %t", p, ok)
+	}
+}
+
+func TestServerBlock(t *testing.T) {
+	type token struct {
+		SHA256 string   `json:"sha256"`
+		Tenant string   `json:"tenant"`
+		Scopes []string `json:"scopes"`
+	}
+	type serverConfig struct {
+		Listen   string  `json:"listen"`
+		Replicas int     `json:"replicas"`
+		Tokens   []token `json:"tokens"`
+	}
+	dir := t.TempDir()
+
+	path := writeFile(t, dir, "ok.hcl", `server {
+  listen   = "127.0.0.1:9000"
+  tokens = [
+    { sha256 = "ab", tenant = "acme", scopes = ["read"] },
+  ]
+}
+`)
+	cfg, err := Load(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server == nil || cfg.Server.Kind != KindServer || cfg.Server.Range.Line != 1 {
+		t.Fatalf("Server = %+v", cfg.Server)
+	}
+	got := serverConfig{Replicas: 1}
+	if err := cfg.Server.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Listen != "127.0.0.1:9000" || got.Replicas != 1 || len(got.Tokens) != 1 || got.Tokens[0].Tenant != "acme" {
+		t.Errorf("decoded %+v", got)
+	}
+
+	tests := []struct{ name, file, want string }{
+		{"unknown option", "server {\n  listn = \"x\"\n}\n",
+			`bad.hcl:2:3: server: unknown option "listn" (valid: listen, replicas, tokens)`},
+		{"wrong type", "server {\n  replicas = \"three\"\n}\n",
+			`bad.hcl:2:3: server: option "replicas": want a whole number, got string`},
+		{"unknown token field", "server {\n  tokens = [\n    { tenant = \"a\", sha = \"b\" },\n  ]\n}\n",
+			`bad.hcl:3:21: server: unknown option "tokens[0].sha" (valid: sha256, tenant, scopes)`},
+	}
+	for _, tt := range tests {
+		path := writeFile(t, dir, "bad.hcl", tt.file)
+		cfg, err := Load(path, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: Load: %v", tt.name, err)
+		}
+		err = cfg.Server.Decode(&serverConfig{})
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		if got := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+
+	// No server block: nil.
+	cfg, err = Load(writeFile(t, dir, "none.hcl", minimal), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server != nil {
+		t.Errorf("Server = %+v without a server block", cfg.Server)
 	}
 }

@@ -89,7 +89,7 @@ func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
 		}
 	}
 
-	cfg := &Config{File: path, Components: file.components}
+	cfg := &Config{File: path, Components: file.components, Server: file.server}
 	origins := map[string]origin{}
 	for _, s := range settings {
 		o := origin{source: "default"}

@@ -44,7 +44,7 @@ func (e *Error) Error() string {
 }
 
 // blockKinds are the valid top-level block types, in documentation order.
-var blockKinds = []string{"pipeline", string(core.KindSink), string(core.KindLoader), string(core.KindGuard)}
+var blockKinds = []string{"pipeline", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(KindServer)}
 
 func isComponentKind(s string) bool {
 	return s == string(core.KindSink) || s == string(core.KindLoader) || s == string(core.KindGuard)
@@ -61,6 +61,7 @@ type fileValue struct {
 type parsed struct {
 	values     map[string]fileValue // by setting key
 	components []Component
+	server     *Component
 }
 
 // parser walks one file and collects every problem it finds.
@@ -155,7 +156,7 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 			a.Name, strings.Join(validNames(""), ", "), strings.Join(blockKinds, ", "))
 	}
 
-	var pipeline *hclsyntax.Block
+	var pipeline, server *hclsyntax.Block
 	declared := map[core.Kind]map[core.ID]Pos{}
 	for _, b := range body.Blocks {
 		pos := rangePos(b.TypeRange)
@@ -170,6 +171,19 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 				p.addf(rangePos(b.LabelRanges[0]), "the pipeline block takes no labels: write pipeline { ... }")
 			}
 			p.pipeline(out, b)
+		case b.Type == string(KindServer):
+			if server != nil {
+				p.addf(pos, "duplicate server block; the first is at %s", rangePos(server.TypeRange))
+				continue
+			}
+			server = b
+			if len(b.Labels) != 0 {
+				p.addf(rangePos(b.LabelRanges[0]), "the server block takes no labels: write server { ... }")
+			}
+			c := Component{Kind: KindServer, Range: pos, attrs: map[string]Pos{}}
+			if p.blockBody(&c, b) {
+				out.server = &c
+			}
 		case isComponentKind(b.Type):
 			c, ok := p.component(b)
 			if !ok {
@@ -196,8 +210,8 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 }
 
 func blockExample(kind string) string {
-	if kind == "pipeline" {
-		return "pipeline"
+	if kind == "pipeline" || kind == string(KindServer) {
+		return kind
 	}
 	return kind + ` "type" "name"`
 }
@@ -384,10 +398,22 @@ func (p *parser) component(b *hclsyntax.Block) (Component, bool) {
 		return Component{}, false
 	}
 	c := Component{Kind: core.Kind(b.Type), ID: id, Range: pos, attrs: map[string]Pos{}}
+	ok := p.blockBody(&c, b)
+	return c, ok
+}
+
+// blockBody turns the attributes of a component or server block into c's
+// JSON body and records their positions. It is false when the block has a
+// problem (reported).
+func (p *parser) blockBody(c *Component, b *hclsyntax.Block) bool {
 	ok := true
+	where := "a component block"
+	if c.Kind == KindServer {
+		where = "the server block"
+	}
 	for _, nb := range b.Body.Blocks {
-		p.addf(rangePos(nb.TypeRange), "%s %q: nested blocks are not supported in a component block; write %s = { ... } instead",
-			c.Kind, c.ID, nb.Type)
+		p.addf(rangePos(nb.TypeRange), "%s: nested blocks are not supported in %s; write %s = { ... } instead",
+			c.label(), where, nb.Type)
 		ok = false
 	}
 
@@ -403,7 +429,7 @@ func (p *parser) component(b *hclsyntax.Block) (Component, bool) {
 		}
 		g, err := ctyToGo(v)
 		if err != nil {
-			p.addf(rangePos(a.Expr.StartRange()), "%s %q: option %q: %v", c.Kind, c.ID, a.Name, err)
+			p.addf(rangePos(a.Expr.StartRange()), "%s: option %q: %v", c.label(), a.Name, err)
 			ok = false
 			continue
 		}
@@ -412,7 +438,7 @@ func (p *parser) component(b *hclsyntax.Block) (Component, bool) {
 		k, _ := json.Marshal(a.Name)
 		val, err := json.Marshal(g)
 		if err != nil {
-			p.addf(rangePos(a.Expr.StartRange()), "%s %q: option %q: %v", c.Kind, c.ID, a.Name, err)
+			p.addf(rangePos(a.Expr.StartRange()), "%s: option %q: %v", c.label(), a.Name, err)
 			ok = false
 			continue
 		}
@@ -426,7 +452,7 @@ func (p *parser) component(b *hclsyntax.Block) (Component, bool) {
 	}
 	buf.WriteByte('}')
 	c.Body = json.RawMessage(buf.Bytes())
-	return c, ok
+	return ok
 }
 
 // recordPositions stores the position of every object key and list element

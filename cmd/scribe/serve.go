@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var tokenFile string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the scribe server: session ingress, events and the History API on NATS JetStream",
+		Long: `Run the scribe server: the routes Claude Code's remote client uses (PUT/GET
+/v1/session_ingress/session/{id}, POST /v1/code/sessions/{id}/events, GET
+/v1/code/sessions/{id}/teleport-events), GET /v1/sessions, /healthz, /readyz and
+/metrics.
+
+Settings come from the server { ... } block of the configuration (see
+example.hcl); the flags below beat it. With no nats_url, an embedded NATS
+server with JetStream keeps the data in data_dir: one command, nothing to
+install. Requests need a bearer token listed, hashed, in the configuration or
+in --token-file: make one with 'scribe token new'.
+
+It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			sc, err := serverConfig(cfg, cmd.Flags(), tokenFile)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			log := newLogger(cfg, "scribe")
+			srv, err := server.New(*sc, log.Named("serve"))
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := srv.Start(ctx); err != nil {
+				_ = srv.Shutdown(context.Background())
+				return err
+			}
+			<-ctx.Done()
+			log.Info("shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		},
+	}
+	f := cmd.Flags()
+	f.String("listen", "", "HTTP address, host:port (default: server.listen, 127.0.0.1:8787)")
+	f.String("data-dir", "", "embedded JetStream store folder (default: server.data_dir, <user config dir>/scribe/serve)")
+	f.String("nats-url", "", "external NATS server or cluster URLs, comma-separated (default: server.nats_url, embedded)")
+	f.String("nats-creds", "", "NATS credentials file for --nats-url (default: server.nats_creds)")
+	f.Int("replicas", 0, "replicas of the stream and KV buckets (default: server.replicas, 1)")
+	f.StringVar(&tokenFile, "token-file", "", "file of more tokens, one a line: <sha256> <tenant> <scope>[,<scope>]")
+	return cmd
+}
+
+// serverConfig decodes the server block (or takes the defaults), then
+// applies the flags the user set and the token file.
+func serverConfig(cfg *config.Config, fs *pflag.FlagSet, tokenFile string) (*server.Config, error) {
+	sc := server.DefaultConfig()
+	if cfg.Server != nil {
+		if err := cfg.Server.Decode(sc); err != nil {
+			return nil, err
+		}
+	}
+	str := func(name string, dst *string) {
+		if fl := fs.Lookup(name); fl != nil && fl.Changed {
+			*dst = fl.Value.String()
+		}
+	}
+	str("listen", &sc.Listen)
+	str("data-dir", &sc.DataDir)
+	str("nats-url", &sc.NatsURL)
+	str("nats-creds", &sc.NatsCreds)
+	if fl := fs.Lookup("replicas"); fl != nil && fl.Changed {
+		n, err := fs.GetInt("replicas")
+		if err != nil {
+			return nil, err
+		}
+		sc.Replicas = n
+	}
+	if tokenFile != "" {
+		f, err := os.Open(tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("token file: %w", err)
+		}
+		defer f.Close()
+		toks, err := readTokens(f, tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		sc.Tokens = append(sc.Tokens, toks...)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// readTokens reads a token file: one token a line, "<sha256> <tenant>
+// <scope>[,<scope>]"; blank lines and lines starting with # are skipped.
+func readTokens(r io.Reader, name string) ([]server.Token, error) {
+	var out []server.Token
+	var errs []error
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Fields(text)
+		if len(fields) != 3 {
+			errs = append(errs, fmt.Errorf("%s:%d: want <sha256> <tenant> <scope>[,<scope>], got %d fields", name, line, len(fields)))
+			continue
+		}
+		out = append(out, server.Token{SHA256: fields[0], Tenant: fields[1], Scopes: strings.Split(fields[2], ",")})
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return out, errors.Join(errs...)
+}
+
+func newTokenCmd() *cobra.Command {
+	c := &cobra.Command{Use: "token", Short: "Make and hash bearer tokens for scribe serve"}
+	hash := &cobra.Command{
+		Use:   "hash",
+		Short: "Print the SHA-256 of a token read from stdin (the form the server configuration keeps)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+			if err != nil && !errors.Is(err, io.EOF) {
+				return fmt.Errorf("read the token from stdin: %w", err)
+			}
+			tok := strings.TrimSpace(line)
+			if tok == "" {
+				return &exitError{code: 2, err: errors.New("no token on stdin")}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), server.HashToken(tok))
+			return nil
+		},
+	}
+	var tenant, scopes string
+	newTok := &cobra.Command{
+		Use:   "new",
+		Short: "Make a random token; print it, and the line for the server block's tokens list",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var b [32]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return err
+			}
+			tok := "scribe_" + base64.RawURLEncoding.EncodeToString(b[:])
+			list := strings.Split(scopes, ",")
+			t := server.Token{SHA256: server.HashToken(tok), Tenant: tenant, Scopes: list}
+			check := server.DefaultConfig()
+			check.Tokens = []server.Token{t}
+			if err := check.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			quoted := make([]string, len(list))
+			for i, s := range list {
+				quoted[i] = fmt.Sprintf("%q", s)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "token: %s\n", tok)
+			fmt.Fprintf(out, "server block: { sha256 = %q, tenant = %q, scopes = [%s] },\n", t.SHA256, tenant, strings.Join(quoted, ", "))
+			fmt.Fprintf(out, "token file:   %s %s %s\n", t.SHA256, tenant, scopes)
+			return nil
+		},
+	}
+	newTok.Flags().StringVar(&tenant, "tenant", "default", "tenant the token writes and reads as")
+	newTok.Flags().StringVar(&scopes, "scopes", "read,write", "scopes, comma-separated: read, write")
+	c.AddCommand(hash, newTok)
+	return c
+}

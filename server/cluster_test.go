@@ -1,0 +1,315 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+)
+
+// cluster is a JetStream cluster of nats-servers on loopback.
+type cluster struct {
+	t     testing.TB
+	opts  []*natsserver.Options
+	nodes []*natsserver.Server
+}
+
+// startCluster runs a JetStream cluster of n nats-servers on loopback.
+func startCluster(t testing.TB, n int) *cluster {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	var routes []*url.URL
+	for _, p := range ports {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+	}
+	c := &cluster{t: t, opts: make([]*natsserver.Options, n), nodes: make([]*natsserver.Server, n)}
+	for i := range c.nodes {
+		c.opts[i] = &natsserver.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       -1,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			NoSigs:     true,
+			NoLog:      true,
+			Cluster:    natsserver.ClusterOpts{Name: "scribe-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes,
+		}
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, ns := range c.nodes {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	})
+	for _, ns := range c.nodes {
+		if !ns.ReadyForConnections(20 * time.Second) {
+			t.Fatalf("%s did not start", ns.Name())
+		}
+	}
+	return c
+}
+
+// start starts node i (again, on its store, after kill).
+func (c *cluster) start(i int) {
+	ns, err := natsserver.NewServer(c.opts[i].Clone())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ns.Start()
+	c.nodes[i] = ns
+}
+
+// kill stops node i.
+func (c *cluster) kill(i int) {
+	c.nodes[i].Shutdown()
+	c.nodes[i].WaitForShutdown()
+}
+
+// chaos is something done to the cluster once a share of the pushes is done.
+type chaos struct {
+	at   float64
+	what string
+	do   func(c *cluster)
+}
+
+// pushClient follows the real client's protocol, retrying what it must.
+type pushClient struct {
+	*client
+	deadline time.Time
+}
+
+// putEntry PUTs one entry until it is stored: 201, or 409 naming the
+// entry itself; a 409 naming another uuid is adopted; other failures are
+// retried with backoff. It returns the new last uuid.
+func (p *pushClient) putEntry(session string, e []byte, last string) (string, error) {
+	id := uuidOf(p.t, e)
+	for attempt := 0; ; attempt++ {
+		if time.Now().After(p.deadline) {
+			return last, fmt.Errorf("entry %s: gave up", id)
+		}
+		r, err := p.try(http.MethodPut, "/v1/session_ingress/session/"+session, e, "Last-Uuid", last)
+		switch {
+		case err != nil:
+		case r.code == http.StatusCreated:
+			return id, nil
+		case r.code == http.StatusConflict && r.hdr.Get("x-last-uuid") == id:
+			return id, nil
+		case r.code == http.StatusConflict && r.hdr.Get("x-last-uuid") != "":
+			last = r.hdr.Get("x-last-uuid")
+			continue
+		case r.code >= 500:
+		default:
+			return last, fmt.Errorf("entry %s: %s", id, r)
+		}
+		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+	}
+}
+
+// postBatch POSTs a batch until the server answers 200.
+func (p *pushClient) postBatch(session string, entries [][]byte) error {
+	body := eventsBody(entries...)
+	for attempt := 0; ; attempt++ {
+		if time.Now().After(p.deadline) {
+			return errors.New("batch: gave up")
+		}
+		r, err := p.try(http.MethodPost, "/v1/code/sessions/"+session+"/events", body)
+		switch {
+		case err != nil:
+		case r.code == http.StatusOK:
+			return nil
+		case r.code >= 500:
+		default:
+			return fmt.Errorf("batch: %s", r)
+		}
+		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+	}
+}
+
+// clusterPush runs two scribe servers on a 3-node JetStream cluster (R3),
+// pushes perSession entries into three sessions through both, some of the
+// same entries through both at once, does what steps say to the cluster
+// along the way, and checks that History holds every entry once, in order,
+// through either server.
+func clusterPush(t *testing.T, perSession int, budget time.Duration, steps ...chaos) {
+	cl := startCluster(t, 3)
+	nodes := cl.nodes
+	cfg := func(node *natsserver.Server) Config {
+		return Config{Listen: "127.0.0.1:0", NatsURL: node.ClientURL(), Replicas: 3, DuplicateWindow: "1s", Tokens: testTokens()}
+	}
+	a := startServer(t, cfg(nodes[1]))
+	b := startServer(t, cfg(nodes[2]))
+	deadline := time.Now().Add(budget)
+	pa := &pushClient{client: newClient(t, a, tokACME), deadline: deadline}
+	pb := &pushClient{client: newClient(t, b, tokACME), deadline: deadline}
+
+	sessions := []string{newUUID(), newUUID(), newUUID()}
+	want := make([][][]byte, len(sessions))
+	for i, sess := range sessions {
+		parent := ""
+		for k := 0; k < perSession; k++ {
+			id := newUUID()
+			want[i] = append(want[i], chainEntry(sess, id, parent, fmt.Sprintf("session %d entry %d", i, k)))
+			parent = id
+		}
+	}
+
+	var done atomic.Int64
+	total := int64(perSession * 4) // session 0 is pushed twice
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		for _, st := range steps {
+			for done.Load() < int64(st.at*float64(total)) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Logf("%s after %d of %d pushes", st.what, done.Load(), total)
+			st.do(cl)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	// Session 0: PUTs through a, and the same entries in batches through b.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last := ""
+		for _, e := range want[0] {
+			var err error
+			if last, err = pa.putEntry(sessions[0], e, last); err != nil {
+				errs <- fmt.Errorf("session 0 via a: %w", err)
+				return
+			}
+			done.Add(1)
+		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; k < len(want[0]); k += 10 {
+			batch := want[0][k:min(k+10, len(want[0]))]
+			if err := pb.postBatch(sessions[0], batch); err != nil {
+				errs <- fmt.Errorf("session 0 via b: %w", err)
+				return
+			}
+			done.Add(int64(len(batch)))
+		}
+	}()
+	// Session 1: PUTs through a, alternating with b.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last := ""
+		for k, e := range want[1] {
+			p := pa
+			if k%2 == 1 {
+				p = pb
+			}
+			var err error
+			if last, err = p.putEntry(sessions[1], e, last); err != nil {
+				errs <- fmt.Errorf("session 1: %w", err)
+				return
+			}
+			done.Add(1)
+		}
+	}()
+	// Session 2: batches through a.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; k < len(want[2]); k += 25 {
+			batch := want[2][k:min(k+25, len(want[2]))]
+			if err := pa.postBatch(sessions[2], batch); err != nil {
+				errs <- fmt.Errorf("session 2: %w", err)
+				return
+			}
+			done.Add(int64(len(batch)))
+		}
+	}()
+	wg.Wait()
+	<-killed
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	for _, p := range []*pushClient{pa, pb} {
+		for i, sess := range sessions {
+			var items []teleportItem
+			// Reads may also meet a leader election: retry them.
+			for attempt := 0; ; attempt++ {
+				page, r := p.teleportTry(sess)
+				if r == nil {
+					items = page
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("history of session %d: %v", i, r)
+				}
+				time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+			}
+			checkItems(t, items, want[i])
+		}
+	}
+	if n := streamMsgs(t, b); n != uint64(3*perSession) {
+		t.Errorf("stream holds %d messages, want %d", n, 3*perSession)
+	}
+	t.Logf("fence retries: a %d, b %d; repaired: a %d, b %d", a.m.fenceRetries.Load(), b.m.fenceRetries.Load(),
+		a.m.repaired.Load(), b.m.repaired.Load())
+}
+
+// teleportTry reads all of a session's history, or returns an error.
+func (p *pushClient) teleportTry(session string) ([]teleportItem, error) {
+	var all []teleportItem
+	cursor := ""
+	for {
+		q := "?limit=1000"
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		r, err := p.try(http.MethodGet, "/v1/code/sessions/"+session+"/teleport-events"+q, nil)
+		if err != nil {
+			return nil, err
+		}
+		if r.code != http.StatusOK {
+			return nil, errors.New(r.String())
+		}
+		var page teleportPage
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Data...)
+		if page.NextCursor == nil {
+			return all, nil
+		}
+		cursor = *page.NextCursor
+	}
+}
+
+// TestCluster is the small version, part of every run; TestClusterSoak
+// (build tag soak) pushes more.
+func TestCluster(t *testing.T) {
+	clusterPush(t, 120, 90*time.Second,
+		chaos{at: 1.0 / 3, what: "kill n2 (the first server's node)", do: func(c *cluster) { c.kill(1) }})
+}

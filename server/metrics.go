@@ -1,0 +1,109 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// latencyBuckets are the upper bounds (seconds) of the request latency
+// histogram.
+var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// metrics are the server's counters, exposed in the Prometheus text format.
+type metrics struct {
+	stored       atomic.Int64 // entries stored
+	duplicates   atomic.Int64 // entries refused as already stored
+	conflicts    atomic.Int64 // PUTs refused with a Last-Uuid conflict
+	fenceRetries atomic.Int64 // writes that had to reconcile and retry
+	repaired     atomic.Int64 // entries indexed by reconcile
+	stateEvents  atomic.Int64 // state events applied
+
+	mu       sync.Mutex
+	requests map[reqKey]int64
+	latency  map[string]*histogram
+}
+
+type reqKey struct {
+	route string
+	code  int
+}
+
+type histogram struct {
+	counts []int64 // per bucket, not cumulative; last is +Inf
+	sum    float64
+	n      int64
+}
+
+func newMetrics() *metrics {
+	return &metrics{requests: map[reqKey]int64{}, latency: map[string]*histogram{}}
+}
+
+// observe records one finished request.
+func (m *metrics) observe(route string, code int, d time.Duration) {
+	sec := d.Seconds()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests[reqKey{route, code}]++
+	h := m.latency[route]
+	if h == nil {
+		h = &histogram{counts: make([]int64, len(latencyBuckets)+1)}
+		m.latency[route] = h
+	}
+	i := sort.SearchFloat64s(latencyBuckets, sec)
+	h.counts[i]++
+	h.sum += sec
+	h.n++
+}
+
+// write renders every metric.
+func (m *metrics) write(w io.Writer) {
+	counter := func(name, help string, v int64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	}
+	counter("scribe_entries_stored_total", "Entries stored in the stream.", m.stored.Load())
+	counter("scribe_entries_duplicate_total", "Entries refused because they were already stored.", m.duplicates.Load())
+	counter("scribe_conflicts_total", "PUTs refused with 409 because Last-Uuid was not the session's last uuid.", m.conflicts.Load())
+	counter("scribe_fence_retries_total", "Writes retried after another writer appended to the same session first.", m.fenceRetries.Load())
+	counter("scribe_entries_repaired_total", "Entries found in the stream past their session's metadata and indexed.", m.repaired.Load())
+	counter("scribe_state_events_total", "State events applied to session metadata.", m.stateEvents.Load())
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := make([]reqKey, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].route != keys[j].route {
+			return keys[i].route < keys[j].route
+		}
+		return keys[i].code < keys[j].code
+	})
+	fmt.Fprint(w, "# HELP scribe_http_requests_total HTTP requests by route and status code.\n# TYPE scribe_http_requests_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(w, "scribe_http_requests_total{route=%q,code=\"%d\"} %d\n", k.route, k.code, m.requests[k])
+	}
+	routes := make([]string, 0, len(m.latency))
+	for r := range m.latency {
+		routes = append(routes, r)
+	}
+	sort.Strings(routes)
+	fmt.Fprint(w, "# HELP scribe_http_request_duration_seconds HTTP request latency by route.\n# TYPE scribe_http_request_duration_seconds histogram\n")
+	for _, r := range routes {
+		h := m.latency[r]
+		var cum int64
+		for i, b := range latencyBuckets {
+			cum += h.counts[i]
+			fmt.Fprintf(w, "scribe_http_request_duration_seconds_bucket{route=%q,le=%q} %d\n", r, strconv.FormatFloat(b, 'g', -1, 64), cum)
+		}
+		cum += h.counts[len(latencyBuckets)]
+		fmt.Fprintf(w, "scribe_http_request_duration_seconds_bucket{route=%q,le=\"+Inf\"} %d\n", r, cum)
+		fmt.Fprintf(w, "scribe_http_request_duration_seconds_sum{route=%q} %s\n", r, strconv.FormatFloat(h.sum, 'g', -1, 64))
+		fmt.Fprintf(w, "scribe_http_request_duration_seconds_count{route=%q} %d\n", r, h.n)
+	}
+}

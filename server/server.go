@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Server is `scribe serve`: the HTTP API over the JetStream store.
+type Server struct {
+	cfg    Config
+	log    hclog.Logger
+	tokens map[string]principal
+	m      *metrics
+	window time.Duration
+
+	// requestTimeout bounds the work of one request.
+	requestTimeout time.Duration
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	lock     *dataLock
+	ns       *natsserver.Server
+	nc       *nats.Conn
+	st       *store
+	ln       net.Listener
+	httpSrv  *http.Server
+	serveErr chan error
+}
+
+// principal is what a token grants.
+type principal struct {
+	tenant      string
+	read, write bool
+}
+
+// New checks cfg (filling defaults for zero values) and builds a server.
+// Nothing is started until Start.
+func New(cfg Config, log hclog.Logger) (*Server, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	cfg.Tokens = slices.Clone(cfg.Tokens)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	window, _ := cfg.duplicateWindow()
+	s := &Server{
+		cfg:            cfg,
+		log:            log,
+		tokens:         map[string]principal{},
+		m:              newMetrics(),
+		window:         window,
+		requestTimeout: 25 * time.Second,
+	}
+	for _, t := range cfg.Tokens {
+		p := principal{tenant: t.Tenant}
+		for _, sc := range t.Scopes {
+			switch sc {
+			case ScopeRead:
+				p.read = true
+			case ScopeWrite:
+				p.write = true
+			}
+		}
+		s.tokens[t.SHA256] = p
+	}
+	if len(s.tokens) == 0 {
+		log.Warn("no tokens are configured: every API request will get 401 (create one with `scribe token new`)")
+	}
+	return s, nil
+}
+
+// Start starts the embedded NATS server (when NatsURL is empty), connects,
+// creates the stream and buckets if needed, and starts serving HTTP on
+// Listen. It returns once requests are being accepted. ctx bounds the
+// start-up, not the server's life; stop it with Shutdown.
+func (s *Server) Start(ctx context.Context) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("server already started")
+	}
+	if s.stopped {
+		return errors.New("server was shut down; create a new one")
+	}
+	defer func() {
+		if err != nil {
+			s.closeBackend()
+		}
+	}()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+	}
+	if s.cfg.NatsURL == "" {
+		if s.lock, err = lockDataDir(s.cfg.DataDir); err != nil {
+			return err
+		}
+		s.ns, err = startEmbedded(s.cfg.DataDir, embeddedPayload(s.cfg.MaxBodyBytes), s.log.Named("nats"))
+		if err != nil {
+			return err
+		}
+	}
+	s.nc, err = connect(s.ns, s.cfg.NatsURL, s.cfg.NatsCreds, s.log.Named("nats"))
+	if err != nil {
+		return err
+	}
+	s.st, err = openStore(ctx, s.nc, storeOptions{
+		Replicas:        s.cfg.Replicas,
+		DuplicateWindow: s.window,
+		Logger:          s.log.Named("store"),
+		Metrics:         s.m,
+	})
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	s.ln, err = lc.Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.httpSrv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	s.serveErr = make(chan error, 1)
+	go func(srv *http.Server, ln net.Listener, done chan<- error) {
+		done <- srv.Serve(ln)
+	}(s.httpSrv, s.ln, s.serveErr)
+	s.started = true
+	backend := "embedded NATS in " + s.cfg.DataDir
+	if s.cfg.NatsURL != "" {
+		backend = "NATS " + s.nc.ConnectedUrlRedacted()
+	}
+	s.log.Info("serving", "addr", s.ln.Addr().String(), "backend", backend, "replicas", s.cfg.Replicas, "tokens", len(s.tokens))
+	return nil
+}
+
+// Addr returns the address the HTTP server listens on ("" before Start).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Handler returns the HTTP handler, for mounting the API elsewhere (the
+// server must be started).
+func (s *Server) Handler() http.Handler { return s }
+
+// Shutdown stops accepting requests, waits for the ones in flight (until
+// ctx ends), then closes the NATS connection and stops the embedded NATS
+// server. It is safe to call twice, and without Start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	var errs []error
+	if s.httpSrv != nil {
+		if err := s.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("drain HTTP requests: %w", err))
+			_ = s.httpSrv.Close()
+		}
+		if err := <-s.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("HTTP server: %w", err))
+		}
+	}
+	s.closeBackend()
+	return errors.Join(errs...)
+}
+
+// closeBackend closes the NATS connection and the embedded server.
+func (s *Server) closeBackend() {
+	if s.ln != nil && s.httpSrv == nil {
+		_ = s.ln.Close()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+		s.nc = nil
+	}
+	if s.ns != nil {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		s.ns = nil
+	}
+	s.lock.release()
+	s.lock = nil
+}
