@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/e0dc0000/scribe/core"
 )
@@ -52,6 +53,8 @@ type Config struct {
 	LogJSON bool
 	// Pipeline is the pipeline block.
 	Pipeline PipelineConfig
+	// Resume is the resume block.
+	Resume ResumeConfig
 	// Components are the labelled sink, loader and guard blocks in file order.
 	Components []Component
 	// Server is the server block (the settings of `scribe serve`), nil when
@@ -61,6 +64,17 @@ type Config struct {
 	// File is the path the configuration was read from, "" for the embedded
 	// default.
 	File string
+}
+
+// ResumeConfig is the resume block.
+type ResumeConfig struct {
+	// Loaders are tried in order; each names a loader block, or a sink
+	// block whose component is also a loader (jsonl, memcache).
+	Loaders []core.ID
+	// MaxAge: an interrupted turn older than this is not continued.
+	MaxAge time.Duration
+	// ContinueText is the prompt appended after an interrupted turn.
+	ContinueText string
 }
 
 // PipelineConfig is the pipeline block.
@@ -214,6 +228,9 @@ var settings = []setting{
 	{block: "pipeline", name: "sinks", kind: kindIDs, def: []string{}, usage: "sinks entries go to (type/name, comma-separated)"},
 	{block: "pipeline", name: "guards", kind: kindIDs, def: []string{}, usage: "guards every entry must pass (type/name, comma-separated)"},
 	{block: "pipeline", name: "queue_size", kind: kindInt, def: 4096, usage: "entries per sink queue"},
+	{block: "resume", name: "loaders", kind: kindIDs, def: []string{}, usage: "loaders resume tries, in order (type/name of loader or sink blocks, comma-separated)"},
+	{block: "resume", name: "max_age", kind: kindString, def: "6h", usage: "an interrupted turn older than this is not continued (0s: no limit)"},
+	{block: "resume", name: "continue_text", kind: kindString, def: "Continue from where you left off.", usage: "the prompt appended after an interrupted turn"},
 }
 
 func settingFor(block, name string) (setting, bool) {
@@ -253,6 +270,14 @@ func checkValue(s setting, v any) error {
 	case "pipeline.queue_size":
 		if v.(int) <= 0 {
 			return fmt.Errorf("pipeline.queue_size must be greater than 0, not %d", v.(int))
+		}
+	case "resume.max_age":
+		if d, err := time.ParseDuration(v.(string)); err != nil || d < 0 {
+			return fmt.Errorf("resume.max_age %q is not a duration such as 6h or 0s", v.(string))
+		}
+	case "resume.continue_text":
+		if strings.TrimSpace(v.(string)) == "" {
+			return fmt.Errorf("resume.continue_text must not be empty")
 		}
 	}
 	return nil

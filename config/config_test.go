@@ -116,6 +116,13 @@ func TestLoadDefault(t *testing.T) {
 			got = cfg.LogJSON
 		case "pipeline.queue_size":
 			got = cfg.Pipeline.QueueSize
+		case "resume.max_age":
+			got = cfg.Resume.MaxAge.String()
+			if got == "6h0m0s" {
+				got = "6h"
+			}
+		case "resume.continue_text":
+			got = cfg.Resume.ContinueText
 		}
 		if got != s.def {
 			t.Errorf("default.hcl sets %s = %v, the built-in default is %v", s.key(), got, s.def)
@@ -169,6 +176,11 @@ func TestCodecRoundTrip(t *testing.T) {
 			"sinks":      []any{"jsonl/local"},
 			"guards":     []any{"env/default", "flag/default", "config/default"},
 			"queue_size": int64(4096),
+		},
+		"resume": map[string]any{
+			"loaders":       []any{"jsonl/local", "summary/default"},
+			"max_age":       "6h",
+			"continue_text": "Continue from where you left off.",
 		},
 		"server": map[string]any{
 			"listen":           "127.0.0.1:8787",
@@ -550,5 +562,37 @@ func TestServerBlock(t *testing.T) {
 	}
 	if cfg.Server != nil {
 		t.Errorf("Server = %+v without a server block", cfg.Server)
+	}
+}
+
+func TestResumeBlock(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "r.hcl")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("resume {\n  loaders = [\"jsonl/local\", \"summary/default\"]\n  max_age = \"0s\"\n}\nsink \"jsonl\" \"local\" {}\nloader \"summary\" \"default\" {}\n")
+	cfg, err := Load(ok, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Resume.Loaders) != 2 || cfg.Resume.Loaders[0].String() != "jsonl/local" || cfg.Resume.MaxAge != 0 || cfg.Resume.ContinueText == "" {
+		t.Fatalf("resume %+v", cfg.Resume)
+	}
+	for body, want := range map[string]string{
+		"resume {\n  loaders = [\"cloud/team\"]\n}\n": "r.hcl:2:15: resume.loaders: unknown loader \"cloud/team\"",
+		"resume {\n  max_age = \"soon\"\n}\n":         "r.hcl:2:14: resume.max_age \"soon\" is not a duration",
+		"resume {\n  continue_text = \" \"\n}\n":      "resume.continue_text must not be empty",
+		"resume {\n  loader = []\n}\n":                "unknown attribute \"loader\" in the resume block (valid: loaders, max_age, continue_text)",
+		"resume \"x\" {}\n":                           "the resume block takes no labels",
+		"resume {}\nresume {}\n":                      "duplicate resume block",
+	} {
+		_, err := Load(write(body), nil, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", body, err, want)
+		}
 	}
 }

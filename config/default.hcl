@@ -53,6 +53,93 @@ sink "jsonl" "local" {
   # second writer of a session fails at once, naming the holder.
   # Default: "0s".
   lock_wait = "0s"
+
+  # As a loader (resume { loaders = ["jsonl/local", ...] }): a transcript
+  # larger than this is refused, so the summary loader serves it from its
+  # last compaction. 0: no limit. Default: 0.
+  load_max_bytes = 0
+}
+
+# Resume tries its loaders in this order; the first that has the session
+# serves it, and the result says why each earlier one missed.
+resume {
+  # Loader blocks, or sink blocks whose component is also a loader (jsonl,
+  # memcache). Default: [] (none).
+  loaders = ["jsonl/local", "summary/default"]
+
+  # An interrupted turn older than this is repaired but not continued.
+  # 0s: no limit. Default: "6h".
+  max_age = "6h"
+
+  # The meta prompt appended after an interrupted turn.
+  # Default: "Continue from where you left off.".
+  continue_text = "Continue from where you left off."
+}
+
+# The loader of last resort: the conversation from the last compaction
+# summary on, marked partial. It has no options.
+loader "summary" "default" {}
+
+# Recent sessions in memory: a sink the pipeline fills and a loader resume
+# asks first. Worth it in a long-lived host (add "memcache/recent" to
+# pipeline.sinks and first to resume.loaders); a one-shot command starts
+# with it empty.
+sink "memcache" "recent" {
+  # Raw bytes kept for all sessions; least recently used sessions go first.
+  # Default: 67108864 (64 MiB).
+  max_bytes = 67108864
+}
+
+# Mirrors every entry to a scribe server (or Claude Code's session ingress)
+# as one PUT per entry with Last-Uuid. Add "ingress/team" to pipeline.sinks
+# to turn it on; the local store then drains every 10 ms.
+sink "ingress" "team" {
+  base_url        = "http://127.0.0.1:8787" # required
+  token           = ""                      # the bearer token, or
+  token_file      = "/etc/scribe/token"     # a file holding it (read again after a 401); exactly one
+  timeout         = "30s"                   # per request
+  max_attempts    = 10                      # a round of retries; then retried every backoff_max
+  backoff_min     = "500ms"
+  backoff_max     = "8s"
+  queue_size      = 1000                    # entries in memory before spilling to disk
+  queue_bytes     = 16777216
+  spool_dir       = ""                      # "" = <config dir>/scribe/spool/ingress/team
+  spool_max_bytes = 1073741824              # past it new entries are dropped, counted and logged
+  flush_wait      = "5s"                    # Flush waits this long for the server, then spools
+}
+
+# The same mirror as batched v2 events (POST .../events every 10 ms).
+sink "events" "team" {
+  base_url          = "http://127.0.0.1:8787" # required
+  token             = ""
+  token_file        = "/etc/scribe/token"
+  timeout           = "30s"
+  max_attempts      = 10
+  backoff_min       = "500ms"
+  backoff_max       = "8s"
+  queue_size        = 1000
+  queue_bytes       = 16777216
+  spool_dir         = ""
+  spool_max_bytes   = 1073741824
+  flush_wait        = "5s"
+  flush_interval    = "10ms"
+  max_batch         = 500
+  max_request_bytes = 4194304
+}
+
+# A third-party sink run as a separate process (hashicorp/go-plugin over
+# gRPC). List "plugin/audit" in pipeline.sinks to use it. The same keys
+# configure loader "plugin" and guard "plugin" blocks.
+sink "plugin" "audit" {
+  command       = "/usr/local/lib/scribe/webhook-sink" # the plugin binary
+  args          = []
+  sha256        = "0000000000000000000000000000000000000000000000000000000000000000" # sha256sum of the binary: checked before it runs
+  env_allow     = []      # variables passed on, besides PATH, HOME and TMPDIR
+  start_timeout = "10s"
+  call_timeout  = "30s"
+  config        = {}      # handed to the plugin as JSON
+  reattach      = ""      # debugging: attach to a plugin started by hand
+  queue_size    = 4096    # entries waiting for the plugin (spilling to disk)
 }
 
 # Refuses entries when environment variables say persistence is off.

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -115,6 +116,7 @@ func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
 
 	errs = append(errs, checkRefs(cfg, core.KindSink, "pipeline.sinks", cfg.Pipeline.Sinks, origins)...)
 	errs = append(errs, checkRefs(cfg, core.KindGuard, "pipeline.guards", cfg.Pipeline.Guards, origins)...)
+	errs = append(errs, checkRefs(cfg, core.KindLoader, "resume.loaders", cfg.Resume.Loaders, origins)...)
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
@@ -143,17 +145,21 @@ func (o origin) errorf(i int, format string, args ...any) *Error {
 	return e
 }
 
-// checkRefs checks that every ID in a pipeline list is a declared block.
+// checkRefs checks that every ID in a pipeline or resume list is a declared
+// block. A loader may also be a sink block: the same component serves both.
 func checkRefs(cfg *Config, kind core.Kind, key string, ids []core.ID, origins map[string]origin) []*Error {
 	var declared []string
 	for _, c := range cfg.Components {
-		if c.Kind == kind {
+		if c.Kind == kind || (kind == core.KindLoader && c.Kind == core.KindSink) {
 			declared = append(declared, c.ID.String())
 		}
 	}
 	var errs []*Error
 	for i, id := range ids {
 		if _, ok := cfg.Lookup(kind, id); ok {
+			continue
+		}
+		if _, ok := cfg.Lookup(core.KindSink, id); ok && kind == core.KindLoader {
 			continue
 		}
 		have := fmt.Sprintf("declared %ss: %s", kind, strings.Join(declared, ", "))
@@ -246,6 +252,12 @@ func assign(cfg *Config, s setting, v any) {
 		cfg.Pipeline.Guards = v.([]core.ID)
 	case "pipeline.queue_size":
 		cfg.Pipeline.QueueSize = v.(int)
+	case "resume.loaders":
+		cfg.Resume.Loaders = v.([]core.ID)
+	case "resume.max_age":
+		cfg.Resume.MaxAge, _ = time.ParseDuration(v.(string))
+	case "resume.continue_text":
+		cfg.Resume.ContinueText = v.(string)
 	}
 }
 

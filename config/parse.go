@@ -44,7 +44,7 @@ func (e *Error) Error() string {
 }
 
 // blockKinds are the valid top-level block types, in documentation order.
-var blockKinds = []string{"pipeline", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(KindServer)}
+var blockKinds = []string{"pipeline", "resume", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(KindServer)}
 
 func isComponentKind(s string) bool {
 	return s == string(core.KindSink) || s == string(core.KindLoader) || s == string(core.KindGuard)
@@ -156,7 +156,7 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 			a.Name, strings.Join(validNames(""), ", "), strings.Join(blockKinds, ", "))
 	}
 
-	var pipeline, server *hclsyntax.Block
+	var pipeline, resume, server *hclsyntax.Block
 	declared := map[core.Kind]map[core.ID]Pos{}
 	for _, b := range body.Blocks {
 		pos := rangePos(b.TypeRange)
@@ -170,7 +170,17 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 			if len(b.Labels) != 0 {
 				p.addf(rangePos(b.LabelRanges[0]), "the pipeline block takes no labels: write pipeline { ... }")
 			}
-			p.pipeline(out, b)
+			p.settingsBlock(out, b)
+		case b.Type == "resume":
+			if resume != nil {
+				p.addf(pos, "duplicate resume block; the first is at %s", rangePos(resume.TypeRange))
+				continue
+			}
+			resume = b
+			if len(b.Labels) != 0 {
+				p.addf(rangePos(b.LabelRanges[0]), "the resume block takes no labels: write resume { ... }")
+			}
+			p.settingsBlock(out, b)
 		case b.Type == string(KindServer):
 			if server != nil {
 				p.addf(pos, "duplicate server block; the first is at %s", rangePos(server.TypeRange))
@@ -210,7 +220,7 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 }
 
 func blockExample(kind string) string {
-	if kind == "pipeline" || kind == string(KindServer) {
+	if kind == "pipeline" || kind == "resume" || kind == string(KindServer) {
 		return kind
 	}
 	return kind + ` "type" "name"`
@@ -225,20 +235,20 @@ func slicesContains(list []string, s string) bool {
 	return false
 }
 
-// pipeline checks the pipeline block's body.
-func (p *parser) pipeline(out *parsed, b *hclsyntax.Block) {
+// settingsBlock checks the body of a block of settings (pipeline, resume).
+func (p *parser) settingsBlock(out *parsed, b *hclsyntax.Block) {
 	for _, a := range sortedAttrs(b.Body) {
-		s, ok := settingFor("pipeline", a.Name)
+		s, ok := settingFor(b.Type, a.Name)
 		if !ok {
-			p.addf(rangePos(a.NameRange), "unknown attribute %q in the pipeline block (valid: %s)",
-				a.Name, strings.Join(validNames("pipeline"), ", "))
+			p.addf(rangePos(a.NameRange), "unknown attribute %q in the %s block (valid: %s)",
+				a.Name, b.Type, strings.Join(validNames(b.Type), ", "))
 			continue
 		}
 		p.setting(out, s, a)
 	}
 	for _, nb := range b.Body.Blocks {
-		p.addf(rangePos(nb.TypeRange), "unexpected block %q in the pipeline block (valid attributes: %s)",
-			nb.Type, strings.Join(validNames("pipeline"), ", "))
+		p.addf(rangePos(nb.TypeRange), "unexpected block %q in the %s block (valid attributes: %s)",
+			nb.Type, b.Type, strings.Join(validNames(b.Type), ", "))
 	}
 }
 

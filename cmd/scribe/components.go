@@ -3,7 +3,12 @@ package main
 import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/guards"
+	"github.com/e0dc0000/scribe/plugins"
+	"github.com/e0dc0000/scribe/sinks/events"
+	"github.com/e0dc0000/scribe/sinks/ingress"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/sinks/memcache"
+	"github.com/e0dc0000/scribe/sinks/summary"
 )
 
 // factories lists every built-in component. There is no init()
@@ -12,10 +17,20 @@ func factories() []core.Factory {
 	return []core.Factory{
 		// sinks
 		jsonl.Factory(),
+		memcache.SinkFactory(),
+		ingress.Factory(),
+		events.Factory(),
+		// loaders
+		memcache.LoaderFactory(),
+		summary.Factory(),
 		// guards
 		guards.EnvFactory(),
 		guards.FlagFactory(),
 		guards.ConfigFactory(),
+		// out-of-process plugins: sink, loader and guard of type "plugin"
+		plugins.SinkFactory(),
+		plugins.LoaderFactory(),
+		plugins.GuardFactory(),
 	}
 }
 

@@ -16,7 +16,7 @@ func newDemoCmd() *cobra.Command {
 	var keep bool
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Record a bundled sample session into a throwaway config folder and show what happened",
+		Short: "Record a bundled sample session into a throwaway config folder, list it and show it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := os.MkdirTemp("", "scribe-demo-")
@@ -47,6 +47,12 @@ func newDemoCmd() *cobra.Command {
 			if err := run("record sample.jsonl   # again: dedup adds nothing", "record", "--config-dir", cfgDir, in); err != nil {
 				return err
 			}
+			if err := run("ls --all", "ls", "--config-dir", cfgDir, "--all"); err != nil {
+				return err
+			}
+			if err := run("show 7b3c --subagents   # a unique prefix of the id is enough", "show", "--config-dir", cfgDir, "7b3c", "--subagents"); err != nil {
+				return err
+			}
 			fmt.Fprintln(out, "\nfiles written, in Claude Code's own layout:")
 			return filepath.WalkDir(cfgDir, func(p string, d os.DirEntry, err error) error {
 				if err != nil || p == cfgDir {
@@ -57,7 +63,7 @@ func newDemoCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "  %v %8d  %s\n", info.Mode().Perm(), info.Size(), rel)
+				fmt.Fprintf(out, "  %v %8d  %s\n", info.Mode(), info.Size(), rel)
 				return nil
 			})
 		},

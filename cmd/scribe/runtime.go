@@ -15,6 +15,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/server"
 )
 
 // loadConfig reads --config (or the embedded default) with env and flag
@@ -57,6 +58,7 @@ type runtime struct {
 	log      hclog.Logger
 	host     core.HostInfo
 	pipeline *core.Pipeline
+	loaders  []core.NamedLoader
 }
 
 func findFactory(kind core.Kind, typ string) (core.Factory, error) {
@@ -144,7 +146,43 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 	if err != nil {
 		return nil, err
 	}
-	return &runtime{cfg: cfg, log: log, host: host, pipeline: p}, nil
+	rt := &runtime{cfg: cfg, log: log, host: host, pipeline: p}
+	// Resume's loaders: a loader block, or a sink block whose component is
+	// also a loader; a sink the pipeline runs is the same instance, so a
+	// memory cache the pipeline fills is the one resume asks.
+	running := map[core.ID]core.Sink{}
+	for _, ns := range opts.Sinks {
+		running[ns.ID] = ns.Sink
+	}
+	for _, id := range cfg.Resume.Loaders {
+		var ld core.Loader
+		if _, ok := cfg.Lookup(core.KindLoader, id); ok {
+			f, c, err := decode(core.KindLoader, id)
+			if err != nil {
+				return nil, err
+			}
+			if ld, err = f.(core.LoaderFactory).CreateLoader(ctx, settings(id), c); err != nil {
+				return nil, err
+			}
+		} else {
+			s := running[id]
+			if s == nil {
+				f, c, err := decode(core.KindSink, id)
+				if err != nil {
+					return nil, err
+				}
+				if s, err = f.(core.SinkFactory).CreateSink(ctx, settings(id), c); err != nil {
+					return nil, err
+				}
+			}
+			var ok bool
+			if ld, ok = s.(core.Loader); !ok {
+				return nil, fmt.Errorf("resume.loaders: sink %s is not a loader (declare a loader block)", id)
+			}
+		}
+		rt.loaders = append(rt.loaders, core.NamedLoader{ID: id, Loader: ld})
+	}
+	return rt, nil
 }
 
 // validate decodes and checks every declared component without starting
@@ -158,6 +196,11 @@ func validate(cfg *config.Config) []error {
 			continue
 		}
 		if err := comp.Decode(f.DefaultConfig()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cfg.Server != nil {
+		if err := cfg.Server.Decode(server.DefaultConfig()); err != nil {
 			errs = append(errs, err)
 		}
 	}

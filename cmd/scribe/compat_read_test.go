@@ -1,0 +1,143 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/internal/testenv"
+)
+
+// scribeJSON runs scribe with args and decodes its JSON output.
+func scribeJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildScribe(t), args...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("scribe %v: %v\n%s", args, err, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		t.Fatalf("scribe %v printed %.500s: %v", args, out.String(), err)
+	}
+}
+
+// asJSONValue decodes raw JSON into a generic value, so two documents
+// compare equal whatever their key order: the one normalization.
+func asJSONValue(t *testing.T, raw []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func sameJSON(t *testing.T, what string, got, want any) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if !reflect.DeepEqual(asJSONValue(t, g), asJSONValue(t, w)) {
+		t.Errorf("%s differs from the SDK:\nscribe: %.3000s\nSDK:    %.3000s", what, g, w)
+	}
+}
+
+// compareReadCommands checks `scribe ls --json` and `scribe show --json`
+// against the SDK's listSessions and getSessionMessages on a config folder.
+func compareReadCommands(t *testing.T, p *peer.Peer, dir, project string) {
+	t.Helper()
+	var got []json.RawMessage
+	scribeJSON(t, &got, "ls", "--config-dir", dir, "--all", "--json")
+	want := p.List(t, dir, "")
+	var wantRaw []any
+	for _, w := range want {
+		wantRaw = append(wantRaw, w.Raw)
+	}
+	sameJSON(t, "ls --all --json", got, wantRaw)
+	if project != "" {
+		var gotP []json.RawMessage
+		scribeJSON(t, &gotP, "ls", "--config-dir", dir, "--project", project, "--json", "--limit", "3", "--offset", "1")
+		var wantP []any
+		for _, w := range p.List(t, dir, project, "--limit", "3", "--offset", "1") {
+			wantP = append(wantP, w.Raw)
+		}
+		sameJSON(t, "ls --project --limit 3 --offset 1 --json", gotP, wantP)
+	}
+	for _, w := range want {
+		var msgs []json.RawMessage
+		scribeJSON(t, &msgs, "show", "--config-dir", dir, w.SessionID, "--json")
+		sameJSON(t, "show --json "+w.SessionID, msgs, p.Messages(t, dir, w.SessionID, "", false))
+		var sys []json.RawMessage
+		scribeJSON(t, &sys, "show", "--config-dir", dir, w.SessionID, "--json", "--system")
+		sameJSON(t, "show --json --system "+w.SessionID, sys, p.Messages(t, dir, w.SessionID, "", true))
+	}
+}
+
+func TestReadCommandsMatchTheSDKOnItsFixtures(t *testing.T) {
+	p := peer.Find(t)
+	dir := t.TempDir()
+	cwd := "/home/alice/src/shop"
+	p.GenFixture(t, dir, cwd)
+	compareReadCommands(t, p, dir, cwd)
+}
+
+func TestReadCommandsMatchTheSDKOnRecordedSessions(t *testing.T) {
+	p := peer.Find(t)
+	dir := t.TempDir()
+	// Record the bundled sample, a synthetic session and a few real ones.
+	inputs := []string{filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl")}
+	corpus := testenv.CorpusDir(t)
+	for _, rel := range []string{
+		"d-kimuson__claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+		"d-kimuson__claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+	} {
+		inputs = append(inputs, filepath.Join(corpus, rel))
+	}
+	for _, in := range inputs {
+		if r, _, code := runRecord(t, nil, "", append([]string{"--config-dir", dir}, in)...); code != 0 || r.Accepted == 0 {
+			t.Fatalf("record %s: exit %d %+v", in, code, r)
+		}
+	}
+	if r, _, code := runRecord(t, nil, lines(40), "--config-dir", dir); code != 0 || r.Accepted != 40 {
+		t.Fatalf("record synthetic: exit %d %+v", code, r)
+	}
+	compareReadCommands(t, p, dir, testCWD)
+}
+
+func TestShowResolvesPrefixes(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "projects", "-x")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"abcd0000-0000-4000-8000-000000000001", "abcd0000-0000-4000-8000-000000000002"} {
+		line := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hi"},"uuid":"` + id[:8] + `-1111-4000-8000-000000000000","timestamp":"2026-01-10T11:00:02.267Z","cwd":"/x","sessionId":"` + id + `"}` + "\n"
+		if err := os.WriteFile(filepath.Join(proj, id+".jsonl"), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := testenv.BuildScribe(t)
+	out, err := exec.Command(bin, "show", "--config-dir", dir, "abcd").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "matches 2 sessions") || !strings.Contains(string(out), "000000000002") {
+		t.Fatalf("ambiguous prefix: %v %s", err, out)
+	}
+	out, err = exec.Command(bin, "show", "--config-dir", dir, "abcd0000-0000-4000-8000-000000000002").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hi") {
+		t.Fatalf("full id: %v %s", err, out)
+	}
+	out, err = exec.Command(bin, "show", "--config-dir", dir, "ffff").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `no session id starts with "ffff"`) {
+		t.Fatalf("unknown prefix: %v %s", err, out)
+	}
+	out, err = exec.Command(bin, "show", "--config-dir", dir, "../etc").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a session id") {
+		t.Fatalf("path as id: %v %s", err, out)
+	}
+}

@@ -1,0 +1,542 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// layoutFor resolves Claude's config folder from the configuration.
+func layoutFor(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return jsonl.Layout{}, nil, &exitError{code: 2, err: err}
+	}
+	dir, err := claudeConfigDir(cfg)
+	if err != nil {
+		return jsonl.Layout{}, nil, err
+	}
+	return jsonl.Layout{ConfigDir: dir}, cfg, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newLsCmd() *cobra.Command {
+	var (
+		all, asJSON bool
+		project     string
+		limit       int
+		offset      int
+	)
+	c := &cobra.Command{
+		Use:   "ls",
+		Short: "List sessions as Claude Code's picker and the SDK's listSessions see them",
+		Long: `ls lists the sessions of the current directory's project (--project PATH for
+another, --all for every project), newest first. --json prints exactly what the
+Claude Agent SDK's listSessions returns.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true}
+			switch {
+			case all && project != "":
+				return &exitError{code: 2, err: errors.New("--all and --project exclude each other")}
+			case all:
+			case project != "":
+				opt.Dir = project
+			default:
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				opt.Dir = wd
+			}
+			infos, err := l.List(cmd.Context(), opt)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if infos == nil {
+					infos = []jsonl.SessionInfo{}
+				}
+				return writeJSON(out, infos)
+			}
+			if len(infos) == 0 {
+				if opt.Dir != "" {
+					fmt.Fprintf(out, "no sessions for %s in %s (--all lists every project)\n", opt.Dir, l.ProjectsDir())
+				} else {
+					fmt.Fprintf(out, "no sessions in %s\n", l.ProjectsDir())
+				}
+				return nil
+			}
+			printSessionTable(out, infos)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&all, "all", false, "list every project")
+	f.StringVar(&project, "project", "", "list the project of this path")
+	f.IntVar(&limit, "limit", 0, "at most this many sessions")
+	f.IntVar(&offset, "offset", 0, "skip this many sessions first")
+	f.BoolVar(&asJSON, "json", false, "print the SDK's listSessions array")
+	return c
+}
+
+// lastTurn says, from the last conversation row of the tail, whether the
+// last turn was interrupted and the state it leaves the session in.
+func lastTurn(raw []byte) (interrupted string, state core.State) {
+	if len(raw) == 0 {
+		return "no", core.StateIdle
+	}
+	e, err := core.ParseEntry(raw)
+	if err != nil {
+		return "no", core.StateIdle
+	}
+	conv := []core.Entry{e}
+	rec := core.ClassifyAndRepair(conv, core.RecoveryOptions{NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" }})
+	interrupted = "no"
+	if rec.Class != core.InterruptionNone {
+		interrupted = string(rec.Class)
+	}
+	return interrupted, core.StateFromTail(conv)
+}
+
+func printSessionTable(w io.Writer, infos []jsonl.SessionInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tMODIFIED\tTITLE\tBRANCH\tTAG\tSIZE\tINTERRUPTED\tSTATE")
+	for _, s := range infos {
+		interrupted, state := lastTurn(s.LastEntryTail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID,
+			time.UnixMilli(s.LastModified).Local().Format("2006-01-02 15:04"),
+			clip(s.Summary, 60), s.GitBranch, s.Tag, humanBytes(s.FileSize), interrupted, state)
+	}
+	tw.Flush()
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// ErrAmbiguous is returned when an id prefix names several sessions.
+var errAmbiguous = errors.New("ambiguous session id")
+
+// resolveSession turns a full id or a unique prefix into a session id,
+// searching every project folder.
+func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, error) {
+	if arg == "" {
+		return "", &exitError{code: 2, err: errors.New("no session id given")}
+	}
+	if jsonl.IsSessionID(arg) {
+		return strings.ToLower(arg), nil
+	}
+	if strings.ContainsAny(arg, `/\.`) {
+		return "", &exitError{code: 2, err: fmt.Errorf("%q is not a session id or a prefix of one", arg)}
+	}
+	prefix := strings.ToLower(arg)
+	projects, err := os.ReadDir(l.ProjectsDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	found := map[string][]string{}
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		files, _ := os.ReadDir(filepath.Join(l.ProjectsDir(), p.Name()))
+		for _, f := range files {
+			id, ok := strings.CutSuffix(f.Name(), ".jsonl")
+			if ok && jsonl.IsSessionID(id) && strings.HasPrefix(strings.ToLower(id), prefix) {
+				found[id] = append(found[id], p.Name())
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", &exitError{code: 1, err: fmt.Errorf("no session id starts with %q in %s", arg, l.ProjectsDir())}
+	case 1:
+		for id := range found {
+			return id, nil
+		}
+	}
+	ids := make([]string, 0, len(found))
+	for id := range found {
+		ids = append(ids, fmt.Sprintf("  %s  (%s)", id, strings.Join(found[id], ", ")))
+	}
+	sort.Strings(ids)
+	return "", &exitError{code: 2, err: fmt.Errorf("%w: %q matches %d sessions:\n%s", errAmbiguous, arg, len(found), strings.Join(ids, "\n"))}
+}
+
+func newShowCmd() *cobra.Command {
+	var (
+		asJSON, system, subagents bool
+		format                    string
+	)
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a session's conversation as Claude Code rebuilds it (a unique id prefix is enough)",
+		Long: `show prints the conversation of a session: the chain from its leaf back to its
+root, after compaction, as Claude Code and the SDK's getSessionMessages rebuild
+it. --json prints exactly what getSessionMessages returns. Damage found on the
+way (malformed lines, a parentUuid cycle, a missing parent) is reported on
+stderr.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "md" {
+				return &exitError{code: 2, err: fmt.Errorf("--format %q: want text or md", format)}
+			}
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := resolveSession(cmd.Context(), l, args[0])
+			if err != nil {
+				return err
+			}
+			msgs, rep, err := l.Messages(cmd.Context(), id, "", jsonl.MessagesOptions{IncludeSystem: system})
+			if err != nil {
+				return err
+			}
+			reportDamage(cmd.ErrOrStderr(), "", rep)
+			out := cmd.OutOrStdout()
+			var agents []string
+			if subagents {
+				if agents, err = l.Subagents(cmd.Context(), id, ""); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				if msgs == nil {
+					msgs = []jsonl.SessionMessage{}
+				}
+				if !subagents {
+					return writeJSON(out, msgs)
+				}
+				doc := map[string]any{"messages": msgs, "subagents": map[string]any{}}
+				for _, a := range agents {
+					am, arep, err := l.SubagentMessages(cmd.Context(), id, a, "", jsonl.MessagesOptions{})
+					if err != nil {
+						return err
+					}
+					reportDamage(cmd.ErrOrStderr(), "agent "+a, arep)
+					doc["subagents"].(map[string]any)[a] = am
+				}
+				return writeJSON(out, doc)
+			}
+			printConversation(out, msgs, format)
+			for _, a := range agents {
+				am, arep, err := l.SubagentMessages(cmd.Context(), id, a, "", jsonl.MessagesOptions{})
+				if err != nil {
+					return err
+				}
+				reportDamage(cmd.ErrOrStderr(), "agent "+a, arep)
+				if format == "md" {
+					fmt.Fprintf(out, "\n## Subagent %s\n\n", a)
+				} else {
+					fmt.Fprintf(out, "\n════ subagent %s ════\n", a)
+				}
+				printConversation(out, am, format)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print exactly what the SDK's getSessionMessages returns")
+	f.BoolVar(&system, "system", false, "include system messages")
+	f.BoolVar(&subagents, "subagents", false, "also show each subagent's conversation")
+	f.StringVar(&format, "format", "text", "text or md")
+	return c
+}
+
+// reportDamage tells what the reader skipped or found broken.
+func reportDamage(w io.Writer, what string, rep *jsonl.MessagesReport) {
+	if rep == nil {
+		return
+	}
+	prefix := "scribe: "
+	if what != "" {
+		prefix += what + ": "
+	}
+	if n := len(rep.Malformed); n > 0 {
+		var lines []string
+		for i, m := range rep.Malformed {
+			if i == 10 {
+				lines = append(lines, "...")
+				break
+			}
+			lines = append(lines, fmt.Sprint(m.Line))
+		}
+		fmt.Fprintf(w, "%s%d malformed lines skipped (lines %s) in %s\n", prefix, n, strings.Join(lines, ", "), rep.Path)
+	}
+	if rep.Torn {
+		fmt.Fprintf(w, "%sthe last line of %s is torn (no newline); it was skipped\n", prefix, rep.Path)
+	}
+	if rep.Cycle != nil {
+		fmt.Fprintf(w, "%sparentUuid cycle at %s (parent %s): the conversation stops there\n", prefix, rep.Cycle.UUID, rep.Cycle.Parent)
+	}
+	for _, g := range rep.Gaps {
+		fmt.Fprintf(w, "%sbroken chain: %s names parent %s, which is not in the file\n", prefix, g.UUID, g.Parent)
+	}
+}
+
+// printConversation renders messages as text or Markdown.
+func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) {
+	for _, m := range msgs {
+		var ts string
+		_ = json.Unmarshal(m.Timestamp, &ts)
+		role := m.Type
+		if m.IsMeta {
+			role += " (meta)"
+		}
+		if m.IsCompactSummary {
+			role += " (compact summary)"
+		}
+		if format == "md" {
+			fmt.Fprintf(w, "### %s\n\n*%s*\n\n", role, ts)
+		} else {
+			fmt.Fprintf(w, "── %s · %s\n", role, ts)
+		}
+		for _, part := range messageParts(m.Message) {
+			if format == "md" && part.code {
+				fmt.Fprintf(w, "```\n%s\n```\n\n", part.text)
+			} else if format == "md" {
+				fmt.Fprintf(w, "%s\n\n", part.text)
+			} else {
+				fmt.Fprintf(w, "%s\n", indent(part.text))
+			}
+		}
+		if format != "md" {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+type part struct {
+	text string
+	code bool
+}
+
+// messageParts turns a message's content into printable parts.
+func messageParts(raw json.RawMessage) []part {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return []part{{text: s}}
+	}
+	var blocks []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Content   json.RawMessage `json:"content"`
+		ToolUseID string          `json:"tool_use_id"`
+		IsError   bool            `json:"is_error"`
+	}
+	if json.Unmarshal(m.Content, &blocks) != nil {
+		return []part{{text: string(m.Content), code: true}}
+	}
+	var out []part
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			out = append(out, part{text: b.Text})
+		case "thinking":
+			out = append(out, part{text: "(thinking) " + clip(b.Thinking, 200)})
+		case "tool_use":
+			out = append(out, part{text: fmt.Sprintf("→ %s %s", b.Name, clip(string(b.Input), 400)), code: true})
+		case "tool_result":
+			var text string
+			if json.Unmarshal(b.Content, &text) != nil {
+				text = string(b.Content)
+			}
+			label := "← result"
+			if b.IsError {
+				label = "← error"
+			}
+			out = append(out, part{text: fmt.Sprintf("%s: %s", label, clip(text, 400)), code: true})
+		case "image", "document":
+			out = append(out, part{text: "[" + b.Type + "]"})
+		default:
+			out = append(out, part{text: "[" + b.Type + "]"})
+		}
+	}
+	return out
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+func newInfoCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "info ID",
+		Short: "One session's listing fields plus counts (entries, skipped lines, subagents, compactions, bytes)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := resolveSession(cmd.Context(), l, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := sessionInfo(cmd.Context(), l, id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), info)
+			}
+			printInfo(cmd.OutOrStdout(), info)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+// infoReport is `scribe info`: the listing fields and what the file holds.
+type infoReport struct {
+	*jsonl.SessionInfo
+	Path          string   `json:"path"`
+	Entries       int      `json:"entries"`
+	Lines         int      `json:"lines"`
+	SkippedLines  []int    `json:"skippedLines"`
+	TornTail      bool     `json:"tornTail"`
+	Subagents     []string `json:"subagents"`
+	Compactions   int      `json:"compactions"`
+	Bytes         int64    `json:"bytes"`
+	SubagentBytes int64    `json:"subagentBytes"`
+	Messages      int      `json:"messages"`
+	Interrupted   string   `json:"interrupted"`
+	State         string   `json:"state"`
+}
+
+func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, error) {
+	si, err := l.Info(ctx, id, "")
+	if err != nil {
+		return nil, err
+	}
+	msgs, rep, err := l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r := &infoReport{SessionInfo: si, Path: rep.Path, Messages: len(msgs), SkippedLines: []int{}}
+	if si == nil {
+		r.SessionInfo = &jsonl.SessionInfo{SessionID: id}
+	}
+	entries, full, err := jsonl.ReadFile(rep.Path, jsonl.ReadOptions{NoPrecompactSkip: true})
+	if err != nil {
+		return nil, err
+	}
+	r.Entries, r.Lines, r.Compactions, r.TornTail = len(entries), full.Lines, full.Compactions, full.Torn
+	for _, m := range full.Malformed {
+		r.SkippedLines = append(r.SkippedLines, m.Line)
+	}
+	if fi, err := os.Stat(rep.Path); err == nil {
+		r.Bytes = fi.Size()
+	}
+	if r.Subagents, err = l.Subagents(ctx, id, ""); err != nil {
+		return nil, err
+	}
+	if r.Subagents == nil {
+		r.Subagents = []string{}
+	}
+	sub := filepath.Join(filepath.Dir(rep.Path), id, "subagents")
+	_ = filepath.WalkDir(sub, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				r.SubagentBytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Type == core.TypeUser || e.Type == core.TypeAssistant || e.Type == core.TypeAttachment {
+			var st core.State
+			r.Interrupted, st = lastTurn(e.Raw)
+			r.State = string(st)
+			break
+		}
+	}
+	return r, nil
+}
+
+func printInfo(w io.Writer, r *infoReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	row("session", r.SessionID)
+	row("title", r.Summary)
+	if r.CustomTitle != "" {
+		row("custom title", r.CustomTitle)
+	}
+	row("first prompt", r.FirstPrompt)
+	row("branch", r.GitBranch)
+	row("tag", r.Tag)
+	row("cwd", r.Cwd)
+	if r.CreatedAt != nil {
+		row("created", time.UnixMilli(*r.CreatedAt).Local().Format(time.RFC3339))
+	}
+	if r.LastModified != 0 {
+		row("modified", time.UnixMilli(r.LastModified).Local().Format(time.RFC3339))
+	}
+	row("file", r.Path)
+	row("bytes", fmt.Sprintf("%d (%s), subagents %s", r.Bytes, humanBytes(r.Bytes), humanBytes(r.SubagentBytes)))
+	row("lines", r.Lines)
+	row("entries", r.Entries)
+	row("messages", r.Messages)
+	row("skipped lines", fmt.Sprintf("%d %v", len(r.SkippedLines), r.SkippedLines))
+	row("torn tail", r.TornTail)
+	row("compactions", r.Compactions)
+	row("subagents", fmt.Sprintf("%d %v", len(r.Subagents), r.Subagents))
+	row("interrupted", r.Interrupted)
+	row("state", r.State)
+	tw.Flush()
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// resumeReport is `scribe resume --json`.
+type resumeReport struct {
+	SessionID      string            `json:"session_id"`
+	ServedBy       string            `json:"served_by"`
+	Misses         []missReport      `json:"misses"`
+	Partial        bool              `json:"partial"`
+	Notes          []string          `json:"notes"`
+	Classification string            `json:"classification"`
+	Reason         string            `json:"reason"`
+	Repairs        []repairReport    `json:"repairs"`
+	Persisted      int               `json:"persisted"`
+	DryRun         bool              `json:"dry_run"`
+	Violations     []core.Violation  `json:"violations"`
+	Conversation   []json.RawMessage `json:"conversation"`
+}
+
+type missReport struct {
+	Loader string `json:"loader"`
+	Error  string `json:"error"`
+}
+
+type repairReport struct {
+	Kind      string `json:"kind"`
+	UUID      string `json:"uuid"`
+	ToolUseID string `json:"tool_use_id,omitempty"`
+}
+
+func newResumeCmd() *cobra.Command {
+	var (
+		asJSON, check, dryRun bool
+		from                  string
+	)
+	c := &cobra.Command{
+		Use:   "resume ID",
+		Short: "Load a session from the first loader that has it, repair it so the model API accepts it, and print it",
+		Long: `resume asks the configured loaders in order (resume { loaders = [...] }) for the
+session, rebuilds its conversation and classifies how it ended: none,
+interrupted_prompt or interrupted_turn. Tool calls left without a result get a
+synthetic error result, and an interrupted turn gets the meta prompt "Continue
+from where you left off."; these repairs go through the pipeline, so they are
+persisted (not with --dry-run). It prints the conversation a host would send to
+the model, the classification, the repairs and the loader that served, with why
+each earlier one missed. --check validates the repaired conversation against the
+model API's rules and fails if it breaks one.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			log := newLogger(cfg, "scribe")
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{})
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if len(rt.loaders) == 0 {
+				return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
+			}
+			id := args[0]
+			if !jsonl.IsSessionID(id) {
+				if id, err = resolveSession(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, args[0]); err != nil {
+					return err
+				}
+			}
+			opt := core.ResumeOptions{
+				DryRun:   dryRun,
+				Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
+			}
+			if from != "" {
+				fid, err := core.ParseID(from)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--from: %w", err)}
+				}
+				opt.From = []core.ID{fid}
+			}
+			var p *core.Pipeline
+			if !dryRun {
+				if err := rt.pipeline.Start(ctx); err != nil {
+					return err
+				}
+				p = rt.pipeline
+				defer func() {
+					sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					_ = rt.pipeline.Shutdown(sctx)
+				}()
+			}
+			res, err := core.Resume(ctx, core.NewResumer(rt.loaders), p, core.SessionRef{SessionID: id}, opt)
+			if err != nil {
+				if res != nil && res.LoadResult != nil && !asJSON {
+					for _, m := range res.Misses {
+						fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %s missed: %v\n", m.Loader, m.Err)
+					}
+				}
+				return err
+			}
+			rep := newResumeReport(id, res, dryRun)
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := writeJSON(out, rep); err != nil {
+					return err
+				}
+			} else {
+				printResume(out, rep, res)
+			}
+			if check && len(res.Violations) > 0 {
+				return &exitError{code: 3, err: fmt.Errorf("the repaired conversation breaks %d of the model API's rules", len(res.Violations))}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&check, "check", false, "validate the repaired conversation against the model API's rules; exit 3 if it breaks one")
+	f.BoolVar(&dryRun, "dry-run", false, "show the repairs without persisting them")
+	f.StringVar(&from, "from", "", "ask only this loader (type/name)")
+	return c
+}
+
+func newResumeReport(id string, res *core.ResumeResult, dryRun bool) *resumeReport {
+	rep := &resumeReport{
+		SessionID:      id,
+		ServedBy:       res.Served.String(),
+		Misses:         []missReport{},
+		Partial:        res.Transcript.Partial,
+		Notes:          append([]string{}, res.Transcript.Notes...),
+		Classification: string(res.Recovery.Class),
+		Reason:         res.Recovery.Reason,
+		Repairs:        []repairReport{},
+		Persisted:      res.Persisted,
+		DryRun:         dryRun,
+		Violations:     append([]core.Violation{}, res.Violations...),
+	}
+	for _, m := range res.Misses {
+		rep.Misses = append(rep.Misses, missReport{Loader: m.Loader.String(), Error: m.Err.Error()})
+	}
+	for _, r := range res.Recovery.Repairs {
+		rep.Repairs = append(rep.Repairs, repairReport{Kind: r.Kind, UUID: r.Entry.UUID, ToolUseID: r.ToolUseID})
+	}
+	for _, e := range res.Conversation {
+		rep.Conversation = append(rep.Conversation, json.RawMessage(e.Raw))
+	}
+	return rep
+}
+
+func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
+	fmt.Fprintf(w, "session %s served by %s\n", rep.SessionID, rep.ServedBy)
+	for _, m := range rep.Misses {
+		fmt.Fprintf(w, "  %s missed: %s\n", m.Loader, m.Error)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if rep.Partial {
+		fmt.Fprintln(w, "  PARTIAL: the transcript is incomplete")
+	}
+	fmt.Fprintf(w, "classification: %s", rep.Classification)
+	if rep.Reason != "" {
+		fmt.Fprintf(w, " (%s)", rep.Reason)
+	}
+	fmt.Fprintln(w)
+	verb := "persisted"
+	if rep.DryRun {
+		verb = "not persisted: dry run"
+	}
+	fmt.Fprintf(w, "repairs: %d (%s)\n", len(rep.Repairs), verb)
+	for _, r := range rep.Repairs {
+		fmt.Fprintf(w, "  %s %s %s\n", r.Kind, r.ToolUseID, r.UUID)
+	}
+	if len(rep.Violations) == 0 {
+		fmt.Fprintln(w, "check: the conversation follows the model API's rules")
+	}
+	for _, v := range rep.Violations {
+		fmt.Fprintf(w, "check: message %d (%s): %s: %s\n", v.Index, v.UUID, v.Rule, v.Detail)
+	}
+	fmt.Fprintf(w, "\nconversation (%d rows):\n", len(res.Conversation))
+	for _, e := range res.Conversation {
+		if !e.IsMessage() {
+			continue
+		}
+		var m struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = json.Unmarshal(e.Raw, &m)
+		role := e.Type
+		if e.IsMeta {
+			role += " (meta)"
+		}
+		if e.IsCompactSummary {
+			role += " (compact summary)"
+		}
+		fmt.Fprintf(w, "── %s · %s\n", role, e.Timestamp)
+		for _, part := range messageParts(m.Message) {
+			fmt.Fprintf(w, "%s\n", indent(part.text))
+		}
+		fmt.Fprintln(w)
+	}
+}

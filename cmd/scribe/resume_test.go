@@ -1,0 +1,195 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/e0dc0000/scribe/internal/testenv"
+)
+
+const resumeSession = "7e57a1b2-0000-4000-8000-00000000c0de"
+
+type resumeOut struct {
+	ServedBy string `json:"served_by"`
+	Misses   []struct {
+		Loader, Error string
+	} `json:"misses"`
+	Partial        bool   `json:"partial"`
+	Classification string `json:"classification"`
+	Repairs        []struct {
+		Kind      string `json:"kind"`
+		UUID      string `json:"uuid"`
+		ToolUseID string `json:"tool_use_id"`
+	} `json:"repairs"`
+	Persisted    int               `json:"persisted"`
+	Violations   []json.RawMessage `json:"violations"`
+	Conversation []json.RawMessage `json:"conversation"`
+}
+
+// row builds a transcript line in Claude Code's key order.
+func row(typ, uuid, parent string, message string, extra ...string) string {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	x := ""
+	for _, e := range extra {
+		x += "," + e
+	}
+	return fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,"type":%q,"message":%s%s,"uuid":%q,"timestamp":"2026-01-10T11:00:0%dZ","userType":"external","cwd":"/home/alice/src/shop","sessionId":%q}`,
+		p, typ, message, x, uuid, len(uuid)%10, resumeSession)
+}
+
+func userText(s string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, s) }
+func assistantText(s string) string {
+	return fmt.Sprintf(`{"model":"m","id":"msg_%s","type":"message","role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn","stop_sequence":null}`, s[:3], s)
+}
+func assistantTools(ids ...string) string {
+	var blocks []string
+	for _, id := range ids {
+		blocks = append(blocks, fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{"command":"ls"}}`, id))
+	}
+	return `{"model":"m","id":"msg_tools","type":"message","role":"assistant","content":[` + strings.Join(blocks, ",") + `],"stop_reason":"tool_use","stop_sequence":null}`
+}
+func toolResult(id string) string {
+	return fmt.Sprintf(`{"role":"user","content":[{"tool_use_id":%q,"type":"tool_result","content":"ok"}]}`, id)
+}
+
+func writeSession(t *testing.T, dir string, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(dir, "projects", "-home-alice-src-shop", resumeSession+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func resume(t *testing.T, dir string, args ...string) (resumeOut, string, int) {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildScribe(t), append([]string{"resume", "--config-dir", dir, "--json", resumeSession}, args...)...)
+	cmd.Env = append(cleanEnv(), "SCRIBE_RESUME_MAX_AGE=0s")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	var r resumeOut
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("resume printed %q: %v", out.String(), err)
+		}
+	}
+	return r, errb.String(), code
+}
+
+func TestResumeClassifiesRepairsAndPersistsOnce(t *testing.T) {
+	boundary := `{"parentUuid":null,"logicalParentUuid":"a-0","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-10T12:00:00.000Z","uuid":"b-1","level":"info","compactMetadata":{"trigger":"manual","preTokens":1000},"userType":"external","cwd":"/home/alice/src/shop","sessionId":"` + resumeSession + `"}`
+	summaryRow := row("user", "c-1", "b-1", userText("This session is being continued from a previous conversation."), `"isVisibleInTranscriptOnly":true`, `"isCompactSummary":true`)
+	for _, tc := range []struct {
+		name    string
+		lines   []string
+		class   string
+		repairs []string // kinds
+	}{
+		{"clean", []string{row("user", "u-1", "", userText("hi")), row("assistant", "a-1", "u-1", assistantText("hello there"))}, "none", nil},
+		{"interrupted prompt", []string{row("user", "u-1", "", userText("hi")), row("assistant", "a-1", "u-1", assistantText("hello there")), row("user", "u-2", "a-1", userText("and now?"))}, "interrupted_prompt", nil},
+		{"interrupted turn", []string{row("user", "u-1", "", userText("list files")), row("assistant", "a-1", "u-1", assistantTools("toolu_1")), row("user", "r-1", "a-1", toolResult("toolu_1"))}, "interrupted_turn", []string{"continue_prompt"}},
+		{"orphaned tool call", []string{row("user", "u-1", "", userText("list files")), row("assistant", "a-1", "u-1", assistantTools("toolu_1"))}, "interrupted_turn", []string{"synthetic_tool_result", "continue_prompt"}},
+		{"parallel orphans", []string{row("user", "u-1", "", userText("list files")), row("assistant", "a-1", "u-1", assistantTools("toolu_1", "toolu_2", "toolu_3")), row("user", "r-1", "a-1", toolResult("toolu_2"))}, "interrupted_turn", []string{"synthetic_tool_result", "synthetic_tool_result", "continue_prompt"}},
+		{"compacted", []string{row("user", "u-0", "", userText("old")), row("assistant", "a-0", "u-0", assistantText("old reply")), boundary, summaryRow, row("user", "u-1", "c-1", userText("go on")), row("assistant", "a-1", "u-1", assistantTools("toolu_9"))}, "interrupted_turn", []string{"synthetic_tool_result", "continue_prompt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeSession(t, dir, tc.lines...)
+			r, stderr, code := resume(t, dir, "--check")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var kinds []string
+			for _, rp := range r.Repairs {
+				kinds = append(kinds, rp.Kind)
+			}
+			if r.Classification != tc.class || strings.Join(kinds, ",") != strings.Join(tc.repairs, ",") || r.ServedBy != "jsonl/local" {
+				t.Fatalf("class %s, repairs %v, served by %s", r.Classification, kinds, r.ServedBy)
+			}
+			if len(r.Violations) != 0 || r.Persisted != len(tc.repairs) {
+				t.Fatalf("violations %s, persisted %d", r.Violations, r.Persisted)
+			}
+			data, _ := os.ReadFile(path)
+			for _, rp := range r.Repairs {
+				if !strings.Contains(string(data), rp.UUID) {
+					t.Errorf("repair %s (%s) is not on disk", rp.Kind, rp.UUID)
+				}
+			}
+			// Resuming again repairs nothing twice.
+			again, _, code := resume(t, dir, "--check")
+			if code != 0 || len(again.Repairs) != 0 || len(again.Violations) != 0 {
+				t.Fatalf("second resume: exit %d, repairs %+v", code, again.Repairs)
+			}
+			after, _ := os.ReadFile(path)
+			if !bytes.Equal(data, after) {
+				t.Errorf("the second resume changed the file")
+			}
+		})
+	}
+}
+
+func TestResumeDryRunWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSession(t, dir, row("user", "u-1", "", userText("list files")), row("assistant", "a-1", "u-1", assistantTools("toolu_1")))
+	before, _ := os.ReadFile(path)
+	r, _, code := resume(t, dir, "--dry-run")
+	if code != 0 || len(r.Repairs) != 2 || r.Persisted != 0 {
+		t.Fatalf("exit %d %+v", code, r)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Fatal("--dry-run wrote to the transcript")
+	}
+}
+
+func TestResumeFallsBackToTheSummaryWhenDamaged(t *testing.T) {
+	dir := t.TempDir()
+	boundary := `{"parentUuid":null,"logicalParentUuid":"a-0","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-10T12:00:00.000Z","uuid":"b-1","level":"info","compactMetadata":{"trigger":"manual","preTokens":1000},"userType":"external","cwd":"/home/alice/src/shop","sessionId":"` + resumeSession + `"}`
+	// After the compaction, a row names a parent that was lost: the full
+	// reader refuses the session, the summary loader serves what it can.
+	writeSession(t, dir,
+		row("user", "u-0", "", userText("old")),
+		boundary,
+		row("user", "c-1", "b-1", userText("This session is being continued from a previous conversation."), `"isVisibleInTranscriptOnly":true`, `"isCompactSummary":true`),
+		row("user", "u-1", "c-1", userText("go on")),
+		row("assistant", "a-1", "lost-row", assistantText("done it")),
+	)
+	r, stderr, code := resume(t, dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if r.ServedBy != "summary/default" || !r.Partial || len(r.Misses) != 1 || r.Misses[0].Loader != "jsonl/local" || !strings.Contains(r.Misses[0].Error, "damaged") {
+		t.Fatalf("served by %s partial %v misses %+v", r.ServedBy, r.Partial, r.Misses)
+	}
+}
+
+func TestResumeNothingAnywhereIsAClearError(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := resume(t, dir)
+	if code == 0 || !strings.Contains(stderr, "not found by any loader") || !strings.Contains(stderr, "jsonl/local") || !strings.Contains(stderr, "summary/default") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	// An empty transcript is not a fresh session either.
+	writeSession(t, dir, `{"type":"custom-title","customTitle":"x","sessionId":"`+resumeSession+`"}`)
+	_, stderr, code = resume(t, dir)
+	if code == 0 || !strings.Contains(stderr, "no conversation entries") {
+		t.Fatalf("metadata-only session: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,191 @@
+package coretest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Session is a stored session a loader harness is seeded with: its main
+// transcript (Ref.AgentID empty) or a subagent's sidechain.
+type Session struct {
+	Ref   core.SessionRef
+	Lines []string
+}
+
+// LoaderHarness lets RunLoaderContract drive one loader implementation.
+type LoaderHarness struct {
+	// New returns a loader whose storage holds exactly the given sessions.
+	New func(t *testing.T, sessions []Session) core.Loader
+	// Sidechains is true when the loader serves subagent sidechains.
+	Sidechains bool
+}
+
+// RunLoaderContract holds a loader to the contract every loader shares:
+// a hit returns the stored lines byte for byte in order, a miss is
+// core.ErrNotFound, large sessions come back whole, loads may run
+// concurrently, and the caller owns what it gets.
+func RunLoaderContract(t *testing.T, h LoaderHarness) {
+	ctx := context.Background()
+	const cwd = "/home/alice/src/shop"
+	mk := func(session string, n, pad int) Session {
+		var lines []string
+		parent := ""
+		for i := range n {
+			typ := core.TypeUser
+			if i%2 == 1 {
+				typ = core.TypeAssistant
+			}
+			u := fmt.Sprintf("7a1e0000-0000-4000-8000-%012d", i)
+			l := Line(typ, session, u, parent)
+			if pad > 0 {
+				l = strings.Replace(l, `"hello from `, `"`+strings.Repeat("x", pad)+` hello from `, 1)
+			}
+			lines = append(lines, l)
+			parent = u
+		}
+		return Session{Ref: core.SessionRef{SessionID: session, CWD: cwd}, Lines: lines}
+	}
+	sid := func(i int) string { return fmt.Sprintf("0565a3a4-0000-4000-8000-%012d", i) }
+
+	t.Run("hit returns the lines in order", func(t *testing.T) {
+		a, b := mk(sid(1), 7, 0), mk(sid(2), 3, 0)
+		l := h.New(t, []Session{a, b})
+		for _, s := range []Session{a, b} {
+			tr, err := l.Load(ctx, s.Ref)
+			if err != nil {
+				t.Fatalf("Load %s: %v", s.Ref.SessionID, err)
+			}
+			if got := raws(tr); !equalLines(got, s.Lines) {
+				t.Fatalf("Load %s returned\n%q\nwant\n%q", s.Ref.SessionID, got, s.Lines)
+			}
+			for i, e := range tr.Entries {
+				if e.SessionID != s.Ref.SessionID || e.UUID == "" {
+					t.Fatalf("entry %d not parsed: session %q uuid %q", i, e.SessionID, e.UUID)
+				}
+			}
+		}
+	})
+
+	t.Run("miss is ErrNotFound", func(t *testing.T) {
+		l := h.New(t, []Session{mk(sid(1), 2, 0)})
+		_, err := l.Load(ctx, core.SessionRef{SessionID: sid(99), CWD: cwd})
+		if !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("Load of a missing session: %v, want ErrNotFound", err)
+		}
+		// A miss leaves the loader working.
+		if _, err := l.Load(ctx, core.SessionRef{SessionID: sid(1), CWD: cwd}); err != nil {
+			t.Fatalf("Load after a miss: %v", err)
+		}
+	})
+
+	t.Run("large session comes back whole", func(t *testing.T) {
+		big := mk(sid(3), 3000, 1500) // ~5 MB: more than one page or message
+		l := h.New(t, []Session{big})
+		tr, err := l.Load(ctx, big.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := raws(tr)
+		if len(got) != len(big.Lines) {
+			t.Fatalf("got %d entries, want %d", len(got), len(big.Lines))
+		}
+		if !equalLines(got, big.Lines) {
+			t.Fatal("entries differ from the stored lines")
+		}
+	})
+
+	if h.Sidechains {
+		t.Run("sidechain", func(t *testing.T) {
+			main := mk(sid(4), 4, 0)
+			side := mk(sid(4), 2, 0)
+			side.Ref.AgentID = "a1b2c3d4"
+			for i, l := range side.Lines {
+				side.Lines[i] = strings.Replace(l, `"isSidechain":false`, `"isSidechain":true,"agentId":"a1b2c3d4"`, 1)
+			}
+			l := h.New(t, []Session{main, side})
+			tr, err := l.Load(ctx, side.Ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := raws(tr); !equalLines(got, side.Lines) {
+				t.Fatalf("sidechain: got\n%q\nwant\n%q", got, side.Lines)
+			}
+			tr, err = l.Load(ctx, main.Ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := raws(tr); !equalLines(got, main.Lines) {
+				t.Fatalf("main transcript: got\n%q\nwant\n%q", got, main.Lines)
+			}
+		})
+	}
+
+	t.Run("concurrent loads", func(t *testing.T) {
+		var ss []Session
+		for i := range 6 {
+			ss = append(ss, mk(sid(10+i), 20+i, 0))
+		}
+		l := h.New(t, ss)
+		var wg sync.WaitGroup
+		errs := make(chan error, len(ss)*3)
+		for range 3 {
+			for _, s := range ss {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tr, err := l.Load(ctx, s.Ref)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !equalLines(raws(tr), s.Lines) {
+						errs <- fmt.Errorf("session %s: wrong entries", s.Ref.SessionID)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+
+	t.Run("caller owns the entries", func(t *testing.T) {
+		s := mk(sid(5), 3, 0)
+		l := h.New(t, []Session{s})
+		tr, err := l.Load(ctx, s.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tr.Entries {
+			for j := range e.Raw {
+				e.Raw[j] = 'X'
+			}
+		}
+		tr, err = l.Load(ctx, s.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalLines(raws(tr), s.Lines) {
+			t.Fatal("a second Load returned what the caller changed")
+		}
+	})
+}
+
+func raws(t *core.Transcript) []string {
+	if t == nil {
+		return nil
+	}
+	out := make([]string, len(t.Entries))
+	for i, e := range t.Entries {
+		out[i] = string(e.Raw)
+	}
+	return out
+}

@@ -1,0 +1,867 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/plugins/internal/shared"
+	"github.com/e0dc0000/scribe/plugins/internal/spool"
+	pb "github.com/e0dc0000/scribe/plugins/proto"
+)
+
+// The states of a plugin component.
+const (
+	StateStopped    = "stopped"
+	StateStarting   = "starting"
+	StateRunning    = "running"
+	StateRestarting = "restarting"
+	StateFailed     = "failed"
+	// StateOK is Probe's verdict: the plugin started, answered and took
+	// its configuration (and was stopped again).
+	StateOK = "ok"
+)
+
+// Tuning of the sink's delivery. Variables so tests can shorten them.
+var (
+	restartMin    = 100 * time.Millisecond
+	restartMax    = 30 * time.Second
+	retryMin      = 50 * time.Millisecond
+	retryMax      = 5 * time.Second
+	maxFailures   = 5               // consecutive Write errors before a restart
+	idleCheck     = time.Second     // how often an idle sink looks at its process
+	stopGrace     = 3 * time.Second // for a plugin to exit after Shutdown
+	maxBatchLines = 2048
+	maxBatchBytes = 4 << 20
+	// flushWhenIdle has the plugin flush as soon as it has caught up; tests
+	// turn it off to hold batches acknowledged but not yet durable.
+	flushWhenIdle = true
+)
+
+// Sink runs a sink plugin behind a queue of its own, so that nothing the
+// plugin does reaches the pipeline:
+//
+//	pipeline ──Write──► queue (memory, queue_size entries; then spool on disk)
+//	                      │ one batch at a time, each with an id
+//	                      ▼
+//	              delivery goroutine ──Write(batch id)──► plugin process
+//	                      ▲            ◄──ack(batch id)──
+//	                      └── crash / hang (call_timeout) / 5 failures in a row:
+//	                          kill, restart with backoff, send again from the
+//	                          first batch the plugin has not made durable
+//
+// Write only queues: it never waits for the plugin. A batch leaves the
+// queue when the plugin has made it durable (its Flush returned, or its
+// Write said durable). Batches are sent in id order, one at a time, and a
+// batch sent again keeps its id and entries, so the plugin (or whatever it
+// writes to) can recognise one it already holds: delivery is in order and,
+// with that check, exactly once.
+//
+// Flush waits (at most call_timeout) for the plugin to make everything
+// durable; when the plugin is down or slow it writes what is still in
+// memory to the spool and fsyncs it instead, which is durable too.
+// Shutdown does the same, then stops the plugin; what is left in the
+// spool is delivered at the next Start.
+type Sink struct {
+	id  core.ID
+	cfg *resolved
+	l   *launcher
+	log hclog.Logger
+	dir string
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change of state
+	started bool
+	closed  bool
+	sp      *spool.Spool
+
+	batches    []*qbatch // not yet released, in id order
+	next       uint64    // id of the next batch
+	acked      uint64    // the highest id the current process acknowledged
+	released   uint64    // every id <= it is durable downstream
+	flushWant  uint64    // a Flush or Shutdown waits for this id
+	memEntries int       // entries held in memory
+	queued     int       // entries not yet released
+	spooled    int       // of which on disk
+
+	state    string
+	lastErr  string
+	inst     *instance
+	loopStop context.CancelFunc
+	loopDone chan struct{}
+
+	restarts, startFailures, crashes, timeouts, writeErrors atomic.Int64
+	delivered, batchesSent, redelivered, flushes, spills    atomic.Int64
+	corrupt                                                 atomic.Int64
+}
+
+// qbatch is one batch of the queue: in memory (entries set), on disk (ref
+// set), or both while a spilled batch is being sent.
+type qbatch struct {
+	id      uint64
+	entries []*pb.Entry
+	n       int
+	size    int
+	sealed  bool // no more entries join it
+	onDisk  bool
+	ref     spool.Ref
+}
+
+var (
+	_ core.Sink     = (*Sink)(nil)
+	_ core.Reporter = (*Sink)(nil)
+)
+
+// NewSink creates a plugin sink. Nothing starts before Start.
+func NewSink(set core.Settings, cfg *Config) (*Sink, error) {
+	r, err := resolve(set, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", set.ID, err)
+	}
+	log := set.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s := &Sink{
+		id:      set.ID,
+		cfg:     r,
+		l:       &launcher{id: set.ID, kind: core.KindSink, cfg: r, log: log},
+		log:     log,
+		changed: make(chan struct{}),
+		state:   StateStopped,
+	}
+	if set.Host.ConfigDir != "" {
+		s.dir = SpoolDir(set.Host.ConfigDir, set.ID)
+	}
+	return s, nil
+}
+
+// SpoolDir is where the sink with the given ID keeps its spool:
+// <config dir>/scribe/spool/<type>/<name>.
+func SpoolDir(configDir string, id core.ID) string {
+	return filepath.Join(configDir, "scribe", "spool", id.Type, id.Name)
+}
+
+// broadcast wakes every waiter; s.mu is held.
+func (s *Sink) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Start opens the spool, starts the plugin and hands it its configuration.
+// A plugin that cannot be started (a sha256 mismatch, no handshake, a
+// configuration it refuses) fails Start, and nothing is left running.
+func (s *Sink) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started || s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("sink %s: Start called twice or after Shutdown", s.id)
+	}
+	if s.dir == "" {
+		s.mu.Unlock()
+		return fmt.Errorf("sink %s: no config folder for the spool", s.id)
+	}
+	sp, recs, err := spool.Open(s.dir)
+	if err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("sink %s: %w", s.id, err)
+	}
+	s.sp = sp
+	s.released = sp.Released()
+	s.acked = s.released
+	s.next = s.released + 1
+	for _, r := range recs {
+		s.batches = append(s.batches, &qbatch{id: r.ID, n: r.Entries, size: r.Bytes, sealed: true, onDisk: true, ref: r.Ref})
+		s.queued += r.Entries
+		s.spooled += r.Entries
+		s.next = max(s.next, r.ID+1)
+	}
+	s.state = StateStarting
+	s.mu.Unlock()
+	if len(recs) > 0 {
+		s.log.Info("entries waiting in the spool from the last run", "entries", s.spooled, "batches", len(recs), "spool", s.dir)
+	}
+
+	in, err := s.startInstance(ctx)
+	if err != nil {
+		s.mu.Lock()
+		s.state = StateFailed
+		s.lastErr = err.Error()
+		s.sp = nil
+		s.batches, s.queued, s.spooled = nil, 0, 0
+		s.mu.Unlock()
+		_ = sp.Close()
+		return fmt.Errorf("sink %s: %w", s.id, err)
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.started = true
+	s.inst = in
+	s.state = StateRunning
+	s.loopStop = cancel
+	s.loopDone = make(chan struct{})
+	s.mu.Unlock()
+	go s.run(loopCtx, in)
+	return nil
+}
+
+// startInstance launches the plugin and calls its Start.
+func (s *Sink) startInstance(ctx context.Context) (*instance, error) {
+	in, err := s.l.launch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout)
+	defer cancel()
+	_, err = in.stub.(pb.SinkClient).Start(sctx, &pb.StartRequest{
+		Config:      s.cfg.pluginConfig(),
+		ComponentId: s.id.String(),
+		Stream:      s.sp.Stream(),
+	})
+	if err != nil {
+		in.kill()
+		return nil, fmt.Errorf("plugin start: %w", callError(err))
+	}
+	return in, nil
+}
+
+// Write queues a copy of the entries for the plugin. It does not wait for
+// the plugin; it fails only when the spool cannot be written.
+func (s *Sink) Write(_ context.Context, entries []core.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("sink %s: %w", s.id, ErrClosed)
+	}
+	if !s.started {
+		return fmt.Errorf("sink %s: Write before Start", s.id)
+	}
+	for len(entries) > 0 {
+		tail := s.tail()
+		if tail == nil || tail.sealed || tail.onDisk || tail.n >= maxBatchLines || tail.size >= maxBatchBytes {
+			tail = &qbatch{id: s.next}
+			s.next++
+			s.batches = append(s.batches, tail)
+		}
+		k, size := 0, 0
+		for k < len(entries) && tail.n+k < maxBatchLines {
+			size += sizeOf(entries[k : k+1])
+			k++
+			if tail.size+size >= maxBatchBytes {
+				break
+			}
+		}
+		chunk := entries[:k]
+		entries = entries[k:]
+		if s.memEntries+k <= s.cfg.QueueSize {
+			for i := range chunk {
+				tail.entries = append(tail.entries, shared.EntryToProto(&chunk[i]))
+			}
+			tail.n += k
+			tail.size += size
+			s.memEntries += k
+			s.queued += k
+			continue
+		}
+		// Memory is full: this chunk goes to the spool. A tail that already
+		// holds entries in memory stays there; the chunk gets a batch of
+		// its own.
+		if tail.n > 0 {
+			tail.sealed = true
+			tail = &qbatch{id: s.next}
+			s.next++
+			s.batches = append(s.batches, tail)
+		}
+		msg := &pb.WriteRequest{BatchId: tail.id}
+		for i := range chunk {
+			msg.Entries = append(msg.Entries, &pb.Entry{Raw: chunk[i].Raw, SessionId: chunk[i].SessionID, Cwd: chunk[i].CWD})
+		}
+		payload, err := proto.Marshal(msg)
+		if err != nil {
+			s.dropTail(tail)
+			return fmt.Errorf("sink %s: encode batch: %w", s.id, err)
+		}
+		ref, err := s.sp.Append(tail.id, k, payload)
+		if err != nil {
+			s.dropTail(tail)
+			return fmt.Errorf("sink %s: spool: %w", s.id, err)
+		}
+		tail.n, tail.size, tail.sealed, tail.onDisk, tail.ref = k, len(payload), true, true, ref
+		s.queued += k
+		s.spooled += k
+	}
+	s.broadcast()
+	return nil
+}
+
+func (s *Sink) tail() *qbatch {
+	if len(s.batches) == 0 {
+		return nil
+	}
+	return s.batches[len(s.batches)-1]
+}
+
+// dropTail forgets an empty batch that could not be written.
+func (s *Sink) dropTail(b *qbatch) {
+	if t := s.tail(); t == b && b.n == 0 {
+		s.batches = s.batches[:len(s.batches)-1]
+	}
+}
+
+func sizeOf(es []core.Entry) int {
+	n := 0
+	for i := range es {
+		n += len(es[i].Raw) + len(es[i].SessionID) + len(es[i].CWD) + 8
+	}
+	return n
+}
+
+// Flush returns when every entry written before it is durable: delivered
+// and flushed by the plugin, or, when the plugin is down or does not manage
+// within call_timeout, written to the spool and fsynced.
+func (s *Sink) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("sink %s: %w", s.id, ErrClosed)
+	}
+	if !s.started {
+		s.mu.Unlock()
+		return nil
+	}
+	target := s.next - 1
+	s.mu.Unlock()
+	if s.waitReleased(ctx, target, s.cfg.callTimeout, false) {
+		return nil
+	}
+	return s.spill(target)
+}
+
+// waitReleased asks the delivery goroutine to have the plugin flush
+// through target and waits for it, at most d and not past ctx, while the
+// plugin is running (or, with throughRestart, being restarted).
+func (s *Sink) waitReleased(ctx context.Context, target uint64, d time.Duration, throughRestart bool) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	s.mu.Lock()
+	if target > s.flushWant {
+		s.flushWant = target
+		s.broadcast()
+	}
+	for s.released < target {
+		if s.state != StateRunning && !(throughRestart && s.state == StateRestarting) {
+			s.mu.Unlock()
+			return false
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		}
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// spill writes every batch through target that is only in memory to the
+// spool and fsyncs it.
+func (s *Sink) spill(target uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sp == nil {
+		return fmt.Errorf("sink %s: %w", s.id, ErrClosed)
+	}
+	n := 0
+	for _, b := range s.batches {
+		if b.id > target {
+			break
+		}
+		if b.onDisk || b.n == 0 {
+			continue
+		}
+		b.sealed = true
+		payload, err := proto.Marshal(&pb.WriteRequest{BatchId: b.id, Entries: b.entries})
+		if err != nil {
+			return fmt.Errorf("sink %s: encode batch: %w", s.id, err)
+		}
+		ref, err := s.sp.Append(b.id, b.n, payload)
+		if err != nil {
+			return fmt.Errorf("sink %s: spool: %w", s.id, err)
+		}
+		b.onDisk, b.ref, b.entries = true, ref, nil
+		s.memEntries -= b.n
+		s.spooled += b.n
+		n += b.n
+	}
+	if err := s.sp.Sync(); err != nil {
+		return fmt.Errorf("sink %s: %w", s.id, err)
+	}
+	if n > 0 {
+		s.spills.Add(1)
+		s.log.Debug("plugin not caught up; entries made durable in the spool", "entries", n, "state", s.state)
+	}
+	return nil
+}
+
+// Shutdown lets the plugin catch up (bounded by ctx, or by call_timeout
+// when ctx has no deadline; through a restart in progress, but not past a
+// failed start), stops it, and leaves whatever it did not make durable in
+// the spool for the next Start. Safe twice and without Start.
+func (s *Sink) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if !s.started {
+		s.mu.Unlock()
+		return nil
+	}
+	target := s.next - 1
+	s.mu.Unlock()
+
+	wait := s.cfg.callTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	s.waitReleased(ctx, target, wait, true)
+	s.loopStop()
+	<-s.loopDone
+
+	s.mu.Lock()
+	in := s.inst
+	s.inst = nil
+	s.mu.Unlock()
+	var errs []error
+	if in != nil && !in.exited() {
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.callTimeout)
+		_, err := in.stub.(pb.SinkClient).Shutdown(sctx, &pb.ShutdownRequest{})
+		cancel()
+		if err != nil {
+			s.log.Warn("plugin shutdown failed", "error", callError(err))
+		} else {
+			s.mu.Lock()
+			s.releaseLocked(s.acked)
+			s.mu.Unlock()
+		}
+		in.stop(stopGrace)
+	} else if in != nil {
+		in.kill()
+	}
+
+	if err := s.spill(target); err != nil {
+		errs = append(errs, err)
+	}
+	s.mu.Lock()
+	left := s.queued
+	released := s.released
+	sp := s.sp
+	s.sp = nil
+	s.state = StateStopped
+	s.broadcast()
+	s.mu.Unlock()
+	if err := sp.Release(released, true); err != nil {
+		errs = append(errs, fmt.Errorf("sink %s: %w", s.id, err))
+	}
+	if err := sp.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("sink %s: %w", s.id, err))
+	}
+	if left > 0 {
+		s.log.Warn("entries kept in the spool for the next start", "entries", left, "spool", s.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// run is the delivery goroutine: it owns the plugin process from Start to
+// Shutdown.
+func (s *Sink) run(ctx context.Context, in *instance) {
+	defer close(s.loopDone)
+	backoff := restartMin
+	failures := 0
+	for {
+		if in == nil {
+			s.setState(StateRestarting)
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, restartMax)
+			var err error
+			in, err = s.startInstance(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.startFailures.Add(1)
+				s.setError(err)
+				s.setState(StateFailed)
+				s.log.Error("plugin restart failed", "error", err, "next_attempt_in", backoff)
+				continue
+			}
+			s.restarts.Add(1)
+			s.mu.Lock()
+			s.inst = in
+			s.state = StateRunning
+			s.broadcast()
+			s.mu.Unlock()
+			s.log.Info("plugin restarted", "pid", in.pid())
+			failures = 0
+		}
+
+		job, b, entries := s.nextJob(ctx, in)
+		var err error
+		switch job {
+		case jobStop:
+			return
+		case jobExited:
+			err = fmt.Errorf("%w: the process exited", ErrUnavailable)
+		case jobWrite:
+			err = s.deliver(ctx, in, b, entries)
+		case jobFlush:
+			err = s.flushPlugin(ctx, in)
+		}
+		if err == nil {
+			if job == jobWrite {
+				failures = 0
+				backoff = restartMin
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.setError(err)
+		if transportFault(err) {
+			s.fault(in, err)
+			in = nil
+			continue
+		}
+		failures++
+		s.writeErrors.Add(1)
+		if failures >= maxFailures {
+			s.fault(in, fmt.Errorf("%d calls failed in a row: %w", failures, err))
+			in = nil
+			failures = 0
+			continue
+		}
+		d := min(retryMin<<(failures-1), retryMax)
+		s.log.Warn("plugin call failed; will retry", "attempt", failures, "backoff", d, "error", err)
+		if !sleep(ctx, d) {
+			return
+		}
+	}
+}
+
+type job int
+
+const (
+	jobStop job = iota
+	jobExited
+	jobWrite
+	jobFlush
+)
+
+// nextJob waits for something to do: the next batch to send, a flush, or
+// the process having died while idle.
+func (s *Sink) nextJob(ctx context.Context, in *instance) (job, *qbatch, []*pb.Entry) {
+	tick := time.NewTicker(idleCheck)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		var next *qbatch
+		for _, b := range s.batches {
+			if b.id > s.acked {
+				next = b
+				break
+			}
+		}
+		unflushed := s.acked > s.released
+		// Flush when caught up, when a Flush waits for what was acked, or
+		// when acked batches hold half the memory queue.
+		flushNow := unflushed && (next == nil && flushWhenIdle ||
+			(s.flushWant > s.released && s.acked >= s.flushWant) ||
+			s.unreleasedMem() >= s.cfg.QueueSize/2)
+		switch {
+		case flushNow:
+			s.mu.Unlock()
+			return jobFlush, nil, nil
+		case next != nil:
+			next.sealed = true
+			entries, onDisk, ref := next.entries, next.onDisk && next.entries == nil, next.ref
+			s.mu.Unlock()
+			if onDisk {
+				var err error
+				entries, err = s.readSpooled(ref)
+				if err != nil {
+					s.dropCorrupt(next, err)
+					continue
+				}
+			}
+			return jobWrite, next, entries
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return jobStop, nil, nil
+		case <-ch:
+		case <-tick.C:
+			if in.exited() {
+				return jobExited, nil, nil
+			}
+		}
+	}
+}
+
+// unreleasedMem counts entries in memory that the plugin acknowledged but
+// has not made durable; s.mu is held.
+func (s *Sink) unreleasedMem() int {
+	n := 0
+	for _, b := range s.batches {
+		if b.id > s.acked {
+			break
+		}
+		if !b.onDisk {
+			n += b.n
+		}
+	}
+	return n
+}
+
+func (s *Sink) readSpooled(ref spool.Ref) ([]*pb.Entry, error) {
+	s.mu.Lock()
+	sp := s.sp
+	s.mu.Unlock()
+	if sp == nil {
+		return nil, ErrClosed
+	}
+	payload, err := sp.Read(ref)
+	if err != nil {
+		return nil, err
+	}
+	var msg pb.WriteRequest
+	if err := proto.Unmarshal(payload, &msg); err != nil {
+		return nil, err
+	}
+	return msg.Entries, nil
+}
+
+// dropCorrupt gives up a spooled batch that cannot be read back, loudly.
+func (s *Sink) dropCorrupt(b *qbatch, err error) {
+	s.corrupt.Add(int64(b.n))
+	s.log.Error("spooled batch unreadable; its entries are lost", "batch", b.id, "entries", b.n, "error", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.batches {
+		if x == b {
+			s.batches = append(s.batches[:i], s.batches[i+1:]...)
+			s.queued -= b.n
+			s.spooled -= b.n
+			break
+		}
+	}
+	s.broadcast()
+}
+
+func (s *Sink) deliver(ctx context.Context, in *instance, b *qbatch, entries []*pb.Entry) error {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
+	defer cancel()
+	resp, err := in.stub.(pb.SinkClient).Write(cctx, &pb.WriteRequest{BatchId: b.id, Entries: entries})
+	if err != nil {
+		return callError(err)
+	}
+	if resp.GetAckedBatchId() != b.id {
+		return fmt.Errorf("%w: the plugin acknowledged batch %d for batch %d", ErrUnavailable, resp.GetAckedBatchId(), b.id)
+	}
+	s.batchesSent.Add(1)
+	s.delivered.Add(int64(b.n))
+	s.mu.Lock()
+	if b.id > s.acked {
+		s.acked = b.id
+	}
+	if resp.GetDurable() {
+		s.releaseLocked(b.id)
+	}
+	s.broadcast()
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Sink) flushPlugin(ctx context.Context, in *instance) error {
+	s.mu.Lock()
+	through := s.acked
+	s.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
+	defer cancel()
+	if _, err := in.stub.(pb.SinkClient).Flush(cctx, &pb.FlushRequest{}); err != nil {
+		return callError(err)
+	}
+	s.flushes.Add(1)
+	s.mu.Lock()
+	s.releaseLocked(through)
+	s.broadcast()
+	s.mu.Unlock()
+	return nil
+}
+
+// releaseLocked forgets every batch through id; s.mu is held.
+func (s *Sink) releaseLocked(id uint64) {
+	if id <= s.released {
+		return
+	}
+	i := 0
+	disk := false
+	for ; i < len(s.batches) && s.batches[i].id <= id; i++ {
+		b := s.batches[i]
+		s.queued -= b.n
+		if b.onDisk {
+			s.spooled -= b.n
+			disk = true
+		}
+		if b.entries != nil {
+			s.memEntries -= b.n
+		}
+	}
+	clear(s.batches[:i])
+	s.batches = s.batches[i:]
+	s.released = id
+	if disk && s.sp != nil {
+		if err := s.sp.Release(id, false); err != nil {
+			s.log.Warn("spool cleanup failed", "error", err)
+		}
+	}
+}
+
+// fault kills a process that crashed, hung or kept failing; the batches
+// it had not made durable will be sent again to the next one.
+func (s *Sink) fault(in *instance, err error) {
+	if errors.Is(err, ErrTimeout) {
+		s.timeouts.Add(1)
+	} else {
+		s.crashes.Add(1)
+	}
+	s.log.Warn("plugin fault; restarting it", "pid", in.pid(), "error", err)
+	in.kill()
+	s.mu.Lock()
+	for _, b := range s.batches {
+		if b.id <= s.acked {
+			s.redelivered.Add(1)
+		}
+	}
+	s.acked = s.released
+	s.inst = nil
+	s.state = StateRestarting
+	s.broadcast()
+	s.mu.Unlock()
+}
+
+func (s *Sink) setState(st string) {
+	s.mu.Lock()
+	if s.state != st {
+		s.state = st
+		s.broadcast()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Sink) setError(err error) {
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Status is the state of a plugin component, for `scribe plugins status`.
+type Status struct {
+	ID            string `json:"id"`
+	Kind          string `json:"kind"`
+	State         string `json:"state"`
+	PID           int    `json:"pid,omitempty"`
+	Reattached    bool   `json:"reattached,omitempty"`
+	PluginType    string `json:"plugin_type,omitempty"`
+	PluginVersion string `json:"plugin_version,omitempty"`
+	Restarts      int64  `json:"restarts"`
+	LastError     string `json:"last_error,omitempty"`
+	// Queued counts entries not yet durable downstream; Spooled, those of
+	// them on disk.
+	Queued  int `json:"queued"`
+	Spooled int `json:"spooled"`
+	// Counters are the component's Report.
+	Counters map[string]int64 `json:"counters"`
+}
+
+// Status returns the sink's state and counters.
+func (s *Sink) Status() Status {
+	s.mu.Lock()
+	st := Status{
+		ID: s.id.String(), Kind: string(core.KindSink), State: s.state,
+		LastError: s.lastErr, Queued: s.queued, Spooled: s.spooled,
+	}
+	if in := s.inst; in != nil {
+		st.PID = in.pid()
+		st.Reattached = in.reattached
+		st.PluginType = in.desc.GetType()
+		st.PluginVersion = in.desc.GetVersion()
+	}
+	s.mu.Unlock()
+	st.Restarts = s.restarts.Load()
+	st.Counters = s.Report()
+	return st
+}
+
+// Report implements core.Reporter.
+func (s *Sink) Report() map[string]int64 {
+	s.mu.Lock()
+	queued, spooled, running := s.queued, s.spooled, int64(0)
+	if s.state == StateRunning {
+		running = 1
+	}
+	var spoolBytes int64
+	if s.sp != nil {
+		spoolBytes = s.sp.Size()
+	}
+	s.mu.Unlock()
+	return map[string]int64{
+		"running":             running,
+		"queued":              int64(queued),
+		"spooled":             int64(spooled),
+		"spool_bytes":         spoolBytes,
+		"restarts":            s.restarts.Load(),
+		"start_failures":      s.startFailures.Load(),
+		"crashes":             s.crashes.Load(),
+		"timeouts":            s.timeouts.Load(),
+		"plugin_errors":       s.writeErrors.Load(),
+		"entries_delivered":   s.delivered.Load(),
+		"batches_delivered":   s.batchesSent.Load(),
+		"batches_redelivered": s.redelivered.Load(),
+		"plugin_flushes":      s.flushes.Load(),
+		"spills":              s.spills.Load(),
+		"entries_lost":        s.corrupt.Load(),
+	}
+}
