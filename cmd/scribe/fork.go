@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+func newForkCmd() *cobra.Command {
+	var (
+		upTo, title       string
+		keepUUIDs, asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "fork ID",
+		Short: "Copy a session into a new one, as the SDK's forkSession does (or as /branch does, with --keep-uuids)",
+		Long: `fork writes a new session in the same project folder: the source's conversation
+(up to --up-to, inclusive), fresh uuids, forkedFrom pointing at the source, and
+the title "<source title> (fork)" unless --title is given. --keep-uuids keeps the
+original uuids instead, as Claude Code's /branch does. Claude Code and the SDK
+list and read the fork as one of their own.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := resolveSession(cmd.Context(), l, args[0])
+			if err != nil {
+				return err
+			}
+			newID, path, err := l.ForkSession(cmd.Context(), id, "", core.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]string{"sessionId": newID, "forkedFrom": id, "path": path})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "forked %s into %s\n  %s\n", id, newID, path)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&upTo, "up-to", "", "copy the conversation up to this message uuid, inclusive")
+	f.StringVar(&title, "title", "", `the fork's title (default "<source title> (fork)")`)
+	f.BoolVar(&keepUUIDs, "keep-uuids", false, "keep the original uuids (Claude Code's /branch)")
+	f.BoolVar(&asJSON, "json", false, `print {"sessionId","forkedFrom","path"}`)
+	return c
+}

@@ -1,0 +1,245 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// ErrSessionExists is returned by ForkSession when the new session id is
+// already taken.
+var ErrSessionExists = errors.New("session already exists")
+
+// ForkSession copies a session into a new one in the same project folder,
+// as the Claude Agent SDK's forkSession(sessionID, {dir, upToMessageId,
+// title}) does (see core.Fork for the rules), and returns the new id and
+// file.
+//
+// The source is found as the SDK finds it: the first non-empty
+// <sessionID>.jsonl in the project folder(s) of dir, or in any project
+// folder when dir is "". It is read whole; lines that do not parse are
+// skipped. Unless opt.SourceTitle is set, the source title comes from the
+// file's first and last 64 KiB and its <sessionID>/custom-title.json.
+//
+// The new file is written with mode 0600 to a temporary file, synced,
+// then linked into place, which fails rather than replace an existing
+// file; a session id already present in any project folder is
+// ErrSessionExists.
+func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt core.ForkOptions) (newID, path string, err error) {
+	if !IsSessionID(sessionID) {
+		return "", "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
+	}
+	if opt.NewSessionID != "" && !IsSessionID(opt.NewSessionID) {
+		return "", "", fmt.Errorf("fork %s: %w: new session %q (not a UUID)", sessionID, ErrBadID, opt.NewSessionID)
+	}
+	src, _, err := l.findMain(ctx, sessionID, dir)
+	if err != nil {
+		return "", "", fmt.Errorf("fork: %w", err)
+	}
+	if src == "" {
+		return "", "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
+	}
+	buf, err := os.ReadFile(src)
+	if err != nil {
+		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	if len(buf) == 0 {
+		return "", "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
+	}
+	projectDir := filepath.Dir(src)
+	if opt.SourceTitle == nil {
+		opt.SourceTitle = func() string {
+			return core.ForkSourceTitle(buf, forkSidecarTitle(projectDir, sessionID))
+		}
+	}
+	res, err := core.Fork(forkParseLines(buf), sessionID, opt)
+	if err != nil {
+		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", "", err
+	}
+	if d, err := l.FindSession(res.SessionID, ""); err != nil {
+		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
+	} else if d != "" {
+		return "", "", fmt.Errorf("fork %s: %w: %s in %s", sessionID, ErrSessionExists, res.SessionID, d)
+	}
+	path = MainFile(projectDir, res.SessionID)
+	if err := forkWriteNew(path, res.Entries); err != nil {
+		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	return res.SessionID, path, nil
+}
+
+var (
+	forkBOM = []byte("\uFEFF")
+	// forkOwnerRE finds a session-owner line, the one kind of line whose
+	// leading byte-order mark the SDK's loader removes.
+	forkOwnerRE = regexp.MustCompile(`"type"` + forkJSSpace + `*:` + forkJSSpace + `*"session-owner"`)
+)
+
+// forkJSSpace is JavaScript's \s.
+const forkJSSpace = `[\t\n\x0B\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}]`
+
+// forkParseLines splits a transcript as the SDK's fork reads it: lines end
+// at '\n'; bytes up to ' ' at the start of a line are skipped; blank lines
+// and lines that do not parse as an object are skipped.
+func forkParseLines(buf []byte) []core.Entry {
+	entries := make([]core.Entry, 0, bytes.Count(buf, []byte{'\n'})+1)
+	for start := 0; start < len(buf); {
+		end := bytes.IndexByte(buf[start:], '\n')
+		if end < 0 {
+			end = len(buf)
+		} else {
+			end += start
+		}
+		p := start
+		for p < end && buf[p] <= ' ' {
+			p++
+		}
+		line := buf[p:end]
+		start = end + 1
+		if len(line) == 0 {
+			continue
+		}
+		if bytes.HasPrefix(line, forkBOM) && bytes.Contains(line, []byte(`"restricted"`)) && forkOwnerRE.Match(line) {
+			line = line[len(forkBOM):]
+		}
+		e, err := core.ParseEntryOwned(line)
+		if err != nil {
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// forkSidecarTitle is <projectDir>/<id>/custom-title.json's customTitle,
+// cleaned as the SDK cleans it ("" when absent or unusable).
+func forkSidecarTitle(projectDir, id string) string {
+	raw, err := os.ReadFile(filepath.Join(projectDir, id, "custom-title.json"))
+	if err != nil {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	v := m["customTitle"]
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return forkCleanTitle(s)
+}
+
+var forkControlRun = regexp.MustCompile(`[\p{Cc}\p{Cf}\x{2028}\x{2029}]+`)
+
+// forkCleanTitle: trim; runs of control and format characters (and
+// U+2028/U+2029) become one space; C0/C1 controls dropped; the first 200
+// code points kept; trim.
+func forkCleanTitle(s string) string {
+	s = forkControlRun.ReplaceAllString(forkJSTrim(s), " ")
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) {
+			continue
+		}
+		if n == 200 {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return forkJSTrim(b.String())
+}
+
+func forkJSTrim(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		switch r {
+		case 0xFEFF, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xA0:
+			return true
+		case 0x85:
+			return false
+		}
+		return unicode.IsSpace(r) || (r >= 0x2000 && r <= 0x200A)
+	})
+}
+
+// forkWriteNew writes a new transcript durably and never over an existing
+// file: temp file, fsync, hard link into place (which fails if the name is
+// taken), fsync the folder.
+func forkWriteNew(path string, entries []core.Entry) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%w: %s", ErrSessionExists, path)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+		}
+		os.Remove(tmpName)
+	}()
+	if err := tmp.Chmod(fileMode); err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	for i := range entries {
+		w.Write(entries[i].Raw)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", tmpName, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmpName, err)
+	}
+	err = tmp.Close()
+	tmp = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", tmpName, err)
+	}
+	if err := os.Link(tmpName, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrSessionExists, path)
+		}
+		// A file system without hard links: rename, after a last check.
+		if _, serr := os.Lstat(path); serr == nil {
+			return fmt.Errorf("%w: %s", ErrSessionExists, path)
+		}
+		if err := os.Rename(tmpName, path); err != nil {
+			return err
+		}
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
