@@ -74,6 +74,11 @@ model API's rules and fails if it breaks one.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = rt.close(cctx)
+			}()
 			if len(rt.loaders) == 0 {
 				return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
 			}

@@ -59,6 +59,25 @@ type runtime struct {
 	host     core.HostInfo
 	pipeline *core.Pipeline
 	loaders  []core.NamedLoader
+	// closers stop what the pipeline does not own: guards and loaders that
+	// hold resources (plugin processes).
+	closers []func(context.Context) error
+}
+
+type shutdowner interface {
+	Shutdown(context.Context) error
+}
+
+// close stops the guards and loaders; the pipeline stops its sinks.
+func (rt *runtime) close(ctx context.Context) error {
+	var errs []error
+	for _, c := range rt.closers {
+		if err := c(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rt.closers = nil
+	return errors.Join(errs...)
 }
 
 func findFactory(kind core.Kind, typ string) (core.Factory, error) {
@@ -113,6 +132,7 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 		return f, c, nil
 	}
 	opts := core.PipelineOptions{Logger: log.Named("pipeline"), QueueSize: cfg.Pipeline.QueueSize}
+	var closers []func(context.Context) error
 	for _, id := range cfg.Pipeline.Guards {
 		f, c, err := decode(core.KindGuard, id)
 		if err != nil {
@@ -123,6 +143,9 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 			return nil, err
 		}
 		opts.Guards = append(opts.Guards, core.NamedGuard{ID: id, Guard: g})
+		if sd, ok := g.(shutdowner); ok {
+			closers = append(closers, sd.Shutdown)
+		}
 	}
 	for _, id := range cfg.Pipeline.Sinks {
 		f, c, err := decode(core.KindSink, id)
@@ -146,7 +169,7 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 	if err != nil {
 		return nil, err
 	}
-	rt := &runtime{cfg: cfg, log: log, host: host, pipeline: p}
+	rt := &runtime{cfg: cfg, log: log, host: host, pipeline: p, closers: closers}
 	// Resume's loaders: a loader block, or a sink block whose component is
 	// also a loader; a sink the pipeline runs is the same instance, so a
 	// memory cache the pipeline fills is the one resume asks.
@@ -181,6 +204,11 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 			}
 		}
 		rt.loaders = append(rt.loaders, core.NamedLoader{ID: id, Loader: ld})
+		if _, piped := running[id]; !piped {
+			if sd, ok := ld.(shutdowner); ok {
+				rt.closers = append(rt.closers, sd.Shutdown)
+			}
+		}
 	}
 	return rt, nil
 }
