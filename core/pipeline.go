@@ -268,7 +268,11 @@ func (p *Pipeline) duplicate(ctx context.Context, e *Entry) (bool, error) {
 		return true, nil
 	}
 	s.uuids[e.UUID] = struct{}{}
-	s.live = true
+	// Only new conversation rows end a replay: a state event or a uuid'd
+	// metadata line may precede stored lines in a replayed stream.
+	if e.IsChain() {
+		s.live = true
+	}
 	return false, nil
 }
 

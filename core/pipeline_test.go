@@ -138,7 +138,12 @@ func TestPipelineSeedAndReplay(t *testing.T) {
 	rec := &coretest.RecordingSink{}
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}, Seeder: sd})
 
-	// Replaying stored input adds nothing, metadata included.
+	// Replaying stored input adds nothing, metadata included; a new state
+	// event in the replay does not end it.
+	state := `{"type":"scribe-state","state":"running","from":"idle","sessionId":"` + sess + `","uuid":"st-1","timestamp":"2026-01-10T11:00:02.267Z"}`
+	if r := submit(t, p, state); r.Status != core.Accepted {
+		t.Fatalf("state event: %v", r.Status)
+	}
 	for i, l := range []string{lines[0], title, lines[1]} {
 		if r := submit(t, p, l); r.Status != core.Duplicate {
 			t.Fatalf("replayed line %d: %v, want duplicate", i, r.Status)
