@@ -53,6 +53,11 @@ type options struct {
 	Progress io.Writer
 	// Command is the command line, for the report.
 	Command string
+	// Case is "record" (the default) or "cloud" (bench/cloud.go), with
+	// its workload size and concurrency.
+	Case         string
+	CloudMB      int
+	CloudWorkers int
 }
 
 type listFlag []string
@@ -78,6 +83,9 @@ func main() {
 	flag.IntVar(&o.Warmup, "warmup", 1, "untimed (but verified) rounds of every case before the timed runs")
 	flag.BoolVar(&o.CLI, "cli", true, "include the scribe CLI case (builds ./cmd/scribe)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the temporary work folder")
+	flag.StringVar(&o.Case, "case", "record", "what to measure: record (the local store against a plain append), cloud (scribe serve against raw JetStream publishes; see cloud.go) or read (scribe ls and show against the Claude Agent SDK; see read.go)")
+	flag.IntVar(&o.CloudMB, "cloud-mb", 16, "-case cloud: size of the generated workload, in MiB")
+	flag.IntVar(&o.CloudWorkers, "cloud-workers", 8, "-case cloud: sessions posted side by side")
 	flag.Parse()
 	o.Inputs = append(inputs, flag.Args()...)
 	o.Progress = os.Stderr
@@ -85,6 +93,18 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.Case == "cloud" {
+		mainCloud(ctx, o)
+		return
+	}
+	if o.Case == "read" {
+		mainRead(ctx, o)
+		return
+	}
+	if o.Case != "record" {
+		fmt.Fprintf(os.Stderr, "bench: -case %q: want record, cloud or read\n", o.Case)
+		os.Exit(2)
+	}
 	rep, err := run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)

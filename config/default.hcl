@@ -127,6 +127,16 @@ sink "events" "team" {
   max_request_bytes = 4194304
 }
 
+# Serves resume from a scribe server's History API, leaving out the internal
+# rows Claude Code's hydration drops. List "cloud/team" in resume.loaders after
+# "jsonl/local"; push and pull can use it too (--to, --from).
+loader "cloud" "team" {
+  base_url   = "http://127.0.0.1:8787" # required
+  token      = ""                      # the bearer token, or
+  token_file = "/etc/scribe/token"     # a file holding it (read at each load); exactly one
+  timeout    = "30s"                   # per request
+}
+
 # A third-party sink run as a separate process (hashicorp/go-plugin over
 # gRPC). List "plugin/audit" in pipeline.sinks to use it. The same keys
 # configure loader "plugin" and guard "plugin" blocks.

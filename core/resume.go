@@ -113,6 +113,15 @@ type ResumeOptions struct {
 	DryRun bool
 	// From restricts the loaders to these IDs.
 	From []ID
+	// UpTo resumes from this message (a checkpoint's MessageUUID) instead
+	// of the session's leaf: the conversation is rebuilt from the
+	// transcript as it stood when the row with this uuid was written (the
+	// rows after it in the file are left out), so it ends at that message
+	// even when the session went on, or branched away, after it. A uuid no
+	// row of the transcript has is ErrMessageNotFound. Repairs hang from
+	// that message: persisted, they make it the session's leaf, as
+	// continuing from it would (a rewind).
+	UpTo string
 }
 
 // ResumeResult is what Resume did.
@@ -142,7 +151,23 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 		return &ResumeResult{LoadResult: lr}, err
 	}
 	t := lr.Transcript
-	ch := BuildChain(t.Entries, ChainOptions{Sidechain: ref.AgentID != ""})
+	entries := t.Entries
+	if opt.UpTo != "" {
+		k := indexOfUUID(entries, opt.UpTo)
+		if k < 0 {
+			why := ""
+			if len(t.Notes) > 0 {
+				why = "; " + strings.Join(t.Notes, "; ")
+			}
+			return &ResumeResult{LoadResult: lr}, fmt.Errorf("session %s: %w: %s is not in the transcript %s served%s",
+				ref.Key(), ErrMessageNotFound, opt.UpTo, lr.Served, why)
+		}
+		entries = entries[:k+1]
+	}
+	ch := BuildChain(entries, ChainOptions{Sidechain: ref.AgentID != ""})
+	if opt.UpTo != "" {
+		cutChainAt(&ch, opt.UpTo)
+	}
 	conv := append(append([]Entry(nil), ch.Entries...), ch.Trailing...)
 	if !hasMessage(conv) {
 		return &ResumeResult{LoadResult: lr, Chain: ch}, fmt.Errorf("session %s: %w from %s", ref.Key(), ErrEmptyTranscript, lr.Served)
@@ -204,4 +229,40 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 		return res, fmt.Errorf("persist repairs: %w", err)
 	}
 	return res, nil
+}
+
+// indexOfUUID returns the position of the first entry with this uuid, or
+// -1. The first: a row is written before anything that descends from it,
+// so the entries up to its first copy hold its whole ancestry and none of
+// its descendants.
+func indexOfUUID(entries []Entry, uuid string) int {
+	for i := range entries {
+		if entries[i].UUID == uuid {
+			return i
+		}
+	}
+	return -1
+}
+
+// cutChainAt ends a chain rebuilt from the entries up to the row with this
+// uuid at that row. The rebuild normally ends there already (the row is the
+// newest one, so the leaf); when it went further (a damaged or hand-made
+// file where a row written before the cut row names it as parent), what
+// follows the row on the chain, and the queued commands below the other
+// leaf, are dropped. A uuid not on the chain (a row the rebuild climbs
+// over, such as a system row) leaves the chain as it is.
+func cutChainAt(ch *Chain, uuid string) {
+	if ch.Leaf == uuid {
+		// Split-assistant siblings put back after the leaf belong to it.
+		return
+	}
+	for i := range ch.Entries {
+		if ch.Entries[i].UUID != uuid {
+			continue
+		}
+		ch.Entries = ch.Entries[:i+1]
+		ch.Trailing = nil
+		ch.Leaf = uuid
+		return
+	}
 }

@@ -23,6 +23,7 @@ func factories() []core.Factory {
 		// loaders
 		memcache.LoaderFactory(),
 		summary.Factory(),
+		events.LoaderFactory(),
 		// guards
 		guards.EnvFactory(),
 		guards.FlagFactory(),

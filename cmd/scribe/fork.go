@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,7 +11,7 @@ import (
 
 func newForkCmd() *cobra.Command {
 	var (
-		upTo, title       string
+		upTo, title, at   string
 		keepUUIDs, asJSON bool
 	)
 	c := &cobra.Command{
@@ -20,7 +21,11 @@ func newForkCmd() *cobra.Command {
 (up to --up-to, inclusive), fresh uuids, forkedFrom pointing at the source, and
 the title "<source title> (fork)" unless --title is given. --keep-uuids keeps the
 original uuids instead, as Claude Code's /branch does. Claude Code and the SDK
-list and read the fork as one of their own.`,
+list and read the fork as one of their own.
+
+--at CHECKPOINT (an id, a unique prefix of one, or a label; see scribe
+checkpoints) copies the conversation up to the checkpoint's message, as --up-to
+that message would, and prints the commit to check out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, _, err := layoutFor(cmd)
@@ -31,14 +36,33 @@ list and read the fork as one of their own.`,
 			if err != nil {
 				return err
 			}
+			var cp *core.Checkpoint
+			if at != "" {
+				if upTo != "" {
+					return &exitError{code: 2, err: errors.New("--at and --up-to exclude each other")}
+				}
+				c, err := checkpointOf(cmd.Context(), l, id, at)
+				if err != nil {
+					return err
+				}
+				cp, upTo = &c, c.MessageUUID
+			}
 			newID, path, err := l.ForkSession(cmd.Context(), id, "", core.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]string{"sessionId": newID, "forkedFrom": id, "path": path})
+				doc := map[string]any{"sessionId": newID, "forkedFrom": id, "path": path}
+				if cp != nil {
+					doc["checkpoint"] = cp
+				}
+				return writeJSON(cmd.OutOrStdout(), doc)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "forked %s into %s\n  %s\n", id, newID, path)
+			if cp != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "at checkpoint %s %q\n", cp.ID, cp.Label)
+				printCheckout(cmd.OutOrStdout(), *cp)
+			}
 			return nil
 		},
 	}
@@ -46,6 +70,7 @@ list and read the fork as one of their own.`,
 	f.StringVar(&upTo, "up-to", "", "copy the conversation up to this message uuid, inclusive")
 	f.StringVar(&title, "title", "", `the fork's title (default "<source title> (fork)")`)
 	f.BoolVar(&keepUUIDs, "keep-uuids", false, "keep the original uuids (Claude Code's /branch)")
-	f.BoolVar(&asJSON, "json", false, `print {"sessionId","forkedFrom","path"}`)
+	f.StringVar(&at, "at", "", "fork up to this checkpoint's message (id, unique id prefix or label) and print its commit")
+	f.BoolVar(&asJSON, "json", false, `print {"sessionId","forkedFrom","path"} (and "checkpoint" with --at)`)
 	return c
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,22 +44,32 @@ func writeJSON(w io.Writer, v any) error {
 
 func newLsCmd() *cobra.Command {
 	var (
-		all, asJSON bool
-		project     string
-		limit       int
-		offset      int
+		all, asJSON, noIndex bool
+		project, status      string
+		limit                int
+		offset               int
 	)
 	c := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions as Claude Code's picker and the SDK's listSessions see them",
 		Long: `ls lists the sessions of the current directory's project (--project PATH for
 another, --all for every project), newest first. --json prints exactly what the
-Claude Agent SDK's listSessions returns.`,
+Claude Agent SDK's listSessions returns.
+
+The listing goes through the sessions index (see scribe index), which is
+checked against every file and gives the same answer as reading the files;
+--no-index reads them all. STATUS is active while a live writer holds the
+session, interrupted when its last turn did not finish, else completed;
+--status keeps the sessions with that status.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, _, err := layoutFor(cmd)
+			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
+			}
+			want := jsonl.SessionStatus(status)
+			if status != "" && !want.Valid() {
+				return &exitError{code: 2, err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
 			}
 			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true}
 			switch {
@@ -73,16 +85,13 @@ Claude Agent SDK's listSessions returns.`,
 				}
 				opt.Dir = wd
 			}
-			infos, err := l.List(cmd.Context(), opt)
+			infos, recs, err := listSessions(cmd.Context(), l, cfg, opt, want, asJSON, noIndex)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if infos == nil {
-					infos = []jsonl.SessionInfo{}
-				}
-				return writeJSON(out, infos)
+				return writeInfosJSON(out, infos)
 			}
 			if len(infos) == 0 {
 				if opt.Dir != "" {
@@ -92,11 +101,13 @@ Claude Agent SDK's listSessions returns.`,
 				}
 				return nil
 			}
-			printSessionTable(out, infos)
+			printSessionTable(out, recs)
 			return nil
 		},
 	}
 	f := c.Flags()
+	f.BoolVar(&noIndex, "no-index", false, "read every transcript instead of using the sessions index")
+	f.StringVar(&status, "status", "", "only sessions with this status: active, interrupted or completed")
 	f.BoolVar(&all, "all", false, "list every project")
 	f.StringVar(&project, "project", "", "list the project of this path")
 	f.IntVar(&limit, "limit", 0, "at most this many sessions")
@@ -124,14 +135,102 @@ func lastTurn(raw []byte) (interrupted string, state core.State) {
 	return interrupted, core.StateFromTail(conv)
 }
 
-func printSessionTable(w io.Writer, infos []jsonl.SessionInfo) {
+// listSessions is ls's listing: through the index unless noIndex, with
+// the lifecycle records when the table or the status filter needs them
+// (the filter applies before --limit and --offset).
+func listSessions(ctx context.Context, l jsonl.Layout, cfg *config.Config, opt jsonl.ListOptions, status jsonl.SessionStatus,
+	asJSON, noIndex bool) ([]jsonl.SessionInfo, []jsonl.SessionRecord, error) {
+	needRecs := !asJSON || status != ""
+	page := opt
+	if status != "" {
+		opt.Limit, opt.Offset = 0, 0
+	}
+	var (
+		infos []jsonl.SessionInfo
+		recs  []jsonl.SessionRecord
+		err   error
+	)
+	switch {
+	case noIndex:
+		if infos, err = l.List(ctx, opt); err == nil && needRecs {
+			recs, err = l.Records(ctx, infos)
+		}
+	case needRecs:
+		var st jsonl.IndexStats
+		recs, st, err = l.ListRecords(ctx, opt)
+		logIndexStats(indexLogger(cfg), l, st)
+	default:
+		var st jsonl.IndexStats
+		infos, st, err = l.ListIndexedWith(ctx, opt, jsonl.IndexOptions{SkipLastEntryTail: true})
+		logIndexStats(indexLogger(cfg), l, st)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if recs == nil {
+		return infos, nil, nil
+	}
+	kept := recs[:0]
+	for _, r := range recs {
+		if status == "" || r.Status == status {
+			kept = append(kept, r)
+		}
+	}
+	if status != "" {
+		kept = kept[min(max(page.Offset, 0), len(kept)):]
+		if page.Limit > 0 && page.Limit < len(kept) {
+			kept = kept[:page.Limit]
+		}
+	}
+	infos = make([]jsonl.SessionInfo, len(kept))
+	for i := range kept {
+		infos[i] = kept[i].Info
+	}
+	return infos, kept, nil
+}
+
+// writeInfosJSON prints the listing as writeJSON would, one session at a
+// time, so the whole document is never held in memory.
+func writeInfosJSON(out io.Writer, infos []jsonl.SessionInfo) error {
+	if len(infos) == 0 {
+		_, err := io.WriteString(out, "[]\n")
+		return err
+	}
+	w := bufio.NewWriterSize(out, 64<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	w.WriteString("[\n")
+	for i := range infos {
+		buf.Reset()
+		if err := enc.Encode(&infos[i]); err != nil {
+			return err
+		}
+		w.WriteString("  ")
+		w.Write(bytes.TrimRight(buf.Bytes(), "\n"))
+		if i < len(infos)-1 {
+			w.WriteString(",")
+		}
+		w.WriteString("\n")
+	}
+	w.WriteString("]\n")
+	return w.Flush()
+}
+
+func printSessionTable(w io.Writer, recs []jsonl.SessionRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tMODIFIED\tTITLE\tBRANCH\tTAG\tSIZE\tINTERRUPTED\tSTATE")
-	for _, s := range infos {
-		interrupted, state := lastTurn(s.LastEntryTail)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID,
+	fmt.Fprintln(tw, "ID\tMODIFIED\tTITLE\tBRANCH\tTAG\tSIZE\tSTATUS\tINTERRUPTED\tSTATE")
+	for _, r := range recs {
+		s := &r.Info
+		interrupted := "no"
+		if r.Interruption != core.InterruptionNone {
+			interrupted = string(r.Interruption)
+		}
+		state := r.State
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID,
 			time.UnixMilli(s.LastModified).Local().Format("2006-01-02 15:04"),
-			clip(s.Summary, 60), s.GitBranch, s.Tag, humanBytes(s.FileSize), interrupted, state)
+			clip(s.Summary, 60), s.GitBranch, s.Tag, humanBytes(s.FileSize), r.Status, interrupted, state)
 	}
 	tw.Flush()
 }
@@ -216,8 +315,10 @@ func newShowCmd() *cobra.Command {
 		Short: "Show a session's conversation as Claude Code rebuilds it (a unique id prefix is enough)",
 		Long: `show prints the conversation of a session: the chain from its leaf back to its
 root, after compaction, as Claude Code and the SDK's getSessionMessages rebuild
-it. --json prints exactly what getSessionMessages returns. Damage found on the
-way (malformed lines, a parentUuid cycle, a missing parent) is reported on
+it. --json prints exactly what getSessionMessages returns. --system adds the
+system messages and, after the conversation, scribe's lifecycle records and
+checkpoints in the order they were recorded (not with --json). Damage found on
+the way (malformed lines, a parentUuid cycle, a missing parent) is reported on
 stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -263,6 +364,13 @@ stderr.`,
 				return writeJSON(out, doc)
 			}
 			printConversation(out, msgs, format)
+			if system {
+				// Scribe's lifecycle records and checkpoints, after the
+				// conversation (not in --json: that is the SDK's answer).
+				if err := printLifecycle(cmd.Context(), out, l, id, format); err != nil {
+					return err
+				}
+			}
 			for _, a := range agents {
 				am, arep, err := l.SubagentMessages(cmd.Context(), id, a, "", jsonl.MessagesOptions{})
 				if err != nil {

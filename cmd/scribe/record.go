@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,7 @@ type recordOpts struct {
 	cwd           string
 	json          bool
 	ack           bool
+	events        bool
 	flushInterval time.Duration
 	lockWait      time.Duration
 }
@@ -71,7 +73,22 @@ a sessionId belong to the session of the lines around them.
 
 At the end it prints what happened: accepted, duplicates skipped, refused by
 which guard, malformed lines with their line numbers (the rest is still
-recorded).`,
+recorded).
+
+--events writes an event stream in the Claude Agent SDK's style on standard
+output, one JSON object a line: each session first announces itself with
+{"type":"system","subtype":"init","session_id":...} (cwd, model, permission
+mode and Claude Code version when the transcript tells them, null otherwise),
+then every accepted entry follows as one event, in order: user and assistant
+rows as the SDK's user and assistant messages, state changes ("scribe-state"
+entries) as system/session_state_changed, anything else as
+{"type":"scribe_entry","entry":...}. Duplicates and refused entries give no
+event. The report then goes to standard error (as JSON with --json), and
+--ack lines become {"type":"scribe_ack","acked_lines":N} events in the stream.
+A session's leading lines outside the chain (a title, a queue operation) wait
+for its first chain row, whose cwd the announcement carries, or for the next
+flush. If standard output cannot be written, record stops, after making
+durable what it accepted.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRecord(cmd, args, o) },
 	}
 	f := c.Flags()
@@ -80,6 +97,7 @@ recorded).`,
 	f.Bool("no-session-persistence", false, "record nothing (the flag guard refuses every entry)")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	f.BoolVar(&o.ack, "ack", false, `after each flush, print {"acked_lines":N} on stdout: the first N input lines are durable`)
+	f.BoolVar(&o.events, "events", false, `write the SDK-style event stream (NDJSON) on stdout; the report goes to stderr`)
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Second, "how often to flush (make durable) what was recorded")
 	f.DurationVar(&o.lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
 	return c
@@ -112,7 +130,16 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 		return err
 	}
 	rep := &recordReport{ConfigDir: rt.host.ConfigDir}
-	out := cmd.OutOrStdout()
+	out, repOut := cmd.OutOrStdout(), cmd.OutOrStdout()
+	// With --events, stdout carries the stream (buffered, written out
+	// whenever the input pauses and at every flush) and nothing else.
+	var stream *core.EventStream
+	var events *bufio.Writer
+	if o.events {
+		events = bufio.NewWriterSize(out, 64<<10)
+		stream = core.NewEventStream(events)
+		repOut = cmd.ErrOrStderr()
+	}
 
 	lines := make(chan input, 1024)
 	readErr := make(chan error, 1)
@@ -126,9 +153,22 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 		if err := rt.pipeline.Flush(fctx); err != nil {
 			return err
 		}
+		if stream != nil {
+			// Sessions still waiting for a chain row are announced, so
+			// every event of the lines acknowledged precedes the ack.
+			if err := stream.Flush(); err != nil {
+				return fmt.Errorf("write events: %w", err)
+			}
+		}
 		if o.ack && submitted > acked {
 			acked = submitted
-			fmt.Fprintf(out, "{\"acked_lines\":%d}\n", acked)
+			if stream == nil {
+				fmt.Fprintf(out, "{\"acked_lines\":%d}\n", acked)
+			} else if err := stream.Write(core.Event{Type: core.EventScribeAck, AckedLines: acked}); err != nil {
+				return fmt.Errorf("write events: %w", err)
+			} else if err := events.Flush(); err != nil {
+				return fmt.Errorf("write events: %w", err)
+			}
 		}
 		return nil
 	}
@@ -146,6 +186,11 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 		}
 		if res.Status == core.Accepted {
 			sessions[in.entry.SessionID] = true
+			if stream != nil {
+				if err := stream.Entry(in.entry); err != nil {
+					return fmt.Errorf("write events: %w", err)
+				}
+			}
 		}
 		return nil
 	}
@@ -183,6 +228,12 @@ loop:
 				break loop
 			}
 			submitted = in.line
+			if events != nil && len(lines) == 0 && events.Buffered() > 0 {
+				if err := events.Flush(); err != nil {
+					runErr = fmt.Errorf("write events: %w", err)
+					break loop
+				}
+			}
 		case <-tick.C:
 			if submitted > acked {
 				if runErr = flush(); runErr != nil {
@@ -202,8 +253,14 @@ loop:
 		log.Error("entry has no sessionId and none came before it; not recorded (use --session)", "file", p.file, "line", p.line)
 	}
 	// Whatever happened, make durable what was accepted.
-	if err := flush(); err != nil {
+	if err := flush(); err != nil && !sameStreamError(stream, runErr, err) {
 		runErr = errors.Join(runErr, err)
+	}
+	if stream != nil && stream.Err() == nil {
+		// flush stops at a pipeline error; the events still go out.
+		if err := stream.Flush(); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("write events: %w", err))
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -229,19 +286,29 @@ loop:
 		rep.Error = runErr.Error()
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
+		enc := json.NewEncoder(repOut)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
 	} else {
-		printRecordReport(out, rep)
+		printRecordReport(repOut, rep)
 	}
 	if runErr != nil {
 		return runErr
 	}
 	return nil
+}
+
+// sameStreamError reports whether err is the event stream's error that
+// runErr already holds (a broken stdout is reported once).
+func sameStreamError(stream *core.EventStream, runErr, err error) bool {
+	if stream == nil || runErr == nil {
+		return false
+	}
+	se := stream.Err()
+	return se != nil && errors.Is(err, se) && errors.Is(runErr, se)
 }
 
 // readInputs parses every line of the files (or stdin) and sends the

@@ -31,6 +31,9 @@ type resumeReport struct {
 	DryRun         bool              `json:"dry_run"`
 	Violations     []core.Violation  `json:"violations"`
 	Conversation   []json.RawMessage `json:"conversation"`
+	// Checkpoint is the checkpoint resumed at (--at); its commit is the
+	// one to check out.
+	Checkpoint *core.Checkpoint `json:"checkpoint,omitempty"`
 }
 
 type missReport struct {
@@ -47,7 +50,7 @@ type repairReport struct {
 func newResumeCmd() *cobra.Command {
 	var (
 		asJSON, check, dryRun bool
-		from                  string
+		from, at              string
 	)
 	c := &cobra.Command{
 		Use:   "resume ID",
@@ -60,7 +63,14 @@ from where you left off."; these repairs go through the pipeline, so they are
 persisted (not with --dry-run). It prints the conversation a host would send to
 the model, the classification, the repairs and the loader that served, with why
 each earlier one missed. --check validates the repaired conversation against the
-model API's rules and fails if it breaks one.`,
+model API's rules and fails if it breaks one.
+
+--at CHECKPOINT (an id, a unique prefix of one, or a label; see scribe
+checkpoints) resumes from the checkpoint's message instead of the session's
+leaf: the conversation as it stood then, even if the session went on or
+branched away since, and the commit to check out. Repairs at a checkpoint hang
+from its message, so persisting them makes it the session's leaf (as continuing
+from there would); --dry-run leaves the session as it is.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cmd)
@@ -92,6 +102,14 @@ model API's rules and fails if it breaks one.`,
 				DryRun:   dryRun,
 				Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
 			}
+			var cp *core.Checkpoint
+			if at != "" {
+				c, err := checkpointOf(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, id, at)
+				if err != nil {
+					return err
+				}
+				cp, opt.UpTo = &c, c.MessageUUID
+			}
 			if from != "" {
 				fid, err := core.ParseID(from)
 				if err != nil {
@@ -121,6 +139,7 @@ model API's rules and fails if it breaks one.`,
 				return err
 			}
 			rep := newResumeReport(id, res, dryRun)
+			rep.Checkpoint = cp
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if err := writeJSON(out, rep); err != nil {
@@ -140,6 +159,7 @@ model API's rules and fails if it breaks one.`,
 	f.BoolVar(&check, "check", false, "validate the repaired conversation against the model API's rules; exit 3 if it breaks one")
 	f.BoolVar(&dryRun, "dry-run", false, "show the repairs without persisting them")
 	f.StringVar(&from, "from", "", "ask only this loader (type/name)")
+	f.StringVar(&at, "at", "", "resume from this checkpoint (id, unique id prefix or label) and print its commit")
 	return c
 }
 
@@ -179,6 +199,10 @@ func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
 	}
 	if rep.Partial {
 		fmt.Fprintln(w, "  PARTIAL: the transcript is incomplete")
+	}
+	if cp := rep.Checkpoint; cp != nil {
+		fmt.Fprintf(w, "at checkpoint %s %q\n", cp.ID, cp.Label)
+		printCheckout(w, *cp)
 	}
 	fmt.Fprintf(w, "classification: %s", rep.Classification)
 	if rep.Reason != "" {

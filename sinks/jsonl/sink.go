@@ -150,6 +150,7 @@ type Sink struct {
 	linesWritten, bytesWritten, writes, fsyncs    atomic.Int64
 	filesCreated, tornSealed, reappends, unrouted atomic.Int64
 	writeErrors, lockWaits                        atomic.Int64
+	eventsSkipped                                 atomic.Int64
 }
 
 var (
@@ -173,6 +174,9 @@ type session struct {
 	lock   *sessionLock
 	main   *file
 	agents map[string]*file
+	// side is the sidecar of scribe's lifecycle records (checkpoint.go);
+	// nil until one arrives or Seed reads it.
+	side *file
 }
 
 // file is one transcript's write queue.
@@ -367,6 +371,12 @@ func (s *Sink) Seed(ctx context.Context, ref core.SessionRef) (core.Seed, error)
 	sc := f.scanned
 	seed := core.Seed{UUIDs: sc.uuids, Metadata: sc.metadata}
 	sc.uuids, sc.metadata = nil, nil // the pipeline keeps them now
+	if ref.AgentID == "" {
+		// The session's lifecycle records dedup against its sidecar.
+		if seed.UUIDs, err = s.seedSide(ss, seed.UUIDs); err != nil {
+			return core.Seed{}, err
+		}
+	}
 	return seed, nil
 }
 
@@ -392,6 +402,12 @@ func (s *Sink) route(ctx context.Context, entries []core.Entry) error {
 	}
 	for i := range entries {
 		e := &entries[i]
+		if e.Type == core.TypeScribeState {
+			// A session event, not a transcript line: Claude Code's
+			// readers must not meet it. Other sinks forward it.
+			s.eventsSkipped.Add(1)
+			continue
+		}
 		if e.SessionID == "" {
 			s.unrouted.Add(1)
 			s.log.Error("entry has no session id; not written", "type", e.Type, "uuid", e.UUID)
@@ -400,6 +416,14 @@ func (s *Sink) route(ctx context.Context, entries []core.Entry) error {
 		ss := s.session(e.SessionID)
 		if err := s.touch(ctx, ss, e.CWD); err != nil {
 			return err
+		}
+		if core.IsLifecycleRecord(e.Type) {
+			// Lifecycle events and checkpoints: the sidecar, never the
+			// transcript (see core/lifecycle.go).
+			if err := s.routeSide(ss, e); err != nil {
+				return err
+			}
+			continue
 		}
 		agent := ""
 		if e.AgentID != "" && (e.IsSidechain || e.IsMetadata()) {
@@ -463,6 +487,9 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 	f.held = nil
 	for _, h := range hl {
 		s.queue(f, h.raw, h.typ)
+	}
+	if f == ss.main {
+		return s.releaseSide(ss)
 	}
 	return nil
 }
@@ -582,10 +609,13 @@ func (s *Sink) drainIO() error {
 }
 
 func (ss *session) files() []*file {
-	out := make([]*file, 0, 1+len(ss.agents))
+	out := make([]*file, 0, 2+len(ss.agents))
 	out = append(out, ss.main)
 	for _, f := range ss.agents {
 		out = append(out, f)
+	}
+	if ss.side != nil {
+		out = append(out, ss.side)
 	}
 	return out
 }
@@ -776,6 +806,7 @@ func (s *Sink) Report() map[string]int64 {
 		"metadata_reappends": s.reappends.Load(),
 		"write_errors":       s.writeErrors.Load(),
 		"unrouted":           s.unrouted.Load(),
+		"events_skipped":     s.eventsSkipped.Load(),
 		"held":               held,
 		"pending_bytes":      pending,
 	}

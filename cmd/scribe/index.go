@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+func newIndexCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "index",
+		Short: "The sessions index: a cache of the listing and of each session's status, rebuilt from the transcripts",
+		Long: `The sessions index (<config dir>/scribe/index/sessions.idx) caches what
+scribe ls shows and each session's lifecycle record (status, timestamps,
+model, tools, last message). It is derived from the transcripts: every listing
+checks each file's size, mtime, ctime and inode against it and reads again
+what changed, so it can be deleted at any time.`,
+	}
+	c.AddCommand(newIndexRebuildCmd(), newIndexExportCmd())
+	return c
+}
+
+// indexRebuildReport is `scribe index rebuild --json`.
+type indexRebuildReport struct {
+	Index    string  `json:"index"`
+	Sessions int     `json:"sessions"`
+	TookMs   float64 `json:"tookMs"`
+	jsonl.IndexStats
+}
+
+func newIndexRebuildCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "rebuild",
+		Short: "Throw the index away and build it again from every transcript",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			var opt jsonl.IndexOptions
+			var prog *indexProgress
+			if f, ok := cmd.ErrOrStderr().(*os.File); ok && indexTTY(f) {
+				prog = &indexProgress{w: f, what: "reading transcripts"}
+				opt.Progress = prog.update
+			}
+			start := time.Now()
+			st, err := l.RebuildIndexWith(cmd.Context(), opt)
+			prog.done()
+			if err != nil {
+				return err
+			}
+			if st.SaveError != "" {
+				return fmt.Errorf("write %s: %s", l.IndexFile(), st.SaveError)
+			}
+			recs, err := l.Sessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rep := indexRebuildReport{Index: l.IndexFile(), Sessions: len(recs),
+				TookMs: float64(time.Since(start).Microseconds()) / 1e3, IndexStats: st}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "indexed %d transcript files (%d sessions listed) into %s in %v\n",
+				st.Files, rep.Sessions, rep.Index, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print what was done as JSON")
+	return c
+}
+
+func newIndexExportCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "export",
+		Short: "Write every session's metadata record in the sessions.json shape (id, name, status, dates, model, tools, ...)",
+		Long: `export writes the sessions index as the sessions.json file some tools expect:
+a JSON array with one SessionMetadata object per listed session (id, name,
+status active|completed|interrupted, createdAt, updatedAt, completedAt,
+projectPath, transcriptPath, metadata.model, metadata.tools,
+metadata.lastMessageId), newest first. It goes to stdout, or with --out to a
+file, replaced atomically.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, cfg, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			// Build (or refresh) the index first, so its problems are
+			// logged before the export.
+			_, st, err := l.ListIndexedWith(cmd.Context(), jsonl.ListOptions{IncludeProgrammatic: true}, jsonl.IndexOptions{})
+			if err != nil {
+				return err
+			}
+			logIndexStats(newLogger(cfg, "scribe.index"), l, st)
+			if out == "" {
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				if err := l.ExportSessionsJSON(w); err != nil {
+					return err
+				}
+				return w.Flush()
+			}
+			return indexWriteAtomic(out, func(w io.Writer) error { return l.ExportSessionsJSON(w) })
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write to this file instead of stdout")
+	return c
+}
+
+// logIndexStats logs what a listing did with the index: a corrupt or
+// unreadable index file as a warning, the rest at debug level.
+func logIndexStats(log hclog.Logger, l jsonl.Layout, st jsonl.IndexStats) {
+	switch {
+	case strings.HasPrefix(st.Discarded, "corrupt"), strings.HasPrefix(st.Discarded, "unreadable"):
+		log.Warn("sessions index discarded and rebuilt from the transcripts", "index", l.IndexFile(), "reason", st.Discarded)
+	case st.Discarded != "":
+		log.Debug("sessions index rebuilt", "index", l.IndexFile(), "reason", st.Discarded)
+	}
+	if st.SaveError != "" {
+		// A read-only config folder is no reason to complain on every
+		// listing: the answer is right, only slower.
+		log.Debug("sessions index not saved; listings stay correct but read changed files again", "index", l.IndexFile(), "error", st.SaveError)
+	}
+	log.Debug("sessions index", "files", st.Files, "hits", st.Hits, "read", st.Misses, "dropped", st.Dropped, "rebuilt", st.Rebuilt, "saved", st.Saved)
+}
+
+// indexWriteAtomic writes path through a temporary file in its folder:
+// fsync, rename, fsync of the folder.
+func indexWriteAtomic(path string, fill func(io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriter(f)
+	if err = fill(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// indexTTY reports whether f is a terminal.
+func indexTTY(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// indexProgress redraws one "what: done/total" line at most every 100 ms.
+type indexProgress struct {
+	w    io.Writer
+	what string
+	mu   sync.Mutex
+	last time.Time
+	n    int
+}
+
+func (p *indexProgress) update(done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if done < total && time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.n++
+	fmt.Fprintf(p.w, "\r\033[K%s: %d/%d", p.what, done, total)
+}
+
+func (p *indexProgress) done() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n > 0 {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// indexLogger is the logger ls uses for index notes.
+func indexLogger(cfg *config.Config) hclog.Logger { return newLogger(cfg, "scribe.index") }

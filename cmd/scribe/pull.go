@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/events"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// pullReport is what `scribe pull` prints (--json prints it as is).
+type pullReport struct {
+	SessionID  string `json:"session_id"`
+	Server     string `json:"server"`
+	Via        string `json:"via"`
+	ProjectDir string `json:"project_dir"`
+	// Entries is the rows written, over all files; Filtered the internal
+	// rows left out (session-owner, data-flow-*, repl-mode, host-row,
+	// hybrid-organization).
+	Entries  int `json:"entries"`
+	Filtered int `json:"filtered"`
+	// Malformed counts rows from the server that are not JSON objects
+	// (skipped).
+	Malformed int        `json:"malformed"`
+	Files     []pullFile `json:"files"`
+	// Backups counts the files whose earlier content was kept as
+	// <file>.bak-<timestamp>.
+	Backups int `json:"backups"`
+	// LocalOnly counts the uuids the replaced files held that the server
+	// does not have: they are in the backups only.
+	LocalOnly int `json:"local_only"`
+	// Untouched lists local transcripts of the session the server has no
+	// rows for; they are left as they are.
+	Untouched []string `json:"untouched"`
+}
+
+type pullFile struct {
+	Path    string `json:"path"`
+	Agent   string `json:"agent,omitempty"`
+	Entries int    `json:"entries"`
+	Bytes   int64  `json:"bytes"`
+	// Status is created, replaced or unchanged.
+	Status string `json:"status"`
+	Backup string `json:"backup,omitempty"`
+}
+
+func newPullCmd() *cobra.Command {
+	var (
+		asJSON   bool
+		from     string
+		cwd      string
+		lockWait time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "pull ID",
+		Short: "Replace the local copy of a session with the server's (main transcript and subagents)",
+		Long: `pull hydrates the local copy of a session from a scribe server, taking the server
+as the authority: it fetches the main transcript and every subagent transcript
+through the History API (GET /v1/code/sessions/{id}/teleport-events), leaves
+out the internal rows Claude Code's own hydration filters (session-owner,
+data-flow-*, repl-mode, host-row, hybrid-organization), and writes each file by
+atomic replace: a temporary file in the same folder, fsync, rename, fsync of the
+folder. A file whose content changes is kept first as <file>.bak-<timestamp>;
+a file already equal to the server's is left alone.
+
+The files go where the session already is, else into the project folder of the
+entries' first cwd (--cwd overrides). Files are 0600 and folders 0700. The
+session's lock is held meanwhile, so a scribe writing the session makes pull
+fail (or wait, with --lock-wait).
+
+The server is the one of --from (a "cloud" loader, or an "events" or "ingress"
+sink), else the first events or ingress sink of pipeline.sinks, the first cloud
+loader of resume.loaders, then the first declared events sink, ingress sink,
+cloud loader. Exit status: 0 done, 1 failed (nothing half-written), 2 for a bad
+configuration or flag.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			dir, err := claudeConfigDir(cfg)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			target, err := findCloudTarget(cfg, from, true)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			layout := jsonl.Layout{ConfigDir: dir}
+			id := strings.ToLower(args[0])
+			if !jsonl.IsSessionID(id) {
+				if id, err = resolveSession(ctx, layout, args[0]); err != nil {
+					return err
+				}
+			}
+			rep, err := runPull(ctx, target, layout, id, cwd, lockWait)
+			if err != nil {
+				if errors.Is(err, core.ErrNotFound) {
+					return &exitError{code: 1, err: err}
+				}
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			printPullReport(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&from, "from", "", `the server's block: a "cloud" loader, or an "events" or "ingress" sink (type/name)`)
+	f.StringVar(&cwd, "cwd", "", "write into this path's project folder (default: where the session is, else its first cwd)")
+	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another process writing the session")
+	return c
+}
+
+// pulledFile is one transcript as the server has it.
+type pulledFile struct {
+	agent   string
+	data    bytes.Buffer
+	entries int
+	uuids   map[string]bool
+}
+
+func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration) (*pullReport, error) {
+	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
+	main := &pulledFile{uuids: map[string]bool{}}
+	agents := map[string]*pulledFile{}
+	var order []string
+	firstCWD := ""
+	var agentCWD string
+	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
+		e, err := core.ParseEntry(ev.Payload)
+		if err != nil {
+			rep.Malformed++
+			return nil
+		}
+		if events.InternalRow(e.Type) {
+			rep.Filtered++
+			return nil
+		}
+		f := main
+		if ev.AgentID != "" {
+			if f = agents[ev.AgentID]; f == nil {
+				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
+				agents[ev.AgentID] = f
+				order = append(order, ev.AgentID)
+			}
+			if agentCWD == "" {
+				agentCWD = e.CWD
+			}
+		} else if firstCWD == "" {
+			firstCWD = e.CWD
+		}
+		f.data.Write(e.Raw)
+		f.data.WriteByte('\n')
+		f.entries++
+		if e.UUID != "" {
+			f.uuids[e.UUID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range order {
+		if !reAgentID.MatchString(a) {
+			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
+		}
+	}
+	if main.entries == 0 && len(order) == 0 {
+		return nil, fmt.Errorf("session %s: the server has no rows for it to write (%d internal rows left out): %w", id, rep.Filtered, core.ErrNotFound)
+	}
+
+	proj, err := layout.FindSession(id, "")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cwd != "":
+		abs, err := filepath.Abs(cwd)
+		if err != nil {
+			return nil, err
+		}
+		proj = layout.ProjectDir(abs)
+	case proj != "":
+	case firstCWD != "":
+		proj = layout.ProjectDir(firstCWD)
+	case agentCWD != "":
+		proj = layout.ProjectDir(agentCWD)
+	default:
+		return nil, &exitError{code: 2, err: fmt.Errorf("session %s: no entry says its cwd, so its project folder is unknown: pass --cwd", id)}
+	}
+	rep.ProjectDir = proj
+
+	unlock, err := lockSession(ctx, layout.LockFile(id), lockWait)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	write := func(path string, f *pulledFile) error {
+		old, _ := os.ReadFile(path)
+		status, backup, err := replaceFile(path, f.data.Bytes(), stamp)
+		if err != nil {
+			return err
+		}
+		if backup != "" {
+			rep.Backups++
+			rep.LocalOnly += localOnly(old, f.uuids)
+		}
+		rep.Entries += f.entries
+		rep.Files = append(rep.Files, pullFile{Path: path, Agent: f.agent, Entries: f.entries,
+			Bytes: int64(f.data.Len()), Status: status, Backup: backup})
+		return nil
+	}
+	// Subagents first: the main file, which makes the session visible,
+	// comes last.
+	for _, a := range order {
+		if err := write(jsonl.AgentFile(proj, id, a), agents[a]); err != nil {
+			return rep, err
+		}
+	}
+	if main.entries > 0 {
+		if err := write(jsonl.MainFile(proj, id), main); err != nil {
+			return rep, err
+		}
+	}
+	local, _ := sessionFiles(proj, id)
+	for _, lf := range local {
+		if (lf.agent == "" && main.entries == 0) || (lf.agent != "" && agents[lf.agent] == nil) {
+			rep.Untouched = append(rep.Untouched, lf.path)
+		}
+	}
+	return rep, nil
+}
+
+// localOnly counts the uuids of old that are not in server.
+func localOnly(old []byte, server map[string]bool) int {
+	n := 0
+	_ = jsonl.EachLine(bytes.NewReader(old), func(line []byte, _ bool) {
+		if e, err := core.ParseEntryOwned(line); err == nil && e.UUID != "" && !server[e.UUID] {
+			n++
+		}
+	})
+	return n
+}
+
+// replaceFile makes path hold data: unchanged when it already does; else a
+// temporary file in the same folder is written, fsynced and renamed over
+// path, and the folder fsynced. What path held before is kept as
+// <path>.bak-<stamp> (a hard link to the old file, or a copy). Folders
+// are made 0700, files 0600.
+func replaceFile(path string, data []byte, stamp string) (status, backup string, err error) {
+	dir := filepath.Dir(path)
+	if err := mkdirAllSync(dir); err != nil {
+		return "", "", err
+	}
+	old, err := os.ReadFile(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", "", err
+	}
+	if exists && bytes.Equal(old, data) {
+		return "unchanged", "", nil
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".pull-*")
+	if err != nil {
+		return "", "", err
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmpName)
+		}
+	}()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o600)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("write %s: %w", tmpName, err)
+	}
+	status = "created"
+	if exists {
+		status = "replaced"
+		backup = path + ".bak-" + stamp
+		for i := 1; ; i++ {
+			if _, serr := os.Lstat(backup); errors.Is(serr, fs.ErrNotExist) {
+				break
+			}
+			backup = path + ".bak-" + stamp + "-" + strconv.Itoa(i)
+		}
+		if lerr := os.Link(path, backup); lerr != nil {
+			if err = writeFileSync(backup, old); err != nil {
+				return "", "", fmt.Errorf("back up %s: %w", path, err)
+			}
+		}
+	}
+	if err = os.Rename(tmpName, path); err != nil {
+		return "", "", fmt.Errorf("replace %s: %w", path, err)
+	}
+	if err = syncDir(dir); err != nil {
+		return "", "", err
+	}
+	return status, backup, nil
+}
+
+// mkdirAllSync makes dir and its missing parents (0700), fsyncing the
+// folder that receives each new one.
+func mkdirAllSync(dir string) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a folder", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAllSync(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// lockSession takes the session's writer lock (the flock the local store
+// takes on <config dir>/scribe/locks/<id>.lock), waiting up to wait.
+func lockSession(ctx context.Context, path string, wait time.Duration) (func(), error) {
+	if err := mkdirAllSync(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("lock folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			holder := "another process"
+			if b, rerr := os.ReadFile(path); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+				holder = "pid " + string(bytes.TrimSpace(b))
+			}
+			f.Close()
+			return nil, fmt.Errorf("%w: held by %s (lock %s; wait with --lock-wait)", jsonl.ErrLocked, holder, path)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		_ = f.Truncate(0)
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+func printPullReport(w io.Writer, r *pullReport) {
+	fmt.Fprintf(w, "pulled session %s from %s (%s) into %s\n", r.SessionID, r.Server, r.Via, r.ProjectDir)
+	fmt.Fprintf(w, "  entries:  %d in %d files (%d internal rows left out)\n", r.Entries, len(r.Files), r.Filtered)
+	for _, f := range r.Files {
+		fmt.Fprintf(w, "  %-9s %s (%d entries, %s)", f.Status, f.Path, f.Entries, humanBytes(f.Bytes))
+		if f.Backup != "" {
+			fmt.Fprintf(w, ", was kept as %s", filepath.Base(f.Backup))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  backups:  %d\n", r.Backups)
+	if r.LocalOnly > 0 {
+		fmt.Fprintf(w, "  warning:  %d entries of the local copy are not on the server; they are only in the backups\n", r.LocalOnly)
+	}
+	for _, u := range r.Untouched {
+		fmt.Fprintf(w, "  left alone (not on the server): %s\n", u)
+	}
+	if r.Malformed > 0 {
+		fmt.Fprintf(w, "  %d rows from the server were not JSON objects (skipped)\n", r.Malformed)
+	}
+}

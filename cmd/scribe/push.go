@@ -1,0 +1,745 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/events"
+	"github.com/e0dc0000/scribe/sinks/ingress"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/sinks/sinkhelper"
+)
+
+// cloudTarget is the server push and pull talk to, and the block that
+// named it.
+type cloudTarget struct {
+	id       core.ID
+	client   *events.Client
+	maxBatch int
+	maxBytes int
+}
+
+// findCloudTarget picks the server: the block named by flag (an "events"
+// or "ingress" sink, or a "cloud" loader), else, in this order, the first
+// events or ingress sink of pipeline.sinks (the one recording mirrors
+// to), the first cloud loader of resume.loaders when preferLoader, the
+// first declared events sink, the first declared ingress sink, and the
+// first declared cloud loader.
+func findCloudTarget(cfg *config.Config, flag string, preferLoader bool) (*cloudTarget, error) {
+	kindOf := map[string]core.Kind{events.Type: core.KindSink, ingress.Type: core.KindSink, events.LoaderType: core.KindLoader}
+	var id core.ID
+	switch {
+	case flag != "":
+		var err error
+		if id, err = core.ParseID(flag); err != nil {
+			return nil, err
+		}
+		if _, ok := kindOf[id.Type]; !ok {
+			return nil, fmt.Errorf("%s: want an %q or %q sink or a %q loader", flag, events.Type, ingress.Type, events.LoaderType)
+		}
+	default:
+		var cands []core.ID
+		for _, s := range cfg.Pipeline.Sinks {
+			if s.Type == events.Type || s.Type == ingress.Type {
+				cands = append(cands, s)
+			}
+		}
+		if preferLoader {
+			for _, l := range cfg.Resume.Loaders {
+				if _, ok := cfg.Lookup(core.KindLoader, l); ok && l.Type == events.LoaderType {
+					cands = append(cands, l)
+				}
+			}
+		}
+		for _, typ := range []string{events.Type, ingress.Type, events.LoaderType} {
+			for _, c := range cfg.Components {
+				if c.ID.Type == typ && c.Kind == kindOf[typ] {
+					cands = append(cands, c.ID)
+				}
+			}
+		}
+		if len(cands) == 0 {
+			return nil, errors.New(`no server configured: declare a sink "events" (or "ingress") block or a loader "cloud" block with base_url and token, or name one with --to/--from`)
+		}
+		id = cands[0]
+	}
+	kind := kindOf[id.Type]
+	comp, ok := cfg.Lookup(kind, id)
+	if !ok {
+		return nil, fmt.Errorf("%s %s is not declared in the configuration", kind, id)
+	}
+	f, err := findFactory(kind, id.Type)
+	if err != nil {
+		return nil, err
+	}
+	c := f.DefaultConfig()
+	if err := comp.Decode(c); err != nil {
+		return nil, err
+	}
+	t := &cloudTarget{id: id, maxBatch: events.DefaultMaxBatch, maxBytes: events.DefaultMaxRequestBytes}
+	var cc sinkhelper.ClientConfig
+	switch c := c.(type) {
+	case *events.Config:
+		cc, t.maxBatch, t.maxBytes = c.ClientConfig, c.MaxBatch, c.MaxRequestBytes
+	case *ingress.Config:
+		cc = c.ClientConfig
+	case *events.LoaderConfig:
+		cc = c.ClientConfig()
+	default:
+		return nil, fmt.Errorf("%s %s: unexpected config type %T", kind, id, c)
+	}
+	if t.client, err = events.ClientFor(cc); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, id, err)
+	}
+	return t, nil
+}
+
+// pushReport is what `scribe push` prints (--json prints it as is).
+type pushReport struct {
+	Server string `json:"server"`
+	Via    string `json:"via"`
+	// Sessions pushed (or tried), and their transcript files.
+	Sessions int `json:"sessions"`
+	Files    int `json:"files"`
+	// EntriesSent counts the entries the server acknowledged: Stored of
+	// them are new, Duplicates it had already (an earlier push, a sink, a
+	// retry after a lost answer).
+	EntriesSent int64 `json:"entries_sent"`
+	Stored      int64 `json:"stored"`
+	Duplicates  int64 `json:"duplicates"`
+	// Bytes is the size of the entries sent; Requests the POSTs made.
+	Bytes    int64 `json:"bytes"`
+	Requests int64 `json:"requests"`
+	// Lines that were not sent: blank, not JSON (malformed), a torn last
+	// line, or refused (by the checks below or by the server).
+	Blank     int64        `json:"blank_lines"`
+	Malformed int64        `json:"malformed"`
+	Torn      int64        `json:"torn"`
+	Refused   int64        `json:"refused"`
+	Refusals  []pushIssue  `json:"refusals"`
+	Errors    []pushIssue  `json:"errors"`
+	Results   []pushResult `json:"results"`
+	// TokenRefused is true when the server refused the token (401/403):
+	// the push stopped there.
+	TokenRefused bool  `json:"token_refused"`
+	ElapsedMS    int64 `json:"elapsed_ms"`
+}
+
+type pushIssue struct {
+	Session string `json:"session"`
+	File    string `json:"file,omitempty"`
+	Line    int64  `json:"line,omitempty"`
+	Error   string `json:"error"`
+}
+
+type pushResult struct {
+	Session     string `json:"session"`
+	ProjectDir  string `json:"project_dir"`
+	Files       int    `json:"files"`
+	EntriesSent int64  `json:"entries_sent"`
+	Stored      int64  `json:"stored"`
+	Duplicates  int64  `json:"duplicates"`
+	Bytes       int64  `json:"bytes"`
+	Error       string `json:"error,omitempty"`
+}
+
+// maxRefusalsListed bounds the refusals listed one by one.
+const maxRefusalsListed = 100
+
+func newPushCmd() *cobra.Command {
+	var (
+		all, asJSON, noProgress bool
+		to                      string
+		batch, workers          int
+	)
+	c := &cobra.Command{
+		Use:   "push [ID... | --all]",
+		Short: "Upload local sessions (with their subagents) to a scribe server; idempotent and resumable",
+		Long: `push uploads existing local sessions, the main transcript and every subagent
+transcript, to a scribe server as batches of POST /v1/code/sessions/{id}/events.
+
+The server is the one of --to (an "events" or "ingress" sink, or a "cloud"
+loader block), else the first events or ingress sink of pipeline.sinks, else the
+first declared events sink, ingress sink, cloud loader: its base_url, token or
+token_file, timeout and retry policy (max_attempts, backoff_min, backoff_max)
+are used; an events block also gives the batch size (max_batch,
+max_request_bytes).
+
+The server stores every entry once: by its uuid, and a line without a uuid by a
+hash of its bytes (as the sinks send it) or, for the second and later copies of
+the same bytes in a file, by a key made of the session, the subagent, the copy's
+number and the bytes. So a push run again, or after an interruption (even kill
+-9 of push or of the server), sends everything again and stores only what is
+missing: the summary counts what was new (stored) and what the server already
+had (duplicates). Each session's lines go in file order; sessions go side by
+side. A torn last line (a writer still busy) is left for the next push.
+
+A progress bar goes to stderr when it is a terminal. Exit status: 0 when
+everything was sent, 1 when a session failed (the others are still pushed),
+2 for a bad configuration or flag.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return &exitError{code: 2, err: errors.New("name the sessions to push, or pass --all (not both)")}
+			}
+			if batch < 0 || workers < 1 {
+				return &exitError{code: 2, err: errors.New("--batch must be at least 0 and --workers at least 1")}
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			dir, err := claudeConfigDir(cfg)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			target, err := findCloudTarget(cfg, to, false)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if batch > 0 {
+				target.maxBatch = batch
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			layout := jsonl.Layout{ConfigDir: dir}
+			var sessions []localSession
+			if all {
+				if sessions, err = allLocalSessions(layout); err != nil {
+					return err
+				}
+			} else {
+				seen := map[string]bool{}
+				for _, a := range args {
+					id, err := resolveSession(ctx, layout, a)
+					if err != nil {
+						return err
+					}
+					if seen[id] {
+						continue
+					}
+					seen[id] = true
+					d, err := layout.FindSession(id, "")
+					if err != nil {
+						return err
+					}
+					if d == "" {
+						return &exitError{code: 1, err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
+					}
+					sessions = append(sessions, localSession{id: id, dir: d})
+				}
+			}
+			var bar *progressBar
+			if !noProgress && isCharDevice(os.Stderr) {
+				bar = newProgressBar(cmd.ErrOrStderr(), "push")
+			}
+			rep := runPush(ctx, target, sessions, workers, bar)
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				printPushReport(cmd.OutOrStdout(), rep)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if rep.TokenRefused {
+				return &exitError{code: 1, err: fmt.Errorf("%s refused the token of %s: nothing more was sent (check token or token_file)", rep.Server, rep.Via)}
+			}
+			if len(rep.Errors) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d of %d sessions were not pushed completely (run push again to finish)", len(rep.Errors), rep.Sessions)}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&all, "all", false, "push every session of the config folder")
+	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	f.StringVar(&to, "to", "", `the server's block: an "events" or "ingress" sink, or a "cloud" loader (type/name)`)
+	f.IntVar(&batch, "batch", 0, "entries per request (default: the events block's max_batch, 500)")
+	f.IntVar(&workers, "workers", 4, "sessions pushed side by side")
+	f.BoolVar(&noProgress, "no-progress", false, "no progress bar, even on a terminal")
+	return c
+}
+
+// localSession is a session found in the config folder.
+type localSession struct {
+	id  string
+	dir string // its project folder
+	// size is the bytes of its transcript files, for the progress bar.
+	size  int64
+	files []sessionFile
+}
+
+// sessionFile is one transcript of a session: its main file (agent "") or
+// a subagent's.
+type sessionFile struct {
+	path  string
+	agent string
+}
+
+// allLocalSessions lists every session of the config folder: each
+// <uuid>.jsonl of a project folder, and each <uuid>/ folder with
+// subagents. A session in two project folders is taken from the first in
+// name order, as FindSession does.
+func allLocalSessions(l jsonl.Layout) ([]localSession, error) {
+	projects, err := os.ReadDir(l.ProjectsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []localSession
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		dir := filepath.Join(l.ProjectsDir(), p.Name())
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			id := e.Name()
+			if e.Type().IsRegular() {
+				var ok bool
+				if id, ok = strings.CutSuffix(id, ".jsonl"); !ok {
+					continue
+				}
+			} else if !e.IsDir() {
+				continue
+			}
+			if !jsonl.IsSessionID(id) {
+				continue
+			}
+			id = strings.ToLower(id)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, localSession{id: id, dir: dir})
+		}
+	}
+	return out, nil
+}
+
+// sessionFiles lists the main file (if any) and the subagent files under
+// <id>/subagents/, depth first in name order, as the SDK lists them.
+func sessionFiles(dir, id string) ([]sessionFile, int64) {
+	var files []sessionFile
+	var size int64
+	main := jsonl.MainFile(dir, id)
+	if fi, err := os.Stat(main); err == nil && fi.Mode().IsRegular() {
+		files = append(files, sessionFile{path: main})
+		size += fi.Size()
+	}
+	var walk func(d string)
+	walk = func(d string) {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			name := e.Name()
+			p := filepath.Join(d, name)
+			switch {
+			case e.Type().IsRegular() && strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl") &&
+				len(name) > len("agent-")+len(".jsonl"):
+				files = append(files, sessionFile{path: p, agent: name[len("agent-") : len(name)-len(".jsonl")]})
+				if fi, err := e.Info(); err == nil {
+					size += fi.Size()
+				}
+			case e.IsDir():
+				walk(p)
+			}
+		}
+	}
+	walk(filepath.Join(dir, id, "subagents"))
+	return files, size
+}
+
+// pusher pushes sessions and sums up.
+type pusher struct {
+	t   *cloudTarget
+	bar *progressBar
+	// abort stops every session once the server refused the token: the
+	// others would be refused too.
+	abort   context.CancelCauseFunc
+	refused atomic.Bool
+
+	mu  sync.Mutex
+	rep *pushReport
+
+	done atomic.Int64 // bytes read, for the progress bar
+}
+
+func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, workers int, bar *progressBar) *pushReport {
+	start := time.Now()
+	rep := &pushReport{Server: t.client.BaseURL, Via: t.id.String(), Sessions: len(sessions),
+		Refusals: []pushIssue{}, Errors: []pushIssue{}, Results: []pushResult{}}
+	var total int64
+	for i := range sessions {
+		s := &sessions[i]
+		s.files, s.size = sessionFiles(s.dir, s.id)
+		total += s.size
+		rep.Files += len(s.files)
+	}
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	p := &pusher{t: t, bar: bar, rep: rep, abort: abort}
+	if bar != nil {
+		bar.start(total, len(sessions), &p.done)
+	}
+	results := make([]pushResult, len(sessions))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, max(len(sessions), 1)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				results[i] = p.session(ctx, sessions[i])
+				if bar != nil {
+					bar.sessionDone()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range sessions {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if bar != nil {
+		bar.finish()
+	}
+	why := "not started: interrupted"
+	if p.refused.Load() {
+		why = "not started: the server refused the token"
+		rep.TokenRefused = true
+	}
+	for i, r := range results {
+		if r.Session == "" {
+			r = pushResult{Session: sessions[i].id, ProjectDir: sessions[i].dir, Error: why}
+		}
+		rep.Results = append(rep.Results, r)
+		if r.Error != "" {
+			rep.Errors = append(rep.Errors, pushIssue{Session: r.Session, Error: r.Error})
+		}
+	}
+	rep.ElapsedMS = time.Since(start).Milliseconds()
+	return rep
+}
+
+var (
+	reEntryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	reAgentID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// session pushes one session's files in order, each in batches.
+func (p *pusher) session(ctx context.Context, s localSession) pushResult {
+	res := pushResult{Session: s.id, ProjectDir: s.dir, Files: len(s.files)}
+	for _, f := range s.files {
+		if err := p.file(ctx, s.id, f, &res); err != nil {
+			if errors.Is(err, sinkhelper.ErrUnauthorized) && p.refused.CompareAndSwap(false, true) {
+				p.abort(err)
+			}
+			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && !errors.Is(err, sinkhelper.ErrUnauthorized) {
+				err = fmt.Errorf("stopped: %w", cause)
+			}
+			res.Error = err.Error()
+			break
+		}
+	}
+	return res
+}
+
+// file pushes one transcript file.
+func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushResult) error {
+	if f.agent != "" && !reAgentID.MatchString(f.agent) {
+		p.refuse(pushIssue{Session: sid, File: f.path, Error: fmt.Sprintf("agent id %q cannot be sent (want 1 to 64 of letters, digits, '-', '_')", f.agent)})
+		return nil
+	}
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	var (
+		batch   []events.Event
+		size    int
+		lineNo  int64
+		sendErr error
+		copies  = map[string]int{}
+	)
+	flush := func() {
+		if len(batch) == 0 || sendErr != nil {
+			return
+		}
+		sendErr = p.post(ctx, sid, f.path, batch, res)
+		batch, size = batch[:0], 0
+	}
+	err = jsonl.EachLine(fh, func(line []byte, terminated bool) {
+		lineNo++
+		p.done.Add(int64(len(line)) + 1)
+		if sendErr != nil {
+			return
+		}
+		if len(strings.TrimSpace(string(line))) == 0 {
+			p.count(func(r *pushReport) { r.Blank++ })
+			return
+		}
+		e, err := core.ParseEntry(line)
+		if err != nil {
+			if terminated {
+				p.count(func(r *pushReport) { r.Malformed++ })
+			} else {
+				// A writer may still be finishing it: the next push
+				// sends it.
+				p.count(func(r *pushReport) { r.Torn++ })
+			}
+			return
+		}
+		if why := checkPushable(&e, sid, f.agent); why != "" {
+			p.refuse(pushIssue{Session: sid, File: f.path, Line: lineNo, Error: why})
+			return
+		}
+		ev := events.Event{Type: e.Type, Payload: e.Raw, AgentID: f.agent}
+		if e.UUID == "" {
+			// The first copy of these bytes goes without a key, so the
+			// server keys it by its hash as it does what the sinks
+			// send; later copies are kept apart by their number.
+			k := f.agent + "\x00" + string(e.Raw)
+			copies[k]++
+			if n := copies[k]; n > 1 {
+				ev.EventID = copyKey(sid, f.agent, n, e.Raw)
+			}
+		}
+		if len(batch) > 0 && (len(batch) >= p.t.maxBatch || size+len(e.Raw) > p.t.maxBytes) {
+			flush()
+			if sendErr != nil {
+				return
+			}
+		}
+		batch = append(batch, ev)
+		size += len(e.Raw)
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.path, err)
+	}
+	flush()
+	if sendErr != nil {
+		return sendErr
+	}
+	return ctx.Err()
+}
+
+// copyKey is the idempotency key of the n-th copy (n >= 2) of a uuid-less
+// line in a session's file of agent.
+func copyKey(sid, agent string, n int, raw []byte) string {
+	h := sha256.New()
+	h.Write([]byte("scribe-push\x00" + strings.ToLower(sid) + "\x00" + agent + "\x00" + strconv.Itoa(n) + "\x00"))
+	h.Write(raw)
+	return "push-" + hex.EncodeToString(h.Sum(nil)[:20])
+}
+
+// checkPushable returns why the server would refuse the entry in a file of
+// session sid and agent ("" if it would not).
+func checkPushable(e *core.Entry, sid, agent string) string {
+	switch {
+	case e.UUID != "" && !reEntryID.MatchString(e.UUID):
+		return fmt.Sprintf("uuid %q cannot be sent (want 1 to 128 of letters, digits, '-', '_')", truncateStr(e.UUID, 80))
+	case e.SessionID != "" && !strings.EqualFold(e.SessionID, sid):
+		return fmt.Sprintf("the entry belongs to session %q, not %s", truncateStr(e.SessionID, 80), sid)
+	case e.Type == "state":
+		return `an entry of type "state" would be taken for a state event`
+	}
+	if own := e.Ref().AgentID; agent != "" && own != "" && own != agent {
+		return fmt.Sprintf("the entry belongs to subagent %q, not %q", truncateStr(own, 80), agent)
+	}
+	return ""
+}
+
+func truncateStr(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// post sends a batch; a batch the server refuses as it is (400, 413, 422)
+// is split until the entry it refuses is alone, which is then reported and
+// skipped.
+func (p *pusher) post(ctx context.Context, sid, file string, batch []events.Event, res *pushResult) error {
+	r, err := p.t.client.PostEvents(ctx, sid, batch)
+	p.count(func(rep *pushReport) { rep.Requests++ })
+	if err == nil {
+		var n int64
+		for i := range batch {
+			n += int64(len(batch[i].Payload))
+		}
+		res.EntriesSent += int64(len(batch))
+		res.Stored += int64(r.Stored)
+		res.Duplicates += int64(r.Duplicates)
+		res.Bytes += n
+		p.count(func(rep *pushReport) {
+			rep.EntriesSent += int64(len(batch))
+			rep.Stored += int64(r.Stored)
+			rep.Duplicates += int64(r.Duplicates)
+			rep.Bytes += n
+		})
+		if p.bar != nil {
+			p.bar.entries(int64(len(batch)))
+		}
+		return nil
+	}
+	var se *sinkhelper.StatusError
+	if errors.As(err, &se) && (se.Code == 400 || se.Code == 413 || se.Code == 422) {
+		if len(batch) > 1 {
+			half := len(batch) / 2
+			if err := p.post(ctx, sid, file, batch[:half], res); err != nil {
+				return err
+			}
+			return p.post(ctx, sid, file, batch[half:], res)
+		}
+		what := "an entry without uuid"
+		if e, perr := core.ParseEntry(batch[0].Payload); perr == nil && e.UUID != "" {
+			what = "entry " + e.UUID
+		}
+		p.refuse(pushIssue{Session: sid, File: file, Error: fmt.Sprintf("the server refused %s: %v", what, err)})
+		return nil
+	}
+	return err
+}
+
+func (p *pusher) count(fn func(*pushReport)) {
+	p.mu.Lock()
+	fn(p.rep)
+	p.mu.Unlock()
+}
+
+func (p *pusher) refuse(is pushIssue) {
+	p.count(func(r *pushReport) {
+		r.Refused++
+		if len(r.Refusals) < maxRefusalsListed {
+			r.Refusals = append(r.Refusals, is)
+		}
+	})
+}
+
+func printPushReport(w io.Writer, r *pushReport) {
+	fmt.Fprintf(w, "pushed %d sessions (%d files) to %s (%s) in %v\n", r.Sessions, r.Files, r.Server, r.Via,
+		(time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Millisecond))
+	fmt.Fprintf(w, "  entries sent:   %d (%s in %d requests)\n", r.EntriesSent, humanBytes(r.Bytes), r.Requests)
+	fmt.Fprintf(w, "  stored:         %d new\n", r.Stored)
+	fmt.Fprintf(w, "  duplicates:     %d (already on the server)\n", r.Duplicates)
+	if r.Malformed > 0 || r.Torn > 0 || r.Blank > 0 {
+		fmt.Fprintf(w, "  not sent:       %d malformed, %d torn last lines, %d blank\n", r.Malformed, r.Torn, r.Blank)
+	}
+	if r.Refused > 0 {
+		fmt.Fprintf(w, "  refused:        %d\n", r.Refused)
+		for _, is := range r.Refusals {
+			loc := is.File
+			if is.Line > 0 {
+				loc += ":" + strconv.FormatInt(is.Line, 10)
+			}
+			fmt.Fprintf(w, "    %s: %s\n", loc, is.Error)
+		}
+	}
+	sort.Slice(r.Errors, func(i, j int) bool { return r.Errors[i].Session < r.Errors[j].Session })
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "  FAILED %s: %s\n", e.Session, e.Error)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Progress bar
+
+// isCharDevice reports whether f is a character device (a terminal).
+func isCharDevice(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws one line, redrawn in place every 100 ms:
+//
+//	push  42% [████████░░░░░░░░░░░░] 1.2 MiB/3.0 MiB  3/10 sessions  1234 entries
+type progressBar struct {
+	w     io.Writer
+	label string
+
+	total, sessions int64
+	read            *atomic.Int64
+	done, sent      atomic.Int64
+	stop            chan struct{}
+	stopped         chan struct{}
+}
+
+func newProgressBar(w io.Writer, label string) *progressBar {
+	return &progressBar{w: w, label: label}
+}
+
+func (b *progressBar) start(total int64, sessions int, read *atomic.Int64) {
+	b.total, b.sessions, b.read = total, int64(sessions), read
+	b.stop, b.stopped = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.stopped)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			b.draw()
+			select {
+			case <-t.C:
+			case <-b.stop:
+				return
+			}
+		}
+	}()
+}
+
+func (b *progressBar) sessionDone()      { b.done.Add(1) }
+func (b *progressBar) entries(n int64)   { b.sent.Add(n) }
+func (b *progressBar) finish()           { close(b.stop); <-b.stopped; b.draw(); fmt.Fprintln(b.w) }
+func (b *progressBar) fraction() float64 { return frac(b.read.Load(), b.total) }
+
+func frac(n, total int64) float64 {
+	if total <= 0 {
+		return 1
+	}
+	return min(float64(n)/float64(total), 1)
+}
+
+func (b *progressBar) draw() {
+	const width = 24
+	f := b.fraction()
+	full := int(f * width)
+	bar := strings.Repeat("█", full) + strings.Repeat("░", width-full)
+	fmt.Fprintf(b.w, "\r%s %3.0f%% [%s] %s/%s  %d/%d sessions  %d entries\x1b[K", b.label, 100*f, bar,
+		humanBytes(min(b.read.Load(), b.total)), humanBytes(b.total), b.done.Load(), b.sessions, b.sent.Load())
+}

@@ -1,0 +1,255 @@
+package jsonl
+
+// The sidecar: scribe's own lifecycle records (core.TypeLifecycle) and
+// checkpoints (core.TypeCheckpoint) of a session, kept beside its
+// transcript instead of in it:
+//
+//	projects/<sanitized cwd>/<sessionId>.jsonl                         Claude Code's transcript
+//	projects/<sanitized cwd>/<sessionId>/scribe-lifecycle.jsonl        the sidecar
+//
+// A lifecycle line in the transcript would change what the SDK's
+// listSessions and the CLI's /resume picker show (see core/lifecycle.go and
+// TestLifecycleInTranscriptChangesTheSDKListing); no reader of Claude Code
+// opens this file, and deleting the session (the SDK's deleteSession, the
+// CLI's retention sweep) removes it with the <sessionId>/ folder.
+//
+// The sink routes these entries here (Sink.route → routeSide). Like the
+// transcript's own metadata, they wait in memory until the session's
+// transcript exists or gets its first user or assistant entry, so a session
+// that never starts leaves no sidecar; then they go through the same write
+// queue, drain, fsync policy, torn-tail sealing and session lock as the
+// transcript. Their uuids seed dedup with the transcript's.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// SidecarName is the sidecar's file name in the session's folder.
+const SidecarName = "scribe-lifecycle.jsonl"
+
+// SidecarFile is a session's sidecar in a project folder.
+func SidecarFile(projectDir, sessionID string) string {
+	return filepath.Join(projectDir, sessionID, SidecarName)
+}
+
+// sideFor returns the session's sidecar queue, scanning the file the first
+// time the session's folder is known. Called with s.mu held.
+func (s *Sink) sideFor(ss *session) (*file, error) {
+	if ss.side == nil {
+		ss.side = &file{sess: ss, latest: make([][]byte, len(reappendTypes)), latestEnd: make([]int64, len(reappendTypes))}
+	}
+	f := ss.side
+	if f.scanned == nil && ss.dir != "" {
+		f.path = SidecarFile(ss.dir, ss.id)
+		sc, err := scanFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		f.adopt(sc)
+	}
+	return f, nil
+}
+
+// routeSide queues a lifecycle record on the session's sidecar, or holds it
+// until the transcript materializes. Called with s.mu held, after touch.
+func (s *Sink) routeSide(ss *session, e *core.Entry) error {
+	main, err := s.fileFor(ss, "")
+	if err != nil {
+		return err
+	}
+	side, err := s.sideFor(ss)
+	if err != nil {
+		return err
+	}
+	if !main.materialized {
+		side.held = append(side.held, held{raw: bytes.Clone(e.Raw), typ: e.Type})
+		return nil
+	}
+	s.queue(side, e.Raw, e.Type)
+	return nil
+}
+
+// releaseSide queues what the sidecar held, once the transcript has
+// materialized. Called with s.mu held.
+func (s *Sink) releaseSide(ss *session) error {
+	if ss.side == nil || len(ss.side.held) == 0 {
+		return nil
+	}
+	side, err := s.sideFor(ss)
+	if err != nil {
+		return err
+	}
+	hl := side.held
+	side.held = nil
+	for _, h := range hl {
+		s.queue(side, h.raw, h.typ)
+	}
+	return nil
+}
+
+// seedSide adds the uuids of the session's sidecar to uuids. Called with
+// s.mu held, once the session's folder is known.
+func (s *Sink) seedSide(ss *session, uuids []string) ([]string, error) {
+	side, err := s.sideFor(ss)
+	if err != nil {
+		return nil, err
+	}
+	if sc := side.scanned; sc != nil {
+		uuids = append(uuids, sc.uuids...)
+		sc.uuids, sc.metadata = nil, nil
+	}
+	return uuids, nil
+}
+
+// SidecarRecords returns the lines of a session's sidecar (lifecycle events and
+// checkpoints) in file order, with what was skipped. The session is found
+// as Messages finds it (dir "" searches every project folder); a session
+// without a sidecar has no records.
+func (l Layout) SidecarRecords(ctx context.Context, sessionID, dir string) ([]core.Entry, ReadReport, error) {
+	path, err := l.sidecarPath(ctx, sessionID, dir)
+	if err != nil || path == "" {
+		return nil, ReadReport{}, err
+	}
+	entries, rep, err := ReadFile(path, ReadOptions{NoPrecompactSkip: true})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ReadReport{}, nil
+	}
+	return entries, rep, err
+}
+
+// sidecarPath is the sidecar beside the session's transcript ("" when the
+// session has only an empty transcript).
+func (l Layout) sidecarPath(ctx context.Context, sessionID, dir string) (string, error) {
+	main, empty, err := l.findMain(ctx, sessionID, dir)
+	if err != nil {
+		return "", err
+	}
+	if empty || main == "" {
+		return "", nil
+	}
+	return SidecarFile(filepath.Dir(main), sessionID), nil
+}
+
+// Lifecycle returns a session's lifecycle events in the order they were
+// recorded. Lines that do not parse are skipped.
+func (l Layout) Lifecycle(ctx context.Context, sessionID, dir string) ([]core.Lifecycle, error) {
+	entries, _, err := l.SidecarRecords(ctx, sessionID, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []core.Lifecycle
+	for i := range entries {
+		if entries[i].Type != core.TypeLifecycle {
+			continue
+		}
+		if lc, err := core.ParseLifecycle(&entries[i]); err == nil {
+			out = append(out, lc)
+		}
+	}
+	return out, nil
+}
+
+// Checkpoints returns a session's checkpoints in the order they were taken
+// (a checkpoint recorded twice counts once). Lines that do not parse are
+// skipped.
+func (l Layout) Checkpoints(ctx context.Context, sessionID, dir string) ([]core.Checkpoint, error) {
+	entries, _, err := l.SidecarRecords(ctx, sessionID, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []core.Checkpoint
+	seen := map[string]bool{}
+	for i := range entries {
+		if entries[i].Type != core.TypeCheckpoint {
+			continue
+		}
+		c, err := core.ParseCheckpoint(&entries[i])
+		if err != nil || seen[c.ID] {
+			continue
+		}
+		seen[c.ID] = true
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CheckpointAtLeaf builds a checkpoint of a session as it stands: after the
+// leaf of its conversation (as getSessionMessages rebuilds it), with the
+// commit checked out in the session's cwd (the cwd of the conversation's
+// last row that has one) when that is a git repository. It writes nothing:
+// submit the entry (or use AppendCheckpoint). A writer should hold the
+// session's lock while it reads, so the leaf is still the leaf when the
+// checkpoint is written.
+func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label string, at time.Time) (core.Checkpoint, core.Entry, error) {
+	path, _, err := l.findMain(ctx, sessionID, dir)
+	if err != nil {
+		return core.Checkpoint{}, core.Entry{}, err
+	}
+	if path == "" {
+		return core.Checkpoint{}, core.Entry{}, fmt.Errorf("checkpoint: session %s has no conversation", sessionID)
+	}
+	entries, _, err := ReadFile(path, ReadOptions{})
+	if err != nil {
+		return core.Checkpoint{}, core.Entry{}, err
+	}
+	ch := core.BuildChain(entries, core.ChainOptions{})
+	if ch.Leaf == "" {
+		return core.Checkpoint{}, core.Entry{}, fmt.Errorf("checkpoint: session %s has no conversation in %s", sessionID, path)
+	}
+	cwd := ""
+	for i := len(ch.Entries) - 1; i >= 0 && cwd == ""; i-- {
+		cwd = ch.Entries[i].CWD
+	}
+	commit, err := core.GitHead(ctx, cwd)
+	if err != nil {
+		return core.Checkpoint{}, core.Entry{}, err
+	}
+	cp, e, err := core.NewCheckpoint(core.Checkpoint{
+		SessionID: sessionID, Label: label, Commit: commit, MessageUUID: ch.Leaf, CWD: cwd,
+	}, at)
+	if err != nil {
+		return cp, e, err
+	}
+	e.CWD = cwd
+	return cp, e, nil
+}
+
+// AppendCheckpoint takes a checkpoint of a session now, for a host without
+// a pipeline: it takes the session's lock as a writer does (waiting up to
+// lockWait for another writer), builds the checkpoint after the current
+// leaf (CheckpointAtLeaf), appends it to the sidecar through a sink, syncs
+// it and releases the lock.
+func (l Layout) AppendCheckpoint(ctx context.Context, sessionID, label string, lockWait time.Duration) (cp core.Checkpoint, err error) {
+	s, err := New(Options{ConfigDir: l.ConfigDir, LockWait: lockWait, Fsync: FsyncBatch})
+	if err != nil {
+		return cp, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return cp, err
+	}
+	defer func() {
+		if serr := s.Shutdown(context.WithoutCancel(ctx)); err == nil && serr != nil {
+			err = serr
+		}
+	}()
+	// Seed takes the session's lock before the leaf is read.
+	if _, err := s.Seed(ctx, core.SessionRef{SessionID: sessionID}); err != nil {
+		return cp, fmt.Errorf("checkpoint: %w", err)
+	}
+	cp, e, err := l.CheckpointAtLeaf(ctx, sessionID, "", label, time.Time{})
+	if err != nil {
+		return cp, err
+	}
+	if err := s.Write(ctx, []core.Entry{e}); err != nil {
+		return cp, err
+	}
+	return cp, s.Flush(ctx)
+}
