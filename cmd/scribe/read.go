@@ -152,6 +152,7 @@ func listSessions(ctx context.Context, l jsonl.Layout, cfg *config.Config, opt j
 	)
 	switch {
 	case noIndex:
+		opt.SkipLastEntryTail = !needRecs
 		if infos, err = l.List(ctx, opt); err == nil && needRecs {
 			recs, err = l.Records(ctx, infos)
 		}

@@ -108,6 +108,9 @@ type ListOptions struct {
 	Limit, Offset       int    // 0 = no limit / no offset
 	IncludeWorktrees    bool   // SDK default true: add the folders of the repo's other git worktrees
 	IncludeProgrammatic bool   // SDK default true: keep SDK-started and daemon sessions
+	// SkipLastEntryTail leaves SessionInfo.LastEntryTail nil, for callers
+	// that only print the SDK's fields.
+	SkipLastEntryTail bool
 }
 
 // ---------------------------------------------------------------------------
@@ -150,7 +153,9 @@ func (l Layout) List(ctx context.Context, opt ListOptions) ([]SessionInfo, error
 		res := make([]SessionInfo, len(cands))
 		ok := make([]bool, len(cands))
 		liteParallel(ctx, len(cands), func(w *liteWorker, i int) {
+			w.noTail = opt.SkipLastEntryTail
 			res[i], ok[i] = w.process(&cands[i], opt.IncludeProgrammatic, &cw)
+			w.noTail = false
 		})
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -222,7 +227,9 @@ func (l Layout) List(ctx context.Context, opt ListOptions) ([]SessionInfo, error
 		res := make([]SessionInfo, end-start)
 		ok := make([]bool, end-start)
 		liteParallel(ctx, end-start, func(w *liteWorker, i int) {
+			w.noTail = opt.SkipLastEntryTail
 			res[i], ok[i] = w.process(&live[start+i], opt.IncludeProgrammatic, &cw)
+			w.noTail = false
 		})
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -615,10 +622,11 @@ type liteWin struct {
 
 // liteWorker holds one goroutine's buffers.
 type liteWorker struct {
-	buf  []byte // head window, then tail window
-	side []byte
-	tix  liteIdx // the tail window's keys
-	hix  liteIdx // the head window's title keys
+	noTail bool   // leave SessionInfo.LastEntryTail nil
+	buf    []byte // head window, then tail window
+	side   []byte
+	tix    liteIdx // the tail window's keys
+	hix    liteIdx // the head window's title keys
 	// The tail's relocatedCwd as the last derive found it, reused by the
 	// collision filter.
 	recCwd   string
@@ -843,7 +851,9 @@ func (w *liteWorker) derive(id, path string, win *liteWin, projectPath string, t
 		info.Archived = w.archived(filepath.Join(dir, id, "archived.json"), win)
 	}
 	info.Entrypoint, info.SessionKind = w.programmaticFields(win)
-	info.LastEntryTail = tix.lastEntry()
+	if !w.noTail {
+		info.LastEntryTail = tix.lastEntry()
+	}
 	return info, true
 }
 
