@@ -191,6 +191,12 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 					return fmt.Errorf("write events: %w", err)
 				}
 			}
+			if in.entry.Subtype == "compact_boundary" {
+				// The compaction goes to the session's lifecycle records too.
+				if _, err := rt.pipeline.SubmitLifecycle(ctx, compactionMeta(in.entry), compactionOf(in.entry)); err != nil {
+					log.Warn("could not record the compaction in the session's lifecycle", "uuid", in.entry.UUID, "error", err)
+				}
+			}
 		}
 		return nil
 	}
@@ -413,4 +419,30 @@ func printRecordReport(w io.Writer, r *recordReport) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
+}
+
+// compactionOf describes a compact_boundary row as a lifecycle event.
+func compactionOf(e core.Entry) core.Compaction {
+	var row struct {
+		CompactMetadata struct {
+			Trigger    string `json:"trigger"`
+			PreTokens  int64  `json:"preTokens"`
+			PostTokens int64  `json:"postTokens"`
+		} `json:"compactMetadata"`
+	}
+	_ = json.Unmarshal(e.Raw, &row)
+	m := row.CompactMetadata
+	return core.Compaction{Trigger: m.Trigger, PreTokens: m.PreTokens, PostTokens: m.PostTokens, BoundaryUUID: e.UUID}
+}
+
+// compactionMeta stamps the compaction with the boundary's own time, so
+// recording the same input again derives the same uuid (dedup).
+func compactionMeta(e core.Entry) core.LifecycleMeta {
+	m := core.LifecycleMeta{SessionID: e.SessionID, CWD: e.CWD}
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		m.At = t
+	} else {
+		m.At = time.Unix(0, 0)
+	}
+	return m
 }

@@ -138,6 +138,11 @@ from there would); --dry-run leaves the session as it is.`,
 				}
 				return err
 			}
+			if p != nil {
+				if err := recordResumed(ctx, p, id, res, cp); err != nil {
+					log.Warn("could not record the resume in the session's lifecycle", "error", err)
+				}
+			}
 			rep := newResumeReport(id, res, dryRun)
 			rep.Checkpoint = cp
 			out := cmd.OutOrStdout()
@@ -245,4 +250,32 @@ func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// recordResumed adds the resume, and the interruption it found, to the
+// session's lifecycle records (the sidecar beside the transcript).
+func recordResumed(ctx context.Context, p *core.Pipeline, id string, res *core.ResumeResult, cp *core.Checkpoint) error {
+	var cwd, leaf string
+	for i := len(res.Conversation) - 1; i >= 0; i-- {
+		if cwd == "" {
+			cwd = res.Conversation[i].CWD
+		}
+		if leaf == "" && res.Conversation[i].UUID != "" {
+			leaf = res.Conversation[i].UUID
+		}
+	}
+	meta := core.LifecycleMeta{SessionID: id, CWD: cwd}
+	if res.Recovery.Class != core.InterruptionNone {
+		if _, err := p.SubmitLifecycle(ctx, meta, core.TurnInterrupted{Kind: res.Recovery.Class, LeafUUID: res.Chain.Leaf, Detail: res.Recovery.Reason}); err != nil {
+			return err
+		}
+	}
+	ev := core.SessionResumed{From: res.Served.String(), LeafUUID: leaf, Classification: res.Recovery.Class, Repairs: len(res.Recovery.Repairs)}
+	if cp != nil {
+		ev.Checkpoint, ev.Commit = cp.ID, cp.Commit
+	}
+	if _, err := p.SubmitLifecycle(ctx, meta, ev); err != nil {
+		return err
+	}
+	return p.Flush(ctx)
 }

@@ -193,3 +193,35 @@ func TestResumeNothingAnywhereIsAClearError(t *testing.T) {
 		t.Fatalf("metadata-only session: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// Resume and record note what happened in the session's lifecycle records
+// (the sidecar), never in the transcript.
+func TestLifecycleRecordsOfResumeAndCompaction(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSession(t, dir, row("user", "u-1", "", userText("list files")), row("assistant", "a-1", "u-1", assistantTools("toolu_1")))
+	if _, stderr, code := resume(t, dir); code != 0 {
+		t.Fatalf("resume: %d %s", code, stderr)
+	}
+	side := filepath.Join(strings.TrimSuffix(path, ".jsonl"), "scribe-lifecycle.jsonl")
+	data, err := os.ReadFile(side)
+	if err != nil || !strings.Contains(string(data), `"event":"interrupted_turn"`) || !strings.Contains(string(data), `"event":"resumed"`) {
+		t.Fatalf("lifecycle sidecar after resume: %v\n%s", err, data)
+	}
+	if tr, _ := os.ReadFile(path); strings.Contains(string(tr), "scribe-lifecycle") {
+		t.Fatal("a lifecycle record landed in the transcript")
+	}
+
+	// Recording a compaction adds one compaction record, once.
+	other := t.TempDir()
+	boundary := `{"parentUuid":null,"logicalParentUuid":"a-0","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-10T12:00:00.000Z","uuid":"b-1","level":"info","compactMetadata":{"trigger":"auto","preTokens":1000},"userType":"external","cwd":"/home/alice/src/shop","sessionId":"` + resumeSession + `"}`
+	in := strings.Join([]string{row("user", "u-0", "", userText("old")), boundary, row("user", "u-1", "b-1", userText("go on"))}, "\n") + "\n"
+	for range 2 {
+		if r, _, code := runRecord(t, nil, in, "--config-dir", other); code != 0 {
+			t.Fatalf("record: %d %+v", code, r)
+		}
+	}
+	data, err = os.ReadFile(filepath.Join(other, "projects", "-home-alice-src-shop", resumeSession, "scribe-lifecycle.jsonl"))
+	if err != nil || strings.Count(string(data), `"event":"compaction"`) != 1 || !strings.Contains(string(data), `"trigger":"auto"`) {
+		t.Fatalf("compaction records: %v\n%s", err, data)
+	}
+}
