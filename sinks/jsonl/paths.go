@@ -38,27 +38,19 @@ const (
 // a name over 200 characters keeps its first 200 and gets '-' plus the
 // base-36 Java string hash of the original path.
 func SanitizePath(p string) string {
-	units := utf16.Encode([]rune(p))
-	out := make([]byte, len(units))
-	for i, u := range units {
-		if (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') {
-			out[i] = byte(u)
-		} else {
-			out[i] = '-'
-		}
-	}
+	out := sanitizeFull(p)
 	if len(out) <= maxProjectName {
-		return string(out)
+		return out
 	}
 	var h int32
-	for _, u := range units {
+	for _, u := range utf16.Encode([]rune(p)) {
 		h = h*31 + int32(u)
 	}
 	abs := int64(h)
 	if abs < 0 {
 		abs = -abs
 	}
-	return string(out[:maxProjectName]) + "-" + strconv.FormatInt(abs, 36)
+	return out[:maxProjectName] + "-" + strconv.FormatInt(abs, 36)
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)

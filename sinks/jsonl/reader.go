@@ -12,10 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 	"unicode/utf16"
 
 	"github.com/e0dc0000/scribe/core"
@@ -481,8 +479,8 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 			if path != "" || empty || !errors.Is(err, core.ErrNotFound) {
 				return
 			}
-			real := rdRealpath(dir)
-			for _, wt := range rdGitWorktrees(ctx, real) {
+			real := liteRealpath(dir)
+			for _, wt := range liteGitWorktrees(ctx, real) {
 				if wt == real {
 					continue
 				}
@@ -528,7 +526,7 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 // cut at 200 characters, other folders with the same prefix whose sessions
 // record that path.
 func (l Layout) projectDirs(dir string) []string {
-	p := rdRealpath(dir)
+	p := liteRealpath(dir)
 	var out []string
 	exact := l.ProjectDir(p)
 	if fi, err := os.Stat(exact); err == nil && fi.IsDir() {
@@ -553,46 +551,6 @@ func (l Layout) projectDirs(dir string) []string {
 		}
 	}
 	return out
-}
-
-// rdRealpath is fs.realpath: the absolute path with links resolved, or the
-// path as given when that fails.
-func rdRealpath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	r, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return p
-	}
-	return r
-}
-
-// rdGitWorktrees lists the worktrees of the repository at dir as the SDK
-// does (git worktree list --porcelain, hooks and fsmonitor off, 5 s
-// limit); none without git or outside a repository.
-func rdGitWorktrees(ctx context.Context, dir string) []string {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, git, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=",
-		"worktree", "list", "--porcelain")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		return nil
-	}
-	var trees []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if p, ok := strings.CutPrefix(line, "worktree "); ok {
-			trees = append(trees, p)
-		}
-	}
-	return trees
 }
 
 // sanitizeFull is the project-name rule without the length cut.

@@ -1400,7 +1400,7 @@ func TestMessagesFindsWorktreeAndLongPathSessions(t *testing.T) {
 		run(repo, "commit", "-q", "--allow-empty", "-m", "x")
 		run(repo, "worktree", "add", "-q", wt)
 		id := "77777777-7777-4777-8777-777777777777"
-		writeFile(t, MainFile(l.ProjectDir(rdRealpath(wt)), id), []byte(conv))
+		writeFile(t, MainFile(l.ProjectDir(liteRealpath(wt)), id), []byte(conv))
 		want := p.Messages(t, cfg, id, repo, false)
 		got, _ := messagesOrEmpty(t, l, id, repo, MessagesOptions{})
 		if len(want) != 2 {
