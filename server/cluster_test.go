@@ -150,12 +150,17 @@ func (p *pushClient) postBatch(session string, entries [][]byte) error {
 // through either server.
 func clusterPush(t *testing.T, perSession int, budget time.Duration, steps ...chaos) {
 	cl := startCluster(t, 3)
-	nodes := cl.nodes
-	cfg := func(node *natsserver.Server) Config {
-		return Config{Listen: "127.0.0.1:0", NatsURL: node.ClientURL(), Replicas: 3, DuplicateWindow: "1s", Tokens: testTokens()}
+	twoWriters(t, cl, cl.nodes[1].ClientURL(), cl.nodes[2].ClientURL(), 3, perSession, budget, steps...)
+}
+
+// twoWriters is clusterPush with scribe servers on NATS urlA and urlB
+// (steps act on cl).
+func twoWriters(t *testing.T, cl *cluster, urlA, urlB string, replicas, perSession int, budget time.Duration, steps ...chaos) {
+	cfg := func(url string) Config {
+		return Config{Listen: "127.0.0.1:0", NatsURL: url, Replicas: replicas, DuplicateWindow: "1s", Tokens: testTokens()}
 	}
-	a := startServer(t, cfg(nodes[1]))
-	b := startServer(t, cfg(nodes[2]))
+	a := startServer(t, cfg(urlA))
+	b := startServer(t, cfg(urlB))
 	deadline := time.Now().Add(budget)
 	pa := &pushClient{client: newClient(t, a, tokACME), deadline: deadline}
 	pb := &pushClient{client: newClient(t, b, tokACME), deadline: deadline}
@@ -305,6 +310,23 @@ func (p *pushClient) teleportTry(session string) ([]teleportItem, error) {
 		}
 		cursor = *page.NextCursor
 	}
+}
+
+// TestStandaloneTwoWriters is clusterPush on one standalone nats-server,
+// where a request is published as a run, which the other writer may
+// overtake.
+func TestStandaloneTwoWriters(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(20 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	twoWriters(t, nil, ns.ClientURL(), ns.ClientURL(), 1, 300, 60*time.Second)
 }
 
 // TestCluster is the small version, part of every run; TestClusterSoak

@@ -52,7 +52,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -257,7 +256,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 			"request body of %d bytes is over the limit of %d bytes", r.ContentLength, limit)
 		return nil, false
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	buf := bytes.NewBuffer(make([]byte, 0, max(min(r.ContentLength, limit), 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	b := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -271,11 +272,27 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return b, true
 }
 
+// isToken reports whether s is 1 to max of letters, digits, '-' and '_'
+// (reAgent with max 64, reEntryID with 128, without a regexp: this runs
+// for every entry).
+func isToken(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // parseEntry checks one entry of session and returns its item. agent is a
 // subagent named by the request (an event's agent_id), "" if none.
 func parseEntry(raw []byte, session, agent, key string) (item, error) {
 	raw = bytes.TrimSpace(raw)
-	if bytes.ContainsAny(raw, "\r\n") {
+	if bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
 		// Pretty-printed: a stored entry is one line.
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
@@ -283,11 +300,13 @@ func parseEntry(raw []byte, session, agent, key string) (item, error) {
 		}
 		raw = buf.Bytes()
 	}
-	e, err := core.ParseEntry(raw)
+	// raw is the request's (or a copy of it), not reused: the entry may
+	// keep it.
+	e, err := core.ParseEntryOwned(raw)
 	if err != nil {
 		return item{}, fmt.Errorf("the entry is not a JSON object: %v", err)
 	}
-	if e.UUID != "" && !reEntryID.MatchString(e.UUID) {
+	if e.UUID != "" && !isToken(e.UUID, 128) {
 		return item{}, fmt.Errorf("entry uuid %q: want 1 to 128 of letters, digits, '-' and '_'", truncate(e.UUID, 100))
 	}
 	if e.SessionID != "" && !strings.EqualFold(e.SessionID, session) {
@@ -300,10 +319,10 @@ func parseEntry(raw []byte, session, agent, key string) (item, error) {
 	case agent == "":
 		agent = own
 	}
-	if agent != "" && !reAgent.MatchString(agent) {
+	if agent != "" && !isToken(agent, 64) {
 		return item{}, fmt.Errorf("agent id %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(agent, 100))
 	}
-	if key != "" && e.UUID == "" && !reEntryID.MatchString(key) {
+	if key != "" && e.UUID == "" && !isToken(key, 128) {
 		return item{}, fmt.Errorf("idempotency key %q: want 1 to 128 of letters, digits, '-' and '_'", truncate(key, 100))
 	}
 	if e.UUID != "" {
@@ -554,6 +573,16 @@ type step struct {
 // parseEvents parses a batch body.
 func parseEvents(body []byte, session string) ([]step, error) {
 	body = bytes.TrimSpace(body)
+	if steps, ok := parseEventsFast(body, session); ok {
+		return steps, nil
+	}
+	// Anything the fast parser does not take (an error, an unusual shape)
+	// is parsed again with encoding/json, which also words the error.
+	return parseEventsJSON(body, session)
+}
+
+// parseEventsJSON is parseEvents with encoding/json, for a trimmed body.
+func parseEventsJSON(body []byte, session string) ([]step, error) {
 	var raws []json.RawMessage
 	switch {
 	case len(body) > 0 && body[0] == '[':
@@ -583,36 +612,44 @@ func parseEvents(body []byte, session string) ([]step, error) {
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("events[%d]: not an object: %v", i, err)
 		}
-		hasPayload := len(ev.Payload) > 0 && !bytes.Equal(bytes.TrimSpace(ev.Payload), []byte("null"))
-		if ev.Type == "state" {
-			st := ev.State
-			if st == "" && hasPayload {
-				var p struct {
-					State string `json:"state"`
-				}
-				_ = json.Unmarshal(ev.Payload, &p)
-				st = p.State
-			}
-			if !core.State(st).Valid() {
-				return nil, fmt.Errorf("events[%d]: state %q: want idle, running or requires_action", i, truncate(st, 50))
-			}
-			steps = append(steps, step{state: st})
-			continue
-		}
-		entry, agent, key := []byte(raw), "", ""
-		if hasPayload {
-			entry, agent, key = ev.Payload, ev.AgentID, ev.EventID
-			if agent != "" && !reAgent.MatchString(agent) {
-				return nil, fmt.Errorf("events[%d]: agent_id %q: want 1 to 64 of letters, digits, '-' and '_'", i, truncate(agent, 100))
-			}
-		}
-		it, err := parseEntry(entry, session, agent, key)
+		st, err := eventStep(i, raw, &ev, session)
 		if err != nil {
-			return nil, fmt.Errorf("events[%d]: %v", i, err)
+			return nil, err
 		}
-		steps = append(steps, step{it: it})
+		steps = append(steps, st)
 	}
 	return steps, nil
+}
+
+// eventStep turns events[i] (raw, decoded into ev) into a step.
+func eventStep(i int, raw []byte, ev *event, session string) (step, error) {
+	hasPayload := len(ev.Payload) > 0 && !bytes.Equal(bytes.TrimSpace(ev.Payload), []byte("null"))
+	if ev.Type == "state" {
+		st := ev.State
+		if st == "" && hasPayload {
+			var p struct {
+				State string `json:"state"`
+			}
+			_ = json.Unmarshal(ev.Payload, &p)
+			st = p.State
+		}
+		if !core.State(st).Valid() {
+			return step{}, fmt.Errorf("events[%d]: state %q: want idle, running or requires_action", i, truncate(st, 50))
+		}
+		return step{state: st}, nil
+	}
+	entry, agent, key := raw, "", ""
+	if hasPayload {
+		entry, agent, key = ev.Payload, ev.AgentID, ev.EventID
+		if agent != "" && !isToken(agent, 64) {
+			return step{}, fmt.Errorf("events[%d]: agent_id %q: want 1 to 64 of letters, digits, '-' and '_'", i, truncate(agent, 100))
+		}
+	}
+	it, err := parseEntry(entry, session, agent, key)
+	if err != nil {
+		return step{}, fmt.Errorf("events[%d]: %v", i, err)
+	}
+	return step{it: it}, nil
 }
 
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request, req request) {

@@ -53,10 +53,10 @@ func embeddedPayload(maxBody int64) int32 {
 	return int32(p)
 }
 
-// connect opens the NATS connection: in-process to ns, or to url.
-func connect(ns *natsserver.Server, url, creds string, log hclog.Logger) (*nats.Conn, error) {
+// connect opens a NATS connection named name: in-process to ns, or to url.
+func connect(ns *natsserver.Server, url, creds, name string, log hclog.Logger) (*nats.Conn, error) {
 	opts := []nats.Option{
-		nats.Name("scribe serve"),
+		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, 250*time.Millisecond),

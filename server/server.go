@@ -32,6 +32,7 @@ type Server struct {
 	lock     *dataLock
 	ns       *natsserver.Server
 	nc       *nats.Conn
+	ncPub    *nats.Conn // publishes to the entries' stream (see openStore)
 	st       *store
 	ln       net.Listener
 	httpSrv  *http.Server
@@ -117,11 +118,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	s.nc, err = connect(s.ns, s.cfg.NatsURL, s.cfg.NatsCreds, s.log.Named("nats"))
+	s.nc, err = connect(s.ns, s.cfg.NatsURL, s.cfg.NatsCreds, "scribe serve", s.log.Named("nats"))
 	if err != nil {
 		return err
 	}
-	s.st, err = openStore(ctx, s.nc, storeOptions{
+	s.ncPub, err = connect(s.ns, s.cfg.NatsURL, s.cfg.NatsCreds, "scribe serve (entries)", s.log.Named("nats"))
+	if err != nil {
+		return err
+	}
+	s.st, err = openStore(ctx, s.nc, s.ncPub, storeOptions{
 		Replicas:        s.cfg.Replicas,
 		DuplicateWindow: s.window,
 		Logger:          s.log.Named("store"),
@@ -202,6 +207,10 @@ func (s *Server) closeBackend() {
 	if s.nc != nil {
 		s.nc.Close()
 		s.nc = nil
+	}
+	if s.ncPub != nil {
+		s.ncPub.Close()
+		s.ncPub = nil
 	}
 	if s.ns != nil {
 		s.ns.Shutdown()

@@ -7,7 +7,8 @@ package server
 //   └── scribe.<tenant>.<session>.a.<agent>      a subagent's sidechain entries
 //        every message: data   = the entry, byte for byte (one JSON line)
 //                       header Scribe-Id   = the entry's id key (below)
-//                       header Nats-Msg-Id = <tenant>.<session>.<id key>
+//                       header Nats-Msg-Id = <tenant>.<session>.<id key>, or
+//                              <run id>.<n> for a message of a run (below)
 //
 //   KV SCRIBE_SESSIONS (R = replicas, history 1)
 //   └── <tenant>.<session> → {last_seq, last_uuid, count, main_last_seq,
@@ -35,25 +36,77 @@ package server
 //  2. meta.last_seq = L means every message of the session with a sequence
 //     <= L has its marker: meta is advanced (compare-and-set on its KV
 //     revision) only after the markers of the messages it covers exist.
-//  3. Nothing is appended to a session except by a publish fenced with
+//  3. An append to a session starts with a message fenced with
 //     Nats-Expected-Last-Subject-Sequence = meta.last_seq over the subject
-//     filter scribe.<tenant>.<session>.> (the fence).
+//     filter scribe.<tenant>.<session>.> (the fence), and what the writer
+//     appends after it comes right after it, with nothing of another writer
+//     between, or is not stored at all. Three ways (publishing, below): a
+//     run, an atomic batch, or one message at a time, each fenced on the
+//     acknowledged sequence of the one before.
 //
 // Writing entries (a PUT of one, or a POST batch):
 //
 //   read meta (L) ──► markers exist? ──► duplicates: answered, not sent
-//        ▲                 │ no
+//        ▲            (no lookup without meta)
+//        │                 │ no
 //        │                 ▼
-//        │     publish, fenced on L (then on each ack's sequence)
-//        │                 │ ok                      │ fence refused, or the
-//        │                 ▼                         │ duplicate window saw it
-//        │     create the markers, then CAS meta     │
-//        └──── reconcile ◄───────────────────────────┘
+//        │     publish, fenced on L: a run, an atomic batch, or one by one
+//        │                 │ all stored               │ fence refused, run
+//        │                 ▼                          │ overtaken, or the
+//        │     create the markers, then CAS meta      │ duplicate window saw it
+//        │                                            │ (the part known stored
+//        └──── reconcile ◄────────────────────────────┘ is indexed first)
 //
 // Because of 2, a marker lookup made after reading meta sees every entry up
-// to L; because of 3, the publish lands right after L or not at all. So an
-// entry is published only if it was not stored, whatever the duplicate
-// window, whichever process or NATS node handles the retry.
+// to L; because of 3, the entries land right after L, in order, or not at
+// all. So an entry is published only if it was not stored, whatever the
+// duplicate window, whichever process or NATS node handles the retry. A
+// session without meta needs no lookup: a marker exists only for a message
+// in the stream (1), and the fence on 0 refuses the publish if the session
+// has any.
+//
+// Publishing (publishRun, publishBatch in batch.go):
+//
+//   run          the entries sent back to back without waiting: the first
+//                fenced on L, each next one with Nats-Expected-Last-Msg-Id
+//                naming the one before (Nats-Msg-Id unique to the run). The
+//                stream stores a message only if its last message is then
+//                the one before it in the run, so a run is stored as a
+//                prefix, contiguous in the stream; a message of another
+//                writer in between stops it there (the run is overtaken).
+//                Only the first and the last message are answered: the last
+//                one stored means all are, at consecutive sequences. The
+//                messages of a run must follow one another on the
+//                connection, so sends to the stream go through one
+//                connection (of their own) and hold a lock in the process. Runs are for a standalone server only (runsOK):
+//                in a JetStream cluster the check is made when a message is
+//                applied, and nats-server 2.15.2 stalls the stream when it
+//                fails there.
+//   atomic batch JetStream's atomic batch publish (nats-server 2.12+;
+//                allow_atomic on the stream): fenced on its first message,
+//                checked at the commit, stored whole or not at all, at
+//                consecutive sequences. In a cluster, and for what is left
+//                of a request after one of its runs was overtaken (another
+//                process writing: a batch cannot be). On a standalone server
+//                the server stages each batch in files of its own (with
+//                fsyncs): a few milliseconds more a batch than a run.
+//   one by one   a single entry (a PUT), or no batches: one fenced publish
+//                at a time, fenced on the sequence of the one before.
+//
+// The markers of what was stored are created, then meta is advanced. On a
+// standalone server the markers too are sent as one run on SCRIBE_IDS,
+// each a create (expected last subject sequence 0 on its key) chained to
+// the one before, the last one answered meaning all exist; a run that
+// breaks (a marker existed, another writer in between) is followed by
+// creates one by one, which accept an existing marker.
+//
+// Marker lookups: one leader read per id for a few ids; for more, one
+// multi-get of the keys' last messages (a direct get: any replica may
+// answer) made after reading from the leader the bucket's last sequence
+// (the floor): an answer counts only from a replica that had stored up to
+// the floor, so it sees every marker that existed when meta was read. On a
+// standalone server meta is read with a direct get too (the server answers
+// from the store that acknowledged every write, without its API queue).
 //
 // Reconcile reads the session's messages after meta.last_seq back from the
 // stream (they exist when a writer crashed, lost its connection or was
@@ -61,11 +114,12 @@ package server
 // marker is fine) and advances meta. Every step is idempotent, so a crash
 // anywhere leaves the session in a state the next write or read repairs:
 //
-//   crash after publish, before markers: the message is past last_seq; the
-//     next fenced publish is refused, reconcile indexes it, and the retry of
-//     the same entry then finds its marker: "already stored", not doubled.
+//   crash after publish, before markers: the messages (all of a batch, a
+//     prefix of a run) are past last_seq; the next fenced publish is
+//     refused, reconcile indexes them, and the retry of the same entries
+//     then finds their markers: "already stored", not doubled.
 //   crash after markers, before meta: the same, the markers already exist.
-//   crash after meta: nothing to do; the retry finds the marker.
+//   crash after meta: nothing to do; the retry finds the markers.
 //
 // Reads run reconcile first, then read the stream up to meta's sequences,
 // so they see every acknowledged entry and never an entry twice. Ordering
@@ -83,6 +137,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -218,8 +273,13 @@ type storeOptions struct {
 
 // store is the JetStream side of the server.
 type store struct {
-	nc       *nats.Conn
-	js       jetstream.JetStream
+	nc *nats.Conn
+	js jetstream.JetStream
+	// pub and pubJS carry the publishes to the entries' stream, apart
+	// from the rest: a run is then not delayed by the markers, meta and
+	// reads of other requests, nor they by the entries' bytes.
+	pub      *nats.Conn
+	pubJS    jetstream.JetStream
 	sessions jetstream.KeyValue
 	ids      jetstream.KeyValue
 	log      hclog.Logger
@@ -228,19 +288,51 @@ type store struct {
 	// locks serialize the writers of one session inside this process, so
 	// that they do not fight over the fence; other processes are kept in
 	// order by the fence itself.
-	locks    [128]sync.Mutex
+	locks    [1024]sync.Mutex
 	lockSeed maphash.Seed
+
+	// sendMu is held while sending messages to the entries' stream (on
+	// pub), so that the messages of a run (publishRun) follow one another
+	// on the connection, hence in the stream.
+	sendMu sync.Mutex
+	// idsSendMu is sendMu for the markers' stream.
+	idsSendMu sync.Mutex
+
+	// standalone: the stream is not replicated by a JetStream cluster
+	// (no Raft group), which runs need (see runsOK).
+	standalone atomic.Bool
+
+	// atomicOK: the stream takes atomic batch publishes (the server is
+	// 2.12 or later and kept allow_atomic in the stream's config).
+	atomicOK atomic.Bool
+	// batchMax is the most messages of one atomic batch.
+	batchMax atomic.Int64
+	// bulkOK: the markers' bucket answers multi-gets.
+	bulkOK atomic.Bool
+
+	// runSent, when set (tests), is called after each message of a run is
+	// sent, with sendMu held.
+	runSent func(k int)
 }
 
 // openStore creates (or updates) the stream and the buckets. It retries
 // while JetStream is not ready (a cluster electing its leaders) until ctx
-// ends.
-func openStore(ctx context.Context, nc *nats.Conn, o storeOptions) (*store, error) {
-	js, err := jetstream.New(nc)
+// ends. Entries are published on pub, everything else goes through nc
+// (they may be the same connection).
+func openStore(ctx context.Context, nc, pub *nats.Conn, o storeOptions) (*store, error) {
+	// Marker creates are asynchronous publishes: allow a few POSTs of the
+	// largest size in flight.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4*maxBatchEvents))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	st := &store{nc: nc, js: js, log: o.Logger, m: o.Metrics, lockSeed: maphash.MakeSeed()}
+	pubJS, err := jetstream.New(pub)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	st := &store{nc: nc, js: js, pub: pub, pubJS: pubJS, log: o.Logger, m: o.Metrics, lockSeed: maphash.MakeSeed()}
+	st.batchMax.Store(defaultBatchMax)
+	st.bulkOK.Store(true)
 	scfg := jetstream.StreamConfig{
 		Name:        streamName,
 		Description: "scribe transcript entries: scribe.<tenant>.<session>.m and .a.<agent>",
@@ -253,6 +345,9 @@ func openStore(ctx context.Context, nc *nats.Conn, o storeOptions) (*store, erro
 		MaxBytes:    -1,
 		Discard:     jetstream.DiscardNew,
 		DenyDelete:  true,
+		// Atomic batches (nats-server 2.12 and later) for a request whose
+		// run another process overtook.
+		AllowAtomicPublish: versionAtLeast(nc.ConnectedServerVersion(), minAtomicVersion),
 		// AllowDirect stays false: reads go to the stream leader, so a
 		// read after an acknowledged write always sees it.
 	}
@@ -265,8 +360,20 @@ func openStore(ctx context.Context, nc *nats.Conn, o storeOptions) (*store, erro
 		lastErr = func() error {
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if _, err := js.CreateOrUpdateStream(actx, scfg); err != nil {
+			stream, err := js.CreateOrUpdateStream(actx, scfg)
+			if err != nil {
 				return fmt.Errorf("create stream %s: %w", streamName, err)
+			}
+			// Batches only when the server says it does them: an older
+			// server drops the setting and would store a batch's messages
+			// one by one, unfenced after the first.
+			version := nc.ConnectedServerVersion()
+			atomicOK := stream.CachedInfo().Config.AllowAtomicPublish && versionAtLeast(version, minAtomicVersion)
+			st.atomicOK.Store(atomicOK)
+			ci := stream.CachedInfo().Cluster
+			st.standalone.Store(ci == nil || ci.RaftGroup == "")
+			if !atomicOK {
+				st.log.Debug("the NATS server does not do atomic batch publishes", "server_version", version)
 			}
 			kv, err := js.CreateOrUpdateKeyValue(actx, kcfg(sessionsBucket, "scribe session metadata: <tenant>.<session>"))
 			if err != nil {
@@ -426,7 +533,23 @@ func (st *store) getMsg(ctx context.Context, stream string, req msgGetRequest) (
 // kvGet reads a key's latest value from the bucket's leader. It returns
 // nil, 0 when the key does not exist (or was deleted).
 func (st *store) kvGet(ctx context.Context, bucket, key string) ([]byte, uint64, error) {
-	m, err := st.getMsg(ctx, "KV_"+bucket, msgGetRequest{LastBySubj: "$KV." + bucket + "." + key})
+	return st.kvGetFrom(ctx, bucket, key, false)
+}
+
+// kvGetFrom is kvGet; with direct, on a standalone server, it reads with a
+// direct get, which the server answers from the same store without going
+// through its API queue (see directGet).
+func (st *store) kvGetFrom(ctx context.Context, bucket, key string, direct bool) ([]byte, uint64, error) {
+	req := msgGetRequest{LastBySubj: "$KV." + bucket + "." + key}
+	var m *rawMsg
+	ok := false
+	var err error
+	if direct && st.runsOK() {
+		m, ok, err = st.directGet(ctx, "KV_"+bucket, req)
+	}
+	if !ok && err == nil {
+		m, err = st.getMsg(ctx, "KV_"+bucket, req)
+	}
 	if err != nil || m == nil {
 		return nil, 0, err
 	}
@@ -438,8 +561,14 @@ func (st *store) kvGet(ctx context.Context, bucket, key string) ([]byte, uint64,
 
 // loadMeta returns the session's metadata and its KV revision; nil, 0 when
 // the session has none yet.
+//
+// On a standalone server it reads with a direct get. Meta read behind
+// (which that cannot be, short of a mirror of the bucket answering direct
+// gets) would only cost a refused publish and a reconcile: what keeps the
+// entries once is the fence and the markers, and markers are always read
+// from the leader, or checked to be fresh.
 func (st *store) loadMeta(ctx context.Context, tenant, session string) (*sessionMeta, uint64, error) {
-	b, rev, err := st.kvGet(ctx, sessionsBucket, sessionKey(tenant, session))
+	b, rev, err := st.kvGetFrom(ctx, sessionsBucket, sessionKey(tenant, session), true)
 	if err != nil || b == nil {
 		return nil, 0, err
 	}
@@ -450,8 +579,25 @@ func (st *store) loadMeta(ctx context.Context, tenant, session string) (*session
 	return &m, rev, nil
 }
 
-// markers reports, for each id key, whether its marker exists.
+// markers reports, for each id key, whether its marker exists. It sees
+// every marker created before it was called: in bulk (markersBulk) for
+// many ids, else (or when that cannot answer) one leader read per id.
 func (st *store) markers(ctx context.Context, tenant, session string, ids []string) ([]bool, error) {
+	if len(ids) >= bulkLookupMin && st.bulkOK.Load() {
+		out, ok, err := st.markersBulk(ctx, tenant, session, ids)
+		if err != nil {
+			return nil, fmt.Errorf("look up markers: %w", err)
+		}
+		if ok {
+			return out, nil
+		}
+	}
+	return st.markersEach(ctx, tenant, session, ids)
+}
+
+// markersEach looks the markers up one by one, each from the bucket's
+// leader, 32 at a time.
+func (st *store) markersEach(ctx context.Context, tenant, session string, ids []string) ([]bool, error) {
 	out := make([]bool, len(ids))
 	errs := make([]error, len(ids))
 	parallel(len(ids), 32, func(i int) {
@@ -513,6 +659,12 @@ func (st *store) index(ctx context.Context, tenant, session string, meta *sessio
 	if err := st.createMarkers(ctx, tenant, session, recs); err != nil {
 		return nil, 0, err
 	}
+	return st.advanceMeta(ctx, tenant, session, meta, rev, recs, now)
+}
+
+// advanceMeta is the second step of index, once the markers of recs
+// exist.
+func (st *store) advanceMeta(ctx context.Context, tenant, session string, meta *sessionMeta, rev uint64, recs []rec, now time.Time) (*sessionMeta, uint64, error) {
 	var next *sessionMeta
 	if meta == nil {
 		next = &sessionMeta{Tenant: tenant, Session: session, CreatedAt: now}
@@ -531,43 +683,133 @@ func (st *store) index(ctx context.Context, tenant, session string, meta *sessio
 }
 
 // createMarkers creates the markers of recs; a marker that exists already
-// is fine. The creates are pipelined, a chunk at a time.
+// is fine.
 func (st *store) createMarkers(ctx context.Context, tenant, session string, recs []rec) error {
-	prefix := "$KV." + idsBucket + "." + sessionKey(tenant, session) + "."
+	w := st.newMarkerWriter(tenant, session)
+	for _, r := range recs {
+		w.add(r)
+	}
+	return w.wait(ctx)
+}
+
+// markerWriter creates markers. Where runs can be used (see runsOK) it
+// sends them as one run on the markers' stream when wait is called: each
+// a create (Nats-Expected-Last-Subject-Sequence 0 on its key) chained to
+// the one before (Nats-Expected-Last-Msg-Id), the last one answered meaning
+// all are created; when the run breaks (a marker existed, another writer
+// came between) it creates them one by one. Elsewhere each create is sent
+// by add, without waiting, and wait waits for them all.
+type markerWriter struct {
+	st      *store
+	prefix  string
+	run     bool
+	recs    []rec
+	futures []jetstream.PubAckFuture
+	err     error
+}
+
+func (st *store) newMarkerWriter(tenant, session string) *markerWriter {
+	return &markerWriter{st: st, prefix: "$KV." + idsBucket + "." + sessionKey(tenant, session) + ".", run: st.runsOK()}
+}
+
+// add creates r's marker (now, or at wait).
+func (w *markerWriter) add(r rec) {
+	if w.run {
+		w.recs = append(w.recs, r)
+		return
+	}
+	w.st.idsSendMu.Lock()
+	w.send(r)
+	w.st.idsSendMu.Unlock()
+}
+
+// send sends the create of r's marker; wait waits for its answer.
+// idsSendMu is held.
+func (w *markerWriter) send(r rec) {
+	if w.err != nil {
+		return
+	}
+	m := &nats.Msg{Subject: w.prefix + r.id, Data: strconv.AppendUint(nil, r.seq, 10),
+		Header: nats.Header{hdrExpLastSubj: []string{"0"}}}
+	f, err := w.st.js.PublishMsgAsync(m)
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.futures = append(w.futures, f)
+}
+
+// wait waits until every marker added exists (created now or before).
+func (w *markerWriter) wait(ctx context.Context) error {
+	if w.run && len(w.recs) > 1 && w.sendRun(ctx) {
+		w.recs = w.recs[:0]
+		return nil
+	}
+	if w.run {
+		// One by one (what the run left out exists, or is created now).
+		w.st.idsSendMu.Lock()
+		for _, r := range w.recs {
+			w.send(r)
+		}
+		w.st.idsSendMu.Unlock()
+		w.recs = w.recs[:0]
+	}
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
-	const chunk = 512
-	for start := 0; start < len(recs); start += chunk {
-		part := recs[start:min(start+chunk, len(recs))]
-		futures := make([]jetstream.PubAckFuture, 0, len(part))
-		var err error
-		for _, r := range part {
-			m := &nats.Msg{Subject: prefix + r.id, Data: []byte(strconv.FormatUint(r.seq, 10))}
-			var f jetstream.PubAckFuture
-			f, err = st.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0))
-			if err != nil {
-				break
+	err := w.err
+	for _, f := range w.futures {
+		select {
+		case <-f.Ok():
+		case ferr := <-f.Err():
+			if !isWrongLastSeq(ferr) && err == nil { // wrong last sequence: the marker exists
+				err = ferr
 			}
-			futures = append(futures, f)
-		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case ferr := <-f.Err():
-				if !isWrongLastSeq(ferr) && err == nil { // wrong last sequence: the marker exists
-					err = ferr
-				}
-			case <-ctx.Done():
-				if err == nil {
-					err = ctx.Err()
-				}
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("create entry markers: %w", err)
 		}
 	}
+	w.futures, w.err = w.futures[:0], nil
+	if err != nil {
+		return fmt.Errorf("create entry markers: %w", err)
+	}
 	return nil
+}
+
+// sendRun creates the markers of w.recs as one run and reports whether
+// they all were.
+func (w *markerWriter) sendRun(ctx context.Context) bool {
+	runID := strings.TrimPrefix(nats.NewInbox(), "_INBOX.")
+	n := len(w.recs)
+	var final jetstream.PubAckFuture
+	var err error
+	w.st.idsSendMu.Lock()
+	for k, r := range w.recs {
+		m := &nats.Msg{Subject: w.prefix + r.id, Data: strconv.AppendUint(nil, r.seq, 10), Header: nats.Header{
+			hdrExpLastSubj: []string{"0"},
+			hdrMsgID:       []string{runID + "." + strconv.Itoa(k)},
+		}}
+		if k > 0 {
+			m.Header[hdrExpLastID] = []string{runID + "." + strconv.Itoa(k-1)}
+		}
+		if k == n-1 {
+			final, err = w.st.js.PublishMsgAsync(m)
+		} else {
+			err = w.st.nc.PublishMsg(m)
+		}
+		if err != nil {
+			break
+		}
+	}
+	w.st.idsSendMu.Unlock()
+	if final == nil {
+		return false
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	_, err = waitAck(ctx, final)
+	return err == nil
 }
 
 // putMeta writes meta with a compare-and-set on rev (0: create).
@@ -758,6 +1000,7 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 	}
 
 	reconciled := false
+	incomplete, runBroken := 0, false
 	for attempt := 0; ; attempt++ {
 		var meta *sessionMeta
 		var rev uint64
@@ -778,7 +1021,9 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 				ids = append(ids, items[i].id)
 			}
 		}
-		if len(todo) > 0 {
+		// Without meta the lookup is skipped: a marker exists only for a
+		// message in the stream, and the publish is fenced on 0 (none).
+		if len(todo) > 0 && meta != nil {
 			exists, err := st.markers(ctx, tenant, session, ids)
 			if err != nil {
 				return nil, err
@@ -817,41 +1062,58 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 		var recs []rec
 		var pubErr error
 		fenced := false
-		for _, i := range todo {
-			it := items[i]
-			msg := &nats.Msg{
-				Subject: it.subject(tenant, session),
-				Data:    it.e.Raw,
-				Header:  nats.Header{hdrID: []string{it.id}},
+		mw := st.newMarkerWriter(tenant, session)
+		for pending := todo; len(pending) > 0 && !fenced && pubErr == nil; {
+			// A run; or an atomic batch where runs cannot be used, or
+			// once a run of this request was overtaken (another process
+			// writing: a batch cannot be); or one fenced publish.
+			n := len(pending)
+			runs, batch := st.runsOK(), false
+			switch {
+			case n >= 2 && runs && !runBroken:
+				n = min(n, runMax)
+			case n >= 2 && st.atomicOK.Load() && incomplete < 2:
+				n, batch = min(n, int(st.batchMax.Load())), true
+			case n >= 2 && runs:
+				n = min(n, runMax)
+			default:
+				n = 1
 			}
-			pctx, cancel := opCtx(ctx)
-			ack, err := st.js.PublishMsg(pctx, msg,
-				jetstream.WithMsgID(sessionKey(tenant, session)+"."+it.id),
-				jetstream.WithExpectLastSequenceForSubject(last, sessionFilter(tenant, session)))
-			cancel()
-			if err != nil {
-				if isContended(err) {
-					fenced = true
-				} else {
-					pubErr = fmt.Errorf("publish entry %s: %w", it.id, err)
-				}
-				break
+			chunk := pending[:n]
+			var seqs []uint64
+			var err error
+			if batch {
+				seqs, err = st.publishBatch(ctx, tenant, session, items, chunk, last)
+			} else {
+				seqs, err = st.publishRun(ctx, tenant, session, items, chunk, last)
 			}
-			if ack.Duplicate {
-				// Stored before, within the duplicate window, and not yet
-				// indexed: reconcile indexes it and the next round sees
-				// its marker.
-				fenced = true
-				break
+			for k, seq := range seqs {
+				i := chunk[k]
+				it := items[i]
+				r := rec{seq: seq, agent: it.agent, id: it.id, e: it.e}
+				recs = append(recs, r)
+				mw.add(r)
+				done[i] = true
+				last = seq
 			}
-			recs = append(recs, rec{seq: ack.Sequence, agent: it.agent, id: it.id, e: it.e})
-			done[i] = true
-			res.stored++
-			last = ack.Sequence
+			res.stored += len(seqs)
+			pending = pending[len(seqs):]
+			switch {
+			case err == nil:
+			case batch:
+				fenced, pubErr = st.batchRefused(err, n, &incomplete)
+			default:
+				fenced, pubErr = runRefused(err)
+				runBroken = runBroken || errors.Is(err, errRunBroken)
+			}
 		}
 		if len(recs) > 0 {
 			st.m.stored.Add(int64(len(recs)))
-			next, _, err := st.index(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
+			err := mw.wait(ctx)
+			var next *sessionMeta
+			if err == nil {
+				next, _, err = st.advanceMeta(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
+			}
 			switch {
 			case errors.Is(err, errMetaMismatch):
 				fenced = true // someone indexed past us: reconcile
