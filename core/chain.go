@@ -234,8 +234,7 @@ func jstr(s string) jv {
 		b = append(b, s...)
 		return append(b, '"')
 	}
-	b, _ := json.Marshal(s)
-	return b
+	return AppendJSString(nil, s)
 }
 
 // eachField calls fn for every member of the object v, in order.

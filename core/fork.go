@@ -404,9 +404,9 @@ func fkOwner(obj *fkObj) *fkObj {
 		return nil
 	}
 	o := newFkObj()
-	o.set("accountUuid", fkQuote(nil, acct))
+	o.set("accountUuid", AppendJSString(nil, acct))
 	if org, ok := fkStr(obj.get("organizationUuid")); ok {
-		o.set("organizationUuid", fkQuote(nil, org))
+		o.set("organizationUuid", AppendJSString(nil, org))
 	}
 	o.set("restricted", []byte(`["ldr"]`))
 	return o
@@ -482,7 +482,7 @@ func fkDerivedSession(v []byte) (fkSession, bool) {
 // fkValidID is the SDK's check for ids in provenance records: a string of
 // 1 to 256 UTF-16 units without control characters.
 func fkValidID(s string) bool {
-	if s == "" || fkUTF16Len(s) > 256 {
+	if s == "" || UTF16Len(s) > 256 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -507,15 +507,15 @@ func fkDedupSessions(list []fkSession) []fkSession {
 
 func (s fkSession) json() []byte {
 	o := newFkObj()
-	o.set("type", fkQuote(nil, s.typ))
+	o.set("type", AppendJSString(nil, s.typ))
 	if s.id == nil {
 		o.set("id", fkNull)
 	} else {
-		o.set("id", fkQuote(nil, *s.id))
+		o.set("id", AppendJSString(nil, *s.id))
 	}
-	o.set("via", fkQuote(nil, s.via))
+	o.set("via", AppendJSString(nil, s.via))
 	if s.started != "" {
-		o.set("started", fkQuote(nil, s.started))
+		o.set("started", AppendJSString(nil, s.started))
 	}
 	return o.bytes()
 }
@@ -564,8 +564,8 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 	if f.sid == "" {
 		f.sid = f.newUUID()
 	}
-	sid := fkQuote(nil, f.sid)
-	now := fkQuote(nil, f.now)
+	sid := AppendJSString(nil, f.sid)
+	now := AppendJSString(nil, f.now)
 
 	var out [][]byte
 	meta := func(kv ...any) {
@@ -576,14 +576,14 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		out = append(out, o.bytes())
 	}
 	if f.historySupp {
-		meta("type", fkQuote(nil, "history-suppression"), "sessionId", sid, "cause", fkQuote(nil, "fork_inherit"), "ts", now)
+		meta("type", AppendJSString(nil, "history-suppression"), "sessionId", sid, "cause", AppendJSString(nil, "fork_inherit"), "ts", now)
 	}
 	for _, org := range f.orgs {
-		meta("type", fkQuote(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", fkQuote(nil, org))
+		meta("type", AppendJSString(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", AppendJSString(nil, org))
 	}
 	if f.owner != nil {
 		o := newFkObj()
-		o.set("type", fkQuote(nil, "session-owner"))
+		o.set("type", AppendJSString(nil, "session-owner"))
 		o.set("sessionId", sid)
 		for j, k := range f.owner.keys {
 			o.set(k, f.owner.vals[j])
@@ -594,18 +594,18 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		out = append(out, f.rewrite(r, g == len(kept)-1, newOf, keptNew, byUUID, sid, now))
 	}
 	if len(f.replacements) > 0 {
-		meta("type", fkQuote(nil, "content-replacement"), "sessionId", sid,
-			"replacements", fkArray(f.replacements), "uuid", fkQuote(nil, f.newUUID()), "timestamp", now)
+		meta("type", AppendJSString(nil, "content-replacement"), "sessionId", sid,
+			"replacements", fkArray(f.replacements), "uuid", AppendJSString(nil, f.newUUID()), "timestamp", now)
 	}
 	if f.atis != nil {
-		meta("type", fkQuote(nil, "atis-latch"), "sessionId", sid, "atis", fkQuote(nil, *f.atis))
+		meta("type", AppendJSString(nil, "atis-latch"), "sessionId", sid, "atis", AppendJSString(nil, *f.atis))
 	}
 	if f.toolsSet {
 		tools := make([][]byte, len(f.tools))
 		for i, t := range f.tools {
-			tools[i] = fkQuote(nil, t)
+			tools[i] = AppendJSString(nil, t)
 		}
-		meta("type", fkQuote(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
+		meta("type", AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
 	}
 	var flow *fkFlow
 	if f.flows[f.src] != nil {
@@ -625,9 +625,9 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 			for i, c := range flow.codes {
 				codes[i] = strconv.AppendInt(nil, int64(c), 10)
 			}
-			meta("type", fkQuote(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
+			meta("type", AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
 		}
-		meta("type", fkQuote(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
+		meta("type", AppendJSString(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
 			"records", []byte("[]"), "snapshot", []byte("true"))
 	}
 	if flow != nil || f.derivedSet {
@@ -654,12 +654,12 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		for i, s := range list {
 			els[i] = s.json()
 		}
-		meta("type", fkQuote(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
+		meta("type", AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
 	}
 	if f.relocated != "" {
-		meta("type", fkQuote(nil, "relocated"), "sessionId", sid, "relocatedCwd", fkQuote(nil, f.relocated))
+		meta("type", AppendJSString(nil, "relocated"), "sessionId", sid, "relocatedCwd", AppendJSString(nil, f.relocated))
 	}
-	title := fkJSTrim(f.opt.Title)
+	title := JSTrim(f.opt.Title)
 	if title == "" {
 		var src string
 		if f.opt.SourceTitle != nil {
@@ -672,8 +672,8 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		}
 		title = src + " (fork)"
 	}
-	meta("type", fkQuote(nil, "custom-title"), "sessionId", sid, "customTitle", fkQuote(nil, title),
-		"uuid", fkQuote(nil, f.newUUID()), "timestamp", now)
+	meta("type", AppendJSString(nil, "custom-title"), "sessionId", sid, "customTitle", AppendJSString(nil, title),
+		"uuid", AppendJSString(nil, f.newUUID()), "timestamp", now)
 	return out, nil
 }
 
@@ -720,7 +720,7 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 			break
 		}
 		if up.typ != TypeProgress {
-			parent = fkQuote(nil, newOf[ps])
+			parent = AppendJSString(nil, newOf[ps])
 			break
 		}
 		if seen == nil {
@@ -728,7 +728,7 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 		}
 		if seen[up.uuid] {
 			// A loop of progress rows: the SDK links to the progress row.
-			parent = fkQuote(nil, newOf[up.uuid])
+			parent = AppendJSString(nil, newOf[up.uuid])
 			break
 		}
 		seen[up.uuid] = true
@@ -759,12 +759,12 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	lp := r.obj.get("logicalParentUuid")
 	if !keep && lp != nil && !fkIsNull(lp) {
 		if s, ok := fkStr(lp); ok && newOf[s] != "" {
-			lp = fkQuote(nil, newOf[s])
+			lp = AppendJSString(nil, newOf[s])
 		} else {
 			lp = fkNull
 		}
 	}
-	o.set("uuid", fkQuote(nil, newOf[r.uuid]))
+	o.set("uuid", AppendJSString(nil, newOf[r.uuid]))
 	o.set("parentUuid", parent)
 	o.set("logicalParentUuid", lp)
 	o.set("sessionId", sid)
@@ -779,8 +779,8 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	}
 	o.set("requestSessionId", fkRequestSession(r))
 	ff := newFkObj()
-	ff.set("sessionId", fkQuote(nil, f.src))
-	ff.set("messageUuid", fkQuote(nil, r.uuid))
+	ff.set("sessionId", AppendJSString(nil, f.src))
+	ff.set("messageUuid", AppendJSString(nil, r.uuid))
 	o.set("forkedFrom", ff.bytes())
 	return o.bytes()
 }
@@ -820,7 +820,7 @@ func fkDeferredTools(r *fkRow, newOf map[string]string) []byte {
 	var els [][]byte
 	for _, el := range fkElems(ann) {
 		if s, ok := fkStr(el); ok && newOf[s] != "" {
-			els = append(els, fkQuote(nil, newOf[s]))
+			els = append(els, AppendJSString(nil, newOf[s]))
 		}
 	}
 	a, _ := fkParseObj(att)
@@ -844,7 +844,7 @@ func fkMapCompactMetadata(r *fkRow, keptNew map[string]string) []byte {
 	}
 	mapOne := func(v []byte) []byte {
 		if s, ok := fkStr(v); ok && keptNew[s] != "" {
-			return fkQuote(nil, keptNew[s])
+			return AppendJSString(nil, keptNew[s])
 		}
 		return v
 	}
@@ -928,7 +928,7 @@ func fkMapSourceUUID(r *fkRow, newOf map[string]string) (string, []byte) {
 	}
 	h, voice := fkQueued(r)
 	obj, _ := fkParseObj(h)
-	obj.set("source_uuid", fkQuote(nil, newOf[s]))
+	obj.set("source_uuid", AppendJSString(nil, newOf[s]))
 	if !voice {
 		return "attachment", obj.bytes()
 	}
@@ -1175,9 +1175,9 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 	last := rows[len(rows)-1]
 	nodes := fkNodes(rows, true)
 	probe := &fkRow{obj: newFkObj(), uuid: f.newUUID(), typ: TypeSystem}
-	probe.obj.set("type", fkQuote(nil, TypeSystem))
-	probe.obj.set("uuid", fkQuote(nil, probe.uuid))
-	withProbe := append(append([]*fkNode(nil), nodes...), &fkNode{r: probe, parent: fkQuote(nil, last.uuid)})
+	probe.obj.set("type", AppendJSString(nil, TypeSystem))
+	probe.obj.set("uuid", AppendJSString(nil, probe.uuid))
+	withProbe := append(append([]*fkNode(nil), nodes...), &fkNode{r: probe, parent: AppendJSString(nil, last.uuid)})
 	want, _, err := fkBuildChain(withProbe)
 	if err != nil {
 		return nil, err
@@ -1435,9 +1435,9 @@ func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
 			c := anchor
 			for _, w := range uuids {
 				m[w] = m[w].with(c)
-				c = fkQuote(nil, w)
+				c = AppendJSString(nil, w)
 			}
-			head, tail := uuids[0], fkQuote(nil, uuids[len(uuids)-1])
+			head, tail := uuids[0], AppendJSString(nil, uuids[len(uuids)-1])
 			for _, k := range order {
 				if x := m[k]; fkSame(x.parent, anchor) && k != head {
 					m[k] = x.with(tail)
@@ -1936,7 +1936,7 @@ func fkPromptOf(obj *fkObj, fallback *string) (string, bool) {
 		}
 	}
 	for _, l := range texts {
-		c := fkJSTrim(strings.ReplaceAll(fkUnpaste(l), "\n", " "))
+		c := JSTrim(strings.ReplaceAll(UnwrapPastedContent(l), "\n", " "))
 		if c == "" {
 			continue
 		}
@@ -1948,14 +1948,14 @@ func fkPromptOf(obj *fkObj, fallback *string) (string, bool) {
 				continue
 			}
 			if m := fkBashRE.FindStringSubmatch(c); m != nil {
-				return "! " + fkJSTrim(m[1]), true
+				return "! " + JSTrim(m[1]), true
 			}
 		}
 		if fkTagRE.MatchString(c) {
 			continue
 		}
-		if fkUTF16Len(c) > 200 {
-			c = fkJSTrim(fkTruncUTF16(c, 200)) + "…"
+		if UTF16Len(c) > 200 {
+			c = JSTrim(TruncateUTF16(c, 200)) + "…"
 		}
 		return c, true
 	}
@@ -1980,121 +1980,10 @@ func fkPluginPrompt(s string, pp []byte) (string, bool) {
 		return "", false
 	}
 	first := s[:strings.IndexByte(s, '\n')+1]
-	if fkUTF16Len(first) <= 28 || !strings.HasPrefix(first, pre) || !strings.HasSuffix(first, suf) || s != first+text+fkPluginTrailer {
+	if UTF16Len(first) <= 28 || !strings.HasPrefix(first, pre) || !strings.HasSuffix(first, suf) || s != first+text+fkPluginTrailer {
 		return "", false
 	}
 	return "Prompt from the " + first[len(pre):len(first)-len(suf)] + " plugin: " + text, true
-}
-
-// fkUnpaste replaces each `<pasted_content id="xxxx">\n…\n</pasted_content
-// id="xxxx">` block (xxxx four lowercase hex digits) by its body, eating up
-// to two newlines on each side.
-func fkUnpaste(e string) string {
-	const open = `<pasted_content id="`
-	type part struct {
-		text  string
-		block bool
-	}
-	var parts []part
-	n, r := 0, 0
-	for {
-		o := strings.Index(e[r:], open)
-		if o < 0 {
-			break
-		}
-		o += r
-		s := o + len(open)
-		id := e[s:min(s+4, len(e))]
-		if !fkHex4(id) || !strings.HasPrefix(e[s+4:], "\">\n") {
-			r = s
-			continue
-		}
-		a := s + 4 + 3
-		closing := `</pasted_content id="` + id + `">`
-		u := strings.Index(e[a-1:], "\n"+closing)
-		if u < 0 {
-			break
-		}
-		u += a - 1 + 1
-		p := o
-		for k := 0; k < 2 && p > n && e[p-1] == '\n'; k++ {
-			p--
-		}
-		if p > n {
-			parts = append(parts, part{text: e[n:p]})
-		}
-		n = u + len(closing)
-		for k := 0; k < 2 && n < len(e) && e[n] == '\n'; k++ {
-			n++
-		}
-		body := ""
-		if u-1 > a {
-			body = e[a : u-1]
-		}
-		parts = append(parts, part{text: body, block: true})
-		r = n
-	}
-	if n < len(e) {
-		parts = append(parts, part{text: e[n:]})
-	}
-	if len(parts) == 1 && !parts[0].block {
-		return e
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.text)
-	}
-	return b.String()
-}
-
-func fkHex4(s string) bool {
-	if len(s) != 4 {
-		return false
-	}
-	for i := 0; i < 4; i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// fkJSSpace is JavaScript's white space and line terminators (String.trim).
-func fkJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
-}
-
-func fkJSTrim(s string) string { return strings.TrimFunc(s, fkJSSpace) }
-
-func fkUTF16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r > 0xFFFF {
-			n++
-		}
-	}
-	return n
-}
-
-// fkTruncUTF16 keeps the first n UTF-16 units of s, never half a pair.
-func fkTruncUTF16(s string, n int) string {
-	units := 0
-	for i, r := range s {
-		w := 1
-		if r > 0xFFFF {
-			w = 2
-		}
-		if units+w > n {
-			return s[:i]
-		}
-		units += w
-	}
-	return s
 }
 
 // ---------------------------------------------------------------------------
@@ -2177,7 +2066,7 @@ func (o *fkObj) bytes() []byte {
 			b = append(b, ',')
 		}
 		count++
-		b = fkQuote(b, o.keys[j])
+		b = AppendJSString(b, o.keys[j])
 		b = append(b, ':')
 		b = append(b, o.vals[j]...)
 	}
@@ -2226,47 +2115,6 @@ func fkArray(els [][]byte) []byte {
 		b = append(b, el...)
 	}
 	return append(b, ']')
-}
-
-// fkQuote appends s as JSON.stringify writes a string.
-func fkQuote(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"':
-				b = append(b, '\\', '"')
-			case c == '\\':
-				b = append(b, '\\', '\\')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, "\uFFFD"...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
 
 func fkIsStr(v []byte) bool  { return len(v) > 0 && v[0] == '"' }

@@ -345,8 +345,8 @@ func TestForkJSValues(t *testing.T) {
 		!fkSame([]byte("1"), []byte("1.0")) || fkSame([]byte("{}"), []byte("{}")) {
 		t.Error("fkSame disagrees with ===")
 	}
-	if got := string(fkQuote(nil, "a\"\\\n\x01<>&\u2028é")); got != `"a\"\\\n\u0001<>&`+"\u2028é\"" {
-		t.Errorf("fkQuote: %s", got)
+	if got := string(AppendJSString(nil, "a\"\\\n\x01<>&\u2028é")); got != `"a\"\\\n\u0001<>&`+"\u2028é\"" {
+		t.Errorf("AppendJSString: %s", got)
 	}
 }
 

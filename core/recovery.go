@@ -19,7 +19,6 @@ package core
 // repairs appended adds no second result for any call and no second prompt.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/google/uuid"
@@ -675,11 +674,11 @@ func (o *recJSON) key(k string) {
 	} else {
 		o.b = append(o.b, ',')
 	}
-	o.b = recAppendString(o.b, k)
+	o.b = AppendJSString(o.b, k)
 	o.b = append(o.b, ':')
 }
 
-func (o *recJSON) str(k, v string) { o.key(k); o.b = recAppendString(o.b, v) }
+func (o *recJSON) str(k, v string) { o.key(k); o.b = AppendJSString(o.b, v) }
 
 func (o *recJSON) boolean(k string, v bool) {
 	o.key(k)
@@ -697,14 +696,6 @@ func (o *recJSON) bytes() []byte {
 		return []byte("{}")
 	}
 	return append(o.b, '}')
-}
-
-func recAppendString(b []byte, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
 }
 
 // ---------------------------------------------------------------------------

@@ -41,6 +41,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // liteWindow is the size of the head and tail windows (the SDK's 65536).
@@ -1429,7 +1431,7 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 		}
 	}
 	for _, l := range texts {
-		c := liteJSTrim(strings.ReplaceAll(liteUnpaste(l), "\n", " "))
+		c := core.JSTrim(strings.ReplaceAll(core.UnwrapPastedContent(l), "\n", " "))
 		if c == "" {
 			continue
 		}
@@ -1440,77 +1442,17 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 			continue
 		}
 		if in, ok := liteBashInput(c); ok {
-			return "! " + liteJSTrim(in), true
+			return "! " + core.JSTrim(in), true
 		}
 		if liteLooksLikeTag(c) {
 			continue
 		}
-		if liteUTF16Len(c) > 200 {
-			c = liteJSTrim(liteTruncateUTF16(c, 200)) + "…"
+		if core.UTF16Len(c) > 200 {
+			c = core.JSTrim(core.TruncateUTF16(c, 200)) + "…"
 		}
 		return c, true
 	}
 	return "", false
-}
-
-// liteUnpaste replaces each well-formed
-// `<pasted_content id="xxxx">\n…\n</pasted_content id="xxxx">` block by its
-// body (and eats up to two newlines around it), as the SDK does before
-// reading a prompt.
-func liteUnpaste(e string) string {
-	const open = `<pasted_content id="`
-	type part struct {
-		s     string
-		block bool
-	}
-	var parts []part
-	n, r := 0, 0
-	for {
-		o := liteIndexFrom(e, open, r)
-		if o < 0 {
-			break
-		}
-		s := o + len(open)
-		id := e[s:min(s+4, len(e))]
-		if !liteHex4(id) || !strings.HasPrefix(e[min(s+4, len(e)):], "\">\n") {
-			r = s
-			continue
-		}
-		a := s + 4 + 3
-		closing := `</pasted_content id="` + id + `">`
-		u := liteIndexFrom(e, "\n"+closing, a-1) + 1
-		if u == 0 {
-			break
-		}
-		p := o
-		for f := 0; f < 2 && p > n && e[p-1] == '\n'; f++ {
-			p--
-		}
-		if p > n {
-			parts = append(parts, part{s: e[n:p]})
-		}
-		n = u + len(closing)
-		for f := 0; f < 2 && n < len(e) && e[n] == '\n'; f++ {
-			n++
-		}
-		body := ""
-		if u-1 > a {
-			body = e[a : u-1]
-		}
-		parts = append(parts, part{s: body, block: true})
-		r = n
-	}
-	if n < len(e) {
-		parts = append(parts, part{s: e[n:]})
-	}
-	if len(parts) == 1 && !parts[0].block {
-		return e
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.s)
-	}
-	return b.String()
 }
 
 func liteIndexFrom(s, sub string, from int) int {
@@ -1525,19 +1467,6 @@ func liteIndexFrom(s, sub string, from int) int {
 		return -1
 	}
 	return from + i
-}
-
-func liteHex4(s string) bool {
-	if len(s) != 4 {
-		return false
-	}
-	for i := 0; i < 4; i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // liteCommandName is /<command-name>(.*?)<\/command-name>/: '.' stops at
@@ -1583,7 +1512,7 @@ func liteLooksLikeTag(c string) bool {
 	i := 0
 	for i < len(c) {
 		r, size := utf8.DecodeRuneInString(c[i:])
-		if !liteJSSpace(r) {
+		if !core.IsJSSpace(r) {
 			break
 		}
 		i += size
@@ -1595,7 +1524,7 @@ func liteLooksLikeTag(c string) bool {
 		}
 		if j < len(c) {
 			r, _ := utf8.DecodeRuneInString(c[j:])
-			if r == '>' || liteJSSpace(r) {
+			if r == '>' || core.IsJSSpace(r) {
 				return true
 			}
 		}
@@ -1925,7 +1854,7 @@ func (w *liteWorker) sidecarTitle(path string) string {
 // liteCleanTitle: trim, runs of control/format characters and U+2028/2029
 // to one space, drop C0/C1 controls, keep 200 code points, trim.
 func liteCleanTitle(s string) string {
-	s = liteJSTrim(s)
+	s = core.JSTrim(s)
 	var b strings.Builder
 	inRun := false
 	for _, r := range s {
@@ -1949,7 +1878,7 @@ func liteCleanTitle(s string) string {
 		}
 		out = append(out, r)
 	}
-	return liteJSTrim(string(out))
+	return core.JSTrim(string(out))
 }
 
 var liteISODateTime = regexp.MustCompile(`^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`)
@@ -2160,7 +2089,7 @@ func litePromptTime(obj []byte) (int64, bool) {
 			return 0, false
 		}
 		if b.hasText {
-			texts[i] = strings.TrimLeftFunc(b.text, liteJSSpace)
+			texts[i] = strings.TrimLeftFunc(b.text, core.IsJSSpace)
 		}
 	}
 	var prompt bool
@@ -2632,47 +2561,6 @@ func liteHexRune(b []byte, i int) (rune, bool) {
 
 // ---------------------------------------------------------------------------
 // JavaScript string semantics
-
-// liteJSSpace is JavaScript's WhiteSpace and LineTerminator (String.trim
-// and \s).
-func liteJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
-
-func liteJSTrim(s string) string { return strings.TrimFunc(s, liteJSSpace) }
-
-// liteUTF16Len is a string's JavaScript length.
-func liteUTF16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r >= 0x10000 {
-			n++
-		}
-	}
-	return n
-}
-
-// liteTruncateUTF16 keeps the first n UTF-16 units, dropping a surrogate
-// pair cut in half.
-func liteTruncateUTF16(s string, n int) string {
-	units := 0
-	for i, r := range s {
-		w := 1
-		if r >= 0x10000 {
-			w = 2
-		}
-		if units+w > n {
-			return s[:i]
-		}
-		units += w
-	}
-	return s
-}
 
 // liteDateParse is Date.parse for the ISO-8601 forms V8 accepts
 // (YYYY[-MM[-DD]][THH:mm[:ss[.f…]]][Z|±HH:mm|±HHmm], also ±YYYYYY years,

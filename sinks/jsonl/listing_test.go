@@ -1105,19 +1105,6 @@ func TestLiteFirstPromptRules(t *testing.T) {
 	}
 }
 
-func TestLiteTruncateUTF16(t *testing.T) {
-	s := strings.Repeat("a", 199) + "😀b"
-	if got := liteTruncateUTF16(s, 200); got != strings.Repeat("a", 199) {
-		t.Errorf("cut through a pair: %q", got)
-	}
-	if got := liteTruncateUTF16(s, 201); got != strings.Repeat("a", 199)+"😀" {
-		t.Errorf("cut after a pair: %q", got)
-	}
-	if n := liteUTF16Len("a😀é"); n != 4 {
-		t.Errorf("liteUTF16Len = %d", n)
-	}
-}
-
 func TestLiteLastKeyed(t *testing.T) {
 	idx := func(win []byte) *liteIdx {
 		var x liteIdx

@@ -1,0 +1,165 @@
+package core
+
+// JavaScript's string rules, shared by everything that must produce or judge
+// text exactly as Claude Code's readers do: the fork writer, the listing's
+// first prompt, the synthetic rows of a repair.
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// UnwrapPastedContent replaces each `<pasted_content id="xxxx">\n…\n</pasted_content
+// id="xxxx">` block (xxxx four lowercase hex digits) by its body, eating up
+// to two newlines on each side.
+func UnwrapPastedContent(e string) string {
+	const open = `<pasted_content id="`
+	type part struct {
+		text  string
+		block bool
+	}
+	var parts []part
+	n, r := 0, 0
+	for {
+		o := strings.Index(e[r:], open)
+		if o < 0 {
+			break
+		}
+		o += r
+		s := o + len(open)
+		id := e[s:min(s+4, len(e))]
+		if !isLowerHex4(id) || !strings.HasPrefix(e[s+4:], "\">\n") {
+			r = s
+			continue
+		}
+		a := s + 4 + 3
+		closing := `</pasted_content id="` + id + `">`
+		u := strings.Index(e[a-1:], "\n"+closing)
+		if u < 0 {
+			break
+		}
+		u += a - 1 + 1
+		p := o
+		for k := 0; k < 2 && p > n && e[p-1] == '\n'; k++ {
+			p--
+		}
+		if p > n {
+			parts = append(parts, part{text: e[n:p]})
+		}
+		n = u + len(closing)
+		for k := 0; k < 2 && n < len(e) && e[n] == '\n'; k++ {
+			n++
+		}
+		body := ""
+		if u-1 > a {
+			body = e[a : u-1]
+		}
+		parts = append(parts, part{text: body, block: true})
+		r = n
+	}
+	if n < len(e) {
+		parts = append(parts, part{text: e[n:]})
+	}
+	if len(parts) == 1 && !parts[0].block {
+		return e
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.text)
+	}
+	return b.String()
+}
+
+func isLowerHex4(s string) bool {
+	if len(s) != 4 {
+		return false
+	}
+	for i := 0; i < 4; i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsJSSpace is JavaScript's white space and line terminators (String.trim).
+func IsJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200A
+}
+
+// JSTrim is JavaScript's String.prototype.trim.
+func JSTrim(s string) string { return strings.TrimFunc(s, IsJSSpace) }
+
+// UTF16Len is a string's JavaScript length (UTF-16 code units).
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// TruncateUTF16 keeps the first n UTF-16 units of s, never half a pair.
+func TruncateUTF16(s string, n int) string {
+	units := 0
+	for i, r := range s {
+		w := 1
+		if r > 0xFFFF {
+			w = 2
+		}
+		if units+w > n {
+			return s[:i]
+		}
+		units += w
+	}
+	return s
+}
+
+// AppendJSString appends s as JSON.stringify writes a string (invalid
+// UTF-8 becomes U+FFFD; U+2028/U+2029 and <, >, & are left as they are).
+func AppendJSString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"':
+				b = append(b, '\\', '"')
+			case c == '\\':
+				b = append(b, '\\', '\\')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\uFFFD"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
