@@ -116,25 +116,6 @@ session, interrupted when its last turn did not finish, else completed;
 	return c
 }
 
-// lastTurn says, from the last conversation row of the tail, whether the
-// last turn was interrupted and the state it leaves the session in.
-func lastTurn(raw []byte) (interrupted string, state core.State) {
-	if len(raw) == 0 {
-		return "no", core.StateIdle
-	}
-	e, err := core.ParseEntry(raw)
-	if err != nil {
-		return "no", core.StateIdle
-	}
-	conv := []core.Entry{e}
-	rec := core.ClassifyAndRepair(conv, core.RecoveryOptions{NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" }})
-	interrupted = "no"
-	if rec.Class != core.InterruptionNone {
-		interrupted = string(rec.Class)
-	}
-	return interrupted, core.StateFromTail(conv)
-}
-
 // listSessions is ls's listing: through the index unless noIndex, with
 // the lifecycle records when the table or the status filter needs them
 // (the filter applies before --limit and --offset).
@@ -566,6 +547,7 @@ type infoReport struct {
 	Messages      int      `json:"messages"`
 	Interrupted   string   `json:"interrupted"`
 	State         string   `json:"state"`
+	Status        string   `json:"status,omitempty"`
 }
 
 func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, error) {
@@ -607,12 +589,18 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 		}
 		return nil
 	})
-	for i := len(entries) - 1; i >= 0; i-- {
-		if e := entries[i]; e.Type == core.TypeUser || e.Type == core.TypeAssistant || e.Type == core.TypeAttachment {
-			var st core.State
-			r.Interrupted, st = lastTurn(e.Raw)
-			r.State = string(st)
-			break
+	// How the conversation ends, judged on the whole rebuilt chain exactly
+	// as resume judges it (ls judges from the tail window's rows).
+	ch := core.BuildChain(entries, core.ChainOptions{})
+	conv := append(ch.Entries, ch.Trailing...)
+	rec := core.ClassifyAndRepair(conv, core.RecoveryOptions{NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" }})
+	r.Interrupted, r.State = "no", string(core.StateFromTail(conv))
+	if rec.Class != core.InterruptionNone {
+		r.Interrupted = string(rec.Class)
+	}
+	if si != nil {
+		if recs, err := l.Records(ctx, []jsonl.SessionInfo{*si}); err == nil && len(recs) == 1 {
+			r.Status = string(recs[0].Status)
 		}
 	}
 	return r, nil
@@ -645,6 +633,7 @@ func printInfo(w io.Writer, r *infoReport) {
 	row("torn tail", r.TornTail)
 	row("compactions", r.Compactions)
 	row("subagents", fmt.Sprintf("%d %v", len(r.Subagents), r.Subagents))
+	row("status", r.Status)
 	row("interrupted", r.Interrupted)
 	row("state", r.State)
 	tw.Flush()

@@ -225,3 +225,20 @@ func TestLifecycleRecordsOfResumeAndCompaction(t *testing.T) {
 		t.Fatalf("compaction records: %v\n%s", err, data)
 	}
 }
+
+// info judges the end of the conversation as resume does, on the whole
+// rebuilt chain, and reports the index's status.
+func TestInfoClassifiesLikeResume(t *testing.T) {
+	dir := t.TempDir()
+	writeSession(t, dir, row("user", "u-1", "", userText("list files")), row("assistant", "a-1", "u-1", assistantTools("toolu_1", "toolu_2")))
+	var info struct {
+		Interrupted string `json:"interrupted"`
+		State       string `json:"state"`
+		Status      string `json:"status"`
+	}
+	scribeJSON(t, &info, "info", "--config-dir", dir, resumeSession, "--json")
+	r, _, _ := resume(t, dir, "--dry-run")
+	if info.Interrupted != r.Classification || info.Interrupted != "interrupted_turn" || info.Status != "interrupted" || info.State != "running" {
+		t.Fatalf("info %+v, resume says %s", info, r.Classification)
+	}
+}
