@@ -26,16 +26,65 @@ var (
 	ErrClosed = errors.New("pipeline closed")
 	// ErrInvalidID is returned when a component ID is not of the form type/name.
 	ErrInvalidID = errors.New("invalid component id")
+	// ErrDropped is returned (wrapped, with the reason) by a Processor that
+	// drops an entry on purpose.
+	ErrDropped = errors.New("entry dropped")
+	// ErrRejected is returned (wrapped, with the reason) for an entry that
+	// no sink can store: an id that cannot name a file, a missing cwd.
+	// Submit reports it as a Rejected result; the rest of the input goes on.
+	ErrRejected = errors.New("entry rejected")
 )
+
+// permanent marks an error that retrying cannot fix.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent marks err as one that retrying cannot fix: the pipeline stops
+// retrying the entry it concerns, counts it and moves on.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked
+// Permanent or is ErrRejected.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p) || errors.Is(err, ErrRejected)
+}
+
+// PartialError is returned by a Sink's Write that took the first N entries
+// of the batch and failed on entry N with Err. The pipeline never hands the
+// first N to the sink again: it retries from entry N (or, when Err is
+// permanent, drops entry N, counted, and goes on with N+1).
+type PartialError struct {
+	N   int
+	Err error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("after %d entries: %v", e.N, e.Err)
+}
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// Rejectf builds the error of an entry that cannot be stored.
+func Rejectf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrRejected, fmt.Sprintf(format, args...))
+}
 
 // Kind is the kind of a component.
 type Kind string
 
 // The component kinds.
 const (
-	KindSink   Kind = "sink"
-	KindLoader Kind = "loader"
-	KindGuard  Kind = "guard"
+	KindSink      Kind = "sink"
+	KindLoader    Kind = "loader"
+	KindGuard     Kind = "guard"
+	KindProcessor Kind = "processor"
 )
 
 // ID names a component instance as "type/name", for example "jsonl/local".
@@ -139,6 +188,39 @@ type Loader interface {
 // or an error wrapping ErrPersistenceDisabled that says why.
 type Guard interface {
 	Check(ctx context.Context, e *Entry) error
+}
+
+// Processor transforms entries between the guards and dedup. Process must
+// not change e (nor the bytes of e.Raw): it returns e itself when nothing
+// changes, or a changed copy with a new Raw, which is parsed again. It
+// returns an error wrapping ErrDropped to drop the entry on purpose; any
+// other error drops it too and is counted as a processor failure. Process
+// may be called from several goroutines at once.
+type Processor interface {
+	Process(ctx context.Context, e Entry) (Entry, error)
+}
+
+// ProcessorFactory creates processors.
+type ProcessorFactory interface {
+	Factory
+	CreateProcessor(ctx context.Context, set Settings, cfg any) (Processor, error)
+}
+
+// EntryChecker is implemented by sinks that can tell, before an entry is
+// queued, that they can never store it (an id that cannot name a file).
+// Check returns nil, or an error wrapping ErrRejected. It is called from
+// Submit, concurrently, and must not block.
+type EntryChecker interface {
+	CheckEntry(e *Entry) error
+}
+
+// Holder is implemented by sinks that keep some entries back on purpose
+// (the local store holds a session's metadata until its first user or
+// assistant entry, as Claude Code does). HeldSince returns the lowest Seq
+// among the entries held now, or 0 when none is held; acknowledgements
+// stop below it.
+type Holder interface {
+	HeldSince() int64
 }
 
 // Refusal builds the error a Guard returns.

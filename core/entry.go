@@ -31,6 +31,11 @@ type Entry struct {
 	// Role and StopReason come from the entry's message object.
 	Role       string
 	StopReason string
+
+	// Seq is the host's position of the entry in its input (a line number,
+	// counting from 1), not part of Raw; 0 when the host does not number its
+	// input. The pipeline reports acknowledgements in it (Pipeline.Acked).
+	Seq int64
 }
 
 // NullString is a JSON string field that may be absent, null, or a string.

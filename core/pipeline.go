@@ -13,10 +13,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// NamedSink is a sink with its ID, as the pipeline is given it.
+// NamedSink is a sink with its ID and its queue's overflow policy, as the
+// pipeline is given it.
 type NamedSink struct {
 	ID   ID
 	Sink Sink
+	// Overflow says what happens when the sink's queue is full. The zero
+	// value waits DefaultOverflowWait, then drops.
+	Overflow Overflow
 }
 
 // NamedGuard is a guard with its ID.
@@ -25,11 +29,55 @@ type NamedGuard struct {
 	Guard Guard
 }
 
+// NamedProcessor is a processor with its ID.
+type NamedProcessor struct {
+	ID        ID
+	Processor Processor
+}
+
+// OverflowMode says what a full sink queue does with a new entry.
+type OverflowMode string
+
+// The overflow modes.
+const (
+	// OverflowWait makes Submit wait for room up to Overflow.Wait; when the
+	// wait runs out the entry is dropped for that sink, counted, and the
+	// sink is marked stalled: later entries are dropped at once until its
+	// queue is half empty again, so a dead sink costs one wait, not one
+	// per entry.
+	OverflowWait OverflowMode = "wait"
+	// OverflowDrop drops the entry for that sink at once, counted.
+	OverflowDrop OverflowMode = "drop"
+)
+
+// DefaultOverflowWait is how long Submit waits for room in a full queue.
+const DefaultOverflowWait = 5 * time.Second
+
+// Overflow is a sink queue's overflow policy.
+type Overflow struct {
+	Mode OverflowMode
+	Wait time.Duration
+}
+
+// ParseOverflowMode checks a mode named in a configuration.
+func ParseOverflowMode(s string) (OverflowMode, error) {
+	switch m := OverflowMode(s); m {
+	case "", OverflowWait:
+		return OverflowWait, nil
+	case OverflowDrop:
+		return m, nil
+	}
+	return "", fmt.Errorf("overflow %q: want wait or drop", s)
+}
+
 // PipelineOptions configures a Pipeline.
 type PipelineOptions struct {
 	Logger hclog.Logger
 	// Guards run in order; the first refusal drops the entry.
 	Guards []NamedGuard
+	// Processors run in order after the guards; each gets what the one
+	// before it returned.
+	Processors []NamedProcessor
 	// Sinks receive every accepted entry, each through its own queue.
 	Sinks []NamedSink
 	// Seeder, if set, tells dedup what a session already holds the first
@@ -42,6 +90,9 @@ type PipelineOptions struct {
 	// RetryMin and RetryMax bound the backoff between retries of a failed
 	// Write. Defaults 50 ms and 5 s.
 	RetryMin, RetryMax time.Duration
+	// RetryFor bounds how long one batch is retried before it is given up,
+	// counted as dropped. Default 1 minute.
+	RetryFor time.Duration
 }
 
 // Status says what Submit did with an entry.
@@ -51,7 +102,12 @@ type Status int
 const (
 	Accepted Status = iota
 	Duplicate
+	// Refused: a guard said persistence is off.
 	Refused
+	// Dropped: a processor dropped the entry on purpose.
+	Dropped
+	// Rejected: the entry cannot be stored (a bad id, no cwd).
+	Rejected
 )
 
 func (s Status) String() string {
@@ -62,6 +118,10 @@ func (s Status) String() string {
 		return "duplicate"
 	case Refused:
 		return "refused"
+	case Dropped:
+		return "dropped"
+	case Rejected:
+		return "rejected"
 	}
 	return fmt.Sprintf("status(%d)", int(s))
 }
@@ -69,7 +129,9 @@ func (s Status) String() string {
 // Result is the outcome of one Submit.
 type Result struct {
 	Status Status
-	// Guard and Reason are set when Status is Refused.
+	// By is the component that refused, dropped or rejected the entry (zero
+	// when the pipeline itself rejected it); Guard is By for a refusal.
+	By     ID
 	Guard  ID
 	Reason error
 }
@@ -80,40 +142,69 @@ type Reporter interface {
 	Report() map[string]int64
 }
 
-// Pipeline moves entries from Submit through the guards and dedup to every
-// sink. Each sink has its own bounded queue and goroutine, so a slow or
-// failing sink never delays delivery to another; entries reach each sink in
-// submission order, which keeps per-session order.
-//
-//	Submit ──► guards ──► dedup ──┬──► queue ──► goroutine ──► sink A
-//	                              └──► queue ──► goroutine ──► sink B
-//
-// Flush places a marker in every queue and returns when each sink has
-// written everything before its marker and reported it durable.
-type Pipeline struct {
-	log    hclog.Logger
-	guards []NamedGuard
-	seeder Seeder
-	sinks  []*sinkRunner
-	opts   PipelineOptions
+// Volatile is implemented by sinks that promise no durability (a memory
+// cache): what they lose does not hold acknowledgements back.
+type Volatile interface {
+	Volatile() bool
+}
 
-	mu       sync.Mutex // orders Submit and Flush; guards seen
-	seen     map[string]*sessionSeen
-	closed   bool
-	started  bool
-	stopOnce sync.Once
+// Pipeline moves entries from Submit through the guards, the processors
+// and dedup to every sink. Each sink has its own bounded queue and
+// goroutine, so a slow or failing sink never delays delivery to another
+// beyond its overflow policy; entries reach each sink in submission order,
+// which keeps per-session order.
+//
+//	Submit ──► guards ──► processors ──► checks ──► dedup ──┬──► queue ──► runner ──► sink A
+//	                                                        └──► queue ──► runner ──► sink B
+//
+// No lock is held across a guard, a processor or a sink: Submit takes the
+// gate shared (Flush and Shutdown take it alone, only to read counters or
+// close queues) and the lock of the entry's session, which serializes
+// seeding and queueing per session. Flush notes how many entries each
+// queue has been given and returns when each runner has handled that many
+// and its sink reported them durable.
+type Pipeline struct {
+	log        hclog.Logger
+	guards     []NamedGuard
+	processors []NamedProcessor
+	checkers   []namedChecker
+	seeder     Seeder
+	sinks      []*sinkRunner
+	opts       PipelineOptions
+
+	gate    sync.RWMutex // Submit shares it; Flush and Shutdown take it alone
+	started bool
+	closed  bool
+	stopped sync.Once
+
+	seenMu sync.Mutex
+	seen   map[string]*sessionSeen
 
 	submitted, accepted, duplicates atomic.Int64
-	waits                           atomic.Int64
-	waitNanos                       atomic.Int64
-	refusedMu                       sync.Mutex
-	refused                         map[ID]int64
-	reasons                         map[ID]string
-	seedErrors                      atomic.Int64
+	waits, waitNanos, seedErrors    atomic.Int64
+
+	countMu  sync.Mutex
+	refused  map[ID]int64
+	reasons  map[ID]string
+	dropped  map[ID]int64 // by processor
+	dreasons map[ID]string
+	rejected map[string]int64 // by reason
+	failed   map[ID]int64     // processor errors (not ErrDropped)
+
+	lostMu  sync.Mutex
+	lostMin int64 // the lowest Seq a durable sink lost; 0: none
+	lostAny bool  // a durable sink lost an entry (with or without a Seq)
+}
+
+type namedChecker struct {
+	id ID
+	c  EntryChecker
 }
 
 type sessionSeen struct {
-	uuids map[string]struct{}
+	mu     sync.Mutex
+	seeded bool
+	uuids  map[string]struct{}
 	// meta holds hashes of the uuid-less lines the store already had. While
 	// no new chain entry has arrived for the session (live is false), an
 	// identical metadata line is a replay of stored input, not a new fact.
@@ -141,14 +232,22 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 	if opts.RetryMax < opts.RetryMin {
 		opts.RetryMax = 5 * time.Second
 	}
+	if opts.RetryFor <= 0 {
+		opts.RetryFor = time.Minute
+	}
 	p := &Pipeline{
-		log:     opts.Logger,
-		guards:  opts.Guards,
-		seeder:  opts.Seeder,
-		opts:    opts,
-		seen:    make(map[string]*sessionSeen),
-		refused: make(map[ID]int64),
-		reasons: make(map[ID]string),
+		log:        opts.Logger,
+		guards:     opts.Guards,
+		processors: opts.Processors,
+		seeder:     opts.Seeder,
+		opts:       opts,
+		seen:       make(map[string]*sessionSeen),
+		refused:    make(map[ID]int64),
+		reasons:    make(map[ID]string),
+		dropped:    make(map[ID]int64),
+		dreasons:   make(map[ID]string),
+		rejected:   make(map[string]int64),
+		failed:     make(map[ID]int64),
 	}
 	ids := make(map[ID]bool)
 	for _, s := range opts.Sinks {
@@ -156,14 +255,32 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 			return nil, fmt.Errorf("pipeline: sink %s listed twice", s.ID)
 		}
 		ids[s.ID] = true
+		ov := s.Overflow
+		if ov.Mode == "" {
+			ov.Mode = OverflowWait
+		}
+		if ov.Mode == OverflowWait && ov.Wait <= 0 {
+			ov.Wait = DefaultOverflowWait
+		}
+		if ov.Mode != OverflowWait && ov.Mode != OverflowDrop {
+			return nil, fmt.Errorf("pipeline: sink %s: overflow mode %q: want wait or drop", s.ID, ov.Mode)
+		}
+		v, _ := s.Sink.(Volatile)
 		p.sinks = append(p.sinks, &sinkRunner{
-			id:   s.ID,
-			sink: s.Sink,
-			log:  opts.Logger.Named(s.ID.String()),
-			q:    make(chan item, opts.QueueSize),
-			done: make(chan struct{}),
-			p:    p,
+			id:       s.ID,
+			sink:     s.Sink,
+			overflow: ov,
+			volatile: v != nil && v.Volatile(),
+			log:      opts.Logger.Named(s.ID.String()),
+			q:        make(chan Entry, opts.QueueSize),
+			kick:     make(chan struct{}, 1),
+			done:     make(chan struct{}),
+			p:        p,
+			reasons:  make(map[string]int64),
 		})
+		if c, ok := s.Sink.(EntryChecker); ok {
+			p.checkers = append(p.checkers, namedChecker{s.ID, c})
+		}
 	}
 	return p, nil
 }
@@ -171,10 +288,13 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 // Start starts every sink, then the goroutines that feed them. If a sink
 // fails to start, the ones already started are shut down.
 func (p *Pipeline) Start(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.gate.Lock()
+	defer p.gate.Unlock()
 	if p.started {
 		return errors.New("pipeline: already started")
+	}
+	if p.closed {
+		return ErrClosed
 	}
 	for i, r := range p.sinks {
 		if err := r.sink.Start(ctx); err != nil {
@@ -191,81 +311,163 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	return nil
 }
 
-// Submit runs e through the guards and dedup and queues it for every sink.
-// When a sink's queue is full it waits, bounded by ctx; the wait is counted.
-// The entry's Raw must not be changed by the caller afterwards.
+// Submit runs e through the guards, the processors, the entry checks and
+// dedup, and queues it for every sink. A refusal, a drop, a rejection or a
+// duplicate is a Result, not an error: the caller goes on with its next
+// entry. The error is ErrClosed after Shutdown, or the failure to seed
+// dedup for the entry's session. The caller must not change e.Raw
+// afterwards.
 func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.gate.RLock()
+	defer p.gate.RUnlock()
 	if p.closed || !p.started {
 		return Result{}, ErrClosed
 	}
 	p.submitted.Add(1)
 	for _, g := range p.guards {
 		if err := g.Guard.Check(ctx, &e); err != nil {
-			p.refusedMu.Lock()
+			p.countMu.Lock()
 			p.refused[g.ID]++
 			p.reasons[g.ID] = err.Error()
-			p.refusedMu.Unlock()
-			return Result{Status: Refused, Guard: g.ID, Reason: err}, nil
+			p.countMu.Unlock()
+			return Result{Status: Refused, By: g.ID, Guard: g.ID, Reason: err}, nil
 		}
 	}
-	if dup, err := p.duplicate(ctx, &e); err != nil {
+	e, res := p.process(ctx, e)
+	if res != nil {
+		return *res, nil
+	}
+	if res := p.check(&e); res != nil {
+		return *res, nil
+	}
+	ref := e.Ref()
+	if ref.SessionID == "" {
+		// Nothing to dedup against; sinks route or count it.
+		p.fanout(ctx, e)
+		p.accepted.Add(1)
+		return Result{Status: Accepted}, nil
+	}
+	s, err := p.session(ctx, ref)
+	if err != nil {
 		return Result{}, err
-	} else if dup {
+	}
+	defer s.mu.Unlock()
+	if s.duplicate(&e) {
 		p.duplicates.Add(1)
 		return Result{Status: Duplicate}, nil
 	}
-	it := item{entry: e}
-	for _, r := range p.sinks {
-		if err := p.enqueue(ctx, r, it); err != nil {
-			// Sinks before r have the entry; the caller learns it is not
-			// everywhere. Dedup must not hide a resubmission.
-			p.forget(&e)
-			return Result{}, fmt.Errorf("queue for sink %s: %w", r.id, err)
-		}
-	}
+	p.fanout(ctx, e)
 	p.accepted.Add(1)
 	return Result{Status: Accepted}, nil
 }
 
-func (p *Pipeline) enqueue(ctx context.Context, r *sinkRunner, it item) error {
-	select {
-	case r.q <- it:
-		return nil
-	default:
+// process runs the processors; a non-nil Result ends the entry.
+func (p *Pipeline) process(ctx context.Context, e Entry) (Entry, *Result) {
+	for _, np := range p.processors {
+		out, err := np.Processor.Process(ctx, e)
+		if err != nil {
+			p.countMu.Lock()
+			p.dropped[np.ID]++
+			p.dreasons[np.ID] = err.Error()
+			if !errors.Is(err, ErrDropped) {
+				p.failed[np.ID]++
+			}
+			p.countMu.Unlock()
+			return e, &Result{Status: Dropped, By: np.ID, Reason: err}
+		}
+		if !sameBytes(out.Raw, e.Raw) {
+			// A changed copy: its fields come from its own bytes, its
+			// routing fields from the host's where the line lacks them.
+			parsed, err := ParseEntryOwned(out.Raw)
+			if err != nil {
+				p.countMu.Lock()
+				p.dropped[np.ID]++
+				p.failed[np.ID]++
+				p.dreasons[np.ID] = "returned a malformed line: " + err.Error()
+				p.countMu.Unlock()
+				return e, &Result{Status: Dropped, By: np.ID, Reason: fmt.Errorf("processor %s returned a malformed line: %w", np.ID, err)}
+			}
+			if parsed.SessionID == "" {
+				parsed.SessionID = e.SessionID
+			}
+			if parsed.CWD == "" {
+				parsed.CWD = e.CWD
+			}
+			parsed.Seq = e.Seq
+			out = parsed
+		}
+		e = out
 	}
-	p.waits.Add(1)
-	start := time.Now()
-	defer func() { p.waitNanos.Add(int64(time.Since(start))) }()
-	select {
-	case r.q <- it:
+	return e, nil
+}
+
+// check rejects an entry no sink can store; a non-nil Result ends it.
+func (p *Pipeline) check(e *Entry) *Result {
+	reject := func(by ID, err error) *Result {
+		p.countMu.Lock()
+		p.rejected[err.Error()]++
+		p.countMu.Unlock()
+		return &Result{Status: Rejected, By: by, Reason: err}
+	}
+	if err := CheckIDs(e); err != nil {
+		return reject(ID{}, err)
+	}
+	for _, c := range p.checkers {
+		if err := c.c.CheckEntry(e); err != nil {
+			if !errors.Is(err, ErrRejected) {
+				err = fmt.Errorf("%w: %v", ErrRejected, err)
+			}
+			return reject(c.id, fmt.Errorf("sink %s: %w", c.id, err))
+		}
+	}
+	return nil
+}
+
+// CheckIDs rejects session and agent ids that could name a path outside a
+// session's folder in any store: empty parts, '/', '\\', NUL or other
+// control characters, "." and "..".
+func CheckIDs(e *Entry) error {
+	if err := checkIDPart("sessionId", e.SessionID); err != nil {
+		return err
+	}
+	return checkIDPart("agentId", e.AgentID)
+}
+
+func checkIDPart(name, s string) error {
+	if s == "" {
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	}
+	if s == "." || s == ".." || len(s) > 255 {
+		return Rejectf("%s %q cannot name a file", name, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '/' || c == '\\' {
+			return Rejectf("%s %q cannot name a file", name, s)
+		}
+	}
+	return nil
+}
+
+// fanout queues e for every sink, each under its own overflow policy.
+func (p *Pipeline) fanout(ctx context.Context, e Entry) {
+	for _, r := range p.sinks {
+		r.enqueue(ctx, e)
 	}
 }
 
 // duplicate reports whether dedup drops e, and records it otherwise.
-func (p *Pipeline) duplicate(ctx context.Context, e *Entry) (bool, error) {
-	ref := e.Ref()
-	if ref.SessionID == "" {
-		return false, nil
-	}
-	s, err := p.session(ctx, ref)
-	if err != nil {
-		return false, err
-	}
+// Called with s.mu held.
+func (s *sessionSeen) duplicate(e *Entry) bool {
 	if e.UUID == "" {
 		if !s.live && len(s.meta) > 0 {
 			if _, ok := s.meta[maphash.Bytes(metaSeed, e.Raw)]; ok {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
 	}
 	if _, ok := s.uuids[e.UUID]; ok {
-		return true, nil
+		return true
 	}
 	s.uuids[e.UUID] = struct{}{}
 	// Only new conversation rows end a replay: a state event or a uuid'd
@@ -273,73 +475,108 @@ func (p *Pipeline) duplicate(ctx context.Context, e *Entry) (bool, error) {
 	if e.IsChain() {
 		s.live = true
 	}
-	return false, nil
+	return false
 }
 
-func (p *Pipeline) forget(e *Entry) {
-	if s := p.seen[e.Ref().Key()]; s != nil && e.UUID != "" {
-		delete(s.uuids, e.UUID)
-	}
-}
-
+// session returns the dedup state of ref, seeded, with its lock held.
 func (p *Pipeline) session(ctx context.Context, ref SessionRef) (*sessionSeen, error) {
 	key := ref.Key()
-	if s := p.seen[key]; s != nil {
+	p.seenMu.Lock()
+	s := p.seen[key]
+	if s == nil {
+		s = &sessionSeen{uuids: make(map[string]struct{})}
+		p.seen[key] = s
+	}
+	p.seenMu.Unlock()
+	s.mu.Lock()
+	if s.seeded || p.seeder == nil {
+		s.seeded = true
 		return s, nil
 	}
-	s := &sessionSeen{uuids: make(map[string]struct{})}
-	if p.seeder != nil {
-		seed, err := p.seeder.Seed(ctx, ref)
-		if err != nil {
-			p.seedErrors.Add(1)
-			return nil, fmt.Errorf("seed dedup for session %s: %w", key, err)
-		}
-		for _, u := range seed.UUIDs {
-			s.uuids[u] = struct{}{}
-		}
-		if len(seed.Metadata) > 0 {
-			s.meta = make(map[uint64]struct{}, len(seed.Metadata))
-			for _, m := range seed.Metadata {
-				s.meta[maphash.Bytes(metaSeed, m)] = struct{}{}
-			}
+	seed, err := p.seeder.Seed(ctx, ref)
+	if err != nil {
+		s.mu.Unlock()
+		p.seedErrors.Add(1)
+		return nil, fmt.Errorf("seed dedup for session %s: %w", key, err)
+	}
+	for _, u := range seed.UUIDs {
+		s.uuids[u] = struct{}{}
+	}
+	if len(seed.Metadata) > 0 {
+		s.meta = make(map[uint64]struct{}, len(seed.Metadata))
+		for _, m := range seed.Metadata {
+			s.meta[maphash.Bytes(metaSeed, m)] = struct{}{}
 		}
 	}
-	p.seen[key] = s
+	s.seeded = true
 	return s, nil
 }
 
 // SeedSession adds uuids to a session's dedup set, for hosts that loaded a
 // session some other way (resume) and will append to it.
 func (p *Pipeline) SeedSession(ctx context.Context, ref SessionRef, uuids []string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	s, err := p.session(ctx, ref)
 	if err != nil {
 		return err
 	}
+	defer s.mu.Unlock()
 	for _, u := range uuids {
 		s.uuids[u] = struct{}{}
 	}
 	return nil
 }
 
+// lost records that a durable sink will never have the entry of seq.
+func (p *Pipeline) lost(seq int64) {
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
+	p.lostAny = true
+	if seq > 0 && (p.lostMin == 0 || seq < p.lostMin) {
+		p.lostMin = seq
+	}
+}
+
+// Acked returns how far acknowledgements may go after a Flush that
+// returned nil and covered every entry up to Seq through: through itself,
+// unless a durable sink lost an entry at or below it, or a sink holds one
+// back on purpose (then the Seq just before the first such entry).
+func (p *Pipeline) Acked(through int64) int64 {
+	p.lostMu.Lock()
+	if p.lostMin > 0 && p.lostMin <= through {
+		through = p.lostMin - 1
+	}
+	p.lostMu.Unlock()
+	for _, r := range p.sinks {
+		if h, ok := r.sink.(Holder); ok {
+			if s := h.HeldSince(); s > 0 && s <= through {
+				through = s - 1
+			}
+		}
+	}
+	return through
+}
+
+// Lost reports whether a durable sink has lost any entry.
+func (p *Pipeline) Lost() bool {
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
+	return p.lostAny
+}
+
 // Flush returns when everything submitted before it is durable in every
-// sink, or ctx ends. The errors of all sinks are joined.
+// sink, or ctx ends. It never blocks Submit: it notes each queue's count
+// and waits for the runners. The errors of all sinks are joined.
 func (p *Pipeline) Flush(ctx context.Context) error {
-	p.mu.Lock()
+	p.gate.Lock()
 	if !p.started || p.closed {
-		p.mu.Unlock()
+		p.gate.Unlock()
 		return ErrClosed
 	}
 	replies := make([]chan error, len(p.sinks))
 	for i, r := range p.sinks {
-		replies[i] = make(chan error, 1)
-		if err := p.enqueue(ctx, r, item{flush: replies[i], ctx: ctx}); err != nil {
-			p.mu.Unlock()
-			return fmt.Errorf("flush sink %s: %w", r.id, err)
-		}
+		replies[i] = r.requestFlush(ctx)
 	}
-	p.mu.Unlock()
+	p.gate.Unlock()
 	var errs []error
 	for i, r := range p.sinks {
 		select {
@@ -359,11 +596,17 @@ func (p *Pipeline) Flush(ctx context.Context) error {
 // dropped and reported in the error. Safe to call twice.
 func (p *Pipeline) Shutdown(ctx context.Context) error {
 	var errs []error
-	p.stopOnce.Do(func() {
-		p.mu.Lock()
+	p.stopped.Do(func() {
+		p.gate.Lock()
 		p.closed = true
 		started := p.started
-		p.mu.Unlock()
+		if started {
+			for _, r := range p.sinks {
+				r.stopCtx.Store(&ctxBox{ctx})
+				close(r.q)
+			}
+		}
+		p.gate.Unlock()
 		if !started {
 			for _, r := range p.sinks {
 				if err := r.sink.Shutdown(ctx); err != nil {
@@ -371,10 +614,6 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 				}
 			}
 			return
-		}
-		for _, r := range p.sinks {
-			r.stopCtx.Store(&ctxBox{ctx})
-			close(r.q)
 		}
 		for _, r := range p.sinks {
 			select {
@@ -405,6 +644,13 @@ type Stats struct {
 	// Refused counts refusals by guard ID; Reasons keeps the last reason.
 	Refused map[string]int64  `json:"refused"`
 	Reasons map[string]string `json:"refused_reasons,omitempty"`
+	// Dropped counts drops by processor ID; DropReasons keeps the last
+	// reason; ProcessorErrors counts the drops that were failures.
+	Dropped         map[string]int64  `json:"dropped"`
+	DropReasons     map[string]string `json:"dropped_reasons,omitempty"`
+	ProcessorErrors map[string]int64  `json:"processor_errors,omitempty"`
+	// Rejected counts entries no sink could store, by reason.
+	Rejected map[string]int64 `json:"rejected"`
 	// QueueWaits counts Submits that found a queue full and waited.
 	QueueWaits    int64         `json:"queue_waits"`
 	QueueWaitTime time.Duration `json:"queue_wait_ns"`
@@ -414,14 +660,23 @@ type Stats struct {
 
 // SinkStats is one sink's part of Stats.
 type SinkStats struct {
-	ID          string           `json:"id"`
-	Written     int64            `json:"written"`
-	Batches     int64            `json:"batches"`
-	WriteErrors int64            `json:"write_errors"`
-	Retries     int64            `json:"retries"`
-	Flushes     int64            `json:"flushes"`
+	ID          string `json:"id"`
+	Written     int64  `json:"written"`
+	Batches     int64  `json:"batches"`
+	WriteErrors int64  `json:"write_errors"`
+	Retries     int64  `json:"retries"`
+	Flushes     int64  `json:"flushes"`
+	// QueueWaits counts Submits that found this sink's queue full and
+	// waited.
+	QueueWaits int64 `json:"queue_waits"`
+	// Dropped counts the entries this sink will never have; DropReasons
+	// splits it: queue_full, retries_exhausted, rejected (a permanent
+	// error for that entry), shutdown.
 	Dropped     int64            `json:"dropped"`
+	DropReasons map[string]int64 `json:"drop_reasons,omitempty"`
 	Queued      int              `json:"queued"`
+	Stalled     bool             `json:"stalled,omitempty"`
+	Volatile    bool             `json:"volatile,omitempty"`
 	LastError   string           `json:"last_error,omitempty"`
 	Counters    map[string]int64 `json:"counters,omitempty"`
 }
@@ -429,183 +684,44 @@ type SinkStats struct {
 // Stats returns a snapshot of the counters.
 func (p *Pipeline) Stats() Stats {
 	st := Stats{
-		Submitted:     p.submitted.Load(),
-		Accepted:      p.accepted.Load(),
-		Duplicates:    p.duplicates.Load(),
-		Refused:       map[string]int64{},
-		Reasons:       map[string]string{},
-		QueueWaits:    p.waits.Load(),
-		QueueWaitTime: time.Duration(p.waitNanos.Load()),
-		SeedErrors:    p.seedErrors.Load(),
+		Submitted:       p.submitted.Load(),
+		Accepted:        p.accepted.Load(),
+		Duplicates:      p.duplicates.Load(),
+		Refused:         map[string]int64{},
+		Reasons:         map[string]string{},
+		Dropped:         map[string]int64{},
+		DropReasons:     map[string]string{},
+		ProcessorErrors: map[string]int64{},
+		Rejected:        map[string]int64{},
+		QueueWaits:      p.waits.Load(),
+		QueueWaitTime:   time.Duration(p.waitNanos.Load()),
+		SeedErrors:      p.seedErrors.Load(),
 	}
-	p.refusedMu.Lock()
+	p.countMu.Lock()
 	for id, n := range p.refused {
 		st.Refused[id.String()] = n
 		st.Reasons[id.String()] = p.reasons[id]
 	}
-	p.refusedMu.Unlock()
+	for id, n := range p.dropped {
+		st.Dropped[id.String()] = n
+		st.DropReasons[id.String()] = p.dreasons[id]
+	}
+	for id, n := range p.failed {
+		st.ProcessorErrors[id.String()] = n
+	}
+	for r, n := range p.rejected {
+		st.Rejected[r] = n
+	}
+	p.countMu.Unlock()
 	for _, r := range p.sinks {
-		ss := SinkStats{
-			ID:          r.id.String(),
-			Written:     r.written.Load(),
-			Batches:     r.batches.Load(),
-			WriteErrors: r.writeErrors.Load(),
-			Retries:     r.retries.Load(),
-			Flushes:     r.flushes.Load(),
-			Dropped:     r.dropped.Load(),
-			Queued:      len(r.q),
-		}
-		if e := r.lastErr.Load(); e != nil {
-			ss.LastError = *e
-		}
-		if rep, ok := r.sink.(Reporter); ok {
-			ss.Counters = rep.Report()
-		}
-		st.Sinks = append(st.Sinks, ss)
+		st.Sinks = append(st.Sinks, r.stats())
 	}
 	sort.Slice(st.Sinks, func(i, j int) bool { return st.Sinks[i].ID < st.Sinks[j].ID })
 	return st
 }
 
-// item is an entry or a flush marker in a sink's queue.
-type item struct {
-	entry Entry
-	flush chan error
-	ctx   context.Context
-}
-
-type ctxBox struct{ ctx context.Context }
-
-type sinkRunner struct {
-	id   ID
-	sink Sink
-	log  hclog.Logger
-	q    chan item
-	done chan struct{}
-	p    *Pipeline
-	err  error
-
-	stopCtx atomic.Pointer[ctxBox]
-
-	written, batches, writeErrors, retries, flushes, dropped atomic.Int64
-	lastErr                                                  atomic.Pointer[string]
-}
-
-func (r *sinkRunner) stopping() context.Context {
-	if b := r.stopCtx.Load(); b != nil {
-		return b.ctx
-	}
-	return nil
-}
-
-// run feeds the sink until its queue is closed, then flushes and shuts it
-// down with the context Shutdown was given.
-func (r *sinkRunner) run() {
-	defer close(r.done)
-	batch := make([]Entry, 0, r.p.opts.MaxBatch)
-	var pending *item // a flush marker met while batching
-	for {
-		var it item
-		var ok bool
-		if pending != nil {
-			it, ok, pending = *pending, true, nil
-		} else {
-			it, ok = <-r.q
-		}
-		if !ok {
-			break
-		}
-		if it.flush != nil {
-			it.flush <- r.doFlush(it.ctx)
-			continue
-		}
-		batch = append(batch[:0], it.entry)
-	fill:
-		for len(batch) < cap(batch) {
-			select {
-			case next, more := <-r.q:
-				if !more {
-					break fill
-				}
-				if next.flush != nil {
-					pending = &next
-					break fill
-				}
-				batch = append(batch, next.entry)
-			default:
-				break fill
-			}
-		}
-		if !r.write(batch) {
-			// Shutdown's deadline passed while the sink kept failing.
-			n := int64(len(batch))
-			for range r.q {
-				n++
-			}
-			r.dropped.Add(n)
-			r.err = fmt.Errorf("sink %s: %d entries not delivered: %s", r.id, n, r.lastError())
-			r.log.Error("entries dropped at shutdown", "count", n, "error", r.lastError())
-			_ = r.sink.Shutdown(context.Background())
-			return
-		}
-		clear(batch)
-	}
-	ctx := r.stopping()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := r.sink.Shutdown(ctx); err != nil {
-		r.err = fmt.Errorf("shutdown sink %s: %w", r.id, err)
-	}
-}
-
-func (r *sinkRunner) lastError() string {
-	if e := r.lastErr.Load(); e != nil {
-		return *e
-	}
-	return ""
-}
-
-// write delivers a batch, retrying with backoff until it succeeds. It gives
-// up only when Shutdown's context has ended.
-func (r *sinkRunner) write(batch []Entry) bool {
-	delay := r.p.opts.RetryMin
-	for attempt := 0; ; attempt++ {
-		ctx := r.stopping()
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		err := r.sink.Write(ctx, batch)
-		if err == nil {
-			r.written.Add(int64(len(batch)))
-			r.batches.Add(1)
-			return true
-		}
-		r.writeErrors.Add(1)
-		msg := err.Error()
-		r.lastErr.Store(&msg)
-		r.log.Warn("write failed; will retry", "entries", len(batch), "attempt", attempt+1, "backoff", delay, "error", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		}
-		r.retries.Add(1)
-		delay = min(delay*2, r.p.opts.RetryMax)
-	}
-}
-
-func (r *sinkRunner) doFlush(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	r.flushes.Add(1)
-	if err := r.sink.Flush(ctx); err != nil {
-		msg := err.Error()
-		r.lastErr.Store(&msg)
-		return err
-	}
-	return nil
+// sameBytes reports whether a and b are the same slice (not equal bytes:
+// the same memory).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

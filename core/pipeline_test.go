@@ -225,32 +225,51 @@ func TestPipelineSlowSinkDoesNotDelayAnother(t *testing.T) {
 	}
 }
 
-func TestPipelineFullQueueWaitsBoundedByContext(t *testing.T) {
-	rec := &coretest.RecordingSink{}
-	release := rec.Block()
+func TestPipelineFullQueueWaitsThenDropsForThatSinkOnly(t *testing.T) {
+	stuck := &coretest.RecordingSink{}
+	release := stuck.Block()
 	defer release()
-	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}, QueueSize: 1, MaxBatch: 1})
-	lines := chain(5, sess)
-	var err error
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	n := 0
-	for _, l := range lines {
-		if _, err = p.Submit(ctx, coretest.MustEntry(t, l)); err != nil {
-			break
+	healthy := &coretest.RecordingSink{}
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{
+		{ID: core.MustParseID("rec/stuck"), Sink: stuck, Overflow: core.Overflow{Mode: core.OverflowWait, Wait: 50 * time.Millisecond}},
+		{ID: core.MustParseID("rec/ok"), Sink: healthy},
+	}, QueueSize: 2, MaxBatch: 1})
+	lines := chain(200, sess)
+	for i, l := range lines {
+		e := coretest.MustEntry(t, l)
+		e.Seq = int64(i + 1)
+		if r, err := p.Submit(context.Background(), e); err != nil || r.Status != core.Accepted {
+			t.Fatalf("Submit %d: %v %v", i, r.Status, err)
 		}
-		n++
 	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Submit on a full queue returned %v after %d entries, want deadline exceeded", err, n)
+	// One wait, then the stalled sink drops at once: the healthy sink got
+	// everything.
+	st := p.Stats()
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var stuckStats core.SinkStats
+	for _, s := range st.Sinks {
+		if s.ID == "rec/stuck" {
+			stuckStats = s
+		}
 	}
-	if p.Stats().QueueWaits == 0 {
-		t.Error("the wait was not counted")
+	if stuckStats.DropReasons["queue_full"] == 0 || !stuckStats.Stalled || stuckStats.QueueWaits > 2 {
+		t.Fatalf("stuck sink stats %+v, want queue_full drops, stalled, at most two waits (a stalled sink costs one timed-out wait, not one per entry)", stuckStats)
 	}
 	release()
-	// The refused entry was not remembered by dedup: it can be sent again.
-	if r := submit(t, p, lines[n]); r.Status != core.Accepted {
-		t.Fatalf("resubmit after a timed-out Submit: %v", r.Status)
+	if err := p.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := healthy.Durable(); len(got) != len(lines) {
+		t.Fatalf("healthy sink durable %d, want %d", len(got), len(lines))
+	}
+	// Acknowledgements stop below the first entry the stuck sink lost.
+	kept := int64(len(stuck.Durable()))
+	if a := p.Acked(int64(len(lines))); a != kept {
+		t.Fatalf("Acked = %d, want %d (the entries before the first drop)", a, kept)
+	}
+	if !p.Lost() {
+		t.Fatal("Lost() is false after drops")
 	}
 }
 

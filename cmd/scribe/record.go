@@ -10,10 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
@@ -44,9 +45,27 @@ type recordReport struct {
 	BlankLines     int64             `json:"blank_lines"`
 	Unroutable     int64             `json:"unroutable"`
 	Sessions       []string          `json:"sessions"`
-	QueueWaits     int64             `json:"queue_waits"`
-	Sinks          []core.SinkStats  `json:"sinks"`
-	Error          string            `json:"error,omitempty"`
+	// Rejected lists lines no sink could store (a bad id, a session
+	// another process writes), with the reason; the rest was recorded.
+	RejectedCount int64     `json:"rejected_count"`
+	Rejected      []badLine `json:"rejected"`
+	// DroppedBy counts entries processors dropped on purpose, by processor.
+	DroppedCount   int64             `json:"dropped_count"`
+	DroppedBy      map[string]int64  `json:"dropped"`
+	DroppedReasons map[string]string `json:"dropped_reasons,omitempty"`
+	// Held counts lines the local store holds back: their session has no
+	// user or assistant entry yet, so (as in Claude Code) no file exists.
+	// They are not acknowledged.
+	Held int64 `json:"held"`
+	// Lost is the most entries any durable sink will never have (queue
+	// full, retries exhausted, shutdown); not zero means exit 1.
+	Lost        int64            `json:"lost"`
+	AckedLines  int64            `json:"acked_lines"`
+	FlushErrors int64            `json:"flush_errors"`
+	Interrupted bool             `json:"interrupted,omitempty"`
+	QueueWaits  int64            `json:"queue_waits"`
+	Sinks       []core.SinkStats `json:"sinks"`
+	Error       string           `json:"error,omitempty"`
 }
 
 type recordOpts struct {
@@ -55,8 +74,9 @@ type recordOpts struct {
 	json          bool
 	ack           bool
 	events        bool
-	flushInterval time.Duration
-	lockWait      time.Duration
+	flushInterval   time.Duration
+	lockWait        time.Duration
+	shutdownTimeout time.Duration
 }
 
 func newRecordCmd() *cobra.Command {
@@ -99,15 +119,19 @@ durable what it accepted.`,
 	f.BoolVar(&o.ack, "ack", false, `after each flush, print {"acked_lines":N} on stdout: the first N input lines are durable`)
 	f.BoolVar(&o.events, "events", false, `write the SDK-style event stream (NDJSON) on stdout; the report goes to stderr`)
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Second, "how often to flush (make durable) what was recorded")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "at the end of the input or on SIGINT/SIGTERM, how long to wait for the sinks to make everything durable (a second signal exits at once)")
 	f.DurationVar(&o.lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
 	return c
 }
 
-// input is one parsed line on its way from the reader to the pipeline.
+// input is one parsed line on its way from the reader to the pipeline, or
+// the end of one input file (eof).
 type input struct {
 	entry core.Entry
 	file  string
-	line  int64
+	line  int64 // in its file
+	seq   int64 // in the whole input, counting every line of every file
+	eof   bool
 }
 
 func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
@@ -118,167 +142,374 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	if o.session != "" && !jsonl.IsSessionID(o.session) {
 		return &exitError{code: 2, err: fmt.Errorf("--session %q is not a session id (a UUID)", o.session)}
 	}
+	if o.shutdownTimeout <= 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--shutdown-timeout %s: want a positive duration", o.shutdownTimeout)}
+	}
 	log := newLogger(cfg, "scribe")
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	intake, stopIntake := context.WithCancel(cmd.Context())
+	defer stopIntake()
+	sig := watchSignals(log, stopIntake)
+	defer sig.stop()
 
-	rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{lockWait: o.lockWait})
+	rt, err := build(cmd.Context(), cfg, log, os.Args[1:], buildOpts{lockWait: o.lockWait})
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if err := rt.pipeline.Start(ctx); err != nil {
+	if err := rt.pipeline.Start(cmd.Context()); err != nil {
 		return err
 	}
-	rep := &recordReport{ConfigDir: rt.host.ConfigDir}
-	out, repOut := cmd.OutOrStdout(), cmd.OutOrStdout()
-	// With --events, stdout carries the stream (buffered, written out
-	// whenever the input pauses and at every flush) and nothing else.
-	var stream *core.EventStream
-	var events *bufio.Writer
-	if o.events {
-		events = bufio.NewWriterSize(out, 64<<10)
-		stream = core.NewEventStream(events)
-		repOut = cmd.ErrOrStderr()
-	}
-
+	r := newRecorder(cmd, rt, o, log)
 	lines := make(chan input, 1024)
 	readErr := make(chan error, 1)
-	go func() { readErr <- readInputs(ctx, args, cmd.InOrStdin(), lines, rep) }()
-
-	sessions := map[string]bool{}
-	var submitted, acked int64
-	flush := func() error {
-		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := rt.pipeline.Flush(fctx); err != nil {
-			return err
-		}
-		if stream != nil {
-			// Sessions still waiting for a chain row are announced, so
-			// every event of the lines acknowledged precedes the ack.
-			if err := stream.Flush(); err != nil {
-				return fmt.Errorf("write events: %w", err)
-			}
-		}
-		if o.ack && submitted > acked {
-			acked = submitted
-			if stream == nil {
-				fmt.Fprintf(out, "{\"acked_lines\":%d}\n", acked)
-			} else if err := stream.Write(core.Event{Type: core.EventScribeAck, AckedLines: acked}); err != nil {
-				return fmt.Errorf("write events: %w", err)
-			} else if err := events.Flush(); err != nil {
-				return fmt.Errorf("write events: %w", err)
-			}
-		}
-		return nil
+	go func() { readErr <- readInputs(intake, args, cmd.InOrStdin(), lines, r.rep) }()
+	runErr := r.consume(intake, lines)
+	if runErr == nil {
+		runErr = <-readErr
 	}
-	tick := time.NewTicker(o.flushInterval)
+	if sig.caught() {
+		runErr = nil // the signal is reported below, with what is durable
+	}
+	runErr = r.finish(runErr, sig.caught())
+	if runErr != nil {
+		if sig.caught() {
+			return &exitError{code: 130, err: runErr}
+		}
+		return runErr
+	}
+	return nil
+}
+
+// signals turns the first SIGINT or SIGTERM into a stop of the intake (the
+// command then makes durable what it has, within --shutdown-timeout) and
+// the second into an immediate exit.
+type signals struct {
+	ch   chan os.Signal
+	got  atomic.Bool
+	done chan struct{}
+}
+
+func watchSignals(log hclog.Logger, stopIntake func()) *signals {
+	s := &signals{ch: make(chan os.Signal, 2), done: make(chan struct{})}
+	signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for {
+			select {
+			case sg := <-s.ch:
+				if s.got.Swap(true) {
+					fmt.Fprintf(os.Stderr, "scribe: second %s: exiting now; what was not flushed is not durable\n", sg)
+					os.Exit(130)
+				}
+				log.Warn("signal: stopping intake and making durable what was read (a second signal exits at once)", "signal", sg.String())
+				stopIntake()
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *signals) caught() bool { return s.got.Load() }
+func (s *signals) stop() {
+	signal.Stop(s.ch)
+	close(s.done)
+}
+
+// recorder submits the parsed lines and keeps the report.
+type recorder struct {
+	rt     *runtime
+	o      recordOpts
+	log    hclog.Logger
+	rep    *recordReport
+	out    io.Writer
+	repOut io.Writer
+	// With --events, stdout carries the stream (buffered, written out
+	// whenever the input pauses and at every flush) and nothing else.
+	stream *core.EventStream
+	events *bufio.Writer
+
+	sessions map[string]bool
+	// submitted is the seq of the last line handed to the pipeline: every
+	// line up to it was submitted, counted as malformed or blank, or
+	// refused on purpose. acked is the last seq acknowledged.
+	submitted, acked int64
+	flushErrs        int64
+	// openFailures counts lines whose session could not be opened (locked
+	// by another process, unreadable); openErr is the first such error.
+	openFailures int64
+	openErr      error
+	// pre holds, per input file, leading lines without a sessionId until
+	// one is known; current is the session of each file's lines so far.
+	pre     map[string][]input
+	current map[string]string
+}
+
+func newRecorder(cmd *cobra.Command, rt *runtime, o recordOpts, log hclog.Logger) *recorder {
+	r := &recorder{
+		rt: rt, o: o, log: log,
+		rep:      &recordReport{ConfigDir: rt.host.ConfigDir},
+		out:      cmd.OutOrStdout(),
+		repOut:   cmd.OutOrStdout(),
+		sessions: map[string]bool{},
+		pre:      map[string][]input{},
+		current:  map[string]string{},
+	}
+	if o.events {
+		r.events = bufio.NewWriterSize(r.out, 64<<10)
+		r.stream = core.NewEventStream(r.events)
+		r.repOut = cmd.ErrOrStderr()
+	}
+	return r
+}
+
+// consume submits lines until the input ends or the intake stops. A
+// failed periodic flush is reported and retried at the next tick: the
+// acknowledgement simply does not move.
+func (r *recorder) consume(intake context.Context, lines <-chan input) error {
+	tick := time.NewTicker(r.o.flushInterval)
 	defer tick.Stop()
-
-	var runErr error
-	// pre holds leading lines without a sessionId until one is known.
-	var pre []input
-	current := map[string]string{} // file -> session of the lines so far
-	submit := func(in input) error {
-		res, err := rt.pipeline.Submit(ctx, in.entry)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", in.file, in.line, err)
-		}
-		if res.Status == core.Accepted {
-			sessions[in.entry.SessionID] = true
-			if stream != nil {
-				if err := stream.Entry(in.entry); err != nil {
-					return fmt.Errorf("write events: %w", err)
-				}
-			}
-			if in.entry.Subtype == "compact_boundary" {
-				// The compaction goes to the session's lifecycle records too.
-				if _, err := rt.pipeline.SubmitLifecycle(ctx, compactionMeta(in.entry), compactionOf(in.entry)); err != nil {
-					log.Warn("could not record the compaction in the session's lifecycle", "uuid", in.entry.UUID, "error", err)
-				}
-			}
-		}
-		return nil
-	}
-loop:
 	for {
 		select {
 		case in, ok := <-lines:
 			if !ok {
-				break loop
+				return nil
 			}
-			e := &in.entry
-			switch {
-			case o.session != "":
-				e.SessionID = o.session
-			case e.SessionID == "":
-				e.SessionID = current[in.file]
-			default:
-				current[in.file] = e.SessionID
+			if err := r.take(in); err != nil {
+				return err
 			}
-			if o.cwd != "" {
-				e.CWD = o.cwd
-			}
-			if e.SessionID == "" {
-				pre = append(pre, in)
-				continue
-			}
-			for _, p := range pre {
-				p.entry.SessionID = e.SessionID
-				if runErr = submit(p); runErr != nil {
-					break loop
-				}
-			}
-			pre = nil
-			if runErr = submit(in); runErr != nil {
-				break loop
-			}
-			submitted = in.line
-			if events != nil && len(lines) == 0 && events.Buffered() > 0 {
-				if err := events.Flush(); err != nil {
-					runErr = fmt.Errorf("write events: %w", err)
-					break loop
+			if r.events != nil && len(lines) == 0 && r.events.Buffered() > 0 {
+				if err := r.events.Flush(); err != nil {
+					return fmt.Errorf("write events: %w", err)
 				}
 			}
 		case <-tick.C:
-			if submitted > acked {
-				if runErr = flush(); runErr != nil {
-					break loop
+			if r.submitted > r.acked {
+				if err := r.flush(r.o.flushInterval * 10); err != nil {
+					if isOutputError(err) {
+						return err
+					}
+					r.flushErrs++
+					r.log.Error("flush failed; acknowledgements wait until the next one succeeds", "error", err)
 				}
 			}
-		case <-ctx.Done():
-			runErr = ctx.Err()
-			break loop
+		case <-intake.Done():
+			return nil
 		}
 	}
-	if runErr == nil {
-		runErr = <-readErr
+}
+
+// take routes one input line to its session and submits it, with the
+// lines of its file that waited for a session.
+func (r *recorder) take(in input) error {
+	if in.eof {
+		// Lines of a file that never named a session stay unrecorded; they
+		// never belong to the next file's session.
+		for _, p := range r.pre[in.file] {
+			r.rep.Unroutable++
+			r.log.Error("entry has no sessionId and none came before it in its file; not recorded (use --session)", "file", p.file, "line", p.line)
+		}
+		delete(r.pre, in.file)
+		delete(r.current, in.file)
+		r.advance(in.seq)
+		return nil
 	}
-	rep.Unroutable += int64(len(pre))
-	for _, p := range pre {
-		log.Error("entry has no sessionId and none came before it; not recorded (use --session)", "file", p.file, "line", p.line)
+	e := &in.entry
+	switch {
+	case r.o.session != "":
+		e.SessionID = r.o.session
+	case e.SessionID == "":
+		e.SessionID = r.current[in.file]
+	default:
+		r.current[in.file] = e.SessionID
 	}
-	// Whatever happened, make durable what was accepted.
-	if err := flush(); err != nil && !sameStreamError(stream, runErr, err) {
+	if r.o.cwd != "" {
+		e.CWD = r.o.cwd
+	}
+	if e.SessionID == "" {
+		r.pre[in.file] = append(r.pre[in.file], in)
+		return nil
+	}
+	for _, p := range r.pre[in.file] {
+		p.entry.SessionID = e.SessionID
+		if err := r.submit(p); err != nil {
+			return err
+		}
+	}
+	delete(r.pre, in.file)
+	if err := r.submit(in); err != nil {
+		return err
+	}
+	r.advance(in.seq)
+	return nil
+}
+
+// advance moves the submitted mark, unless a line before it still waits
+// for its session.
+func (r *recorder) advance(seq int64) {
+	for _, p := range r.pre {
+		if len(p) > 0 && p[0].seq <= seq {
+			seq = p[0].seq - 1
+		}
+	}
+	r.submitted = max(r.submitted, seq)
+}
+
+func (r *recorder) submit(in input) error {
+	in.entry.Seq = in.seq
+	res, err := r.rt.pipeline.Submit(context.Background(), in.entry)
+	if errors.Is(err, core.ErrClosed) {
+		return err
+	}
+	if err != nil {
+		// One session's failure (its dedup could not be seeded: its file is
+		// locked or unreadable) is that line's, not the input's; the run
+		// still fails at the end.
+		r.reject(in, err)
+		if r.openErr == nil {
+			r.openErr = err
+		}
+		r.openFailures++
+		return nil
+	}
+	switch res.Status {
+	case core.Rejected:
+		r.reject(in, res.Reason)
+	case core.Dropped:
+		r.rep.DroppedCount++
+	case core.Accepted:
+		r.sessions[in.entry.SessionID] = true
+		if r.stream != nil {
+			if err := r.stream.Entry(in.entry); err != nil {
+				return fmt.Errorf("write events: %w", err)
+			}
+		}
+		if in.entry.Subtype == "compact_boundary" {
+			// The compaction goes to the session's lifecycle records too.
+			if _, err := r.rt.pipeline.SubmitLifecycle(context.Background(), compactionMeta(in.entry), compactionOf(in.entry)); err != nil {
+				r.log.Warn("could not record the compaction in the session's lifecycle", "uuid", in.entry.UUID, "error", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *recorder) reject(in input, reason error) {
+	r.rep.RejectedCount++
+	if len(r.rep.Rejected) < maxMalformedListed {
+		r.rep.Rejected = append(r.rep.Rejected, badLine{File: in.file, Line: in.line, Error: reason.Error()})
+	}
+	r.log.Warn("entry not recorded", "file", in.file, "line", in.line, "uuid", in.entry.UUID, "reason", reason)
+}
+
+// outputError marks a failure to write standard output.
+type outputError struct{ err error }
+
+func (e outputError) Error() string { return "write events: " + e.err.Error() }
+func (e outputError) Unwrap() error { return e.err }
+
+func isOutputError(err error) bool {
+	var oe outputError
+	return errors.As(err, &oe)
+}
+
+// flush makes durable what was submitted, then acknowledges it.
+func (r *recorder) flush(timeout time.Duration) error {
+	fctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
+	defer cancel()
+	through := r.submitted
+	if err := r.rt.pipeline.Flush(fctx); err != nil {
+		return err
+	}
+	if r.stream != nil {
+		// Sessions still waiting for a chain row are announced, so
+		// every event of the lines acknowledged precedes the ack.
+		if err := r.stream.Flush(); err != nil {
+			return outputError{err}
+		}
+	}
+	acked := r.rt.pipeline.Acked(through)
+	if !r.o.ack || acked <= r.acked {
+		r.acked = max(r.acked, acked)
+		return nil
+	}
+	r.acked = acked
+	if r.stream == nil {
+		if _, err := fmt.Fprintf(r.out, "{\"acked_lines\":%d}\n", acked); err != nil {
+			return outputError{err}
+		}
+	} else if err := r.stream.Write(core.Event{Type: core.EventScribeAck, AckedLines: acked}); err != nil {
+		return outputError{err}
+	} else if err := r.events.Flush(); err != nil {
+		return outputError{err}
+	}
+	return nil
+}
+
+// finish makes durable what was accepted (within --shutdown-timeout),
+// shuts the pipeline down and prints the report. It returns the run's
+// error: the one it was given, joined with anything not durable.
+func (r *recorder) finish(runErr error, signalled bool) error {
+	for file := range r.pre {
+		r.take(input{file: file, eof: true})
+	}
+	deadline := time.Now().Add(r.o.shutdownTimeout)
+	if err := r.flush(r.o.shutdownTimeout); err != nil && !(isOutputError(err) && isOutputError(runErr)) {
 		runErr = errors.Join(runErr, err)
 	}
-	if stream != nil && stream.Err() == nil {
+	if r.stream != nil && r.stream.Err() == nil {
 		// flush stops at a pipeline error; the events still go out.
-		if err := stream.Flush(); err != nil {
+		if err := r.stream.Flush(); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("write events: %w", err))
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	sctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
 	defer cancel()
-	if err := rt.pipeline.Shutdown(sctx); err != nil {
+	if err := r.rt.pipeline.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	r.fillReport()
+	if r.openFailures > 0 {
+		runErr = errors.Join(runErr, fmt.Errorf("%d lines not recorded: their session could not be opened: %w", r.openFailures, r.openErr))
+	}
+	if r.rt.pipeline.Lost() {
+		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see drop_reasons in the report)", r.rep.Lost))
+	}
+	if signalled {
+		msg := fmt.Sprintf("stopped by a signal after input line %d; lines 1-%d are durable", r.submitted, r.acked)
+		if r.acked < r.submitted || runErr != nil {
+			runErr = errors.Join(errors.New(msg), runErr)
+		} else {
+			r.log.Warn(msg)
+		}
+		r.rep.Interrupted = true
+	}
+	if runErr != nil {
+		r.rep.Error = runErr.Error()
+	}
+	r.rep.AckedLines = r.acked
+	if err := r.print(); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
 
-	st := rt.pipeline.Stats()
+func (r *recorder) fillReport() {
+	rep := r.rep
+	st := r.rt.pipeline.Stats()
 	rep.Accepted, rep.Duplicates = st.Accepted, st.Duplicates
 	rep.Refused, rep.RefusedReasons = st.Refused, st.Reasons
+	rep.DroppedBy, rep.DroppedReasons = st.Dropped, st.DropReasons
 	rep.QueueWaits, rep.Sinks = st.QueueWaits, st.Sinks
-	for s := range sessions {
+	rep.FlushErrors = r.flushErrs
+	for _, s := range st.Sinks {
+		if !s.Volatile {
+			rep.Lost = max(rep.Lost, s.Dropped)
+		}
+		if s.Counters != nil {
+			rep.Held = max(rep.Held, s.Counters["held"])
+		}
+	}
+	for s := range r.sessions {
 		rep.Sessions = append(rep.Sessions, s)
 	}
 	sort.Strings(rep.Sessions)
@@ -288,41 +519,38 @@ loop:
 	if rep.Malformed == nil {
 		rep.Malformed = []badLine{}
 	}
-	if runErr != nil {
-		rep.Error = runErr.Error()
+	if rep.Rejected == nil {
+		rep.Rejected = []badLine{}
 	}
-	if o.json {
-		enc := json.NewEncoder(repOut)
+}
+
+func (r *recorder) print() error {
+	if r.o.json {
+		enc := json.NewEncoder(r.repOut)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		printRecordReport(repOut, rep)
+		return enc.Encode(r.rep)
 	}
-	if runErr != nil {
-		return runErr
-	}
+	printRecordReport(r.repOut, r.rep)
 	return nil
 }
 
-// sameStreamError reports whether err is the event stream's error that
-// runErr already holds (a broken stdout is reported once).
-func sameStreamError(stream *core.EventStream, runErr, err error) bool {
-	if stream == nil || runErr == nil {
-		return false
-	}
-	se := stream.Err()
-	return se != nil && errors.Is(err, se) && errors.Is(runErr, se)
-}
-
 // readInputs parses every line of the files (or stdin) and sends the
-// entries on; malformed and blank lines are counted in rep.
+// entries on, then an eof marker per file; malformed and blank lines are
+// counted in rep. seq numbers every line of the whole input.
 func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<- input, rep *recordReport) error {
 	defer close(out)
 	if len(files) == 0 {
 		files = []string{"-"}
+	}
+	var seq int64
+	send := func(in input) error {
+		select {
+		case out <- in:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	for _, name := range files {
 		var r io.Reader = stdin
@@ -338,12 +566,13 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 		var n int64
 		var sendErr error
 		err := jsonl.EachLine(r, func(line []byte, _ bool) {
-			n++
 			if sendErr != nil {
 				return
 			}
+			n++
+			seq++
 			rep.Lines++
-			if len(strings.TrimSpace(string(line))) == 0 {
+			if isBlank(line) {
 				rep.BlankLines++
 				return
 			}
@@ -355,24 +584,35 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 				}
 				return
 			}
-			select {
-			case out <- input{entry: e, file: display, line: n}:
-			case <-ctx.Done():
-				sendErr = ctx.Err()
-			}
+			sendErr = send(input{entry: e, file: display, line: n, seq: seq})
 		})
+		if sendErr != nil {
+			return nil // the intake stopped
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", display, err)
 		}
-		if sendErr != nil {
-			return sendErr
+		if err := send(input{file: display, eof: true, seq: seq}); err != nil {
+			return nil
 		}
 	}
 	return nil
 }
 
+func isBlank(line []byte) bool {
+	for _, c := range line {
+		switch c {
+		case ' ', '\t', '\r', '\n', '\v', '\f':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func printRecordReport(w io.Writer, r *recordReport) {
-	fmt.Fprintf(w, "recorded %d entries into %s (%d sessions)\n", r.Accepted, r.ConfigDir, len(r.Sessions))
+	recorded := r.Accepted - r.Held
+	fmt.Fprintf(w, "recorded %d entries into %s (%d sessions)\n", recorded, r.ConfigDir, len(r.Sessions))
 	fmt.Fprintf(w, "  lines read:          %d\n", r.Lines)
 	fmt.Fprintf(w, "  duplicates skipped:  %d\n", r.Duplicates)
 	var refused int64
@@ -380,20 +620,16 @@ func printRecordReport(w io.Writer, r *recordReport) {
 		refused += n
 	}
 	fmt.Fprintf(w, "  refused by guards:   %d\n", refused)
-	ids := make([]string, 0, len(r.Refused))
-	for id := range r.Refused {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		fmt.Fprintf(w, "    %s: %d (%s)\n", id, r.Refused[id], r.RefusedReasons[id])
+	printCounts(w, r.Refused, r.RefusedReasons)
+	if r.DroppedCount > 0 {
+		fmt.Fprintf(w, "  dropped by processors: %d\n", r.DroppedCount)
+		printCounts(w, r.DroppedBy, r.DroppedReasons)
 	}
 	fmt.Fprintf(w, "  malformed lines:     %d\n", r.MalformedCount)
-	for _, b := range r.Malformed {
-		fmt.Fprintf(w, "    %s:%d: %s\n", b.File, b.Line, b.Error)
-	}
-	if r.MalformedCount > int64(len(r.Malformed)) {
-		fmt.Fprintf(w, "    ... and %d more\n", r.MalformedCount-int64(len(r.Malformed)))
+	printBadLines(w, r.Malformed, r.MalformedCount)
+	if r.RejectedCount > 0 {
+		fmt.Fprintf(w, "  rejected lines:      %d (not recorded; the rest was)\n", r.RejectedCount)
+		printBadLines(w, r.Rejected, r.RejectedCount)
 	}
 	if r.BlankLines > 0 {
 		fmt.Fprintf(w, "  blank lines:         %d\n", r.BlankLines)
@@ -401,17 +637,11 @@ func printRecordReport(w io.Writer, r *recordReport) {
 	if r.Unroutable > 0 {
 		fmt.Fprintf(w, "  without a session:   %d (not recorded; use --session)\n", r.Unroutable)
 	}
+	if r.Held > 0 {
+		fmt.Fprintf(w, "  held back:           %d (their session has no user or assistant entry yet, so no file exists; not acknowledged)\n", r.Held)
+	}
 	for _, s := range r.Sinks {
-		c := s.Counters
-		fmt.Fprintf(w, "  sink %s: %d written", s.ID, s.Written)
-		if c != nil {
-			fmt.Fprintf(w, ", %d files created, %d torn tails sealed, %d metadata re-appends, %d held (no user or assistant entry yet)",
-				c["files_created"], c["torn_tails_sealed"], c["metadata_reappends"], c["held"])
-		}
-		if s.WriteErrors > 0 || s.Dropped > 0 {
-			fmt.Fprintf(w, ", %d write errors, %d retries, %d dropped (last error: %s)", s.WriteErrors, s.Retries, s.Dropped, s.LastError)
-		}
-		fmt.Fprintln(w)
+		printSinkLine(w, s)
 	}
 	if r.Accepted == 0 && refused > 0 {
 		fmt.Fprintln(w, "nothing recorded: session persistence is disabled (see the guards above)")
@@ -419,6 +649,64 @@ func printRecordReport(w io.Writer, r *recordReport) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
+}
+
+func printCounts(w io.Writer, counts map[string]int64, reasons map[string]string) {
+	ids := make([]string, 0, len(counts))
+	for id := range counts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(w, "    %s: %d (%s)\n", id, counts[id], reasons[id])
+	}
+}
+
+func printBadLines(w io.Writer, lines []badLine, total int64) {
+	for _, b := range lines {
+		fmt.Fprintf(w, "    %s:%d: %s\n", b.File, b.Line, b.Error)
+	}
+	if total > int64(len(lines)) {
+		fmt.Fprintf(w, "    ... and %d more\n", total-int64(len(lines)))
+	}
+}
+
+// printSinkLine says what one sink did, in its own terms: the local store
+// in files, a network sink in deliveries and its disk spool.
+func printSinkLine(w io.Writer, s core.SinkStats) {
+	c := s.Counters
+	fmt.Fprintf(w, "  sink %s: %d written", s.ID, s.Written)
+	switch {
+	case c == nil:
+	case hasKey(c, "files_created"):
+		fmt.Fprintf(w, ", %d files created, %d torn tails sealed, %d metadata re-appends, %d held",
+			c["files_created"], c["torn_tails_sealed"], c["metadata_reappends"], c["held"])
+	case hasKey(c, "delivered"):
+		fmt.Fprintf(w, ", %d delivered", c["delivered"])
+		if left := max(c["queued"], c["shutdown_spilled"]); left > 0 {
+			fmt.Fprintf(w, ", %d NOT YET DELIVERED (kept in the disk spool; sent on the next run)", left)
+		}
+		if c["dropped"] > 0 {
+			fmt.Fprintf(w, ", %d dropped by the spool", c["dropped"])
+		}
+	}
+	if s.WriteErrors > 0 || s.Dropped > 0 {
+		fmt.Fprintf(w, ", %d write errors, %d retries, %d dropped", s.WriteErrors, s.Retries, s.Dropped)
+		for _, k := range []string{"queue_full", "retries_exhausted", "rejected", "shutdown"} {
+			if n := s.DropReasons[k]; n > 0 {
+				fmt.Fprintf(w, " (%s: %d)", k, n)
+			}
+		}
+		if s.LastError != "" {
+			fmt.Fprintf(w, " (last error: %s)", s.LastError)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func hasKey(m map[string]int64, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // compactionOf describes a compact_boundary row as a lifecycle event.

@@ -70,7 +70,7 @@ func (s *Sink) routeSide(ss *session, e *core.Entry) error {
 		return err
 	}
 	if !main.materialized {
-		side.held = append(side.held, held{raw: bytes.Clone(e.Raw), typ: e.Type})
+		side.held = append(side.held, held{raw: bytes.Clone(e.Raw), typ: e.Type, seq: e.Seq})
 		return nil
 	}
 	s.queue(side, e.Raw, e.Type)

@@ -51,19 +51,28 @@ func acquireLock(ctx context.Context, path string, wait time.Duration) (*session
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	// One write of a fixed width, never a truncate: a contender reading the
+	// file sees the old holder's pid or this one, never an empty file.
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("%-20d\n", os.Getpid())), 0)
 	return &sessionLock{f: f}, nil
 }
 
-// lockHolder describes the process named in a lock file.
+// lockHolder describes the process named in a lock file. The holder
+// writes its pid just after taking the lock, so a pid that names no live
+// process (the previous holder's) or an empty file is read again for a
+// moment.
 func lockHolder(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "holder unknown"
+	var pid string
+	for try := 0; try < 50; try++ {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid = strings.TrimSpace(string(b))
+			if n, err := strconv.Atoi(pid); err == nil && n > 0 && unix.Kill(n, 0) != unix.ESRCH {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	pid := strings.TrimSpace(string(b))
 	if pid == "" {
 		return "holder unknown"
 	}
@@ -78,7 +87,8 @@ func (l *sessionLock) release() {
 	if l == nil || l.f == nil {
 		return
 	}
-	_ = l.f.Truncate(0)
+	// The pid stays: the next holder overwrites it, and a contender
+	// checks that it names a live process.
 	_ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	_ = l.f.Close()
 	l.f = nil

@@ -43,6 +43,11 @@ const (
 
 // Config is the sink's block in the HCL file.
 type Config struct {
+	// Dir is the folder this store keeps its projects/ (and its scribe/
+	// locks) under, laid out as Claude Code lays out its config folder;
+	// "" is Claude's config folder itself. An archive names a folder of
+	// its own here.
+	Dir string `json:"dir"`
 	// Fsync is always, batch (default) or never.
 	Fsync string `json:"fsync"`
 	// DrainInterval is a duration; "" picks 100ms, or 10ms when a cloud
@@ -73,6 +78,13 @@ func (c *Config) Validate() error {
 
 func (c *Config) options(host core.HostInfo) (Options, error) {
 	o := Options{ConfigDir: host.ConfigDir, Fsync: FsyncPolicy(c.Fsync), ReappendBytes: c.ReappendBytes}
+	if c.Dir != "" {
+		dir, err := filepath.Abs(c.Dir)
+		if err != nil {
+			return o, fmt.Errorf("dir %q: %w", c.Dir, err)
+		}
+		o.ConfigDir = dir
+	}
 	switch o.Fsync {
 	case FsyncAlways, FsyncBatch, FsyncNever:
 	default:
@@ -120,6 +132,9 @@ type Options struct {
 	DefaultCWD string
 	// LoadMaxBytes bounds what Load serves (0: no bound).
 	LoadMaxBytes int64
+	// MaxOpenFiles bounds the descriptors the store keeps open (locks and
+	// transcripts); 0 derives it from the process's RLIMIT_NOFILE.
+	MaxOpenFiles int
 	// ID names the store in the transcripts it loads.
 	ID     core.ID
 	Logger hclog.Logger
@@ -147,10 +162,20 @@ type Sink struct {
 	retryAt   time.Time
 	retryWait time.Duration
 
+	// Open files and locks are bounded (limits.go): a session idle and
+	// written out may lose its lock, and a file its descriptor, to make
+	// room; both are taken again when the session gets more entries.
+	lockBudget, fileBudget int
+	locksOpen              int   // under mu
+	filesOpen              int64 // under io
+	useTick                int64 // under mu
+
 	linesWritten, bytesWritten, writes, fsyncs    atomic.Int64
 	filesCreated, tornSealed, reappends, unrouted atomic.Int64
 	writeErrors, lockWaits                        atomic.Int64
 	eventsSkipped                                 atomic.Int64
+	locksReleased, filesClosed, rescans           atomic.Int64
+	foreignDups, rejected                         atomic.Int64
 }
 
 var (
@@ -158,6 +183,9 @@ var (
 	_ core.Seeder   = (*Sink)(nil)
 	_ core.Reporter = (*Sink)(nil)
 	_ core.Loader   = (*Sink)(nil)
+
+	_ core.EntryChecker = (*Sink)(nil)
+	_ core.Holder       = (*Sink)(nil)
 )
 
 // Load implements core.Loader: the local store is also the local loader
@@ -177,6 +205,10 @@ type session struct {
 	// side is the sidecar of scribe's lifecycle records (checkpoint.go);
 	// nil until one arrives or Seed reads it.
 	side *file
+	// lastUse orders sessions for giving up their locks; released is set
+	// when the lock was given up, so taking it again checks the files.
+	lastUse  int64
+	released bool
 }
 
 // file is one transcript's write queue.
@@ -199,6 +231,9 @@ type file struct {
 	fd       *os.File
 	created  bool // created by this sink: its folder must be synced
 	unsynced bool
+	// foreign holds uuids another writer appended while this sink did not
+	// hold the session's lock; entries with them are not written again.
+	foreign map[string]struct{}
 	// size is the file's size once everything queued is written; latest
 	// holds the last line of each re-append type and latestEnd the offset
 	// just after it.
@@ -210,6 +245,7 @@ type file struct {
 type held struct {
 	raw []byte
 	typ string
+	seq int64
 }
 
 // New returns a sink with resolved options.
@@ -229,12 +265,14 @@ func New(opts Options) (*Sink, error) {
 	if opts.Fsync == "" {
 		opts.Fsync = FsyncBatch
 	}
-	return &Sink{
+	s := &Sink{
 		opts:     opts,
 		layout:   Layout{ConfigDir: opts.ConfigDir},
 		log:      opts.Logger,
 		sessions: make(map[string]*session),
-	}, nil
+	}
+	s.lockBudget, s.fileBudget = fdBudgets(opts.MaxOpenFiles)
+	return s, nil
 }
 
 // Start starts the drain timer.
@@ -289,18 +327,37 @@ func (s *Sink) touch(ctx context.Context, ss *session, cwd string) error {
 	if ss.cwd == "" && cwd != "" {
 		ss.cwd = cwd
 	}
+	s.useTick++
+	ss.lastUse = s.useTick
 	if ss.lock == nil {
 		if err := checkName("session id", ss.id); err != nil {
-			return err
+			return core.Permanent(err)
+		}
+		if s.locksOpen >= s.lockBudget {
+			s.makeRoom(ss)
 		}
 		if s.opts.LockWait > 0 {
 			s.lockWaits.Add(1)
 		}
 		l, err := acquireLock(ctx, s.layout.LockFile(ss.id), s.opts.LockWait)
 		if err != nil {
-			return fmt.Errorf("session %s: %w", ss.id, err)
+			err = fmt.Errorf("session %s: %w", ss.id, err)
+			if errors.Is(err, ErrLocked) {
+				// Another process writes it: retrying this run will not
+				// change that; the entry is refused, counted, and the
+				// rest goes on.
+				return core.Permanent(err)
+			}
+			return err
 		}
 		ss.lock = l
+		s.locksOpen++
+		if ss.released {
+			ss.released = false
+			if err := s.recheck(ss); err != nil {
+				return err
+			}
+		}
 	}
 	if ss.dir == "" {
 		dir, err := s.layout.FindSession(ss.id, ss.cwd)
@@ -318,7 +375,7 @@ func (s *Sink) fileFor(ss *session, agentID string) (*file, error) {
 	f := ss.main
 	if agentID != "" {
 		if err := checkName("agent id", agentID); err != nil {
-			return nil, err
+			return nil, core.Permanent(err)
 		}
 		f = ss.agents[agentID]
 		if f == nil {
@@ -380,70 +437,128 @@ func (s *Sink) Seed(ctx context.Context, ref core.SessionRef) (core.Seed, error)
 	return seed, nil
 }
 
-// Write routes each entry to its file's queue.
+// CheckEntry implements core.EntryChecker: an entry whose ids cannot name
+// a file is rejected before it is queued anywhere.
+func (s *Sink) CheckEntry(e *core.Entry) error {
+	if e.SessionID == "" || e.Type == core.TypeScribeState {
+		return nil
+	}
+	if err := checkName("session id", e.SessionID); err != nil {
+		return fmt.Errorf("%w: %v", core.ErrRejected, err)
+	}
+	if e.AgentID != "" && (e.IsSidechain || e.IsMetadata()) {
+		if err := checkName("agent id", e.AgentID); err != nil {
+			return fmt.Errorf("%w: %v", core.ErrRejected, err)
+		}
+	}
+	return nil
+}
+
+// HeldSince implements core.Holder: the lowest Seq among the lines held
+// back until their session's first user or assistant entry.
+func (s *Sink) HeldSince() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var low int64
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			for _, h := range f.held {
+				if h.seq > 0 && (low == 0 || h.seq < low) {
+					low = h.seq
+				}
+			}
+		}
+	}
+	return low
+}
+
+// Write routes each entry to its file's queue. It takes nothing when too
+// much already waits for a disk that keeps failing; otherwise it routes
+// the entries one by one and, when one fails, returns a core.PartialError
+// that says how many it took, so that the pipeline never hands an entry
+// over twice.
 func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
+	s.mu.Lock()
+	full := s.pending > maxPending
+	s.mu.Unlock()
+	if full {
+		if err := s.drain(); err != nil {
+			return fmt.Errorf("jsonl: %d MiB waiting for the disk: %w", maxPending>>20, err)
+		}
+	}
 	s.mu.Lock()
 	err := s.route(ctx, entries)
 	drainNow := s.opts.Fsync == FsyncAlways || s.pending > maxPending
 	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	if drainNow {
-		return s.drain()
+		// The entries are queued: a failed write keeps them there, counted
+		// and retried, and Flush reports it.
+		_ = s.drain()
 	}
-	return nil
+	return err
 }
 
 // route queues each entry on its file. Called with s.mu held.
 func (s *Sink) route(ctx context.Context, entries []core.Entry) error {
 	if s.closed {
-		return errors.New("jsonl: write after shutdown")
+		return &core.PartialError{N: 0, Err: core.Permanent(errors.New("jsonl: write after shutdown"))}
 	}
 	for i := range entries {
-		e := &entries[i]
-		if e.Type == core.TypeScribeState {
-			// A session event, not a transcript line: Claude Code's
-			// readers must not meet it. Other sinks forward it.
-			s.eventsSkipped.Add(1)
-			continue
-		}
-		if e.SessionID == "" {
-			s.unrouted.Add(1)
-			s.log.Error("entry has no session id; not written", "type", e.Type, "uuid", e.UUID)
-			continue
-		}
-		ss := s.session(e.SessionID)
-		if err := s.touch(ctx, ss, e.CWD); err != nil {
-			return err
-		}
-		if core.IsLifecycleRecord(e.Type) {
-			// Lifecycle events and checkpoints: the sidecar, never the
-			// transcript (see core/lifecycle.go).
-			if err := s.routeSide(ss, e); err != nil {
-				return err
+		if err := s.routeOne(ctx, &entries[i]); err != nil {
+			if core.IsPermanent(err) {
+				s.rejected.Add(1)
 			}
-			continue
+			return &core.PartialError{N: i, Err: err}
 		}
-		agent := ""
-		if e.AgentID != "" && (e.IsSidechain || e.IsMetadata()) {
-			agent = e.AgentID
-		}
-		f, err := s.fileFor(ss, agent)
-		if err != nil {
-			return err
-		}
-		if !f.materialized {
-			if !e.IsMessage() {
-				f.held = append(f.held, held{raw: bytes.Clone(e.Raw), typ: e.Type})
-				continue
-			}
-			if err := s.materialize(ss, f, agent); err != nil {
-				return err
-			}
-		}
-		s.queue(f, e.Raw, e.Type)
 	}
+	return nil
+}
+
+func (s *Sink) routeOne(ctx context.Context, e *core.Entry) error {
+	if e.Type == core.TypeScribeState {
+		// A session event, not a transcript line: Claude Code's
+		// readers must not meet it. Other sinks forward it.
+		s.eventsSkipped.Add(1)
+		return nil
+	}
+	if e.SessionID == "" {
+		s.unrouted.Add(1)
+		s.log.Error("entry has no session id; not written", "type", e.Type, "uuid", e.UUID)
+		return nil
+	}
+	ss := s.session(e.SessionID)
+	if err := s.touch(ctx, ss, e.CWD); err != nil {
+		return err
+	}
+	if core.IsLifecycleRecord(e.Type) {
+		// Lifecycle events and checkpoints: the sidecar, never the
+		// transcript (see core/lifecycle.go).
+		return s.routeSide(ss, e)
+	}
+	agent := ""
+	if e.AgentID != "" && (e.IsSidechain || e.IsMetadata()) {
+		agent = e.AgentID
+	}
+	f, err := s.fileFor(ss, agent)
+	if err != nil {
+		return err
+	}
+	if f.foreign != nil && e.UUID != "" {
+		if _, ok := f.foreign[e.UUID]; ok {
+			s.foreignDups.Add(1)
+			return nil
+		}
+	}
+	if !f.materialized {
+		if !e.IsMessage() {
+			f.held = append(f.held, held{raw: bytes.Clone(e.Raw), typ: e.Type, seq: e.Seq})
+			return nil
+		}
+		if err := s.materialize(ss, f, agent); err != nil {
+			return err
+		}
+	}
+	s.queue(f, e.Raw, e.Type)
 	return nil
 }
 
@@ -470,7 +585,7 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 			cwd = s.opts.DefaultCWD
 		}
 		if cwd == "" {
-			return fmt.Errorf("session %s: no cwd to name its project folder", ss.id)
+			return core.Permanent(fmt.Errorf("session %s: no cwd to name its project folder", ss.id))
 		}
 		ss.dir = s.layout.ProjectDir(cwd)
 	}
@@ -635,6 +750,7 @@ func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
 			return j.buf, j.seal, fmt.Errorf("open %s: %w", f.path, err)
 		}
 		f.fd = fd
+		s.filesOpen++
 		if errors.Is(statErr, os.ErrNotExist) {
 			f.created = true
 			s.filesCreated.Add(1)
@@ -663,7 +779,13 @@ func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
 		}
 	}
 	s.writes.Add(1)
-	return nil, false, s.sync(f)
+	if err := s.sync(f); err != nil {
+		return nil, false, err
+	}
+	if s.filesOpen > int64(s.fileBudget) {
+		s.closeFile(f)
+	}
+	return nil, false, nil
 }
 
 // sync is the one place the fsync policy is applied: batch and always
@@ -771,12 +893,13 @@ func (s *Sink) Shutdown(context.Context) error {
 					"session", ss.id, "agent", f.agentID, "entries", len(f.held))
 			}
 			if f.fd != nil && len(f.pending) == 0 {
-				_ = f.fd.Close()
-				f.fd = nil
+				s.closeFile(f)
 			}
 		}
-		if err == nil {
+		if err == nil && ss.lock != nil {
 			ss.lock.release()
+			ss.lock = nil
+			s.locksOpen--
 		}
 	}
 	if err != nil {
@@ -809,6 +932,11 @@ func (s *Sink) Report() map[string]int64 {
 		"events_skipped":     s.eventsSkipped.Load(),
 		"held":               held,
 		"pending_bytes":      pending,
+		"rejected":           s.rejected.Load(),
+		"locks_released":     s.locksReleased.Load(),
+		"files_closed":       s.filesClosed.Load(),
+		"rescans":            s.rescans.Load(),
+		"foreign_duplicates": s.foreignDups.Load(),
 	}
 }
 
