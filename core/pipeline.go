@@ -274,6 +274,7 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 			log:      opts.Logger.Named(s.ID.String()),
 			q:        make(chan Entry, opts.QueueSize),
 			kick:     make(chan struct{}, 1),
+			stop:     make(chan struct{}),
 			done:     make(chan struct{}),
 			p:        p,
 			reasons:  make(map[string]int64),
@@ -603,6 +604,7 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 		if started {
 			for _, r := range p.sinks {
 				r.stopCtx.Store(&ctxBox{ctx})
+				close(r.stop)
 				close(r.q)
 			}
 		}

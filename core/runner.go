@@ -25,6 +25,7 @@ type sinkRunner struct {
 	log      hclog.Logger
 	q        chan Entry
 	kick     chan struct{}
+	stop     chan struct{} // closed when Shutdown begins
 	done     chan struct{}
 	p        *Pipeline
 	err      error
@@ -35,6 +36,7 @@ type sinkRunner struct {
 	// they succeed); once it is older than RetryFor, each batch gets one
 	// attempt, so a dead sink does not hold every batch for RetryFor.
 	failingSince time.Time
+	loggedDrop   time.Time
 
 	// given counts entries put in q (under the gate, shared); handled
 	// counts entries the runner finished with, written or dropped.
@@ -243,6 +245,7 @@ func (r *sinkRunner) lastError() string {
 func (r *sinkRunner) write(batch []Entry) ([]Entry, bool) {
 	opts := r.p.opts
 	delay := opts.RetryMin
+	stop := r.stop
 	for attempt := 0; len(batch) > 0; attempt++ {
 		ctx := r.stopping()
 		if ctx == nil {
@@ -286,17 +289,27 @@ func (r *sinkRunner) write(batch []Entry) ([]Entry, bool) {
 		if r.failingSince.IsZero() {
 			r.failingSince = time.Now()
 		} else if time.Since(r.failingSince) > opts.RetryFor {
-			r.log.Error("write kept failing; entries dropped for this sink", "entries", len(batch), "retried_for", opts.RetryFor, "error", err)
 			r.drop(dropRetries, batch...)
+			if time.Since(r.loggedDrop) > 10*time.Second {
+				r.loggedDrop = time.Now()
+				r.log.Error("write kept failing; entries dropped for this sink (logged every 10s; counted in drop_reasons)",
+					"entries", len(batch), "failing_for", time.Since(r.failingSince).Round(time.Second), "error", err)
+			}
 			return nil, true
 		}
-		r.log.Warn("write failed; will retry", "entries", len(batch), "attempt", attempt+1, "backoff", delay, "error", err)
+		if attempt < 3 || attempt%10 == 0 {
+			r.log.Warn("write failed; will retry", "entries", len(batch), "attempt", attempt+1, "backoff", delay, "error", err)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			return batch, false
+		case <-stop:
+			// Shutdown began: try again at once under its deadline.
+			t.Stop()
+			stop = nil
 		}
 		r.retries.Add(1)
 		delay = min(delay*2, opts.RetryMax)

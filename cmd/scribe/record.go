@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,11 +70,11 @@ type recordReport struct {
 }
 
 type recordOpts struct {
-	session       string
-	cwd           string
-	json          bool
-	ack           bool
-	events        bool
+	session         string
+	cwd             string
+	json            bool
+	ack             bool
+	events          bool
 	flushInterval   time.Duration
 	lockWait        time.Duration
 	shutdownTimeout time.Duration
@@ -163,7 +164,9 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	readErr := make(chan error, 1)
 	go func() { readErr <- readInputs(intake, args, cmd.InOrStdin(), lines, r.rep) }()
 	runErr := r.consume(intake, lines)
-	if runErr == nil {
+	if runErr == nil && !sig.caught() {
+		// After a signal the reader may be blocked reading stdin: it is
+		// not waited for.
 		runErr = <-readErr
 	}
 	if sig.caught() {
@@ -231,9 +234,12 @@ type recorder struct {
 	sessions map[string]bool
 	// submitted is the seq of the last line handed to the pipeline: every
 	// line up to it was submitted, counted as malformed or blank, or
-	// refused on purpose. acked is the last seq acknowledged.
-	submitted, acked int64
-	flushErrs        int64
+	// refused on purpose. acked is the last seq acknowledged (under outMu,
+	// which also orders everything written to stdout).
+	submitted atomic.Int64
+	outMu     sync.Mutex
+	acked     int64
+	flushErrs atomic.Int64
 	// openFailures counts lines whose session could not be opened (locked
 	// by another process, unreadable); openErr is the first such error.
 	openFailures int64
@@ -262,12 +268,21 @@ func newRecorder(cmd *cobra.Command, rt *runtime, o recordOpts, log hclog.Logger
 	return r
 }
 
-// consume submits lines until the input ends or the intake stops. A
-// failed periodic flush is reported and retried at the next tick: the
-// acknowledgement simply does not move.
+// consume submits lines until the input ends or the intake stops. Flushes
+// run beside it, one at a time, so a sink that cannot make anything
+// durable holds back acknowledgements, never the intake; a failed flush is
+// reported and tried again at the next tick.
 func (r *recorder) consume(intake context.Context, lines <-chan input) error {
 	tick := time.NewTicker(r.o.flushInterval)
 	defer tick.Stop()
+	var flushing sync.WaitGroup
+	defer flushing.Wait()
+	// The end of the input cuts a periodic flush short: the final one
+	// follows.
+	fctx, cancelFlush := context.WithCancel(context.Background())
+	defer cancelFlush()
+	var busy atomic.Bool
+	outErr := make(chan error, 1)
 	for {
 		select {
 		case in, ok := <-lines:
@@ -277,25 +292,57 @@ func (r *recorder) consume(intake context.Context, lines <-chan input) error {
 			if err := r.take(in); err != nil {
 				return err
 			}
-			if r.events != nil && len(lines) == 0 && r.events.Buffered() > 0 {
-				if err := r.events.Flush(); err != nil {
-					return fmt.Errorf("write events: %w", err)
-				}
+			if err := r.flushEvents(len(lines) == 0); err != nil {
+				return err
 			}
 		case <-tick.C:
-			if r.submitted > r.acked {
-				if err := r.flush(r.o.flushInterval * 10); err != nil {
+			if r.submitted.Load() <= r.ackedNow() || busy.Swap(true) {
+				continue
+			}
+			flushing.Add(1)
+			go func() {
+				defer flushing.Done()
+				defer busy.Store(false)
+				if err := r.flush(fctx, r.o.flushInterval*10); err != nil {
 					if isOutputError(err) {
-						return err
+						select {
+						case outErr <- err:
+						default:
+						}
+						return
 					}
-					r.flushErrs++
+					r.flushErrs.Add(1)
 					r.log.Error("flush failed; acknowledgements wait until the next one succeeds", "error", err)
 				}
-			}
+			}()
+		case err := <-outErr:
+			return err
 		case <-intake.Done():
 			return nil
 		}
 	}
+}
+
+func (r *recorder) ackedNow() int64 {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	return r.acked
+}
+
+// flushEvents writes out the buffered event stream when the input pauses.
+func (r *recorder) flushEvents(paused bool) error {
+	if r.events == nil || !paused {
+		return nil
+	}
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	if r.events.Buffered() == 0 {
+		return nil
+	}
+	if err := r.events.Flush(); err != nil {
+		return outputError{err}
+	}
+	return nil
 }
 
 // take routes one input line to its session and submits it, with the
@@ -351,7 +398,9 @@ func (r *recorder) advance(seq int64) {
 			seq = p[0].seq - 1
 		}
 	}
-	r.submitted = max(r.submitted, seq)
+	if seq > r.submitted.Load() {
+		r.submitted.Store(seq)
+	}
 }
 
 func (r *recorder) submit(in input) error {
@@ -379,8 +428,11 @@ func (r *recorder) submit(in input) error {
 	case core.Accepted:
 		r.sessions[in.entry.SessionID] = true
 		if r.stream != nil {
-			if err := r.stream.Entry(in.entry); err != nil {
-				return fmt.Errorf("write events: %w", err)
+			r.outMu.Lock()
+			err := r.stream.Entry(in.entry)
+			r.outMu.Unlock()
+			if err != nil {
+				return outputError{err}
 			}
 		}
 		if in.entry.Subtype == "compact_boundary" {
@@ -413,13 +465,15 @@ func isOutputError(err error) bool {
 }
 
 // flush makes durable what was submitted, then acknowledges it.
-func (r *recorder) flush(timeout time.Duration) error {
-	fctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
+func (r *recorder) flush(parent context.Context, timeout time.Duration) error {
+	fctx, cancel := context.WithTimeout(parent, max(timeout, time.Second))
 	defer cancel()
-	through := r.submitted
+	through := r.submitted.Load()
 	if err := r.rt.pipeline.Flush(fctx); err != nil {
 		return err
 	}
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
 	if r.stream != nil {
 		// Sessions still waiting for a chain row are announced, so
 		// every event of the lines acknowledged precedes the ack.
@@ -453,12 +507,15 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 		r.take(input{file: file, eof: true})
 	}
 	deadline := time.Now().Add(r.o.shutdownTimeout)
-	if err := r.flush(r.o.shutdownTimeout); err != nil && !(isOutputError(err) && isOutputError(runErr)) {
+	if err := r.flush(context.Background(), r.o.shutdownTimeout); err != nil && !(isOutputError(err) && isOutputError(runErr)) {
 		runErr = errors.Join(runErr, err)
 	}
 	if r.stream != nil && r.stream.Err() == nil {
 		// flush stops at a pipeline error; the events still go out.
-		if err := r.stream.Flush(); err != nil {
+		r.outMu.Lock()
+		err := r.stream.Flush()
+		r.outMu.Unlock()
+		if err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("write events: %w", err))
 		}
 	}
@@ -475,8 +532,8 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see drop_reasons in the report)", r.rep.Lost))
 	}
 	if signalled {
-		msg := fmt.Sprintf("stopped by a signal after input line %d; lines 1-%d are durable", r.submitted, r.acked)
-		if r.acked < r.submitted || runErr != nil {
+		msg := fmt.Sprintf("stopped by a signal after input line %d; lines 1-%d are durable", r.submitted.Load(), r.acked)
+		if r.acked < r.submitted.Load() || runErr != nil {
 			runErr = errors.Join(errors.New(msg), runErr)
 		} else {
 			r.log.Warn(msg)
@@ -500,7 +557,7 @@ func (r *recorder) fillReport() {
 	rep.Refused, rep.RefusedReasons = st.Refused, st.Reasons
 	rep.DroppedBy, rep.DroppedReasons = st.Dropped, st.DropReasons
 	rep.QueueWaits, rep.Sinks = st.QueueWaits, st.Sinks
-	rep.FlushErrors = r.flushErrs
+	rep.FlushErrors = r.flushErrs.Load()
 	for _, s := range st.Sinks {
 		if !s.Volatile {
 			rep.Lost = max(rep.Lost, s.Dropped)
