@@ -4,7 +4,7 @@ package events
 // id resolver) need of the client besides the v2 routes: telling a server
 // that is not there from one that fails, and the session listing.
 //
-//	GET {base_url}/v1/sessions?limit=1000   Client.Sessions
+//	GET {base_url}/v1/sessions?limit=1000&id_prefix=…   Client.Sessions
 //	    → {"data":[{"id":…,"title":…,"tag":…,"state":…,"created_at":…,
 //	               "last_activity":…,"entries":…,"main_entries":…,"subagents":…}],
 //	       "has_more":false}
@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -86,10 +88,16 @@ type SessionInfo struct {
 // MaxSessions is the most sessions one GET /v1/sessions returns.
 const MaxSessions = 1000
 
-// Sessions lists the tenant's sessions on the server, most recently active
-// first: at most MaxSessions, and whether there are more.
-func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, bool, error) {
-	body, err := c.do(ctx, http.MethodGet, fmt.Sprintf("%s/v1/sessions?limit=%d", c.BaseURL, MaxSessions), nil)
+// Sessions lists the tenant's sessions on the server whose id starts with
+// prefix ("" for all), most recently active first: at most MaxSessions,
+// and whether there are more.
+func (c *Client) Sessions(ctx context.Context, prefix string) ([]SessionInfo, bool, error) {
+	v := url.Values{}
+	v.Set("limit", strconv.Itoa(MaxSessions))
+	if prefix != "" {
+		v.Set("id_prefix", prefix)
+	}
+	body, err := c.do(ctx, http.MethodGet, c.BaseURL+"/v1/sessions?"+v.Encode(), nil)
 	if err != nil {
 		if errors.Is(err, sinkhelper.ErrUnauthorized) {
 			return nil, false, fmt.Errorf("%s refused the token (check token or token_file): %w", c.BaseURL, err)
