@@ -54,9 +54,9 @@ type pullFile struct {
 	Agent string `json:"agent,omitempty"`
 	// Sidecar marks the session's lifecycle records and checkpoints
 	// (<id>/scribe-lifecycle.jsonl).
-	Sidecar bool   `json:"sidecar,omitempty"`
-	Entries int    `json:"entries"`
-	Bytes   int64  `json:"bytes"`
+	Sidecar bool  `json:"sidecar,omitempty"`
+	Entries int   `json:"entries"`
+	Bytes   int64 `json:"bytes"`
 	// Status is created, replaced or unchanged.
 	Status string `json:"status"`
 	Backup string `json:"backup,omitempty"`

@@ -144,7 +144,7 @@ type pushReport struct {
 	// Unreachable says why the server could not be reached at all (the
 	// push stopped there); "" when it could.
 	Unreachable string `json:"unreachable,omitempty"`
-	ElapsedMS    int64 `json:"elapsed_ms"`
+	ElapsedMS   int64  `json:"elapsed_ms"`
 }
 
 type pushIssue struct {
