@@ -512,7 +512,9 @@ func runRawCase(ctx context.Context, w *cloudWorkload, url string) (cloudRun, er
 	}
 	start := time.Now()
 	for _, m := range msgs {
-		if _, err := js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(m.id)); err != nil {
+		// A long stall wait: with sync always the acknowledgements come
+		// at the disk's pace, and a full window must wait, not fail.
+		if _, err := js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(m.id), jetstream.WithStallWait(time.Minute)); err != nil {
 			return r, err
 		}
 	}

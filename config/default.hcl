@@ -174,7 +174,7 @@ guard "config" "default" {}
 
 # `scribe serve`: the cloud side (v1 session ingress, v2 events, the History
 # API) on NATS JetStream. Only `scribe serve` reads this block; its flags
-# (--listen, --data-dir, --nats-url, --nats-creds, --replicas) beat it.
+# (--listen, --data-dir, --nats-url, --nats-creds, --replicas, --sync) beat it.
 server {
   # HTTP address to listen on, host:port. Default: "127.0.0.1:8787".
   listen = "127.0.0.1:8787"
