@@ -96,7 +96,7 @@ sink "memcache" "recent" {
 sink "ingress" "team" {
   base_url        = "http://127.0.0.1:8787" # required
   token           = ""                      # the bearer token, or
-  token_file      = "/etc/scribe/token"     # a file holding it (read again after a 401); exactly one
+  token_file      = ""                      # a file holding it (read again after a 401); one of the two
   timeout         = "30s"                   # per request
   max_attempts    = 10                      # a round of retries; then retried every backoff_max
   backoff_min     = "500ms"
@@ -112,7 +112,7 @@ sink "ingress" "team" {
 sink "events" "team" {
   base_url          = "http://127.0.0.1:8787" # required
   token             = ""
-  token_file        = "/etc/scribe/token"
+  token_file        = ""
   timeout           = "30s"
   max_attempts      = 10
   backoff_min       = "500ms"
@@ -133,7 +133,7 @@ sink "events" "team" {
 loader "cloud" "team" {
   base_url   = "http://127.0.0.1:8787" # required
   token      = ""                      # the bearer token, or
-  token_file = "/etc/scribe/token"     # a file holding it (read at each load); exactly one
+  token_file = ""                      # a file holding it (read at each load); one of the two
   timeout    = "30s"                   # per request
 }
 
@@ -174,7 +174,7 @@ guard "config" "default" {}
 
 # `scribe serve`: the cloud side (v1 session ingress, v2 events, the History
 # API) on NATS JetStream. Only `scribe serve` reads this block; its flags
-# (--listen, --data-dir, --nats-url, --nats-creds, --replicas) beat it.
+# (--listen, --data-dir, --nats-url, --nats-creds, --replicas, --sync) beat it.
 server {
   # HTTP address to listen on, host:port. Default: "127.0.0.1:8787".
   listen = "127.0.0.1:8787"
@@ -205,6 +205,14 @@ server {
   # Duplicate window of the stream's message ids. Retries are idempotent
   # beyond it too; it only makes quick retries cheaper. Default: "2m".
   duplicate_window = "2m"
+
+  # When the embedded JetStream fsyncs: "always" fsyncs every write before
+  # it is acknowledged, so an acknowledged entry survives a power loss; a
+  # duration such as "2m" (nats-server's own default) fsyncs in the
+  # background that often, faster but an acknowledged entry may be lost
+  # with the machine. With nats_url the NATS server's own jetstream
+  # { sync_interval } applies. Default: "always".
+  sync = "always"
 
   # Accepted bearer tokens, kept as their SHA-256 in hex (`scribe token new`
   # makes a token and its line; `scribe token hash` hashes one read from

@@ -25,6 +25,13 @@ package main
 // distinct entries. For reference, one more case runs scribe serve the way
 // `scribe serve` runs by default (its own embedded NATS, an in-process
 // connection, no TCP between it and JetStream); it is not in the ratio.
+//
+// The sync policy is a dimension: every case runs with JetStream fsyncing
+// every write before acknowledging it (sync = "always", scribe serve's
+// default) and with nats-server's own default (a background fsync every
+// 2 minutes), in alternating order. The ratio serve/raw is taken at
+// scribe's default; the cost of the policy is each case's entries/s with
+// sync always over the same case with the nats default.
 
 import (
 	"context"
@@ -63,6 +70,8 @@ const (
 	cloudTargetPc = 50
 	cloudBatch    = 500
 	benchToken    = "bench-token"
+	syncAlwaysTag = " · sync always"
+	syncNatsTag   = " · sync 2m (nats default)"
 	benchTenant   = "bench"
 )
 
@@ -111,6 +120,11 @@ type cloudReport struct {
 	Workers  int         `json:"workers"`
 	Cases    []cloudCase `json:"cases"`
 	RatioPct float64     `json:"ratio_pct"`
+	// RatioNatsSyncPct is serve/raw with the nats default sync policy.
+	RatioNatsSyncPct float64 `json:"ratio_nats_sync_pct"`
+	// SyncCostPct is, for each case, its entries/s with sync always as a
+	// percentage of the same case with the nats default.
+	SyncCostPct map[string]float64 `json:"sync_cost_pct"`
 	TargetPc float64     `json:"target_pct"`
 	AllRuns  []cloudRun  `json:"runs_detail"`
 }
@@ -216,7 +230,8 @@ func runCloudBench(ctx context.Context, o options) (*cloudReport, error) {
 			_ = os.RemoveAll(dir)
 		}
 	}
-	for _, name := range []string{caseServe, caseRaw, caseServeOwn} {
+	eps := map[string]float64{}
+	for _, name := range cloudCaseNames() {
 		ws := walls[name]
 		if len(ws) == 0 {
 			continue
@@ -231,17 +246,62 @@ func runCloudBench(ctx context.Context, o options) (*cloudReport, error) {
 			MinEPS:        float64(w.entries) / sorted[len(sorted)-1].Seconds(),
 			MaxEPS:        float64(w.entries) / sorted[0].Seconds(),
 		})
+		eps[name] = float64(w.entries) / med.Seconds()
 	}
-	if len(rep.Cases) >= 2 && rep.Cases[1].EntriesPerSec > 0 {
-		rep.RatioPct = 100 * rep.Cases[0].EntriesPerSec / rep.Cases[1].EntriesPerSec
+	pct := func(a, b string) float64 {
+		if eps[b] == 0 {
+			return 0
+		}
+		return 100 * eps[a] / eps[b]
+	}
+	rep.RatioPct = pct(caseServe+syncAlwaysTag, caseRaw+syncAlwaysTag)
+	rep.RatioNatsSyncPct = pct(caseServe+syncNatsTag, caseRaw+syncNatsTag)
+	rep.SyncCostPct = map[string]float64{}
+	for _, c := range []string{caseServe, caseRaw, caseServeOwn} {
+		rep.SyncCostPct[c] = pct(c+syncAlwaysTag, c+syncNatsTag)
 	}
 	return rep, nil
 }
 
-// cloudRound starts a fresh nats-server and runs the cases on it (raw
-// first when rawFirst), then the reference case on a server of its own.
+// syncPolicy is one value of the sync dimension: the nats-server options
+// and the equivalent server.Config.Sync.
+type syncPolicy struct {
+	tag    string // appended to the case names
+	always bool
+	sync   string // server.Config.Sync
+}
+
+var syncPolicies = []syncPolicy{{syncAlwaysTag, true, server.SyncAlways}, {syncNatsTag, false, "2m"}}
+
+// cloudRound runs cloudSyncRound once per sync policy (the order
+// alternating with rawFirst).
 func cloudRound(ctx context.Context, o options, w *cloudWorkload, dir string, rawFirst bool) ([]cloudRun, error) {
+	pols := slices.Clone(syncPolicies)
+	if rawFirst {
+		slices.Reverse(pols)
+	}
+	var runs []cloudRun
+	for i, sp := range pols {
+		r, err := cloudSyncRound(ctx, o, w, filepath.Join(dir, fmt.Sprint(i)), rawFirst, sp)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r...)
+	}
+	return runs, nil
+}
+
+// cloudSyncRound starts a fresh nats-server with the sync policy and runs
+// the cases on it (raw first when rawFirst), then the reference case on a
+// server of its own.
+func cloudSyncRound(ctx context.Context, o options, w *cloudWorkload, dir string, rawFirst bool, sp syncPolicy) ([]cloudRun, error) {
+	syncInterval := time.Duration(0) // nats-server's default
+	if !sp.always {
+		syncInterval = 2 * time.Minute
+	}
 	ns, err := natsserver.NewServer(&natsserver.Options{
+		SyncAlways:   sp.always,
+		SyncInterval: syncInterval,
 		ServerName: "scribe-bench",
 		Host:       "127.0.0.1",
 		Port:       natsserver.RANDOM_PORT,
@@ -267,32 +327,33 @@ func cloudRound(ctx context.Context, o options, w *cloudWorkload, dir string, ra
 	for _, c := range order {
 		var r cloudRun
 		if c == caseServe {
-			r, err = runServeCase(ctx, o, w, ns.ClientURL(), "")
+			r, err = runServeCase(ctx, o, w, ns.ClientURL(), "", "")
 		} else {
 			r, err = runRawCase(ctx, w, ns.ClientURL())
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c, err)
+			return nil, fmt.Errorf("%s%s: %w", c, sp.tag, err)
 		}
-		r.Case = c
+		r.Case = c + sp.tag
 		runs = append(runs, r)
 	}
-	r, err := runServeCase(ctx, o, w, "", filepath.Join(dir, "own"))
+	r, err := runServeCase(ctx, o, w, "", filepath.Join(dir, "own"), sp.sync)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", caseServeOwn, err)
+		return nil, fmt.Errorf("%s%s: %w", caseServeOwn, sp.tag, err)
 	}
-	r.Case = caseServeOwn
+	r.Case = caseServeOwn + sp.tag
 	return append(runs, r), nil
 }
 
 // runServeCase starts scribe serve (on natsURL, or with its own embedded
-// NATS in dataDir) and posts the workload to it.
-func runServeCase(ctx context.Context, o options, w *cloudWorkload, natsURL, dataDir string) (cloudRun, error) {
+// NATS in dataDir and the sync policy syncPol) and posts the workload to it.
+func runServeCase(ctx context.Context, o options, w *cloudWorkload, natsURL, dataDir, syncPol string) (cloudRun, error) {
 	var r cloudRun
 	cfg := server.Config{
 		Listen:  "127.0.0.1:0",
 		NatsURL: natsURL,
 		DataDir: dataDir,
+		Sync:    syncPol,
 		Tokens:  []server.Token{{SHA256: server.HashToken(benchToken), Tenant: benchTenant, Scopes: []string{server.ScopeRead, server.ScopeWrite}}},
 	}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr})
@@ -451,7 +512,9 @@ func runRawCase(ctx context.Context, w *cloudWorkload, url string) (cloudRun, er
 	}
 	start := time.Now()
 	for _, m := range msgs {
-		if _, err := js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(m.id)); err != nil {
+		// A long stall wait: with sync always the acknowledgements come
+		// at the disk's pace, and a full window must wait, not fail.
+		if _, err := js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(m.id), jetstream.WithStallWait(time.Minute)); err != nil {
 			return r, err
 		}
 	}
@@ -499,6 +562,18 @@ func mainCloud(ctx context.Context, o options) {
 	}
 }
 
+// cloudCaseNames are the cases in report order: each case with each sync
+// policy.
+func cloudCaseNames() []string {
+	var out []string
+	for _, sp := range syncPolicies {
+		for _, c := range []string{caseServe, caseRaw, caseServeOwn} {
+			out = append(out, c+sp.tag)
+		}
+	}
+	return out
+}
+
 func printCloudTable(out io.Writer, r *cloudReport) {
 	fmt.Fprintf(out, "%d entries (%d distinct, %.1f MiB) over %d sessions, %d sessions side by side; %s, %d CPUs; median of %d runs after %d warm-up, order alternated\n\n",
 		r.Entries, r.Distinct, float64(r.Bytes)/(1<<20), r.Sessions, r.Workers, r.Go, r.CPUs, r.Runs, r.Warmup)
@@ -508,7 +583,13 @@ func printCloudTable(out io.Writer, r *cloudReport) {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f–%.0f\t%.1f\t%v\t\n", c.Name, c.EntriesPerSec, c.MinEPS, c.MaxEPS, c.MiBps, c.Wall.Round(time.Millisecond))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(out, "\n%s\n", cloudVerdict(r))
+	fmt.Fprintf(out, "\n%s\n%s\n", cloudVerdict(r), syncCost(r))
+}
+
+// syncCost words the cost of sync = "always".
+func syncCost(r *cloudReport) string {
+	return fmt.Sprintf("sync always vs the nats default (2m), entries/s: scribe serve %.0f%%, raw JetStream %.0f%%, scribe serve on its own embedded NATS %.0f%%; serve/raw with the nats default: %.0f%%.",
+		r.SyncCostPct[caseServe], r.SyncCostPct[caseRaw], r.SyncCostPct[caseServeOwn], r.RatioNatsSyncPct)
 }
 
 func cloudVerdict(r *cloudReport) string {
@@ -516,7 +597,7 @@ func cloudVerdict(r *cloudReport) string {
 	if r.RatioPct < r.TargetPc {
 		v = "does NOT meet"
 	}
-	return fmt.Sprintf("scribe serve at %.0f%% of raw JetStream publishes (median of %d runs): %s the %.0f%% goal.", r.RatioPct, r.Runs, v, r.TargetPc)
+	return fmt.Sprintf("scribe serve at %.0f%% of raw JetStream publishes, both with sync always (median of %d runs): %s the %.0f%% goal.", r.RatioPct, r.Runs, v, r.TargetPc)
 }
 
 func writeCloudMarkdown(dir string, r *cloudReport) (string, error) {
@@ -530,7 +611,7 @@ func writeCloudMarkdown(dir string, r *cloudReport) (string, error) {
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f–%.0f | %.1f | %v |\n", c.Name, c.EntriesPerSec, c.MinEPS, c.MaxEPS, c.MiBps, c.Wall.Round(time.Millisecond))
 	}
-	fmt.Fprintf(&b, "\n**%s**\n", cloudVerdict(r))
+	fmt.Fprintf(&b, "\n**%s**\n\n**%s**\n", cloudVerdict(r), syncCost(r))
 	b.WriteString("\nThe reference row is `scribe serve` as it runs by default: its own embedded NATS server, reached in process.\n")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

@@ -190,6 +190,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			"replicas":         int64(1),
 			"max_body_bytes":   int64(8388608),
 			"duplicate_window": "2m",
+			"sync":             "always",
 			"tokens":           []any{},
 		},
 	}

@@ -23,7 +23,14 @@ const (
 	DefaultReplicas        = 1
 	DefaultMaxBodyBytes    = 8 << 20
 	DefaultDuplicateWindow = "2m"
+	// DefaultSync is the embedded JetStream's sync policy: fsync before
+	// every acknowledgement.
+	DefaultSync = SyncAlways
 )
+
+// SyncAlways is the Sync value that makes the embedded JetStream fsync
+// every write before it acknowledges it.
+const SyncAlways = "always"
 
 // Scopes a token can carry.
 const (
@@ -58,6 +65,14 @@ type Config struct {
 	// duration. Idempotency does not depend on it (see store.go); it only
 	// makes quick retries cheaper. Default "2m".
 	DuplicateWindow string `json:"duplicate_window"`
+	// Sync is the embedded JetStream's sync policy: "always" (the
+	// default) fsyncs every write before it is acknowledged, so an
+	// acknowledged entry survives a crash of the machine; a Go duration
+	// (such as "2m", nats-server's own default) fsyncs in the background
+	// that often, and an acknowledged entry is only in the page cache
+	// until then. With NatsURL the NATS server's own jetstream {
+	// sync_interval } applies instead.
+	Sync string `json:"sync"`
 	// Tokens are the accepted bearer tokens, stored hashed.
 	Tokens []Token `json:"tokens"`
 }
@@ -81,6 +96,7 @@ func DefaultConfig() *Config {
 		Replicas:        DefaultReplicas,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		DuplicateWindow: DefaultDuplicateWindow,
+		Sync:            DefaultSync,
 		Tokens:          []Token{},
 	}
 }
@@ -139,6 +155,9 @@ func (c *Config) Validate() error {
 	if _, err := c.duplicateWindow(); err != nil {
 		bad("%v", err)
 	}
+	if _, _, err := c.syncPolicy(); err != nil {
+		bad("%v", err)
+	}
 	if c.NatsURL == "" && c.Replicas > 1 {
 		bad("replicas %d needs a JetStream cluster: set nats_url, or keep replicas = 1 for the embedded server", c.Replicas)
 	}
@@ -184,6 +203,22 @@ func (c *Config) duplicateWindow() (time.Duration, error) {
 	return d, nil
 }
 
+// syncPolicy returns the embedded JetStream's sync policy: always (every
+// write fsynced before its acknowledgement), or the interval of background
+// fsyncs.
+func (c *Config) syncPolicy() (always bool, interval time.Duration, err error) {
+	switch v := strings.ToLower(strings.TrimSpace(c.Sync)); v {
+	case "", SyncAlways:
+		return true, 0, nil
+	default:
+		d, perr := time.ParseDuration(v)
+		if perr != nil || d < 10*time.Millisecond {
+			return false, 0, fmt.Errorf("sync %q: want \"always\" or a duration of at least 10ms, such as 2m", c.Sync)
+		}
+		return false, d, nil
+	}
+}
+
 // withDefaults fills the zero values with the defaults and resolves DataDir.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
@@ -198,6 +233,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DuplicateWindow == "" {
 		c.DuplicateWindow = d.DuplicateWindow
+	}
+	if c.Sync == "" {
+		c.Sync = d.Sync
 	}
 	if c.DataDir == "" && c.NatsURL == "" {
 		dir, err := os.UserConfigDir()

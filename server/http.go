@@ -34,7 +34,9 @@ package server
 //        200 {"data":[{"payload":<entry>,"session_agent_id":"…"?},…],
 //             "next_cursor":"…"|null}                           404 unknown
 //   GET  /v1/sessions                                read
-//        ?tag= &state= &limit=1..1000 (default 100)
+//        ?tag= &state= &id_prefix=<start of an id> &limit=1..1000 (default 100)
+//        title: the custom title, else the AI title, else the last
+//        prompt, else the summary line (as the SDK's listSessions)
 //        200 {"data":[{"id","title","tag","state","created_at",
 //             "last_activity","entries","main_entries","subagents"}],
 //             "has_more":bool}   newest activity first
@@ -734,9 +736,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req reques
 		}
 		limit = min(max(n, 1), 1000)
 	}
-	state, tag := q.Get("state"), q.Get("tag")
+	state, tag, prefix := q.Get("state"), q.Get("tag"), strings.ToLower(q.Get("id_prefix"))
 	if state != "" && !core.State(state).Valid() {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "state=%q: want idle, running or requires_action", truncate(state, 50))
+		return
+	}
+	if len(prefix) > 36 || strings.Trim(prefix, "0123456789abcdef-") != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "id_prefix=%q: want up to 36 of 0-9, a-f and '-'", truncate(prefix, 50))
 		return
 	}
 	metas, err := s.st.listSessions(req.ctx, req.tenant)
@@ -746,7 +752,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req reques
 	}
 	list := make([]sessionInfo, 0, len(metas))
 	for _, m := range metas {
-		if (tag != "" && m.Tag != tag) || (state != "" && m.State != state) || m.Tenant != req.tenant {
+		if (tag != "" && m.Tag != tag) || (state != "" && m.State != state) || m.Tenant != req.tenant ||
+			!strings.HasPrefix(strings.ToLower(m.Session), prefix) {
 			continue
 		}
 		list = append(list, sessionInfo{ID: m.Session, Title: m.Title(), Tag: m.Tag, State: m.State,

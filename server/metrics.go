@@ -23,6 +23,12 @@ type metrics struct {
 	repaired     atomic.Int64 // entries indexed by reconcile
 	stateEvents  atomic.Int64 // state events applied
 
+	// The embedded JetStream's sync policy as running: 1 = every write
+	// fsynced before its acknowledgement, 0 = in the background every
+	// syncInterval (ns); -1 = not known (an external NATS server).
+	syncAlways   atomic.Int64
+	syncInterval atomic.Int64
+
 	mu       sync.Mutex
 	requests map[reqKey]int64
 	latency  map[string]*histogram
@@ -40,7 +46,9 @@ type histogram struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[reqKey]int64{}, latency: map[string]*histogram{}}
+	m := &metrics{requests: map[reqKey]int64{}, latency: map[string]*histogram{}}
+	m.syncAlways.Store(-1)
+	return m
 }
 
 // observe records one finished request.
@@ -71,6 +79,13 @@ func (m *metrics) write(w io.Writer) {
 	counter("scribe_fence_retries_total", "Writes retried after another writer appended to the same session first.", m.fenceRetries.Load())
 	counter("scribe_entries_repaired_total", "Entries found in the stream past their session's metadata and indexed.", m.repaired.Load())
 	counter("scribe_state_events_total", "State events applied to session metadata.", m.stateEvents.Load())
+	if v := m.syncAlways.Load(); v >= 0 {
+		fmt.Fprintf(w, "# HELP scribe_jetstream_sync_always 1 when the embedded JetStream fsyncs every write before acknowledging it.\n"+
+			"# TYPE scribe_jetstream_sync_always gauge\nscribe_jetstream_sync_always %d\n", v)
+		fmt.Fprintf(w, "# HELP scribe_jetstream_sync_interval_seconds How often the embedded JetStream fsyncs in the background.\n"+
+			"# TYPE scribe_jetstream_sync_interval_seconds gauge\nscribe_jetstream_sync_interval_seconds %s\n",
+			strconv.FormatFloat(time.Duration(m.syncInterval.Load()).Seconds(), 'g', -1, 64))
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -13,8 +13,10 @@ import (
 
 // startEmbedded runs a nats-server with JetStream storing in dir. It does
 // not listen on any port: the server's only client is this process, through
-// an in-process connection.
-func startEmbedded(dir string, maxPayload int32, log hclog.Logger) (*natsserver.Server, error) {
+// an in-process connection. With syncAlways every write to a stream (the
+// entries' and the KV buckets') is fsynced before it is acknowledged;
+// otherwise the stores fsync in the background every syncInterval.
+func startEmbedded(dir string, maxPayload int32, syncAlways bool, syncInterval time.Duration, log hclog.Logger) (*natsserver.Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
@@ -25,6 +27,10 @@ func startEmbedded(dir string, maxPayload int32, log hclog.Logger) (*natsserver.
 		StoreDir:   dir,
 		NoSigs:     true,
 		MaxPayload: maxPayload,
+		SyncAlways: syncAlways,
+		// nats-server's own default (2m) unless an interval is given;
+		// with SyncAlways the interval only paces its idle checks.
+		SyncInterval: syncInterval,
 	}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {

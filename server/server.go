@@ -113,9 +113,18 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		if s.lock, err = lockDataDir(s.cfg.DataDir); err != nil {
 			return err
 		}
-		s.ns, err = startEmbedded(s.cfg.DataDir, embeddedPayload(s.cfg.MaxBodyBytes), s.log.Named("nats"))
+		always, interval, _ := s.cfg.syncPolicy()
+		s.ns, err = startEmbedded(s.cfg.DataDir, embeddedPayload(s.cfg.MaxBodyBytes), always, interval, s.log.Named("nats"))
 		if err != nil {
 			return err
+		}
+		if jc := s.ns.JetStreamConfig(); jc != nil {
+			s.m.syncInterval.Store(int64(jc.SyncInterval))
+			if jc.SyncAlways {
+				s.m.syncAlways.Store(1)
+			} else {
+				s.m.syncAlways.Store(0)
+			}
 		}
 	}
 	s.nc, err = connect(s.ns, s.cfg.NatsURL, s.cfg.NatsCreds, "scribe serve", s.log.Named("nats"))
@@ -154,10 +163,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}(s.httpSrv, s.ln, s.serveErr)
 	s.started = true
 	backend := "embedded NATS in " + s.cfg.DataDir
+	sync := s.syncPolicy()
 	if s.cfg.NatsURL != "" {
 		backend = "NATS " + s.nc.ConnectedUrlRedacted()
 	}
-	s.log.Info("serving", "addr", s.ln.Addr().String(), "backend", backend, "replicas", s.cfg.Replicas, "tokens", len(s.tokens))
+	s.log.Info("serving", "addr", s.ln.Addr().String(), "backend", backend, "replicas", s.cfg.Replicas,
+		"sync", sync, "tokens", len(s.tokens))
 	return nil
 }
 
@@ -169,6 +180,33 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return s.ln.Addr().String()
+}
+
+// SyncPolicy says when the JetStream store fsyncs what it acknowledges:
+// "always", "every <interval>" for the embedded server as running (its
+// actual JetStream configuration), or "the NATS server's" with NatsURL.
+func (s *Server) SyncPolicy() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.syncPolicy()
+}
+
+func (s *Server) syncPolicy() string {
+	if s.ns == nil {
+		if s.cfg.NatsURL != "" {
+			return "the NATS server's (jetstream sync_interval)"
+		}
+		return "not started"
+	}
+	jc := s.ns.JetStreamConfig()
+	switch {
+	case jc == nil:
+		return "no JetStream"
+	case jc.SyncAlways:
+		return SyncAlways
+	default:
+		return "every " + jc.SyncInterval.String()
+	}
 }
 
 // Handler returns the HTTP handler, for mounting the API elsewhere (the

@@ -13,7 +13,8 @@ package server
 //   KV SCRIBE_SESSIONS (R = replicas, history 1)
 //   └── <tenant>.<session> → {last_seq, last_uuid, count, main_last_seq,
 //                             last_compact_seq, agents{id:{count,last_seq}},
-//                             custom_title, ai_title, tag, state,
+//                             custom_title, ai_title, last_prompt,
+//                             summary, tag, state,
 //                             created_at, updated_at}
 //
 //   KV SCRIBE_IDS (R = replicas, history 1)
@@ -198,6 +199,8 @@ type sessionMeta struct {
 	Agents         map[string]*agentMeta `json:"agents,omitempty"`
 	CustomTitle    string                `json:"custom_title,omitempty"`
 	AITitle        string                `json:"ai_title,omitempty"`
+	LastPrompt     string                `json:"last_prompt,omitempty"`
+	Summary        string                `json:"summary,omitempty"`
 	Tag            string                `json:"tag,omitempty"`
 	State          string                `json:"state,omitempty"`
 	CreatedAt      time.Time             `json:"created_at"`
@@ -209,12 +212,16 @@ type agentMeta struct {
 	LastSeq uint64 `json:"last_seq"`
 }
 
-// Title is the custom title, else the AI title.
+// Title is what the SDK's listSessions shows as a session's summary, from
+// what the server stores: the latest custom title, else the latest AI
+// title, else the latest last-prompt, else the latest summary line.
 func (m *sessionMeta) Title() string {
-	if m.CustomTitle != "" {
-		return m.CustomTitle
+	for _, t := range []string{m.CustomTitle, m.AITitle, m.LastPrompt, m.Summary} {
+		if t != "" {
+			return t
+		}
 	}
-	return m.AITitle
+	return ""
 }
 
 func (m *sessionMeta) clone() *sessionMeta {
@@ -865,10 +872,12 @@ func (m *sessionMeta) apply(r rec) {
 		m.LastCompactSeq = r.seq
 	}
 	switch r.e.Type {
-	case "custom-title", "ai-title", "tag", core.TypeScribeState:
+	case "custom-title", "ai-title", "last-prompt", "summary", "tag", core.TypeScribeState:
 		var f struct {
 			CustomTitle *string `json:"customTitle"`
 			AITitle     *string `json:"aiTitle"`
+			LastPrompt  *string `json:"lastPrompt"`
+			Summary     *string `json:"summary"`
 			Tag         *string `json:"tag"`
 			State       string  `json:"state"`
 		}
@@ -880,6 +889,10 @@ func (m *sessionMeta) apply(r rec) {
 			m.CustomTitle = *f.CustomTitle
 		case r.e.Type == "ai-title" && f.AITitle != nil:
 			m.AITitle = *f.AITitle
+		case r.e.Type == "last-prompt" && f.LastPrompt != nil:
+			m.LastPrompt = *f.LastPrompt
+		case r.e.Type == "summary" && f.Summary != nil:
+			m.Summary = *f.Summary
 		case r.e.Type == "tag" && f.Tag != nil:
 			m.Tag = *f.Tag
 		case r.e.Type == core.TypeScribeState && core.State(f.State).Valid():

@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,10 +50,13 @@ type pullReport struct {
 }
 
 type pullFile struct {
-	Path    string `json:"path"`
-	Agent   string `json:"agent,omitempty"`
-	Entries int    `json:"entries"`
-	Bytes   int64  `json:"bytes"`
+	Path  string `json:"path"`
+	Agent string `json:"agent,omitempty"`
+	// Sidecar marks the session's lifecycle records and checkpoints
+	// (<id>/scribe-lifecycle.jsonl).
+	Sidecar bool  `json:"sidecar,omitempty"`
+	Entries int   `json:"entries"`
+	Bytes   int64 `json:"bytes"`
 	// Status is created, replaced or unchanged.
 	Status string `json:"status"`
 	Backup string `json:"backup,omitempty"`
@@ -62,6 +65,7 @@ type pullFile struct {
 func newPullCmd() *cobra.Command {
 	var (
 		asJSON   bool
+		noProg   bool
 		from     string
 		cwd      string
 		lockWait time.Duration
@@ -76,7 +80,15 @@ out the internal rows Claude Code's own hydration filters (session-owner,
 data-flow-*, repl-mode, host-row, hybrid-organization), and writes each file by
 atomic replace: a temporary file in the same folder, fsync, rename, fsync of the
 folder. A file whose content changes is kept first as <file>.bak-<timestamp>;
-a file already equal to the server's is left alone.
+a file already equal to the server's is left alone. scribe's own lifecycle
+records and checkpoints go to the session's sidecar
+(<id>/scribe-lifecycle.jsonl), never into the transcript, so 'scribe
+checkpoints ID' shows them on this machine too.
+
+An ID that is a prefix of no local session is looked up on the server. Progress
+goes to stderr (a line every few seconds when it is not a terminal). A server
+that refuses connections ends the pull after a few attempts, each retry said on
+stderr.
 
 The files go where the session already is, else into the project folder of the
 entries' first cwd (--cwd overrides). Files are 0600 and folders 0700. The
@@ -105,13 +117,17 @@ configuration or flag.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			layout := jsonl.Layout{ConfigDir: dir}
-			id := strings.ToLower(args[0])
-			if !jsonl.IsSessionID(id) {
-				if id, err = resolveSession(ctx, layout, args[0]); err != nil {
-					return err
-				}
+			target.interactive(cmd.ErrOrStderr(), "pull")
+			remote := func() (*cloudTarget, error) { return target, nil }
+			id, err := resolveAnywhere(ctx, layout, args[0], remote, cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
-			rep, err := runPull(ctx, target, layout, id, cwd, lockWait)
+			var bar *progressBar
+			if !noProg {
+				bar = newProgressBar(cmd.ErrOrStderr(), "pull", !isCharDevice(os.Stderr))
+			}
+			rep, err := runPull(ctx, target, layout, id, cwd, lockWait, bar)
 			if err != nil {
 				if errors.Is(err, core.ErrNotFound) {
 					return &exitError{code: 1, err: err}
@@ -130,6 +146,7 @@ configuration or flag.`,
 	f.StringVar(&from, "from", "", `the server's block: a "cloud" loader, or an "events" or "ingress" sink (type/name)`)
 	f.StringVar(&cwd, "cwd", "", "write into this path's project folder (default: where the session is, else its first cwd)")
 	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another process writing the session")
+	f.BoolVar(&noProg, "no-progress", false, "no progress on stderr")
 	return c
 }
 
@@ -141,14 +158,24 @@ type pulledFile struct {
 	uuids   map[string]bool
 }
 
-func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration) (*pullReport, error) {
+func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
+	bar *progressBar) (*pullReport, error) {
 	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
 	main := &pulledFile{uuids: map[string]bool{}}
+	side := &pulledFile{uuids: map[string]bool{}}
 	agents := map[string]*pulledFile{}
 	var order []string
 	firstCWD := ""
 	var agentCWD string
+	var got atomic.Int64
+	if bar != nil {
+		bar.start(-1, 1, &got)
+	}
 	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
+		got.Add(int64(len(ev.Payload)) + 1)
+		if bar != nil {
+			bar.entries(1)
+		}
 		e, err := core.ParseEntry(ev.Payload)
 		if err != nil {
 			rep.Malformed++
@@ -159,7 +186,12 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			return nil
 		}
 		f := main
-		if ev.AgentID != "" {
+		switch {
+		case ev.AgentID == "" && core.IsLifecycleRecord(e.Type):
+			// scribe's own records: the sidecar, as the local store
+			// keeps them.
+			f = side
+		case ev.AgentID != "":
 			if f = agents[ev.AgentID]; f == nil {
 				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
 				agents[ev.AgentID] = f
@@ -168,7 +200,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			if agentCWD == "" {
 				agentCWD = e.CWD
 			}
-		} else if firstCWD == "" {
+		case firstCWD == "":
 			firstCWD = e.CWD
 		}
 		f.data.Write(e.Raw)
@@ -179,6 +211,9 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 		}
 		return nil
 	})
+	if bar != nil {
+		bar.finish()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +222,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
 		}
 	}
-	if main.entries == 0 && len(order) == 0 {
+	if main.entries == 0 && len(order) == 0 && side.entries == 0 {
 		return nil, fmt.Errorf("session %s: the server has no rows for it to write (%d internal rows left out): %w", id, rep.Filtered, core.ErrNotFound)
 	}
 
@@ -219,7 +254,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	defer unlock()
 
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	write := func(path string, f *pulledFile) error {
+	write := func(path string, f *pulledFile, sidecar bool) error {
 		old, _ := os.ReadFile(path)
 		status, backup, err := replaceFile(path, f.data.Bytes(), stamp)
 		if err != nil {
@@ -230,25 +265,31 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			rep.LocalOnly += localOnly(old, f.uuids)
 		}
 		rep.Entries += f.entries
-		rep.Files = append(rep.Files, pullFile{Path: path, Agent: f.agent, Entries: f.entries,
+		rep.Files = append(rep.Files, pullFile{Path: path, Agent: f.agent, Sidecar: sidecar, Entries: f.entries,
 			Bytes: int64(f.data.Len()), Status: status, Backup: backup})
 		return nil
 	}
-	// Subagents first: the main file, which makes the session visible,
-	// comes last.
+	// Subagents and the sidecar first: the main file, which makes the
+	// session visible, comes last.
 	for _, a := range order {
-		if err := write(jsonl.AgentFile(proj, id, a), agents[a]); err != nil {
+		if err := write(jsonl.AgentFile(proj, id, a), agents[a], false); err != nil {
+			return rep, err
+		}
+	}
+	if side.entries > 0 {
+		if err := write(jsonl.SidecarFile(proj, id), side, true); err != nil {
 			return rep, err
 		}
 	}
 	if main.entries > 0 {
-		if err := write(jsonl.MainFile(proj, id), main); err != nil {
+		if err := write(jsonl.MainFile(proj, id), main, false); err != nil {
 			return rep, err
 		}
 	}
 	local, _ := sessionFiles(proj, id)
 	for _, lf := range local {
-		if (lf.agent == "" && main.entries == 0) || (lf.agent != "" && agents[lf.agent] == nil) {
+		if (lf.side && side.entries == 0) || (!lf.side && lf.agent == "" && main.entries == 0) ||
+			(lf.agent != "" && agents[lf.agent] == nil) {
 			rep.Untouched = append(rep.Untouched, lf.path)
 		}
 	}

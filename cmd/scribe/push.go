@@ -140,8 +140,11 @@ type pushReport struct {
 	Results   []pushResult `json:"results"`
 	// TokenRefused is true when the server refused the token (401/403):
 	// the push stopped there.
-	TokenRefused bool  `json:"token_refused"`
-	ElapsedMS    int64 `json:"elapsed_ms"`
+	TokenRefused bool `json:"token_refused"`
+	// Unreachable says why the server could not be reached at all (the
+	// push stopped there); "" when it could.
+	Unreachable string `json:"unreachable,omitempty"`
+	ElapsedMS   int64  `json:"elapsed_ms"`
 }
 
 type pushIssue struct {
@@ -193,7 +196,10 @@ missing: the summary counts what was new (stored) and what the server already
 had (duplicates). Each session's lines go in file order; sessions go side by
 side. A torn last line (a writer still busy) is left for the next push.
 
-A progress bar goes to stderr when it is a terminal. Exit status: 0 when
+A progress bar goes to stderr when it is a terminal, else a progress line
+every few seconds and at the end (--no-progress: neither). A server that
+refuses connections ends the push after a few attempts, each retry said on
+stderr. Exit status: 0 when
 everything was sent, 1 when a session failed (the others are still pushed),
 2 for a bad configuration or flag.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -218,6 +224,7 @@ everything was sent, 1 when a session failed (the others are still pushed),
 			if batch > 0 {
 				target.maxBatch = batch
 			}
+			target.interactive(cmd.ErrOrStderr(), "push")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			layout := jsonl.Layout{ConfigDir: dir}
@@ -248,8 +255,8 @@ everything was sent, 1 when a session failed (the others are still pushed),
 				}
 			}
 			var bar *progressBar
-			if !noProgress && isCharDevice(os.Stderr) {
-				bar = newProgressBar(cmd.ErrOrStderr(), "push")
+			if !noProgress {
+				bar = newProgressBar(cmd.ErrOrStderr(), "push", !isCharDevice(os.Stderr))
 			}
 			rep := runPush(ctx, target, sessions, workers, bar)
 			if asJSON {
@@ -261,6 +268,9 @@ everything was sent, 1 when a session failed (the others are still pushed),
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if rep.Unreachable != "" {
+				return &exitError{code: 1, err: fmt.Errorf("%s: nothing more was sent (%s)", rep.Unreachable, rep.Via)}
 			}
 			if rep.TokenRefused {
 				return &exitError{code: 1, err: fmt.Errorf("%s refused the token of %s: nothing more was sent (check token or token_file)", rep.Server, rep.Via)}
@@ -290,11 +300,13 @@ type localSession struct {
 	files []sessionFile
 }
 
-// sessionFile is one transcript of a session: its main file (agent "") or
-// a subagent's.
+// sessionFile is one file of a session: its main transcript (agent ""), a
+// subagent's, or the sidecar of scribe's lifecycle records and checkpoints
+// (side).
 type sessionFile struct {
 	path  string
 	agent string
+	side  bool
 }
 
 // allLocalSessions lists every session of the config folder: each
@@ -344,8 +356,9 @@ func allLocalSessions(l jsonl.Layout) ([]localSession, error) {
 	return out, nil
 }
 
-// sessionFiles lists the main file (if any) and the subagent files under
-// <id>/subagents/, depth first in name order, as the SDK lists them.
+// sessionFiles lists the main file (if any), the subagent files under
+// <id>/subagents/, depth first in name order, as the SDK lists them, and
+// the sidecar (<id>/scribe-lifecycle.jsonl, if any).
 func sessionFiles(dir, id string) ([]sessionFile, int64) {
 	var files []sessionFile
 	var size int64
@@ -376,6 +389,11 @@ func sessionFiles(dir, id string) ([]sessionFile, int64) {
 		}
 	}
 	walk(filepath.Join(dir, id, "subagents"))
+	side := jsonl.SidecarFile(dir, id)
+	if fi, err := os.Stat(side); err == nil && fi.Mode().IsRegular() {
+		files = append(files, sessionFile{path: side, side: true})
+		size += fi.Size()
+	}
 	return files, size
 }
 
@@ -387,6 +405,7 @@ type pusher struct {
 	// others would be refused too.
 	abort   context.CancelCauseFunc
 	refused atomic.Bool
+	away    atomic.Pointer[string] // why the server could not be reached
 
 	mu  sync.Mutex
 	rep *pushReport
@@ -444,6 +463,10 @@ feed:
 		why = "not started: the server refused the token"
 		rep.TokenRefused = true
 	}
+	if a := p.away.Load(); a != nil {
+		why = "not started: the server could not be reached"
+		rep.Unreachable = *a
+	}
 	for i, r := range results {
 		if r.Session == "" {
 			r = pushResult{Session: sessions[i].id, ProjectDir: sessions[i].dir, Error: why}
@@ -470,7 +493,11 @@ func (p *pusher) session(ctx context.Context, s localSession) pushResult {
 			if errors.Is(err, sinkhelper.ErrUnauthorized) && p.refused.CompareAndSwap(false, true) {
 				p.abort(err)
 			}
-			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && !errors.Is(err, sinkhelper.ErrUnauthorized) {
+			if msg := err.Error(); errors.Is(err, events.ErrUnreachable) && p.away.CompareAndSwap(nil, &msg) {
+				p.abort(err)
+			}
+			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && !errors.Is(err, sinkhelper.ErrUnauthorized) &&
+				!errors.Is(err, events.ErrUnreachable) {
 				err = fmt.Errorf("stopped: %w", cause)
 			}
 			res.Error = err.Error()
@@ -526,7 +553,11 @@ func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushR
 			}
 			return
 		}
-		if why := checkPushable(&e, sid, f.agent); why != "" {
+		why := checkPushable(&e, sid, f.agent)
+		if why == "" && f.side && !core.IsLifecycleRecord(e.Type) {
+			why = fmt.Sprintf("a %q line in the sidecar: only lifecycle records and checkpoints belong there", truncateStr(e.Type, 40))
+		}
+		if why != "" {
 			p.refuse(pushIssue{Session: sid, File: f.path, Line: lineNo, Error: why})
 			return
 		}
@@ -676,70 +707,4 @@ func printPushReport(w io.Writer, r *pushReport) {
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  FAILED %s: %s\n", e.Session, e.Error)
 	}
-}
-
-// ---------------------------------------------------------------------------
-// Progress bar
-
-// isCharDevice reports whether f is a character device (a terminal).
-func isCharDevice(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// progressBar draws one line, redrawn in place every 100 ms:
-//
-//	push  42% [████████░░░░░░░░░░░░] 1.2 MiB/3.0 MiB  3/10 sessions  1234 entries
-type progressBar struct {
-	w     io.Writer
-	label string
-
-	total, sessions int64
-	read            *atomic.Int64
-	done, sent      atomic.Int64
-	stop            chan struct{}
-	stopped         chan struct{}
-}
-
-func newProgressBar(w io.Writer, label string) *progressBar {
-	return &progressBar{w: w, label: label}
-}
-
-func (b *progressBar) start(total int64, sessions int, read *atomic.Int64) {
-	b.total, b.sessions, b.read = total, int64(sessions), read
-	b.stop, b.stopped = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(b.stopped)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			b.draw()
-			select {
-			case <-t.C:
-			case <-b.stop:
-				return
-			}
-		}
-	}()
-}
-
-func (b *progressBar) sessionDone()      { b.done.Add(1) }
-func (b *progressBar) entries(n int64)   { b.sent.Add(n) }
-func (b *progressBar) finish()           { close(b.stop); <-b.stopped; b.draw(); fmt.Fprintln(b.w) }
-func (b *progressBar) fraction() float64 { return frac(b.read.Load(), b.total) }
-
-func frac(n, total int64) float64 {
-	if total <= 0 {
-		return 1
-	}
-	return min(float64(n)/float64(total), 1)
-}
-
-func (b *progressBar) draw() {
-	const width = 24
-	f := b.fraction()
-	full := int(f * width)
-	bar := strings.Repeat("█", full) + strings.Repeat("░", width-full)
-	fmt.Fprintf(b.w, "\r%s %3.0f%% [%s] %s/%s  %d/%d sessions  %d entries\x1b[K", b.label, 100*f, bar,
-		humanBytes(min(b.read.Load(), b.total)), humanBytes(b.total), b.done.Load(), b.sessions, b.sent.Load())
 }

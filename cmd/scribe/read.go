@@ -48,6 +48,8 @@ func newLsCmd() *cobra.Command {
 		project, status      string
 		limit                int
 		offset               int
+		remote               bool
+		from                 string
 	)
 	c := &cobra.Command{
 		Use:   "ls",
@@ -60,12 +62,19 @@ The listing goes through the sessions index (see scribe index), which is
 checked against every file and gives the same answer as reading the files;
 --no-index reads them all. STATUS is active while a live writer holds the
 session, interrupted when its last turn did not finish, else completed;
---status keeps the sessions with that status.`,
+--status keeps the sessions with that status.
+
+--remote lists the team server's sessions instead (newest activity first,
+with their titles; --json prints the server's listing), through the cloud
+loader of --from, else the first one of resume.loaders.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
+			}
+			if remote {
+				return runRemoteLs(cmd, cfg, from, asJSON, limit, offset)
 			}
 			want := jsonl.SessionStatus(status)
 			if status != "" && !want.Valid() {
@@ -113,6 +122,8 @@ session, interrupted when its last turn did not finish, else completed;
 	f.IntVar(&limit, "limit", 0, "at most this many sessions")
 	f.IntVar(&offset, "offset", 0, "skip this many sessions first")
 	f.BoolVar(&asJSON, "json", false, "print the SDK's listSessions array")
+	f.BoolVar(&remote, "remote", false, "list the team server's sessions instead")
+	f.StringVar(&from, "from", "", `with --remote: the server's block, a "cloud" loader (type/name)`)
 	return c
 }
 

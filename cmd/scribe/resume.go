@@ -94,7 +94,8 @@ from there would); --dry-run leaves the session as it is.`,
 			}
 			id := args[0]
 			if !jsonl.IsSessionID(id) {
-				if id, err = resolveSession(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, args[0]); err != nil {
+				remote := func() (*cloudTarget, error) { return resumeRemote(cfg, from) }
+				if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, args[0], remote, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 			}

@@ -34,7 +34,8 @@ func newServeCmd() *cobra.Command {
 Settings come from the server { ... } block of the configuration (see
 example.hcl); the flags below beat it. With no nats_url, an embedded NATS
 server with JetStream keeps the data in data_dir: one command, nothing to
-install. Requests need a bearer token listed, hashed, in the configuration or
+install. An entry is acknowledged once it is fsynced (sync = "always"; a
+duration fsyncs in the background instead). Requests need a bearer token listed, hashed, in the configuration or
 in --token-file: make one with 'scribe token new'.
 
 It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
@@ -72,6 +73,7 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 	f.String("nats-url", "", "external NATS server or cluster URLs, comma-separated (default: server.nats_url, embedded)")
 	f.String("nats-creds", "", "NATS credentials file for --nats-url (default: server.nats_creds)")
 	f.Int("replicas", 0, "replicas of the stream and KV buckets (default: server.replicas, 1)")
+	f.String("sync", "", `when the embedded JetStream fsyncs: "always" (before every acknowledgement) or a duration (default: server.sync, always)`)
 	f.StringVar(&tokenFile, "token-file", "", "file of more tokens, one a line: <sha256> <tenant> <scope>[,<scope>]")
 	return cmd
 }
@@ -94,6 +96,7 @@ func serverConfig(cfg *config.Config, fs *pflag.FlagSet, tokenFile string) (*ser
 	str("data-dir", &sc.DataDir)
 	str("nats-url", &sc.NatsURL)
 	str("nats-creds", &sc.NatsCreds)
+	str("sync", &sc.Sync)
 	if fl := fs.Lookup("replicas"); fl != nil && fl.Changed {
 		n, err := fs.GetInt("replicas")
 		if err != nil {

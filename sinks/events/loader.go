@@ -90,6 +90,16 @@ type Client struct {
 	// least 1), waits from BackoffMin doubling to BackoffMax, with Jitter.
 	// Permanent failures (4xx) are not retried.
 	Retry sinkhelper.RetryConfig
+	// Unreachable, when positive, ends retrying after that many attempts
+	// that could not reach the server at all (connection refused, no
+	// route, unknown host), with an error wrapping ErrUnreachable that
+	// names the address: for interactive commands, where a server that is
+	// not there is not worth a whole round of retries.
+	Unreachable int
+	// OnRetry, when set, is called before each wait between attempts,
+	// with the failed attempt's number, the attempts allowed, the wait
+	// and the error (push and pull print it on stderr).
+	OnRetry func(attempt, attempts int, wait time.Duration, err error)
 	// PageSize is History's limit parameter (1 to 1000); 0 is 1000.
 	PageSize int
 	// MaxPages bounds the pages of one History call; 0 is 100.
@@ -315,15 +325,30 @@ func (c *Client) explain(err error, sessionID string) error {
 // do sends a request with retries and returns the body of a 2xx answer.
 func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte, error) {
 	attempts := max(c.Retry.MaxAttempts, 1)
+	away := 0
 	for n := 1; ; n++ {
 		b, err := c.once(ctx, method, u, body)
 		if err == nil {
 			return b, nil
 		}
+		if isUnreachable(err) {
+			away++
+			if c.Unreachable > 0 && away >= c.Unreachable {
+				return nil, &UnreachableError{Addr: c.BaseURL, Attempts: n, Err: err}
+			}
+		}
 		if sinkhelper.IsPermanent(err) || n >= attempts || ctx.Err() != nil {
 			return nil, err
 		}
-		t := time.NewTimer(c.wait(n))
+		wait := c.wait(n)
+		if c.OnRetry != nil {
+			left := attempts
+			if isUnreachable(err) && c.Unreachable > 0 {
+				left = min(attempts, n-away+c.Unreachable)
+			}
+			c.OnRetry(n, left, wait, err)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -273,13 +273,24 @@ func TestLoaderConfig(t *testing.T) {
 	}{
 		{LoaderConfig{Token: "x", Timeout: "1s"}, "base_url"},
 		{LoaderConfig{BaseURL: "ftp://x", Token: "x", Timeout: "1s"}, "base_url"},
-		{LoaderConfig{BaseURL: "http://127.0.0.1:1", Timeout: "1s"}, "token"},
 		{LoaderConfig{BaseURL: "http://127.0.0.1:1", Token: "x", TokenFile: "/y", Timeout: "1s"}, "not both"},
 		{LoaderConfig{BaseURL: "http://127.0.0.1:1", Token: "x", Timeout: "soon"}, "timeout"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error about %s", tc.cfg, err, tc.want)
 		}
+	}
+	// No token at all is valid configuration; loading says how to give one.
+	none := &LoaderConfig{BaseURL: "http://127.0.0.1:1", Timeout: "1s"}
+	if err := none.Validate(); err != nil {
+		t.Fatalf("a block without a token: %v", err)
+	}
+	nl, err := f.CreateLoader(context.Background(), core.Settings{ID: core.ID{Type: "cloud", Name: "team"}}, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nl.Load(context.Background(), core.SessionRef{SessionID: loaderSession}); !errors.Is(err, sinkhelper.ErrNoToken) {
+		t.Errorf("load without a token: %v, want ErrNoToken", err)
 	}
 	// A token file is read when the loader loads, not when it is made.
 	tok := filepath.Join(t.TempDir(), "token")

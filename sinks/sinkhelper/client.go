@@ -25,7 +25,8 @@ type ClientConfig struct {
 	BaseURL string `json:"base_url"`
 	// Token is the bearer token. TokenFile names a file holding it
 	// instead; the file is read at Start and again after a 401, so a
-	// rotated token is picked up. Exactly one of them is set.
+	// rotated token is picked up. One of them is needed to talk to the
+	// server (ErrNoToken when neither is set), not both.
 	Token     string `json:"token"`
 	TokenFile string `json:"token_file"`
 	// Timeout bounds each request (a PUT, a GET, a POST).
@@ -113,12 +114,10 @@ func (c *ClientConfig) Resolve(set core.Settings) (Client, error) {
 	switch {
 	case c.Token != "" && c.TokenFile != "":
 		return cl, errors.New("token and token_file: set one, not both")
-	case c.Token == "" && c.TokenFile == "":
-		return cl, errors.New("token or token_file: one is required")
 	case strings.ContainsAny(c.Token, "\r\n"):
 		return cl, errors.New("token: holds a line break")
 	}
-	cl.Token = &Token{value: c.Token, file: c.TokenFile}
+	cl.Token = &Token{value: c.Token, file: c.TokenFile, missing: c.Token == "" && c.TokenFile == ""}
 
 	o := Options{QueueSize: c.QueueSize, QueueBytes: c.QueueBytes, SpoolMaxBytes: c.SpoolMaxBytes, Dir: c.SpoolDir}
 	if c.QueueSize <= 0 {
@@ -169,18 +168,29 @@ func ParseDuration(name, v string) (time.Duration, error) {
 	return d, nil
 }
 
+// ErrNoToken is returned by Token.Load when a block sets neither token nor
+// token_file.
+var ErrNoToken = errors.New("no bearer token: set token, or token_file to a file holding it " +
+	"(`scribe token new` makes one; the server's block lists its hash)")
+
 // Token is a bearer token given inline or read from a file.
 type Token struct {
 	mu    sync.Mutex
 	value string
 	file  string
+	// missing: the block set neither token nor token_file.
+	missing bool
 }
 
 // NewToken returns an inline token.
 func NewToken(value string) *Token { return &Token{value: value} }
 
 // Load reads the token file, when there is one. Sinks call it at Start.
+// It returns ErrNoToken when the block set neither token nor token_file.
 func (t *Token) Load() error {
+	if t.missing {
+		return ErrNoToken
+	}
 	_, err := t.Reload()
 	return err
 }

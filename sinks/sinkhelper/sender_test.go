@@ -770,7 +770,6 @@ func TestClientConfig(t *testing.T) {
 	}{
 		{"no url", func(c *ClientConfig) { c.BaseURL = "" }, "base_url: required"},
 		{"bad scheme", func(c *ClientConfig) { c.BaseURL = "ftp://127.0.0.1" }, "base_url"},
-		{"no token", func(c *ClientConfig) { c.Token = "" }, "token or token_file"},
 		{"both tokens", func(c *ClientConfig) { c.TokenFile = "/x" }, "not both"},
 		{"bad timeout", func(c *ClientConfig) { c.Timeout = "soon" }, `timeout "soon"`},
 		{"min above max", func(c *ClientConfig) { c.BackoffMin = "10s" }, "backoff_max"},
@@ -784,6 +783,24 @@ func TestClientConfig(t *testing.T) {
 				t.Fatalf("Validate = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A block without token or token_file is valid configuration (the built-in
+// one has none), but using it fails with ErrNoToken, which says how to
+// give one.
+func TestNoToken(t *testing.T) {
+	c := DefaultClientConfig()
+	c.BaseURL = "http://127.0.0.1:8080"
+	cl, err := c.Resolve(core.Settings{ID: core.MustParseID("events/team"), Host: core.HostInfo{ConfigDir: "/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Token.Load(); !errors.Is(err, ErrNoToken) || !strings.Contains(err.Error(), "token_file") {
+		t.Fatalf("Load = %v, want ErrNoToken naming token_file", err)
+	}
+	if err := NewToken("").Load(); err != nil {
+		t.Fatalf("an inline empty token (a server without auth): %v", err)
 	}
 }
 
