@@ -34,8 +34,8 @@ func (c Component) Decode(dst any) error {
 
 // DecodeAll is Decode returning every problem of the block, in file order:
 // each unknown option, each top-level option of the wrong type, and when
-// there is neither, Validate's error. When there is a problem, dst may be
-// partly filled.
+// no option has the wrong type, Validate's error. When there is a problem,
+// dst may be partly filled.
 func (c Component) DecodeAll(dst any) []*Error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -59,10 +59,11 @@ func (c Component) DecodeAll(dst any) []*Error {
 
 	// Then the types: after each type error, the top-level option it is in
 	// is left out and the rest decoded again, so each is reported.
+	unknown := len(errs)
 	top := bodyValues(body)
 	for range len(top) + 1 {
 		dec := json.NewDecoder(bytes.NewReader(body))
-		if len(errs) == 0 {
+		if unknown == 0 {
 			dec.DisallowUnknownFields()
 		}
 		err := dec.Decode(dst)
@@ -78,16 +79,15 @@ func (c Component) DecodeAll(dst any) []*Error {
 		delete(top, key)
 		body, _ = json.Marshal(top)
 	}
-	if len(errs) > 0 {
-		return sortErrors(errs)
-	}
 
-	if v, ok := dst.(core.Validator); ok {
+	// With only unknown options, dst holds every known one: Validate can
+	// judge them.
+	if v, ok := dst.(core.Validator); ok && len(errs) == unknown {
 		if err := v.Validate(); err != nil {
-			return []*Error{{Pos: c.validatePos(err.Error()), Msg: c.label() + ": " + err.Error(), err: err}}
+			errs = append(errs, &Error{Pos: c.validatePos(err.Error()), Msg: c.label() + ": " + err.Error(), err: err})
 		}
 	}
-	return nil
+	return sortErrors(errs)
 }
 
 // validatePos finds the attribute a Validate message starts with

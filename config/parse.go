@@ -93,6 +93,9 @@ func (p *parser) sorted() []*Error { return sortErrors(p.errs) }
 func sortErrors(errs []*Error) []*Error {
 	sort.SliceStable(errs, func(i, j int) bool {
 		a, b := errs[i].Pos, errs[j].Pos
+		if ad, bd := a.File == DefaultName, b.File == DefaultName; ad != bd {
+			return bd // the file's problems before the built-in configuration's
+		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
