@@ -617,11 +617,11 @@ func TestResumeBlock(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		"resume {\n  loaders = [\"cloud/other\"]\n}\n": "r.hcl:2:15: resume.loaders: unknown loader \"cloud/other\"",
-		"resume {\n  max_age = \"soon\"\n}\n":         "r.hcl:2:14: resume.max_age \"soon\" is not a duration",
-		"resume {\n  continue_text = \" \"\n}\n":      "resume.continue_text must not be empty",
-		"resume {\n  loader = []\n}\n":                "unknown attribute \"loader\" in the resume block (valid: loaders, max_age, continue_text)",
-		"resume \"x\" {}\n":                           "the resume block takes no labels",
-		"resume {}\nresume {}\n":                      "duplicate resume block",
+		"resume {\n  max_age = \"soon\"\n}\n":          "r.hcl:2:14: resume.max_age \"soon\" is not a duration",
+		"resume {\n  continue_text = \" \"\n}\n":       "resume.continue_text must not be empty",
+		"resume {\n  loader = []\n}\n":                 "unknown attribute \"loader\" in the resume block (valid: loaders, max_age, continue_text)",
+		"resume \"x\" {}\n":                            "the resume block takes no labels",
+		"resume {}\nresume {}\n":                       "duplicate resume block",
 	} {
 		_, err := Load(write(body), nil, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
