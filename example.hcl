@@ -3,7 +3,7 @@
 # Every top-level setting can be overridden by an environment variable,
 # SCRIBE_ + its name in upper case (pipeline settings: SCRIBE_PIPELINE_...),
 # and by a flag of the same name with '-' for '_' (--log-level).
-# Precedence: flag > environment > this file > built-in default.
+# Precedence: flag > environment > a --config file (only what it changes) > this file.
 
 # Claude Code's config folder. Empty: $CLAUDE_CONFIG_DIR, else ~/.claude.
 # Default: "".

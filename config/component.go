@@ -24,12 +24,22 @@ import (
 //	example.hcl:12:3: sink "jsonl/local": unknown option "fsink" (valid: fsync, drain_interval, reappend_bytes, lock_wait)
 //
 // Then, if dst implements core.Validator, Validate's error is returned
-// prefixed with the block's position and the component (and wrapped, so
-// errors.Is and errors.As see it).
+// prefixed with the position of the attribute the message starts with
+// (`fsync "sometimes": want always, batch or never` is reported at fsync),
+// else of the block, and the component (and wrapped, so errors.Is and
+// errors.As see it). Every problem found is returned, joined; see DecodeAll.
 func (c Component) Decode(dst any) error {
+	return joinErrors(c.DecodeAll(dst))
+}
+
+// DecodeAll is Decode returning every problem of the block, in file order:
+// each unknown option, each top-level option of the wrong type, and when
+// no option has the wrong type, Validate's error. When there is a problem,
+// dst may be partly filled.
+func (c Component) DecodeAll(dst any) []*Error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("%s: %s: Decode needs a non-nil pointer, got %T", c.Range, c.label(), dst)
+		return []*Error{{Pos: c.Range, Msg: fmt.Sprintf("%s: Decode needs a non-nil pointer, got %T", c.label(), dst)}}
 	}
 	body := []byte(c.Body)
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -39,25 +49,66 @@ func (c Component) Decode(dst any) error {
 	// Look for unknown options first: encoding/json says which name was
 	// unknown but not where it was.
 	var tree any
-	if err := json.Unmarshal(body, &tree); err != nil {
-		return fmt.Errorf("%s: %s: %w", c.Range, c.label(), err)
+	td := json.NewDecoder(bytes.NewReader(body))
+	td.UseNumber()
+	if err := td.Decode(&tree); err != nil {
+		return []*Error{{Pos: c.Range, Msg: fmt.Sprintf("%s: %v", c.label(), err), err: err}}
 	}
-	if err := c.checkUnknown(rv.Type().Elem(), tree, ""); err != nil {
-		return err
+	var errs []*Error
+	c.checkUnknown(rv.Type().Elem(), tree, "", &errs)
+
+	// Then the types: after each type error, the top-level option it is in
+	// is left out and the rest decoded again, so each is reported.
+	unknown := len(errs)
+	top := bodyValues(body)
+	for range len(top) + 1 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if unknown == 0 {
+			dec.DisallowUnknownFields()
+		}
+		err := dec.Decode(dst)
+		if err == nil {
+			break
+		}
+		e, path := c.decodeError(err, rv.Type().Elem(), tree)
+		errs = append(errs, e)
+		key, _, _ := strings.Cut(path, ".")
+		if _, ok := top[key]; !ok || path == "" {
+			break
+		}
+		delete(top, key)
+		body, _ = json.Marshal(top)
 	}
 
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return c.decodeError(err, rv.Type().Elem(), tree)
-	}
-
-	if v, ok := dst.(core.Validator); ok {
+	// With only unknown options, dst holds every known one: Validate can
+	// judge them.
+	if v, ok := dst.(core.Validator); ok && len(errs) == unknown {
 		if err := v.Validate(); err != nil {
-			return fmt.Errorf("%s: %s: %w", c.Range, c.label(), err)
+			errs = append(errs, &Error{Pos: c.validatePos(err.Error()), Msg: c.label() + ": " + err.Error(), err: err})
 		}
 	}
-	return nil
+	return sortErrors(errs)
+}
+
+// validatePos finds the attribute a Validate message starts with
+// ("fsync ...", "rules[1].var: ...", "token and token_file: ..."): the
+// longest leading path of it the block sets, else the block.
+func (c Component) validatePos(msg string) Pos {
+	end := strings.IndexFunc(msg, func(r rune) bool {
+		return !(r == '_' || r == '-' || r == '.' || r == '[' || r == ']' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	})
+	if end < 0 {
+		end = len(msg)
+	}
+	lead := strings.Trim(strings.NewReplacer("[", ".", "]", "").Replace(msg[:end]), ".")
+	parts := strings.Split(lead, ".")
+	for n := len(parts); n > 0; n-- {
+		if p, ok := c.attrs[strings.Join(parts[:n], ".")]; ok {
+			return p
+		}
+	}
+	return c.Range
 }
 
 // label names the block in messages: `sink "jsonl/local"`, or just
@@ -89,55 +140,49 @@ func customDecoded(t reflect.Type) bool {
 }
 
 // checkUnknown walks a decoded JSON value against the Go type it is decoded
-// into and reports the first object key, in file order, that the type has
+// into and adds to errs every object key, in file order, that the type has
 // no field for.
-func (c Component) checkUnknown(t reflect.Type, v any, path string) error {
+func (c Component) checkUnknown(t reflect.Type, v any, path string, errs *[]*Error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if customDecoded(t) {
-		return nil
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil // a type error; encoding/json reports it
+			return // a type error; encoding/json reports it
 		}
 		fields := jsonFields(t)
 		for _, k := range c.keysInOrder(obj, path) {
 			f, ok := lookupField(fields, k)
 			sub := joinPath(path, k)
 			if !ok {
-				return &Error{Pos: c.pos(sub), Msg: fmt.Sprintf("%s: unknown option %q (valid: %s)",
-					c.label(), displayPath(sub), strings.Join(fieldNames(fields), ", "))}
+				*errs = append(*errs, &Error{Pos: c.pos(sub), Msg: fmt.Sprintf("%s: unknown option %q (valid: %s)",
+					c.label(), displayPath(sub), strings.Join(fieldNames(fields), ", "))})
+				continue
 			}
-			if err := c.checkUnknown(f.typ, obj[k], sub); err != nil {
-				return err
-			}
+			c.checkUnknown(f.typ, obj[k], sub, errs)
 		}
 	case reflect.Slice, reflect.Array:
 		list, ok := v.([]any)
 		if !ok {
-			return nil
+			return
 		}
 		for i, e := range list {
-			if err := c.checkUnknown(t.Elem(), e, joinPath(path, strconv.Itoa(i))); err != nil {
-				return err
-			}
+			c.checkUnknown(t.Elem(), e, joinPath(path, strconv.Itoa(i)), errs)
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil
+			return
 		}
 		for _, k := range c.keysInOrder(obj, path) {
-			if err := c.checkUnknown(t.Elem(), obj[k], joinPath(path, k)); err != nil {
-				return err
-			}
+			c.checkUnknown(t.Elem(), obj[k], joinPath(path, k), errs)
 		}
 	}
-	return nil
 }
 
 // keysInOrder returns obj's keys in file order where known, then by name.
@@ -163,13 +208,14 @@ func (c Component) keysInOrder(obj map[string]any, path string) []string {
 	return keys
 }
 
-// decodeError locates an encoding/json error in the block.
-func (c Component) decodeError(err error, t reflect.Type, tree any) error {
+// decodeError locates an encoding/json error in the block, and returns the
+// path of the option it is about ("" when unknown).
+func (c Component) decodeError(err error, t reflect.Type, tree any) (*Error, string) {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		path := c.findPath(tree, strings.Split(te.Field, "."), jsonKind(te.Value))
 		return &Error{Pos: c.pos(path), Msg: fmt.Sprintf("%s: option %q: want %s, got %s",
-			c.label(), displayPath(path), describeType(te.Type), te.Value)}
+			c.label(), displayPath(path), describeType(te.Type), te.Value), err: err}, path
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		// Not expected: checkUnknown runs first. Kept as a fallback.
@@ -177,9 +223,9 @@ func (c Component) decodeError(err error, t reflect.Type, tree any) error {
 			name = n
 		}
 		return &Error{Pos: c.pos(name), Msg: fmt.Sprintf("%s: unknown option %q (valid: %s)",
-			c.label(), name, strings.Join(fieldNames(jsonFields(derefType(t))), ", "))}
+			c.label(), name, strings.Join(fieldNames(jsonFields(derefType(t))), ", "))}, name
 	}
-	return &Error{Pos: c.Range, Msg: fmt.Sprintf("%s: %v", c.label(), err)}
+	return &Error{Pos: c.Range, Msg: fmt.Sprintf("%s: %v", c.label(), err), err: err}, ""
 }
 
 // findPath turns encoding/json's field path (object keys only: no list

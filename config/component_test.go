@@ -51,10 +51,11 @@ func loadComponent(t *testing.T, body string) (Component, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Components) != 1 {
-		t.Fatalf("%d components", len(cfg.Components))
+	c, ok := cfg.Lookup(core.KindSink, core.MustParseID("test/Main"))
+	if !ok {
+		t.Fatal("sink test/Main is not in the configuration")
 	}
-	return cfg.Components[0], dir + string(filepath.Separator)
+	return c, dir + string(filepath.Separator)
 }
 
 func TestComponentDecode(t *testing.T) {
@@ -121,7 +122,7 @@ func TestComponentDecode(t *testing.T) {
 		{
 			name:    "validate",
 			body:    "  mode = \"slow\"\n",
-			wantErr: `c.hcl:1:1: sink "test/Main": mode must be fast or safe`,
+			wantErr: `c.hcl:2:3: sink "test/Main": mode must be fast or safe`,
 		},
 	}
 	for _, tt := range tests {

@@ -1,5 +1,16 @@
-// Package config reads scribe's configuration: one HCL2 file, with
-// environment variables and command-line flags layered over it.
+// Package config reads scribe's configuration: the built-in configuration
+// (default.hcl, the same text as example.hcl), a file that states only what
+// it changes, and environment variables and command-line flags over both.
+//
+// A file layers over the built-in configuration: its top-level settings
+// override one by one; a labelled block merges with the built-in block of
+// the same kind, type and name attribute by attribute (an attribute the file
+// gives replaces the built-in one whole, lists and objects included), and a
+// block the built-in configuration lacks adds a component; the server block
+// merges the same way. A list (pipeline.sinks, pipeline.guards,
+// resume.loaders, a guard's rules, ...) is replaced only when the file gives
+// it, so the persistence guards stay unless the file says `guards = []`
+// (then Config.Warnings says so).
 //
 // The top-level settings (config_dir, cleanup_period_days, log_level,
 // log_json and the pipeline block) are owned by this package and checked
@@ -13,8 +24,9 @@
 //
 // Precedence, highest first: a flag the user set, an environment variable
 // (SCRIBE_ + the key in upper case with '.' as '_'), the file, the built-in
-// defaults. Layering is done by spf13/viper with an HCL2 codec of this
-// package registered in its codec registry.
+// configuration. Config.Origin says which of them a value came from.
+// Layering of the top-level settings is done by spf13/viper with an HCL2
+// codec of this package registered in its codec registry.
 package config
 
 import (
@@ -55,15 +67,81 @@ type Config struct {
 	Pipeline PipelineConfig
 	// Resume is the resume block.
 	Resume ResumeConfig
-	// Components are the labelled sink, loader and guard blocks in file order.
+	// Components are the labelled sink, loader and guard blocks: the file's
+	// in file order (merged with the built-in block of the same kind and ID),
+	// then the built-in blocks the file does not mention, in their order.
 	Components []Component
-	// Server is the server block (the settings of `scribe serve`), nil when
-	// the file has none. Its Kind is KindServer and its ID is zero; decode
-	// it with Decode like a component's.
+	// Server is the server block (the settings of `scribe serve`): the
+	// built-in one with the file's attributes merged over it. Its Kind is
+	// KindServer and its ID is zero; decode it with Decode like a
+	// component's. It is nil only when neither has one.
 	Server *Component
 	// File is the path the configuration was read from, "" for the embedded
 	// default.
 	File string
+	// Warnings are things that are allowed but probably not meant, such as
+	// a pipeline.guards that leaves out the built-in persistence guards.
+	Warnings []*Error
+
+	// origins says where each setting's value came from, by setting key.
+	origins map[string]origin
+}
+
+// BuiltinOrigin is what Origin returns for a value of the built-in
+// configuration.
+const BuiltinOrigin = "built-in default"
+
+// Origin says where the value of key came from: "file:line:col" of the
+// file, "env SCRIBE_..." for an environment variable, "flag --..." for a
+// flag, or BuiltinOrigin. key is a setting ("cleanup_period_days",
+// "pipeline.guards") or an attribute of a component as kind.type/name.path
+// ("sink.jsonl/local.fsync", "guard.env/default.rules.0.var"), or of the
+// server block as server.path ("server.listen"). An attribute no block
+// sets takes its component's default: BuiltinOrigin. Origin is "" for a
+// key that names no setting, component or server block.
+func (c *Config) Origin(key string) string {
+	if o, ok := c.origins[key]; ok {
+		return o.String()
+	}
+	kind, rest, ok := strings.Cut(key, ".")
+	if !ok {
+		return ""
+	}
+	var comp *Component
+	path := rest
+	if kind == string(KindServer) {
+		comp = c.Server
+	} else {
+		idText, p, _ := strings.Cut(rest, ".")
+		id, err := core.ParseID(idText)
+		if err != nil {
+			return ""
+		}
+		found, ok := c.Lookup(core.Kind(kind), id)
+		if !ok {
+			return ""
+		}
+		comp, path = &found, p
+	}
+	if comp == nil {
+		return ""
+	}
+	if path == "" {
+		return posOrigin(comp.Range)
+	}
+	if p, ok := comp.attrs[path]; ok {
+		return posOrigin(p)
+	}
+	return BuiltinOrigin
+}
+
+// posOrigin names a position for Origin: BuiltinOrigin inside the built-in
+// configuration.
+func posOrigin(p Pos) string {
+	if p.File == DefaultName {
+		return BuiltinOrigin
+	}
+	return p.String()
 }
 
 // ResumeConfig is the resume block.
@@ -106,6 +184,8 @@ type Component struct {
 	// attrs maps an attribute path ("fsync", "rules.0.var") to the position
 	// of its name (for list elements: of the element).
 	attrs map[string]Pos
+	// keys are the top-level attribute names in the order of Body.
+	keys []string
 }
 
 // AttrPos returns the position of an attribute of the block given by its

@@ -260,7 +260,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "component_variable", file: "sink \"jsonl\" \"local\" {\n  fsync = local.x\n}\n"},
 		{name: "ids_not_list", file: "pipeline {\n  sinks = \"jsonl/local\"\n}\nsink \"jsonl\" \"local\" {}\n"},
 		{name: "ids_bad_elements", file: "pipeline {\n  sinks = [1, \"nope\", \"a/b\", \"a/b\"]\n}\n"},
-		{name: "unknown_refs", file: "pipeline {\n  sinks  = [\"jsonl/local\", \"jsonl/locl\"]\n  guards = [\"env/default\"]\n}\nsink \"jsonl\" \"local\" {}\n"},
+		{name: "unknown_refs", file: "pipeline {\n  sinks  = [\"jsonl/local\", \"jsonl/locl\"]\n  guards = [\"env/strict\"]\n}\nsink \"jsonl\" \"local\" {}\n"},
 		{name: "ref_wrong_kind", file: "pipeline {\n  sinks = [\"env/default\"]\n}\nsink \"jsonl\" \"local\" {}\nguard \"env\" \"default\" {}\n"},
 		{name: "server_labels", file: "server \"main\" {}\n"},
 		{name: "server_twice", file: "server {}\nserver {\n  listen = \":1\"\n}\n"},
@@ -482,7 +482,16 @@ sink "other" "unused" {}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.ReplaceAll(dump(cfg), path, "mixed.hcl")
+	// The built-in blocks come after the file's; default.golden shows them.
+	fileOnly := *cfg
+	fileOnly.Components = nil
+	for _, c := range cfg.Components {
+		if c.Range.File == path {
+			fileOnly.Components = append(fileOnly.Components, c)
+		}
+	}
+	fileOnly.Server = nil
+	got := strings.ReplaceAll(dump(&fileOnly), path, "mixed.hcl")
 	golden(t, "components.golden", got)
 
 	c, ok := cfg.Lookup(core.KindSink, core.MustParseID("JSONL/Local-Store"))
@@ -503,12 +512,28 @@ func TestServerBlock(t *testing.T) {
 		Tenant string   `json:"tenant"`
 		Scopes []string `json:"scopes"`
 	}
+	// Some of the server's options (package server owns the real struct).
+	// The file's server block is merged over the built-in one, whose other
+	// options this struct does not know: fileProblems leaves those out.
 	type serverConfig struct {
-		Listen   string  `json:"listen"`
-		Replicas int     `json:"replicas"`
-		Tokens   []token `json:"tokens"`
+		Listen          string  `json:"listen"`
+		Replicas        int     `json:"replicas"`
+		MaxBodyBytes    int     `json:"max_body_bytes"`
+		DuplicateWindow string  `json:"duplicate_window"`
+		Tokens          []token `json:"tokens"`
 	}
 	dir := t.TempDir()
+	// fileProblems decodes the server block and returns the problems found
+	// in the file at path.
+	fileProblems := func(c *Component, dst *serverConfig, path string) []string {
+		var out []string
+		for _, e := range c.DecodeAll(dst) {
+			if e.Pos.File == path {
+				out = append(out, strings.ReplaceAll(e.Error(), dir+string(filepath.Separator), ""))
+			}
+		}
+		return out
+	}
 
 	path := writeFile(t, dir, "ok.hcl", `server {
   listen   = "127.0.0.1:9000"
@@ -525,16 +550,27 @@ func TestServerBlock(t *testing.T) {
 		t.Fatalf("Server = %+v", cfg.Server)
 	}
 	got := serverConfig{Replicas: 1}
-	if err := cfg.Server.Decode(&got); err != nil {
-		t.Fatal(err)
+	if errs := fileProblems(cfg.Server, &got, path); len(errs) > 0 {
+		t.Fatal(errs)
 	}
 	if got.Listen != "127.0.0.1:9000" || got.Replicas != 1 || len(got.Tokens) != 1 || got.Tokens[0].Tenant != "acme" {
 		t.Errorf("decoded %+v", got)
 	}
+	// What the file does not set is the built-in block's.
+	if got.DuplicateWindow != "2m" || got.MaxBodyBytes != 8388608 {
+		t.Errorf("the built-in server settings were lost: %+v", got)
+	}
+	if o := cfg.Origin("server.listen"); o != path+":2:3" {
+		t.Errorf("Origin(server.listen) = %q", o)
+	}
+	if o := cfg.Origin("server.duplicate_window"); o != BuiltinOrigin {
+		t.Errorf("Origin(server.duplicate_window) = %q", o)
+	}
+	const valid = "valid: listen, replicas, max_body_bytes, duplicate_window, tokens"
 
 	tests := []struct{ name, file, want string }{
 		{"unknown option", "server {\n  listn = \"x\"\n}\n",
-			`bad.hcl:2:3: server: unknown option "listn" (valid: listen, replicas, tokens)`},
+			`bad.hcl:2:3: server: unknown option "listn" (` + valid + `)`},
 		{"wrong type", "server {\n  replicas = \"three\"\n}\n",
 			`bad.hcl:2:3: server: option "replicas": want a whole number, got string`},
 		{"unknown token field", "server {\n  tokens = [\n    { tenant = \"a\", sha = \"b\" },\n  ]\n}\n",
@@ -546,23 +582,20 @@ func TestServerBlock(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Load: %v", tt.name, err)
 		}
-		err = cfg.Server.Decode(&serverConfig{})
-		if err == nil {
-			t.Errorf("%s: no error", tt.name)
-			continue
-		}
-		if got := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""); got != tt.want {
-			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		errs := fileProblems(cfg.Server, &serverConfig{}, path)
+		if len(errs) != 1 || errs[0] != tt.want {
+			t.Errorf("%s:\n got %q\nwant %s", tt.name, errs, tt.want)
 		}
 	}
 
-	// No server block: nil.
+	// No server block: the built-in one.
 	cfg, err = Load(writeFile(t, dir, "none.hcl", minimal), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Server != nil {
-		t.Errorf("Server = %+v without a server block", cfg.Server)
+	got = serverConfig{}
+	if cfg.Server == nil || fileProblems(cfg.Server, &got, path) != nil || got.Listen != "127.0.0.1:8787" || cfg.Server.Range.File != DefaultName {
+		t.Errorf("Server = %+v without a server block, decoded %+v", cfg.Server, got)
 	}
 }
 
@@ -584,12 +617,12 @@ func TestResumeBlock(t *testing.T) {
 		t.Fatalf("resume %+v", cfg.Resume)
 	}
 	for body, want := range map[string]string{
-		"resume {\n  loaders = [\"cloud/team\"]\n}\n": "r.hcl:2:15: resume.loaders: unknown loader \"cloud/team\"",
-		"resume {\n  max_age = \"soon\"\n}\n":         "r.hcl:2:14: resume.max_age \"soon\" is not a duration",
-		"resume {\n  continue_text = \" \"\n}\n":      "resume.continue_text must not be empty",
-		"resume {\n  loader = []\n}\n":                "unknown attribute \"loader\" in the resume block (valid: loaders, max_age, continue_text)",
-		"resume \"x\" {}\n":                           "the resume block takes no labels",
-		"resume {}\nresume {}\n":                      "duplicate resume block",
+		"resume {\n  loaders = [\"cloud/other\"]\n}\n": "r.hcl:2:15: resume.loaders: unknown loader \"cloud/other\"",
+		"resume {\n  max_age = \"soon\"\n}\n":          "r.hcl:2:14: resume.max_age \"soon\" is not a duration",
+		"resume {\n  continue_text = \" \"\n}\n":       "resume.continue_text must not be empty",
+		"resume {\n  loader = []\n}\n":                 "unknown attribute \"loader\" in the resume block (valid: loaders, max_age, continue_text)",
+		"resume \"x\" {}\n":                            "the resume block takes no labels",
+		"resume {}\nresume {}\n":                       "duplicate resume block",
 	} {
 		_, err := Load(write(body), nil, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {

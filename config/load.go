@@ -18,10 +18,12 @@ import (
 	"github.com/e0dc0000/scribe/core"
 )
 
-// Load reads the configuration.
+// Load reads the configuration: the file at path layered over the
+// built-in configuration (Default), then env, then flags.
 //
-// path is the HCL file to read; "" reads the embedded default (Default).
-// env is the environment as KEY=VALUE (os.Environ() for the real one); the
+// path is the HCL file to read; "" reads the built-in configuration alone.
+// The file states only what it changes (see the package documentation). env
+// is the environment as KEY=VALUE (os.Environ() for the real one); the
 // variables SCRIBE_CONFIG_DIR, SCRIBE_CLEANUP_PERIOD_DAYS, SCRIBE_LOG_LEVEL,
 // SCRIBE_LOG_JSON, SCRIBE_PIPELINE_SINKS, SCRIBE_PIPELINE_GUARDS (lists are
 // comma-separated) and SCRIBE_PIPELINE_QUEUE_SIZE override the file; an empty
@@ -33,48 +35,65 @@ import (
 // All problems found are returned together, one per line, each starting
 // with file:line:col (or with the variable or flag it came from).
 func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
-	src, name := defaultHCL, DefaultName
+	cfg, errs := Check(path, env, flags)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return cfg, nil
+}
+
+// Check reads the configuration as Load does but does not stop at a
+// problem: it returns every problem it finds, in file order, and the
+// configuration as far as it could be read, with each setting that has a
+// problem left at its built-in value and each block that has one left out.
+// The configuration is nil only when the file cannot be read or parsed.
+// Check does not decode the components' blocks: Component.DecodeAll does.
+func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) {
+	base, errs := parseSource(defaultHCL, DefaultName)
+	if len(errs) > 0 {
+		return nil, errs // the tests keep the built-in configuration valid
+	}
+	over := &parsed{values: map[string]fileValue{}, broken: map[string]bool{}}
 	if path != "" {
-		b, err := os.ReadFile(path)
+		src, err := os.ReadFile(path)
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return nil, fmt.Errorf("cannot read config file %s: %w", path, err)
+			return nil, []*Error{{Msg: fmt.Sprintf("cannot read config file %s: %v", path, err), err: err}}
 		}
-		src, name = b, path
+		body, perrs := parseHCL(src, path)
+		if len(perrs) > 0 {
+			return nil, perrs
+		}
+		over, errs = parseFile(body)
 	}
-
-	body, errs := parseHCL(src, name)
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
-	}
-	file, errs := parseFile(body)
+	file := layer(base, over)
 	envVals, envErrs := parseEnv(env)
 	errs = append(errs, envErrs...)
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
-	}
 
-	// Layer: defaults < file < env < changed flags.
+	// Layer: the settings' own defaults < the built-in configuration < the
+	// file < env < changed flags. The file's values are merged as parsed,
+	// so a value reported above is not taken.
 	v := newViper()
 	for _, s := range settings {
 		v.SetDefault(s.key(), viperValue(s.def))
 	}
-	if err := v.ReadConfig(bytes.NewReader(src)); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if err := v.ReadConfig(bytes.NewReader(defaultHCL)); err != nil {
+		return nil, append(errs, &Error{Msg: fmt.Sprintf("%s: %v", DefaultName, err), err: err})
 	}
-	if len(envVals) > 0 {
-		// viper reads only the process environment; the env given to Load is
-		// merged over the file instead, which gives the same precedence.
-		m := map[string]any{}
-		for key, val := range envVals {
-			setNested(m, key, viperValue(val))
-		}
-		if err := v.MergeConfigMap(m); err != nil {
-			return nil, err
-		}
+	fileMap := map[string]any{}
+	for key, fv := range over.values {
+		setNested(fileMap, key, viperValue(fv.val))
+	}
+	for key, val := range envVals {
+		// viper reads only the process environment; the env given to Load
+		// is merged over the file instead, which gives the same precedence.
+		setNested(fileMap, key, viperValue(val))
+	}
+	if err := v.MergeConfigMap(fileMap); err != nil {
+		return nil, append(errs, &Error{Msg: fmt.Sprintf("merge the configuration: %v", err), err: err})
 	}
 	changed := map[string]bool{}
 	if flags != nil {
@@ -84,16 +103,16 @@ func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
 				continue
 			}
 			if err := v.BindPFlag(s.key(), fl); err != nil {
-				return nil, fmt.Errorf("flag --%s: %w", fl.Name, err)
+				errs = append(errs, &Error{Source: "flag --" + fl.Name, Msg: err.Error(), err: err})
+				continue
 			}
 			changed[s.key()] = fl.Changed
 		}
 	}
 
-	cfg := &Config{File: path, Components: file.components, Server: file.server}
-	origins := map[string]origin{}
+	cfg := &Config{File: path, Components: file.components, Server: file.server, origins: map[string]origin{}}
 	for _, s := range settings {
-		o := origin{source: "default"}
+		o := origin{source: BuiltinOrigin}
 		switch fv, inFile := file.values[s.key()]; {
 		case changed[s.key()]:
 			o = origin{source: "flag --" + s.flag(), flag: true}
@@ -102,32 +121,44 @@ func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
 		case inFile:
 			o = origin{pos: fv.pos, elem: fv.elem}
 		}
-		origins[s.key()] = o
+		cfg.origins[s.key()] = o
 		val, err := convert(s, v.Get(s.key()))
 		if err == nil && o.flag {
 			err = checkValue(s, val)
 		}
 		if err != nil {
 			errs = append(errs, o.errorf(-1, "%v", err))
-			continue
+			val, _ = convert(s, viperValue(s.def))
+			if fv, ok := base.values[s.key()]; ok {
+				val = fv.val
+			}
 		}
 		assign(cfg, s, val)
 	}
 
-	errs = append(errs, checkRefs(cfg, core.KindSink, "pipeline.sinks", cfg.Pipeline.Sinks, origins)...)
-	errs = append(errs, checkRefs(cfg, core.KindGuard, "pipeline.guards", cfg.Pipeline.Guards, origins)...)
-	errs = append(errs, checkRefs(cfg, core.KindLoader, "resume.loaders", cfg.Resume.Loaders, origins)...)
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
+	errs = append(errs, checkRefs(cfg, file.broken, core.KindSink, "pipeline.sinks", cfg.Pipeline.Sinks)...)
+	errs = append(errs, checkRefs(cfg, file.broken, core.KindGuard, "pipeline.guards", cfg.Pipeline.Guards)...)
+	errs = append(errs, checkRefs(cfg, file.broken, core.KindLoader, "resume.loaders", cfg.Resume.Loaders)...)
+	if bg, ok := base.values["pipeline.guards"]; ok {
+		cfg.Warnings = persistenceWarnings(bg.val.([]core.ID), cfg.Pipeline.Guards, cfg.origins["pipeline.guards"])
 	}
-	return cfg, nil
+	return cfg, errs
+}
+
+// parseSource parses and checks one HCL text.
+func parseSource(src []byte, name string) (*parsed, []*Error) {
+	body, errs := parseHCL(src, name)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return parseFile(body)
 }
 
 // origin says which layer a setting's value came from.
 type origin struct {
-	pos    Pos    // file position, when from the file
+	pos    Pos    // file position, when from a file (or the built-in one)
 	elem   []Pos  // file positions of list elements
-	source string // "flag --x", "env SCRIBE_X" or "default"; "" for the file
+	source string // "flag --x", "env SCRIBE_X" or BuiltinOrigin; "" for a file
 	flag   bool
 }
 
@@ -147,7 +178,8 @@ func (o origin) errorf(i int, format string, args ...any) *Error {
 
 // checkRefs checks that every ID in a pipeline or resume list is a declared
 // block. A loader may also be a sink block: the same component serves both.
-func checkRefs(cfg *Config, kind core.Kind, key string, ids []core.ID, origins map[string]origin) []*Error {
+// A block declared with a problem (already reported) counts as declared.
+func checkRefs(cfg *Config, broken map[string]bool, kind core.Kind, key string, ids []core.ID) []*Error {
 	var declared []string
 	for _, c := range cfg.Components {
 		if c.Kind == kind || (kind == core.KindLoader && c.Kind == core.KindSink) {
@@ -156,17 +188,15 @@ func checkRefs(cfg *Config, kind core.Kind, key string, ids []core.ID, origins m
 	}
 	var errs []*Error
 	for i, id := range ids {
-		if _, ok := cfg.Lookup(kind, id); ok {
+		if _, ok := cfg.Lookup(kind, id); ok || broken[refKey(kind, id)] {
 			continue
 		}
-		if _, ok := cfg.Lookup(core.KindSink, id); ok && kind == core.KindLoader {
-			continue
+		if kind == core.KindLoader {
+			if _, ok := cfg.Lookup(core.KindSink, id); ok || broken[refKey(core.KindSink, id)] {
+				continue
+			}
 		}
-		have := fmt.Sprintf("declared %ss: %s", kind, strings.Join(declared, ", "))
-		if len(declared) == 0 {
-			have = fmt.Sprintf("no %s blocks are declared", kind)
-		}
-		errs = append(errs, origins[key].errorf(i, "%s: unknown %s %q (%s)", key, kind, id, have))
+		errs = append(errs, cfg.origins[key].errorf(i, "%s: unknown %s %q (%s)", key, kind, id, describeRefs(kind, declared)))
 	}
 	return errs
 }

@@ -27,7 +27,13 @@ type Error struct {
 	Source string
 	// Msg says what is wrong and what is valid.
 	Msg string
+
+	// err is the error Msg was made from, when there is one to unwrap.
+	err error
 }
+
+// Unwrap returns the error the problem was made from, if any.
+func (e *Error) Unwrap() error { return e.err }
 
 // Error returns "file:line:col: msg" or "source: msg".
 func (e *Error) Error() string {
@@ -62,6 +68,9 @@ type parsed struct {
 	values     map[string]fileValue // by setting key
 	components []Component
 	server     *Component
+	// broken holds the blocks (refKey) that were declared with a problem
+	// (reported) and left out, so references to them are not reported twice.
+	broken map[string]bool
 }
 
 // parser walks one file and collects every problem it finds.
@@ -84,6 +93,9 @@ func (p *parser) sorted() []*Error { return sortErrors(p.errs) }
 func sortErrors(errs []*Error) []*Error {
 	sort.SliceStable(errs, func(i, j int) bool {
 		a, b := errs[i].Pos, errs[j].Pos
+		if ad, bd := a.File == DefaultName, b.File == DefaultName; ad != bd {
+			return bd // the file's problems before the built-in configuration's
+		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
@@ -141,7 +153,7 @@ func sortedAttrs(body *hclsyntax.Body) []*hclsyntax.Attribute {
 // parseFile checks the whole file and extracts settings and components.
 func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 	p := &parser{}
-	out := &parsed{values: map[string]fileValue{}}
+	out := &parsed{values: map[string]fileValue{}, broken: map[string]bool{}}
 
 	for _, a := range sortedAttrs(body) {
 		if s, ok := settingFor("", a.Name); ok {
@@ -197,6 +209,9 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 		case isComponentKind(b.Type):
 			c, ok := p.component(b)
 			if !ok {
+				if c.ID != (core.ID{}) {
+					out.broken[refKey(c.Kind, c.ID)] = true
+				}
 				continue
 			}
 			if declared[c.Kind] == nil {
@@ -456,6 +471,7 @@ func (p *parser) blockBody(c *Component, b *hclsyntax.Block) bool {
 			buf.WriteByte(',')
 		}
 		written++
+		c.keys = append(c.keys, a.Name)
 		buf.Write(k)
 		buf.WriteByte(':')
 		buf.Write(val)

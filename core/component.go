@@ -264,6 +264,10 @@ type HostInfo struct {
 	CloudSinks bool
 	// CleanupPeriodDays is the top-level cleanup_period_days setting.
 	CleanupPeriodDays int
+	// CleanupPeriodDaysFrom says where CleanupPeriodDays came from, for
+	// messages: "file:line:col", "env SCRIBE_CLEANUP_PERIOD_DAYS", "flag
+	// --cleanup-period-days" or "built-in default"; "" when unknown.
+	CleanupPeriodDaysFrom string
 	// WorkDir is the host's working directory: the project of a session
 	// whose entries carry no cwd.
 	WorkDir string

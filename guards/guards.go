@@ -87,9 +87,9 @@ type FlagConfig struct {
 
 // Validate implements core.Validator.
 func (c *FlagConfig) Validate() error {
-	for _, f := range c.Flags {
+	for i, f := range c.Flags {
 		if !strings.HasPrefix(f, "--") {
-			return fmt.Errorf("flag %q must start with --", f)
+			return fmt.Errorf("flags[%d] %q: must start with --", i, f)
 		}
 	}
 	return nil
@@ -111,12 +111,17 @@ func NewFlag(cfg FlagConfig, args []string) core.Guard {
 }
 
 // NewConfig returns the guard for cleanup_period_days: 0 turns persistence
-// off, as it once did in Claude Code.
-func NewConfig(cleanupPeriodDays int) core.Guard {
-	if cleanupPeriodDays == 0 {
-		return decided{core.Refusal("cleanup_period_days = 0 in the config")}
+// off, as it once did in Claude Code. from says where the value came from
+// (config.Config.Origin: a file:line, an environment variable, a flag);
+// the refusal names it.
+func NewConfig(cleanupPeriodDays int, from string) core.Guard {
+	if cleanupPeriodDays != 0 {
+		return decided{}
 	}
-	return decided{}
+	if from == "" {
+		from = "the configuration"
+	}
+	return decided{core.Refusal("cleanup_period_days = 0 (from %s)", from)}
 }
 
 // Factories.
@@ -167,5 +172,5 @@ func (configFactory) Kind() core.Kind    { return core.KindGuard }
 func (configFactory) Type() string       { return "config" }
 func (configFactory) DefaultConfig() any { return &ConfigConfig{} }
 func (configFactory) CreateGuard(_ context.Context, set core.Settings, _ any) (core.Guard, error) {
-	return NewConfig(set.Host.CleanupPeriodDays), nil
+	return NewConfig(set.Host.CleanupPeriodDays, set.Host.CleanupPeriodDaysFrom), nil
 }

@@ -58,11 +58,21 @@ func TestFlagGuard(t *testing.T) {
 }
 
 func TestConfigGuard(t *testing.T) {
-	if err := check(NewConfig(0)); !errors.Is(err, core.ErrPersistenceDisabled) {
+	if err := check(NewConfig(0, "")); !errors.Is(err, core.ErrPersistenceDisabled) {
 		t.Errorf("cleanup_period_days=0: %v", err)
 	}
-	if err := check(NewConfig(30)); err != nil {
+	if err := check(NewConfig(30, "scribe.hcl:3:23")); err != nil {
 		t.Errorf("cleanup_period_days=30: %v", err)
+	}
+	// The refusal names where the 0 came from.
+	for from, want := range map[string]string{
+		"env SCRIBE_CLEANUP_PERIOD_DAYS": "cleanup_period_days = 0 (from env SCRIBE_CLEANUP_PERIOD_DAYS)",
+		"/etc/scribe.hcl:3:23":           "cleanup_period_days = 0 (from /etc/scribe.hcl:3:23)",
+		"":                               "cleanup_period_days = 0 (from the configuration)",
+	} {
+		if err := check(NewConfig(0, from)); err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("from %q: got %v, want a refusal ending %q", from, err, want)
+		}
 	}
 }
 
@@ -80,9 +90,9 @@ func TestFactories(t *testing.T) {
 		t.Fatalf("flag factory with defaults: %v", err)
 	}
 	cf := ConfigFactory()
-	g, err = cf.CreateGuard(ctx, core.Settings{Host: core.HostInfo{CleanupPeriodDays: 0}}, cf.DefaultConfig())
-	if err != nil || check(g) == nil {
-		t.Fatalf("config factory: %v", err)
+	g, err = cf.CreateGuard(ctx, core.Settings{Host: core.HostInfo{CleanupPeriodDays: 0, CleanupPeriodDaysFrom: "flag --cleanup-period-days"}}, cf.DefaultConfig())
+	if err != nil || check(g) == nil || !strings.Contains(check(g).Error(), "from flag --cleanup-period-days") {
+		t.Fatalf("config factory: %v, %v", err, check(g))
 	}
 	if _, err := f.CreateGuard(ctx, set, &FlagConfig{}); err == nil {
 		t.Error("env factory accepted a flag config")

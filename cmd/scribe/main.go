@@ -63,30 +63,3 @@ func newVersionCmd() *cobra.Command {
 		},
 	}
 }
-
-func newConfigCmd() *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Work with the configuration file"}
-	check := &cobra.Command{
-		Use:   "check",
-		Short: "Check the configuration (--config, or the built-in one) and report every problem with its file:line",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if errs := validate(cfg); len(errs) > 0 {
-				return &exitError{code: 2, err: errors.Join(errs...)}
-			}
-			name := cfg.File
-			if name == "" {
-				name = "built-in configuration"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d components; sinks %v; guards %v)\n",
-				name, len(cfg.Components), cfg.Pipeline.Sinks, cfg.Pipeline.Guards)
-			return nil
-		},
-	}
-	c.AddCommand(check)
-	return c
-}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/server"
 )
 
 // loadConfig reads --config (or the embedded default) with env and flag
@@ -107,7 +106,7 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 		return nil, err
 	}
 	wd, _ := os.Getwd()
-	host := core.HostInfo{ConfigDir: dir, CleanupPeriodDays: cfg.CleanupPeriodDays, WorkDir: wd, LockWait: bo.lockWait}
+	host := core.HostInfo{ConfigDir: dir, CleanupPeriodDays: cfg.CleanupPeriodDays, CleanupPeriodDaysFrom: cfg.Origin("cleanup_period_days"), WorkDir: wd, LockWait: bo.lockWait}
 	for _, id := range cfg.Pipeline.Sinks {
 		if cloudSinkTypes[id.Type] {
 			host.CloudSinks = true
@@ -211,26 +210,4 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 		}
 	}
 	return rt, nil
-}
-
-// validate decodes and checks every declared component without starting
-// anything, for `scribe config check`.
-func validate(cfg *config.Config) []error {
-	var errs []error
-	for _, comp := range cfg.Components {
-		f, err := findFactory(comp.Kind, comp.ID.Type)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s %s: %w", comp.Range, comp.Kind, comp.ID, err))
-			continue
-		}
-		if err := comp.Decode(f.DefaultConfig()); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if cfg.Server != nil {
-		if err := cfg.Server.Decode(server.DefaultConfig()); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
 }
