@@ -1582,6 +1582,9 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 }
 
 func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("second section: negative entry count %d", n)
+	}
 	d := &ixDec{b: b}
 	if b == nil {
 		d.b = []byte{}

@@ -903,7 +903,14 @@ func FuzzIndexDecode(f *testing.F) {
 		if x, err := ixDecodeA(string(a), count); err == nil && x == nil {
 			t.Fatal("nil index without an error")
 		}
-		_, _ = ixDecodeB(b, listed%1000)
+		n := listed % 1000
+		lives, err := ixDecodeB(b, n)
+		if err == nil && len(lives) != n {
+			t.Fatalf("decoded %d lives for a count of %d", len(lives), n)
+		}
+		if n < 0 && err == nil {
+			t.Fatal("a negative count was accepted")
+		}
 		_, _ = ixDecodeHeader(a)
 	})
 }
