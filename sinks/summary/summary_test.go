@@ -117,3 +117,26 @@ func TestNothingToSummarizeIsAMiss(t *testing.T) {
 		t.Fatalf("missing session: %v", err)
 	}
 }
+
+// The summary loader holds to the loader contract on compacted sessions
+// (what it serves is from the last compact boundary on), and misses one
+// never compacted.
+func TestLoaderContract(t *testing.T) {
+	coretest.RunLoaderContract(t, coretest.LoaderHarness{
+		Compacted: true,
+		New: func(t *testing.T, sessions []coretest.Session) core.Loader {
+			dir := t.TempDir()
+			l := jsonl.Layout{ConfigDir: dir}
+			for _, s := range sessions {
+				p := jsonl.MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(strings.Join(s.Lines, "\n")+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return New(dir, core.MustParseID("summary/default"))
+		},
+	})
+}
