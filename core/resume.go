@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -80,11 +81,33 @@ func (r *Resumer) Load(ctx context.Context, ref SessionRef, only ...ID) (*LoadRe
 		return nil, fmt.Errorf("no loader %v is configured", only)
 	}
 	var why []string
+	var failed []error
 	for _, m := range res.Misses {
 		why = append(why, fmt.Sprintf("%s: %v", m.Loader, m.Err))
+		if !errors.Is(m.Err, ErrNotFound) && !errors.Is(m.Err, ErrEmptyTranscript) {
+			failed = append(failed, m.Err)
+		}
+	}
+	if len(failed) > 0 {
+		// A loader has the session but could not serve it (a damaged
+		// chain, a file over its limit, an unreachable server): that is
+		// what the user must hear, never "not found".
+		return res, fmt.Errorf("session %s: %w (%s)", ref.Key(), &unservedError{errs: failed}, strings.Join(why, "; "))
 	}
 	return res, fmt.Errorf("session %s: %w by any loader (%s)", ref.Key(), ErrNotFound, strings.Join(why, "; "))
 }
+
+// ErrNotServed is returned by Resumer.Load when no loader served a session
+// and at least one of them failed for another reason than not having it
+// (a damaged transcript, for instance). The error also wraps each of those
+// failures.
+var ErrNotServed = errors.New("cannot be resumed: a loader has it but could not serve it")
+
+type unservedError struct{ errs []error }
+
+func (e *unservedError) Error() string { return ErrNotServed.Error() }
+
+func (e *unservedError) Unwrap() []error { return append([]error{ErrNotServed}, e.errs...) }
 
 func hasMessage(es []Entry) bool {
 	for i := range es {
@@ -134,6 +157,11 @@ type ResumeResult struct {
 	Conversation []Entry
 	// Persisted counts the repairs the pipeline accepted (0 on a dry run).
 	Persisted int
+	// Copied counts the loaded entries the pipeline accepted when the
+	// session was served by a loader other than the local store (they are
+	// persisted before the repairs, so the local copy is whole);
+	// CopyDuplicates the ones dedup found already stored.
+	Copied, CopyDuplicates int
 	// Violations are what the validator still finds in Conversation.
 	Violations []Violation
 }
@@ -142,8 +170,12 @@ type ResumeResult struct {
 // conversation, classifies how it ended and repairs it: synthetic results
 // for tool calls left open, and the continue prompt after an interrupted
 // turn. The repairs go through the pipeline (when p is not nil and this is
-// not a dry run), so every sink persists them with their parentUuid links;
-// dedup is seeded with what was loaded first, so a resumed session never
+// not a dry run), so every sink persists them with their parentUuid links.
+// When the local store (the pipeline's dedup seeder) served the session,
+// dedup is seeded with what was loaded; when another loader did (the team
+// server, a cache, a plugin), every loaded entry goes through the pipeline
+// first, in order and byte for byte, so the local copy is the whole chain
+// and a second resume finds it there. Either way a resumed session never
 // writes a loaded entry twice. An empty or failed resume is an error.
 func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt ResumeOptions) (*ResumeResult, error) {
 	lr, err := r.Load(ctx, ref, opt.From...)
@@ -197,17 +229,26 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 		res.Conversation = append(res.Conversation, rp.Entry)
 	}
 	res.Violations = ValidateConversation(res.Conversation)
-	if p == nil || opt.DryRun || len(rec.Repairs) == 0 {
+	if p == nil || opt.DryRun {
 		return res, nil
 	}
-	uuids := make([]string, 0, len(t.Entries))
-	for i := range t.Entries {
-		if t.Entries[i].UUID != "" {
-			uuids = append(uuids, t.Entries[i].UUID)
+	if r.storedLocally(p, lr.Served) {
+		if len(rec.Repairs) == 0 {
+			return res, nil
 		}
-	}
-	if err := p.SeedSession(ctx, ref, uuids); err != nil {
-		return res, fmt.Errorf("seed dedup for the repairs: %w", err)
+		// The store the pipeline seeds dedup from served the session: it
+		// holds every loaded entry already.
+		uuids := make([]string, 0, len(t.Entries))
+		for i := range t.Entries {
+			if t.Entries[i].UUID != "" {
+				uuids = append(uuids, t.Entries[i].UUID)
+			}
+		}
+		if err := p.SeedSession(ctx, ref, uuids); err != nil {
+			return res, fmt.Errorf("seed dedup for the repairs: %w", err)
+		}
+	} else if err := copyTranscript(ctx, p, ref, ro.CWD, t, res); err != nil {
+		return res, err
 	}
 	for _, rp := range rec.Repairs {
 		e := rp.Entry
@@ -226,9 +267,61 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 		}
 	}
 	if err := p.Flush(ctx); err != nil {
-		return res, fmt.Errorf("persist repairs: %w", err)
+		return res, fmt.Errorf("persist the resumed session: %w", err)
 	}
 	return res, nil
+}
+
+// storedLocally reports whether the loader with this ID is the store the
+// pipeline seeds its dedup from (the local store, as one instance in both
+// roles): what it served is in the store already.
+func (r *Resumer) storedLocally(p *Pipeline, served ID) bool {
+	if p.seeder == nil {
+		return false
+	}
+	for _, nl := range r.loaders {
+		if nl.ID != served {
+			continue
+		}
+		if reflect.TypeOf(nl.Loader) != reflect.TypeOf(p.seeder) || !reflect.TypeOf(nl.Loader).Comparable() {
+			return false
+		}
+		return any(nl.Loader) == any(p.seeder)
+	}
+	return false
+}
+
+// copyTranscript submits every loaded entry, in order and byte for byte,
+// before the repairs, when the session was served by a loader other than
+// the local store (the team server, a cache, a plugin): the local copy is
+// then the whole chain the repairs hang from, not the repairs alone. Dedup,
+// seeded from the store, drops what the store already holds; the entries
+// are routed to the resumed session whatever their lines say.
+func copyTranscript(ctx context.Context, p *Pipeline, ref SessionRef, cwd string, t *Transcript, res *ResumeResult) error {
+	for i := range t.Entries {
+		e := t.Entries[i]
+		e.SessionID = ref.SessionID
+		if e.CWD == "" {
+			e.CWD = cwd
+		}
+		if ref.AgentID != "" && (!e.IsSidechain || e.AgentID == "") {
+			// A subagent's transcript goes back to its sidechain.
+			e.IsSidechain, e.AgentID = true, ref.AgentID
+		}
+		out, err := p.Submit(ctx, e)
+		if err != nil {
+			return fmt.Errorf("copy entry %d of %d served by %s: %w", i+1, len(t.Entries), res.Served, err)
+		}
+		switch out.Status {
+		case Accepted:
+			res.Copied++
+		case Duplicate:
+			res.CopyDuplicates++
+		case Refused:
+			return fmt.Errorf("copy entry %d of %d served by %s: refused by %s: %w", i+1, len(t.Entries), res.Served, out.Guard, out.Reason)
+		}
+	}
+	return nil
 }
 
 // indexOfUUID returns the position of the first entry with this uuid, or

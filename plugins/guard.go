@@ -55,6 +55,11 @@ func NewGuard(ctx context.Context, set core.Settings, cfg *Config) (*Guard, erro
 // Check asks the plugin about e: nil allows it; a refusal wraps
 // core.ErrPersistenceDisabled with the plugin's reason.
 func (g *Guard) Check(ctx context.Context, e *core.Entry) error {
+	if err := ctx.Err(); err != nil {
+		// The caller gave up: refuse without asking (or blaming) the
+		// plugin.
+		return fmt.Errorf("guard %s not asked, refusing: %w", g.id, err)
+	}
 	in, err := g.sv.get(ctx)
 	if err != nil {
 		return fmt.Errorf("guard %s unavailable, refusing: %w", g.id, err)
@@ -64,6 +69,10 @@ func (g *Guard) Check(ctx context.Context, e *core.Entry) error {
 	// The request is encoded before Check returns: e.Raw is not kept.
 	resp, err := in.stub.(pb.GuardClient).Check(cctx, &pb.CheckRequest{Entry: &pb.Entry{Raw: e.Raw, SessionId: e.SessionID, Cwd: e.CWD}})
 	err = callError(err)
+	if ctx.Err() != nil && err != nil {
+		g.sv.done(in, nil)
+		return fmt.Errorf("guard %s interrupted, refusing: %w", g.id, ctx.Err())
+	}
 	g.sv.done(in, err)
 	if err != nil {
 		return fmt.Errorf("guard %s failed, refusing: %w", g.id, err)

@@ -59,14 +59,25 @@ func NewLoader(ctx context.Context, set core.Settings, cfg *Config) (*Loader, er
 // Load asks the plugin for a session. A page that takes longer than
 // call_timeout to come counts as a hung plugin.
 func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loader %s: %w", l.id, err)
+	}
 	in, err := l.sv.get(ctx)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
 		return nil, fmt.Errorf("loader %s: %w", l.id, err)
 	}
 	t, err := l.load(ctx, in, ref)
 	if errors.Is(err, core.ErrNotFound) {
 		l.sv.done(in, nil)
 		return nil, err
+	}
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		// The caller gave up: the plugin did nothing wrong.
+		l.sv.done(in, nil)
+		return nil, fmt.Errorf("loader %s: %w", l.id, cerr)
 	}
 	l.sv.done(in, err)
 	if err != nil {

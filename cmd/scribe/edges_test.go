@@ -164,16 +164,6 @@ func TestRecordAckNeverCoversHeldLines(t *testing.T) {
 	}
 }
 
-// writeConfig writes an HCL file and returns its path.
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "scribe.hcl")
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // deadSinkConfig has the local store and a second store whose folder
 // cannot be created (its parent is a file): every write to it fails.
 func deadSinkConfig(t *testing.T) string {

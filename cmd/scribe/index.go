@@ -93,8 +93,10 @@ func newIndexExportCmd() *cobra.Command {
 a JSON array with one SessionMetadata object per listed session (id, name,
 status active|completed|interrupted, createdAt, updatedAt, completedAt,
 projectPath, transcriptPath, metadata.model, metadata.tools,
-metadata.lastMessageId), newest first. It goes to stdout, or with --out to a
-file, replaced atomically.`,
+metadata.lastMessageId), newest first. model and tools are the whole
+session's: the model of most of its assistant turns, and every tool it used
+(each transcript is read once for them). It goes to stdout, or with --out to
+a file, replaced atomically.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, cfg, err := layoutFor(cmd)

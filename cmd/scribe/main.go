@@ -35,7 +35,49 @@ func newRoot() *cobra.Command {
 	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
 	pf.Bool("log-json", false, "log as JSON lines")
 	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd())
+	usageExits(root)
 	return root
+}
+
+// usageExits makes every usage error exit 2, for every command: an unknown
+// flag or a bad flag value (the root's flag error func, which subcommands
+// inherit), a wrong number of arguments (each command's Args check), and an
+// unknown subcommand (a group's own Args check: cobra's default one returns
+// a plain error, exit 1).
+func usageExits(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: 2, err: err}
+	})
+	root.SuggestionsMinimumDistance = 2
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				return nil
+			}
+		} else if c.HasSubCommands() && !c.Runnable() {
+			// A group runs (to print its help) so that its Args check
+			// sees an unknown subcommand.
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+			c.Args = func(c *cobra.Command, a []string) error {
+				if len(a) == 0 {
+					return nil
+				}
+				msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
+				if s := c.SuggestionsFor(a[0]); len(s) > 0 {
+					msg += fmt.Sprintf("; did you mean %q?", s[0])
+				}
+				return &exitError{code: 2, err: errors.New(msg)}
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 func main() {

@@ -19,15 +19,20 @@ import (
 
 // resumeReport is `scribe resume --json`.
 type resumeReport struct {
-	SessionID      string            `json:"session_id"`
-	ServedBy       string            `json:"served_by"`
-	Misses         []missReport      `json:"misses"`
-	Partial        bool              `json:"partial"`
-	Notes          []string          `json:"notes"`
-	Classification string            `json:"classification"`
-	Reason         string            `json:"reason"`
-	Repairs        []repairReport    `json:"repairs"`
-	Persisted      int               `json:"persisted"`
+	SessionID      string         `json:"session_id"`
+	ServedBy       string         `json:"served_by"`
+	Misses         []missReport   `json:"misses"`
+	Partial        bool           `json:"partial"`
+	Notes          []string       `json:"notes"`
+	Classification string         `json:"classification"`
+	Reason         string         `json:"reason"`
+	Repairs        []repairReport `json:"repairs"`
+	Persisted      int            `json:"persisted"`
+	// Copied counts the served entries persisted locally before the
+	// repairs (when a loader other than the local store served);
+	// CopyDuplicates the ones the local store already held.
+	Copied         int               `json:"copied"`
+	CopyDuplicates int               `json:"copy_duplicates"`
 	DryRun         bool              `json:"dry_run"`
 	Violations     []core.Violation  `json:"violations"`
 	Conversation   []json.RawMessage `json:"conversation"`
@@ -180,6 +185,8 @@ func newResumeReport(id string, res *core.ResumeResult, dryRun bool) *resumeRepo
 		Reason:         res.Recovery.Reason,
 		Repairs:        []repairReport{},
 		Persisted:      res.Persisted,
+		Copied:         res.Copied,
+		CopyDuplicates: res.CopyDuplicates,
 		DryRun:         dryRun,
 		Violations:     append([]core.Violation{}, res.Violations...),
 	}
@@ -218,6 +225,9 @@ func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
 	verb := "persisted"
 	if rep.DryRun {
 		verb = "not persisted: dry run"
+	}
+	if rep.Copied > 0 || rep.CopyDuplicates > 0 {
+		fmt.Fprintf(w, "copied: %d entries from %s into the local store (%d it held already)\n", rep.Copied, rep.ServedBy, rep.CopyDuplicates)
 	}
 	fmt.Fprintf(w, "repairs: %d (%s)\n", len(rep.Repairs), verb)
 	for _, r := range rep.Repairs {

@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 const resumeSession = "7e57a1b2-0000-4000-8000-00000000c0de"
@@ -28,6 +31,7 @@ type resumeOut struct {
 		ToolUseID string `json:"tool_use_id"`
 	} `json:"repairs"`
 	Persisted    int               `json:"persisted"`
+	Copied       int               `json:"copied"`
 	Violations   []json.RawMessage `json:"violations"`
 	Conversation []json.RawMessage `json:"conversation"`
 }
@@ -240,5 +244,149 @@ func TestInfoClassifiesLikeResume(t *testing.T) {
 	r, _, _ := resume(t, dir, "--dry-run")
 	if info.Interrupted != r.Classification || info.Interrupted != "interrupted_turn" || info.Status != "interrupted" || info.State != "running" {
 		t.Fatalf("info %+v, resume says %s", info, r.Classification)
+	}
+}
+
+// On a machine with no local copy, a resume served by the team server
+// persists the whole served transcript, in order and byte for byte, before
+// its repairs: the local file is a complete chain, ls lists it, the SDK
+// reads it as the original plus the repairs, and the next resume is served
+// locally and repairs nothing.
+func TestCloudResumeOnAFreshMachineStoresTheWholeSession(t *testing.T) {
+	p := peer.Find(t)
+	srv := startCloudServer(t)
+	cfgA, dirA := cloudMachine(t, srv.url(), "jsonl/local", "events/team")
+	// B mirrors to the server too: the copy must not add to what it holds.
+	cfgB, dirB := cloudMachine(t, srv.url(), "jsonl/local", "events/team")
+	in := strings.Join([]string{
+		`{"type":"custom-title","customTitle":"fix the build","sessionId":"` + resumeSession + `"}`,
+		row("user", "u-1", "", userText("list files")),
+		row("assistant", "a-1", "u-1", assistantText("looking")),
+		row("user", "u-2", "a-1", userText("and run the tests")),
+		row("assistant", "a-2", "u-2", assistantTools("toolu_1", "toolu_2")),
+		row("user", "r-1", "a-2", toolResult("toolu_1")),
+	}, "\n") + "\n"
+	if out, errOut, code := cloudRun(t, in, "record", "--config", cfgA, "--json"); code != 0 {
+		t.Fatalf("record on A: exit %d\n%s\n%s", code, out, errOut)
+	}
+	served := srv.history(resumeSession, "subagents=false")
+	if len(served) != 6 {
+		t.Fatalf("the server holds %d rows of the session, want 6", len(served))
+	}
+
+	resumeB := func() resumeOut {
+		t.Helper()
+		out, errOut, code := cloudRun(t, "", "resume", resumeSession, "--config", cfgB, "--json")
+		var r resumeOut
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+			t.Fatalf("resume on B: exit %d, %v\n%s\n%s", code, err, out, errOut)
+		}
+		return r
+	}
+	r := resumeB()
+	// The open call gets a synthetic result (the session is too old for
+	// the continue prompt under the default max_age).
+	if r.ServedBy != "cloud/team" || len(r.Repairs) == 0 || r.Repairs[0].ToolUseID != "toolu_2" || r.Persisted != len(r.Repairs) || r.Copied != len(served) {
+		t.Fatalf("resume on B: served by %s, repairs %+v, %d persisted, %d copied (want cloud/team, toolu_2 repaired, all persisted, %d copied)",
+			r.ServedBy, r.Repairs, r.Persisted, r.Copied, len(served))
+	}
+	proj, err := jsonl.Layout{ConfigDir: dirB}.FindSession(resumeSession, "")
+	if err != nil || proj == "" {
+		t.Fatalf("no local copy on B after resume: %q %v", proj, err)
+	}
+	path := jsonl.MainFile(proj, resumeSession)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != len(served)+len(r.Repairs) {
+		t.Fatalf("B's transcript has %d lines, want the %d served + %d repairs:\n%s", len(lines), len(served), len(r.Repairs), data)
+	}
+	for i, l := range served {
+		if lines[i] != l {
+			t.Errorf("B's line %d is not the served row byte for byte:\n  got  %s\n  want %s", i+1, truncate(lines[i], 200), truncate(l, 200))
+		}
+	}
+	for i, rp := range r.Repairs {
+		if !strings.Contains(lines[len(served)+i], `"uuid":"`+rp.UUID+`"`) {
+			t.Errorf("B's line %d is not the repair %s (%s)", len(served)+i+1, rp.Kind, rp.UUID)
+		}
+	}
+	// B mirrors to the server too: the copy adds nothing there (the
+	// repairs and the resume's lifecycle records come after the rows).
+	onServer := srv.history(resumeSession, "subagents=false")
+	if len(onServer) < len(served)+len(r.Repairs) || !slices.Equal(onServer[:len(served)], served) {
+		t.Errorf("the server's rows after the resume:\n%s", strings.Join(onServer, "\n"))
+	}
+	for i, l := range onServer {
+		if slices.Contains(onServer[:i], l) {
+			t.Errorf("the server holds a row twice: %s", truncate(l, 200))
+		}
+	}
+	if srv.counts()[resumeSession] != int64(len(onServer)) {
+		t.Errorf("the server counts %d entries, its history has %d", srv.counts()[resumeSession], len(onServer))
+	}
+
+	// ls lists it, with its title.
+	var listed []struct {
+		SessionID   string `json:"sessionId"`
+		CustomTitle string `json:"customTitle"`
+	}
+	scribeJSON(t, &listed, "ls", "--config", cfgB, "--all", "--json")
+	if len(listed) != 1 || listed[0].SessionID != resumeSession || listed[0].CustomTitle != "fix the build" {
+		t.Errorf("ls on B after the resume: %+v", listed)
+	}
+
+	// The SDK reads B's copy as A's original, then the repairs.
+	origMsgs := p.Messages(t, dirA, resumeSession, "", false)
+	copyMsgs := p.Messages(t, dirB, resumeSession, "", false)
+	if len(copyMsgs) <= len(origMsgs) {
+		t.Fatalf("the SDK reads %d messages on B, %d on A: the repairs are missing", len(copyMsgs), len(origMsgs))
+	}
+	compareMessages(t, "getSessionMessages B (before the repairs) vs A", origMsgs, copyMsgs[:len(origMsgs)])
+	repaired := map[string]bool{}
+	for _, rp := range r.Repairs {
+		repaired[rp.UUID] = true
+	}
+	for _, u := range peer.UUIDs(copyMsgs[len(origMsgs):]) {
+		if !repaired[u] {
+			t.Errorf("the SDK reads a message %s on B that is neither A's nor a repair", u)
+		}
+	}
+	infoA, infoB := p.Info(t, dirA, resumeSession, ""), p.Info(t, dirB, resumeSession, "")
+	if infoA == nil || infoB == nil || infoA.CustomTitle != infoB.CustomTitle || infoA.FirstPrompt != infoB.FirstPrompt || infoA.CreatedAt != infoB.CreatedAt || infoA.Cwd != infoB.Cwd {
+		t.Errorf("getSessionInfo: A %+v, B %+v", infoA, infoB)
+	}
+
+	// The next resume is served locally and repairs nothing.
+	again := resumeB()
+	if again.ServedBy != "jsonl/local" || len(again.Repairs) != 0 || again.Copied != 0 {
+		t.Fatalf("second resume on B: served by %s, %d repairs, %d copied", again.ServedBy, len(again.Repairs), again.Copied)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, data) {
+		t.Errorf("the second resume changed B's transcript")
+	}
+}
+
+// A chain cut by a lost parent, with no compaction to fall back on: show
+// reads it, and resume says what is damaged (exit 1), never "not found".
+func TestResumeOfADamagedChainSaysWhatIsDamaged(t *testing.T) {
+	dir := t.TempDir()
+	writeSession(t, dir,
+		row("user", "u-1", "", userText("hi")),
+		row("assistant", "a-1", "u-1", assistantText("hello there")),
+		row("user", "u-2", "lost-row", userText("and now?")),
+		row("assistant", "a-2", "u-2", assistantText("done it")),
+	)
+	show := exec.Command(testenv.BuildScribe(t), "show", "--config-dir", dir, resumeSession)
+	show.Env = cleanEnv()
+	if out, err := show.CombinedOutput(); err != nil {
+		t.Fatalf("show of the damaged session: %v\n%s", err, out)
+	}
+	_, stderr, code := resume(t, dir)
+	if code != 1 || strings.Contains(stderr, "not found by any loader") || !strings.Contains(stderr, "cannot be resumed") ||
+		!strings.Contains(stderr, "damaged") || !strings.Contains(stderr, "lost-row") {
+		t.Fatalf("resume of a damaged chain: exit %d, stderr:\n%s", code, stderr)
 	}
 }

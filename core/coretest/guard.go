@@ -39,21 +39,31 @@ type GuardCase struct {
 	Name string
 	Line string
 	// CWD, when set, is filled in by the host (the line may lack it).
-	CWD   string
-	Allow bool
+	CWD string
+	// Settings are what the host creates the guard with, for a guard that
+	// decides from them (the environment, the command line, the
+	// configuration) rather than from the entry; used with NewFor.
+	Settings core.Settings
+	Allow    bool
 }
 
 // GuardHarness lets RunGuardContract drive one guard implementation.
 type GuardHarness struct {
 	// New returns the guard under test, configured for Cases.
 	New func(t *testing.T) core.Guard
-	// Cases must hold at least one allowed and one refused entry.
+	// NewFor, instead of New, returns a guard created with a case's
+	// Settings (one guard per distinct case).
+	NewFor func(t *testing.T, set core.Settings) core.Guard
+	// Cases must hold at least one allowed and one refused entry, each
+	// with its own Name.
 	Cases []GuardCase
 }
 
 // RunGuardContract holds a guard to the contract every guard shares: nil
 // allows; a refusal wraps core.ErrPersistenceDisabled and says why; Check
-// does not change the entry; checks may run concurrently.
+// does not change the entry; checks may run concurrently; and under a
+// cancelled context a guard never allows what it refuses (it fails
+// closed).
 func RunGuardContract(t *testing.T, h GuardHarness) {
 	ctx := context.Background()
 	var allow, refuse bool
@@ -64,7 +74,24 @@ func RunGuardContract(t *testing.T, h GuardHarness) {
 	if !allow || !refuse {
 		t.Fatal("GuardHarness.Cases needs an allowed and a refused case")
 	}
-	g := h.New(t)
+	guards := make([]core.Guard, len(h.Cases))
+	for i, c := range h.Cases {
+		switch {
+		case h.NewFor != nil:
+			guards[i] = h.NewFor(t, c.Settings)
+		case i == 0:
+			guards[i] = h.New(t)
+		default:
+			guards[i] = guards[0]
+		}
+	}
+	guardOf := map[string]core.Guard{}
+	for i, c := range h.Cases {
+		if _, dup := guardOf[c.Name]; dup {
+			t.Fatalf("GuardHarness.Cases: two cases named %q", c.Name)
+		}
+		guardOf[c.Name] = guards[i]
+	}
 	entry := func(t *testing.T, c GuardCase) core.Entry {
 		e := MustEntry(t, c.Line)
 		if c.CWD != "" {
@@ -73,7 +100,7 @@ func RunGuardContract(t *testing.T, h GuardHarness) {
 		return e
 	}
 	check := func(c GuardCase, e *core.Entry) error {
-		err := g.Check(ctx, e)
+		err := guardOf[c.Name].Check(ctx, e)
 		switch {
 		case c.Allow && err != nil:
 			return errors.New(c.Name + ": refused an entry it should allow: " + err.Error())
@@ -100,6 +127,20 @@ func RunGuardContract(t *testing.T, h GuardHarness) {
 					t.Fatal("Check changed the entry")
 				}
 			})
+		}
+	})
+
+	t.Run("cancelled context", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		for _, c := range h.Cases {
+			if c.Allow {
+				continue
+			}
+			e := entry(t, c)
+			if err := guardOf[c.Name].Check(cctx, &e); err == nil {
+				t.Errorf("%s: allowed under a cancelled context an entry it refuses", c.Name)
+			}
 		}
 	})
 

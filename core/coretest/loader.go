@@ -24,18 +24,35 @@ type LoaderHarness struct {
 	New func(t *testing.T, sessions []Session) core.Loader
 	// Sidechains is true when the loader serves subagent sidechains.
 	Sidechains bool
+	// Compacted is true for a loader that serves a session only from its
+	// last compaction on (the summary loader): every session the suite
+	// stores then starts with a compact boundary, and a session stored
+	// without one must be a miss.
+	Compacted bool
+}
+
+// compactBoundary is a compact boundary row in Claude Code's key order.
+func compactBoundary(session, uuid string) string {
+	return `{"parentUuid":null,"logicalParentUuid":null,"isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-10T12:00:00.000Z","uuid":"` +
+		uuid + `","level":"info","compactMetadata":{"trigger":"manual","preTokens":1000},"userType":"external","cwd":"/home/alice/src/shop","sessionId":"` + session + `"}`
 }
 
 // RunLoaderContract holds a loader to the contract every loader shares:
 // a hit returns the stored lines byte for byte in order, a miss is
-// core.ErrNotFound, large sessions come back whole, loads may run
-// concurrently, and the caller owns what it gets.
+// core.ErrNotFound with a reason, large sessions come back whole, loads may
+// run concurrently, the caller owns what it gets, and a load under a
+// cancelled context fails with the context's error (it is not a miss).
 func RunLoaderContract(t *testing.T, h LoaderHarness) {
 	ctx := context.Background()
 	const cwd = "/home/alice/src/shop"
 	mk := func(session string, n, pad int) Session {
 		var lines []string
 		parent := ""
+		if h.Compacted {
+			parent = fmt.Sprintf("7a1e0000-0000-4000-8000-b%011d", n)
+			lines = append(lines, compactBoundary(session, parent))
+			n--
+		}
 		for i := range n {
 			typ := core.TypeUser
 			if i%2 == 1 {
@@ -78,11 +95,43 @@ func RunLoaderContract(t *testing.T, h LoaderHarness) {
 		if !errors.Is(err, core.ErrNotFound) {
 			t.Fatalf("Load of a missing session: %v, want ErrNotFound", err)
 		}
+		if strings.TrimSpace(err.Error()) == core.ErrNotFound.Error() {
+			t.Errorf("a miss gives no reason beyond %q", err)
+		}
 		// A miss leaves the loader working.
 		if _, err := l.Load(ctx, core.SessionRef{SessionID: sid(1), CWD: cwd}); err != nil {
 			t.Fatalf("Load after a miss: %v", err)
 		}
 	})
+
+	t.Run("cancelled context", func(t *testing.T) {
+		s := mk(sid(6), 4, 0)
+		l := h.New(t, []Session{s})
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		tr, err := l.Load(cctx, s.Ref)
+		if !errors.Is(err, context.Canceled) || tr != nil {
+			t.Fatalf("Load under a cancelled context: error %v, a transcript %v; want context.Canceled and none", err, tr != nil)
+		}
+		if errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("a cancelled load is reported as a miss: %v", err)
+		}
+		// The loader still works afterwards.
+		if tr, err := l.Load(ctx, s.Ref); err != nil || !equalLines(raws(tr), s.Lines) {
+			t.Fatalf("Load after a cancelled one: %v", err)
+		}
+	})
+
+	if h.Compacted {
+		t.Run("never compacted is a miss", func(t *testing.T) {
+			s := mk(sid(7), 4, 0)
+			s.Lines = s.Lines[1:] // no compact boundary
+			l := h.New(t, []Session{s})
+			if _, err := l.Load(ctx, s.Ref); !errors.Is(err, core.ErrNotFound) {
+				t.Fatalf("Load of a session never compacted: %v, want ErrNotFound", err)
+			}
+		})
+	}
 
 	t.Run("large session comes back whole", func(t *testing.T) {
 		big := mk(sid(3), 3000, 1500) // ~5 MB: more than one page or message
@@ -106,6 +155,9 @@ func RunLoaderContract(t *testing.T, h LoaderHarness) {
 			side := mk(sid(4), 2, 0)
 			side.Ref.AgentID = "a1b2c3d4"
 			for i, l := range side.Lines {
+				// The sidechain's rows have uuids of their own, as a
+				// subagent's do.
+				l = strings.ReplaceAll(l, "7a1e0000-", "7a1e0001-")
 				side.Lines[i] = strings.Replace(l, `"isSidechain":false`, `"isSidechain":true,"agentId":"a1b2c3d4"`, 1)
 			}
 			l := h.New(t, []Session{main, side})

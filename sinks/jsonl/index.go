@@ -159,11 +159,15 @@ type SessionRecord struct {
 	Info SessionInfo
 }
 
-// SessionRecordMetadata is SessionMetadata.metadata. Everything in it comes
-// from the transcript's 64 KiB tail window: Model is the message.model of
-// the last assistant row there (synthetic ones skipped), Tools the sorted
-// names of the tool_use blocks of its assistant rows, LastMessageID the
-// uuid of its last user or assistant row.
+// SessionRecordMetadata is SessionMetadata.metadata. In the records of
+// Sessions and ExportSessionsJSON, Model and Tools are the whole main
+// transcript's: the model of most of its assistant turns (synthetic rows
+// skipped; a tie goes to the one used last) and the sorted union of the
+// names of its tool_use blocks. The records of a listing (ListRecords,
+// Records), which reads only the transcript's 64 KiB tail window, give
+// that window's: the message.model of its last assistant row and the tools
+// of its assistant rows. LastMessageID is the uuid of the last user or
+// assistant row.
 type SessionRecordMetadata struct {
 	Model         string   `json:"model,omitempty"`
 	Tools         []string `json:"tools,omitempty"`
@@ -236,10 +240,17 @@ func (l Layout) ListRecords(ctx context.Context, opt ListOptions) ([]SessionReco
 
 // Sessions is the lifecycle record of every listed session of every
 // project (List with no Dir, programmatic sessions included), newest
-// first, through the index.
+// first, through the index, with the whole session's model and tools
+// (each main transcript is read once for them).
 func (l Layout) Sessions(ctx context.Context) ([]SessionRecord, error) {
 	recs, _, err := l.ListRecords(ctx, ListOptions{IncludeProgrammatic: true, IncludeWorktrees: true})
-	return recs, err
+	if err != nil {
+		return nil, err
+	}
+	if err := ixFillWhole(ctx, recs); err != nil {
+		return nil, err
+	}
+	return recs, nil
 }
 
 // Records derives the lifecycle records of sessions listed without the
@@ -1582,6 +1593,9 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 }
 
 func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("second section: negative entry count %d", n)
+	}
 	d := &ixDec{b: b}
 	if b == nil {
 		d.b = []byte{}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -903,7 +904,81 @@ func FuzzIndexDecode(f *testing.F) {
 		if x, err := ixDecodeA(string(a), count); err == nil && x == nil {
 			t.Fatal("nil index without an error")
 		}
-		_, _ = ixDecodeB(b, listed%1000)
+		n := listed % 1000
+		lives, err := ixDecodeB(b, n)
+		if err == nil && len(lives) != n {
+			t.Fatalf("decoded %d lives for a count of %d", len(lives), n)
+		}
+		if n < 0 && err == nil {
+			t.Fatal("a negative count was accepted")
+		}
 		_, _ = ixDecodeHeader(a)
 	})
+}
+
+// The export's model and tools are the whole session's, not the tail
+// window's: many opus turns (one of them split over two rows, one turn),
+// a tool used only early, then more than 64 KiB of haiku turns.
+func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
+	dir := t.TempDir()
+	l := Layout{ConfigDir: dir}
+	c := &ixConv{id: sess, cwd: cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	withModel := func(line, model string) string {
+		return strings.Replace(line, `"model":"claude-sonnet-4-5"`, `"model":"`+model+`"`, 1)
+	}
+	lines := []string{c.prompt("start"), withModel(c.toolUse("Grep", "toolu_0"), "claude-opus-4-1"), c.toolResult("toolu_0")}
+	for i := range 40 {
+		lines = append(lines, c.prompt(fmt.Sprintf("step %d", i)), c.reply("done"))
+	}
+	// A split assistant message: two rows, one message.id, one turn.
+	split := c.row("assistant", `"message":{"model":"claude-haiku-4-5","id":"msg_split","type":"message","role":"assistant","content":[{"type":"text","text":"a"}],"stop_reason":null,"stop_sequence":null}`)
+	lines = append(lines, c.prompt("split"), split, strings.Replace(split, c.last, "split-2", 1))
+	pad := strings.Repeat("z", 2000)
+	for i := range 39 {
+		lines = append(lines, c.prompt(pad), c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-haiku-4-5","id":"msg_h%d","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null}`, i)))
+	}
+	p := mainPath(dir)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tail := ixStatus(t, l, sess)
+	if tail.Metadata.Model != "claude-haiku-4-5" || slices.Contains(tail.Metadata.Tools, "Grep") {
+		t.Fatalf("the tail window's record: model %s, tools %v; the test needs haiku and no Grep there", tail.Metadata.Model, tail.Metadata.Tools)
+	}
+	var b bytes.Buffer
+	if err := l.ExportSessionsJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct {
+		Metadata SessionRecordMetadata `json:"metadata"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc) != 1 {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	// 41 opus turns, 40 haiku turns (39 + the split one).
+	if doc[0].Metadata.Model != "claude-opus-4-1" || !reflect.DeepEqual(doc[0].Metadata.Tools, []string{"Grep"}) {
+		t.Fatalf("exported model %s, tools %v; want claude-opus-4-1 and [Grep]", doc[0].Metadata.Model, doc[0].Metadata.Tools)
+	}
+}
+
+func TestIxWholeSessionTieGoesToTheModelUsedLast(t *testing.T) {
+	c := &ixConv{id: sess, cwd: cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	body := strings.Join([]string{c.prompt("a"), c.reply("x"), c.prompt("b"), c.toolUse("Bash", "toolu_1"), c.toolResult("toolu_1"),
+		`{"type":"assistant","message":{"model":"<synthetic>","id":"msg_s","role":"assistant","content":[]}}`, "not json"}, "\n")
+	if err := os.WriteFile(p, []byte(body+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, tools, err := ixWholeSession(context.Background(), p)
+	if err != nil || m != "claude-sonnet-4-5" || !reflect.DeepEqual(tools, []string{"Bash"}) {
+		t.Fatalf("model %q tools %v err %v", m, tools, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := ixWholeSession(ctx, p); err == nil {
+		t.Fatal("a cancelled read succeeded")
+	}
 }

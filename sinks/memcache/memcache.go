@@ -127,7 +127,10 @@ func (c *Cache) Flush(context.Context) error { return nil }
 func (c *Cache) Shutdown(context.Context) error { return nil }
 
 // Load implements core.Loader.
-func (c *Cache) Load(_ context.Context, ref core.SessionRef) (*core.Transcript, error) {
+func (c *Cache) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memcache: %w", err)
+	}
 	c.mu.Lock()
 	el := c.sessions[ref.Key()]
 	if el == nil {

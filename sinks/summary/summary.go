@@ -5,18 +5,21 @@
 //
 // It reads the transcript once, front to back, keeping only what follows
 // the latest compact boundary seen so far, so its memory follows what it
-// returns, not the file's age. Without a compact boundary it falls back to
-// the latest legacy "summary" entry, turned into a compact-summary user row.
+// returns, not the file's age. A session with no compact boundary has no
+// compaction to serve: that is a miss (core.ErrNotFound, with the reason).
+// A {"type":"summary"} line is not one either: Claude Code writes it as a
+// title for the conversation ending at its leafUuid, not as a compaction,
+// so it is never turned into a compaction summary (it has no date, and a
+// made-up one would say 1970).
 package summary
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-
-	"github.com/google/uuid"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -55,8 +58,11 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	}
 	path := jsonl.MainFile(dir, ref.SessionID)
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("summary: %s is gone: %w", path, core.ErrNotFound)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("summary: %w", core.ErrNotFound)
+		return nil, fmt.Errorf("summary: %w", err)
 	}
 	defer f.Close()
 
@@ -65,7 +71,6 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 		boundary   bool
 		skipped    int64
 		offset     int64
-		legacy     []byte // the latest {"type":"summary"} line
 		malformed  int
 		lineNumber int
 	)
@@ -89,11 +94,6 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 			boundary = true
 			skipped = offset
 			after = append(after[:0:0], e)
-		case e.Type == "summary":
-			legacy = e.Raw
-			if boundary {
-				after = append(after, e)
-			}
 		case boundary:
 			after = append(after, e)
 		}
@@ -108,44 +108,15 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	if malformed > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d malformed lines skipped", malformed))
 	}
-	if boundary {
-		ch := core.BuildChain(after, core.ChainOptions{})
-		if len(ch.Entries) > 0 {
-			t.Entries = after
-			t.Notes = append(t.Notes, fmt.Sprintf("partial: from the last compaction summary on; %d bytes before it not loaded", skipped))
-			return t, nil
-		}
+	if !boundary {
+		return nil, fmt.Errorf("summary: %s has no compaction (no compact boundary): %w", path, core.ErrNotFound)
 	}
-	if legacy != nil {
-		e, err := fromLegacy(legacy, ref)
-		if err != nil {
-			return nil, err
-		}
-		t.Entries = []core.Entry{e}
-		t.Notes = append(t.Notes, "partial: only the session's summary is left")
-		return t, nil
+	if ch := core.BuildChain(after, core.ChainOptions{}); len(ch.Entries) == 0 {
+		return nil, fmt.Errorf("summary: %s: no conversation follows its last compact boundary: %w", path, core.ErrNotFound)
 	}
-	return nil, fmt.Errorf("summary: %s has no compaction summary: %w", path, core.ErrNotFound)
-}
-
-var namespace = uuid.MustParse("9b7a4f0e-52c1-4d3a-8e6f-0a1b2c3d4e5f")
-
-// fromLegacy turns a {"type":"summary","summary":...} line into the user
-// row Claude Code writes after a compaction.
-func fromLegacy(raw []byte, ref core.SessionRef) (core.Entry, error) {
-	var s struct {
-		Summary string `json:"summary"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil || s.Summary == "" {
-		return core.Entry{}, fmt.Errorf("summary: the summary entry has no text: %w", core.ErrNotFound)
-	}
-	text := "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n" + s.Summary
-	id := uuid.NewSHA1(namespace, append([]byte(ref.SessionID), raw...)).String()
-	content, _ := json.Marshal(text)
-	line := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":` +
-		string(content) + `},"isVisibleInTranscriptOnly":true,"isCompactSummary":true,"uuid":"` + id +
-		`","timestamp":"1970-01-01T00:00:00.000Z","userType":"external","sessionId":"` + ref.SessionID + `"}`
-	return core.ParseEntry([]byte(line))
+	t.Entries = after
+	t.Notes = append(t.Notes, fmt.Sprintf("partial: from the last compaction summary on; %d bytes before it not loaded", skipped))
+	return t, nil
 }
 
 // Factory makes summary loaders.

@@ -61,18 +61,47 @@ func TestServesFromTheLastCompactionMarkedPartial(t *testing.T) {
 	}
 }
 
-func TestFallsBackToALegacySummary(t *testing.T) {
+// A {"type":"summary"} line is a title Claude Code wrote for a leaf, not
+// a compaction: a session with one and no compact boundary is a miss, with
+// the reason, and nothing is invented (no compaction dated 1970).
+func TestASummaryLineIsNotACompaction(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir,
 		`{"type":"summary","summary":"Login bug fix in auth.ts","leafUuid":"a-1"}`,
 		`{"parentUuid":"gone","type":"user","message":{"role":"user","content":"hi"},"uuid":"u-1","sessionId":"`+sess+`"}`,
 	)
 	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	if !errors.Is(err, core.ErrNotFound) || tr != nil {
+		t.Fatalf("Load = %+v, %v; want a miss", tr, err)
+	}
+	if !strings.Contains(err.Error(), "no compaction") {
+		t.Errorf("the miss gives no reason: %v", err)
+	}
+}
+
+// A summary line after the last compact boundary is served as it is, as
+// any other row there.
+func TestASummaryLineAfterTheBoundaryIsKept(t *testing.T) {
+	dir := t.TempDir()
+	title := `{"type":"summary","summary":"Login bug fix in auth.ts","leafUuid":"u-2"}`
+	write(t, dir,
+		coretest.Line("user", sess, "u-1", ""),
+		boundary("b-1", "u-1"),
+		compactSummary("c-1", "b-1"),
+		coretest.Line("user", sess, "u-2", "c-1"),
+		title,
+	)
+	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Entries) != 1 || !tr.Entries[0].IsCompactSummary || !strings.Contains(string(tr.Entries[0].Raw), "Login bug fix") {
-		t.Fatalf("entries %+v", tr.Entries)
+	if len(tr.Entries) != 4 || string(tr.Entries[3].Raw) != title {
+		t.Fatalf("entries %d, last %s", len(tr.Entries), tr.Entries[len(tr.Entries)-1].Raw)
+	}
+	for _, e := range tr.Entries {
+		if strings.HasPrefix(e.Timestamp, "1970") {
+			t.Fatalf("an entry dated 1970: %s", e.Raw)
+		}
 	}
 }
 
@@ -87,4 +116,27 @@ func TestNothingToSummarizeIsAMiss(t *testing.T) {
 	if !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("missing session: %v", err)
 	}
+}
+
+// The summary loader holds to the loader contract on compacted sessions
+// (what it serves is from the last compact boundary on), and misses one
+// never compacted.
+func TestLoaderContract(t *testing.T) {
+	coretest.RunLoaderContract(t, coretest.LoaderHarness{
+		Compacted: true,
+		New: func(t *testing.T, sessions []coretest.Session) core.Loader {
+			dir := t.TempDir()
+			l := jsonl.Layout{ConfigDir: dir}
+			for _, s := range sessions {
+				p := jsonl.MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(strings.Join(s.Lines, "\n")+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return New(dir, core.MustParseID("summary/default"))
+		},
+	})
 }

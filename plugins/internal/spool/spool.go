@@ -108,9 +108,11 @@ func Open(dir string) (s *Spool, recs []Record, err error) {
 		return nil, nil, err
 	}
 	s = &Spool{dir: dir, lock: lock, segs: make(map[uint64]*segment), nextSeg: 1}
+	// The error returns set s to nil: close what this spool opened.
+	opened := s
 	defer func() {
 		if err != nil {
-			s.closeFiles()
+			opened.closeFiles()
 			unlock(lock)
 		}
 	}()
