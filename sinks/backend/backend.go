@@ -1,0 +1,59 @@
+// Package backend holds what scribe's storage backends (postgres, s3) share
+// beyond core's Sink and Loader: the listing the command line needs
+// (`scribe ls --from`, `copy --all`), laid out as the Agent SDK's
+// SessionStore keys sessions (a project key, the sanitized cwd, and a
+// session id; subagents under a subpath).
+package backend
+
+import (
+	"context"
+	"strings"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Listed is one stored session: the SDK's listSessions item plus its
+// project key.
+type Listed struct {
+	ProjectKey string
+	SessionID  string
+	// MTime is the time of the session's last write, in epoch milliseconds.
+	MTime int64
+}
+
+// Lister is the listing a backend offers.
+type Lister interface {
+	// ListSessions returns the main transcripts stored for projectKey (every
+	// project when it is ""), subagents left out, in no particular order.
+	ListSessions(ctx context.Context, projectKey string) ([]Listed, error)
+	// ListSubagents returns the agent ids of the subagent transcripts stored
+	// under a session, sorted.
+	ListSubagents(ctx context.Context, projectKey, sessionID string) ([]string, error)
+}
+
+// Subpath is the SDK's subpath of a ref: "" for the main transcript,
+// "subagents/agent-<id>" for a subagent's.
+func Subpath(ref core.SessionRef) string {
+	if ref.AgentID == "" {
+		return ""
+	}
+	return "subagents/agent-" + ref.AgentID
+}
+
+// AgentOfSubpath returns the agent id of a subagent subpath, and false for
+// any other subpath.
+func AgentOfSubpath(subpath string) (string, bool) {
+	id, ok := strings.CutPrefix(subpath, "subagents/agent-")
+	return id, ok && id != "" && !strings.Contains(id, "/")
+}
+
+// EntryRef is where an entry is stored: its session, or its subagent's
+// transcript for a sidechain row, and for a subagent's metadata line
+// (agentId set, not in the chain) the subagent's transcript too.
+func EntryRef(e *core.Entry) core.SessionRef {
+	ref := e.Ref()
+	if ref.AgentID == "" && e.AgentID != "" && e.IsMetadata() {
+		ref.AgentID = e.AgentID
+	}
+	return ref
+}
