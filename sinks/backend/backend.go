@@ -6,7 +6,9 @@
 package backend
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/e0dc0000/scribe/core"
@@ -56,4 +58,25 @@ func EntryRef(e *core.Entry) core.SessionRef {
 		ref.AgentID = e.AgentID
 	}
 	return ref
+}
+
+// Seed builds a core.Seed from what a loader holds for ref: its uuids and
+// its uuid-less metadata lines; a miss is an empty seed.
+func Seed(ctx context.Context, l core.Loader, ref core.SessionRef) (core.Seed, error) {
+	t, err := l.Load(ctx, ref)
+	if errors.Is(err, core.ErrNotFound) {
+		return core.Seed{}, nil
+	}
+	if err != nil {
+		return core.Seed{}, err
+	}
+	var sd core.Seed
+	for _, e := range t.Entries {
+		if e.UUID != "" {
+			sd.UUIDs = append(sd.UUIDs, e.UUID)
+		} else {
+			sd.Metadata = append(sd.Metadata, bytes.Clone(e.Raw))
+		}
+	}
+	return sd, nil
 }

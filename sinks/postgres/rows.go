@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -238,22 +237,7 @@ func (s *Store) findProject(ctx context.Context, pool interface {
 // Seed implements core.Seeder: the uuids the transcript holds and its
 // uuid-less metadata lines.
 func (s *Store) Seed(ctx context.Context, ref core.SessionRef) (core.Seed, error) {
-	t, err := s.Load(ctx, ref)
-	if errors.Is(err, core.ErrNotFound) {
-		return core.Seed{}, nil
-	}
-	if err != nil {
-		return core.Seed{}, err
-	}
-	var sd core.Seed
-	for _, e := range t.Entries {
-		if e.UUID != "" {
-			sd.UUIDs = append(sd.UUIDs, e.UUID)
-		} else {
-			sd.Metadata = append(sd.Metadata, bytes.Clone(e.Raw))
-		}
-	}
-	return sd, nil
+	return backend.Seed(ctx, s, ref)
 }
 
 // ListSessions implements backend.Lister as the reference adapter's
