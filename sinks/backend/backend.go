@@ -80,3 +80,20 @@ func Seed(ctx context.Context, l core.Loader, ref core.SessionRef) (core.Seed, e
 	}
 	return sd, nil
 }
+
+// LifecycleSubpath is where a backend keeps scribe's lifecycle records and
+// checkpoints of a session: beside its transcript, out of the SDK's reads
+// (not a subagent subpath), as the local store keeps them in a sidecar.
+const LifecycleSubpath = "scribe-lifecycle"
+
+// EntrySubpath is the subpath an entry is stored under; skip is true for a
+// session event (scribe-state), which no transcript holds.
+func EntrySubpath(e *core.Entry) (subpath string, skip bool) {
+	switch {
+	case e.Type == core.TypeScribeState:
+		return "", true
+	case core.IsLifecycleRecord(e.Type):
+		return LifecycleSubpath, false
+	}
+	return Subpath(EntryRef(e)), false
+}

@@ -90,7 +90,7 @@ type Store struct {
 	// lines (which carry no cwd) land beside its entries.
 	projects map[string]string
 
-	inserted, duplicates, nulRepaired, legacyRows atomic.Int64
+	inserted, duplicates, nulRepaired, legacyRows, eventsSkipped atomic.Int64
 }
 
 var (
@@ -223,7 +223,7 @@ func (s *Store) Shutdown(context.Context) error {
 func (s *Store) Report() map[string]int64 {
 	return map[string]int64{
 		"inserted": s.inserted.Load(), "duplicates": s.duplicates.Load(),
-		"nul_repaired": s.nulRepaired.Load(), "rows_without_raw": s.legacyRows.Load(),
+		"nul_repaired": s.nulRepaired.Load(), "rows_without_raw": s.legacyRows.Load(), "events_skipped": s.eventsSkipped.Load(),
 	}
 }
 

@@ -37,15 +37,23 @@ func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 		if e.SessionID == "" {
 			return &core.PartialError{N: i, Err: core.Rejectf("postgres: line without a sessionId")}
 		}
-		ref := backend.EntryRef(e)
+		sub, skip := backend.EntrySubpath(e)
+		if skip {
+			s.eventsSkipped.Add(1)
+			continue
+		}
 		pks = append(pks, keys[e.SessionID])
 		sids = append(sids, e.SessionID)
-		subs = append(subs, nullable(backend.Subpath(ref)))
+		subs = append(subs, nullable(sub))
 		uuids = append(uuids, nullable(e.UUID))
 		raw := string(e.Raw)
 		raws = append(raws, raw)
 		objs = append(objs, s.jsonbText(raw))
 	}
+	if len(raws) == 0 {
+		return nil
+	}
+	n = len(raws)
 	tag, err := pool.Exec(ctx, `INSERT INTO `+s.table+` (project_key, session_id, subpath, uuid, entry, raw)
 		SELECT pk, sid, sub, u, e::jsonb, r
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(pk, sid, sub, u, e, r, ord)

@@ -21,9 +21,14 @@ import (
 
 // transcriptPrefix is the folder of a transcript's parts.
 func (s *Store) transcriptPrefix(projectKey string, ref core.SessionRef) string {
-	p := s.cfg.Prefix + projectKey + "/" + ref.SessionID + "/"
-	if sub := backend.Subpath(ref); sub != "" {
-		p += sub + "/"
+	return s.subpathPrefix(projectKey, ref.SessionID, backend.Subpath(ref))
+}
+
+// subpathPrefix is the folder of the parts of a session's subpath.
+func (s *Store) subpathPrefix(projectKey, sessionID, subpath string) string {
+	p := s.cfg.Prefix + projectKey + "/" + sessionID + "/"
+	if subpath != "" {
+		p += subpath + "/"
 	}
 	return p
 }
@@ -45,7 +50,12 @@ func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 			s.mu.Unlock()
 			return &core.PartialError{N: i, Err: core.Rejectf("s3: line without a sessionId")}
 		}
-		tp := s.transcriptPrefix(keys[e.SessionID], backend.EntryRef(e))
+		sub, skip := backend.EntrySubpath(e)
+		if skip {
+			s.eventsSkipped.Add(1)
+			continue
+		}
+		tp := s.subpathPrefix(keys[e.SessionID], e.SessionID, sub)
 		b := s.bufs[tp]
 		if b == nil {
 			b = &buffer{since: time.Now()}

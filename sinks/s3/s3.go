@@ -121,7 +121,7 @@ type Store struct {
 	started  bool
 	closed   bool
 
-	parts, bytes, putErrors, duplicates atomic.Int64
+	parts, bytes, putErrors, duplicates, eventsSkipped atomic.Int64
 }
 
 type buffer struct {
@@ -244,7 +244,7 @@ func (s *Store) Report() map[string]int64 {
 	}
 	s.mu.Unlock()
 	return map[string]int64{"parts": s.parts.Load(), "bytes": s.bytes.Load(), "put_errors": s.putErrors.Load(),
-		"buffered_bytes": buffered, "duplicates_on_load": s.duplicates.Load()}
+		"buffered_bytes": buffered, "duplicates_on_load": s.duplicates.Load(), "events_skipped": s.eventsSkipped.Load()}
 }
 
 // Factories: one type serves as a sink and as a loader.

@@ -1,0 +1,276 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/e0dc0000/scribe/internal/testbackend"
+	"github.com/e0dc0000/scribe/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbackend.Main(m)) }
+
+// backends starts (once per process) the real PostgreSQL and S3 servers
+// and writes a config with a postgres/team and an s3/archive block on
+// fresh storage, the pipeline's sinks as given. It returns the config file
+// and the environment the S3 credentials come from.
+func backends(t *testing.T, sinks string) (string, []string) {
+	t.Helper()
+	pg := testbackend.Postgres(t)
+	srv := testbackend.S3(t)
+	hcl := fmt.Sprintf(`pipeline {
+  sinks = [%s]
+}
+sink "postgres" "team" {
+  url = %q
+}
+sink "s3" "archive" {
+  bucket     = %q
+  endpoint   = %q
+  region     = %q
+  prefix     = "claude/"
+  path_style = true
+}
+`, sinks, pg, srv.Bucket, srv.Endpoint, srv.Region)
+	p := filepath.Join(t.TempDir(), "scribe.hcl")
+	if err := os.WriteFile(p, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey}
+}
+
+// scribeIn runs the built scribe with extra environment and returns
+// stdout, stderr and the exit code.
+func scribeIn(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(testenv.BuildScribe(t), args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func mustScribe(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	out, errs, code := scribeIn(t, env, args...)
+	if code != 0 {
+		t.Fatalf("scribe %v: exit %d\n%s\n%s", args, code, out, errs)
+	}
+	return out
+}
+
+const sampleSession = "7b3c2a10-5d4e-4f6a-9b8c-1d2e3f4a5b6c"
+
+// Recorded into postgres (beside the local files), a session is listed and
+// shown --from postgres exactly as from the local files; it resumes from
+// there and forks into it.
+func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
+	cfg, env := backends(t, `"jsonl/local", "postgres/team"`)
+	dir := t.TempDir()
+	sample := filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl")
+	mustScribe(t, env, "record", "--config", cfg, "--config-dir", dir, sample)
+	base := []string{"--config", cfg, "--config-dir", dir}
+	from := append(append([]string{}, base...), "--from", "postgres/team")
+
+	for _, show := range [][]string{{"show", sampleSession, "--json"}, {"show", sampleSession}, {"show", sampleSession[:8], "--format", "md", "--subagents"}} {
+		local := mustScribe(t, env, append(show, base...)...)
+		remote := mustScribe(t, env, append(show, from...)...)
+		if local != remote || len(local) < 100 {
+			t.Fatalf("%v --from postgres/team differs from the local files:\n%s\n---\n%s", show, remote, local)
+		}
+	}
+	ls := func(args []string) []map[string]any {
+		var v []map[string]any
+		out := mustScribe(t, env, append([]string{"ls", "--all", "--json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("ls printed %s: %v", out, err)
+		}
+		for _, s := range v {
+			delete(s, "lastModified") // the file's mtime here, the row's created_at there
+		}
+		return v
+	}
+	if l, r := ls(base), ls(from); !reflect.DeepEqual(l, r) || len(l) != 1 {
+		t.Fatalf("ls --from postgres/team:\n%v\nlocal:\n%v", r, l)
+	}
+	if out := mustScribe(t, env, append([]string{"ls", "--project", "/home/alice/src/shop"}, from...)...); !strings.Contains(out, sampleSession) {
+		t.Fatalf("ls --project --from lists:\n%s", out)
+	}
+	if out := mustScribe(t, env, append([]string{"ls", "--project", "/nowhere"}, from...)...); !strings.Contains(out, "no sessions for /nowhere in postgres/team") {
+		t.Fatalf("an empty listing says: %s", out)
+	}
+
+	// resume --from a store resume.loaders does not list.
+	var res struct {
+		ServedBy string `json:"served_by"`
+	}
+	out := mustScribe(t, env, append([]string{"resume", sampleSession[:8], "--dry-run", "--json"}, from...)...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ServedBy != "postgres/team" {
+		t.Fatalf("resume --from postgres/team: %s (%v)", out, err)
+	}
+
+	// fork --from writes the fork into the store.
+	var fork struct {
+		SessionID, ForkedFrom, Path string
+	}
+	out = mustScribe(t, env, append([]string{"fork", sampleSession, "--json"}, from...)...)
+	if err := json.Unmarshal([]byte(out), &fork); err != nil || fork.ForkedFrom != sampleSession || fork.Path != "postgres/team" {
+		t.Fatalf("fork --from: %s (%v)", out, err)
+	}
+	var src, forked []json.RawMessage
+	json.Unmarshal([]byte(mustScribe(t, env, append([]string{"show", sampleSession, "--json"}, from...)...)), &src)
+	json.Unmarshal([]byte(mustScribe(t, env, append([]string{"show", fork.SessionID, "--json"}, from...)...)), &forked)
+	if len(src) == 0 || len(forked) != len(src) {
+		t.Fatalf("the fork in postgres has %d messages, its source %d", len(forked), len(src))
+	}
+	if _, errs, code := scribeIn(t, env, append([]string{"show", "0000dead"}, from...)...); code != 1 || !strings.Contains(errs, "postgres/team") {
+		t.Fatalf("show of a missing id: exit %d, %s", code, errs)
+	}
+	if _, errs, code := scribeIn(t, env, append([]string{"ls"}, append(base, "--from", "postgres/nope")...)...); code != 2 || !strings.Contains(errs, "postgres/nope") {
+		t.Fatalf("ls --from an undeclared block: exit %d, %s", code, errs)
+	}
+}
+
+// transcripts returns every transcript file under a config folder's
+// projects/ (main and subagents) by its path there, with its bytes.
+func transcripts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	root := filepath.Join(dir, "projects")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, "scribe-lifecycle.jsonl") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// jsonl → s3 → postgres → jsonl gives back every transcript byte for byte;
+// copying again copies nothing (idempotent), and a copy cut short is
+// finished by the next one (resumable).
+func TestCopyRoundTripIsByteIdentical(t *testing.T) {
+	cfg, env := backends(t, `"jsonl/local"`)
+	src, dst := t.TempDir(), t.TempDir()
+	root := testenv.RepoRoot(t)
+	inputs := []string{filepath.Join(root, "cmd", "scribe", "testdata", "sample.jsonl")}
+	for _, g := range []string{
+		"testdata/corpus/real/d-kimuson__claude-code-viewer/*.jsonl",
+		"testdata/corpus/real/moredip__session-share/claude-code-projects/*.jsonl",
+		"testdata/corpus/real/moredip__session-share/claude-code-projects/*/subagents/*.jsonl",
+		"testdata/corpus/real/daaain__claude-code-log/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
+		"testdata/corpus/real/daaain__claude-code-log/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/*.jsonl",
+	} {
+		m, _ := filepath.Glob(filepath.Join(root, g))
+		inputs = append(inputs, m...)
+	}
+	mustScribe(t, env, append([]string{"record", "--config", cfg, "--config-dir", src}, inputs...)...)
+	want := transcripts(t, src)
+	if len(want) < 4 {
+		t.Fatalf("the source holds %d transcripts: %v", len(want), want)
+	}
+	var subagents int
+	for p := range want {
+		if strings.Contains(p, "/subagents/") {
+			subagents++
+		}
+	}
+	if subagents == 0 {
+		t.Fatal("no subagent in the source: the test would prove nothing about them")
+	}
+
+	hop := func(from, to, dir string, wantCopied bool) copyReportT {
+		t.Helper()
+		out := mustScribe(t, env, "copy", "--config", cfg, "--config-dir", dir, "--from", from, "--to", to, "--all", "--json")
+		var r copyReportT
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("copy printed %s: %v", out, err)
+		}
+		if (r.Copied > 0) != wantCopied || len(r.Failed) != 0 {
+			t.Fatalf("copy %s → %s: %+v", from, to, r)
+		}
+		return r
+	}
+	first := hop("jsonl/local", "s3/archive", src, true)
+	if first.Sessions != len(want)-subagents || first.Subagents != subagents {
+		t.Fatalf("copy into s3: %+v, want %d sessions and %d subagents", first, len(want)-subagents, subagents)
+	}
+	again := hop("jsonl/local", "s3/archive", src, false)
+	if again.Already != first.Copied {
+		t.Fatalf("a second copy: %+v, want every entry already there (%d)", again, first.Copied)
+	}
+	hop("s3/archive", "postgres/team", src, true)
+	hop("postgres/team", "jsonl/local", dst, true)
+	got := transcripts(t, dst)
+	if len(got) != len(want) {
+		t.Fatalf("after the round trip: %d transcripts, want %d\n%v", len(got), len(want), keys(got))
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s differs after jsonl → s3 → postgres → jsonl (%d bytes, want %d)", p, len(got[p]), len(w))
+		}
+	}
+	// A copy into a store that holds only part of a session (a copy cut
+	// short) writes only the rest.
+	part := t.TempDir()
+	mustScribe(t, env, "record", "--config", cfg, "--config-dir", part, inputs[0])
+	r := hop("postgres/team", "jsonl/local", part, true)
+	if r.Already == 0 {
+		t.Fatalf("a resumed copy: %+v", r)
+	}
+	if got := transcripts(t, part); !reflect.DeepEqual(got, want) {
+		t.Fatalf("a resumed copy left %v, want %v", keys(got), keys(want))
+	}
+}
+
+type copyReportT struct {
+	Sessions  int      `json:"sessions"`
+	Subagents int      `json:"subagents"`
+	Copied    int64    `json:"copied"`
+	Already   int64    `json:"alreadyThere"`
+	Failed    []string `json:"failed"`
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestCopyUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"copy", "--from", "jsonl/local", "--all"},
+		{"copy", "--from", "jsonl/local", "--to", "jsonl/local", "--all"},
+		{"copy", "--from", "jsonl/local", "--to", "postgres/team"},
+		{"copy", "--from", "jsonl/local", "--to", "summary/default", "--all"},
+	} {
+		if _, errs, code := scribeIn(t, nil, append(args, "--config-dir", t.TempDir())...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
+}
