@@ -33,8 +33,10 @@ type store struct {
 }
 
 // openComponent creates the component of a sink (else loader) block by its
-// ID. Errors are usage errors (exit 2) when the ID is bad or names nothing.
-func openComponent(ctx context.Context, cfg *config.Config, id core.ID) (any, string, error) {
+// ID, after tweak (when not nil) has seen its decoded config. It returns
+// the folder a jsonl block keeps its projects under. Errors are usage
+// errors (exit 2) when the ID is bad or names nothing.
+func openComponent(ctx context.Context, cfg *config.Config, id core.ID, tweak func(any)) (any, string, error) {
 	dir, err := claudeConfigDir(cfg)
 	if err != nil {
 		return nil, "", err
@@ -55,6 +57,14 @@ func openComponent(ctx context.Context, cfg *config.Config, id core.ID) (any, st
 		if err := block.Decode(c); err != nil {
 			return nil, "", &exitError{code: 2, err: err}
 		}
+		if tweak != nil {
+			tweak(c)
+		}
+		if jc, ok := c.(*jsonl.Config); ok && jc.Dir != "" {
+			if dir, err = filepath.Abs(jc.Dir); err != nil {
+				return nil, "", &exitError{code: 2, err: fmt.Errorf("%s: dir: %w", id, err)}
+			}
+		}
 		var comp any
 		if kind == core.KindSink {
 			comp, err = f.(core.SinkFactory).CreateSink(ctx, set, c)
@@ -69,13 +79,14 @@ func openComponent(ctx context.Context, cfg *config.Config, id core.ID) (any, st
 	return nil, "", &exitError{code: 2, err: fmt.Errorf("%s: no sink or loader block of that name is declared", id)}
 }
 
-// openStore opens a store for the session commands' --from and --to.
-func openStore(ctx context.Context, cfg *config.Config, arg string) (*store, error) {
+// openStore opens a store for the session commands' --from and --to
+// (tweak as for openComponent).
+func openStore(ctx context.Context, cfg *config.Config, arg string, tweak func(any)) (*store, error) {
 	id, err := core.ParseID(arg)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
-	comp, dir, err := openComponent(ctx, cfg, id)
+	comp, dir, err := openComponent(ctx, cfg, id, tweak)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +130,7 @@ func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from strin
 	if _, ok := cfg.Lookup(core.KindSink, id); !ok {
 		return nil, nil // a loader block resume.loaders leaves out: core says so
 	}
-	st, err := openStore(ctx, cfg, from)
+	st, err := openStore(ctx, cfg, from, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +280,7 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 // when projectKey is "" too) materialized in a temporary folder.
 func fromLayout(cmd *cobra.Command, cfg *config.Config, from, prefix, projectKey string) (jsonl.Layout, *store, func(), error) {
 	ctx := cmd.Context()
-	st, err := openStore(ctx, cfg, from)
+	st, err := openStore(ctx, cfg, from, nil)
 	if err != nil {
 		return jsonl.Layout{}, nil, nil, err
 	}

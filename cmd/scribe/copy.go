@@ -15,6 +15,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/s3"
 )
 
@@ -72,12 +73,12 @@ type copyReport struct {
 
 func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []string, asJSON bool) error {
 	ctx := cmd.Context()
-	src, err := openStore(ctx, cfg, from)
+	src, err := openStore(ctx, cfg, from, nil)
 	if err != nil {
 		return err
 	}
 	defer src.stop(context.WithoutCancel(ctx))
-	dst, err := openStore(ctx, cfg, to)
+	dst, err := openStore(ctx, cfg, to, faithfulCopy)
 	if err != nil {
 		return err
 	}
@@ -164,6 +165,15 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d sessions were not copied", len(rep.Failed), len(sessions))}
 	}
 	return nil
+}
+
+// faithfulCopy turns off the local store's metadata re-appends for a copy:
+// a copied transcript already holds the re-appended blocks its writer
+// made, so the copy gives back its lines as they are, byte for byte.
+func faithfulCopy(c any) {
+	if jc, ok := c.(*jsonl.Config); ok {
+		jc.ReappendBytes = 1 << 50
+	}
 }
 
 // copySession copies one session's main transcript and subagents, writing
@@ -280,7 +290,7 @@ nothing is writing.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			st, err := openStore(cmd.Context(), cfg, storeID)
+			st, err := openStore(cmd.Context(), cfg, storeID, nil)
 			if err != nil {
 				return err
 			}

@@ -217,6 +217,28 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 	if first.Sessions != len(want)-subagents || first.Subagents != subagents {
 		t.Fatalf("copy into s3: %+v, want %d sessions and %d subagents", first, len(want)-subagents, subagents)
 	}
+	// What s3 now holds lists and shows as the local files do.
+	base := []string{"--config", cfg, "--config-dir", src}
+	lsJSON := func(extra ...string) []map[string]any {
+		var v []map[string]any
+		out := mustScribe(t, env, append(append([]string{"ls", "--all", "--json"}, base...), extra...)...)
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("ls printed %s: %v", out, err)
+		}
+		for _, s := range v {
+			delete(s, "lastModified")
+		}
+		// Newest first: by the files' mtimes here, by the parts' there.
+		sort.Slice(v, func(i, j int) bool { return v[i]["sessionId"].(string) < v[j]["sessionId"].(string) })
+		return v
+	}
+	if l, r := lsJSON(), lsJSON("--from", "s3/archive"); !reflect.DeepEqual(l, r) || len(l) != first.Sessions {
+		t.Fatalf("ls --from s3/archive:\n%v\nlocal:\n%v", r, l)
+	}
+	show := []string{"show", "0ccf1a04", "--json", "--subagents"}
+	if l, r := mustScribe(t, env, append(show, base...)...), mustScribe(t, env, append(show, append(base, "--from", "s3/archive")...)...); l != r {
+		t.Fatalf("show --from s3/archive differs from the local files")
+	}
 	again := hop("jsonl/local", "s3/archive", src, false)
 	if again.Already != first.Copied {
 		t.Fatalf("a second copy: %+v, want every entry already there (%d)", again, first.Copied)
@@ -272,5 +294,48 @@ func TestCopyUsageErrors(t *testing.T) {
 		if _, errs, code := scribeIn(t, nil, append(args, "--config-dir", t.TempDir())...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
 		}
+	}
+}
+
+// Sessions recorded into s3 in several runs have several parts; scribe s3
+// compact merges them, and the session shows as before.
+func TestS3CompactCommand(t *testing.T) {
+	cfg, env := backends(t, `"jsonl/local", "s3/archive"`)
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	half := filepath.Join(t.TempDir(), "a.jsonl")
+	rest := filepath.Join(t.TempDir(), "b.jsonl")
+	os.WriteFile(half, []byte(strings.Join(lines[:len(lines)/2], "")), 0o600)
+	os.WriteFile(rest, []byte(strings.Join(lines[len(lines)/2:], "")+"\n"), 0o600)
+	base := []string{"--config", cfg, "--config-dir", dir}
+	mustScribe(t, env, append([]string{"record", half}, base...)...)
+	mustScribe(t, env, append([]string{"record", rest}, base...)...)
+	show := []string{"show", sampleSession, "--json", "--subagents"}
+	before := mustScribe(t, env, append(show, append(base, "--from", "s3/archive")...)...)
+	if local := mustScribe(t, env, append(show, base...)...); before != local {
+		t.Fatal("show --from s3/archive differs from the local files")
+	}
+	var res []struct {
+		Session string `json:"sessionId"`
+		Agent   string `json:"agentId"`
+		Parts   int    `json:"parts"`
+	}
+	out := mustScribe(t, env, append([]string{"s3", "compact", "--store", "s3/archive", "--all", "--json"}, base...)...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) == 0 || res[0].Parts != 2 {
+		t.Fatalf("compact: %s (%v)", out, err)
+	}
+	if after := mustScribe(t, env, append(show, append(base, "--from", "s3/archive")...)...); after != before {
+		t.Fatal("show --from s3/archive changed with the compaction")
+	}
+	out = mustScribe(t, env, append([]string{"s3", "compact", "--store", "s3/archive", sampleSession[:8]}, base...)...)
+	if !strings.Contains(out, "compacted 0 of") {
+		t.Fatalf("a second compact: %s", out)
+	}
+	if _, errs, code := scribeIn(t, env, append([]string{"s3", "compact", "--store", "postgres/team", "--all"}, base...)...); code != 2 {
+		t.Fatalf("compact of a postgres block: exit %d %s", code, errs)
 	}
 }
