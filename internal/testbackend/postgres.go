@@ -35,22 +35,38 @@ var (
 // PostgreSQL server, starting the server the first time.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	url, err := NewDatabase()
+	if errors.Is(err, errUnavailable) {
+		unavailable(t, "PostgreSQL", err)
+	}
+	if err != nil {
+		t.Fatalf("testbackend: %v", err)
+	}
+	return url
+}
+
+// errUnavailable marks a server that could not be started.
+var errUnavailable = errors.New("server unavailable")
+
+// NewDatabase is Postgres for a program (the benchmarks): the URL of a
+// fresh database, the server started the first time; Stop stops it.
+func NewDatabase() (string, error) {
 	pgOnce.Do(func() { pgURL, pgErr = startPostgres() })
 	if pgErr != nil {
-		unavailable(t, "PostgreSQL", pgErr)
+		return "", fmt.Errorf("%w: %w", errUnavailable, pgErr)
 	}
 	name := fmt.Sprintf("scribe_test_%d_%d", os.Getpid(), pgDBs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
-		t.Fatalf("testbackend: connect to PostgreSQL: %v", err)
+		return "", fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("testbackend: create database %s: %v", name, err)
+		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
-	return strings.Replace(pgURL, "/postgres?", "/"+name+"?", 1)
+	return strings.Replace(pgURL, "/postgres?", "/"+name+"?", 1), nil
 }
 
 // pgBinDir finds the newest /usr/lib/postgresql/<version>/bin with initdb.

@@ -55,18 +55,30 @@ func VersityBin() string {
 // server the first time.
 func S3(t testing.TB) S3Server {
 	t.Helper()
+	srv, err := NewBucket()
+	if errors.Is(err, errUnavailable) {
+		unavailable(t, "the S3 server (versitygw)", err)
+	}
+	if err != nil {
+		t.Fatalf("testbackend: %v", err)
+	}
+	return srv
+}
+
+// NewBucket is S3 for a program (the benchmarks); Stop stops the server.
+func NewBucket() (S3Server, error) {
 	s3Once.Do(func() { s3Base, s3Err = startVersity() })
 	if s3Err != nil {
-		unavailable(t, "the S3 server (versitygw)", s3Err)
+		return S3Server{}, fmt.Errorf("%w: %w", errUnavailable, s3Err)
 	}
 	srv := s3Base
 	srv.Bucket = fmt.Sprintf("scribe-test-%d-%d", os.Getpid(), s3Buckets.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := srv.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &srv.Bucket}); err != nil {
-		t.Fatalf("testbackend: create bucket %s: %v", srv.Bucket, err)
+		return S3Server{}, fmt.Errorf("create bucket %s: %w", srv.Bucket, err)
 	}
-	return srv
+	return srv, nil
 }
 
 // Client returns an S3 client for the server (path-style addressing).

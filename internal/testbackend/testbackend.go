@@ -6,7 +6,7 @@
 //
 // When a server cannot be started the calling test is skipped with the
 // reason, or fails when SCRIBE_REQUIRE_BACKENDS=1 (scripts/test sets it).
-// It is imported only from tests.
+// It is imported only from tests and the benchmarks.
 package testbackend
 
 import (
@@ -31,7 +31,7 @@ var (
 // started. Use it from TestMain: os.Exit(testbackend.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	stopAll()
+	Stop()
 	return code
 }
 
@@ -41,7 +41,8 @@ func onStop(f func()) {
 	stops = append(stops, f)
 }
 
-func stopAll() {
+// Stop stops every server this process started.
+func Stop() {
 	stopMu.Lock()
 	defer stopMu.Unlock()
 	for i := len(stops) - 1; i >= 0; i-- {
