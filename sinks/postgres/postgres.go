@@ -90,7 +90,7 @@ type Store struct {
 	// lines (which carry no cwd) land beside its entries.
 	projects map[string]string
 
-	inserted, duplicates, nulRepaired, legacyRows, eventsSkipped atomic.Int64
+	inserted, duplicates, nulRepaired, legacyRows, eventsSkipped, statements atomic.Int64
 }
 
 var (
@@ -222,7 +222,7 @@ func (s *Store) Shutdown(context.Context) error {
 // Report implements core.Reporter.
 func (s *Store) Report() map[string]int64 {
 	return map[string]int64{
-		"inserted": s.inserted.Load(), "duplicates": s.duplicates.Load(),
+		"inserted": s.inserted.Load(), "duplicates": s.duplicates.Load(), "insert_statements": s.statements.Load(),
 		"nul_repaired": s.nulRepaired.Load(), "rows_without_raw": s.legacyRows.Load(), "events_skipped": s.eventsSkipped.Load(),
 	}
 }

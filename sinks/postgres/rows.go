@@ -14,7 +14,9 @@ import (
 )
 
 // Write implements core.Sink: the batch is one INSERT (the rows passed as
-// arrays and unnested in order), committed before Write returns. A uuid
+// arrays and unnested: a function scan yields them in array order, so ids
+// follow the batch's order; no sort, which would spill large batches to
+// disk), committed before Write returns. A uuid
 // already stored for the transcript is skipped by the unique index and
 // counted as a duplicate.
 func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
@@ -56,13 +58,13 @@ func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 	n = len(raws)
 	tag, err := pool.Exec(ctx, `INSERT INTO `+s.table+` (project_key, session_id, subpath, uuid, entry, raw)
 		SELECT pk, sid, sub, u, e::jsonb, r
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(pk, sid, sub, u, e, r, ord)
-		ORDER BY ord
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS x(pk, sid, sub, u, e, r)
 		ON CONFLICT (project_key, session_id, (COALESCE(subpath, '')), uuid) WHERE uuid IS NOT NULL DO NOTHING`,
 		pks, sids, subs, uuids, objs, raws)
 	if err != nil {
 		return fmt.Errorf("postgres: insert %d entries into %s: %w", n, s.cfg.Table, err)
 	}
+	s.statements.Add(1)
 	s.inserted.Add(tag.RowsAffected())
 	s.duplicates.Add(int64(n) - tag.RowsAffected())
 	return nil
