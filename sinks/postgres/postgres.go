@@ -15,8 +15,8 @@
 //	uuid        text                    scribe: the entry's uuid, stored once per transcript
 //
 // with the adapter's index on (project_key, session_id, subpath, id) and
-// scribe's unique index on (project_key, session_id, coalesce(subpath, ”),
-// uuid) where uuid is not null. Start creates the table, or adds scribe's
+// scribe's unique index on (project_key, session_id, subpath with NULL as
+// the empty string, uuid) where uuid is not null. Start creates the table, or adds scribe's
 // columns and index to a table the adapter made; rows without raw (written
 // by the adapter) are read from entry.
 package postgres
