@@ -1,12 +1,10 @@
 package main_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -52,18 +50,7 @@ sink "s3" "archive" {
 // stdout, stderr and the exit code.
 func scribeIn(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(testenv.BuildScribe(t), args...)
-	cmd.Env = append(cleanEnv(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return testenv.RunScribe(t, cleanEnv(), env, "", args...)
 }
 
 func mustScribe(t *testing.T, env []string, args ...string) string {

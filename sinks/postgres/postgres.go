@@ -227,31 +227,18 @@ func (s *Store) Report() map[string]int64 {
 	}
 }
 
-// Factories: one type serves as a sink and as a loader.
-type factory struct{ kind core.Kind }
-
 // SinkFactory makes postgres sinks.
-func SinkFactory() core.SinkFactory { return factory{core.KindSink} }
+func SinkFactory() core.SinkFactory { s, _ := factories(); return s }
 
-// LoaderFactory makes postgres loaders.
-func LoaderFactory() core.LoaderFactory { return factory{core.KindLoader} }
+// LoaderFactory makes postgres loaders (the same component as the sink).
+func LoaderFactory() core.LoaderFactory { _, l := factories(); return l }
 
-func (f factory) Kind() core.Kind  { return f.kind }
-func (factory) Type() string       { return "postgres" }
-func (factory) DefaultConfig() any { return DefaultConfig() }
-
-func (factory) create(set core.Settings, cfg any) (*Store, error) {
-	c, ok := cfg.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%s: wrong config type %T", set.ID, cfg)
-	}
-	return New(*c, set.Logger, set.Host.WorkDir)
-}
-
-func (f factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.Sink, error) {
-	return f.create(set, cfg)
-}
-
-func (f factory) CreateLoader(_ context.Context, set core.Settings, cfg any) (core.Loader, error) {
-	return f.create(set, cfg)
+func factories() (core.SinkFactory, core.LoaderFactory) {
+	return backend.Factories("postgres", DefaultConfig, func(_ context.Context, set core.Settings, c *Config) (backend.Store, error) {
+		st, err := New(*c, set.Logger, set.Host.WorkDir)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	})
 }

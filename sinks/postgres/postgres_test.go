@@ -33,33 +33,12 @@ func newStore(t *testing.T, url string) *Store {
 	return s
 }
 
-func entries(t *testing.T, lines []string) []core.Entry {
-	var es []core.Entry
-	for _, l := range lines {
-		es = append(es, coretest.MustEntry(t, l))
-	}
-	return es
-}
-
-func rawLines(t *testing.T, s core.Loader, ref core.SessionRef) []string {
-	t.Helper()
-	tr, err := s.Load(context.Background(), ref)
-	if err != nil {
-		t.Fatalf("Load %s: %v", ref.Key(), err)
-	}
-	var out []string
-	for _, e := range tr.Entries {
-		out = append(out, string(e.Raw))
-	}
-	return out
-}
-
 func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
 		New: func(t *testing.T) core.Sink { return newStore(t, testbackend.Postgres(t)) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
 			// A second store on the same table: what the first made durable.
-			return rawLines(t, newStore(t, s.(*Store).cfg.URL), ref)
+			return backendtest.RawLines(t, newStore(t, s.(*Store).cfg.URL), ref)
 		},
 	})
 }
@@ -70,7 +49,7 @@ func TestLoaderContract(t *testing.T) {
 		New: func(t *testing.T, sessions []coretest.Session) core.Loader {
 			s := newStore(t, testbackend.Postgres(t))
 			for _, ss := range sessions {
-				if err := s.Write(context.Background(), entries(t, ss.Lines)); err != nil {
+				if err := s.Write(context.Background(), backendtest.Entries(t, ss.Lines)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -97,11 +76,11 @@ func TestUUIDStoredOnce(t *testing.T) {
 		coretest.Line(core.TypeAssistant, sid, "4f7e0000-0000-4000-8000-000000000002", "4f7e0000-0000-4000-8000-000000000001"),
 	}
 	for range 2 {
-		if err := s.Write(ctx, entries(t, lines)); err != nil {
+		if err := s.Write(ctx, backendtest.Entries(t, lines)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := rawLines(t, s, core.SessionRef{SessionID: sid})
+	got := backendtest.RawLines(t, s, core.SessionRef{SessionID: sid})
 	if !reflect.DeepEqual(got, lines) {
 		t.Fatalf("after two writes: %q", got)
 	}
@@ -205,7 +184,7 @@ func TestReferenceAdapterInterop(t *testing.T) {
 	if len(tr.Notes) == 0 || s.Report()["rows_without_raw"] != 3 {
 		t.Fatalf("rows without raw are not reported: notes %q, report %v", tr.Notes, s.Report())
 	}
-	side2 := rawLines(t, s, core.SessionRef{SessionID: sdkSession, AgentID: "a1"})
+	side2 := backendtest.RawLines(t, s, core.SessionRef{SessionID: sdkSession, AgentID: "a1"})
 	if !reflect.DeepEqual(deepLines(t, side2), deepLines(t, []string{side})) {
 		t.Fatalf("subagent: %q", side2)
 	}
@@ -217,7 +196,7 @@ func TestReferenceAdapterInterop(t *testing.T) {
 		coretest.Line(core.TypeAssistant, ours, "5c000000-0000-4000-8000-000000000002", "5c000000-0000-4000-8000-000000000001"),
 		`{"type":"last-prompt","lastPrompt":"z before a","sessionId":"` + ours + `"}`,
 	}
-	if err := s.Write(ctx, entries(t, lines)); err != nil {
+	if err := s.Write(ctx, backendtest.Entries(t, lines)); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := conn.Query(ctx, `SELECT entry FROM claude_session_entries WHERE project_key=$1 AND session_id=$2 AND subpath IS NULL ORDER BY id`, pk, ours)
@@ -237,7 +216,7 @@ func TestReferenceAdapterInterop(t *testing.T) {
 		t.Fatalf("the adapter's query loads\n%v\nwant\n%v", loaded, deepLines(t, lines))
 	}
 	// And scribe gives back its own rows byte for byte.
-	if got := rawLines(t, s, core.SessionRef{SessionID: ours}); !reflect.DeepEqual(got, lines) {
+	if got := backendtest.RawLines(t, s, core.SessionRef{SessionID: ours}); !reflect.DeepEqual(got, lines) {
 		t.Fatalf("scribe's own rows: %q", got)
 	}
 	// The listing sees both sessions, as the adapter's listSessions would.
@@ -257,10 +236,10 @@ func TestNULInEntry(t *testing.T) {
 	s := newStore(t, testbackend.Postgres(t))
 	const sid = "0565a3a4-0000-4000-8000-0000000000c1"
 	l := strings.Replace(coretest.Line(core.TypeUser, sid, "5d000000-0000-4000-8000-000000000001", ""), "hello from", `nul \u0000 here`, 1)
-	if err := s.Write(ctx, entries(t, []string{l})); err != nil {
+	if err := s.Write(ctx, backendtest.Entries(t, []string{l})); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawLines(t, s, core.SessionRef{SessionID: sid}); len(got) != 1 || got[0] != l {
+	if got := backendtest.RawLines(t, s, core.SessionRef{SessionID: sid}); len(got) != 1 || got[0] != l {
 		t.Fatalf("got %q", got)
 	}
 	if s.Report()["nul_repaired"] != 1 {
@@ -276,20 +255,20 @@ func TestMetadataFollowsSession(t *testing.T) {
 	a := newStore(t, url)
 	const sid = "0565a3a4-0000-4000-8000-0000000000d1"
 	first := coretest.Line(core.TypeUser, sid, "5e000000-0000-4000-8000-000000000001", "")
-	if err := a.Write(ctx, entries(t, []string{first})); err != nil {
+	if err := a.Write(ctx, backendtest.Entries(t, []string{first})); err != nil {
 		t.Fatal(err)
 	}
 	b := newStore(t, url)
 	b.workDir = "/somewhere/else"
 	title := `{"type":"custom-title","customTitle":"t","sessionId":"` + sid + `"}`
-	if err := b.Write(ctx, entries(t, []string{title})); err != nil {
+	if err := b.Write(ctx, backendtest.Entries(t, []string{title})); err != nil {
 		t.Fatal(err)
 	}
 	ls, err := b.ListSessions(ctx, "")
 	if err != nil || len(ls) != 1 || ls[0].ProjectKey != jsonl.SanitizePath("/home/alice/src/shop") {
 		t.Fatalf("listing %v %v", ls, err)
 	}
-	if got := rawLines(t, b, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{first, title}) {
+	if got := backendtest.RawLines(t, b, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{first, title}) {
 		t.Fatalf("got %q", got)
 	}
 }

@@ -247,31 +247,18 @@ func (s *Store) Report() map[string]int64 {
 		"buffered_bytes": buffered, "duplicates_on_load": s.duplicates.Load(), "events_skipped": s.eventsSkipped.Load()}
 }
 
-// Factories: one type serves as a sink and as a loader.
-type factory struct{ kind core.Kind }
-
 // SinkFactory makes s3 sinks.
-func SinkFactory() core.SinkFactory { return factory{core.KindSink} }
+func SinkFactory() core.SinkFactory { s, _ := factories(); return s }
 
-// LoaderFactory makes s3 loaders.
-func LoaderFactory() core.LoaderFactory { return factory{core.KindLoader} }
+// LoaderFactory makes s3 loaders (the same component as the sink).
+func LoaderFactory() core.LoaderFactory { _, l := factories(); return l }
 
-func (f factory) Kind() core.Kind  { return f.kind }
-func (factory) Type() string       { return "s3" }
-func (factory) DefaultConfig() any { return DefaultConfig() }
-
-func (factory) create(ctx context.Context, set core.Settings, cfg any) (*Store, error) {
-	c, ok := cfg.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%s: wrong config type %T", set.ID, cfg)
-	}
-	return New(ctx, *c, set.Logger, set.Environ, set.Host.WorkDir)
-}
-
-func (f factory) CreateSink(ctx context.Context, set core.Settings, cfg any) (core.Sink, error) {
-	return f.create(ctx, set, cfg)
-}
-
-func (f factory) CreateLoader(ctx context.Context, set core.Settings, cfg any) (core.Loader, error) {
-	return f.create(ctx, set, cfg)
+func factories() (core.SinkFactory, core.LoaderFactory) {
+	return backend.Factories("s3", DefaultConfig, func(ctx context.Context, set core.Settings, c *Config) (backend.Store, error) {
+		st, err := New(ctx, *c, set.Logger, set.Environ, set.Host.WorkDir)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	})
 }

@@ -44,27 +44,6 @@ func newStore(t *testing.T, srv testbackend.S3Server, cfg Config) *Store {
 	return s
 }
 
-func entries(t *testing.T, lines []string) []core.Entry {
-	var es []core.Entry
-	for _, l := range lines {
-		es = append(es, coretest.MustEntry(t, l))
-	}
-	return es
-}
-
-func rawLines(t *testing.T, l core.Loader, ref core.SessionRef) []string {
-	t.Helper()
-	tr, err := l.Load(context.Background(), ref)
-	if err != nil {
-		t.Fatalf("Load %s: %v", ref.Key(), err)
-	}
-	var out []string
-	for _, e := range tr.Entries {
-		out = append(out, string(e.Raw))
-	}
-	return out
-}
-
 type harnessSink struct {
 	*Store
 	srv testbackend.S3Server
@@ -78,7 +57,7 @@ func TestSinkContract(t *testing.T) {
 		},
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
 			h := s.(harnessSink)
-			return rawLines(t, newStore(t, h.srv, h.cfg), ref)
+			return backendtest.RawLines(t, newStore(t, h.srv, h.cfg), ref)
 		},
 	})
 }
@@ -92,7 +71,7 @@ func TestLoaderContract(t *testing.T) {
 			cfg.PartBytes = 256 << 10 // the large session spans parts
 			s := newStore(t, srv, cfg)
 			for _, ss := range sessions {
-				if err := s.Write(context.Background(), entries(t, ss.Lines)); err != nil {
+				if err := s.Write(context.Background(), backendtest.Entries(t, ss.Lines)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -121,7 +100,7 @@ func TestKeyLayoutAndFlush(t *testing.T) {
 	const sid = "0565a3a4-0000-4000-8000-0000000000e1"
 	main := coretest.Line(core.TypeUser, sid, "6a000000-0000-4000-8000-000000000001", "")
 	side := strings.Replace(strings.ReplaceAll(main, "6a000000-", "6b000000-"), `"isSidechain":false`, `"isSidechain":true,"agentId":"a1"`, 1)
-	if err := s.Write(ctx, entries(t, []string{main, side})); err != nil {
+	if err := s.Write(ctx, backendtest.Entries(t, []string{main, side})); err != nil {
 		t.Fatal(err)
 	}
 	keys := listAll(t, s)
@@ -192,7 +171,7 @@ func TestReferencePartsAndCompact(t *testing.T) {
 	put("part-1700000000001-zz0000.jsonl", lines[2]+"\n"+lines[3]+"\n") // a retried append
 	put("part-1700000000005-x1y2z3.jsonl", lines[4]+"\n"+lines[5])      // no final newline
 	ref := core.SessionRef{SessionID: sid}
-	if got := rawLines(t, s, ref); !reflect.DeepEqual(got, lines) {
+	if got := backendtest.RawLines(t, s, ref); !reflect.DeepEqual(got, lines) {
 		t.Fatalf("load\n%q\nwant\n%q", got, lines)
 	}
 	res, err := s.Compact(ctx, ref)
@@ -205,7 +184,7 @@ func TestReferencePartsAndCompact(t *testing.T) {
 	if keys := listAll(t, s); len(keys) != 1 || keys[0] != res.Merged {
 		t.Fatalf("after compact the bucket holds %v", keys)
 	}
-	if got := rawLines(t, s, ref); !reflect.DeepEqual(got, lines) {
+	if got := backendtest.RawLines(t, s, ref); !reflect.DeepEqual(got, lines) {
 		t.Fatalf("load after compact\n%q\nwant\n%q", got, lines)
 	}
 	if res, err := s.Compact(ctx, ref); err != nil || res.Parts != 0 {
@@ -227,7 +206,7 @@ func TestFlushFailureKeepsLines(t *testing.T) {
 	s := newStore(t, srv, bad)
 	const sid = "0565a3a4-0000-4000-8000-0000000000e3"
 	l := coretest.Line(core.TypeUser, sid, "6d000000-0000-4000-8000-000000000001", "")
-	if err := s.Write(ctx, entries(t, []string{l})); err != nil {
+	if err := s.Write(ctx, backendtest.Entries(t, []string{l})); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), "store a part") {
@@ -240,7 +219,7 @@ func TestFlushFailureKeepsLines(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawLines(t, s, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{l}) {
+	if got := backendtest.RawLines(t, s, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{l}) {
 		t.Fatalf("got %q", got)
 	}
 }

@@ -126,3 +126,27 @@ func sortedCopy(s []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Entries parses lines into entries or fails the test.
+func Entries(t testing.TB, lines []string) []core.Entry {
+	t.Helper()
+	es := make([]core.Entry, 0, len(lines))
+	for _, l := range lines {
+		es = append(es, coretest.MustEntry(t, l))
+	}
+	return es
+}
+
+// RawLines loads ref and returns its lines, failing the test on an error.
+func RawLines(t testing.TB, l core.Loader, ref core.SessionRef) []string {
+	t.Helper()
+	tr, err := l.Load(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("Load %s: %v", ref.Key(), err)
+	}
+	out := make([]string, 0, len(tr.Entries))
+	for _, e := range tr.Entries {
+		out = append(out, string(e.Raw))
+	}
+	return out
+}
