@@ -97,3 +97,27 @@ func EntrySubpath(e *core.Entry) (subpath string, skip bool) {
 	}
 	return Subpath(EntryRef(e)), false
 }
+
+// UUIDOnce serves each uuid of a transcript once, as a load must: the
+// reference adapters store a retried append twice.
+type UUIDOnce struct {
+	seen map[string]bool
+	// Repeats counts the entries left out.
+	Repeats int
+}
+
+// Keep reports whether e is served: it has no uuid, or its uuid is new.
+func (u *UUIDOnce) Keep(e *core.Entry) bool {
+	if e.UUID == "" {
+		return true
+	}
+	if u.seen == nil {
+		u.seen = map[string]bool{}
+	}
+	if u.seen[e.UUID] {
+		u.Repeats++
+		return false
+	}
+	u.seen[e.UUID] = true
+	return true
+}

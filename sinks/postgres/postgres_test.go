@@ -161,6 +161,7 @@ func TestReferenceAdapterInterop(t *testing.T) {
 		`{"type":"custom-title","customTitle":"from the sdk","sessionId":"` + sdkSession + `"}`,
 	}
 	referenceAppend(t, ctx, conn, pk, sdkSession, nil, sdkLines[:2])
+	referenceAppend(t, ctx, conn, pk, sdkSession, nil, sdkLines[1:2]) // the SDK retried an append
 	referenceAppend(t, ctx, conn, pk, sdkSession, nil, sdkLines[2:])
 	sub := "subagents/agent-a1"
 	side := strings.Replace(strings.ReplaceAll(sdkLines[0], "5a000000-", "5b000000-"), `"isSidechain":false`, `"isSidechain":true,"agentId":"a1"`, 1)
@@ -181,7 +182,7 @@ func TestReferenceAdapterInterop(t *testing.T) {
 	if !reflect.DeepEqual(deepLines(t, got), deepLines(t, sdkLines)) {
 		t.Fatalf("scribe read the adapter's rows as\n%q\nwant (deep-equal)\n%q", got, sdkLines)
 	}
-	if len(tr.Notes) == 0 || s.Report()["rows_without_raw"] != 3 {
+	if len(tr.Notes) != 2 || !strings.Contains(strings.Join(tr.Notes, "; "), "1 rows repeat a uuid") || s.Report()["rows_without_raw"] != 4 {
 		t.Fatalf("rows without raw are not reported: notes %q, report %v", tr.Notes, s.Report())
 	}
 	side2 := backendtest.RawLines(t, s, core.SessionRef{SessionID: sdkSession, AgentID: "a1"})

@@ -180,8 +180,8 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 	}
 	defer rows.Close()
 	t := &core.Transcript{Ref: ref}
-	seen := map[string]bool{}
-	var legacy, dups int
+	var once backend.UUIDOnce
+	legacy := 0
 	for rows.Next() {
 		var raw *string
 		var obj string
@@ -198,14 +198,9 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		if err != nil {
 			return nil, fmt.Errorf("postgres: load %s: row %d: %w", ref.Key(), len(t.Entries)+1, err)
 		}
-		if e.UUID != "" {
-			if seen[e.UUID] {
-				dups++
-				continue
-			}
-			seen[e.UUID] = true
+		if once.Keep(&e) {
+			t.Entries = append(t.Entries, e)
 		}
-		t.Entries = append(t.Entries, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: load %s: %w", ref.Key(), err)
@@ -214,8 +209,8 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		s.legacyRows.Add(int64(legacy))
 		t.Notes = append(t.Notes, fmt.Sprintf("%d rows without raw (written by another client) read from their jsonb entry", legacy))
 	}
-	if dups > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d rows repeat a uuid already read; served once", dups))
+	if once.Repeats > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d rows repeat a uuid already read; served once", once.Repeats))
 	}
 	if len(t.Entries) == 0 {
 		return nil, fmt.Errorf("postgres: %w: no rows for %s in table %s", core.ErrNotFound, ref.Key(), s.cfg.Table)

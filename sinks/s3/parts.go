@@ -299,8 +299,7 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		return nil, err
 	}
 	t := &core.Transcript{Ref: ref}
-	seen := map[string]bool{}
-	dups, blank := 0, 0
+	var once backend.UUIDOnce
 	for _, k := range keys {
 		data, err := s.get(ctx, k)
 		if err != nil {
@@ -308,26 +307,20 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		}
 		for line := range bytes.SplitSeq(data, []byte("\n")) {
 			if len(bytes.TrimSpace(line)) == 0 {
-				blank++
 				continue
 			}
 			e, err := core.ParseEntryOwned(line)
 			if err != nil {
 				return nil, fmt.Errorf("s3: load %s: part %s: %w", ref.Key(), k, err)
 			}
-			if e.UUID != "" {
-				if seen[e.UUID] {
-					dups++
-					continue
-				}
-				seen[e.UUID] = true
+			if once.Keep(&e) {
+				t.Entries = append(t.Entries, e)
 			}
-			t.Entries = append(t.Entries, e)
 		}
 	}
-	if dups > 0 {
-		s.duplicates.Add(int64(dups))
-		t.Notes = append(t.Notes, fmt.Sprintf("%d lines repeat a uuid already read; served once", dups))
+	if once.Repeats > 0 {
+		s.duplicates.Add(int64(once.Repeats))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d lines repeat a uuid already read; served once", once.Repeats))
 	}
 	if len(t.Entries) == 0 {
 		return nil, fmt.Errorf("s3: %w: no lines for %s in bucket %s", core.ErrNotFound, ref.Key(), s.cfg.Bucket)
