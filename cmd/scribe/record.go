@@ -157,6 +157,7 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 		return &exitError{code: 2, err: err}
 	}
 	if err := rt.pipeline.Start(cmd.Context()); err != nil {
+		_ = rt.close(context.Background())
 		return err
 	}
 	r := newRecorder(cmd, rt, o, log)
@@ -521,7 +522,7 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 	}
 	sctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
 	defer cancel()
-	if err := r.rt.pipeline.Shutdown(sctx); err != nil {
+	if err := r.rt.close(sctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	r.fillReport()
