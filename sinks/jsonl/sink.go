@@ -175,7 +175,7 @@ type Sink struct {
 	writeErrors, lockWaits                        atomic.Int64
 	eventsSkipped                                 atomic.Int64
 	locksReleased, filesClosed, rescans           atomic.Int64
-	foreignDups, rejected                         atomic.Int64
+	foreignDups, rejected, unwritten              atomic.Int64
 }
 
 var (
@@ -841,7 +841,7 @@ func (s *Sink) flushIO() error {
 // with it, without a block per short run), flushes, closes the files and
 // releases the locks. Metadata of sessions that never got a user or
 // assistant entry is reported, since it was never written.
-func (s *Sink) Shutdown(context.Context) error {
+func (s *Sink) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -866,8 +866,31 @@ func (s *Sink) Shutdown(context.Context) error {
 	s.io.Lock()
 	defer s.io.Unlock()
 	err := s.flushIO()
+	// A failed write is tried again until ctx ends (the user may free the
+	// disk); what is still queued then is counted as unwritten.
+	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+			err = s.flushIO()
+			continue
+		}
+		break
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil {
+		var lines int
+		for _, ss := range s.sessions {
+			for _, f := range ss.files() {
+				lines += f.pending.lines
+			}
+		}
+		s.unwritten.Store(int64(lines))
+		err = fmt.Errorf("%d lines not written: %w", lines, err)
+	}
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
 			if len(f.held) > 0 {
@@ -919,6 +942,7 @@ func (s *Sink) Report() map[string]int64 {
 		"files_closed":       s.filesClosed.Load(),
 		"rescans":            s.rescans.Load(),
 		"foreign_duplicates": s.foreignDups.Load(),
+		"unwritten_lines":    s.unwritten.Load(),
 	}
 }
 
