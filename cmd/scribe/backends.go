@@ -111,9 +111,9 @@ func openStore(ctx context.Context, cfg *config.Config, arg string, tweak func(a
 }
 
 // resumeFrom makes sure resume can ask the loader of --from: a store that
-// resume.loaders does not list is opened for this run (closed with rt).
-// It returns the store when it can list its sessions (to resolve an id
-// prefix there), else nil.
+// resume.loaders does not list is opened for this run (the caller stops
+// it). It returns the store when it can list its sessions (to resolve an
+// id prefix there), else nil.
 func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from string) (*store, error) {
 	id, err := core.ParseID(from)
 	if err != nil {
@@ -122,7 +122,7 @@ func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from strin
 	for _, nl := range rt.loaders {
 		if nl.ID == id {
 			if ls, ok := nl.Loader.(backend.Lister); ok {
-				return &store{id: id, loader: nl.Loader, lister: ls}, nil
+				return &store{id: id, loader: nl.Loader, lister: ls, stop: func(context.Context) error { return nil }}, nil
 			}
 			return nil, nil
 		}
@@ -135,7 +135,6 @@ func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from strin
 		return nil, err
 	}
 	rt.loaders = append(rt.loaders, core.NamedLoader{ID: id, Loader: st.loader})
-	rt.closers = append(rt.closers, st.stop)
 	return st, nil
 }
 
@@ -161,6 +160,10 @@ func resolveIn(ctx context.Context, st *store, arg string) (string, error) {
 	}
 	sort.Strings(list)
 	return "", &exitError{code: 2, err: fmt.Errorf("%w: %q matches %d sessions in %s:\n%s", errAmbiguous, arg, len(ids), st.id, strings.Join(list, "\n"))}
+}
+
+type shutdowner interface {
+	Shutdown(context.Context) error
 }
 
 // layoutLister lists the local store as a backend lists itself.

@@ -103,6 +103,9 @@ from there would); --dry-run leaves the session as it is.`,
 				if fromStore, err = resumeFrom(ctx, cfg, rt, from); err != nil {
 					return err
 				}
+				if fromStore != nil {
+					defer fromStore.stop(context.WithoutCancel(ctx))
+				}
 			}
 			if fromStore != nil {
 				if id, err = resolveIn(ctx, fromStore, args[0]); err != nil {

@@ -139,7 +139,7 @@ func (s *Store) db(ctx context.Context) (*pgxpool.Pool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.New("postgres: store is shut down")
+		return nil, core.Permanent(errors.New("postgres: store is shut down"))
 	}
 	if s.pool != nil {
 		return s.pool, nil

@@ -35,6 +35,7 @@ func newStore(t *testing.T, url string) *Store {
 
 func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
+		Sessions: true, Sidechains: true,
 		New: func(t *testing.T) core.Sink { return newStore(t, testbackend.Postgres(t)) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
 			// A second store on the same table: what the first made durable.

@@ -38,6 +38,12 @@ func (s *Store) subpathPrefix(projectKey, sessionID, subpath string) string {
 // failed store keeps the lines buffered (counted, retried by the timer and
 // by Flush), so Write loses nothing.
 func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return core.Permanent(errors.New("s3: write after shutdown"))
+	}
 	keys, err := s.projectKeys(ctx, entries)
 	if err != nil {
 		return err

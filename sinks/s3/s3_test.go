@@ -51,6 +51,7 @@ type harnessSink struct {
 
 func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
+		Sessions: true, Sidechains: true,
 		New: func(t *testing.T) core.Sink {
 			srv := testbackend.S3(t)
 			return harnessSink{newStore(t, srv, configFor(srv)), srv}
