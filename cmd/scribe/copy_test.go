@@ -326,3 +326,33 @@ func TestS3CompactCommand(t *testing.T) {
 		t.Fatalf("compact of a postgres block: exit %d %s", code, errs)
 	}
 }
+
+// With postgres as the only store, it seeds dedup: recording the same
+// input twice adds no row, and s3 alone the same.
+func TestRecordTwiceIntoABackendAddsNothing(t *testing.T) {
+	sample := filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl")
+	for _, sink := range []string{"postgres/team", "s3/archive"} {
+		cfg, env := backends(t, `"`+sink+`"`)
+		dir := t.TempDir()
+		var first, second report
+		for i, r := range []*report{&first, &second} {
+			out := mustScribe(t, env, "record", "--json", "--config", cfg, "--config-dir", dir, sample)
+			if err := json.Unmarshal([]byte(out), r); err != nil {
+				t.Fatalf("%s run %d: %s: %v", sink, i, out, err)
+			}
+		}
+		if first.Accepted == 0 || second.Accepted != 0 || second.Duplicates != first.Accepted {
+			t.Fatalf("%s: first run accepted %d, second accepted %d with %d duplicates", sink, first.Accepted, second.Accepted, second.Duplicates)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "projects")); err == nil {
+			t.Fatalf("%s: the local store was written though the pipeline does not list it", sink)
+		}
+		// What it holds shows as the input does when recorded locally.
+		local := t.TempDir()
+		mustScribe(t, nil, "record", "--config-dir", local, sample)
+		want := mustScribe(t, nil, "show", sampleSession, "--json", "--config-dir", local)
+		if got := mustScribe(t, env, "show", sampleSession, "--json", "--config", cfg, "--config-dir", dir, "--from", sink); got != want {
+			t.Fatalf("%s: show --from differs from the input recorded locally", sink)
+		}
+	}
+}
