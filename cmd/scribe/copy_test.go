@@ -356,3 +356,19 @@ func TestRecordTwiceIntoABackendAddsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A secret written in an s3 block is a configuration error at its line.
+func TestInlineS3SecretIsAConfigError(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.hcl")
+	hcl := "sink \"s3\" \"archive\" {\n  bucket = \"b\"\n  secret_access_key = \"abc\"\n}\n"
+	if err := os.WriteFile(p, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := scribeIn(t, nil, "config", "check", "--config", p)
+	if code != 2 || !strings.Contains(out+errs, "bad.hcl:3:3") || !strings.Contains(out+errs, "secrets are never written") {
+		t.Fatalf("config check: exit %d\n%s%s", code, out, errs)
+	}
+	if _, errs, code := scribeIn(t, nil, "ls", "--from", "s3/archive", "--config", p); code != 2 || !strings.Contains(errs, "secret_access_key") {
+		t.Fatalf("ls --from a block with a secret: exit %d %s", code, errs)
+	}
+}

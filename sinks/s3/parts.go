@@ -246,8 +246,16 @@ func (s *Store) partKeys(ctx context.Context, prefix string) ([]string, error) {
 // findProject returns the project key under which ref is stored,
 // preferring ref.CWD's; "" when none holds it.
 func (s *Store) findProject(ctx context.Context, ref core.SessionRef) (string, error) {
+	var first []string
 	if ref.CWD != "" {
-		pk := jsonl.SanitizePath(ref.CWD)
+		first = append(first, jsonl.SanitizePath(ref.CWD))
+	}
+	s.mu.Lock()
+	if pk, ok := s.projects[ref.SessionID]; ok {
+		first = append(first, pk)
+	}
+	s.mu.Unlock()
+	for _, pk := range first {
 		keys, err := s.partKeys(ctx, s.transcriptPrefix(pk, ref))
 		if err != nil || len(keys) > 0 {
 			return pk, err
@@ -359,9 +367,16 @@ func (s *Store) ListSessions(ctx context.Context, projectKey string) ([]backend.
 		return nil, err
 	}
 	out := make([]backend.Listed, 0, len(byKey))
+	s.mu.Lock()
 	for id, ms := range byKey {
 		out = append(out, backend.Listed{ProjectKey: id[0], SessionID: id[1], MTime: ms})
+		// Loads of listed sessions then look in one place, not in
+		// every project.
+		if _, ok := s.projects[id[1]]; !ok {
+			s.projects[id[1]] = id[0]
+		}
 	}
+	s.mu.Unlock()
 	return out, nil
 }
 
