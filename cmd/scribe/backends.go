@@ -263,14 +263,24 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 			return jsonl.Layout{}, nil, err
 		}
 		for _, a := range agents {
-			t, err := st.loader.Load(ctx, core.SessionRef{SessionID: s.SessionID, AgentID: a})
+			ref := core.SessionRef{SessionID: s.SessionID, AgentID: a}
+			t, err := st.loader.Load(ctx, ref)
 			if err != nil {
 				cleanup()
 				return jsonl.Layout{}, nil, fmt.Errorf("load agent %s of %s from %s: %w", a, s.SessionID, st.id, err)
 			}
-			if err := write(jsonl.AgentFile(pdir, s.SessionID, a), t, s.MTime); err != nil {
+			var meta *core.Entry
+			t.Entries, meta = splitAgentMeta(t.Entries)
+			path := jsonl.AgentFile(pdir, s.SessionID, a)
+			if err := write(path, t, s.MTime); err != nil {
 				cleanup()
 				return jsonl.Layout{}, nil, err
+			}
+			if meta != nil {
+				if _, err := writeAgentMeta(metaPath(path), *meta); err != nil {
+					cleanup()
+					return jsonl.Layout{}, nil, err
+				}
 			}
 		}
 	}

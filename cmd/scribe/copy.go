@@ -176,8 +176,8 @@ func faithfulCopy(c any) {
 	}
 }
 
-// copySession copies one session's main transcript and subagents, writing
-// only what dst lacks, and flushes dst.
+// copySession copies one session's main transcript and subagents (their
+// meta files too), writing only what dst lacks, and flushes dst.
 func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *atomic.Int64, rep *copyReport) (int64, int, error) {
 	agents, err := src.lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
 	if err != nil {
@@ -188,27 +188,24 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		refs = append(refs, core.SessionRef{SessionID: s.SessionID, AgentID: a})
 	}
 	var written int64
+	metas := map[core.SessionRef]core.Entry{}
 	for _, ref := range refs {
-		t, err := src.loader.Load(ctx, ref)
-		if err != nil {
-			return written, 0, fmt.Errorf("load %s from %s: %w", ref.Key(), src.id, err)
-		}
-		for i := range t.Entries {
-			// Lines without a sessionId (snapshots, summaries) belong to
-			// the transcript they were read from: route them there.
-			e := &t.Entries[i]
-			if e.SessionID == "" {
-				e.SessionID = ref.SessionID
-			}
-			if e.AgentID == "" && ref.AgentID != "" && e.IsMetadata() {
-				e.AgentID = ref.AgentID
-			}
-		}
-		missing, already, err := missingIn(ctx, dst, ref, t.Entries)
+		entries, err := copyEntries(ctx, src, ref)
 		if err != nil {
 			return written, 0, err
 		}
-		for _, e := range t.Entries {
+		if dst.layout != nil && ref.AgentID != "" {
+			// The local store keeps it as the meta file, not a line.
+			var meta *core.Entry
+			if entries, meta = splitAgentMeta(entries); meta != nil {
+				metas[ref] = *meta
+			}
+		}
+		missing, already, err := missingIn(ctx, dst, ref, entries)
+		if err != nil {
+			return written, 0, err
+		}
+		for _, e := range entries {
 			read.Add(int64(len(e.Raw)) + 1)
 		}
 		rep.Already += already
@@ -224,7 +221,58 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 	if err := dst.sink.Flush(ctx); err != nil {
 		return written, 0, fmt.Errorf("flush %s: %w", dst.id, err)
 	}
+	for ref, meta := range metas {
+		path, err := localAgentFile(*dst.layout, ref)
+		if err != nil {
+			return written, 0, err
+		}
+		wrote, err := writeAgentMeta(metaPath(path), meta)
+		if err != nil {
+			return written, 0, err
+		}
+		if wrote {
+			written++
+			rep.Copied++
+		} else {
+			rep.Already++
+		}
+	}
 	return written, len(agents), nil
+}
+
+// copyEntries loads a transcript from src for a copy: lines without a
+// sessionId (snapshots, summaries) are routed to the transcript they were
+// read from, and a local subagent's meta file comes last as the SDK's
+// agent_metadata entry.
+func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.Entry, error) {
+	t, err := src.loader.Load(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("load %s from %s: %w", ref.Key(), src.id, err)
+	}
+	for i := range t.Entries {
+		e := &t.Entries[i]
+		if e.SessionID == "" {
+			e.SessionID = ref.SessionID
+		}
+		if e.AgentID == "" && ref.AgentID != "" && e.IsMetadata() {
+			e.AgentID = ref.AgentID
+		}
+	}
+	if src.layout == nil || ref.AgentID == "" {
+		return t.Entries, nil
+	}
+	path, err := localAgentFile(*src.layout, ref)
+	if err != nil {
+		return nil, err
+	}
+	meta, ok, err := agentMetaEntry(metaPath(path), ref)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		t.Entries = append(t.Entries, meta)
+	}
+	return t.Entries, nil
 }
 
 // missingIn returns the entries dst does not hold yet for ref: entries

@@ -141,7 +141,7 @@ func transcripts(t *testing.T, dir string) map[string]string {
 	out := map[string]string{}
 	root := filepath.Join(dir, "projects")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, "scribe-lifecycle.jsonl") {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".meta.json")) || strings.HasSuffix(p, "scribe-lifecycle.jsonl") {
 			return err
 		}
 		b, err := os.ReadFile(p)
@@ -174,13 +174,22 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 		inputs = append(inputs, m...)
 	}
 	mustScribe(t, env, append([]string{"record", "--config", cfg, "--config-dir", src}, inputs...)...)
+	// A subagent's meta file travels as the SDK's agent_metadata entry.
+	metas, _ := filepath.Glob(filepath.Join(src, "projects", "*", "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68", "subagents", "agent-a5bdbc1.jsonl"))
+	if len(metas) != 1 {
+		t.Fatalf("no subagent a5bdbc1 in the source: %v", metas)
+	}
+	meta := `{"agentType":"general-purpose","toolUseId":"toolu_01Sx4kfRZr5sPZdu4PjvBTnq","parentAgentId":"x"}`
+	if err := os.WriteFile(strings.TrimSuffix(metas[0], ".jsonl")+".meta.json", []byte(meta), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	want := transcripts(t, src)
 	if len(want) < 4 {
 		t.Fatalf("the source holds %d transcripts: %v", len(want), want)
 	}
 	var subagents int
 	for p := range want {
-		if strings.Contains(p, "/subagents/") {
+		if strings.Contains(p, "/subagents/") && strings.HasSuffix(p, ".jsonl") {
 			subagents++
 		}
 	}
@@ -201,8 +210,8 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 		return r
 	}
 	first := hop("jsonl/local", "s3/archive", src, true)
-	if first.Sessions != len(want)-subagents || first.Subagents != subagents {
-		t.Fatalf("copy into s3: %+v, want %d sessions and %d subagents", first, len(want)-subagents, subagents)
+	if first.Sessions != len(want)-subagents-1 || first.Subagents != subagents {
+		t.Fatalf("copy into s3: %+v, want %d sessions and %d subagents", first, len(want)-subagents-1, subagents)
 	}
 	// What s3 now holds lists and shows as the local files do.
 	base := []string{"--config", cfg, "--config-dir", src}
