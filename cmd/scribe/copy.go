@@ -218,6 +218,11 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		written += int64(len(missing))
 		rep.Copied += int64(len(missing))
 	}
+	n, err := copyLifecycle(ctx, src, dst, s.SessionID, rep)
+	if err != nil {
+		return written, 0, err
+	}
+	written += n
 	if err := dst.sink.Flush(ctx); err != nil {
 		return written, 0, fmt.Errorf("flush %s: %w", dst.id, err)
 	}
@@ -275,9 +280,8 @@ func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.E
 	return t.Entries, nil
 }
 
-// missingIn returns the entries dst does not hold yet for ref: entries
-// whose uuid it lacks, and uuid-less lines beyond the byte-identical ones
-// it has. It also says how many were already there.
+// missingIn returns the entries dst does not hold yet for ref, and how
+// many it holds already.
 func missingIn(ctx context.Context, dst *store, ref core.SessionRef, entries []core.Entry) ([]core.Entry, int64, error) {
 	have, err := dst.loader.Load(ctx, ref)
 	if errors.Is(err, core.ErrNotFound) {
@@ -286,9 +290,17 @@ func missingIn(ctx context.Context, dst *store, ref core.SessionRef, entries []c
 	if err != nil {
 		return nil, 0, fmt.Errorf("read what %s holds of %s: %w", dst.id, ref.Key(), err)
 	}
+	out, already := notIn(entries, have.Entries)
+	return out, already, nil
+}
+
+// notIn returns the entries that have lacks: those whose uuid it lacks, and
+// uuid-less lines beyond the byte-identical ones it has; and how many it
+// has already.
+func notIn(entries, have []core.Entry) ([]core.Entry, int64) {
 	uuids := map[string]bool{}
 	lines := map[string]int{}
-	for _, e := range have.Entries {
+	for _, e := range have {
 		if e.UUID != "" {
 			uuids[e.UUID] = true
 		} else {
@@ -308,7 +320,59 @@ func missingIn(ctx context.Context, dst *store, ref core.SessionRef, entries []c
 			out = append(out, e)
 		}
 	}
-	return out, already, nil
+	return out, already
+}
+
+// lifecycleOf returns a session's lifecycle records and checkpoints in a
+// store: the local store's sidecar, a backend's lifecycle subpath; nil
+// when it has none (or cannot hold them).
+func lifecycleOf(ctx context.Context, st *store, sessionID string) ([]core.Entry, error) {
+	if st.layout != nil {
+		es, _, err := st.layout.SidecarRecords(ctx, sessionID, "")
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, nil
+		}
+		return es, err
+	}
+	sl, ok := st.loader.(backend.SubpathLoader)
+	if !ok {
+		return nil, nil
+	}
+	t, err := sl.LoadSubpath(ctx, sessionID, backend.LifecycleSubpath)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t.Entries, nil
+}
+
+// copyLifecycle copies the lifecycle records dst lacks.
+func copyLifecycle(ctx context.Context, src, dst *store, sessionID string, rep *copyReport) (int64, error) {
+	life, err := lifecycleOf(ctx, src, sessionID)
+	if err != nil || len(life) == 0 {
+		return 0, err
+	}
+	have, err := lifecycleOf(ctx, dst, sessionID)
+	if err != nil {
+		return 0, fmt.Errorf("read the lifecycle records %s holds of %s: %w", dst.id, sessionID, err)
+	}
+	missing, already := notIn(life, have)
+	rep.Already += already
+	for i := range missing {
+		if missing[i].SessionID == "" {
+			missing[i].SessionID = sessionID
+		}
+	}
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	if err := dst.sink.Write(ctx, missing); err != nil {
+		return 0, fmt.Errorf("write the lifecycle records of %s into %s: %w", sessionID, dst.id, err)
+	}
+	rep.Copied += int64(len(missing))
+	return int64(len(missing)), nil
 }
 
 func isTerminal(w io.Writer) bool {

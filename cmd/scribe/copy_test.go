@@ -135,13 +135,14 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 }
 
 // transcripts returns every transcript file under a config folder's
-// projects/ (main and subagents) by its path there, with its bytes.
+// projects/ (main, subagents, their meta files, the lifecycle sidecars) by
+// its path there, with its bytes.
 func transcripts(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	root := filepath.Join(dir, "projects")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".meta.json")) || strings.HasSuffix(p, "scribe-lifecycle.jsonl") {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".meta.json")) {
 			return err
 		}
 		b, err := os.ReadFile(p)
@@ -183,7 +184,12 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 	if err := os.WriteFile(strings.TrimSuffix(metas[0], ".jsonl")+".meta.json", []byte(meta), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Checkpoints (lifecycle records in the sidecar) travel too.
+	mustScribe(t, env, "checkpoint", sampleSession, "--label", "before the fix", "--config", cfg, "--config-dir", src)
 	want := transcripts(t, src)
+	if _, ok := want["-home-alice-src-shop/"+sampleSession+"/scribe-lifecycle.jsonl"]; !ok {
+		t.Fatalf("no sidecar in the source: %v", keys(want))
+	}
 	if len(want) < 4 {
 		t.Fatalf("the source holds %d transcripts: %v", len(want), want)
 	}
@@ -210,8 +216,8 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 		return r
 	}
 	first := hop("jsonl/local", "s3/archive", src, true)
-	if first.Sessions != len(want)-subagents-1 || first.Subagents != subagents {
-		t.Fatalf("copy into s3: %+v, want %d sessions and %d subagents", first, len(want)-subagents-1, subagents)
+	if first.Sessions != len(want)-subagents-2 || first.Subagents != subagents {
+		t.Fatalf("copy into s3: %+v, want %d sessions and %d subagents", first, len(want)-subagents-2, subagents)
 	}
 	// What s3 now holds lists and shows as the local files do.
 	base := []string{"--config", cfg, "--config-dir", src}

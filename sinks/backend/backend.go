@@ -33,6 +33,12 @@ type Lister interface {
 	ListSubagents(ctx context.Context, projectKey, sessionID string) ([]string, error)
 }
 
+// SubpathLoader loads any subpath of a session, such as LifecycleSubpath.
+// A miss is core.ErrNotFound.
+type SubpathLoader interface {
+	LoadSubpath(ctx context.Context, sessionID, subpath string) (*core.Transcript, error)
+}
+
 // Subpath is the SDK's subpath of a ref: "" for the main transcript,
 // "subagents/agent-<id>" for a subagent's.
 func Subpath(ref core.SessionRef) string {

@@ -151,20 +151,32 @@ func (s *Store) projectKeys(ctx context.Context, entries []core.Entry) (map[stri
 // for byte; counted). A uuid stored twice (the reference adapter does not
 // stop that) is served once, said in the notes.
 func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
+	return s.load(ctx, ref, backend.Subpath(ref))
+}
+
+// LoadSubpath implements backend.SubpathLoader.
+func (s *Store) LoadSubpath(ctx context.Context, sessionID, subpath string) (*core.Transcript, error) {
+	return s.load(ctx, core.SessionRef{SessionID: sessionID}, subpath)
+}
+
+func (s *Store) load(ctx context.Context, ref core.SessionRef, sub string) (*core.Transcript, error) {
+	what := ref.SessionID
+	if sub != "" {
+		what += "/" + sub
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: load %s: %w", ref.Key(), err)
+		return nil, fmt.Errorf("postgres: load %s: %w", what, err)
 	}
 	pool, err := s.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sub := backend.Subpath(ref)
-	pk, err := s.findProject(ctx, pool, ref)
+	pk, err := s.findProject(ctx, pool, ref, sub)
 	if err != nil {
 		return nil, err
 	}
 	if pk == "" {
-		return nil, fmt.Errorf("postgres: %w: no rows for %s in table %s", core.ErrNotFound, ref.Key(), s.cfg.Table)
+		return nil, fmt.Errorf("postgres: %w: no rows for %s in table %s", core.ErrNotFound, what, s.cfg.Table)
 	}
 	q := `SELECT raw, entry::text FROM ` + s.table + ` WHERE project_key = $1 AND session_id = $2 AND `
 	args := []any{pk, ref.SessionID}
@@ -176,7 +188,7 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 	}
 	rows, err := pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: load %s: %w", ref.Key(), err)
+		return nil, fmt.Errorf("postgres: load %s: %w", what, err)
 	}
 	defer rows.Close()
 	t := &core.Transcript{Ref: ref}
@@ -186,7 +198,7 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		var raw *string
 		var obj string
 		if err := rows.Scan(&raw, &obj); err != nil {
-			return nil, fmt.Errorf("postgres: load %s: %w", ref.Key(), err)
+			return nil, fmt.Errorf("postgres: load %s: %w", what, err)
 		}
 		line := obj
 		if raw != nil {
@@ -196,14 +208,14 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		}
 		e, err := core.ParseEntryOwned([]byte(line))
 		if err != nil {
-			return nil, fmt.Errorf("postgres: load %s: row %d: %w", ref.Key(), len(t.Entries)+1, err)
+			return nil, fmt.Errorf("postgres: load %s: row %d: %w", what, len(t.Entries)+1, err)
 		}
 		if once.Keep(&e) {
 			t.Entries = append(t.Entries, e)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: load %s: %w", ref.Key(), err)
+		return nil, fmt.Errorf("postgres: load %s: %w", what, err)
 	}
 	if legacy > 0 {
 		s.legacyRows.Add(int64(legacy))
@@ -213,23 +225,23 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		t.Notes = append(t.Notes, fmt.Sprintf("%d rows repeat a uuid already read; served once", once.Repeats))
 	}
 	if len(t.Entries) == 0 {
-		return nil, fmt.Errorf("postgres: %w: no rows for %s in table %s", core.ErrNotFound, ref.Key(), s.cfg.Table)
+		return nil, fmt.Errorf("postgres: %w: no rows for %s in table %s", core.ErrNotFound, what, s.cfg.Table)
 	}
 	return t, nil
 }
 
-// findProject returns the project key that holds ref, preferring the one
-// of ref.CWD; "" when none does.
+// findProject returns the project key that holds the session's subpath,
+// preferring the one of ref.CWD; "" when none does.
 func (s *Store) findProject(ctx context.Context, pool interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, ref core.SessionRef) (string, error) {
+}, ref core.SessionRef, sub string) (string, error) {
 	want := ""
 	if ref.CWD != "" {
 		want = jsonl.SanitizePath(ref.CWD)
 	}
 	var pk string
 	err := pool.QueryRow(ctx, `SELECT project_key FROM `+s.table+` WHERE session_id = $1 AND COALESCE(subpath, '') = $2
-		GROUP BY project_key ORDER BY (project_key = $3) DESC, MIN(id) LIMIT 1`, ref.SessionID, backend.Subpath(ref), want).Scan(&pk)
+		GROUP BY project_key ORDER BY (project_key = $3) DESC, MIN(id) LIMIT 1`, ref.SessionID, sub, want).Scan(&pk)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/backend"
 )
 
 // CompactResult says what Compact did to one transcript.
@@ -25,7 +26,7 @@ type CompactResult struct {
 // the same, and the next Compact finishes the job. Parts stored while it
 // runs are left alone. Compact the sessions no one is writing.
 func (s *Store) Compact(ctx context.Context, ref core.SessionRef) (CompactResult, error) {
-	pk, err := s.findProject(ctx, ref)
+	pk, err := s.findProject(ctx, ref, backend.Subpath(ref))
 	if err != nil {
 		return CompactResult{}, err
 	}

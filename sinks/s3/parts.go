@@ -106,7 +106,7 @@ func (s *Store) projectKeys(ctx context.Context, entries []core.Entry) (map[stri
 		if k != "" || sid == "" {
 			continue
 		}
-		pk, err := s.findProject(ctx, core.SessionRef{SessionID: sid})
+		pk, err := s.findProject(ctx, core.SessionRef{SessionID: sid}, "")
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +245,7 @@ func (s *Store) partKeys(ctx context.Context, prefix string) ([]string, error) {
 
 // findProject returns the project key under which ref is stored,
 // preferring ref.CWD's; "" when none holds it.
-func (s *Store) findProject(ctx context.Context, ref core.SessionRef) (string, error) {
+func (s *Store) findProject(ctx context.Context, ref core.SessionRef, sub string) (string, error) {
 	var first []string
 	if ref.CWD != "" {
 		first = append(first, jsonl.SanitizePath(ref.CWD))
@@ -256,7 +256,7 @@ func (s *Store) findProject(ctx context.Context, ref core.SessionRef) (string, e
 	}
 	s.mu.Unlock()
 	for _, pk := range first {
-		keys, err := s.partKeys(ctx, s.transcriptPrefix(pk, ref))
+		keys, err := s.partKeys(ctx, s.subpathPrefix(pk, ref.SessionID, sub))
 		if err != nil || len(keys) > 0 {
 			return pk, err
 		}
@@ -270,7 +270,7 @@ func (s *Store) findProject(ctx context.Context, ref core.SessionRef) (string, e
 		return "", err
 	}
 	for _, pk := range projects {
-		keys, err := s.partKeys(ctx, s.transcriptPrefix(pk, ref))
+		keys, err := s.partKeys(ctx, s.subpathPrefix(pk, ref.SessionID, sub))
 		if err != nil {
 			return "", err
 		}
@@ -298,17 +298,30 @@ func (s *Store) get(ctx context.Context, key string) ([]byte, error) {
 // as stored, each uuid served once (a part stored twice, by a retry, is
 // said in the notes).
 func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("s3: load %s: %w", ref.Key(), err)
+	return s.load(ctx, ref, backend.Subpath(ref))
+}
+
+// LoadSubpath implements backend.SubpathLoader.
+func (s *Store) LoadSubpath(ctx context.Context, sessionID, subpath string) (*core.Transcript, error) {
+	return s.load(ctx, core.SessionRef{SessionID: sessionID}, subpath)
+}
+
+func (s *Store) load(ctx context.Context, ref core.SessionRef, sub string) (*core.Transcript, error) {
+	what := ref.SessionID
+	if sub != "" {
+		what += "/" + sub
 	}
-	pk, err := s.findProject(ctx, ref)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("s3: load %s: %w", what, err)
+	}
+	pk, err := s.findProject(ctx, ref, sub)
 	if err != nil {
 		return nil, err
 	}
 	if pk == "" {
-		return nil, fmt.Errorf("s3: %w: no parts for %s in bucket %s", core.ErrNotFound, ref.Key(), s.cfg.Bucket)
+		return nil, fmt.Errorf("s3: %w: no parts for %s in bucket %s", core.ErrNotFound, what, s.cfg.Bucket)
 	}
-	keys, err := s.partKeys(ctx, s.transcriptPrefix(pk, ref))
+	keys, err := s.partKeys(ctx, s.subpathPrefix(pk, ref.SessionID, sub))
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +338,7 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 			}
 			e, err := core.ParseEntryOwned(line)
 			if err != nil {
-				return nil, fmt.Errorf("s3: load %s: part %s: %w", ref.Key(), k, err)
+				return nil, fmt.Errorf("s3: load %s: part %s: %w", what, k, err)
 			}
 			if once.Keep(&e) {
 				t.Entries = append(t.Entries, e)
@@ -337,7 +350,7 @@ func (s *Store) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript
 		t.Notes = append(t.Notes, fmt.Sprintf("%d lines repeat a uuid already read; served once", once.Repeats))
 	}
 	if len(t.Entries) == 0 {
-		return nil, fmt.Errorf("s3: %w: no lines for %s in bucket %s", core.ErrNotFound, ref.Key(), s.cfg.Bucket)
+		return nil, fmt.Errorf("s3: %w: no lines for %s in bucket %s", core.ErrNotFound, what, s.cfg.Bucket)
 	}
 	return t, nil
 }
