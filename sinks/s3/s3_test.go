@@ -273,3 +273,46 @@ func TestCredentialsFile(t *testing.T) {
 		t.Fatal("wrong credentials from the environment were accepted: the test proves nothing")
 	}
 }
+
+// A buffer is stored as a part once it reaches part_bytes (during Write)
+// and once part_interval passes (by the timer), without a Flush.
+func TestPartsBySizeAndTime(t *testing.T) {
+	ctx := context.Background()
+	srv := testbackend.S3(t)
+	cfg := configFor(srv)
+	cfg.PartBytes, cfg.PartInterval = 200, "1h"
+	s := newStore(t, srv, cfg)
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const sid = "0565a3a4-0000-4000-8000-0000000000e4"
+	var lines []string
+	for i := range 3 {
+		lines = append(lines, coretest.Line(core.TypeUser, sid, fmt.Sprintf("6e000000-0000-4000-8000-%012d", i), ""))
+	}
+	for _, l := range lines {
+		if err := s.Write(ctx, backendtest.Entries(t, []string{l})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys := listAll(t, s); len(keys) != 3 {
+		t.Fatalf("with part_bytes 200, three writes of a longer line stored %v", keys)
+	}
+
+	timed := configFor(srv)
+	timed.Prefix, timed.PartInterval = "timed/", "20ms"
+	s2 := newStore(t, srv, timed)
+	if err := s2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Write(ctx, backendtest.Entries(t, lines)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s2.Report()["parts"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := backendtest.RawLines(t, newStore(t, srv, timed), core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, lines) {
+		t.Fatalf("the timer stored %q, want %q (no Flush was called)", got, lines)
+	}
+}
