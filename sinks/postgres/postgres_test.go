@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -290,4 +292,46 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var _ backend.Lister = (*Store)(nil)
+}
+
+// A line without a session stops the batch there: what came before it is
+// stored, and the error says how many were taken.
+func TestWriteStopsAtALineWithoutSession(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, testbackend.Postgres(t))
+	const sid = "0565a3a4-0000-4000-8000-0000000000f1"
+	ok1 := coretest.Line(core.TypeUser, sid, "5f000000-0000-4000-8000-000000000001", "")
+	bad := `{"type":"custom-title","customTitle":"nobody's"}`
+	ok2 := coretest.Line(core.TypeAssistant, sid, "5f000000-0000-4000-8000-000000000002", "5f000000-0000-4000-8000-000000000001")
+	err := s.Write(ctx, backendtest.Entries(t, []string{ok1, bad, ok2}))
+	var pe *core.PartialError
+	if !errors.As(err, &pe) || pe.N != 1 || !core.IsPermanent(err) {
+		t.Fatalf("Write: %v, want a permanent PartialError after 1 entry", err)
+	}
+	if got := backendtest.RawLines(t, s, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{ok1}) {
+		t.Fatalf("stored %q, want the entry before the bad line", got)
+	}
+}
+
+// A batch over one statement's bound is inserted in several, in order.
+func TestLargeBatchInOrder(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, testbackend.Postgres(t))
+	const sid = "0565a3a4-0000-4000-8000-0000000000f2"
+	var lines []string
+	parent := ""
+	for i := range maxInsertRows + 10 {
+		u := fmt.Sprintf("60000000-0000-4000-8000-%012d", i)
+		lines = append(lines, coretest.Line(core.TypeUser, sid, u, parent))
+		parent = u
+	}
+	if err := s.Write(ctx, backendtest.Entries(t, lines)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Report()["insert_statements"]; n != 2 {
+		t.Fatalf("%d statements, want 2", n)
+	}
+	if got := backendtest.RawLines(t, s, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, lines) {
+		t.Fatalf("got %d lines (in order: %v), want %d", len(got), len(got) == len(lines), len(lines))
+	}
 }

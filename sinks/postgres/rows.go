@@ -7,36 +7,46 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-// Write implements core.Sink: the batch is one INSERT (the rows passed as
-// arrays and unnested: a function scan yields them in array order, so ids
-// follow the batch's order; no sort, which would spill large batches to
-// disk), committed before Write returns. A uuid
-// already stored for the transcript is skipped by the unique index and
-// counted as a duplicate.
+// maxInsertBytes and maxInsertRows bound one INSERT statement.
+const (
+	maxInsertBytes = 8 << 20
+	maxInsertRows  = 5000
+)
+
+// Write implements core.Sink: the batch is one INSERT per 8 MiB or 5000
+// rows (the rows passed as arrays and unnested: a function scan yields
+// them in array order, so ids follow the batch's order; no sort, which
+// would spill large batches to disk), each committed before the next
+// starts and all before Write returns. A uuid already stored for the
+// transcript is skipped by the unique index and counted as a duplicate.
+// When a statement fails, the entries before it are stored: the error is
+// a core.PartialError saying how many.
 func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	pool, err := s.db(ctx)
-	if err != nil {
+	if _, err := s.db(ctx); err != nil {
 		return err
 	}
 	keys, err := s.projectKeys(ctx, entries)
 	if err != nil {
 		return err
 	}
-	n := len(entries)
-	pks, sids, raws, objs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-	subs, uuids := make([]*string, 0, n), make([]*string, 0, n)
+	var b insertBatch
+	start := 0 // the first entry of the batch being built
 	for i := range entries {
 		e := &entries[i]
 		if e.SessionID == "" {
+			if err := s.insert(ctx, &b, start); err != nil {
+				return err
+			}
 			return &core.PartialError{N: i, Err: core.Rejectf("postgres: line without a sessionId")}
 		}
 		sub, skip := backend.EntrySubpath(e)
@@ -44,29 +54,63 @@ func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 			s.eventsSkipped.Add(1)
 			continue
 		}
-		pks = append(pks, keys[e.SessionID])
-		sids = append(sids, e.SessionID)
-		subs = append(subs, nullable(sub))
-		uuids = append(uuids, nullable(e.UUID))
-		raw := string(e.Raw)
-		raws = append(raws, raw)
-		objs = append(objs, s.jsonbText(raw))
+		b.add(keys[e.SessionID], e, sub, s.jsonbText(string(e.Raw)))
+		if b.bytes >= maxInsertBytes || len(b.raws) >= maxInsertRows {
+			if err := s.insert(ctx, &b, start); err != nil {
+				return err
+			}
+			start = i + 1
+		}
 	}
-	if len(raws) == 0 {
+	return s.insert(ctx, &b, start)
+}
+
+// insertBatch is the columns of one INSERT.
+type insertBatch struct {
+	pks, sids, raws, objs []string
+	subs, uuids           []*string
+	bytes                 int
+}
+
+func (b *insertBatch) add(pk string, e *core.Entry, sub, obj string) {
+	b.pks = append(b.pks, pk)
+	b.sids = append(b.sids, e.SessionID)
+	b.subs = append(b.subs, nullable(sub))
+	b.uuids = append(b.uuids, nullable(e.UUID))
+	b.raws = append(b.raws, string(e.Raw))
+	b.objs = append(b.objs, obj)
+	b.bytes += 2 * len(e.Raw)
+}
+
+// insert runs the batch's INSERT and empties it. start is the index in
+// Write's entries of the batch's first entry, for the PartialError.
+func (s *Store) insert(ctx context.Context, b *insertBatch, start int) error {
+	n := len(b.raws)
+	if n == 0 {
 		return nil
 	}
-	n = len(raws)
-	tag, err := pool.Exec(ctx, `INSERT INTO `+s.table+` (project_key, session_id, subpath, uuid, entry, raw)
+	pool, err := s.db(ctx)
+	if err == nil {
+		var tag pgconn.CommandTag
+		tag, err = pool.Exec(ctx, `INSERT INTO `+s.table+` (project_key, session_id, subpath, uuid, entry, raw)
 		SELECT pk, sid, sub, u, e::jsonb, r
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS x(pk, sid, sub, u, e, r)
 		ON CONFLICT (project_key, session_id, (COALESCE(subpath, '')), uuid) WHERE uuid IS NOT NULL DO NOTHING`,
-		pks, sids, subs, uuids, objs, raws)
-	if err != nil {
-		return fmt.Errorf("postgres: insert %d entries into %s: %w", n, s.cfg.Table, err)
+			b.pks, b.sids, b.subs, b.uuids, b.objs, b.raws)
+		if err == nil {
+			s.statements.Add(1)
+			s.inserted.Add(tag.RowsAffected())
+			s.duplicates.Add(int64(n) - tag.RowsAffected())
+		}
 	}
-	s.statements.Add(1)
-	s.inserted.Add(tag.RowsAffected())
-	s.duplicates.Add(int64(n) - tag.RowsAffected())
+	*b = insertBatch{}
+	if err != nil {
+		err = fmt.Errorf("postgres: insert %d entries into %s: %w", n, s.cfg.Table, err)
+		if start > 0 {
+			return &core.PartialError{N: start, Err: err}
+		}
+		return err
+	}
 	return nil
 }
 
