@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/e0dc0000/scribe/internal/testbackend"
 	"github.com/e0dc0000/scribe/internal/testenv"
@@ -22,6 +25,13 @@ func TestMain(m *testing.M) { os.Exit(testbackend.Main(m)) }
 // fresh storage, the pipeline's sinks as given. It returns the config file
 // and the environment the S3 credentials come from.
 func backends(t *testing.T, sinks string) (string, []string) {
+	t.Helper()
+	cfg, env, _ := backendsWithURL(t, sinks)
+	return cfg, env
+}
+
+// backendsWithURL is backends, also returning the database's URL.
+func backendsWithURL(t *testing.T, sinks string) (string, []string, string) {
 	t.Helper()
 	pg := testbackend.Postgres(t)
 	srv := testbackend.S3(t)
@@ -43,7 +53,7 @@ sink "s3" "archive" {
 	if err := os.WriteFile(p, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return p, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey}
+	return p, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey}, pg
 }
 
 // scribeIn runs the built scribe with extra environment and returns
@@ -68,10 +78,48 @@ const sampleSession = "7b3c2a10-5d4e-4f6a-9b8c-1d2e3f4a5b6c"
 // shown --from postgres exactly as from the local files; it resumes from
 // there and forks into it.
 func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
-	cfg, env := backends(t, `"jsonl/local", "postgres/team"`)
+	cfg, env, url := backendsWithURL(t, `"jsonl/local", "postgres/team"`)
 	dir := t.TempDir()
 	sample := filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl")
 	mustScribe(t, env, "record", "--config", cfg, "--config-dir", dir, sample)
+
+	// The SDK's reference adapter's load query returns the transcript
+	// Claude Code's file holds, deep-equal.
+	local, err := os.ReadFile(filepath.Join(dir, "projects", "-home-alice-src-shop", sampleSession+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []any
+	for _, l := range strings.Split(strings.TrimSpace(string(local)), "\n") {
+		var v any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, v)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT entry FROM claude_session_entries WHERE project_key=$1 AND session_id=$2 AND subpath IS NULL ORDER BY id`,
+		"-home-alice-src-shop", sampleSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []any
+	for rows.Next() {
+		var v any
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	rows.Close()
+	if !reflect.DeepEqual(got, want) || len(got) < 3 {
+		t.Fatalf("the reference adapter's query loads %d entries, the local file holds %d (or they differ)", len(got), len(want))
+	}
 	base := []string{"--config", cfg, "--config-dir", dir}
 	from := append(append([]string{}, base...), "--from", "postgres/team")
 
