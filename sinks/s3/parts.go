@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -174,11 +175,23 @@ func (s *Store) putParts(ctx context.Context, all bool) error {
 	return errors.Join(errs...)
 }
 
-// putPart stores one part with the next key of its transcript.
+// putPart stores one part with the next key of its transcript: its time
+// is after the transcript's last part (looked up once per transcript, so
+// another writer's parts or a clock set back cannot put it before them).
 func (s *Store) putPart(ctx context.Context, prefix string, data []byte) error {
 	s.mu.Lock()
-	ms := max(time.Now().UnixMilli(), s.lastMs[prefix]+1)
+	last, known := s.lastMs[prefix]
 	s.mu.Unlock()
+	if !known {
+		keys, err := s.partKeys(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		if n := len(keys); n > 0 {
+			last = partTime(keys[n-1])
+		}
+	}
+	ms := max(time.Now().UnixMilli(), last+1)
 	key := prefix + partName(ms, rand6())
 	if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &s.cfg.Bucket, Key: &key, Body: bytes.NewReader(data),
@@ -192,6 +205,14 @@ func (s *Store) putPart(ctx context.Context, prefix string, data []byte) error {
 	s.parts.Add(1)
 	s.bytes.Add(int64(len(data)))
 	return nil
+}
+
+// partTime is the epoch milliseconds in a part's key (0 when it has none).
+func partTime(key string) int64 {
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	digits, _, _ := strings.Cut(strings.TrimPrefix(name, "part-"), "-")
+	ms, _ := strconv.ParseInt(digits, 10, 64)
+	return ms
 }
 
 // partName is part-{epochMs13}-{rand6}.jsonl.

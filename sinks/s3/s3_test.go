@@ -316,3 +316,30 @@ func TestPartsBySizeAndTime(t *testing.T) {
 		t.Fatalf("the timer stored %q, want %q (no Flush was called)", got, lines)
 	}
 }
+
+// A part is stored after the transcript's last part, even one stored
+// with a time ahead of this machine's clock by another writer.
+func TestPartAfterTheLastOne(t *testing.T) {
+	ctx := context.Background()
+	srv := testbackend.S3(t)
+	cfg := configFor(srv)
+	s := newStore(t, srv, cfg)
+	const sid = "0565a3a4-0000-4000-8000-0000000000e5"
+	pk := jsonl.SanitizePath("/home/alice/src/shop")
+	first := coretest.Line(core.TypeUser, sid, "6f000000-0000-4000-8000-000000000001", "")
+	future := time.Now().Add(24 * time.Hour).UnixMilli()
+	key := "sessions/" + pk + "/" + sid + "/" + partName(future, "zzzzzz")
+	if _, err := srv.Client().PutObject(ctx, putInput(srv.Bucket, key, first+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	second := coretest.Line(core.TypeAssistant, sid, "6f000000-0000-4000-8000-000000000002", "6f000000-0000-4000-8000-000000000001")
+	if err := s.Write(ctx, backendtest.Entries(t, []string{second})); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := backendtest.RawLines(t, s, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{first, second}) {
+		t.Fatalf("got %q", got)
+	}
+}
