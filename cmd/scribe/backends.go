@@ -257,6 +257,16 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 			cleanup()
 			return jsonl.Layout{}, nil, fmt.Errorf("write %s from %s: %w", s.SessionID, st.id, err)
 		}
+		if life, err := lifecycleOf(ctx, st, s.SessionID); err != nil || len(life) > 0 {
+			// The sidecar: show --system and checkpoints read it.
+			if err == nil {
+				err = write(jsonl.SidecarFile(pdir, s.SessionID), &core.Transcript{Entries: life}, s.MTime)
+			}
+			if err != nil {
+				cleanup()
+				return jsonl.Layout{}, nil, fmt.Errorf("lifecycle records of %s from %s: %w", s.SessionID, st.id, err)
+			}
+		}
 		agents, err := st.lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
 		if err != nil {
 			cleanup()

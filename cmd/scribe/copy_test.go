@@ -160,6 +160,14 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 		t.Fatalf("resume --from postgres/team: %s (%v)", out, err)
 	}
 
+	// A resume through the pipeline records its lifecycle record in both
+	// stores; show --system prints it from either.
+	mustScribe(t, env, append([]string{"resume", sampleSession}, base...)...)
+	sys := []string{"show", sampleSession, "--system"}
+	if l, r := mustScribe(t, env, append(sys, base...)...), mustScribe(t, env, append(sys, from...)...); l != r || !strings.Contains(l, "resumed") {
+		t.Fatalf("show --system --from postgres/team:\n%s\nlocal:\n%s", r, l)
+	}
+
 	// fork --from writes the fork into the store.
 	var fork struct {
 		SessionID, ForkedFrom, Path string
