@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bucket: required"))
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("endpoint %q: want a URL such as http://127.0.0.1:7070 or https://s3.example.com", c.Endpoint))
+		}
 	}
 	if c.Region == "" {
 		errs = append(errs, errors.New(`region: required (e.g. "us-east-1")`))

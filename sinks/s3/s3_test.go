@@ -236,6 +236,11 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("inline secret: %v", err)
 	}
 	c = DefaultConfig()
+	c.Bucket, c.Endpoint = "b", "127.0.0.1:7070"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "endpoint") {
+		t.Fatalf("an endpoint without a scheme: %v", err)
+	}
+	c = DefaultConfig()
 	c.PartInterval = "soon"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "bucket") || !strings.Contains(err.Error(), "part_interval") {
 		t.Fatalf("every problem: %v", err)
