@@ -69,6 +69,9 @@ type copyReport struct {
 	Copied   int64    `json:"copied"`
 	Already  int64    `json:"alreadyThere"`
 	Failed   []string `json:"failed"`
+	// Notes say what a source held that could not be copied (malformed
+	// lines), per transcript.
+	Notes []string `json:"notes"`
 }
 
 func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []string, asJSON bool) error {
@@ -126,7 +129,7 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 		return sessions[i].ProjectKey < sessions[j].ProjectKey
 	})
 
-	rep := copyReport{From: from, To: to, Failed: []string{}}
+	rep := copyReport{From: from, To: to, Failed: []string{}, Notes: []string{}}
 	var read atomic.Int64
 	bar := newProgressBar(cmd.ErrOrStderr(), "copy", !isTerminal(cmd.ErrOrStderr()))
 	bar.start(-1, len(sessions), &read)
@@ -157,6 +160,9 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 	} else {
 		fmt.Fprintf(out, "copied %d sessions (%d subagents) from %s to %s: %d entries written, %d already there\n",
 			rep.Sessions, rep.Subagent, from, to, rep.Copied, rep.Already)
+		for _, n := range rep.Notes {
+			fmt.Fprintf(out, "note: %s\n", n)
+		}
 		if len(rep.Failed) > 0 {
 			fmt.Fprintf(out, "failed: %d sessions: %v\n", len(rep.Failed), rep.Failed)
 		}
@@ -190,9 +196,12 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 	var written int64
 	metas := map[core.SessionRef]core.Entry{}
 	for _, ref := range refs {
-		entries, err := copyEntries(ctx, src, ref)
+		entries, notes, err := copyEntries(ctx, src, ref)
 		if err != nil {
 			return written, 0, err
+		}
+		for _, n := range notes {
+			rep.Notes = append(rep.Notes, ref.Key()+": "+n)
 		}
 		if dst.layout != nil && ref.AgentID != "" {
 			// The local store keeps it as the meta file, not a line.
@@ -249,10 +258,10 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 // sessionId (snapshots, summaries) are routed to the transcript they were
 // read from, and a local subagent's meta file comes last as the SDK's
 // agent_metadata entry.
-func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.Entry, error) {
-	t, err := src.loader.Load(ctx, ref)
+func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.Entry, []string, error) {
+	t, err := readTranscript(ctx, src, ref)
 	if err != nil {
-		return nil, fmt.Errorf("load %s from %s: %w", ref.Key(), src.id, err)
+		return nil, nil, fmt.Errorf("load %s from %s: %w", ref.Key(), src.id, err)
 	}
 	for i := range t.Entries {
 		e := &t.Entries[i]
@@ -264,26 +273,66 @@ func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.E
 		}
 	}
 	if src.layout == nil || ref.AgentID == "" {
-		return t.Entries, nil
+		return t.Entries, t.Notes, nil
 	}
 	path, err := localAgentFile(*src.layout, ref)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	meta, ok, err := agentMetaEntry(metaPath(path), ref)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ok {
 		t.Entries = append(t.Entries, meta)
 	}
-	return t.Entries, nil
+	return t.Entries, t.Notes, nil
+}
+
+// readTranscript reads all of a transcript for a copy: a local file whole
+// (the local loader serves resume, so it reads a large file from its last
+// compaction on and refuses a damaged chain), else the store's load. What
+// a local file holds that is no entry (a malformed or torn line) is said
+// in the notes.
+func readTranscript(ctx context.Context, st *store, ref core.SessionRef) (*core.Transcript, error) {
+	if st.layout == nil {
+		return st.loader.Load(ctx, ref)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := st.layout.FindSession(ref.SessionID, "")
+	if err != nil {
+		return nil, err
+	}
+	path := jsonl.MainFile(dir, ref.SessionID)
+	if ref.AgentID != "" {
+		path = jsonl.AgentFile(dir, ref.SessionID, ref.AgentID)
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: %s is not in %s", core.ErrNotFound, ref.Key(), st.layout.ProjectsDir())
+	}
+	entries, rep, err := jsonl.ReadFile(path, jsonl.ReadOptions{NoPrecompactSkip: true})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", core.ErrNotFound, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &core.Transcript{Ref: ref, Entries: entries}
+	if n := len(rep.Malformed); n > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d malformed lines of %s are not entries: not copied", n, path))
+	}
+	if rep.Torn {
+		t.Notes = append(t.Notes, "the torn last line of "+path+" is not copied")
+	}
+	return t, nil
 }
 
 // missingIn returns the entries dst does not hold yet for ref, and how
 // many it holds already.
 func missingIn(ctx context.Context, dst *store, ref core.SessionRef, entries []core.Entry) ([]core.Entry, int64, error) {
-	have, err := dst.loader.Load(ctx, ref)
+	have, err := readTranscript(ctx, dst, ref)
 	if errors.Is(err, core.ErrNotFound) {
 		return entries, 0, nil
 	}

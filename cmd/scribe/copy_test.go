@@ -331,6 +331,7 @@ type copyReportT struct {
 	Copied    int64    `json:"copied"`
 	Already   int64    `json:"alreadyThere"`
 	Failed    []string `json:"failed"`
+	Notes     []string `json:"notes"`
 }
 
 func keys(m map[string]string) []string {
@@ -441,5 +442,77 @@ func TestInlineS3SecretIsAConfigError(t *testing.T) {
 	}
 	if _, errs, code := scribeIn(t, nil, "ls", "--from", "s3/archive", "--config", p); code != 2 || !strings.Contains(errs, "secret_access_key") {
 		t.Fatalf("ls --from a block with a secret: exit %d %s", code, errs)
+	}
+}
+
+// A local transcript is copied whole: a file over 5 MiB with a compact
+// boundary in the middle (which resume reads from the boundary on) comes
+// back byte for byte, and copying it again finds everything there. A
+// malformed line cannot travel: the summary says so.
+func TestCopyTakesLargeCompactedFilesWhole(t *testing.T) {
+	cfg, env := backends(t, `"jsonl/local"`)
+	src, dst := t.TempDir(), t.TempDir()
+	const sid = "0565a3a4-0000-4000-8000-00000000c0de"
+	var b strings.Builder
+	parent := ""
+	pad := strings.Repeat("x", 2200)
+	for i := range 2600 {
+		u := fmt.Sprintf("7b000000-0000-4000-8000-%012d", i)
+		if i == 1300 {
+			fmt.Fprintf(&b, `{"parentUuid":null,"logicalParentUuid":%q,"isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-10T12:00:00.000Z","uuid":%q,"level":"info","userType":"external","cwd":"/home/alice/src/shop","sessionId":%q}`+"\n", parent, u, sid)
+			parent = u
+			continue
+		}
+		typ := "user"
+		if i%2 == 1 {
+			typ = "assistant"
+		}
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		fmt.Fprintf(&b, `{"parentUuid":%s,"isSidechain":false,"type":%q,"message":{"role":%q,"content":"%s %d"},"uuid":%q,"timestamp":"2026-01-10T11:00:02.267Z","userType":"external","cwd":"/home/alice/src/shop","sessionId":%q}`+"\n", p, typ, typ, pad, i, u, sid)
+		parent = u
+	}
+	big := b.String()
+	if len(big) < 5<<20 {
+		t.Fatalf("the session is %d bytes: not over 5 MiB", len(big))
+	}
+	rel := filepath.Join("-home-alice-src-shop", sid+".jsonl")
+	put := func(dir, body string) {
+		p := filepath.Join(dir, "projects", rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(src, big)
+	run := func(from, to, dir string) copyReportT {
+		out := mustScribe(t, env, "copy", "--config", cfg, "--config-dir", dir, "--from", from, "--to", to, "--all", "--json")
+		var r copyReportT
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("copy printed %s: %v", out, err)
+		}
+		return r
+	}
+	if r := run("jsonl/local", "s3/archive", src); r.Copied != 2600 {
+		t.Fatalf("copy into s3: %+v, want all 2600 entries", r)
+	}
+	run("s3/archive", "jsonl/local", dst)
+	if got := transcripts(t, dst)[rel]; got != big {
+		t.Fatalf("the large session came back as %d bytes, want %d", len(got), len(big))
+	}
+	if r := run("s3/archive", "jsonl/local", dst); r.Copied != 0 || r.Already != 2600 {
+		t.Fatalf("copying again into the local store: %+v", r)
+	}
+
+	bad := t.TempDir()
+	lines := strings.SplitAfter(big, "\n")
+	put(bad, lines[0]+"{not json\n"+lines[1])
+	r := run("jsonl/local", "postgres/team", bad)
+	if r.Copied != 2 || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "1 malformed lines") {
+		t.Fatalf("a file with a malformed line: %+v", r)
 	}
 }
