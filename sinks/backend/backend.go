@@ -127,3 +127,12 @@ func (u *UUIDOnce) Keep(e *core.Entry) bool {
 	u.seen[e.UUID] = true
 	return true
 }
+
+// CheckEntry is the stores' core.EntryChecker: a line without a session id
+// has no key to be stored under.
+func CheckEntry(store string, e *core.Entry) error {
+	if e.SessionID == "" {
+		return core.Rejectf("%s: line without a sessionId", store)
+	}
+	return nil
+}

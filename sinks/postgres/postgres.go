@@ -99,7 +99,12 @@ var (
 	_ core.Seeder    = (*Store)(nil)
 	_ core.Reporter  = (*Store)(nil)
 	_ backend.Lister = (*Store)(nil)
+
+	_ core.EntryChecker = (*Store)(nil)
 )
+
+// CheckEntry implements core.EntryChecker.
+func (s *Store) CheckEntry(e *core.Entry) error { return backend.CheckEntry("postgres", e) }
 
 // New returns an unstarted store. workDir is the project of entries that
 // carry no cwd and belong to no session seen before.

@@ -47,7 +47,7 @@ func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 			if err := s.insert(ctx, &b, start); err != nil {
 				return err
 			}
-			return &core.PartialError{N: i, Err: core.Rejectf("postgres: line without a sessionId")}
+			return &core.PartialError{N: i, Err: s.CheckEntry(e)}
 		}
 		sub, skip := backend.EntrySubpath(e)
 		if skip {

@@ -55,7 +55,7 @@ func (s *Store) Write(ctx context.Context, entries []core.Entry) error {
 		e := &entries[i]
 		if e.SessionID == "" {
 			s.mu.Unlock()
-			return &core.PartialError{N: i, Err: core.Rejectf("s3: line without a sessionId")}
+			return &core.PartialError{N: i, Err: s.CheckEntry(e)}
 		}
 		sub, skip := backend.EntrySubpath(e)
 		if skip {

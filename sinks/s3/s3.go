@@ -141,7 +141,12 @@ var (
 	_ core.Seeder    = (*Store)(nil)
 	_ core.Reporter  = (*Store)(nil)
 	_ backend.Lister = (*Store)(nil)
+
+	_ core.EntryChecker = (*Store)(nil)
 )
+
+// CheckEntry implements core.EntryChecker.
+func (s *Store) CheckEntry(e *core.Entry) error { return backend.CheckEntry("s3", e) }
 
 // New returns an unstarted store. environ is the environment the host
 // exposes (AWS_ACCESS_KEY_ID and friends are read from it); workDir is the
