@@ -159,6 +159,7 @@ func (d *Detector) findIn(out []Finding, key string, text []byte, offs []int, ba
 		}
 		merged = append(merged, w)
 	}
+	marks := markerSpans(text)
 	first := len(out)
 	for _, w := range merged {
 		r := &d.rules[w.rule]
@@ -168,6 +169,9 @@ func (d *Detector) findIn(out []Finding, key string, text []byte, offs []int, ba
 				continue
 			}
 			a, b = a+w.from, b+w.from
+			if overlapsAny(marks, a, b) {
+				continue // a marker of an earlier redaction
+			}
 			secret := string(text[a:b])
 			if !d.keep(r, secret) {
 				continue
@@ -181,6 +185,36 @@ func (d *Detector) findIn(out []Finding, key string, text []byte, offs []int, ba
 		}
 	}
 	return dropOverlaps(out, first)
+}
+
+// markerPrefix starts every marker.
+var markerPrefix = []byte("[REDACTED:")
+
+// markerSpans returns the [start, end) spans of the markers in text.
+func markerSpans(text []byte) [][2]int {
+	var out [][2]int
+	for at := 0; ; {
+		i := bytes.Index(text[at:], markerPrefix)
+		if i < 0 {
+			return out
+		}
+		a := at + i
+		j := bytes.IndexByte(text[a:], ']')
+		if j < 0 {
+			return append(out, [2]int{a, len(text)})
+		}
+		out = append(out, [2]int{a, a + j + 1})
+		at = a + j + 1
+	}
+}
+
+func overlapsAny(spans [][2]int, a, b int) bool {
+	for _, s := range spans {
+		if a < s[1] && s[0] < b {
+			return true
+		}
+	}
+	return false
 }
 
 // keep applies a rule's entropy, digit and allow conditions and the

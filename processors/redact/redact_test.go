@@ -65,6 +65,14 @@ func TestCorpusEverySecretRedacted(t *testing.T) {
 	if leaks := redacttest.Leaks(out.Bytes(), secrets); len(leaks) > 0 {
 		t.Fatalf("secrets left after redaction: %v", leaks)
 	}
+	// Redacting the redacted transcript finds nothing: no rule matches a
+	// marker or a piece of one.
+	fresh := testRedactor(t, nil)
+	for _, line := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
+		if fs := fresh.Scan(line); len(fs) > 0 {
+			t.Fatalf("a second pass found %+v in\n%s", fs, line)
+		}
+	}
 	for _, s := range secrets {
 		if rules[s.Rule] == 0 {
 			t.Errorf("%s: rule %s never fired", s.Kind, s.Rule)

@@ -105,7 +105,7 @@ func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
 // genericAllow are values of generic assignments that are placeholders or
 // references, not secrets.
 var genericAllow = []string{
-	`^\$\{?[A-Za-z_]`,               // $VAR, ${VAR}
+	`^\$\{?[A-Za-z_]`,                       // $VAR, ${VAR}
 	`^(?:<|\{\{|%[sd(]|\*{3,}|x{5,}|X{5,})`, // <your-key>, {{ .Token }}, %s, ***, xxxxx
 	`(?i)^(?:true|false|null|none|undefined|changeme|password|example|redacted)`,
 	`^\[REDACTED:`,
