@@ -203,7 +203,7 @@ func TestScanOutputsAndExitStatus(t *testing.T) {
 				RuleID    string `json:"ruleId"`
 				Locations []struct {
 					PhysicalLocation struct {
-						ArtifactLocation struct{ URI string } `json:"artifactLocation"`
+						ArtifactLocation struct{ URI string }    `json:"artifactLocation"`
 						Region           struct{ StartLine int } `json:"region"`
 					} `json:"physicalLocation"`
 				} `json:"locations"`
