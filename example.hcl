@@ -292,4 +292,8 @@ server {
   #     { sha256 = "<64 hex digits>", tenant = "acme", scopes = ["read", "write"] },
   #   ]
   tokens = []
+
+  # The processor "redact" block (its name) that redacts every entry
+  # before it is stored, whoever sent it. Default: "" (stored as sent).
+  redact = ""
 }

@@ -363,3 +363,38 @@ func sameMessagesButMarkers(t *testing.T, before, after []json.RawMessage) {
 		t.Fatal("the SDK reads no marker")
 	}
 }
+
+// TestServeRedactsBeforeStoring: with server { redact = "team" }, entries
+// a client sends unredacted (ingress PUTs and event batches) are stored
+// redacted: no secret in the server's data folder or in what it serves,
+// and the client's own copy stays as it was written.
+func TestServeRedactsBeforeStoring(t *testing.T) {
+	secrets := redacttest.Secrets(11)
+	main, sub := secretInputs(t, secrets)
+	srv := startCloudServer(t)
+	srv.stop()
+	b, _ := os.ReadFile(srv.cfg)
+	hcl := strings.Replace(string(b), "server {\n", "server {\n  redact = \"team\"\n", 1) + "processor \"redact\" \"team\" {}\n"
+	if err := os.WriteFile(srv.cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv.start()
+	cfg, configDir := cloudMachine(t, srv.url(), "jsonl/local", "events/team", "ingress/team")
+	if out, errs, code := cloudRun(t, "", "record", "--config", cfg, main, sub); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errs)
+	}
+	local, err := os.ReadFile(filepath.Join(configDir, "projects", "-home-ada-src-shop", secretSession+".jsonl"))
+	if err != nil || len(redacttest.Leaks(local, secrets)) != len(secrets) {
+		t.Fatalf("the local copy is not as written: %v", err)
+	}
+	if l := leaksUnder(t, srv.dataDir, secrets); len(l) > 0 {
+		t.Fatalf("secrets in the server's data folder: %v", l)
+	}
+	served := srv.get("/v1/session_ingress/session/" + secretSession)
+	if l := redacttest.Leaks(served, secrets); len(l) > 0 || !bytes.Contains(served, []byte("[REDACTED:")) {
+		t.Fatalf("the server serves %v", l)
+	}
+	if n := srv.metric("scribe_entries_processed_total"); n == 0 {
+		t.Fatal("no processed entries counted")
+	}
+}

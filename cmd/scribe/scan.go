@@ -23,6 +23,29 @@ import (
 // else redact/default), with its marker key.
 func redactorFor(ctx context.Context, cmd *cobra.Command, cfg *config.Config, l jsonl.Layout) (*redact.Redactor, *redact.Config, core.ID, error) {
 	name, _ := cmd.Flags().GetString("rules")
+	return redactorNamed(ctx, cfg, l, name, "--rules")
+}
+
+// serveProcessor is the processor of server { redact = NAME }: nil when
+// the option is empty.
+func serveProcessor(ctx context.Context, cfg *config.Config, name string) (core.Processor, error) {
+	if name == "" {
+		return nil, nil
+	}
+	dir, err := claudeConfigDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	red, _, id, err := redactorNamed(ctx, cfg, jsonl.Layout{ConfigDir: dir}, name, "server.redact")
+	if err != nil {
+		return nil, err
+	}
+	return redact.New(id, red), nil
+}
+
+// redactorNamed is redactorFor with the block's name given ("" for the
+// default); what names it in messages.
+func redactorNamed(ctx context.Context, cfg *config.Config, l jsonl.Layout, name, what string) (*redact.Redactor, *redact.Config, core.ID, error) {
 	id := core.ID{Type: "redact", Name: "default"}
 	if name != "" {
 		id.Name = name
@@ -42,7 +65,7 @@ func redactorFor(ctx context.Context, cmd *cobra.Command, cfg *config.Config, l 
 			return nil, nil, id, &exitError{code: 2, err: err}
 		}
 	case name != "":
-		return nil, nil, id, &exitError{code: 2, err: fmt.Errorf("--rules %s: no processor \"redact\" %q block in the configuration", name, name)}
+		return nil, nil, id, &exitError{code: 2, err: fmt.Errorf("%s %s: no processor \"redact\" %q block in the configuration", what, name, name)}
 	}
 	key, err := redact.LoadKey(ctx, c.Key, l.ConfigDir, os.Environ())
 	if err != nil {
