@@ -108,7 +108,7 @@ func (d *Detector) Scan(line []byte) []Finding {
 			return
 		}
 		raw := line[s:e]
-		if !d.kw.any(raw) {
+		if hits = d.kw.positions(raw, hits[:0]); !d.live(raw, hits) {
 			return
 		}
 		var text []byte
@@ -117,6 +117,42 @@ func (d *Detector) Scan(line []byte) []Finding {
 		out = d.findIn(out, key, text, offs, s, e-s, hits)
 	})
 	return out
+}
+
+// assignmentAt reports whether text at i continues a name (letters,
+// digits, '_', '-', '.') and then, after a quote and blanks, has ':' or
+// '='.
+func assignmentAt(text []byte, i int) bool {
+	for n := 0; i < len(text) && n < 64; i, n = i+1, n+1 {
+		c := text[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			break
+		}
+	}
+	if i+1 < len(text) && text[i] == '\\' && text[i+1] == '"' {
+		i += 2 // an escaped quote: the raw bytes of a nested JSON string
+	} else if i < len(text) && (text[i] == '"' || text[i] == '\'') {
+		i++
+	}
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	return i < len(text) && (text[i] == ':' || text[i] == '=')
+}
+
+// live reports whether some hit turns on a rule that could match there:
+// a rule that is not an Assignment, or one whose keyword is followed by
+// an assignment. It lets a string whose keywords are only prose skip
+// decoding and every regex.
+func (d *Detector) live(raw []byte, hits []hit) bool {
+	for _, h := range hits {
+		for _, ri := range d.kwRules[h.word] {
+			if !d.rules[ri].Assignment || assignmentAt(raw, h.pos+len(d.kw.words[h.word])) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // window is a part of a string a rule runs on.
@@ -137,6 +173,9 @@ func (d *Detector) findIn(out []Finding, key string, text []byte, offs []int, ba
 	var ws []window
 	for _, h := range hits {
 		for _, ri := range d.kwRules[h.word] {
+			if d.rules[ri].Assignment && !assignmentAt(text, h.pos+len(d.kw.words[h.word])) {
+				continue
+			}
 			span := d.rules[ri].Span
 			if span <= 0 {
 				span = defaultSpan

@@ -37,13 +37,6 @@ func lower(c byte) byte {
 // hit is a keyword found at a position.
 type hit struct{ word, pos int }
 
-// any reports whether some keyword occurs in b.
-func (ks *keywordSet) any(b []byte) bool {
-	found := false
-	ks.scan(b, func(int, int) bool { found = true; return false })
-	return found
-}
-
 // positions returns every keyword occurrence in b, in order of position.
 func (ks *keywordSet) positions(b []byte, out []hit) []hit {
 	ks.scan(b, func(w, at int) bool { out = append(out, hit{w, at}); return true })

@@ -36,6 +36,10 @@ type Rule struct {
 	// 1024. A match must lie within 128 bytes before a keyword and Span
 	// after it.
 	Span int `json:"span,omitempty"`
+	// Assignment: the rule runs only where a keyword is followed (after
+	// the rest of its name and a quote) by ':' or '=': NAME=value,
+	// "name": "value", Authorization: Bearer.
+	Assignment bool `json:"assignment,omitempty"`
 	// Generic: on the same bytes, any other rule's finding wins (and names
 	// the secret's kind).
 	Generic bool `json:"generic,omitempty"`
@@ -146,7 +150,7 @@ func BuiltinRules() []Rule {
 		{ID: "private-key", Regex: `-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`, Keywords: []string{"-----begin"}, Span: 32 << 10},
 		{ID: "database-url-password", Regex: `\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|jdbc:[a-z]+)://[^\s:/@"'<>]+:([^\s@/"'<>]{3,})@`, SecretGroup: 1, Keywords: []string{"postgres", "mysql", "mariadb", "mongodb", "redis", "amqp", "mssql", "sqlserver", "jdbc:"},
 			Allow: []string{`^\$\{?[A-Za-z_]`, `^(?:<|\{\{|\*+$|x+$)`, `(?i)^(?:password|pass|pwd|secret)$`}},
-		{ID: "authorization-header", Regex: `(?i)\bauthorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot)\s+([A-Za-z0-9._~+/\-]{8,}=*)`, SecretGroup: 1, Keywords: []string{"authorization"}},
+		{ID: "authorization-header", Regex: `(?i)\bauthorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot)\s+([A-Za-z0-9._~+/\-]{8,}=*)`, SecretGroup: 1, Keywords: []string{"authorization"}, Assignment: true},
 		{ID: "bearer-token", Regex: `(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{20,}=*)`, SecretGroup: 1, Keywords: []string{"bearer"}, Entropy: 3.5, NeedDigit: true, Generic: true},
 		{ID: "npm-token", Regex: `\bnpm_[A-Za-z0-9]{36}\b`, Keywords: []string{"npm_"}},
 		{ID: "pypi-token", Regex: `\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}`, Keywords: []string{"pypi-ageichlwas5vcmc"}},
@@ -167,7 +171,7 @@ func BuiltinRules() []Rule {
 		{ID: "grafana-token", Regex: `\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\bglc_[A-Za-z0-9+/]{32,}={0,2}`, Keywords: []string{"glsa_", "glc_"}},
 		{ID: "generic-secret-assignment",
 			Regex:       `(?i)\b[A-Z0-9_.\-]*(?:password|passwd|secret|token|api_?key|access_?key|private_?key|credentials?|auth_?key)[A-Z0-9_\-]*["']?\s*[:=]\s*["']?([^\s"'#,;\\)(]{8,})`,
-			SecretGroup: 1, Entropy: 3.0, NeedDigit: true, Allow: genericAllow, Generic: true,
+			SecretGroup: 1, Entropy: 3.0, NeedDigit: true, Allow: genericAllow, Generic: true, Assignment: true, Span: 320,
 			Keywords: []string{"password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "accesskey", "private_key", "credential", "auth_key"}},
 	}
 }
