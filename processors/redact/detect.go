@@ -171,9 +171,13 @@ const defaultSpan = 1024
 // offsets mapped back to the line.
 func (d *Detector) findIn(out []Finding, key string, text []byte, offs []int, base, rawLen int, hits []hit) []Finding {
 	var ws []window
+	var anchored []window // Assignment rules: one anchored match each
 	for _, h := range hits {
 		for _, ri := range d.kwRules[h.word] {
-			if d.rules[ri].Assignment && !assignmentAt(text, h.pos+len(d.kw.words[h.word])) {
+			if d.rules[ri].Assignment {
+				if assignmentAt(text, h.pos+len(d.kw.words[h.word])) {
+					anchored = append(anchored, window{ri, nameStart(text, h.pos), min(len(text), h.pos+max(d.rules[ri].Span, 64))})
+				}
 				continue
 			}
 			span := d.rules[ri].Span
@@ -200,30 +204,49 @@ func (d *Detector) findIn(out []Finding, key string, text []byte, offs []int, ba
 	}
 	marks := markerSpans(text)
 	first := len(out)
+	for _, w := range anchored {
+		r := &d.rules[w.rule]
+		if m := r.anchored.FindSubmatchIndex(text[w.from:w.to]); m != nil {
+			out = d.add(out, r, key, text, offs, base, rawLen, marks, m[2*r.SecretGroup]+w.from, m[2*r.SecretGroup+1]+w.from)
+		}
+	}
 	for _, w := range merged {
 		r := &d.rules[w.rule]
 		for _, m := range r.re.FindAllSubmatchIndex(text[w.from:w.to], -1) {
-			a, b := m[2*r.SecretGroup], m[2*r.SecretGroup+1]
-			if a < 0 || a == b {
-				continue
-			}
-			a, b = a+w.from, b+w.from
-			if overlapsAny(marks, a, b) {
-				continue // a marker of an earlier redaction
-			}
-			secret := string(text[a:b])
-			if !d.keep(r, secret) {
-				continue
-			}
-			prio := 0
-			if r.Generic {
-				prio = 1
-			}
-			out = append(out, Finding{Rule: r.ID, Key: key, Secret: secret, prio: prio,
-				Start: base + rawOffset(offs, a, rawLen), End: base + rawOffset(offs, b, rawLen)})
+			out = d.add(out, r, key, text, offs, base, rawLen, marks, m[2*r.SecretGroup]+w.from, m[2*r.SecretGroup+1]+w.from)
 		}
 	}
 	return dropOverlaps(out, first)
+}
+
+// add appends the finding of rule r at text[a:b] unless it is empty, lies
+// on a marker of an earlier redaction, or fails r's conditions.
+func (d *Detector) add(out []Finding, r *compiled, key string, text []byte, offs []int, base, rawLen int, marks [][2]int, a, b int) []Finding {
+	if a < 0 || b <= a || overlapsAny(marks, a, b) {
+		return out
+	}
+	secret := string(text[a:b])
+	if !d.keep(r, secret) {
+		return out
+	}
+	prio := 0
+	if r.Generic {
+		prio = 1
+	}
+	return append(out, Finding{Rule: r.ID, Key: key, Secret: secret, prio: prio,
+		Start: base + rawOffset(offs, a, rawLen), End: base + rawOffset(offs, b, rawLen)})
+}
+
+// nameStart is where the name holding the keyword at i starts: back over
+// letters, digits and '_' (at most lookBehind bytes).
+func nameStart(text []byte, i int) int {
+	for n := 0; i > 0 && n < lookBehind; i, n = i-1, n+1 {
+		c := text[i-1]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			break
+		}
+	}
+	return i
 }
 
 // markerPrefix starts every marker.

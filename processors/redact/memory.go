@@ -21,7 +21,14 @@ const minKnown = 8
 type known struct {
 	mu   sync.Mutex
 	set  map[string]bool
-	list atomic.Pointer[[]knownSecret]
+	snap atomic.Pointer[knownSnap]
+}
+
+// knownSnap is an immutable view: the secrets and a keyword set over
+// their written forms, to find every recurrence in one pass.
+type knownSnap struct {
+	list []knownSecret
+	ks   keywordSet
 }
 
 type knownSecret struct {
@@ -38,8 +45,8 @@ func (k *known) remember(fs []Finding, line []byte) {
 		k.set = map[string]bool{}
 	}
 	var cur []knownSecret
-	if p := k.list.Load(); p != nil {
-		cur = *p
+	if p := k.snap.Load(); p != nil {
+		cur = p.list
 	}
 	added := false
 	for _, f := range fs {
@@ -50,25 +57,31 @@ func (k *known) remember(fs []Finding, line []byte) {
 		cur = append(cur[:len(cur):len(cur)], knownSecret{raw: bytes.Clone(line[f.Start:f.End]), rule: f.Rule, secret: f.Secret})
 		added = true
 	}
-	if added {
-		k.list.Store(&cur)
+	if !added {
+		return
 	}
+	words := make([]string, len(cur))
+	for i, s := range cur {
+		words[i] = string(bytes.ToLower(s.raw))
+	}
+	k.snap.Store(&knownSnap{list: cur, ks: newKeywordSet(words)})
 }
 
 // recurrences appends to fs the places in line's string values where a
 // known secret recurs outside what fs already covers.
 func (k *known) recurrences(line []byte, fs []Finding) []Finding {
-	p := k.list.Load()
+	p := k.snap.Load()
 	if p == nil {
 		return fs
 	}
-	var hit []knownSecret
-	for _, s := range *p {
-		if bytes.Contains(line, s.raw) {
-			hit = append(hit, s)
+	var at []hit
+	p.ks.scan(line, func(w, i int) bool {
+		if bytes.HasPrefix(line[i:], p.list[w].raw) {
+			at = append(at, hit{w, i})
 		}
-	}
-	if len(hit) == 0 {
+		return true
+	})
+	if len(at) == 0 {
 		return fs
 	}
 	first := len(fs)
@@ -76,15 +89,10 @@ func (k *known) recurrences(line []byte, fs []Finding) []Finding {
 		if skipKeys[key] {
 			return
 		}
-		for _, ks := range hit {
-			for at := s; at < e; {
-				i := bytes.Index(line[at:e], ks.raw)
-				if i < 0 {
-					break
-				}
-				a := at + i
-				fs = append(fs, Finding{Rule: ks.rule, Key: key, Secret: ks.secret, Start: a, End: a + len(ks.raw), prio: 2})
-				at = a + len(ks.raw)
+		for _, h := range at {
+			ks := p.list[h.word]
+			if h.pos >= s && h.pos+len(ks.raw) <= e {
+				fs = append(fs, Finding{Rule: ks.rule, Key: key, Secret: ks.secret, Start: h.pos, End: h.pos + len(ks.raw), prio: 2})
 			}
 		}
 	})

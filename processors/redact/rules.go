@@ -48,8 +48,11 @@ type Rule struct {
 // compiled is a Rule ready to run.
 type compiled struct {
 	Rule
-	re    *regexp.Regexp
-	allow []*regexp.Regexp
+	re *regexp.Regexp
+	// anchored is re anchored at the start, for Assignment rules: it runs
+	// once from the start of the name around each keyword.
+	anchored *regexp.Regexp
+	allow    []*regexp.Regexp
 }
 
 var ruleIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -74,6 +77,9 @@ func compileRule(r Rule) (compiled, error) {
 		}
 	}
 	c := compiled{Rule: r, re: re}
+	if r.Assignment {
+		c.anchored = regexp.MustCompile(`^(?:` + r.Regex + `)`)
+	}
 	for _, a := range r.Allow {
 		are, err := regexp.Compile(a)
 		if err != nil {
