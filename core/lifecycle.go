@@ -195,6 +195,14 @@ type Redaction struct {
 	Entries int64 `json:"entries"`
 }
 
+// Auditor is implemented by processors that keep an audit of what they
+// did (the redact processor's Redaction records). A host submits
+// AuditEntries before it shuts the pipeline down, so the records reach
+// each session's sidecar with the session's other lifecycle records.
+type Auditor interface {
+	AuditEntries() ([]Entry, error)
+}
+
 // UnknownLifecycle is an event of a name this version does not know;
 // Fields holds its fields (a JSON object, envelope left out).
 type UnknownLifecycle struct {

@@ -272,6 +272,7 @@ type sessionCounts struct {
 var (
 	_ core.Processor = (*Processor)(nil)
 	_ core.Reporter  = (*Processor)(nil)
+	_ core.Auditor   = (*Processor)(nil)
 )
 
 // New returns a processor named id over red.
