@@ -74,9 +74,11 @@ func newRedactCmd() *cobra.Command {
 				stamp: time.Now().UTC().Format("20060102T150405.000Z")}
 			rd.trash = filepath.Join(l.ConfigDir, "scribe", "trash", "redact", rd.stamp)
 			if !dryRun {
-				if rd.sealer, err = seal.New(ctx, rc.Trash, os.Environ()); err != nil && !errors.Is(err, seal.ErrNoKey) {
+				sealer, err := seal.New(ctx, rc.Trash, os.Environ())
+				if err != nil && !errors.Is(err, seal.ErrNoKey) {
 					return &exitError{code: 2, err: fmt.Errorf("processor %s: trash: %w", id, err)}
 				}
+				rd.sealer = sealer
 			}
 			rep := &redactReport{DryRun: dryRun, Rules: id.String(), ByRule: map[string]int64{}, Sealed: rd.sealer != nil, Sessions: []redactSession{}}
 			var failed []error
@@ -108,11 +110,11 @@ func newRedactCmd() *cobra.Command {
 				}
 			}
 			if asJSON {
-				err = writeJSON(cmd.OutOrStdout(), rep)
+				failed = append(failed, writeJSON(cmd.OutOrStdout(), rep))
 			} else {
 				printRedactReport(cmd.OutOrStdout(), rep)
 			}
-			return errors.Join(append(failed, err)...)
+			return errors.Join(failed...)
 		},
 	}
 	f := cmd.Flags()

@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/seal"
+	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/processors/redact/redacttest"
 )
 
@@ -396,5 +400,43 @@ func TestServeRedactsBeforeStoring(t *testing.T) {
 	}
 	if n := srv.metric("scribe_entries_processed_total"); n == 0 {
 		t.Fatal("no processed entries counted")
+	}
+}
+
+// TestRedactWaitsForTheSessionsWriter: while `scribe record` holds the
+// session, redact fails at once naming the holder and changes nothing.
+func TestRedactWaitsForTheSessionsWriter(t *testing.T) {
+	secrets := redacttest.Secrets(12)
+	main, sub := secretInputs(t, secrets)
+	configDir, path := layUnredacted(t, main, sub)
+	orig, _ := os.ReadFile(path)
+	first := exec.Command(testenv.BuildScribe(t), "record", "--config-dir", configDir, "--ack", "--flush-interval", "10ms")
+	first.Env = cleanEnv()
+	stdin, _ := first.StdinPipe()
+	stdout, _ := first.StdoutPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	lines := bytes.SplitAfter(orig, []byte("\n"))
+	if _, err := stdin.Write(lines[0]); err != nil { // a duplicate: the writer takes the session's lock
+		t.Fatal(err)
+	}
+	if !bufio.NewScanner(stdout).Scan() {
+		t.Fatal("the writer printed no ack")
+	}
+	out, errs, code := cloudRun(t, "", "redact", "--config-dir", configDir, secretSession)
+	if code != 1 || !strings.Contains(out+errs, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Fatalf("redact beside a writer: exit %d\n%s%s", code, out, errs)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+		t.Fatal("redact changed a session another process holds")
+	}
+	stdin.Close()
+	if err := first.Wait(); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if out, errs, code := cloudRun(t, "", "redact", "--config-dir", configDir, secretSession); code != 0 {
+		t.Fatalf("redact after the writer: exit %d\n%s%s", code, out, errs)
 	}
 }
