@@ -77,9 +77,17 @@ func runRedactBench(ctx context.Context, o options) error {
 			}
 		}
 	}
-	mOff, mOn := median(off), median(on)
+	// The machine is shared: each pair (one run with, one without, back
+	// to back) gives a ratio, and the median ratio is the figure.
+	var ratios []float64
+	for i := range on {
+		ratios = append(ratios, 100*on[i]/off[i])
+	}
+	sorted := append([]float64(nil), ratios...)
+	sort.Float64s(sorted)
 	fmt.Printf("workload: %d MiB generated, %d sessions, seed %d, %d runs each (median)\n", o.MB, o.Sessions, o.Seed, o.Runs)
-	fmt.Printf("record, library pipeline:  redaction off %.0f MiB/s   on %.0f MiB/s   ratio %.0f %% (goal 50 %%)\n", mOff, mOn, 100*mOn/mOff)
+	fmt.Printf("record, library pipeline:  redaction off %.0f MiB/s   on %.0f MiB/s   ratio %.0f %% (median of pairs; %.0f-%.0f %%; goal 50 %%)\n",
+		median(off), median(on), median(ratios), sorted[0], sorted[len(sorted)-1])
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
