@@ -529,8 +529,8 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 	if r.openFailures > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("%d lines not recorded: their session could not be opened: %w", r.openFailures, r.openErr))
 	}
-	if r.rt.pipeline.Lost() {
-		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see drop_reasons in the report)", r.rep.Lost))
+	if r.rt.pipeline.Lost() || r.rep.Lost > 0 {
+		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see each sink in the report)", r.rep.Lost))
 	}
 	if signalled {
 		msg := fmt.Sprintf("stopped by a signal after input line %d; lines 1-%d are durable", r.submitted.Load(), r.acked)
@@ -561,7 +561,7 @@ func (r *recorder) fillReport() {
 	rep.FlushErrors = r.flushErrs.Load()
 	for _, s := range st.Sinks {
 		if !s.Volatile {
-			rep.Lost = max(rep.Lost, s.Dropped)
+			rep.Lost = max(rep.Lost, s.Dropped+s.Counters["unwritten_lines"])
 		}
 		if s.Counters != nil {
 			rep.Held = max(rep.Held, s.Counters["held"])
