@@ -30,6 +30,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
@@ -254,6 +256,7 @@ func (r *Redactor) Redact(line []byte) ([]byte, []Finding) {
 type Processor struct {
 	id  core.ID
 	red *Redactor
+	log hclog.Logger
 
 	mu      sync.Mutex
 	byRule  map[string]int64
@@ -277,7 +280,31 @@ var (
 
 // New returns a processor named id over red.
 func New(id core.ID, red *Redactor) *Processor {
-	return &Processor{id: id, red: red, byRule: map[string]int64{}, pending: map[core.SessionRef]*sessionCounts{}}
+	return &Processor{id: id, red: red, log: hclog.NewNullLogger(), byRule: map[string]int64{}, pending: map[core.SessionRef]*sessionCounts{}}
+}
+
+// Shutdown logs what the processor redacted (rules and counts) and says
+// so when audit records were never taken by the host (AuditEntries): the
+// counts are then only in this line. Safe twice.
+func (p *Processor) Shutdown(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.entries > 0 {
+		args := []any{"entries", p.entries}
+		rules := make([]string, 0, len(p.byRule))
+		for r := range p.byRule {
+			rules = append(rules, r)
+		}
+		sort.Strings(rules)
+		for _, r := range rules {
+			args = append(args, r, p.byRule[r])
+		}
+		p.log.Info("secrets redacted", args...)
+	}
+	if n := len(p.pending); n > 0 {
+		p.log.Warn("redaction records not written to the sessions' sidecars: the host took no audit records", "sessions", n)
+	}
+	return nil
 }
 
 // Redactor returns the processor's redactor.
@@ -387,5 +414,9 @@ func (factory) CreateProcessor(ctx context.Context, set core.Settings, cfg any) 
 	if err != nil {
 		return nil, fmt.Errorf("processor %s: %w", set.ID, err)
 	}
-	return New(set.ID, red), nil
+	p := New(set.ID, red)
+	if set.Logger != nil {
+		p.log = set.Logger
+	}
+	return p, nil
 }

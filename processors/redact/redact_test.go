@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/seal"
@@ -332,5 +334,30 @@ func TestNotJSONAndTruncated(t *testing.T) {
 	}
 	if _, fs := r.Redact([]byte(`{"a":"ghp_abcdefghijklmnopqrstuvwxyz0123456789","b":"`)); len(fs) != 1 {
 		t.Fatalf("findings before a cut %v", fs)
+	}
+}
+
+// TestShutdownSaysWhatWasRedacted: the counts reach the log, and records
+// no host took are said to be missing.
+func TestShutdownSaysWhatWasRedacted(t *testing.T) {
+	var buf bytes.Buffer
+	f := Factory()
+	c := DefaultConfig()
+	c.Key = seal.KeySource{Env: "K"}
+	pr, err := f.CreateProcessor(context.Background(), core.Settings{ID: core.MustParseID("redact/default"),
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &buf}), Environ: []string{"K=0123456789abcdef"}}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"type":"user","sessionId":"` + sid + `","uuid":"00000000-0000-4000-8000-000000000009","message":{"content":"ghp_abcdefghijklmnopqrstuvwxyz0123456789"}}`
+	if _, err := pr.Process(context.Background(), coretest.MustEntry(t, line)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.(*Processor).Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "secrets redacted") || !strings.Contains(out, "github-pat=1") ||
+		!strings.Contains(out, "not written") || strings.Contains(out, "ghp_") {
+		t.Fatalf("log:\n%s", out)
 	}
 }
