@@ -440,3 +440,35 @@ func TestRedactWaitsForTheSessionsWriter(t *testing.T) {
 		t.Fatalf("redact after the writer: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestScanRulesAndAllowPaths: --rules picks a block; its allow_paths
+// leave a project's files alone (listed as skipped); its own rule fires.
+func TestScanRulesAndAllowPaths(t *testing.T) {
+	secrets := redacttest.Secrets(13)
+	main, sub := secretInputs(t, secrets)
+	configDir, _ := layUnredacted(t, main, sub)
+	cfg := filepath.Join(t.TempDir(), "scribe.hcl")
+	hcl := `processor "redact" "lenient" {
+  allow_paths = ["/projects/-home-ada-src-shop/"]
+}
+processor "redact" "acme" {
+  builtin_rules = false
+  rules = [{ id = "node-env", regex = "NODE_ENV=production", keywords = ["node_env"] }]
+}
+`
+	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cloudRun(t, "", "scan", "--config", cfg, "--config-dir", configDir, "--all", "--rules", "lenient", "--json")
+	var rep struct {
+		Skipped  []string `json:"skipped_by_allow_paths"`
+		Findings []any    `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || len(rep.Findings) != 0 || len(rep.Skipped) != 2 {
+		t.Fatalf("lenient: exit %d %v %+v %s", code, err, rep, errs)
+	}
+	s, _, code := runScan(t, "--config", cfg, "--config-dir", configDir, "--all", "--rules", "acme")
+	if code != 1 || len(s.ByRule) != 1 || s.ByRule["node-env"] == 0 {
+		t.Fatalf("acme: exit %d %v", code, s.ByRule)
+	}
+}
