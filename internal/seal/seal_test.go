@@ -111,3 +111,55 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordKey: a data key made once, sealed in its file; records open
+// only with the same key and associated data; a wrong identity cannot
+// load the key (no new key is made in its place).
+func TestRecordKey(t *testing.T) {
+	id, _ := age.GenerateX25519Identity()
+	other, _ := age.GenerateX25519Identity()
+	env := []string{"ID=" + id.String(), "OTHER=" + other.String()}
+	s, err := New(ctx, Options{Identity: KeySource{Env: "ID"}}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "spool", "key.age")
+	k1, err := s.RecordKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", fi, err)
+	}
+	rec := k1.Seal(nil, []byte(`{"type":"user","uuid":"u1"}`), []byte("seq 7"))
+	if bytes.Contains(rec, []byte("uuid")) || len(rec) != 27+k1.Overhead() {
+		t.Fatalf("sealed record %d bytes", len(rec))
+	}
+	k2, err := s.RecordKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k2.Open(nil, rec, []byte("seq 7")); err != nil || string(got) != `{"type":"user","uuid":"u1"}` {
+		t.Fatalf("open with the reloaded key: %q %v", got, err)
+	}
+	if _, err := k2.Open(nil, rec, []byte("seq 8")); err == nil {
+		t.Fatal("a record opened at another place")
+	}
+	bad := bytes.Clone(rec)
+	bad[len(bad)-1] ^= 1
+	if _, err := k2.Open(nil, bad, []byte("seq 7")); err == nil {
+		t.Fatal("a changed record opened")
+	}
+	if _, err := k2.Open(nil, rec[:10], nil); err == nil {
+		t.Fatal("a cut record opened")
+	}
+	before, _ := os.ReadFile(path)
+	wrong, _ := New(ctx, Options{Identity: KeySource{Env: "OTHER"}}, env)
+	if _, err := wrong.RecordKey(path); err == nil {
+		t.Fatal("a wrong identity loaded the key")
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a wrong identity replaced the key")
+	}
+}
