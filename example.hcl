@@ -132,6 +132,10 @@ sink "ingress" "team" {
   spool_dir       = ""                      # "" = <config dir>/scribe/spool/ingress/team
   spool_max_bytes = 1073741824              # past it new entries are dropped, counted and logged
   flush_wait      = "5s"                    # Flush waits this long for the server, then spools
+  # Encrypts what the spool writes (age; a wrong key fails Start): {
+  # recipients = ["age1..."], identity = { file = PATH } } or { passphrase =
+  # { env = NAME } }; keys by file, env or command. Default: {} (plaintext).
+  spool_encryption = {}
 }
 
 # The same mirror as batched v2 events (POST .../events every 10 ms).
@@ -148,6 +152,7 @@ sink "events" "team" {
   spool_dir         = ""
   spool_max_bytes   = 1073741824
   flush_wait        = "5s"
+  spool_encryption  = {}
   flush_interval    = "10ms"
   max_batch         = 500
   max_request_bytes = 4194304
