@@ -2,7 +2,6 @@ package redact
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/e0dc0000/scribe/core"
@@ -99,17 +98,4 @@ func (s *Sink) Report() map[string]int64 {
 		}
 	}
 	return out
-}
-
-// errNotRedact is returned by callers that need a *Processor.
-var errNotRedact = errors.New("not a redact processor")
-
-// AsProcessor returns p as a *Processor, for hosts that want its
-// Redactor or AuditEntries.
-func AsProcessor(p core.Processor) (*Processor, error) {
-	rp, ok := p.(*Processor)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", errNotRedact, p)
-	}
-	return rp, nil
 }
