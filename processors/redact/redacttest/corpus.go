@@ -66,7 +66,9 @@ func (g gen) pem(kind string) string {
 }
 
 // Secrets returns the corpus's credentials, the same for the same seed:
-// 45 credentials, each of its own kind, found by 38 built-in rules (database URLs, private keys, .env values and Authorization headers share theirs).
+// 45 credentials, each of its own kind, found by 38 built-in rules
+// (database URLs, private keys, .env values and Authorization headers
+// share theirs).
 func Secrets(seed uint64) []Secret {
 	g := gen{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	var out []Secret
