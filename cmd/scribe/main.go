@@ -54,6 +54,7 @@ func newRoot() *cobra.Command {
 		return nil
 	}
 	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newCopyCmd(), newS3Cmd())
+	root.AddCommand(newScanCmd(), newRedactCmd())
 	usageExits(root)
 	return root
 }
