@@ -242,6 +242,16 @@ processor "filter" "noise" {
   drop_subtypes = []
 }
 
+# One sink behind a processor of its own: the team mirror redacted while
+# the local copy stays as Claude Code wrote it. List "redacted/team" in
+# pipeline.sinks (and not the inner sink itself) to use it.
+sink "redacted" "team" {
+  # The processor block applied to this sink only. Required.
+  processor = "redact/default"
+  # The sink block that gets the processed entries. Required.
+  sink = "events/team"
+}
+
 # Replaces secrets (cloud keys, tokens, private keys, database passwords,
 # .env values, Authorization headers) in every JSON string an entry carries
 # by [REDACTED:rule-id:ab12cd34] before any sink sees them; the suffix is a

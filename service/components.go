@@ -36,6 +36,8 @@ func Builtin() []core.Factory {
 		guards.EnvFactory(),
 		guards.FlagFactory(),
 		guards.ConfigFactory(),
+		// a sink behind a processor of its own (built from two blocks)
+		redactedFactory{},
 		// processors
 		filter.Factory(),
 		redact.Factory(),

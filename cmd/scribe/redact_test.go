@@ -481,3 +481,53 @@ processor "redact" "acme" {
 		t.Fatalf("acme: exit %d %v", code, s.ByRule)
 	}
 }
+
+// A redacted sink: the archive gets markers, the local store keeps the
+// transcript as Claude Code wrote it.
+func TestRedactedSinkRedactsOnlyThatSink(t *testing.T) {
+	secrets := redacttest.Secrets(12)
+	main, sub := secretInputs(t, secrets)
+	configDir := filepath.Join(t.TempDir(), "claude")
+	archive := filepath.Join(t.TempDir(), "archive")
+	cfg := filepath.Join(t.TempDir(), "scribe.hcl")
+	hcl := fmt.Sprintf(`
+pipeline {
+  sinks  = ["jsonl/local", "redacted/team"]
+  guards = []
+}
+sink "jsonl" "archive" {
+  dir = %q
+}
+sink "redacted" "team" {
+  processor = "redact/default"
+  sink      = "jsonl/archive"
+}
+`, archive)
+	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cloudRun(t, "", "record", "--config", cfg, "--config-dir", configDir, "--json", main, sub)
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s\n%s", code, out, errs)
+	}
+	if l := leaksUnder(t, archive, secrets); len(l) > 0 {
+		t.Fatalf("secrets in the redacted sink's files: %v", l)
+	}
+	got, err := os.ReadFile(filepath.Join(archive, "projects", "-home-ada-src-shop", secretSession+".jsonl"))
+	if err != nil || !bytes.Contains(got, []byte("[REDACTED:")) {
+		t.Fatalf("the archive holds no markers: %v", err)
+	}
+	local, err := os.ReadFile(filepath.Join(configDir, "projects", "-home-ada-src-shop", secretSession+".jsonl"))
+	want, _ := os.ReadFile(main)
+	if err != nil || !bytes.Equal(local, want) {
+		t.Fatalf("the local store is not the transcript as written (%v, %d bytes, want %d)", err, len(local), len(want))
+	}
+	// The inner sink listed in pipeline.sinks too is a configuration error.
+	bad := strings.Replace(hcl, `["jsonl/local", "redacted/team"]`, `["jsonl/local", "redacted/team", "jsonl/archive"]`, 1)
+	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := cloudRun(t, "", "record", "--config", cfg, "--config-dir", configDir, main); code != 2 || !strings.Contains(errs, "once unredacted") {
+		t.Fatalf("inner sink in pipeline.sinks: exit %d, %s", code, errs)
+	}
+}
