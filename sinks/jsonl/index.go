@@ -1202,6 +1202,32 @@ func (x *ixIndex) loadLife() string {
 	return ""
 }
 
+// forgetIndexed drops the index entries of files moved out of a project
+// folder (rm, gc, relocate) in the same step as the move, and reports how
+// many it dropped. No index, or one that cannot be used, is left to the
+// next listing to rebuild (it drops entries of missing files anyway).
+func (l Layout) forgetIndexed(folder string, names ...string) (int, error) {
+	x, _ := l.ixLoad()
+	if x == nil {
+		return 0, nil
+	}
+	defer x.close()
+	n := 0
+	for _, name := range names {
+		if m := x.folders[folder]; m != nil && m[name] != nil {
+			delete(m, name)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.ixSave(x); err != nil {
+		return 0, fmt.Errorf("update the sessions index: %w", err)
+	}
+	return n, nil
+}
+
 // ixSave writes the index atomically. Entries without their lifecycle
 // part (its section could not be read) are left out.
 func (l Layout) ixSave(x *ixIndex) (err error) {
