@@ -111,11 +111,7 @@ the last hour, is always kept. Everything collected goes to the trash
 				if err != nil {
 					return err
 				}
-				ok, err := confirm(cmd, yes, fmt.Sprintf("move %d session(s), %s, to the trash?", plan.Collected, humanBytes(plan.CollectedBytes)))
-				if err != nil || !ok {
-					if err == nil {
-						err = errors.New("cancelled: nothing moved")
-					}
+				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s), %s, to the trash?", plan.Collected, humanBytes(plan.CollectedBytes))); err != nil {
 					return err
 				}
 				opt.DryRun = false

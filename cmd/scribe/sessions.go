@@ -21,18 +21,20 @@ import (
 // print.
 
 // confirm asks on a terminal whether to go on; off a terminal, or with
-// yes, it goes on.
-func confirm(cmd *cobra.Command, yes bool, question string) (bool, error) {
+// yes, it goes on. A "no" is an error saying nothing was done.
+func confirm(cmd *cobra.Command, yes bool, question string) error {
 	if yes || !isCharDevice(os.Stdin) {
-		return true, nil
+		return nil
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
 	line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("read the answer: %w", err)
+		return fmt.Errorf("read the answer: %w", err)
 	}
-	a := strings.ToLower(strings.TrimSpace(line))
-	return a == "y" || a == "yes", nil
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errors.New("cancelled: nothing changed")
+	}
+	return nil
 }
 
 // parseAge reads a duration with day and week units as well as Go's
@@ -113,11 +115,7 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 				ids = append(ids, id)
 			}
 			if !dryRun {
-				ok, err := confirm(cmd, yes, fmt.Sprintf("move %d session(s) to the trash?", len(ids)))
-				if err != nil || !ok {
-					if err == nil {
-						err = errors.New("cancelled: nothing moved")
-					}
+				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s) to the trash?", len(ids))); err != nil {
 					return err
 				}
 			}
@@ -276,11 +274,7 @@ func newTrashEmptyCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				ok, err := confirm(cmd, yes, fmt.Sprintf("delete %d trash item(s) for good?", len(plan)))
-				if err != nil || !ok {
-					if err == nil {
-						err = errors.New("cancelled: nothing deleted")
-					}
+				if err := confirm(cmd, yes, fmt.Sprintf("delete %d trash item(s) for good?", len(plan))); err != nil {
 					return err
 				}
 			}

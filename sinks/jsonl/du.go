@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,35 +65,14 @@ type DUReport struct {
 // one project folder named by project).
 func (l Layout) DiskUsage(ctx context.Context, project string, progress func(done, total int)) (DUReport, error) {
 	var rep DUReport
-	folders := []string{project}
-	if project == "" {
-		ents, err := os.ReadDir(l.ProjectsDir())
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return rep, fmt.Errorf("du: %w", err)
-		}
-		folders = folders[:0]
-		for _, e := range ents {
-			if e.IsDir() {
-				folders = append(folders, e.Name())
-			}
-		}
-	}
 	var all []DUSession
-	for _, folder := range folders {
-		dir := filepath.Join(l.ProjectsDir(), folder)
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return rep, fmt.Errorf("du: %w", err)
-		}
-		for _, e := range ents {
-			if id, ok := cutJSONL(e.Name()); ok && e.Type().IsRegular() {
-				s, err := duSession(dir, folder, id)
-				if err != nil {
-					return rep, fmt.Errorf("du: %w", err)
-				}
-				all = append(all, s)
-			}
-		}
+	err := l.eachTranscript(project, func(folder, dir, id string, _ os.FileInfo) error {
+		s, err := duSession(dir, folder, id)
+		all = append(all, s)
+		return err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("du: %w", err)
 	}
 	if err := l.duForks(ctx, all, progress); err != nil {
 		return rep, err

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 )
 
-// replaceFile writes data to path atomically: a temporary file in the same
-// folder (mode 0600), fsync, rename over path, fsync of the folder (made
-// 0700 when missing). A reader sees the old content or the new, never a
-// part.
-func replaceFile(path string, data []byte) (err error) {
+// replaceFile writes the parts, one after the other, to path atomically:
+// a temporary file in the same folder (mode 0600, named .<name>.tmp-*),
+// fsync, rename over path, fsync of the folder (made 0700 when missing). A
+// reader sees the old content or the new, never a part.
+func replaceFile(path string, parts ...[]byte) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return fmt.Errorf("create folder %s: %w", dir, err)
@@ -29,8 +29,10 @@ func replaceFile(path string, data []byte) (err error) {
 	if err = f.Chmod(fileMode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	for _, p := range parts {
+		if _, err = f.Write(p); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", tmp, err)

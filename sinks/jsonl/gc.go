@@ -237,45 +237,24 @@ func (l Layout) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 
 // gcScan lists the sessions in scope with their last activity and size.
 func (l Layout) gcScan(opt GCOptions) ([]GCSession, error) {
-	folders := []string{opt.Project}
-	if opt.Project == "" {
-		ents, err := os.ReadDir(l.ProjectsDir())
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("gc: %w", err)
-		}
-		folders = folders[:0]
-		for _, e := range ents {
-			if e.IsDir() {
-				folders = append(folders, e.Name())
-			}
-		}
-	}
 	var out []GCSession
-	for _, folder := range folders {
-		dir := filepath.Join(l.ProjectsDir(), folder)
-		ents, err := os.ReadDir(dir)
+	err := l.eachTranscript(opt.Project, func(folder, dir, id string, _ os.FileInfo) error {
+		s := GCSession{SessionID: id, Project: folder}
+		t, ok, err := LastActivity(MainFile(dir, id))
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && opt.Project != "" {
-				return nil, fmt.Errorf("gc: %w: project folder %s", ErrNotFound, dir)
-			}
-			return nil, fmt.Errorf("gc: %w", err)
+			return err
 		}
-		for _, e := range ents {
-			id, ok := cutJSONL(e.Name())
-			if !ok || !e.Type().IsRegular() {
-				continue
-			}
-			s := GCSession{SessionID: id, Project: folder}
-			if t, ok, err := LastActivity(filepath.Join(dir, e.Name())); err != nil {
-				return nil, fmt.Errorf("gc: %w", err)
-			} else if ok {
-				s.LastActivity = &t
-			}
-			if s.Bytes, err = SessionBytes(dir, id); err != nil {
-				return nil, fmt.Errorf("gc: %w", err)
-			}
-			out = append(out, s)
+		if ok {
+			s.LastActivity = &t
 		}
+		if s.Bytes, err = SessionBytes(dir, id); err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
 	}
 	return out, nil
 }

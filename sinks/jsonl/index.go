@@ -1230,48 +1230,15 @@ func (l Layout) forgetIndexed(folder string, names ...string) (int, error) {
 
 // ixSave writes the index atomically. Entries without their lifecycle
 // part (its section could not be read) are left out.
-func (l Layout) ixSave(x *ixIndex) (err error) {
+func (l Layout) ixSave(x *ixIndex) error {
 	x.loadLife()
 	a, b, n := ixEncode(x)
 	h := ixHeader{count: uint32(n), lenA: uint64(len(a)), lenB: uint64(len(b)),
 		crcA: crc32.Checksum(a, ixCRC), crcB: crc32.Checksum(b, ixCRC), stamp: ixCodeStamp()}
 	path := l.IndexFile()
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return fmt.Errorf("index folder: %w", err)
-	}
-	ixSweepTemps(dir)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
+	ixSweepTemps(filepath.Dir(path))
+	if err := replaceFile(path, h.encode(), a, b); err != nil {
 		return fmt.Errorf("write index: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(fileMode); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	for _, part := range [][]byte{h.encode(), a, b} {
-		if _, err = f.Write(part); err != nil {
-			return fmt.Errorf("write index: %w", err)
-		}
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

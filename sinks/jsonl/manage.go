@@ -65,6 +65,23 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 	if !IsSessionID(id) {
 		return nil, fmt.Errorf("%w: session %q (not a UUID)", ErrBadID, id)
 	}
+	folders, err := l.projectFolders()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, folder := range folders {
+		p := MainFile(filepath.Join(l.ProjectsDir(), folder), id)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// projectFolders lists the folder names under projects/, sorted; none
+// when there is no projects/ folder.
+func (l Layout) projectFolders() ([]string, error) {
 	ents, err := os.ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -74,16 +91,66 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		p := MainFile(filepath.Join(l.ProjectsDir(), e.Name()), id)
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-			out = append(out, p)
+		if e.IsDir() {
+			out = append(out, e.Name())
 		}
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// eachTranscript calls fn for every <uuid>.jsonl regular file of one
+// project folder (a missing one is ErrNotFound) or, when project is "",
+// of every project folder.
+func (l Layout) eachTranscript(project string, fn func(folder, dir, id string, fi os.FileInfo) error) error {
+	folders := []string{project}
+	if project == "" {
+		var err error
+		if folders, err = l.projectFolders(); err != nil {
+			return err
+		}
+	}
+	for _, folder := range folders {
+		dir := filepath.Join(l.ProjectsDir(), folder)
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) && project != "" {
+			return fmt.Errorf("%w: project folder %s", ErrNotFound, dir)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			id, ok := cutJSONL(e.Name())
+			if !ok || !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				return fmt.Errorf("stat %s: %w", filepath.Join(dir, e.Name()), err)
+			}
+			if err := fn(folder, dir, id, fi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lockedMains finds a session's transcripts and takes its lock; the
+// caller releases it.
+func (l Layout) lockedMains(ctx context.Context, what, id string, wait time.Duration) ([]string, *sessionLock, error) {
+	mains, err := l.sessionMains(id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(mains) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w: session %s", what, ErrNotFound, id)
+	}
+	lk, err := l.lockSession(ctx, id, wait)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return mains, lk, nil
 }
 
 // lockSession takes the session's writer lock for a change.
@@ -120,16 +187,9 @@ func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt 
 }
 
 func (l Layout) appendMeta(ctx context.Context, what, id, line string, opt ManageOptions) (ManageResult, error) {
-	mains, err := l.sessionMains(id)
+	mains, lk, err := l.lockedMains(ctx, what, id, opt.LockWait)
 	if err != nil {
-		return ManageResult{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if len(mains) == 0 {
-		return ManageResult{}, fmt.Errorf("%s: %w: session %s", what, ErrNotFound, id)
-	}
-	lk, err := l.lockSession(ctx, id, opt.LockWait)
-	if err != nil {
-		return ManageResult{}, fmt.Errorf("%s %s: %w", what, id, err)
+		return ManageResult{}, err
 	}
 	defer lk.release()
 	sealed, err := appendLineDurably(mains[0], line)
@@ -184,16 +244,9 @@ func (l Layout) SetArchived(ctx context.Context, id string, archived bool, opt M
 	if !archived {
 		what = "unarchive"
 	}
-	mains, err := l.sessionMains(id)
+	mains, lk, err := l.lockedMains(ctx, what, id, opt.LockWait)
 	if err != nil {
-		return ManageResult{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if len(mains) == 0 {
-		return ManageResult{}, fmt.Errorf("%s: %w: session %s", what, ErrNotFound, id)
-	}
-	lk, err := l.lockSession(ctx, id, opt.LockWait)
-	if err != nil {
-		return ManageResult{}, fmt.Errorf("%s %s: %w", what, id, err)
+		return ManageResult{}, err
 	}
 	defer lk.release()
 	now := time.Now

@@ -69,39 +69,21 @@ type CleanupVictim struct {
 // days before now: what Claude Code's next start deletes.
 func (l Layout) CleanupForecast(days int, now time.Time) ([]CleanupVictim, error) {
 	cutoff := now.Add(-time.Duration(days) * 24 * time.Hour)
-	folders, err := os.ReadDir(l.ProjectsDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.ProjectsDir(), err)
-	}
 	var out []CleanupVictim
-	for _, fe := range folders {
-		if !fe.IsDir() {
-			continue
+	err := l.eachTranscript("", func(folder, dir, id string, fi os.FileInfo) error {
+		if !fi.ModTime().Before(cutoff) {
+			return nil
 		}
-		dir := filepath.Join(l.ProjectsDir(), fe.Name())
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return out, fmt.Errorf("read %s: %w", dir, err)
+		v := CleanupVictim{SessionID: id, Project: folder, ModTime: fi.ModTime().UTC()}
+		v.Bytes, _ = SessionBytes(dir, id)
+		if t, ok, _ := LastActivity(filepath.Join(dir, id+".jsonl")); ok {
+			v.LastActivity = &t
 		}
-		for _, e := range ents {
-			id, ok := cutJSONL(e.Name())
-			if !ok {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(cutoff) {
-				continue
-			}
-			v := CleanupVictim{SessionID: id, Project: fe.Name(), ModTime: fi.ModTime().UTC()}
-			v.Bytes, _ = SessionBytes(dir, id)
-			if t, ok, _ := LastActivity(filepath.Join(dir, e.Name())); ok {
-				v.LastActivity = &t
-			}
-			out = append(out, v)
-		}
+		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("cleanup forecast: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ModTime.Before(out[j].ModTime) })
 	return out, nil

@@ -108,23 +108,16 @@ func sessionEntries(projectDir, id string) ([]string, error) {
 
 // sessionFolders lists the project folders (names) holding anything of id.
 func (l Layout) sessionFolders(id string) ([]string, error) {
-	ents, err := os.ReadDir(l.ProjectsDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	folders, err := l.projectFolders()
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.ProjectsDir(), err)
+		return nil, err
 	}
 	var out []string
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		if names, _ := sessionEntries(filepath.Join(l.ProjectsDir(), e.Name()), id); len(names) > 0 {
-			out = append(out, e.Name())
+	for _, folder := range folders {
+		if names, _ := sessionEntries(filepath.Join(l.ProjectsDir(), folder), id); len(names) > 0 {
+			out = append(out, folder)
 		}
 	}
-	sort.Strings(out)
 	return out, nil
 }
 
