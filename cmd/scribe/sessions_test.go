@@ -301,3 +301,81 @@ func keys(m map[string]fileState) []string {
 	}
 	return out
 }
+
+// gc through the binary: no criterion is a usage error, --dry-run moves
+// nothing, a session with an old mtime but a recent last entry stays, one
+// quiet for long goes to the trash; du and doctor see the same folder.
+func TestGCDuDoctorEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "projects", "-work-e2e")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	session := func(id string, last, mtime time.Time) string {
+		p := filepath.Join(proj, id+".jsonl")
+		line := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hello"},"uuid":"` + id[:8] + `-0000-4000-8000-000000000001","timestamp":"` +
+			last.Format(time.RFC3339Nano) + `","cwd":"/work/e2e","sessionId":"` + id + `"}` + "\n"
+		if err := os.WriteFile(p, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	touched := "aaaaaaaa-0000-4000-8000-000000000001"
+	quiet := "bbbbbbbb-0000-4000-8000-000000000002"
+	session(touched, now.Add(-3*time.Hour), now.Add(-100*24*time.Hour))
+	quietPath := session(quiet, now.Add(-100*24*time.Hour), now)
+
+	if _, errs, code := cpScribe(t, "", "gc", "--config-dir", dir); code != 2 {
+		t.Fatalf("gc without a criterion: exit %d, %s", code, errs)
+	}
+	type gcRep struct {
+		DryRun   bool `json:"dryRun"`
+		Sessions []struct {
+			SessionID, Action, TrashID string
+		} `json:"sessions"`
+		Collected int `json:"collected"`
+	}
+	var rep gcRep
+	cpOK(t, &rep, "", "gc", "--older-than", "30d", "--dry-run", "--json", "--config-dir", dir)
+	if !rep.DryRun || rep.Collected != 1 {
+		t.Fatalf("gc --dry-run: %+v", rep)
+	}
+	if _, err := os.Stat(quietPath); err != nil {
+		t.Fatalf("gc --dry-run moved %s: %v", quiet, err)
+	}
+	var doctor struct {
+		WouldDelete []struct{ SessionID string } `json:"wouldDelete"`
+	}
+	cpOK(t, &doctor, "", "doctor", "--json", "--config-dir", dir)
+	if len(doctor.WouldDelete) != 1 || doctor.WouldDelete[0].SessionID != touched {
+		t.Fatalf("doctor forecasts %+v, want only %s (its mtime is old)", doctor, touched)
+	}
+	cpOK(t, &rep, "", "gc", "--older-than", "30d", "--json", "--config-dir", dir)
+	for _, s := range rep.Sessions {
+		want := map[string]string{touched: "keep", quiet: "collect"}[s.SessionID]
+		if s.Action != want || (want == "collect") != (s.TrashID != "") {
+			t.Errorf("gc: %s %s (trash %q), want %s", s.SessionID, s.Action, s.TrashID, want)
+		}
+	}
+	if _, err := os.Stat(quietPath); !os.IsNotExist(err) {
+		t.Fatalf("gc left %s in place: %v", quiet, err)
+	}
+	var du struct {
+		Total      int64 `json:"total"`
+		Trash      int64 `json:"trash"`
+		TrashItems int   `json:"trashItems"`
+		Sessions   []struct{ SessionID string }
+	}
+	cpOK(t, &du, "", "du", "--by", "session", "--json", "--config-dir", dir)
+	fi, _ := os.Stat(filepath.Join(proj, touched+".jsonl"))
+	if du.TrashItems != 1 || du.Trash == 0 || len(du.Sessions) != 1 || du.Total != fi.Size() {
+		t.Fatalf("du: %+v", du)
+	}
+	if out := cpOK(t, nil, "", "du", "--config-dir", dir); !strings.Contains(out, "-work-e2e") || !strings.Contains(out, "trash") {
+		t.Fatalf("du table:\n%s", out)
+	}
+}

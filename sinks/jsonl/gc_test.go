@@ -59,7 +59,7 @@ func gcByID(rep GCReport) map[string]GCSession {
 func TestGCKeysOnLastActivityNeverMtime(t *testing.T) {
 	l := Layout{ConfigDir: t.TempDir()}
 	old := gcNow.Add(-90 * 24 * time.Hour)
-	touchedOld := gcSession(t, l, 1, gcNow.Add(-2*time.Hour), old, 1000)    // mtime old, activity 2 h ago
+	touchedOld := gcSession(t, l, 1, gcNow.Add(-2*time.Hour), old, 1000)       // mtime old, activity 2 h ago
 	quietFresh := gcSession(t, l, 2, gcNow.Add(-60*24*time.Hour), gcNow, 1000) // mtime now, activity 60 days ago
 	live := gcSession(t, l, 3, old, old, 1000)
 	recent := gcSession(t, l, 4, gcNow.Add(-30*time.Minute), old, 1000)
