@@ -377,9 +377,6 @@ func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Dura
 	if err != nil {
 		return it, fmt.Errorf("restore: %w", err)
 	}
-	if err := l.verifyTrash(it); err != nil {
-		return it, fmt.Errorf("restore %s: %w", it.ID, err)
-	}
 	projectDir := filepath.Join(l.ProjectsDir(), it.Project)
 	for _, n := range it.Entries {
 		if _, err := os.Lstat(filepath.Join(projectDir, n)); err == nil {
@@ -391,22 +388,10 @@ func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Dura
 		return it, fmt.Errorf("restore %s: %w", it.ID, err)
 	}
 	defer lk.release()
-	if err := os.MkdirAll(projectDir, dirMode); err != nil {
+	if _, err := l.restoreItem(it); err != nil {
 		return it, fmt.Errorf("restore %s: %w", it.ID, err)
 	}
-	itemDir := filepath.Join(l.TrashDir(), it.ID)
-	for _, n := range it.Entries {
-		if err := os.Rename(filepath.Join(itemDir, "data", it.Project, n), filepath.Join(projectDir, n)); err != nil {
-			return it, fmt.Errorf("restore %s: move %s back: %w", it.ID, n, err)
-		}
-	}
-	if err := syncDir(projectDir); err != nil {
-		return it, err
-	}
-	if err := os.RemoveAll(itemDir); err != nil {
-		return it, fmt.Errorf("restore %s: remove the emptied trash item: %w", it.ID, err)
-	}
-	return it, syncDir(l.TrashDir())
+	return it, nil
 }
 
 // EmptyTrash deletes the trash items trashed more than olderThan ago
