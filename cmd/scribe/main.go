@@ -35,7 +35,7 @@ func newRoot() *cobra.Command {
 	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
 	pf.Bool("log-json", false, "log as JSON lines")
 	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd())
-	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd())
+	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd(), newSearchCmd())
 	usageExits(root)
 	return root
 }
