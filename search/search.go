@@ -34,7 +34,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version of an index this build writes.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // headBytes is how much of a file's start is hashed to notice a file that
 // was replaced in place.
@@ -43,7 +43,7 @@ const headBytes = 4096
 const schema = `
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, project TEXT NOT NULL,
   session TEXT NOT NULL, agent TEXT NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL,
-  offset INTEGER NOT NULL, head BLOB NOT NULL);
+  mtime INTEGER NOT NULL, offset INTEGER NOT NULL, head BLOB NOT NULL);
 CREATE TABLE meta(rowid INTEGER PRIMARY KEY, file INTEGER NOT NULL, uuid TEXT NOT NULL,
   role TEXT NOT NULL, ts TEXT NOT NULL);
 CREATE INDEX meta_file ON meta(file);
@@ -147,8 +147,8 @@ type SyncStats struct {
 }
 
 type known struct {
-	id, inode, size, offset int64
-	head                    []byte
+	id, inode, size, mtime, offset int64
+	head                           []byte
 }
 
 // Sync brings the index in line with the transcripts.
@@ -160,14 +160,14 @@ func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 	}
 	st.Files = len(files)
 	have := map[string]known{}
-	rows, err := x.db.QueryContext(ctx, "SELECT path, id, inode, size, offset, head FROM files")
+	rows, err := x.db.QueryContext(ctx, "SELECT path, id, inode, size, mtime, offset, head FROM files")
 	if err != nil {
 		return st, fmt.Errorf("search: read the index: %w", err)
 	}
 	for rows.Next() {
 		var p string
 		var k known
-		if err := rows.Scan(&p, &k.id, &k.inode, &k.size, &k.offset, &k.head); err != nil {
+		if err := rows.Scan(&p, &k.id, &k.inode, &k.size, &k.mtime, &k.offset, &k.head); err != nil {
 			rows.Close()
 			return st, fmt.Errorf("search: read the index: %w", err)
 		}
@@ -205,6 +205,9 @@ func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 
 func (x *Index) syncFile(ctx context.Context, tx *sql.Tx, f jsonl.SessionFile, have map[string]known, st *SyncStats) error {
 	k, ok := have[f.Path]
+	if ok && k.inode == int64(f.Inode) && k.size == f.Size && k.mtime == f.ModTime.UnixNano() && k.offset == f.Size {
+		return nil // untouched since it was indexed whole
+	}
 	var head []byte
 	if ok {
 		var err error
@@ -229,7 +232,7 @@ func (x *Index) syncFile(ctx context.Context, tx *sql.Tx, f jsonl.SessionFile, h
 		}
 		st.Reindexed++
 	default:
-		res, err := tx.Exec("INSERT INTO files(path, project, session, agent, inode, size, offset, head) VALUES(?,?,?,?,?,?,0,'')",
+		res, err := tx.Exec("INSERT INTO files(path, project, session, agent, inode, size, mtime, offset, head) VALUES(?,?,?,?,?,?,0,0,'')",
 			f.Path, f.Project, f.SessionID, f.AgentID, int64(f.Inode), f.Size)
 		if err != nil {
 			return fmt.Errorf("search: %w", err)
@@ -246,7 +249,7 @@ func (x *Index) syncFile(ctx context.Context, tx *sql.Tx, f jsonl.SessionFile, h
 	if head, err = headHash(f.Path, min(end, headBytes)); err != nil {
 		return fmt.Errorf("search: %w", err)
 	}
-	if _, err := tx.Exec("UPDATE files SET inode=?, size=?, offset=?, head=? WHERE id=?", int64(f.Inode), f.Size, end, head, k.id); err != nil {
+	if _, err := tx.Exec("UPDATE files SET inode=?, size=?, mtime=?, offset=?, head=? WHERE id=?", int64(f.Inode), f.Size, f.ModTime.UnixNano(), end, head, k.id); err != nil {
 		return fmt.Errorf("search: %w", err)
 	}
 	return nil
@@ -364,43 +367,93 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if match == "" {
 		return nil, fmt.Errorf("%w: %q has no words", ErrBadQuery, q.Text)
 	}
-	sqlq := `SELECT f.session, f.agent, m.uuid, m.role, m.ts, f.project,
-  snippet(docs, 0, '[', ']', '…', 16), bm25(docs)
-FROM docs JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file
-WHERE docs MATCH ?`
+	// First the best rowids (filters joined in only when given), then the
+	// snippets of those alone: snippet() over every match would cost what
+	// the whole result costs.
+	sqlq := "SELECT docs.rowid, rank FROM docs"
+	var where []string
 	args := []any{match}
+	if q.Project != "" || !q.Since.IsZero() || q.Role != "" {
+		sqlq += " JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file"
+	}
 	if q.Project != "" {
-		sqlq += " AND f.project = ?"
-		args = append(args, q.Project)
+		where, args = append(where, "f.project = ?"), append(args, q.Project)
 	}
 	if !q.Since.IsZero() {
-		sqlq += " AND m.ts >= ?"
-		args = append(args, q.Since.UTC().Format("2006-01-02T15:04:05.000Z"))
+		where, args = append(where, "m.ts >= ?"), append(args, q.Since.UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
 	if q.Role != "" {
-		sqlq += " AND m.role = ?"
-		args = append(args, q.Role)
+		where, args = append(where, "m.role = ?"), append(args, q.Role)
 	}
-	sqlq += " ORDER BY bm25(docs) LIMIT ?"
+	sqlq += " WHERE docs MATCH ?"
+	for _, w := range where {
+		sqlq += " AND " + w
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20
 	}
+	sqlq += " ORDER BY rank LIMIT ?"
 	args = append(args, limit)
-	rows, err := x.db.QueryContext(ctx, sqlq, args...)
+	ids, scores, err := x.topRows(ctx, sqlq, args)
+	if err != nil || len(ids) == 0 {
+		if err != nil {
+			err = fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		return nil, err
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args = []any{match}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := x.db.QueryContext(ctx, `SELECT docs.rowid, f.session, f.agent, m.uuid, m.role, m.ts, f.project,
+  snippet(docs, 0, '[', ']', '…', 16)
+FROM docs JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file
+WHERE docs MATCH ? AND docs.rowid IN (`+marks+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}
 	defer rows.Close()
-	var out []Hit
+	byID := map[int64]Hit{}
 	for rows.Next() {
 		var h Hit
-		if err := rows.Scan(&h.SessionID, &h.AgentID, &h.UUID, &h.Role, &h.Timestamp, &h.Project, &h.Snippet, &h.Score); err != nil {
+		var id int64
+		if err := rows.Scan(&id, &h.SessionID, &h.AgentID, &h.UUID, &h.Role, &h.Timestamp, &h.Project, &h.Snippet); err != nil {
 			return nil, fmt.Errorf("search %q: %w", q.Text, err)
 		}
-		out = append(out, h)
+		byID[id] = h
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	out := make([]Hit, 0, len(ids))
+	for i, id := range ids {
+		if h, ok := byID[id]; ok {
+			h.Score = scores[i]
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func (x *Index) topRows(ctx context.Context, q string, args []any) ([]int64, []float64, error) {
+	rows, err := x.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var scores []float64
+	for rows.Next() {
+		var id int64
+		var sc float64
+		if err := rows.Scan(&id, &sc); err != nil {
+			return nil, nil, err
+		}
+		ids, scores = append(ids, id), append(scores, sc)
+	}
+	return ids, scores, rows.Err()
 }
 
 // ftsQuery turns what a user typed into an FTS5 query: every word, or

@@ -27,6 +27,9 @@ func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile
 	err := l.eachTranscript(project, func(folder, dir, id string, fi os.FileInfo) error {
 		main := MainFile(dir, id)
 		out = append(out, sessionFile(main, folder, id, "", fi))
+		if _, err := os.Lstat(filepath.Join(dir, id, "subagents")); err != nil {
+			return nil // no subagents
+		}
 		agents, err := walkAgents(ctx, main, "")
 		if err != nil {
 			return err
