@@ -13,9 +13,9 @@ const (
 	RoleTool      = "tool"      // a tool call's input, or a tool's output
 )
 
-// doc is the text of one message for one role.
-type doc struct {
-	uuid, role, ts, text string
+// Document is the text of one message for one role: what the index holds.
+type Document struct {
+	UUID, Role, Timestamp, Text string
 }
 
 type line struct {
@@ -36,10 +36,10 @@ type block struct {
 	Content  json.RawMessage `json:"content"`
 }
 
-// extract returns the searchable documents of one transcript line: the
+// Documents returns the searchable documents of one transcript line: the
 // text of a user or assistant message, split by role (tool inputs and
 // outputs apart). Other lines (metadata, progress, system) give none.
-func extract(raw []byte) []doc {
+func Documents(raw []byte) []Document {
 	if !bytes.Contains(raw, []byte(`"message"`)) {
 		return nil
 	}
@@ -71,10 +71,10 @@ func extract(raw []byte) []doc {
 			}
 		}
 	}
-	var out []doc
+	var out []Document
 	for _, role := range []string{RoleUser, RoleAssistant, RoleTool} {
 		if t := strings.TrimSpace(strings.Join(texts[role], "\n")); t != "" {
-			out = append(out, doc{uuid: l.UUID, role: role, ts: l.Timestamp, text: t})
+			out = append(out, Document{UUID: l.UUID, Role: role, Timestamp: l.Timestamp, Text: t})
 		}
 	}
 	return out

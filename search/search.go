@@ -316,13 +316,13 @@ func indexFrom(ctx context.Context, tx *sql.Tx, fileID int64, path string, offse
 			return offset, n, fmt.Errorf("search: read %s: %w", path, err)
 		}
 		offset += int64(len(raw))
-		for _, d := range extract(raw[:len(raw)-1]) {
-			res, err := insMeta.Exec(fileID, d.uuid, d.role, d.ts)
+		for _, d := range Documents(raw[:len(raw)-1]) {
+			res, err := insMeta.Exec(fileID, d.UUID, d.Role, d.Timestamp)
 			if err != nil {
 				return offset, n, fmt.Errorf("search: %w", err)
 			}
 			rowid, _ := res.LastInsertId()
-			if _, err := insDoc.Exec(rowid, d.text); err != nil {
+			if _, err := insDoc.Exec(rowid, d.Text); err != nil {
 				return offset, n, fmt.Errorf("search: %w", err)
 			}
 			n++

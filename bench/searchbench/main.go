@@ -92,17 +92,14 @@ func main() {
 		checks = append(checks, time.Since(t0))
 	}
 	p("| freshness check, nothing changed (every search runs it) | p50 %s |\n", pct(checks, 50))
-	r := rand.New(rand.NewPCG(1, 2))
+	qs := queryList(words, *queries)
+	// The same queries for bench/searchbench/bleve, run on the same -dir.
+	if err := os.WriteFile(filepath.Join(work, "queries.txt"), []byte(strings.Join(qs, "\n")+"\n"), 0o600); err != nil {
+		log.Fatal(err)
+	}
 	var lat []time.Duration
 	hits := 0
-	for i := range *queries {
-		q := words[r.IntN(len(words))]
-		switch i % 3 {
-		case 1:
-			q += " " + words[r.IntN(len(words))]
-		case 2:
-			q = `"` + q + `"`
-		}
+	for _, q := range qs {
 		t0 := time.Now()
 		h, err := x.Search(ctx, search.Query{Text: q, Limit: 20})
 		if err != nil {
@@ -128,6 +125,23 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+}
+
+// queryList draws n queries: one word, two words, or a one-word phrase.
+func queryList(words []string, n int) []string {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]string, n)
+	for i := range out {
+		q := words[r.IntN(len(words))]
+		switch i % 3 {
+		case 1:
+			q += " " + words[r.IntN(len(words))]
+		case 2:
+			q = `"` + q + `"`
+		}
+		out[i] = q
+	}
+	return out
 }
 
 type source struct {
