@@ -379,3 +379,26 @@ func TestGCDuDoctorEndToEnd(t *testing.T) {
 		t.Fatalf("du table:\n%s", out)
 	}
 }
+
+// The session commands' usage errors exit 2, as every command's do: an
+// unknown flag, a wrong number of arguments, a bad flag value.
+func TestSessionCommandsUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	id := "0c0ffee0-0000-4000-8000-000000000001"
+	for _, c := range [][]string{{"rm", id}, {"trash", "ls"}, {"trash", "restore", "x"}, {"trash", "empty"}, {"rename", id, "t"},
+		{"tag", id, "t"}, {"archive", id}, {"unarchive", id}, {"gc", "--older-than", "1d"}, {"du"}, {"doctor"},
+		{"export", id}, {"import", "b"}, {"relocate", "/a", "/b"}, {"search", "q"}} {
+		if _, errs, code := cpScribe(t, "", append(c, "--no-such-flag", "--config-dir", dir)...); code != 2 || !strings.Contains(errs, "unknown flag") {
+			t.Errorf("scribe %v --no-such-flag: exit %d, %s", c, code, errs)
+		}
+	}
+	for _, c := range [][]string{{"rm"}, {"rename", id}, {"tag"}, {"archive"}, {"archive", id, id}, {"trash", "restore"},
+		{"trash", "no-such"}, {"export"}, {"import"}, {"relocate", "/a"}, {"search"}, {"du", "x"},
+		{"gc"}, {"gc", "--older-than", "soon"}, {"gc", "--max-size", "lots"}, {"trash", "empty", "--older-than", "-1d"},
+		{"du", "--by", "day"}, {"export", id, "--format", "pdf"}, {"search", "q", "--role", "robot"}, {"search", "q", "--since", "later"},
+		{"rename", "not/an/id", "t"}} {
+		if _, errs, code := cpScribe(t, "", append(c, "--config-dir", dir)...); code != 2 {
+			t.Errorf("scribe %v: exit %d, want 2; %s", c, code, errs)
+		}
+	}
+}
