@@ -125,8 +125,8 @@ type cloudReport struct {
 	// SyncCostPct is, for each case, its entries/s with sync always as a
 	// percentage of the same case with the nats default.
 	SyncCostPct map[string]float64 `json:"sync_cost_pct"`
-	TargetPc float64     `json:"target_pct"`
-	AllRuns  []cloudRun  `json:"runs_detail"`
+	TargetPc    float64            `json:"target_pct"`
+	AllRuns     []cloudRun         `json:"runs_detail"`
 }
 
 // loadCloudWorkload generates the workload and splits it by session, as
@@ -302,14 +302,14 @@ func cloudSyncRound(ctx context.Context, o options, w *cloudWorkload, dir string
 	ns, err := natsserver.NewServer(&natsserver.Options{
 		SyncAlways:   sp.always,
 		SyncInterval: syncInterval,
-		ServerName: "scribe-bench",
-		Host:       "127.0.0.1",
-		Port:       natsserver.RANDOM_PORT,
-		JetStream:  true,
-		StoreDir:   filepath.Join(dir, "nats"),
-		NoSigs:     true,
-		NoLog:      true,
-		MaxPayload: 8<<20 + 64<<10,
+		ServerName:   "scribe-bench",
+		Host:         "127.0.0.1",
+		Port:         natsserver.RANDOM_PORT,
+		JetStream:    true,
+		StoreDir:     filepath.Join(dir, "nats"),
+		NoSigs:       true,
+		NoLog:        true,
+		MaxPayload:   8<<20 + 64<<10,
 	})
 	if err != nil {
 		return nil, err

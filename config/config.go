@@ -162,8 +162,19 @@ type PipelineConfig struct {
 	// Guards are the guards every entry must pass, in order. Each is a
 	// declared guard block.
 	Guards []core.ID
+	// Processors transform entries after the guards, in order. Each is a
+	// declared processor block.
+	Processors []core.ID
 	// QueueSize is the number of entries each sink's queue holds.
 	QueueSize int
+	// OverflowWait is how long Submit waits for room in a full sink queue
+	// before the entry is dropped for that sink (counted).
+	OverflowWait time.Duration
+	// DropWhenFull lists sinks whose full queue drops at once instead.
+	DropWhenFull []core.ID
+	// RetryFor is how long a failing sink's batch is retried before it is
+	// dropped for that sink (counted).
+	RetryFor time.Duration
 }
 
 // KindServer is the Kind of the server block.
@@ -307,7 +318,11 @@ var settings = []setting{
 	{name: "log_json", kind: kindBool, def: false, usage: "write log lines as JSON"},
 	{block: "pipeline", name: "sinks", kind: kindIDs, def: []string{}, usage: "sinks entries go to (type/name, comma-separated)"},
 	{block: "pipeline", name: "guards", kind: kindIDs, def: []string{}, usage: "guards every entry must pass (type/name, comma-separated)"},
+	{block: "pipeline", name: "processors", kind: kindIDs, def: []string{}, usage: "processors every entry goes through after the guards (type/name, comma-separated)"},
 	{block: "pipeline", name: "queue_size", kind: kindInt, def: 4096, usage: "entries per sink queue"},
+	{block: "pipeline", name: "overflow_wait", kind: kindString, def: "5s", usage: "how long an entry waits for room in a full sink queue before it is dropped for that sink"},
+	{block: "pipeline", name: "drop_when_full", kind: kindIDs, def: []string{}, usage: "sinks whose full queue drops entries at once instead of waiting (type/name, comma-separated)"},
+	{block: "pipeline", name: "retry_for", kind: kindString, def: "1m", usage: "how long a failing sink's writes are retried before entries are dropped for it"},
 	{block: "resume", name: "loaders", kind: kindIDs, def: []string{}, usage: "loaders resume tries, in order (type/name of loader or sink blocks, comma-separated)"},
 	{block: "resume", name: "max_age", kind: kindString, def: "6h", usage: "an interrupted turn older than this is not continued (0s: no limit)"},
 	{block: "resume", name: "continue_text", kind: kindString, def: "Continue from where you left off.", usage: "the prompt appended after an interrupted turn"},
@@ -354,6 +369,10 @@ func checkValue(s setting, v any) error {
 	case "resume.max_age":
 		if d, err := time.ParseDuration(v.(string)); err != nil || d < 0 {
 			return fmt.Errorf("resume.max_age %q is not a duration such as 6h or 0s", v.(string))
+		}
+	case "pipeline.overflow_wait", "pipeline.retry_for":
+		if d, err := time.ParseDuration(v.(string)); err != nil || d <= 0 {
+			return fmt.Errorf("%s %q is not a positive duration such as 5s", s.key(), v.(string))
 		}
 	case "resume.continue_text":
 		if strings.TrimSpace(v.(string)) == "" {

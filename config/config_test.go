@@ -123,6 +123,10 @@ func TestLoadDefault(t *testing.T) {
 			}
 		case "resume.continue_text":
 			got = cfg.Resume.ContinueText
+		case "pipeline.overflow_wait":
+			got = strings.TrimSuffix(cfg.Pipeline.OverflowWait.String(), "0m0s")
+		case "pipeline.retry_for":
+			got = strings.TrimSuffix(cfg.Pipeline.RetryFor.String(), "0s")
 		}
 		if got != s.def {
 			t.Errorf("default.hcl sets %s = %v, the built-in default is %v", s.key(), got, s.def)
@@ -173,9 +177,13 @@ func TestCodecRoundTrip(t *testing.T) {
 		"log_level":           "info",
 		"log_json":            false,
 		"pipeline": map[string]any{
-			"sinks":      []any{"jsonl/local"},
-			"guards":     []any{"env/default", "flag/default", "config/default"},
-			"queue_size": int64(4096),
+			"sinks":          []any{"jsonl/local"},
+			"guards":         []any{"env/default", "flag/default", "config/default"},
+			"processors":     []any{},
+			"queue_size":     int64(4096),
+			"overflow_wait":  "5s",
+			"drop_when_full": []any{},
+			"retry_for":      "1m",
 		},
 		"resume": map[string]any{
 			"loaders":       []any{"jsonl/local", "summary/default"},

@@ -29,12 +29,38 @@ pipeline {
   # "type/name" of a guard block below. Default: [] (none).
   guards = ["env/default", "flag/default", "config/default"]
 
-  # Entries per sink queue; Submit waits when a queue is full. Default: 4096.
+  # Processors every entry goes through after the guards, in order, as
+  # "type/name" of a processor block: each returns a changed copy of the
+  # entry or drops it with a reason (counted). Default: [] (none).
+  processors = []
+
+  # Entries per sink queue. Each sink has its own queue and goroutine: a
+  # slow or failing sink never blocks another. Default: 4096.
   queue_size = 4096
+
+  # When a sink's queue is full, an entry waits this long for room; then it
+  # is dropped for that sink only (counted, and acknowledgements stop before
+  # it), and the sink is marked stalled: later entries are dropped for it at
+  # once until its queue is half empty again. Default: "5s".
+  overflow_wait = "5s"
+
+  # Sinks whose full queue drops entries at once instead of waiting (a
+  # memory cache, say). Default: [] (none).
+  drop_when_full = []
+
+  # A sink whose writes keep failing is retried with backoff for this long;
+  # then its entries are dropped for it (counted) until a write succeeds
+  # again. Default: "1m".
+  retry_for = "1m"
 }
 
 # The local JSONL transcript store, laid out as Claude Code lays it out.
 sink "jsonl" "local" {
+  # The folder this store keeps its projects/ under, laid out as Claude
+  # Code lays out its config folder. "" = Claude's config folder itself; an
+  # archive names a folder of its own. Default: "".
+  dir = ""
+
   # When to fsync: always (every write) | batch (once per drain) | never.
   # Default: "batch".
   fsync = "batch"
@@ -171,6 +197,15 @@ guard "flag" "default" {
 
 # Refuses everything when cleanup_period_days is 0. It has no options.
 guard "config" "default" {}
+
+# Drops entries by type or system subtype before any sink sees them
+# (counted by type). List "filter/noise" in pipeline.processors to use it.
+processor "filter" "noise" {
+  # Entry types dropped; user and assistant rows cannot be. Default: [].
+  drop_types = ["progress"]
+  # System entry subtypes dropped. Default: [].
+  drop_subtypes = []
+}
 
 # `scribe serve`: the cloud side (v1 session ingress, v2 events, the History
 # API) on NATS JetStream. Only `scribe serve` reads this block; its flags

@@ -138,6 +138,8 @@ func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) 
 
 	errs = append(errs, checkRefs(cfg, file.broken, core.KindSink, "pipeline.sinks", cfg.Pipeline.Sinks)...)
 	errs = append(errs, checkRefs(cfg, file.broken, core.KindGuard, "pipeline.guards", cfg.Pipeline.Guards)...)
+	errs = append(errs, checkRefs(cfg, file.broken, core.KindProcessor, "pipeline.processors", cfg.Pipeline.Processors)...)
+	errs = append(errs, checkRefs(cfg, file.broken, core.KindSink, "pipeline.drop_when_full", cfg.Pipeline.DropWhenFull)...)
 	errs = append(errs, checkRefs(cfg, file.broken, core.KindLoader, "resume.loaders", cfg.Resume.Loaders)...)
 	if bg, ok := base.values["pipeline.guards"]; ok {
 		cfg.Warnings = persistenceWarnings(bg.val.([]core.ID), cfg.Pipeline.Guards, cfg.origins["pipeline.guards"])
@@ -282,6 +284,14 @@ func assign(cfg *Config, s setting, v any) {
 		cfg.Pipeline.Guards = v.([]core.ID)
 	case "pipeline.queue_size":
 		cfg.Pipeline.QueueSize = v.(int)
+	case "pipeline.processors":
+		cfg.Pipeline.Processors = v.([]core.ID)
+	case "pipeline.overflow_wait":
+		cfg.Pipeline.OverflowWait, _ = time.ParseDuration(v.(string))
+	case "pipeline.drop_when_full":
+		cfg.Pipeline.DropWhenFull = v.([]core.ID)
+	case "pipeline.retry_for":
+		cfg.Pipeline.RetryFor, _ = time.ParseDuration(v.(string))
 	case "resume.loaders":
 		cfg.Resume.Loaders = v.([]core.ID)
 	case "resume.max_age":

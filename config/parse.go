@@ -50,10 +50,10 @@ func (e *Error) Error() string {
 }
 
 // blockKinds are the valid top-level block types, in documentation order.
-var blockKinds = []string{"pipeline", "resume", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(KindServer)}
+var blockKinds = []string{"pipeline", "resume", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(core.KindProcessor), string(KindServer)}
 
 func isComponentKind(s string) bool {
-	return s == string(core.KindSink) || s == string(core.KindLoader) || s == string(core.KindGuard)
+	return s == string(core.KindSink) || s == string(core.KindLoader) || s == string(core.KindGuard) || s == string(core.KindProcessor)
 }
 
 // fileValue is a typed top-level setting read from the file.

@@ -358,3 +358,52 @@ func TestRecordingSinkContract(t *testing.T) {
 		},
 	})
 }
+
+// upper is a processor that returns a changed copy of user rows and drops
+// system rows.
+type upper struct{}
+
+func (upper) Process(_ context.Context, e core.Entry) (core.Entry, error) {
+	switch e.Type {
+	case core.TypeSystem:
+		return e, fmt.Errorf("%w: no system rows here", core.ErrDropped)
+	case core.TypeUser:
+		out := e
+		out.Raw = []byte(strings.Replace(string(e.Raw), `"type":"user"`, `"type":"user","processed":true`, 1))
+		return out, nil
+	}
+	return e, nil
+}
+
+func TestPipelineProcessorsChangeCopiesAndDropWithReasons(t *testing.T) {
+	rec := &coretest.RecordingSink{}
+	pid := core.MustParseID("upper/x")
+	p := newPipeline(t, core.PipelineOptions{
+		Sinks:      []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}},
+		Processors: []core.NamedProcessor{{ID: pid, Processor: upper{}}},
+	})
+	user := coretest.Line(core.TypeUser, sess, "4f7e0000-0000-4000-8000-000000000001", "")
+	sys := coretest.Line(core.TypeSystem, sess, "4f7e0000-0000-4000-8000-000000000002", "4f7e0000-0000-4000-8000-000000000001")
+	e := coretest.MustEntry(t, user)
+	raw := string(e.Raw)
+	if r, err := p.Submit(context.Background(), e); err != nil || r.Status != core.Accepted {
+		t.Fatalf("user row: %v %v", r.Status, err)
+	}
+	if string(e.Raw) != raw {
+		t.Fatal("the processor's changed copy changed the caller's entry")
+	}
+	if r, _ := p.Submit(context.Background(), coretest.MustEntry(t, sys)); r.Status != core.Dropped || r.By != pid || !errors.Is(r.Reason, core.ErrDropped) {
+		t.Fatalf("system row: %+v", r)
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.Durable()
+	if len(got) != 1 || !strings.Contains(got[0], `"processed":true`) {
+		t.Fatalf("sink holds %q", got)
+	}
+	st := p.Stats()
+	if st.Dropped[pid.String()] != 1 || !strings.Contains(st.DropReasons[pid.String()], "no system rows") {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -2,39 +2,13 @@ package main
 
 import (
 	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/guards"
-	"github.com/e0dc0000/scribe/plugins"
-	"github.com/e0dc0000/scribe/sinks/events"
-	"github.com/e0dc0000/scribe/sinks/ingress"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/sinks/memcache"
-	"github.com/e0dc0000/scribe/sinks/summary"
+	"github.com/e0dc0000/scribe/service"
 )
 
-// factories lists every built-in component. There is no init()
-// registration: adding a component means adding it here.
-func factories() []core.Factory {
-	return []core.Factory{
-		// sinks
-		jsonl.Factory(),
-		memcache.SinkFactory(),
-		ingress.Factory(),
-		events.Factory(),
-		// loaders
-		memcache.LoaderFactory(),
-		summary.Factory(),
-		events.LoaderFactory(),
-		// guards
-		guards.EnvFactory(),
-		guards.FlagFactory(),
-		guards.ConfigFactory(),
-		// out-of-process plugins: sink, loader and guard of type "plugin"
-		plugins.SinkFactory(),
-		plugins.LoaderFactory(),
-		plugins.GuardFactory(),
-	}
-}
+// factories lists every built-in component (service.Builtin is the one
+// list).
+func factories() []core.Factory { return service.Builtin() }
 
-// cloudSinkTypes are the sink types that talk to a server; while one is
-// configured the local store drains every 10 ms.
-var cloudSinkTypes = map[string]bool{"ingress": true, "events": true}
+func findFactory(kind core.Kind, typ string) (core.Factory, error) {
+	return service.FindFactory(factories(), kind, typ)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -34,6 +35,24 @@ func newRoot() *cobra.Command {
 	pf.String("config-dir", "", "Claude's config folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
 	pf.Bool("log-json", false, "log as JSON lines")
+	pf.String("cpu-profile", "", "write a CPU profile of the command to this file (for bench/)")
+	_ = pf.MarkHidden("cpu-profile")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		path, _ := cmd.Flags().GetString("cpu-profile")
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--cpu-profile: %w", err)}
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		return nil
+	}
 	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd())
 	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd(), newSearchCmd())
 	usageExits(root)
@@ -81,8 +100,12 @@ func usageExits(root *cobra.Command) {
 	walk(root)
 }
 
+// stopProfile ends the --cpu-profile of the command, if one runs.
+var stopProfile = func() {}
+
 func main() {
 	err := newRoot().Execute()
+	stopProfile()
 	if err == nil {
 		return
 	}

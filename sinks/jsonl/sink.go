@@ -175,7 +175,7 @@ type Sink struct {
 	writeErrors, lockWaits                        atomic.Int64
 	eventsSkipped                                 atomic.Int64
 	locksReleased, filesClosed, rescans           atomic.Int64
-	foreignDups, rejected                         atomic.Int64
+	foreignDups, rejected, unwritten              atomic.Int64
 }
 
 var (
@@ -224,8 +224,7 @@ type file struct {
 	scanned      *existing // what the file held when first touched
 	materialized bool      // the file exists or will on the next drain
 	held         []held
-	pending      []byte
-	spare        []byte // the buffer the last drain wrote, reused
+	pending      wqueue
 	seal         bool   // the file ends in a torn line: prefix "\n"
 	// Owned by the drain (s.io):
 	fd       *os.File
@@ -623,15 +622,7 @@ func (s *Sink) queue(f *file, raw []byte, typ string) {
 }
 
 func (s *Sink) queueRaw(f *file, raw []byte) {
-	if need := len(raw) + 1; cap(f.pending)-len(f.pending) < need {
-		// Double, rather than append's gentler growth for large slices: a
-		// queue holds up to a drain interval of a busy session.
-		grown := make([]byte, len(f.pending), max(2*cap(f.pending), len(f.pending)+need, 64<<10))
-		copy(grown, f.pending)
-		f.pending = grown
-	}
-	f.pending = append(f.pending, raw...)
-	f.pending = append(f.pending, '\n')
+	f.pending.add(raw)
 	n := int64(len(raw) + 1)
 	f.size += n
 	s.pending += n
@@ -674,24 +665,21 @@ func (s *Sink) drain() error {
 // job is one file's queue taken for writing.
 type job struct {
 	f    *file
-	buf  []byte
+	buf  wqueue
 	seal bool
 }
-
-// maxSpare bounds the buffer a file keeps between drains.
-const maxSpare = 4 << 20
 
 func (s *Sink) drainIO() error {
 	s.mu.Lock()
 	var jobs []job
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
-			if len(f.pending) == 0 {
+			if f.pending.len() == 0 {
 				continue
 			}
-			jobs = append(jobs, job{f: f, buf: f.pending, seal: f.seal})
-			s.pending -= int64(len(f.pending))
-			f.pending, f.spare, f.seal = f.spare[:0], nil, false
+			s.pending -= int64(f.pending.len())
+			jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal})
+			f.seal = false
 		}
 	}
 	s.mu.Unlock()
@@ -702,12 +690,11 @@ func (s *Sink) drainIO() error {
 		f := j.f
 		if err != nil {
 			errs = append(errs, err)
-			back := make([]byte, 0, len(rest)+len(f.pending))
-			back = append(append(back, rest...), f.pending...)
-			s.pending += int64(len(rest))
-			f.pending, f.seal = back, f.seal || sealLeft
-		} else if f.spare == nil && cap(j.buf) <= maxSpare {
-			f.spare = j.buf[:0]
+			s.pending += int64(rest.len())
+			f.pending.prepend(rest)
+			f.seal = f.seal || sealLeft
+		} else {
+			j.buf.release()
 		}
 		s.mu.Unlock()
 	}
@@ -738,7 +725,7 @@ func (ss *session) files() []*file {
 // writeJob writes a taken queue with as few write calls as it can (one,
 // below 100 MiB) and syncs per the policy. It returns what was not written
 // and whether the torn tail is still to be sealed. Called with s.io held.
-func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
+func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	f := j.f
 	if f.fd == nil {
 		if err := os.MkdirAll(filepath.Dir(f.path), dirMode); err != nil {
@@ -766,26 +753,21 @@ func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
 		s.tornSealed.Add(1)
 		s.log.Warn("sealed a torn last line", "file", f.path)
 	}
-	buf := j.buf
-	for len(buf) > 0 {
-		chunk := buf[:min(len(buf), maxWrite)]
-		n, err := f.fd.Write(chunk)
-		s.bytesWritten.Add(int64(n))
-		s.linesWritten.Add(int64(bytes.Count(chunk[:n], []byte{'\n'})))
-		buf = buf[n:]
-		f.unsynced = f.unsynced || n > 0
-		if err != nil {
-			return buf, false, fmt.Errorf("write %s: %w", f.path, err)
-		}
+	left, n, lines, err := j.buf.writeTo(int(f.fd.Fd()))
+	s.bytesWritten.Add(int64(n))
+	s.linesWritten.Add(int64(lines))
+	f.unsynced = f.unsynced || n > 0
+	if err != nil {
+		return left, false, fmt.Errorf("write %s: %w", f.path, err)
 	}
 	s.writes.Add(1)
 	if err := s.sync(f); err != nil {
-		return nil, false, err
+		return wqueue{}, false, err
 	}
 	if s.filesOpen > int64(s.fileBudget) {
 		s.closeFile(f)
 	}
-	return nil, false, nil
+	return wqueue{}, false, nil
 }
 
 // sync is the one place the fsync policy is applied: batch and always
@@ -859,7 +841,7 @@ func (s *Sink) flushIO() error {
 // with it, without a block per short run), flushes, closes the files and
 // releases the locks. Metadata of sessions that never got a user or
 // assistant entry is reported, since it was never written.
-func (s *Sink) Shutdown(context.Context) error {
+func (s *Sink) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -884,15 +866,38 @@ func (s *Sink) Shutdown(context.Context) error {
 	s.io.Lock()
 	defer s.io.Unlock()
 	err := s.flushIO()
+	// A failed write is tried again until ctx ends (the user may free the
+	// disk); what is still queued then is counted as unwritten.
+	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+			err = s.flushIO()
+			continue
+		}
+		break
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil {
+		var lines int
+		for _, ss := range s.sessions {
+			for _, f := range ss.files() {
+				lines += f.pending.lines
+			}
+		}
+		s.unwritten.Store(int64(lines))
+		err = fmt.Errorf("%d lines not written: %w", lines, err)
+	}
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
 			if len(f.held) > 0 {
 				s.log.Warn("session never got a user or assistant entry; its metadata was not written",
 					"session", ss.id, "agent", f.agentID, "entries", len(f.held))
 			}
-			if f.fd != nil && len(f.pending) == 0 {
+			if f.fd != nil && f.pending.len() == 0 {
 				s.closeFile(f)
 			}
 		}
@@ -937,6 +942,7 @@ func (s *Sink) Report() map[string]int64 {
 		"files_closed":       s.filesClosed.Load(),
 		"rescans":            s.rescans.Load(),
 		"foreign_duplicates": s.foreignDups.Load(),
+		"unwritten_lines":    s.unwritten.Load(),
 	}
 }
 
