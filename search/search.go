@@ -484,3 +484,49 @@ func ftsQuery(s string) string {
 	}
 	return strings.Join(terms, " ")
 }
+
+// Forget drops every document of the given sessions from the index, if
+// there is one: rm, gc and relocate call it in the same step as the move,
+// so the text of a removed session is not kept in the index until the
+// next search. It returns how many files it dropped.
+func Forget(l jsonl.Layout, sessionIDs ...string) (int, error) {
+	path := l.SearchIndexFile()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || len(sessionIDs) == 0 {
+		return 0, nil
+	}
+	x, err := OpenAt(l, path)
+	if err != nil {
+		return 0, err
+	}
+	defer x.Close()
+	tx, err := x.db.Begin()
+	if err != nil {
+		return 0, fmt.Errorf("search: %w", err)
+	}
+	defer tx.Rollback()
+	n := 0
+	for _, id := range sessionIDs {
+		rows, err := tx.Query("SELECT id FROM files WHERE session = ?", id)
+		if err != nil {
+			return n, fmt.Errorf("search: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var fid int64
+			if err := rows.Scan(&fid); err == nil {
+				ids = append(ids, fid)
+			}
+		}
+		rows.Close()
+		for _, fid := range ids {
+			if err := dropFile(tx, fid, true); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("search: commit: %w", err)
+	}
+	return n, nil
+}

@@ -164,3 +164,25 @@ func TestSearchIndexFollowsTheFiles(t *testing.T) {
 	}
 	x.Close()
 }
+
+// Forget drops a session's documents at once, without a sync.
+func TestForgetDropsASessionNow(t *testing.T) {
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	if n, err := Forget(l, testSession); n != 0 || err != nil {
+		t.Fatalf("Forget with no index: %d, %v", n, err)
+	}
+	writeSession(t, l)
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	mustSearch(t, x, Query{Text: "flamingo"})
+	if n, err := Forget(l, testSession); n != 2 || err != nil {
+		t.Fatalf("Forget: %d files, %v", n, err)
+	}
+	hits, err := x.Search(context.Background(), Query{Text: "flamingo"})
+	if err != nil || len(hits) != 0 {
+		t.Fatalf("after Forget, without a sync: %+v, %v", hits, err)
+	}
+}

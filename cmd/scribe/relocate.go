@@ -46,6 +46,11 @@ index forgets them in the same step.`,
 					return err
 				}
 				res, err = l.Relocate(cmd.Context(), oldPath, newPath, jsonl.RelocateOptions{Progress: progressCounter(cmd.ErrOrStderr(), "relocate")})
+				var moved []string
+				for _, s := range res {
+					moved = append(moved, s.SessionID)
+				}
+				forgetSearch(cmd, l, moved)
 				if err != nil {
 					printRelocated(cmd, res, false, asJSON)
 					return err

@@ -121,6 +121,13 @@ the last hour, is always kept. Everything collected goes to the trash
 			if err != nil {
 				return err
 			}
+			var gone []string
+			for _, s := range rep.Sessions {
+				if s.TrashID != "" {
+					gone = append(gone, s.SessionID)
+				}
+			}
+			forgetSearch(cmd, l, gone)
 			if asJSON {
 				if rep.Sessions == nil {
 					rep.Sessions = []jsonl.GCSession{}

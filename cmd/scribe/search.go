@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/search"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 func newSearchCmd() *cobra.Command {
@@ -101,6 +102,18 @@ trusted.`,
 	f.BoolVar(&asJSON, "json", false, "print the hits as JSON")
 	f.IntVar(&limit, "limit", 20, "at most this many hits")
 	return c
+}
+
+// forgetSearch drops sessions from the search index in the same step as
+// the command that moved them; a failure is said, never fatal (the next
+// search drops them too).
+func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := search.Forget(l, ids...); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
+	}
 }
 
 // parseSince reads --since: a date, an RFC 3339 time, or an age.

@@ -1,9 +1,14 @@
 package main_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/search"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // search through the binary: a prompt, a subagent's prompt and a tool
@@ -35,6 +40,21 @@ func TestSearchEndToEnd(t *testing.T) {
 		t.Fatalf("search failing (a tool output): %+v", hits)
 	}
 	cpOK(t, nil, "", "rm", id, "--config-dir", dir)
+	// rm dropped it from the search index in the same step, before any search.
+	db, err := os.ReadFile(filepath.Join(dir, "scribe", "index", "search.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, _ := os.ReadFile(filepath.Join(dir, "scribe", "index", "search.db-wal"))
+	x, err := search.Open(jsonl.Layout{ConfigDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := x.Search(context.Background(), search.Query{Text: "login bug", Role: "user"})
+	x.Close()
+	if err != nil || len(stale) != 0 || len(db) == 0 {
+		t.Fatalf("after rm, before a search, the index still has %+v (%v; %d+%d bytes)", stale, err, len(db), len(wal))
+	}
 	cpOK(t, &hits, "", "search", "login", "bug", "--role", "user", "--json", "--config-dir", dir)
 	if len(hits) != 0 {
 		t.Fatalf("a removed session is still found: %+v", hits)

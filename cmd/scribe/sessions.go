@@ -123,6 +123,9 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 			for _, id := range ids {
 				items, err := l.MoveToTrash(cmd.Context(), id, jsonl.TrashOptions{Reason: "rm", LockWait: lockWait, DryRun: dryRun})
 				all = append(all, items...)
+				if len(items) > 0 && !dryRun {
+					forgetSearch(cmd, l, []string{id})
+				}
 				if err != nil {
 					printTrashed(cmd, all, dryRun, asJSON)
 					return storeErr(err)
@@ -207,7 +210,7 @@ func newTrashCmd() *cobra.Command {
 				if !it.Complete {
 					state += " (incomplete)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, it.SessionID[:8], state, humanBytes(it.Bytes), len(it.Files), it.Project, orDash(it.Title))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, clip(it.SessionID, 8), state, humanBytes(it.Bytes), len(it.Files), it.Project, orDash(it.Title))
 			}
 			return tw.Flush()
 		},

@@ -238,6 +238,12 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 		return it, nil
 	}
 	itemDir := filepath.Join(l.TrashDir(), it.ID)
+	if err := os.MkdirAll(l.TrashDir(), dirMode); err != nil {
+		return it, fmt.Errorf("create %s: %w", l.TrashDir(), err)
+	}
+	if err := os.Mkdir(itemDir, dirMode); err != nil {
+		return it, fmt.Errorf("create trash item %s: %w", it.ID, err)
+	}
 	data := filepath.Join(itemDir, "data", folder)
 	if err := os.MkdirAll(data, dirMode); err != nil {
 		return it, fmt.Errorf("create %s: %w", data, err)
