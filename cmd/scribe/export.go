@@ -52,6 +52,9 @@ func newExportCmd() *cobra.Command {
 					m, err := l.ExportBundle(cmd.Context(), id, w)
 					if err == nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "scribe: bundle of %s: %d files\n", id, len(m.Files))
+						for _, p := range m.Skipped {
+							fmt.Fprintf(cmd.ErrOrStderr(), "scribe: not in the bundle (a symlink): %s\n", p)
+						}
 					}
 					return err
 				}

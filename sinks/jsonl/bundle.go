@@ -69,6 +69,9 @@ type BundleManifest struct {
 	Title      string       `json:"title,omitempty"`
 	ExportedAt time.Time    `json:"exportedAt"`
 	Files      []BundleFile `json:"files"`
+	// Skipped are the symlinks of the session's folder, which a bundle
+	// does not carry.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // ExportBundle writes session id's bundle to w and returns its manifest.
@@ -101,6 +104,9 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 			return m, fmt.Errorf("export %s: %w", id, err)
 		}
 		for _, f := range files {
+			if f.Link != "" {
+				m.Skipped = append(m.Skipped, f.Path)
+			}
 			if f.Dir || f.Link != "" {
 				continue
 			}
