@@ -402,3 +402,18 @@ func TestSessionCommandsUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// Shell completion offers session ids (with their titles) to the session
+// commands.
+func TestSessionIDsComplete(t *testing.T) {
+	p := peer.Find(t)
+	dir := t.TempDir()
+	ids := p.GenFixture(t, dir, "/home/alice/src/shop")
+	id := ids["withCustomTitleTag"]
+	for _, c := range []string{"rm", "rename", "tag", "archive", "export"} {
+		out, errs, code := cpScribe(t, "", "__complete", c, "--config-dir", dir, id[:4])
+		if code != 0 || !strings.Contains(out, id+"\tREADME work") {
+			t.Errorf("completing %s %s: exit %d, %q %s", c, id[:4], code, out, errs)
+		}
+	}
+}
