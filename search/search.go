@@ -160,14 +160,14 @@ func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 	}
 	st.Files = len(files)
 	have := map[string]known{}
-	rows, err := x.db.QueryContext(ctx, "SELECT path, id, inode, size, mtime, offset, head FROM files")
+	rows, err := x.db.QueryContext(ctx, "SELECT path, id, inode, size, mtime, offset FROM files")
 	if err != nil {
 		return st, fmt.Errorf("search: read the index: %w", err)
 	}
 	for rows.Next() {
 		var p string
 		var k known
-		if err := rows.Scan(&p, &k.id, &k.inode, &k.size, &k.mtime, &k.offset, &k.head); err != nil {
+		if err := rows.Scan(&p, &k.id, &k.inode, &k.size, &k.mtime, &k.offset); err != nil {
 			rows.Close()
 			return st, fmt.Errorf("search: read the index: %w", err)
 		}
@@ -210,6 +210,10 @@ func (x *Index) syncFile(ctx context.Context, tx *sql.Tx, f jsonl.SessionFile, h
 	}
 	var head []byte
 	if ok {
+		// The stored hash is read only for a file that changed.
+		if err := tx.QueryRow("SELECT head FROM files WHERE id = ?", k.id).Scan(&k.head); err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
 		var err error
 		if head, err = headHash(f.Path, min(k.offset, headBytes)); err != nil {
 			if errors.Is(err, os.ErrNotExist) {

@@ -260,7 +260,7 @@ func (l Layout) gcScan(opt GCOptions) ([]GCSession, error) {
 }
 
 func cutJSONL(name string) (string, bool) {
-	if len(name) != 36+len(".jsonl") || name[36:] != ".jsonl" || !IsSessionID(name[:36]) {
+	if len(name) != 36+len(".jsonl") || name[36:] != ".jsonl" || !liteIsUUID(name[:36]) {
 		return "", false
 	}
 	return name[:36], true
