@@ -39,11 +39,7 @@ func newExportCmd() *cobra.Command {
 			default:
 				return &exitError{code: 2, err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
 			}
-			l, _, err := layoutFor(cmd)
-			if err != nil {
-				return err
-			}
-			id, err := resolveSession(cmd.Context(), l, args[0])
+			l, id, err := sessionArg(cmd, args[0])
 			if err != nil {
 				return err
 			}

@@ -76,7 +76,17 @@ func completeSessionIDs(cmd *cobra.Command, _ []string, prefix string) ([]string
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// notFoundExit makes a missing session exit 1 with the store's message.
+// sessionArg is the layout and the session an ID argument names.
+func sessionArg(cmd *cobra.Command, arg string) (jsonl.Layout, string, error) {
+	l, _, err := layoutFor(cmd)
+	if err != nil {
+		return l, "", err
+	}
+	id, err := resolveSession(cmd.Context(), l, arg)
+	return l, id, err
+}
+
+// storeErr makes the store's refusals of a value usage errors (exit 2).
 func storeErr(err error) error {
 	switch {
 	case errors.Is(err, jsonl.ErrEmptyValue), errors.Is(err, jsonl.ErrUnsupportedTag), errors.Is(err, jsonl.ErrBadID):
@@ -324,11 +334,7 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 		Args:              args,
 		ValidArgsFunction: completeSessionIDs,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			l, _, err := layoutFor(cmd)
-			if err != nil {
-				return err
-			}
-			id, err := resolveSession(cmd.Context(), l, a[0])
+			l, id, err := sessionArg(cmd, a[0])
 			if err != nil {
 				return err
 			}

@@ -199,14 +199,7 @@ type duLine struct {
 // forkSourceOf is the forkedFrom.sessionId of the first line of the head
 // window that has one.
 func forkSourceOf(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, liteWindow)
-	n, _ := f.ReadAt(buf, 0)
-	for _, line := range bytes.Split(buf[:n], []byte{'\n'}) {
+	for _, line := range headLines(path) {
 		if !bytes.Contains(line, []byte(`"forkedFrom"`)) {
 			continue
 		}
@@ -216,6 +209,19 @@ func forkSourceOf(path string) string {
 		}
 	}
 	return ""
+}
+
+// headLines is the lines of a file's first 64 KiB (the last may be cut);
+// none when it cannot be read.
+func headLines(path string) [][]byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	buf := make([]byte, liteWindow)
+	n, _ := f.ReadAt(buf, 0)
+	return bytes.Split(buf[:n], []byte{'\n'})
 }
 
 func lineUUIDs(path string) (map[string]bool, error) {

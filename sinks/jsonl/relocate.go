@@ -94,14 +94,7 @@ func (l Layout) Relocate(ctx context.Context, oldPath, newPath string, opt Reloc
 
 // headCwd is the first "cwd" of the first 64 KiB of a transcript.
 func headCwd(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, liteWindow)
-	n, _ := f.ReadAt(buf, 0)
-	for _, line := range bytes.Split(buf[:n], []byte{'\n'}) {
+	for _, line := range headLines(path) {
 		var v struct {
 			Cwd string `json:"cwd"`
 		}
