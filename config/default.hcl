@@ -163,6 +163,36 @@ loader "cloud" "team" {
   timeout    = "30s"                   # per request
 }
 
+# Sessions in a PostgreSQL table shared with the Agent SDK's reference
+# PostgreSQL SessionStore adapter (its layout plus scribe's raw and uuid
+# columns, added on start to a table the adapter made). A sink, a loader and
+# a listing: add "postgres/team" to pipeline.sinks, to resume.loaders, or
+# use it with --from / --to (ls, show, resume, fork, copy).
+sink "postgres" "team" {
+  url       = "postgres://scribe@127.0.0.1:5432/scribe?sslmode=disable" # required; a password belongs in PGPASSFILE, not here
+  table     = "claude_session_entries" # optionally schema.name
+  max_conns = 4                        # connections in the pool
+}
+
+# Sessions in an S3 bucket (AWS, or any S3-compatible server with endpoint)
+# in the key layout of the SDK's reference S3 adapter:
+# {prefix}{projectKey}/{sessionId}/part-{epochMs13}-{rand6}.jsonl, subagents
+# under subagents/agent-<id>/. A sink, a loader and a listing, like postgres.
+# Credentials: credentials_file (with profile), else AWS_ACCESS_KEY_ID and
+# AWS_SECRET_ACCESS_KEY, else the default AWS chain; a secret_access_key
+# written here is a configuration error.
+sink "s3" "archive" {
+  bucket           = "scribe-sessions" # required
+  endpoint         = ""                # "" = AWS; e.g. "http://127.0.0.1:7070"
+  region           = "us-east-1"
+  prefix           = ""                # put before every key, e.g. "claude/"
+  path_style       = false             # bucket in the path (most S3-compatible servers)
+  credentials_file = ""                # a shared credentials file (ini)
+  profile          = "default"         # its section
+  part_bytes       = 1048576           # a transcript's buffer is stored as a part at this size,
+  part_interval    = "1s"              # at least this often, and on every flush
+}
+
 # A third-party sink run as a separate process (hashicorp/go-plugin over
 # gRPC). List "plugin/audit" in pipeline.sinks to use it. The same keys
 # configure loader "plugin" and guard "plugin" blocks.

@@ -9,6 +9,8 @@ import (
 	"github.com/e0dc0000/scribe/sinks/ingress"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/memcache"
+	"github.com/e0dc0000/scribe/sinks/postgres"
+	"github.com/e0dc0000/scribe/sinks/s3"
 	"github.com/e0dc0000/scribe/sinks/summary"
 )
 
@@ -21,10 +23,14 @@ func Builtin() []core.Factory {
 		memcache.SinkFactory(),
 		ingress.Factory(),
 		events.Factory(),
+		postgres.SinkFactory(),
+		s3.SinkFactory(),
 		// loaders
 		memcache.LoaderFactory(),
 		summary.Factory(),
 		events.LoaderFactory(),
+		postgres.LoaderFactory(),
+		s3.LoaderFactory(),
 		// guards
 		guards.EnvFactory(),
 		guards.FlagFactory(),

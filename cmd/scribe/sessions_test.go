@@ -260,7 +260,7 @@ func TestRmTrashRestoreEndToEnd(t *testing.T) {
 	must(os.Remove(filepath.Join(proj, id+".ccr-tip.json")))
 	cpOK(t, nil, "", "trash", "restore", id[:8], "--config-dir", dir)
 	if after := treeOf(t, proj); !reflect.DeepEqual(after, before) {
-		t.Fatalf("restore did not bring back the same files:\nbefore %v\nafter  %v", keys(before), keys(after))
+		t.Fatalf("restore did not bring back the same files:\nbefore %v\nafter  %v", treeKeys(before), treeKeys(after))
 	}
 	cpOK(t, nil, "", "ls", "--config-dir", dir, "--all")
 
@@ -294,7 +294,7 @@ func TestRmTrashRestoreEndToEnd(t *testing.T) {
 	}
 }
 
-func keys(m map[string]fileState) []string {
+func treeKeys(m map[string]fileState) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
