@@ -132,6 +132,10 @@ sink "ingress" "team" {
   spool_dir       = ""                      # "" = <config dir>/scribe/spool/ingress/team
   spool_max_bytes = 1073741824              # past it new entries are dropped, counted and logged
   flush_wait      = "5s"                    # Flush waits this long for the server, then spools
+  # Encrypts what the spool writes (age; a wrong key fails Start): {
+  # recipients = ["age1..."], identity = { file = PATH } } or { passphrase =
+  # { env = NAME } }; keys by file, env or command. Default: {} (plaintext).
+  spool_encryption = {}
 }
 
 # The same mirror as batched v2 events (POST .../events every 10 ms).
@@ -148,6 +152,7 @@ sink "events" "team" {
   spool_dir         = ""
   spool_max_bytes   = 1073741824
   flush_wait        = "5s"
+  spool_encryption  = {}
   flush_interval    = "10ms"
   max_batch         = 500
   max_request_bytes = 4194304
@@ -237,6 +242,39 @@ processor "filter" "noise" {
   drop_subtypes = []
 }
 
+# Replaces secrets (cloud keys, tokens, private keys, database passwords,
+# .env values, Authorization headers) in every JSON string an entry carries
+# by [REDACTED:rule-id:ab12cd34] before any sink sees them; the suffix is a
+# keyed hash, the same for the same secret. List "redact/default" in
+# pipeline.processors to use it; `scribe scan` and `scribe redact` use this
+# block for sessions already on disk.
+processor "redact" "default" {
+  # scribe's own rule set (see README, "Secrets"). Default: true.
+  builtin_rules = true
+  # Built-in rule ids left out. Default: [].
+  disable_rules = []
+  # Your own rules, after the built-in ones: objects with id, regex,
+  # keywords (the rule runs only on strings holding one), and optionally
+  # secret_group, entropy, need_digit, allow, span, generic. Default: [].
+  rules = []
+  # Least entropy (bits per byte) of any secret; 0 keeps each rule's own.
+  # Default: 0.
+  entropy = 0
+  # Regexes of values that are never secrets. Default: [].
+  allow_patterns = []
+  # Regexes of session cwds (and, for scan/redact, transcript paths) left
+  # alone. Default: [].
+  allow_paths = []
+  # The marker's HMAC key: { file = PATH }, { env = NAME } or
+  # { command = [...] }, never the key itself. Default: {} (a random key
+  # kept 0600 in <config dir>/scribe/redact.key).
+  key = {}
+  # Encrypts the originals `scribe redact` keeps in the trash (age):
+  # { recipients = ["age1..."], identity = { file = PATH } } or
+  # { passphrase = { env = NAME } }. Default: {} (kept unencrypted, 0600).
+  trash = {}
+}
+
 # `scribe serve`: the cloud side (v1 session ingress, v2 events, the History
 # API) on NATS JetStream. Only `scribe serve` reads this block; its flags
 # (--listen, --data-dir, --nats-url, --nats-creds, --replicas, --sync) beat it.
@@ -289,4 +327,8 @@ server {
   #     { sha256 = "<64 hex digits>", tenant = "acme", scopes = ["read", "write"] },
   #   ]
   tokens = []
+
+  # The processor "redact" block (its name) that redacts every entry
+  # before it is stored, whoever sent it. Default: "" (stored as sent).
+  redact = ""
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/e0dc0000/scribe/guards"
 	"github.com/e0dc0000/scribe/plugins"
 	"github.com/e0dc0000/scribe/processors/filter"
+	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/ingress"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -37,6 +38,7 @@ func Builtin() []core.Factory {
 		guards.ConfigFactory(),
 		// processors
 		filter.Factory(),
+		redact.Factory(),
 		// out-of-process plugins: sink, loader and guard of type "plugin"
 		plugins.SinkFactory(),
 		plugins.LoaderFactory(),

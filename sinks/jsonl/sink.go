@@ -225,7 +225,7 @@ type file struct {
 	materialized bool      // the file exists or will on the next drain
 	held         []held
 	pending      wqueue
-	seal         bool   // the file ends in a torn line: prefix "\n"
+	seal         bool // the file ends in a torn line: prefix "\n"
 	// Owned by the drain (s.io):
 	fd       *os.File
 	created  bool // created by this sink: its folder must be synced

@@ -299,8 +299,8 @@ func (l Layout) ListTrash() ([]TrashItem, []string, error) {
 	var items []TrashItem
 	var problems []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
+		if !e.IsDir() || !isTrashID(e.Name()) {
+			continue // not a session's item (scribe redact keeps its originals in trash/redact/)
 		}
 		raw, err := os.ReadFile(filepath.Join(l.TrashDir(), e.Name(), "manifest.json"))
 		var it TrashItem
@@ -315,6 +315,21 @@ func (l Layout) ListTrash() ([]TrashItem, []string, error) {
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
 	return items, problems, nil
+}
+
+// isTrashID reports whether name is a trash item's folder name:
+// <YYYYMMDD>T<hhmmss>.<9 digits>Z-<session id>.
+func isTrashID(name string) bool {
+	const stamp = len("20060102T150405.000000000Z-")
+	if len(name) != stamp+36 || name[8] != 'T' || name[15] != '.' || name[stamp-2:stamp] != "Z-" {
+		return false
+	}
+	for i, c := range name[:stamp-2] {
+		if i != 8 && i != 15 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return IsSessionID(name[stamp:])
 }
 
 // FindTrash resolves a trash id, a session id or a unique prefix of

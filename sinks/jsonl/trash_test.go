@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -58,5 +59,30 @@ func TestMoveToTrashForgetsTheIndexEntry(t *testing.T) {
 	}
 	if x := ixLoadAll(t, l)[folder]; x[gone+".jsonl"] != nil || x[keep+".jsonl"] == nil {
 		t.Fatalf("after rm the index holds %v", x)
+	}
+}
+
+// The trash lists only session items: another command's folder there
+// (scribe redact's originals) is neither listed, nor a problem, nor
+// emptied.
+func TestTrashListsOnlySessionItems(t *testing.T) {
+	l := Layout{ConfigDir: t.TempDir()}
+	id := gcSession(t, l, 70, gcNow, gcNow, 500)
+	other := filepath.Join(l.TrashDir(), "redact", "20261201T000000Z")
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.MoveToTrash(context.Background(), id, TrashOptions{Reason: "rm"}); err != nil {
+		t.Fatal(err)
+	}
+	items, problems, err := l.ListTrash()
+	if err != nil || len(items) != 1 || len(problems) != 0 || items[0].SessionID != id {
+		t.Fatalf("ListTrash: %+v, %v, %v", items, problems, err)
+	}
+	if _, err := l.EmptyTrash(0, false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("trash empty removed another command's folder: %v", err)
 	}
 }
