@@ -163,6 +163,15 @@ func TestRecordWithRedactionNoSecretOnDiskOrServer(t *testing.T) {
 	if l := redacttest.Leaks(served, secrets); len(l) > 0 || !bytes.Contains(served, []byte("[REDACTED:")) {
 		t.Fatalf("the server serves %v (markers: %v)", l, bytes.Contains(served, []byte("[REDACTED:")))
 	}
+	// The audit record (rules and counts, never a value) is in the
+	// session's lifecycle sidecar.
+	side, err := os.ReadFile(filepath.Join(configDir, "projects", "-home-ada-src-shop", secretSession, "scribe-lifecycle.jsonl"))
+	if err != nil || !bytes.Contains(side, []byte(`"redaction"`)) || !bytes.Contains(side, []byte(`"redact/default"`)) {
+		t.Fatalf("no redaction audit record in the sidecar: %v\n%s", err, side)
+	}
+	if l := redacttest.Leaks(side, secrets); len(l) > 0 {
+		t.Fatalf("the audit record holds secrets: %v", l)
+	}
 	// The subagent's sidechain was redacted too.
 	agent, err := os.ReadFile(filepath.Join(configDir, "projects", "-home-ada-src-shop", secretSession, "subagents", "agent-"+secretAgent+".jsonl"))
 	if err != nil || !bytes.Contains(agent, []byte("[REDACTED:")) {
