@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/cobra"
 )
@@ -37,7 +38,21 @@ func newRoot() *cobra.Command {
 	pf.Bool("log-json", false, "log as JSON lines")
 	pf.String("cpu-profile", "", "write a CPU profile of the command to this file (for bench/)")
 	_ = pf.MarkHidden("cpu-profile")
+	pf.String("trace", "", "write an execution trace of the command to this file (for bench/)")
+	_ = pf.MarkHidden("trace")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if tp, _ := cmd.Flags().GetString("trace"); tp != "" {
+			f, err := os.Create(tp)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--trace: %w", err)}
+			}
+			if err := trace.Start(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--trace: %w", err)
+			}
+			prev := stopProfile
+			stopProfile = func() { prev(); trace.Stop(); f.Close() }
+		}
 		path, _ := cmd.Flags().GetString("cpu-profile")
 		if path == "" {
 			return nil
@@ -50,7 +65,8 @@ func newRoot() *cobra.Command {
 			f.Close()
 			return fmt.Errorf("--cpu-profile: %w", err)
 		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		prev := stopProfile
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
 	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newCopyCmd(), newS3Cmd())
