@@ -17,6 +17,7 @@ import (
 
 func newExportCmd() *cobra.Command {
 	var format, out string
+	var redactOn bool
 	c := &cobra.Command{
 		Use:   "export ID --format md|html|json|bundle [-o FILE]",
 		Short: "Write a session as Markdown, one HTML file, JSON, or a portable bundle",
@@ -30,7 +31,11 @@ func newExportCmd() *cobra.Command {
   bundle  a gzipped tar of everything the session has (transcript, subagents,
           tool results, sidecars) with a manifest: format version, sha256 of
           each file, original cwd and project; scribe import reads it
--o FILE writes to FILE (atomically for a bundle), else stdout.`,
+-o FILE writes to FILE (atomically for a bundle), else stdout.
+--redact replaces every secret by its marker in what is exported, with the
+processor "redact" block --rules names (default: the first redact
+processor of pipeline.processors, else redact/default); the session itself
+is not changed.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeSessionIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,6 +47,14 @@ func newExportCmd() *cobra.Command {
 			l, id, err := sessionArg(cmd, args[0])
 			if err != nil {
 				return err
+			}
+			if redactOn {
+				rl, cleanup, err := redactedCopy(cmd, l, id)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				l = rl
 			}
 			return writeOut(cmd, out, func(w io.Writer) error {
 				if format == "bundle" {
@@ -72,7 +85,42 @@ func newExportCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&format, "format", "md", "md, html, json or bundle")
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	c.Flags().BoolVar(&redactOn, "redact", false, "replace secrets by markers in what is exported (the session is not changed)")
+	c.Flags().String("rules", "", `with --redact: the processor "redact" block to use`)
 	return c
+}
+
+// redactedCopy copies a session, redacted, into a temporary store; the
+// export reads that copy.
+func redactedCopy(cmd *cobra.Command, l jsonl.Layout, id string) (jsonl.Layout, func(), error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return l, nil, &exitError{code: 2, err: err}
+	}
+	red, _, _, err := redactorFor(cmd.Context(), cmd, cfg, l)
+	if err != nil {
+		return l, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "scribe-export-")
+	if err != nil {
+		return l, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	var found int
+	err = l.CopySession(cmd.Context(), id, jsonl.Layout{ConfigDir: tmp}, func(path string, b []byte) []byte {
+		if red.Allowed(path) {
+			return b
+		}
+		out, fs := red.Redact(b)
+		found += len(fs)
+		return out
+	})
+	if err != nil {
+		cleanup()
+		return l, nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "scribe: export of %s: %d secrets replaced by markers\n", id, found)
+	return jsonl.Layout{ConfigDir: tmp}, cleanup, nil
 }
 
 func nonNil(m []jsonl.SessionMessage) []jsonl.SessionMessage {
