@@ -596,3 +596,37 @@ func untarAll(t *testing.T, data []byte) []byte {
 		}
 	}
 }
+
+// push --redact: the server receives markers, the local files stay as
+// they were; without the flag the same push would carry the secrets.
+func TestPushRedactedSendsNoSecret(t *testing.T) {
+	secrets := redacttest.Secrets(15)
+	main, sub := secretInputs(t, secrets)
+	srv := startCloudServer(t)
+	cfg, configDir := cloudMachine(t, srv.url(), "jsonl/local")
+	if out, errs, code := cloudRun(t, "", "record", "--config", cfg, main, sub); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errs)
+	}
+	path := filepath.Join(configDir, "projects", "-home-ada-src-shop", secretSession+".jsonl")
+	before, _ := os.ReadFile(path)
+	out, errs, code := cloudRun(t, "", "push", "--config", cfg, "--redact", "--json", secretSession)
+	if code != 0 {
+		t.Fatalf("push --redact: exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct {
+		Redacted int64 `json:"redacted"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Redacted < int64(len(secrets)) {
+		t.Fatalf("push report %s: want at least %d secrets redacted", out, len(secrets))
+	}
+	served := srv.get("/v1/session_ingress/session/" + secretSession)
+	if l := redacttest.Leaks(served, secrets); len(l) > 0 || !bytes.Contains(served, []byte("[REDACTED:")) {
+		t.Fatalf("the server holds %v (markers: %v)", l, bytes.Contains(served, []byte("[REDACTED:")))
+	}
+	if l := leaksUnder(t, srv.dataDir, secrets); len(l) > 0 {
+		t.Fatalf("secrets in the server's data folder: %v", l)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("push --redact changed the local transcript")
+	}
+}
