@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,5 +214,50 @@ func TestEncryptedBundleNeedsItsKey(t *testing.T) {
 				t.Fatalf("imported transcript differs from the original (%v)", err)
 			}
 		})
+	}
+}
+
+// rm with a key seals the trash item; restore needs the key, checks what
+// it decrypts, and brings the files back byte for byte.
+func TestSealedTrashNeedsItsKey(t *testing.T) {
+	p := peer.Find(t)
+	dir := t.TempDir()
+	ids := p.GenFixture(t, dir, "/home/alice/src/shop")
+	id := ids["withSummaryAndSubagent"]
+	path := filepath.Join(dir, "projects", "-home-alice-src-shop", id+".jsonl")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := t.TempDir()
+	pw, wrong := filepath.Join(keys, "pw"), filepath.Join(keys, "wrong")
+	_ = os.WriteFile(pw, []byte("correct horse\n"), 0o600)
+	_ = os.WriteFile(wrong, []byte("battery staple\n"), 0o600)
+	cpOK(t, nil, "", "rm", id, "--yes", "--passphrase-file", pw, "--config-dir", dir)
+	// Nothing readable is left in the trash.
+	err = filepath.WalkDir(filepath.Join(dir, "scribe", "trash"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(p) == "manifest.json" {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if !bytes.HasPrefix(b, []byte("age-encryption.org/")) {
+			t.Errorf("%s is not sealed", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{nil, {"--passphrase-file", wrong}} {
+		if _, _, code := cpScribe(t, "", append([]string{"trash", "restore", id, "--config-dir", dir}, bad...)...); code == 0 {
+			t.Fatalf("restore with %v succeeded", bad)
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Fatalf("a failed restore (%v) put the transcript back", bad)
+		}
+	}
+	cpOK(t, nil, "", "trash", "restore", id, "--passphrase-file", pw, "--config-dir", dir)
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("restored transcript differs (%v)", err)
 	}
 }
