@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/watch/watchsim"
+)
+
+// watchEnv is a Claude config folder, an archive and a configuration
+// that mirrors the one into the other.
+type watchEnv struct {
+	dir, claude, projects, archive, cfg string
+	env                                 []string
+	bin                                 string
+}
+
+func newWatchEnv(t *testing.T) *watchEnv {
+	t.Helper()
+	dir := t.TempDir()
+	we := &watchEnv{dir: dir, claude: filepath.Join(dir, "claude"), archive: filepath.Join(dir, "archive"), bin: testenv.BuildScribe(t)}
+	we.projects = filepath.Join(we.claude, "projects")
+	if err := os.MkdirAll(we.projects, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	we.cfg = filepath.Join(dir, "scribe.hcl")
+	hcl := fmt.Sprintf("sink \"jsonl\" \"archive\" {\n  dir = %q\n  drain_interval = \"10ms\"\n}\npipeline {\n  sinks = [\"jsonl/archive\"]\n}\n", we.archive)
+	if err := os.WriteFile(we.cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	we.env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+we.claude, "SCRIBE_LOG_LEVEL=warn")
+	return we
+}
+
+func (we *watchEnv) start(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(we.bin, append([]string{"watch", "--config", we.cfg, "--rescan", "1s", "--flush-interval", "20ms"}, args...)...)
+	cmd.Env = we.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, &stderr
+}
+
+// TestWatchSurvivesKill9 runs the simulator while `scribe watch` is
+// killed with SIGKILL at random points (5 times; SCRIBE_WATCH_KILLS=50
+// for the long run), then lets a last watch catch up: the archive holds
+// every line exactly once, the deletion is recorded, and the Claude Agent
+// SDK reads each session from the archive exactly as from the source.
+func TestWatchSurvivesKill9(t *testing.T) {
+	kills := 5
+	if v := os.Getenv("SCRIBE_WATCH_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SCRIBE_WATCH_KILLS=%q: want a positive number", v)
+		}
+		kills = n
+	}
+	p := peer.Find(t)
+	we := newWatchEnv(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d, %d kills", seed, kills)
+	rng := rand.New(rand.NewSource(seed))
+	sim := watchsim.New(we.projects, 5, seed)
+
+	stop := make(chan struct{})
+	simErr := make(chan error, 1)
+	go func() {
+		step := 0
+		tick := time.NewTicker(sim.Interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				simErr <- nil
+				return
+			case <-tick.C:
+			}
+			if err := sim.Step(step); err != nil {
+				simErr <- err
+				return
+			}
+			step++
+		}
+	}()
+	minSteps := time.Now().Add(16 * sim.Interval) // every special case happens
+	for i := 0; i < kills || time.Now().Before(minSteps); i++ {
+		cmd, stderr := we.start(t)
+		time.Sleep(time.Duration(50+rng.Intn(500)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if strings.Contains(stderr.String(), "panic") {
+			t.Fatalf("watch panicked:\n%s", stderr)
+		}
+	}
+	close(stop)
+	if err := <-simErr; err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Finish(); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd, stderr := we.start(t)
+	archiveProjects := filepath.Join(we.archive, "projects")
+	waitArchive(t, sim, archiveProjects, stderr)
+	// Claude Code's retention sweep deletes a session: nothing mirrored
+	// is lost, and the deletion is a lifecycle record.
+	gone := sim.Sessions[3]
+	if err := sim.Delete(gone); err != nil {
+		t.Fatal(err)
+	}
+	side := filepath.Join(archiveProjects, filepath.Base(gone.Dir), gone.ID, "scribe-lifecycle.jsonl")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(side)
+		if bytes.Contains(b, []byte(`"event":"transcript_deleted"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no transcript_deleted record in %s:\n%s\nwatch stderr:\n%s", side, b, stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch after SIGTERM: %v\n%s", err, stderr)
+	}
+	if _, err := sim.Verify(archiveProjects, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{".meta.json"} {
+		for _, a := range sim.Sessions[0].Agents {
+			src := strings.TrimSuffix(a.Path, ".jsonl") + f
+			rel, _ := filepath.Rel(we.projects, src)
+			want, _ := os.ReadFile(src)
+			got, err := os.ReadFile(filepath.Join(archiveProjects, rel))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("sidecar %s not mirrored: %v", rel, err)
+			}
+		}
+	}
+
+	// The SDK reads the archive exactly as the source.
+	for _, sess := range sim.Sessions {
+		if sess.Deleted || sess.Truncated {
+			continue // the source no longer holds what the archive keeps
+		}
+		src := p.Messages(t, we.claude, sess.ID, sess.CWD, false)
+		got := p.Messages(t, we.archive, sess.ID, sess.CWD, false)
+		if !jsonEqual(src, got) {
+			t.Fatalf("session %s: the SDK reads %d messages from the archive, %d from the source", sess.ID, len(got), len(src))
+		}
+		for _, a := range sess.Agents {
+			src := p.SubagentMessages(t, we.claude, sess.ID, a.Agent, sess.CWD)
+			got := p.SubagentMessages(t, we.archive, sess.ID, a.Agent, sess.CWD)
+			if !jsonEqual(src, got) {
+				t.Fatalf("subagent %s of %s: the SDK reads %d messages from the archive, %d from the source", a.Agent, sess.ID, len(got), len(src))
+			}
+		}
+	}
+	t.Logf("%d lines written by the simulator, all in the archive once; watch said: %s", sim.Lines(), strings.TrimSpace(stderr.String()))
+}
+
+func waitArchive(t *testing.T, sim *watchsim.Sim, archiveProjects string, stderr *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		missing, err := sim.Verify(archiveProjects, false)
+		if err != nil {
+			t.Fatalf("%v\nwatch stderr:\n%s", err, stderr)
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, err := sim.Verify(archiveProjects, true)
+			t.Fatalf("%d lines still missing from the archive after 60s: %v\nwatch stderr:\n%s", missing, err, stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func jsonEqual(a, b []json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		var x, y any
+		if json.Unmarshal(a[i], &x) != nil || json.Unmarshal(b[i], &y) != nil {
+			return false
+		}
+		xb, _ := json.Marshal(x)
+		yb, _ := json.Marshal(y)
+		if !bytes.Equal(xb, yb) {
+			return false
+		}
+	}
+	return true
+}
