@@ -335,3 +335,48 @@ func launchdPlist(argv []string, env string) string {
 	b.WriteString("  <key>RunAtLoad</key><true/>\n  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n  <key>ProcessType</key><string>Background</string>\n</dict>\n</plist>\n")
 	return b.String()
 }
+
+// storeLayout is the layout of the jsonl store that --from names
+// (jsonl/archive): ls, show, info and fork read an archive so. ok is
+// false when --from is unset or names something else.
+func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, error) {
+	fl := cmd.Flags().Lookup("from")
+	if fl == nil || fl.Value.String() == "" {
+		return jsonl.Layout{}, false, nil
+	}
+	if remote, _ := cmd.Flags().GetBool("remote"); remote {
+		return jsonl.Layout{}, false, nil
+	}
+	id, err := core.ParseID(fl.Value.String())
+	if err != nil || id.Type != "jsonl" {
+		return jsonl.Layout{}, false, nil
+	}
+	comp, ok := cfg.Lookup(core.KindSink, id)
+	if !ok {
+		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("--from %s: no such sink in the configuration (declare sink \"jsonl\" %q { dir = \"...\" })", id, id.Name)}
+	}
+	jc := jsonl.DefaultConfig()
+	if err := comp.Decode(jc); err != nil {
+		return jsonl.Layout{}, true, &exitError{code: 2, err: err}
+	}
+	dir := jc.Dir
+	if dir == "" {
+		d, err := claudeConfigDir(cfg)
+		return jsonl.Layout{ConfigDir: d}, true, err
+	}
+	abs, err := filepath.Abs(expandHome(dir))
+	return jsonl.Layout{ConfigDir: abs}, true, err
+}
+
+// addFromFlags gives show, info and fork a --from flag for reading a
+// jsonl store other than Claude's folder (unless they have one already).
+func addFromFlags(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "info", "fork":
+			if c.Flags().Lookup("from") == nil {
+				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
+			}
+		}
+	}
+}

@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -221,4 +225,135 @@ func jsonEqual(a, b []json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// TestWatchRefusesTheWatchedFolderAsASink: the built-in configuration's
+// local store writes into ~/.claude, which watch reads.
+func TestWatchRefusesTheWatchedFolderAsASink(t *testing.T) {
+	we := newWatchEnv(t)
+	for name, cfg := range map[string]string{
+		"built-in": "",
+		"same dir": fmt.Sprintf("sink \"jsonl\" \"copy\" {\n  dir = %q\n}\npipeline {\n  sinks = [\"jsonl/copy\"]\n}\n", we.claude),
+	} {
+		args := []string{"watch", "--once"}
+		if cfg != "" {
+			p := filepath.Join(we.dir, "bad.hcl")
+			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "--config", p)
+		}
+		cmd := exec.Command(we.bin, args...)
+		cmd.Env = we.env
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("%s: watch with a sink into the watched folder: %v, want exit 2\n%s", name, err, out)
+		}
+		if !strings.Contains(string(out), "a folder watch follows") || !strings.Contains(string(out), `sink "jsonl" "archive" { dir = `) {
+			t.Fatalf("%s: the error does not say what is wrong and how to configure an archive:\n%s", name, out)
+		}
+		if _, err := os.Stat(filepath.Join(we.claude, "scribe")); err == nil {
+			t.Fatalf("%s: watch wrote into the watched folder", name)
+		}
+	}
+}
+
+func TestWatchPrintService(t *testing.T) {
+	we := newWatchEnv(t)
+	for _, tc := range []struct {
+		flag string
+		want []string
+	}{
+		{"", []string{"[Service]", "ExecStart=", " watch --config " + we.cfg, "WantedBy=default.target", "Environment=CLAUDE_CONFIG_DIR=" + we.claude}},
+		{"--launchd", []string{"<key>ProgramArguments</key>", "<string>watch</string>", "<string>" + we.cfg + "</string>", "<key>KeepAlive</key>"}},
+	} {
+		args := []string{"watch", "--print-service", "--config", we.cfg}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		cmd := exec.Command(we.bin, args...)
+		cmd.Env = we.env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Fatalf("watch --print-service %s lacks %q:\n%s", tc.flag, w, out)
+			}
+		}
+	}
+}
+
+// TestWatchMetricsAndArchiveReads: --metrics serves the figures, and
+// ls/show read the archive with --from.
+func TestWatchMetricsAndArchiveReads(t *testing.T) {
+	we := newWatchEnv(t)
+	sim := watchsim.New(we.projects, 2, 7)
+	for i := 0; i < 4; i++ {
+		if err := sim.Step(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sim.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd, stderr := we.start(t, "--metrics", addr)
+	waitArchive(t, sim, filepath.Join(we.archive, "projects"), stderr)
+	var body string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if strings.Contains(body, "scribe_watch_lag_bytes 0\n") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics never showed a caught-up watch: %v\n%s", err, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{"scribe_watch_files_followed ", `scribe_watch_entries_total{result="accepted"} `, `scribe_sink_written_total{sink="jsonl/archive"} `, "scribe_watch_errors_total 0"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch after SIGTERM: %v\n%s", err, stderr)
+	}
+	sess := sim.Sessions[0]
+	run := func(args ...string) string {
+		c := exec.Command(we.bin, append(args, "--config", we.cfg)...)
+		c.Env = we.env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("scribe %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// Claude Code's sweep deletes the source: the archive still lists and
+	// shows it.
+	if err := sim.Delete(sess); err != nil {
+		t.Fatal(err)
+	}
+	if out := run("ls", "--all", "--from", "jsonl/archive", "--json"); !strings.Contains(out, sess.ID) {
+		t.Fatalf("ls --from jsonl/archive does not list %s:\n%s", sess.ID, out)
+	}
+	if out := run("show", sess.ID[:8], "--from", "jsonl/archive"); !strings.Contains(out, "── user") {
+		t.Fatalf("show --from jsonl/archive:\n%s", out)
+	}
 }

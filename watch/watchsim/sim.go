@@ -53,7 +53,7 @@ type File struct {
 	// saw them, so they may be missing (never twice).
 	Optional int
 	torn     []byte // the rest of a line whose first half is on disk
-	last  string
+	last     string
 }
 
 // New makes a simulator of n sessions under root; seed fixes everything.
