@@ -118,7 +118,9 @@ func (w *Watcher) hookReady(ev HookEvent) bool {
 		// unless it is outside every root.
 		return w.rootOf(ev.TranscriptPath) == "" && ev.TranscriptPath != ""
 	}
-	return f.st.Messages
+	// A user or assistant line went to the sinks before this record: the
+	// store has the transcript by the time the record reaches it.
+	return f.st.Messages || f.msgs
 }
 
 // ackInbox removes the inbox files whose records are acknowledged.

@@ -345,6 +345,9 @@ func (w *Watcher) addTree(dir string) {
 }
 
 func (w *Watcher) watchDir(d string) {
+	if w.fsw == nil {
+		return // Once: no events
+	}
 	if err := w.fsw.Add(d); err != nil {
 		w.Stats.Errors.Add(1)
 		w.log.Warn("folder not watched; the periodic listing still covers it", "folder", d, "error", err)
@@ -505,27 +508,23 @@ func (w *Watcher) gauges() {
 	}
 }
 
-// Once brings the given files up to date, takes the hook inbox, flushes
-// and saves the checkpoints: what `scribe hook` does when no watch runs.
-// Files outside every root are passed over.
+// Once brings the given files (or folders: every file below them) up to
+// date, takes the hook inbox, flushes and saves the checkpoints: what
+// `scribe hook` does when no watch runs. Paths outside every root are
+// passed over.
 func (w *Watcher) Once(ctx context.Context, paths ...string) error {
 	if err := w.load(); err != nil {
 		return err
 	}
-	var errs []error
 	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if err := w.update(ctx, p); err != nil {
-			errs = append(errs, err)
+		if p != "" {
+			w.dirty[filepath.Clean(p)] = true
 		}
 	}
 	if w.o.Inbox != "" {
-		if err := w.takeInbox(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		w.dirty[w.o.Inbox] = true
 	}
+	errs := []error{w.process(ctx)}
 	if err := w.flush(ctx, false); err != nil {
 		errs = append(errs, err)
 	}

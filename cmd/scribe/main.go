@@ -34,7 +34,7 @@ func newRoot() *cobra.Command {
 	pf.String("config-dir", "", "Claude's config folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
 	pf.Bool("log-json", false, "log as JSON lines")
-	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newWatchCmd())
+	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newWatchCmd(), newHookCmd(), newHooksCmd())
 	addFromFlags(root)
 	usageExits(root)
 	return root

@@ -1,4 +1,4 @@
-package main
+package main_test
 
 import (
 	"bytes"
@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"net"
 	"net/http"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +31,11 @@ type watchEnv struct {
 	bin                                 string
 }
 
-func newWatchEnv(t *testing.T) *watchEnv {
+func newWatchEnv(t *testing.T) *watchEnv { return newWatchEnvWith(t, "") }
+
+// newWatchEnvWith adds an events sink to the team server at base (when
+// not "") to the pipeline.
+func newWatchEnvWith(t *testing.T, base string) *watchEnv {
 	t.Helper()
 	dir := t.TempDir()
 	we := &watchEnv{dir: dir, claude: filepath.Join(dir, "claude"), archive: filepath.Join(dir, "archive"), bin: testenv.BuildScribe(t)}
@@ -41,6 +45,25 @@ func newWatchEnv(t *testing.T) *watchEnv {
 	}
 	we.cfg = filepath.Join(dir, "scribe.hcl")
 	hcl := fmt.Sprintf("sink \"jsonl\" \"archive\" {\n  dir = %q\n  drain_interval = \"10ms\"\n}\npipeline {\n  sinks = [\"jsonl/archive\"]\n}\n", we.archive)
+	if base != "" {
+		hcl = fmt.Sprintf(`sink "jsonl" "archive" {
+  dir            = %q
+  drain_interval = "10ms"
+}
+sink "events" "team" {
+  base_url     = %q
+  token        = %q
+  timeout      = "10s"
+  max_attempts = 30
+  backoff_min  = "20ms"
+  backoff_max  = "100ms"
+  flush_wait   = "90s"
+}
+pipeline {
+  sinks = ["jsonl/archive", "events/team"]
+}
+`, we.archive, base, cloudToken)
+	}
 	if err := os.WriteFile(we.cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -72,21 +95,108 @@ func (we *watchEnv) start(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffe
 // every line exactly once, the deletion is recorded, and the Claude Agent
 // SDK reads each session from the archive exactly as from the source.
 func TestWatchSurvivesKill9(t *testing.T) {
-	kills := 5
-	if v := os.Getenv("SCRIBE_WATCH_KILLS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("SCRIBE_WATCH_KILLS=%q: want a positive number", v)
-		}
-		kills = n
-	}
+	kills := watchKills(t, 5)
 	p := peer.Find(t)
 	we := newWatchEnv(t)
+	sim, stderr := watchKillScenario(t, we, kills)
+	// The SDK reads the archive exactly as the source.
+	for _, sess := range sim.Sessions {
+		if sess.Deleted || sess.Truncated {
+			continue // the source no longer holds what the archive keeps
+		}
+		src := p.Messages(t, we.claude, sess.ID, sess.CWD, false)
+		got := p.Messages(t, we.archive, sess.ID, sess.CWD, false)
+		if !jsonEqual(src, got) {
+			t.Fatalf("session %s: the SDK reads %d messages from the archive, %d from the source", sess.ID, len(got), len(src))
+		}
+		for _, a := range sess.Agents {
+			src := p.SubagentMessages(t, we.claude, sess.ID, a.Agent, sess.CWD)
+			got := p.SubagentMessages(t, we.archive, sess.ID, a.Agent, sess.CWD)
+			if !jsonEqual(src, got) {
+				t.Fatalf("subagent %s of %s: the SDK reads %d messages from the archive, %d from the source", a.Agent, sess.ID, len(got), len(src))
+			}
+		}
+	}
+	t.Logf("%d lines written by the simulator, all in the archive once; watch said: %s", sim.Lines(), stderr)
+}
+
+// TestWatchSurvivesKill9TeamServer is the same run with the team server
+// as a second sink: it holds every entry exactly once too.
+func TestWatchSurvivesKill9TeamServer(t *testing.T) {
+	kills := watchKills(t, 3)
+	srv := startCloudServer(t)
+	we := newWatchEnvWith(t, srv.url())
+	sim, _ := watchKillScenario(t, we, kills)
+	for _, sess := range sim.Sessions {
+		checkServerHolds(t, srv, sess.ID, sess.Main, "subagents=false")
+		for _, a := range sess.Agents {
+			checkServerHolds(t, srv, sess.ID, a, "session_agent_id="+a.Agent)
+		}
+	}
+}
+
+// checkServerHolds wants every uuid line the simulator wrote to f on the
+// server exactly once (lines before a truncation at most once).
+func checkServerHolds(t *testing.T, srv *cloudServer, sid string, f *watchsim.File, query string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		have := map[string]int{}
+		for _, p := range srv.history(sid, query) {
+			var e struct{ UUID string }
+			_ = json.Unmarshal([]byte(p), &e)
+			have[e.UUID]++
+		}
+		missing, problem := 0, ""
+		for i, l := range f.Lines {
+			var e struct{ UUID string }
+			_ = json.Unmarshal(l, &e)
+			if e.UUID == "" {
+				continue
+			}
+			switch n := have[e.UUID]; {
+			case n > 1:
+				problem = fmt.Sprintf("%s: entry %s is on the server %d times", f.Path, e.UUID, n)
+			case n == 0 && i >= f.Optional:
+				missing++
+			}
+		}
+		if problem != "" {
+			t.Fatal(problem)
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d entries missing on the server after 60s", f.Path, missing)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func watchKills(t *testing.T, def int) int {
+	v := os.Getenv("SCRIBE_WATCH_KILLS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("SCRIBE_WATCH_KILLS=%q: want a positive number", v)
+	}
+	return n
+}
+
+// watchKillScenario runs the simulator while `scribe watch` is killed
+// with SIGKILL at random points (kills times, and at least until every
+// special case happened), then lets a last watch catch up, deletes a
+// session, stops watch with SIGTERM and checks that the archive holds
+// every line exactly once and the deletion's lifecycle record.
+func watchKillScenario(t *testing.T, we *watchEnv, kills int) (*watchsim.Sim, string) {
+	t.Helper()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d, %d kills", seed, kills)
 	rng := rand.New(rand.NewSource(seed))
 	sim := watchsim.New(we.projects, 5, seed)
-
 	stop := make(chan struct{})
 	simErr := make(chan error, 1)
 	go func() {
@@ -169,25 +279,7 @@ func TestWatchSurvivesKill9(t *testing.T) {
 		}
 	}
 
-	// The SDK reads the archive exactly as the source.
-	for _, sess := range sim.Sessions {
-		if sess.Deleted || sess.Truncated {
-			continue // the source no longer holds what the archive keeps
-		}
-		src := p.Messages(t, we.claude, sess.ID, sess.CWD, false)
-		got := p.Messages(t, we.archive, sess.ID, sess.CWD, false)
-		if !jsonEqual(src, got) {
-			t.Fatalf("session %s: the SDK reads %d messages from the archive, %d from the source", sess.ID, len(got), len(src))
-		}
-		for _, a := range sess.Agents {
-			src := p.SubagentMessages(t, we.claude, sess.ID, a.Agent, sess.CWD)
-			got := p.SubagentMessages(t, we.archive, sess.ID, a.Agent, sess.CWD)
-			if !jsonEqual(src, got) {
-				t.Fatalf("subagent %s of %s: the SDK reads %d messages from the archive, %d from the source", a.Agent, sess.ID, len(got), len(src))
-			}
-		}
-	}
-	t.Logf("%d lines written by the simulator, all in the archive once; watch said: %s", sim.Lines(), strings.TrimSpace(stderr.String()))
+	return sim, strings.TrimSpace(stderr.String())
 }
 
 func waitArchive(t *testing.T, sim *watchsim.Sim, archiveProjects string, stderr *bytes.Buffer) {
@@ -355,5 +447,16 @@ func TestWatchMetricsAndArchiveReads(t *testing.T) {
 	}
 	if out := run("show", sess.ID[:8], "--from", "jsonl/archive"); !strings.Contains(out, "── user") {
 		t.Fatalf("show --from jsonl/archive:\n%s", out)
+	}
+}
+
+func waitForCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
