@@ -191,7 +191,7 @@ func (w *Watcher) copySidecar(f *follower, fi os.FileInfo) error {
 		return fmt.Errorf("read %s: %w", f.st.Path, err)
 	}
 	for _, t := range targets {
-		if err := writeAtomic(t, data, 0o600); err != nil {
+		if err := WriteAtomic(t, data, 0o600); err != nil {
 			return err
 		}
 	}

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 )
 
-// writeAtomic replaces path with data durably: a temporary file in the
+// WriteAtomic replaces path with data durably: a temporary file in the
 // same folder, fsynced, renamed over path, then the folder fsynced. A
 // reader sees the old file or the new one, never a mix, and a crash at any
 // point leaves one of them.
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create folder for %s: %w", path, err)

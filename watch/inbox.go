@@ -44,7 +44,7 @@ func WriteInbox(dir string, ev HookEvent) (string, error) {
 		return "", fmt.Errorf("encode hook event: %w", err)
 	}
 	name := filepath.Join(dir, fmt.Sprintf("%020d-%d.json", ev.ReceivedAt.UnixNano(), os.Getpid()))
-	if err := writeAtomic(name, b, 0o600); err != nil {
+	if err := WriteAtomic(name, b, 0o600); err != nil {
 		return "", fmt.Errorf("store hook event: %w", err)
 	}
 	return name, nil

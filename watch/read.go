@@ -250,16 +250,8 @@ func (w *Watcher) submitLine(ctx context.Context, f *follower, line []byte) erro
 	if err != nil {
 		return err
 	}
-	w.Stats.Submitted.Add(1)
-	switch res.Status {
-	case core.Accepted:
-		w.Stats.Accepted.Add(1)
-	case core.Duplicate:
-		w.Stats.Duplicates.Add(1)
-	case core.Refused, core.Dropped:
-		w.Stats.Refused.Add(1)
-	case core.Rejected:
-		w.Stats.Rejected.Add(1)
+	w.count(res)
+	if res.Status == core.Rejected {
 		w.log.Warn("entry not recorded", "path", f.st.Path, "uuid", e.UUID, "reason", res.Reason)
 	}
 	return nil

@@ -165,7 +165,7 @@ func (s *Store) Save(files map[string]*FileState, states map[string]core.State) 
 	if err := enc.Encode(&sf); err != nil {
 		return fmt.Errorf("encode checkpoints: %w", err)
 	}
-	if err := writeAtomic(s.path(), buf.Bytes(), 0o600); err != nil {
+	if err := WriteAtomic(s.path(), buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("save checkpoints: %w", err)
 	}
 	return nil

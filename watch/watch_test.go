@@ -304,9 +304,9 @@ func TestLinesBeforeTheFirstMessageWait(t *testing.T) {
 // failingFlush is a sink whose Flush fails while fail is set.
 type failingFlush struct{ fail atomic.Bool }
 
-func (f *failingFlush) Start(context.Context) error                { return nil }
+func (f *failingFlush) Start(context.Context) error               { return nil }
 func (f *failingFlush) Write(context.Context, []core.Entry) error { return nil }
-func (f *failingFlush) Shutdown(context.Context) error             { return nil }
+func (f *failingFlush) Shutdown(context.Context) error            { return nil }
 func (f *failingFlush) Flush(context.Context) error {
 	if f.fail.Load() {
 		return errors.New("disk on fire")

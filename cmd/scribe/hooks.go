@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/watch"
 )
 
 // hookEvents are the Claude Code hook events scribe hook handles.
@@ -113,43 +115,14 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	mode := os.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
-		if err := writeFileAtomic(path+".scribe.bak", old, mode); err != nil {
+		if err := watch.WriteAtomic(path+".scribe.bak", old, mode); err != nil {
 			return fmt.Errorf("back up %s: %w", path, err)
 		}
 	}
-	if err := writeFileAtomic(path, updated, mode); err != nil {
+	if err := watch.WriteAtomic(path, updated, mode); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: %s\n", path, strings.Join(changes, ", "))
-	return nil
-}
-
-// writeFileAtomic writes a temporary file beside path, syncs it and
-// renames it over path.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create folder for %s: %w", path, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
 	return nil
 }
 
