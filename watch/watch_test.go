@@ -432,3 +432,43 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestRescanCatchesMissedEvents: with the folder's file events gone (as
+// after an inotify overflow or a folder watch that failed), the periodic
+// listing still finds the append.
+func TestRescanCatchesMissedEvents(t *testing.T) {
+	r := newRig(t)
+	a := userLine("a")
+	appendFile(t, r.mainPath(), a+"\n")
+	st, err := OpenStore(r.state, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p := r.pipeline()
+	defer p.Shutdown(context.Background())
+	w, err := New(Options{Roots: []string{r.projects}, Store: st, Pipeline: p, Rescan: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	waitFor(t, func() bool { return count(t, r.archived(sid+".jsonl"))[a] == 1 })
+	// Deaf to the project folder from now on; the next rescan would add
+	// the watch again, so the append must land before or after it: either
+	// way it is found.
+	if err := w.fsw.Remove(filepath.Dir(r.mainPath())); err != nil {
+		t.Fatal(err)
+	}
+	b := userLine("b")
+	appendFile(t, r.mainPath(), b+"\n")
+	waitFor(t, func() bool { return count(t, r.archived(sid+".jsonl"))[b] == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w.Stats.Rescans.Load() < 2 {
+		t.Fatalf("%d rescans", w.Stats.Rescans.Load())
+	}
+}
