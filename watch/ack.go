@@ -55,6 +55,9 @@ func (w *Watcher) ack(acked int64) {
 		f.st.Size, f.st.MTime = f.size, f.mtime
 		f.marks = append(f.marks[:0], f.marks[n:]...)
 		w.changed = true
+		if w.o.OnAck != nil {
+			w.o.OnAck(f.st.Path, m.off)
+		}
 		if len(f.marks) == 0 {
 			delete(w.unacked, f)
 		}

@@ -56,6 +56,10 @@ type Options struct {
 	// SaveInterval bounds how often checkpoints are written while entries
 	// keep coming (they are always written at stop). Default 200ms.
 	SaveInterval time.Duration
+	// OnAck, when set, is called after each flush with every file whose
+	// acknowledged offset moved, and that offset (from the watcher's
+	// goroutine: it must not block).
+	OnAck func(path string, offset int64)
 	// Inbox, when set, is a folder of hook events (see hook.go) that watch
 	// submits while it runs.
 	Inbox string

@@ -65,7 +65,7 @@ SIGTERM or SIGINT stops it cleanly: a flush, then the checkpoints.`,
 	f.StringVar(&o.stateDir, "state-dir", "", "where the checkpoints live (default: <archive dir>/scribe/watch, else ~/.local/state/scribe/watch)")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (host:port) at /metrics")
 	f.DurationVar(&o.rescan, "rescan", 30*time.Second, "how often to list every followed folder, for events that were missed")
-	f.DurationVar(&o.flushInterval, "flush-interval", 50*time.Millisecond, "how long submitted entries may wait for a flush while more keep coming")
+	f.DurationVar(&o.flushInterval, "flush-interval", 10*time.Millisecond, "how long submitted entries may wait for a flush while more keep coming")
 	f.BoolVar(&o.once, "once", false, "catch up with every file, make it durable, save the checkpoints and exit")
 	f.BoolVar(&o.printService, "print-service", false, "print a systemd user unit that runs this watch (with --launchd: a launchd agent plist) and exit")
 	f.BoolVar(&o.launchd, "launchd", false, "with --print-service: print a launchd plist (macOS) instead of a systemd unit")

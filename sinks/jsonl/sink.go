@@ -162,6 +162,16 @@ type Sink struct {
 	retryAt   time.Time
 	retryWait time.Duration
 
+	// dirty holds the files with queued bytes (under mu) and toSync those
+	// written and not yet synced (under io), so that a drain or a flush
+	// costs what was written, not the number of files the store knows.
+	dirty  map[*file]struct{}
+	toSync map[*file]struct{}
+	ticks  int64 // drain ticks, for the sweep of idle buffers
+	// sweepDue is set by a drain that wrote: a sweep then has buffers to
+	// give up (one more sweep after the last write releases them all).
+	sweepDue atomic.Bool
+
 	// Open files and locks are bounded (limits.go): a session idle and
 	// written out may lose its lock, and a file its descriptor, to make
 	// room; both are taken again when the session gets more entries.
@@ -226,6 +236,7 @@ type file struct {
 	held         []held
 	pending      []byte
 	spare        []byte // the buffer the last drain wrote, reused
+	drained      bool   // written since the last sweep of idle buffers
 	seal         bool   // the file ends in a torn line: prefix "\n"
 	// Owned by the drain (s.io):
 	fd       *os.File
@@ -270,6 +281,8 @@ func New(opts Options) (*Sink, error) {
 		layout:   Layout{ConfigDir: opts.ConfigDir},
 		log:      opts.Logger,
 		sessions: make(map[string]*session),
+		dirty:    make(map[*file]struct{}),
+		toSync:   make(map[*file]struct{}),
 	}
 	s.lockBudget, s.fileBudget = fdBudgets(opts.MaxOpenFiles)
 	return s, nil
@@ -306,6 +319,9 @@ func (s *Sink) drainLoop() {
 				_ = s.drainIO()
 			}
 			s.io.Unlock()
+			if s.ticks++; s.ticks%sweepTicks == 0 && s.sweepDue.Swap(false) {
+				s.sweepBuffers()
+			}
 		}
 	}
 }
@@ -623,10 +639,11 @@ func (s *Sink) queue(f *file, raw []byte, typ string) {
 }
 
 func (s *Sink) queueRaw(f *file, raw []byte) {
+	s.dirty[f] = struct{}{}
 	if need := len(raw) + 1; cap(f.pending)-len(f.pending) < need {
 		// Double, rather than append's gentler growth for large slices: a
 		// queue holds up to a drain interval of a busy session.
-		grown := make([]byte, len(f.pending), max(2*cap(f.pending), len(f.pending)+need, 64<<10))
+		grown := make([]byte, len(f.pending), max(2*cap(f.pending), len(f.pending)+need, 4<<10))
 		copy(grown, f.pending)
 		f.pending = grown
 	}
@@ -684,17 +701,19 @@ const maxSpare = 4 << 20
 func (s *Sink) drainIO() error {
 	s.mu.Lock()
 	var jobs []job
-	for _, ss := range s.sessions {
-		for _, f := range ss.files() {
-			if len(f.pending) == 0 {
-				continue
-			}
-			jobs = append(jobs, job{f: f, buf: f.pending, seal: f.seal})
-			s.pending -= int64(len(f.pending))
-			f.pending, f.spare, f.seal = f.spare[:0], nil, false
+	for f := range s.dirty {
+		if len(f.pending) == 0 {
+			continue
 		}
+		jobs = append(jobs, job{f: f, buf: f.pending, seal: f.seal})
+		s.pending -= int64(len(f.pending))
+		f.pending, f.spare, f.seal, f.drained = f.spare[:0], nil, false, true
 	}
+	clear(s.dirty)
 	s.mu.Unlock()
+	if len(jobs) > 0 {
+		s.sweepDue.Store(true)
+	}
 	var errs []error
 	for _, j := range jobs {
 		rest, sealLeft, err := s.writeJob(j)
@@ -706,6 +725,7 @@ func (s *Sink) drainIO() error {
 			back = append(append(back, rest...), f.pending...)
 			s.pending += int64(len(rest))
 			f.pending, f.seal = back, f.seal || sealLeft
+			s.dirty[f] = struct{}{}
 		} else if f.spare == nil && cap(j.buf) <= maxSpare {
 			f.spare = j.buf[:0]
 		}
@@ -773,7 +793,10 @@ func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
 		s.bytesWritten.Add(int64(n))
 		s.linesWritten.Add(int64(bytes.Count(chunk[:n], []byte{'\n'})))
 		buf = buf[n:]
-		f.unsynced = f.unsynced || n > 0
+		if n > 0 {
+			f.unsynced = true
+			s.toSync[f] = struct{}{}
+		}
 		if err != nil {
 			return buf, false, fmt.Errorf("write %s: %w", f.path, err)
 		}
@@ -828,30 +851,55 @@ func (s *Sink) Flush(context.Context) error {
 	return s.flushIO()
 }
 
-// allFiles lists every file; called without s.mu.
-func (s *Sink) allFiles() []*file {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*file
-	for _, ss := range s.sessions {
-		out = append(out, ss.files()...)
-	}
-	return out
-}
-
 func (s *Sink) flushIO() error {
 	if err := s.drainIO(); err != nil {
 		return err
 	}
 	var errs []error
-	for _, f := range s.allFiles() {
+	for f := range s.toSync {
+		if !f.unsynced {
+			delete(s.toSync, f)
+			continue
+		}
 		if f.fd != nil {
 			if err := s.sync(f); err != nil {
 				errs = append(errs, err)
+				continue
 			}
+		}
+		if !f.unsynced || s.opts.Fsync == FsyncNever {
+			delete(s.toSync, f)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweepTicks is how many drain ticks a file's buffers survive without a
+// write: an idle file gives them up, so memory follows the files being
+// written, not the files known.
+const sweepTicks = 64
+
+// sweepBuffers drops the buffers of files not written since the last
+// sweep.
+func (s *Sink) sweepBuffers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := false
+	for _, ss := range s.sessions {
+		for _, f := range ss.files() {
+			if !f.drained {
+				f.spare = nil
+				if len(f.pending) == 0 {
+					f.pending = nil
+				}
+			}
+			kept = kept || f.drained
+			f.drained = false
+		}
+	}
+	if kept {
+		s.sweepDue.Store(true) // the next sweep releases what was kept
+	}
 }
 
 // Shutdown appends a session's metadata block again if one of its lines
