@@ -67,7 +67,6 @@ var (
 	watchCUTimeout = flag.Duration("watch-catchup-timeout", 20*time.Minute, "-case watch catchup: bound of each run")
 )
 
-
 type watchRow struct {
 	Part, Case, Figure, Peer, Ratio, Note string
 }
