@@ -50,6 +50,9 @@ func WriteInbox(dir string, ev HookEvent) (string, error) {
 	return name, nil
 }
 
+// inboxExpiry is how long a lifecycle event waits for its transcript.
+const inboxExpiry = 24 * time.Hour
+
 type inboxMark struct {
 	seq  int64
 	path string
@@ -91,6 +94,13 @@ func (w *Watcher) takeInbox(ctx context.Context) error {
 			continue
 		}
 		if !w.hookReady(ev) {
+			if time.Since(ev.ReceivedAt) > inboxExpiry {
+				// Its session never reached the sinks (Claude Code creates
+				// the transcript on the first message): nothing to add to.
+				w.Stats.Errors.Add(1)
+				w.log.Warn("hook event dropped: its session's transcript never reached the sinks", "path", path, "event", ev.Event, "session", ev.SessionID)
+				_ = os.Remove(path)
+			}
 			continue // tried again at the next retry tick
 		}
 		if err := w.applyHook(ctx, ev); err != nil {
@@ -112,11 +122,14 @@ func (w *Watcher) hookReady(ev HookEvent) bool {
 	case "UserPromptSubmit", "Stop", "PermissionRequest", "Notification", "PostToolUse", "SubagentStop":
 		return true
 	}
+	if ev.TranscriptPath == "" {
+		return true
+	}
 	f := w.files[ev.TranscriptPath]
 	if f == nil {
 		// A transcript watch does not follow, or not yet: wait for it,
 		// unless it is outside every root.
-		return w.rootOf(ev.TranscriptPath) == "" && ev.TranscriptPath != ""
+		return w.rootOf(ev.TranscriptPath) == ""
 	}
 	// A user or assistant line went to the sinks before this record: the
 	// store has the transcript by the time the record reaches it.

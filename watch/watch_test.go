@@ -472,3 +472,36 @@ func TestRescanCatchesMissedEvents(t *testing.T) {
 		t.Fatalf("%d rescans", w.Stats.Rescans.Load())
 	}
 }
+
+// TestInboxEventWaitsForItsTranscriptThenExpires: a SessionStart whose
+// transcript does not exist yet waits in the inbox; one that waited past
+// a day is dropped, counted.
+func TestInboxEventWaitsForItsTranscriptThenExpires(t *testing.T) {
+	r := newRig(t)
+	inbox := filepath.Join(r.state, "inbox")
+	ev := HookEvent{SessionID: sid, TranscriptPath: r.mainPath(), CWD: cwd, Event: "SessionStart", Source: "startup", ReceivedAt: time.Now()}
+	fresh, err := WriteInbox(inbox, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.ReceivedAt = time.Now().Add(-25 * time.Hour)
+	old, err := WriteInbox(inbox, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.mustOnce()
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("the fresh event left the inbox before its transcript existed: %v", err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) || s.Errors.Load() != 1 {
+		t.Fatalf("the day-old event: %v, errors %d; want it dropped and counted", err, s.Errors.Load())
+	}
+	appendFile(t, r.mainPath(), userLine("a")+"\n")
+	r.mustOnce()
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatal("the event stayed in the inbox after its transcript reached the archive")
+	}
+	if side := mustRead(t, r.archived(sid, "scribe-lifecycle.jsonl")); !bytes.Contains(side, []byte(`"source":"startup"`)) {
+		t.Fatalf("no session_start record: %s", side)
+	}
+}
