@@ -171,6 +171,8 @@ type Sink struct {
 	// sweepDue is set by a drain that wrote: a sweep then has buffers to
 	// give up (one more sweep after the last write releases them all).
 	sweepDue atomic.Bool
+	// kick wakes an idle drain loop when something is queued.
+	kick chan struct{}
 
 	// Open files and locks are bounded (limits.go): a session idle and
 	// written out may lose its lock, and a file its descriptor, to make
@@ -283,6 +285,7 @@ func New(opts Options) (*Sink, error) {
 		sessions: make(map[string]*session),
 		dirty:    make(map[*file]struct{}),
 		toSync:   make(map[*file]struct{}),
+		kick:     make(chan struct{}, 1),
 	}
 	s.lockBudget, s.fileBudget = fdBudgets(opts.MaxOpenFiles)
 	return s, nil
@@ -323,7 +326,27 @@ func (s *Sink) drainLoop() {
 				s.sweepBuffers()
 			}
 		}
+		if s.busy() {
+			continue
+		}
+		// Nothing queued and no buffer left to give up: sleep until a
+		// write queues something (idle costs no wake-ups).
+		t.Stop()
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+		t.Reset(s.opts.DrainInterval)
 	}
+}
+
+// busy reports whether the drain timer has work: queued bytes, or
+// buffers a later sweep gives up.
+func (s *Sink) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dirty) > 0 || s.sweepDue.Load()
 }
 
 // session returns the state of a session, creating it.
@@ -640,6 +663,10 @@ func (s *Sink) queue(f *file, raw []byte, typ string) {
 
 func (s *Sink) queueRaw(f *file, raw []byte) {
 	s.dirty[f] = struct{}{}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 	if need := len(raw) + 1; cap(f.pending)-len(f.pending) < need {
 		// Double, rather than append's gentler growth for large slices: a
 		// queue holds up to a drain interval of a busy session.
