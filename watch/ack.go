@@ -28,12 +28,20 @@ func (w *Watcher) flush(ctx context.Context, force bool) error {
 	defer cancel()
 	w.lastFlush = time.Now()
 	w.Stats.Flushes.Add(1)
-	if err := w.p.Flush(fctx); err != nil {
+	acked := through
+	var errs []error
+	for _, p := range w.ps {
+		if err := p.Flush(fctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		acked = min(acked, p.Acked(through))
+	}
+	if err := errors.Join(errs...); err != nil {
 		w.Stats.FlushErrors.Add(1)
 		return err
 	}
 	w.flushedTo = through
-	acked := w.p.Acked(through)
 	w.ack(acked)
 	w.ackInbox(acked)
 	w.gauges()
@@ -109,7 +117,7 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 	}
 	d := core.TranscriptDeleted{Path: path, AgentID: f.st.Agent, MirroredBytes: f.readOff, LostBytes: max(f.size-f.readOff, 0)}
 	id := uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "scribe-watch-deleted\x00%s\x00%d", path, f.inode)).String()
-	res, err := w.p.SubmitLifecycle(ctx, core.LifecycleMeta{SessionID: f.st.Session, CWD: f.st.CWD, UUID: id}, d)
+	res, err := w.submitLifecycle(ctx, core.LifecycleMeta{SessionID: f.st.Session, CWD: f.st.CWD, UUID: id}, d)
 	if err != nil {
 		return fmt.Errorf("record the deletion of %s: %w", path, err)
 	}
@@ -119,6 +127,32 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 	delete(w.unacked, f)
 	w.changed = true
 	return nil
+}
+
+// submit hands e to every pipeline, in order; the result is the first
+// pipeline's (the one the counters describe). An error stops at the
+// pipeline that failed: the line is submitted again later, and the
+// pipelines that had it drop it as a duplicate.
+func (w *Watcher) submit(ctx context.Context, e core.Entry) (core.Result, error) {
+	var first core.Result
+	for i, p := range w.ps {
+		res, err := p.Submit(ctx, e)
+		if err != nil {
+			return res, err
+		}
+		if i == 0 {
+			first = res
+		}
+	}
+	return first, nil
+}
+
+func (w *Watcher) submitLifecycle(ctx context.Context, m core.LifecycleMeta, d core.LifecycleData) (core.Result, error) {
+	e, err := core.LifecycleEntry(m, d)
+	if err != nil {
+		return core.Result{}, err
+	}
+	return w.submit(ctx, e)
 }
 
 // archiveDirOf finds the session's project folder in an archive ("" when

@@ -77,6 +77,7 @@ func (w *Watcher) takeInbox(ctx context.Context) error {
 		}
 	}
 	sort.Strings(names)
+	w.inboxWaiting = false
 	for _, n := range names {
 		path := filepath.Join(w.o.Inbox, n)
 		if w.inboxTaken[path] {
@@ -101,6 +102,7 @@ func (w *Watcher) takeInbox(ctx context.Context) error {
 				w.log.Warn("hook event dropped: its session's transcript never reached the sinks", "path", path, "event", ev.Event, "session", ev.SessionID)
 				_ = os.Remove(path)
 			}
+			w.inboxWaiting = true
 			continue // tried again at the next retry tick
 		}
 		if err := w.applyHook(ctx, ev); err != nil {
@@ -184,7 +186,7 @@ func (w *Watcher) applyHook(ctx context.Context, ev HookEvent) error {
 		return nil
 	}
 	if d != nil {
-		res, err := w.p.SubmitLifecycle(ctx, meta, d)
+		res, err := w.submitLifecycle(ctx, meta, d)
 		if err != nil {
 			return fmt.Errorf("record %s of session %s: %w", ev.Event, ev.SessionID, err)
 		}
@@ -209,7 +211,11 @@ func (w *Watcher) applyHook(ctx context.Context, ev HookEvent) error {
 		return nil
 	}
 	c.At = ev.ReceivedAt
-	res, err := w.p.SubmitState(ctx, c)
+	e, err := c.Entry()
+	if err != nil {
+		return err
+	}
+	res, err := w.submit(ctx, e)
 	if err != nil {
 		return fmt.Errorf("record the state of session %s: %w", ev.SessionID, err)
 	}

@@ -49,7 +49,14 @@ func (w *Watcher) WriteMetrics(out io.Writer) {
 	counter("scribe_watch_flush_errors_total", "Failed pipeline flushes (checkpoints wait).", s.FlushErrors.Load())
 	counter("scribe_watch_checkpoint_saves_total", "Checkpoint saves.", s.Saves.Load())
 	counter("scribe_watch_checkpoint_save_errors_total", "Failed checkpoint saves.", s.SaveErrors.Load())
-	writeSinkMetrics(&b, w.p.Stats())
+	var st core.Stats
+	for _, p := range w.ps {
+		ps := p.Stats()
+		st.Sinks = append(st.Sinks, ps.Sinks...)
+		st.Accepted += ps.Accepted
+		st.Duplicates += ps.Duplicates
+	}
+	writeSinkMetrics(&b, st)
 	_, _ = io.WriteString(out, b.String())
 }
 

@@ -246,7 +246,7 @@ func (w *Watcher) submitLine(ctx context.Context, f *follower, line []byte) erro
 		e.AgentID = f.st.Agent
 	}
 	e.Seq = w.seq + 1
-	res, err := w.p.Submit(ctx, e)
+	res, err := w.submit(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,12 @@ type Options struct {
 	// Pipeline is started; the Watcher submits and flushes, never shuts
 	// it down.
 	Pipeline *core.Pipeline
+	// Pipelines are more started pipelines that get every entry too, each
+	// deduplicating on its own: give each durable sink a pipeline of its
+	// own, so that after a kill -9 a sink that had less than another (a
+	// server behind the archive) still gets what it lacks. A line is
+	// acknowledged when every pipeline acknowledged it.
+	Pipelines []*core.Pipeline
 	// Archives are the config folders of the jsonl stores the pipeline
 	// writes (their dir): sidecar files (.meta.json, tool-results/) are
 	// copied into them, and a rewritten file's metadata lines are checked
@@ -69,7 +76,7 @@ type Options struct {
 type Watcher struct {
 	o   Options
 	log hclog.Logger
-	p   *core.Pipeline
+	ps  []*core.Pipeline
 
 	files   map[string]*follower
 	dirty   map[string]bool
@@ -86,6 +93,9 @@ type Watcher struct {
 	states     map[string]core.State // sessions' states, from hook events
 	inboxMarks []inboxMark
 	inboxTaken map[string]bool
+	// inboxWaiting is set when an event in the inbox waits for its
+	// transcript: the retry tick looks again.
+	inboxWaiting bool
 
 	Stats Stats
 }
@@ -134,7 +144,12 @@ type mark struct {
 
 // New makes a watcher; Run starts it.
 func New(o Options) (*Watcher, error) {
-	if o.Store == nil || o.Pipeline == nil {
+	var ps []*core.Pipeline
+	if o.Pipeline != nil {
+		ps = append(ps, o.Pipeline)
+	}
+	ps = append(ps, o.Pipelines...)
+	if o.Store == nil || len(ps) == 0 {
 		return nil, errors.New("watch: a store and a pipeline are required")
 	}
 	if len(o.Roots) == 0 {
@@ -160,7 +175,7 @@ func New(o Options) (*Watcher, error) {
 		o.Roots[i] = abs
 	}
 	return &Watcher{
-		o: o, log: o.Logger, p: o.Pipeline,
+		o: o, log: o.Logger, ps: ps,
 		files: map[string]*follower{}, dirty: map[string]bool{},
 		unacked: map[*follower]bool{}, retry: map[string]bool{},
 		states: map[string]core.State{}, inboxTaken: map[string]bool{},
@@ -193,6 +208,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 		_ = w.fsw.Add(w.o.Inbox)
 	}
 	w.rescan(ctx)
+	if err := w.process(ctx); err != nil {
+		return err
+	}
+	if err := w.flush(ctx, false); err != nil && ctx.Err() == nil {
+		w.log.Error("flush failed; checkpoints wait for the next one", "error", err)
+	}
+	// The catch-up's buffers are garbage now: give the memory back rather
+	// than keep the start-up's peak for the life of the process.
+	debug.FreeOSMemory()
 	runErr := w.loop(ctx)
 	// Stop: make durable what was submitted, then save.
 	fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -291,8 +315,8 @@ func (w *Watcher) loop(ctx context.Context) error {
 				w.dirty[p] = true
 				delete(w.retry, p)
 			}
-			if w.o.Inbox != "" {
-				w.dirty[w.o.Inbox] = true
+			if w.o.Inbox != "" && w.inboxWaiting {
+				w.dirty[w.o.Inbox] = true // events that wait for a transcript
 			}
 		case <-flushT:
 			if err := w.flush(ctx, false); err != nil && ctx.Err() == nil {
@@ -382,40 +406,59 @@ func (w *Watcher) rescan(ctx context.Context) {
 	}
 }
 
-// process reads every dirty file.
+// process reads every dirty file, then takes the hook inbox if it is
+// dirty (after the files: its events may wait for one of them).
 func (w *Watcher) process(ctx context.Context) error {
+	if len(w.dirty) == 0 {
+		return nil
+	}
+	inbox := false
 	for len(w.dirty) > 0 {
 		for p := range w.dirty {
 			delete(w.dirty, p)
 			if ctx.Err() != nil {
 				return nil
 			}
-			var err error
 			if p == w.o.Inbox && p != "" {
-				err = w.takeInbox(ctx)
-			} else {
-				err = w.update(ctx, p)
+				inbox = true
+				continue
 			}
-			if errors.Is(err, core.ErrClosed) {
-				return err
-			}
-			if err != nil {
+			if err := w.update(ctx, p); err != nil {
+				if errors.Is(err, core.ErrClosed) {
+					return err
+				}
 				w.Stats.Errors.Add(1)
 				w.retry[p] = true
 				w.log.Warn("file not read; trying again", "path", p, "error", err)
 			}
-			if w.seq > w.flushedTo && time.Since(w.lastFlush) >= w.o.FlushInterval {
-				if err := w.flush(ctx, false); err != nil && ctx.Err() == nil {
-					w.log.Error("flush failed; checkpoints wait for the next one", "error", err)
-				}
-				if err := w.save(false); err != nil {
-					w.log.Error("checkpoints not saved", "error", err)
-				}
+			w.flushIfDue(ctx)
+		}
+	}
+	if inbox {
+		if err := w.takeInbox(ctx); err != nil {
+			if errors.Is(err, core.ErrClosed) {
+				return err
 			}
+			w.Stats.Errors.Add(1)
+			w.log.Warn("hook inbox not read; trying again", "error", err)
+			w.inboxWaiting = true
 		}
 	}
 	w.gauges()
 	return nil
+}
+
+// flushIfDue flushes while a backlog is read, every FlushInterval.
+func (w *Watcher) flushIfDue(ctx context.Context) {
+	if w.seq <= w.flushedTo || time.Since(w.lastFlush) < w.o.FlushInterval {
+		return
+	}
+	if err := w.flush(ctx, false); err != nil && ctx.Err() == nil {
+		w.log.Error("flush failed; checkpoints wait for the next one", "error", err)
+	}
+	if err := w.save(false); err != nil {
+		w.log.Error("checkpoints not saved", "error", err)
+	}
 }
 
 // update brings one path up to date.

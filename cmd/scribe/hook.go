@@ -113,21 +113,18 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 	defer store.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
 	defer cancel()
-	rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{})
+	rts, err := buildPerSink(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer ccancel()
-		if err := rt.close(cctx); err != nil {
+		if err := closeRuntimes(cctx, rts); err != nil {
 			log.Error("pipeline shutdown", "error", err)
 		}
 	}()
-	if err := rt.pipeline.Start(ctx); err != nil {
-		return err
-	}
-	w, err := watch.New(watch.Options{Roots: ws.roots, Store: store, Pipeline: rt.pipeline, Archives: ws.archives, Logger: log, Inbox: inbox})
+	w, err := watch.New(watch.Options{Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives, Logger: log, Inbox: inbox})
 	if err != nil {
 		return err
 	}

@@ -180,27 +180,28 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 		return err
 	}
 	defer store.Close()
-	rt, err := build(cmd.Context(), cfg, log, os.Args[1:], buildOpts{})
+	rts, err := buildPerSink(cmd.Context(), cfg, log)
 	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if err := rt.pipeline.Start(cmd.Context()); err != nil {
-		_ = rt.close(context.Background())
 		return err
 	}
+	closeAll := func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return closeRuntimes(cctx, rts)
+	}
 	w, err := watch.New(watch.Options{
-		Roots: ws.roots, Store: store, Pipeline: rt.pipeline, Archives: ws.archives,
+		Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives,
 		Logger: log.Named("watch"), Rescan: o.rescan, FlushInterval: o.flushInterval,
 		Inbox: filepath.Join(ws.stateDir, "inbox"),
 	})
 	if err != nil {
-		_ = rt.close(context.Background())
+		_ = closeAll()
 		return err
 	}
 	if o.metrics != "" {
 		srv, err := serveMetrics(o.metrics, w, log)
 		if err != nil {
-			_ = rt.close(context.Background())
+			_ = closeAll()
 			return &exitError{code: 2, err: err}
 		}
 		defer srv.Close()
@@ -212,13 +213,58 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 	} else {
 		runErr = w.Run(ctx)
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rt.close(cctx); err != nil {
+	if err := closeAll(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	printWatchSummary(cmd.ErrOrStderr(), w)
 	return runErr
+}
+
+// buildPerSink builds and starts one pipeline per sink of pipeline.sinks,
+// each with the configured guards and processors: each sink then
+// deduplicates against what it holds itself, so after a kill -9 a server
+// that got less than the archive is sent what it lacks.
+func buildPerSink(ctx context.Context, cfg *config.Config, log hclog.Logger) ([]*runtime, error) {
+	var rts []*runtime
+	for _, id := range cfg.Pipeline.Sinks {
+		c := *cfg
+		c.Pipeline.Sinks = []core.ID{id}
+		c.Resume.Loaders = nil
+		rt, err := build(ctx, &c, log, os.Args[1:], buildOpts{})
+		if err == nil {
+			if err = rt.pipeline.Start(ctx); err != nil {
+				_ = rt.close(context.Background())
+			}
+		}
+		if err != nil {
+			_ = closeRuntimes(context.Background(), rts)
+			return nil, &exitError{code: 2, err: fmt.Errorf("sink %s: %w", id, err)}
+		}
+		rts = append(rts, rt)
+	}
+	if len(rts) == 0 {
+		return nil, &exitError{code: 2, err: errors.New("the pipeline has no sinks: list at least one in pipeline { sinks = [...] }")}
+	}
+	return rts, nil
+}
+
+func pipelines(rts []*runtime) []*core.Pipeline {
+	ps := make([]*core.Pipeline, len(rts))
+	for i, rt := range rts {
+		ps[i] = rt.pipeline
+	}
+	return ps
+}
+
+// closeRuntimes shuts every pipeline down, the last built first.
+func closeRuntimes(ctx context.Context, rts []*runtime) error {
+	var errs []error
+	for i := len(rts) - 1; i >= 0; i-- {
+		if err := rts[i].close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func serveMetrics(addr string, w *watch.Watcher, log hclog.Logger) (*http.Server, error) {
