@@ -98,7 +98,7 @@ func TestWatchSurvivesKill9(t *testing.T) {
 	kills := watchKills(t, 5)
 	p := peer.Find(t)
 	we := newWatchEnv(t)
-	sim, stderr := watchKillScenario(t, we, kills)
+	sim, stderr := watchKillScenario(t, we, kills, nil)
 	// The SDK reads the archive exactly as the source.
 	for _, sess := range sim.Sessions {
 		if sess.Deleted || sess.Truncated {
@@ -126,13 +126,16 @@ func TestWatchSurvivesKill9TeamServer(t *testing.T) {
 	kills := watchKills(t, 3)
 	srv := startCloudServer(t)
 	we := newWatchEnvWith(t, srv.url())
-	sim, _ := watchKillScenario(t, we, kills)
-	for _, sess := range sim.Sessions {
-		checkServerHolds(t, srv, sess.ID, sess.Main, "subagents=false")
-		for _, a := range sess.Agents {
-			checkServerHolds(t, srv, sess.ID, a, "session_agent_id="+a.Agent)
+	// Checked while the last watch still runs: an entry the server did not
+	// take yet waits in the events sink's spool for the next run.
+	watchKillScenario(t, we, kills, func(sim *watchsim.Sim) {
+		for _, sess := range sim.Sessions {
+			checkServerHolds(t, srv, sess.ID, sess.Main, "subagents=false")
+			for _, a := range sess.Agents {
+				checkServerHolds(t, srv, sess.ID, a, "session_agent_id="+a.Agent)
+			}
 		}
-	}
+	})
 }
 
 // checkServerHolds wants every uuid line the simulator wrote to f on the
@@ -191,7 +194,7 @@ func watchKills(t *testing.T, def int) int {
 // special case happened), then lets a last watch catch up, deletes a
 // session, stops watch with SIGTERM and checks that the archive holds
 // every line exactly once and the deletion's lifecycle record.
-func watchKillScenario(t *testing.T, we *watchEnv, kills int) (*watchsim.Sim, string) {
+func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*watchsim.Sim)) (*watchsim.Sim, string) {
 	t.Helper()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d, %d kills", seed, kills)
@@ -257,6 +260,9 @@ func watchKillScenario(t *testing.T, we *watchEnv, kills int) (*watchsim.Sim, st
 			t.Fatalf("no transcript_deleted record in %s:\n%s\nwatch stderr:\n%s", side, b, stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if beforeStop != nil {
+		beforeStop(sim)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
