@@ -132,6 +132,10 @@ sink "ingress" "team" {
   spool_dir       = ""                      # "" = <config dir>/scribe/spool/ingress/team
   spool_max_bytes = 1073741824              # past it new entries are dropped, counted and logged
   flush_wait      = "5s"                    # Flush waits this long for the server, then spools
+  # Encrypts what the spool writes (age; a wrong key fails Start): {
+  # recipients = ["age1..."], identity = { file = PATH } } or { passphrase =
+  # { env = NAME } }; keys by file, env or command. Default: {} (plaintext).
+  spool_encryption = {}
 }
 
 # The same mirror as batched v2 events (POST .../events every 10 ms).
@@ -148,6 +152,7 @@ sink "events" "team" {
   spool_dir         = ""
   spool_max_bytes   = 1073741824
   flush_wait        = "5s"
+  spool_encryption  = {}
   flush_interval    = "10ms"
   max_batch         = 500
   max_request_bytes = 4194304
@@ -161,6 +166,36 @@ loader "cloud" "team" {
   token      = ""                      # the bearer token, or
   token_file = ""                      # a file holding it (read at each load); one of the two
   timeout    = "30s"                   # per request
+}
+
+# Sessions in a PostgreSQL table shared with the Agent SDK's reference
+# PostgreSQL SessionStore adapter (its layout plus scribe's raw and uuid
+# columns, added on start to a table the adapter made). A sink, a loader and
+# a listing: add "postgres/team" to pipeline.sinks, to resume.loaders, or
+# use it with --from / --to (ls, show, resume, fork, copy).
+sink "postgres" "team" {
+  url       = "postgres://scribe@127.0.0.1:5432/scribe?sslmode=disable" # required; a password belongs in PGPASSFILE, not here
+  table     = "claude_session_entries" # optionally schema.name
+  max_conns = 4                        # connections in the pool
+}
+
+# Sessions in an S3 bucket (AWS, or any S3-compatible server with endpoint)
+# in the key layout of the SDK's reference S3 adapter:
+# {prefix}{projectKey}/{sessionId}/part-{epochMs13}-{rand6}.jsonl, subagents
+# under subagents/agent-<id>/. A sink, a loader and a listing, like postgres.
+# Credentials: credentials_file (with profile), else AWS_ACCESS_KEY_ID and
+# AWS_SECRET_ACCESS_KEY, else the default AWS chain; a secret_access_key
+# written here is a configuration error.
+sink "s3" "archive" {
+  bucket           = "scribe-sessions" # required
+  endpoint         = ""                # "" = AWS; e.g. "http://127.0.0.1:7070"
+  region           = "us-east-1"
+  prefix           = ""                # put before every key, e.g. "claude/"
+  path_style       = false             # bucket in the path (most S3-compatible servers)
+  credentials_file = ""                # a shared credentials file (ini)
+  profile          = "default"         # its section
+  part_bytes       = 1048576           # a transcript's buffer is stored as a part at this size,
+  part_interval    = "1s"              # at least this often, and on every flush
 }
 
 # A third-party sink run as a separate process (hashicorp/go-plugin over
@@ -205,6 +240,49 @@ processor "filter" "noise" {
   drop_types = ["progress"]
   # System entry subtypes dropped. Default: [].
   drop_subtypes = []
+}
+
+# One sink behind a processor of its own: the team mirror redacted while
+# the local copy stays as Claude Code wrote it. List "redacted/team" in
+# pipeline.sinks (and not the inner sink itself) to use it.
+sink "redacted" "team" {
+  # The processor block applied to this sink only. Required.
+  processor = "redact/default"
+  # The sink block that gets the processed entries. Required.
+  sink = "events/team"
+}
+
+# Replaces secrets (cloud keys, tokens, private keys, database passwords,
+# .env values, Authorization headers) in every JSON string an entry carries
+# by [REDACTED:rule-id:ab12cd34] before any sink sees them; the suffix is a
+# keyed hash, the same for the same secret. List "redact/default" in
+# pipeline.processors to use it; `scribe scan` and `scribe redact` use this
+# block for sessions already on disk.
+processor "redact" "default" {
+  # scribe's own rule set (see README, "Secrets"). Default: true.
+  builtin_rules = true
+  # Built-in rule ids left out. Default: [].
+  disable_rules = []
+  # Your own rules, after the built-in ones: objects with id, regex,
+  # keywords (the rule runs only on strings holding one), and optionally
+  # secret_group, entropy, need_digit, allow, span, generic. Default: [].
+  rules = []
+  # Least entropy (bits per byte) of any secret; 0 keeps each rule's own.
+  # Default: 0.
+  entropy = 0
+  # Regexes of values that are never secrets. Default: [].
+  allow_patterns = []
+  # Regexes of session cwds (and, for scan/redact, transcript paths) left
+  # alone. Default: [].
+  allow_paths = []
+  # The marker's HMAC key: { file = PATH }, { env = NAME } or
+  # { command = [...] }, never the key itself. Default: {} (a random key
+  # kept 0600 in <config dir>/scribe/redact.key).
+  key = {}
+  # Encrypts the originals `scribe redact` keeps in the trash (age):
+  # { recipients = ["age1..."], identity = { file = PATH } } or
+  # { passphrase = { env = NAME } }. Default: {} (kept unencrypted, 0600).
+  trash = {}
 }
 
 # `scribe serve`: the cloud side (v1 session ingress, v2 events, the History
@@ -259,4 +337,8 @@ server {
   #     { sha256 = "<64 hex digits>", tenant = "acme", scopes = ["read", "write"] },
   #   ]
   tokens = []
+
+  # The processor "redact" block (its name) that redacts every entry
+  # before it is stored, whoever sent it. Default: "" (stored as sent).
+  redact = ""
 }

@@ -191,7 +191,7 @@ func syncDir(dir string) error {
 // batch, 100 ms drain) as sink and seeder, every line parsed with
 // core.ParseEntry and submitted, then Flush and Shutdown. Each Submit call
 // is timed.
-func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPolicy) (runResult, error) {
+func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPolicy, procs ...core.NamedProcessor) (runResult, error) {
 	lat := make([]time.Duration, 0, p.Entries)
 	m := startMeter()
 
@@ -200,8 +200,9 @@ func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPoli
 		return runResult{}, err
 	}
 	pl, err := core.NewPipeline(core.PipelineOptions{
-		Sinks:  []core.NamedSink{{ID: core.MustParseID("jsonl/local"), Sink: sink}},
-		Seeder: sink,
+		Sinks:      []core.NamedSink{{ID: core.MustParseID("jsonl/local"), Sink: sink}},
+		Seeder:     sink,
+		Processors: procs,
 	})
 	if err != nil {
 		return runResult{}, err

@@ -558,8 +558,6 @@ func measureIdle(pid int) (idleFigures, error) {
 	return idleFigures{cpuPct: 100 * float64(c1-c0) / float64(*watchIdle), rss: rss, hwm: hwm}, nil
 }
 
-func humanMiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
 // startServe runs scribe serve with its own data folder until stop.
 func startServe(ctx context.Context, bin, dir string) (addr string, stop func(), err error) {
 	if addr, err = freeAddr(); err != nil {

@@ -200,6 +200,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			"duplicate_window": "2m",
 			"sync":             "always",
 			"tokens":           []any{},
+			"redact":           "",
 		},
 	}
 	if !reflect.DeepEqual(first, want) {

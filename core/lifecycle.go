@@ -41,6 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ const (
 	LifecycleMemoryUpdate    LifecycleEvent = "memory_update"
 	LifecycleInterruptedTurn LifecycleEvent = "interrupted_turn"
 	LifecycleCompaction      LifecycleEvent = "compaction"
+	// LifecycleRedaction: secrets were replaced by markers (the redact
+	// processor, or `scribe redact` on a stored session).
+	LifecycleRedaction LifecycleEvent = "redaction"
 )
 
 // LifecycleData is an event's own fields: one of SessionStart, SessionEnd,
@@ -182,6 +186,26 @@ type Compaction struct {
 	BoundaryUUID string `json:"boundaryUuid,omitempty"`
 }
 
+// Redaction: secrets in the session were replaced by markers. It names
+// the rules and counts, never a value.
+type Redaction struct {
+	// By is what redacted: a processor id ("redact/default") or
+	// "scribe redact".
+	By string `json:"by"`
+	// Rules counts the secrets replaced, by rule id.
+	Rules map[string]int64 `json:"rules"`
+	// Entries counts the lines that changed.
+	Entries int64 `json:"entries"`
+}
+
+// Auditor is implemented by processors that keep an audit of what they
+// did (the redact processor's Redaction records). A host submits
+// AuditEntries before it shuts the pipeline down, so the records reach
+// each session's sidecar with the session's other lifecycle records.
+type Auditor interface {
+	AuditEntries() ([]Entry, error)
+}
+
 // UnknownLifecycle is an event of a name this version does not know;
 // Fields holds its fields (a JSON object, envelope left out).
 type UnknownLifecycle struct {
@@ -199,6 +223,7 @@ func (ContextWindow) LifecycleEvent() LifecycleEvent      { return LifecycleCont
 func (MemoryUpdate) LifecycleEvent() LifecycleEvent       { return LifecycleMemoryUpdate }
 func (TurnInterrupted) LifecycleEvent() LifecycleEvent    { return LifecycleInterruptedTurn }
 func (Compaction) LifecycleEvent() LifecycleEvent         { return LifecycleCompaction }
+func (Redaction) LifecycleEvent() LifecycleEvent          { return LifecycleRedaction }
 func (u UnknownLifecycle) LifecycleEvent() LifecycleEvent { return u.Event }
 
 // LifecycleMeta is a lifecycle entry's envelope.
@@ -360,6 +385,8 @@ func ParseLifecycle(e *Entry) (Lifecycle, error) {
 		l.Data, err = decodeLifecycle[TurnInterrupted](e.Raw)
 	case LifecycleCompaction:
 		l.Data, err = decodeLifecycle[Compaction](e.Raw)
+	case LifecycleRedaction:
+		l.Data, err = decodeLifecycle[Redaction](e.Raw)
 	default:
 		var m map[string]json.RawMessage
 		if err = json.Unmarshal(e.Raw, &m); err == nil {
@@ -442,6 +469,15 @@ func (l Lifecycle) Describe() string {
 		num("pre_tokens", d.PreTokens)
 		num("post_tokens", d.PostTokens)
 		add("boundary", d.BoundaryUUID)
+	case Redaction:
+		add("by", d.By)
+		num("entries", d.Entries)
+		rules := make([]string, 0, len(d.Rules))
+		for r, n := range d.Rules {
+			rules = append(rules, r+":"+strconv.FormatInt(n, 10))
+		}
+		sort.Strings(rules)
+		add("rules", strings.Join(rules, ","))
 	case UnknownLifecycle:
 		parts = append(parts, string(d.Fields))
 	}

@@ -598,6 +598,7 @@ func (p *Pipeline) Flush(ctx context.Context) error {
 func (p *Pipeline) Shutdown(ctx context.Context) error {
 	var errs []error
 	p.stopped.Do(func() {
+		errs = append(errs, p.submitAudits(ctx)...)
 		p.gate.Lock()
 		p.closed = true
 		started := p.started
@@ -636,6 +637,34 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// submitAudits submits, before intake stops, the audit records that
+// processors kept (core.Auditor): what a redaction did, per session.
+func (p *Pipeline) submitAudits(ctx context.Context) []error {
+	p.gate.RLock()
+	live := p.started && !p.closed
+	p.gate.RUnlock()
+	if !live {
+		return nil
+	}
+	var errs []error
+	for _, np := range p.processors {
+		a, ok := np.Processor.(Auditor)
+		if !ok {
+			continue
+		}
+		entries, err := a.AuditEntries()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("processor %s: %w", np.ID, err))
+		}
+		for _, e := range entries {
+			if _, err := p.Submit(ctx, e); err != nil {
+				errs = append(errs, fmt.Errorf("processor %s: audit record: %w", np.ID, err))
+			}
+		}
+	}
+	return errs
 }
 
 // Stats is a snapshot of what the pipeline did.

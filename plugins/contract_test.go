@@ -44,6 +44,7 @@ func TestWebhookSinkContract(t *testing.T) {
 			}
 			return out
 		},
+		Sessions: true,
 	})
 }
 

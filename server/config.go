@@ -75,6 +75,10 @@ type Config struct {
 	Sync string `json:"sync"`
 	// Tokens are the accepted bearer tokens, stored hashed.
 	Tokens []Token `json:"tokens"`
+	// Redact names a processor "redact" block (its name): every entry is
+	// redacted with its rules before it is stored. "" stores entries as
+	// sent.
+	Redact string `json:"redact"`
 }
 
 // Token is one accepted bearer token.

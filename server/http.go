@@ -339,6 +339,9 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, req request) {
 		return
 	}
 	it, err := parseEntry(body, req.session, "", r.Header.Get("Idempotency-Key"))
+	if err == nil {
+		it, err = s.process(req.ctx, it)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "%v", err)
 		return
@@ -683,6 +686,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request, req request)
 			meta = res.meta
 		}
 		return nil
+	}
+	for i := range steps {
+		if steps[i].state != "" {
+			continue
+		}
+		if steps[i].it, err = s.process(req.ctx, steps[i].it); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "events[%d]: %v", i, err)
+			return
+		}
 	}
 	for _, st := range steps {
 		if st.state == "" {

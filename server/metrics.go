@@ -22,6 +22,7 @@ type metrics struct {
 	fenceRetries atomic.Int64 // writes that had to reconcile and retry
 	repaired     atomic.Int64 // entries indexed by reconcile
 	stateEvents  atomic.Int64 // state events applied
+	processed    atomic.Int64 // entries the processor changed (redacted) before storing
 
 	// The embedded JetStream's sync policy as running: 1 = every write
 	// fsynced before its acknowledgement, 0 = in the background every
@@ -74,6 +75,7 @@ func (m *metrics) write(w io.Writer) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
 	}
 	counter("scribe_entries_stored_total", "Entries stored in the stream.", m.stored.Load())
+	counter("scribe_entries_processed_total", "Entries changed by the server's processor (server.redact) before they were stored.", m.processed.Load())
 	counter("scribe_entries_duplicate_total", "Entries refused because they were already stored.", m.duplicates.Load())
 	counter("scribe_conflicts_total", "PUTs refused with 409 because Last-Uuid was not the session's last uuid.", m.conflicts.Load())
 	counter("scribe_fence_retries_total", "Writes retried after another writer appended to the same session first.", m.fenceRetries.Load())

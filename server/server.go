@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // Server is `scribe serve`: the HTTP API over the JetStream store.
@@ -22,6 +24,9 @@ type Server struct {
 	tokens map[string]principal
 	m      *metrics
 	window time.Duration
+
+	// proc, when set, processes each entry before it is stored.
+	proc core.Processor
 
 	// requestTimeout bounds the work of one request.
 	requestTimeout time.Duration

@@ -5,10 +5,13 @@ import (
 	"github.com/e0dc0000/scribe/guards"
 	"github.com/e0dc0000/scribe/plugins"
 	"github.com/e0dc0000/scribe/processors/filter"
+	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/ingress"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/memcache"
+	"github.com/e0dc0000/scribe/sinks/postgres"
+	"github.com/e0dc0000/scribe/sinks/s3"
 	"github.com/e0dc0000/scribe/sinks/summary"
 )
 
@@ -21,16 +24,23 @@ func Builtin() []core.Factory {
 		memcache.SinkFactory(),
 		ingress.Factory(),
 		events.Factory(),
+		postgres.SinkFactory(),
+		s3.SinkFactory(),
 		// loaders
 		memcache.LoaderFactory(),
 		summary.Factory(),
 		events.LoaderFactory(),
+		postgres.LoaderFactory(),
+		s3.LoaderFactory(),
 		// guards
 		guards.EnvFactory(),
 		guards.FlagFactory(),
 		guards.ConfigFactory(),
+		// a sink behind a processor of its own (built from two blocks)
+		redactedFactory{},
 		// processors
 		filter.Factory(),
+		redact.Factory(),
 		// out-of-process plugins: sink, loader and guard of type "plugin"
 		plugins.SinkFactory(),
 		plugins.LoaderFactory(),

@@ -167,6 +167,15 @@ func newService(opts Options) (*Service, error) {
 	if s.factories == nil {
 		s.factories = Builtin()
 	}
+	// The redacted sink builds its parts from this service's blocks.
+	fs := make([]core.Factory, len(s.factories))
+	for i, f := range s.factories {
+		if _, ok := f.(redactedFactory); ok {
+			f = redactedFactory{svc: s}
+		}
+		fs[i] = f
+	}
+	s.factories = fs
 	if s.environ == nil {
 		s.environ = os.Environ()
 	}

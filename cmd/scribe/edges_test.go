@@ -474,3 +474,40 @@ func TestContendedStartsAlwaysNameTheHolder(t *testing.T) {
 		}
 	}
 }
+
+// A full disk: the store keeps retrying until --shutdown-timeout, then says
+// how many lines it could not write; nothing unwritten is acknowledged.
+func TestRecordDiskFullIsReportedAndNeverAcknowledged(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+	dir := filepath.Join(mnt, "cc")
+	out, stderr, code := runRecordRaw(t, nil, lines(8000), "--config-dir", dir, "--ack", "--shutdown-timeout", "1s")
+	if code != 1 {
+		t.Fatalf("exit %d on a full disk, want 1; stderr %.1000s", code, stderr)
+	}
+	i := bytes.Index(out, []byte("{\n  \"config_dir\""))
+	var rep struct {
+		Lost       int64  `json:"lost"`
+		AckedLines int64  `json:"acked_lines"`
+		Error      string `json:"error"`
+	}
+	if i < 0 || json.Unmarshal(out[i:], &rep) != nil {
+		t.Fatalf("report: %s", out)
+	}
+	if rep.Lost == 0 || !strings.Contains(rep.Error, "no space left on device") {
+		t.Fatalf("report %+v: want the lines not written counted and the cause named", rep)
+	}
+	data, _ := os.ReadFile(sessionFile(dir))
+	have := uuidsIn(t, data, true)
+	for n := range rep.AckedLines {
+		if have[uuidFor(int(n))] != 1 {
+			t.Fatalf("line %d acknowledged (acked_lines=%d) but not on disk", n+1, rep.AckedLines)
+		}
+	}
+	if int64(len(have)) >= 8000 {
+		t.Fatal("everything fit: the disk was not full, the test proves nothing")
+	}
+}

@@ -12,6 +12,7 @@ import (
 func newForkCmd() *cobra.Command {
 	var (
 		upTo, title, at   string
+		from              string
 		keepUUIDs, asJSON bool
 	)
 	c := &cobra.Command{
@@ -25,12 +26,24 @@ list and read the fork as one of their own.
 
 --at CHECKPOINT (an id, a unique prefix of one, or a label; see scribe
 checkpoints) copies the conversation up to the checkpoint's message, as --up-to
-that message would, and prints the commit to check out.`,
+that message would, and prints the commit to check out.
+
+--from STORE forks a session of another store (a postgres or s3 block) and
+writes the fork into that store; "path" is then the store's type/name.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
+			}
+			var st *store
+			if from != "" {
+				fl, s, done, err := fromLayout(cmd, cfg, from, args[0], "")
+				if err != nil {
+					return err
+				}
+				defer done()
+				l, st = fl, s
 			}
 			id, err := resolveSession(cmd.Context(), l, args[0])
 			if err != nil {
@@ -50,6 +63,14 @@ that message would, and prints the commit to check out.`,
 			newID, path, err := l.ForkSession(cmd.Context(), id, "", core.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
 			if err != nil {
 				return err
+			}
+			if st != nil && st.layout == nil {
+				// The fork goes where its source is, as the SDK's
+				// forkSession with a sessionStore does.
+				if err := writeFork(cmd.Context(), st, path, newID); err != nil {
+					return err
+				}
+				path = st.id.String()
 			}
 			if asJSON {
 				doc := map[string]any{"sessionId": newID, "forkedFrom": id, "path": path}
@@ -72,5 +93,6 @@ that message would, and prints the commit to check out.`,
 	f.BoolVar(&keepUUIDs, "keep-uuids", false, "keep the original uuids (Claude Code's /branch)")
 	f.StringVar(&at, "at", "", "fork up to this checkpoint's message (id, unique id prefix or label) and print its commit")
 	f.BoolVar(&asJSON, "json", false, `print {"sessionId","forkedFrom","path"} (and "checkpoint" with --at)`)
+	f.StringVar(&from, "from", "", "fork a session of this store (a postgres or s3 block, type/name) into the same store")
 	return c
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/cobra"
 )
@@ -34,7 +36,43 @@ func newRoot() *cobra.Command {
 	pf.String("config-dir", "", "Claude's config folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
 	pf.Bool("log-json", false, "log as JSON lines")
-	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newWatchCmd(), newHookCmd(), newHooksCmd())
+	pf.String("cpu-profile", "", "write a CPU profile of the command to this file (for bench/)")
+	_ = pf.MarkHidden("cpu-profile")
+	pf.String("trace", "", "write an execution trace of the command to this file (for bench/)")
+	_ = pf.MarkHidden("trace")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if tp, _ := cmd.Flags().GetString("trace"); tp != "" {
+			f, err := os.Create(tp)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--trace: %w", err)}
+			}
+			if err := trace.Start(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--trace: %w", err)
+			}
+			prev := stopProfile
+			stopProfile = func() { prev(); trace.Stop(); f.Close() }
+		}
+		path, _ := cmd.Flags().GetString("cpu-profile")
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--cpu-profile: %w", err)}
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		prev := stopProfile
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
+		return nil
+	}
+	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newCopyCmd(), newS3Cmd())
+	root.AddCommand(newScanCmd(), newRedactCmd())
+	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd(), newSearchCmd())
+	root.AddCommand(newWatchCmd(), newHookCmd(), newHooksCmd())
 	addFromFlags(root)
 	usageExits(root)
 	return root
@@ -81,8 +119,12 @@ func usageExits(root *cobra.Command) {
 	walk(root)
 }
 
+// stopProfile ends the --cpu-profile of the command, if one runs.
+var stopProfile = func() {}
+
 func main() {
 	err := newRoot().Execute()
+	stopProfile()
 	if err == nil {
 		return
 	}

@@ -68,6 +68,9 @@ checked against every file and gives the same answer as reading the files;
 session, interrupted when its last turn did not finish, else completed;
 --status keeps the sessions with that status.
 
+--from STORE lists the sessions of another store instead (a postgres or s3
+sink block, type/name), exactly as ls lists local files.
+
 --remote lists the team server's sessions instead (newest activity first,
 with their titles; --json prints the server's listing), through the cloud
 loader of --from, else the first one of resume.loaders.`,
@@ -98,6 +101,22 @@ loader of --from, else the first one of resume.loaders.`,
 				}
 				opt.Dir = wd
 			}
+			where := l.ProjectsDir()
+			if from != "" {
+				// Another store: its sessions, read as local files are.
+				key := ""
+				if opt.Dir != "" {
+					key = jsonl.SanitizePath(opt.Dir)
+				}
+				fl, st, done, err := fromLayout(cmd, cfg, from, "", key)
+				if err != nil {
+					return err
+				}
+				defer done()
+				if st.layout == nil {
+					l, noIndex, where = fl, true, st.id.String()
+				}
+			}
 			infos, recs, err := listSessions(cmd.Context(), l, cfg, opt, want, asJSON, noIndex)
 			if err != nil {
 				return err
@@ -108,9 +127,9 @@ loader of --from, else the first one of resume.loaders.`,
 			}
 			if len(infos) == 0 {
 				if opt.Dir != "" {
-					fmt.Fprintf(out, "no sessions for %s in %s (--all lists every project)\n", opt.Dir, l.ProjectsDir())
+					fmt.Fprintf(out, "no sessions for %s in %s (--all lists every project)\n", opt.Dir, where)
 				} else {
-					fmt.Fprintf(out, "no sessions in %s\n", l.ProjectsDir())
+					fmt.Fprintf(out, "no sessions in %s\n", where)
 				}
 				return nil
 			}
@@ -127,7 +146,7 @@ loader of --from, else the first one of resume.loaders.`,
 	f.IntVar(&offset, "offset", 0, "skip this many sessions first")
 	f.BoolVar(&asJSON, "json", false, "print the SDK's listSessions array")
 	f.BoolVar(&remote, "remote", false, "list the team server's sessions instead")
-	f.StringVar(&from, "from", "", `with --remote: the server's block, a "cloud" loader (type/name)`)
+	f.StringVar(&from, "from", "", `list this store (a jsonl, postgres or s3 block, type/name) instead of the local files; with --remote: the server's block, a "cloud" loader`)
 	return c
 }
 
@@ -305,7 +324,7 @@ func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 func newShowCmd() *cobra.Command {
 	var (
 		asJSON, system, subagents bool
-		format                    string
+		format, from              string
 	)
 	c := &cobra.Command{
 		Use:   "show ID",
@@ -322,9 +341,17 @@ stderr.`,
 			if format != "text" && format != "md" {
 				return &exitError{code: 2, err: fmt.Errorf("--format %q: want text or md", format)}
 			}
-			l, _, err := layoutFor(cmd)
+			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
+			}
+			if from != "" {
+				fl, _, done, err := fromLayout(cmd, cfg, from, args[0], "")
+				if err != nil {
+					return err
+				}
+				defer done()
+				l = fl
 			}
 			id, err := resolveSession(cmd.Context(), l, args[0])
 			if err != nil {
@@ -389,6 +416,7 @@ stderr.`,
 	f.BoolVar(&system, "system", false, "include system messages")
 	f.BoolVar(&subagents, "subagents", false, "also show each subagent's conversation")
 	f.StringVar(&format, "format", "text", "text or md")
+	f.StringVar(&from, "from", "", "read the session from this store (a jsonl, postgres or s3 block, type/name)")
 	return c
 }
 

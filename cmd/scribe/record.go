@@ -529,8 +529,8 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 	if r.openFailures > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("%d lines not recorded: their session could not be opened: %w", r.openFailures, r.openErr))
 	}
-	if r.rt.pipeline.Lost() {
-		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see drop_reasons in the report)", r.rep.Lost))
+	if r.rt.pipeline.Lost() || r.rep.Lost > 0 {
+		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see each sink in the report)", r.rep.Lost))
 	}
 	if signalled {
 		msg := fmt.Sprintf("stopped by a signal after input line %d; lines 1-%d are durable", r.submitted.Load(), r.acked)
@@ -561,7 +561,7 @@ func (r *recorder) fillReport() {
 	rep.FlushErrors = r.flushErrs.Load()
 	for _, s := range st.Sinks {
 		if !s.Volatile {
-			rep.Lost = max(rep.Lost, s.Dropped)
+			rep.Lost = max(rep.Lost, s.Dropped+s.Counters["unwritten_lines"])
 		}
 		if s.Counters != nil {
 			rep.Held = max(rep.Held, s.Counters["held"])
@@ -591,81 +591,6 @@ func (r *recorder) print() error {
 	}
 	printRecordReport(r.repOut, r.rep)
 	return nil
-}
-
-// readInputs parses every line of the files (or stdin) and sends the
-// entries on, then an eof marker per file; malformed and blank lines are
-// counted in rep. seq numbers every line of the whole input.
-func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<- input, rep *recordReport) error {
-	defer close(out)
-	if len(files) == 0 {
-		files = []string{"-"}
-	}
-	var seq int64
-	send := func(in input) error {
-		select {
-		case out <- in:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	for _, name := range files {
-		var r io.Reader = stdin
-		display := "<stdin>"
-		if name != "-" {
-			f, err := os.Open(name)
-			if err != nil {
-				return fmt.Errorf("open input: %w", err)
-			}
-			r, display = f, name
-			defer f.Close()
-		}
-		var n int64
-		var sendErr error
-		err := jsonl.EachLine(r, func(line []byte, _ bool) {
-			if sendErr != nil {
-				return
-			}
-			n++
-			seq++
-			rep.Lines++
-			if isBlank(line) {
-				rep.BlankLines++
-				return
-			}
-			e, err := core.ParseEntry(line)
-			if err != nil {
-				rep.MalformedCount++
-				if len(rep.Malformed) < maxMalformedListed {
-					rep.Malformed = append(rep.Malformed, badLine{File: display, Line: n, Error: err.Error()})
-				}
-				return
-			}
-			sendErr = send(input{entry: e, file: display, line: n, seq: seq})
-		})
-		if sendErr != nil {
-			return nil // the intake stopped
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", display, err)
-		}
-		if err := send(input{file: display, eof: true, seq: seq}); err != nil {
-			return nil
-		}
-	}
-	return nil
-}
-
-func isBlank(line []byte) bool {
-	for _, c := range line {
-		switch c {
-		case ' ', '\t', '\r', '\n', '\v', '\f':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func printRecordReport(w io.Writer, r *recordReport) {

@@ -98,7 +98,20 @@ from there would); --dry-run leaves the session as it is.`,
 				return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
 			}
 			id := args[0]
-			if !jsonl.IsSessionID(id) {
+			var fromStore *store
+			if from != "" {
+				if fromStore, err = resumeFrom(ctx, cfg, rt, from); err != nil {
+					return err
+				}
+				if fromStore != nil {
+					defer fromStore.stop(context.WithoutCancel(ctx))
+				}
+			}
+			if fromStore != nil {
+				if id, err = resolveIn(ctx, fromStore, args[0]); err != nil {
+					return err
+				}
+			} else if !jsonl.IsSessionID(id) {
 				remote := func() (*cloudTarget, error) { return resumeRemote(cfg, from) }
 				if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, args[0], remote, cmd.ErrOrStderr()); err != nil {
 					return err

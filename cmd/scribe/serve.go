@@ -54,6 +54,11 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			if p, err := serveProcessor(cmd.Context(), cfg, sc.Redact); err != nil {
+				return err
+			} else if p != nil {
+				srv.SetProcessor(p)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := srv.Start(ctx); err != nil {

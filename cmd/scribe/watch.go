@@ -415,7 +415,7 @@ func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, er
 }
 
 // addFromFlags gives show, info and fork a --from flag for reading a
-// jsonl store other than Claude's folder (unless they have one already).
+// jsonl store other than Claude's folder, unless they have one already.
 func addFromFlags(root *cobra.Command) {
 	for _, c := range root.Commands() {
 		switch c.Name() {

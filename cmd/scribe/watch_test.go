@@ -454,6 +454,9 @@ func TestWatchMetricsAndArchiveReads(t *testing.T) {
 	if out := run("show", sess.ID[:8], "--from", "jsonl/archive"); !strings.Contains(out, "── user") {
 		t.Fatalf("show --from jsonl/archive:\n%s", out)
 	}
+	if out := run("info", sess.ID, "--from", "jsonl/archive"); !strings.Contains(out, sess.ID) {
+		t.Fatalf("info --from jsonl/archive:\n%s", out)
+	}
 }
 
 func waitForCond(t *testing.T, what string, cond func() bool) {

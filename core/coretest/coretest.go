@@ -6,7 +6,9 @@ package coretest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +52,7 @@ type RecordingSink struct {
 	block    chan struct{}
 
 	Started, ShutdownCalls, Flushes int
+	shut                            bool
 }
 
 var _ core.Sink = (*RecordingSink)(nil)
@@ -103,6 +106,9 @@ func (s *RecordingSink) Write(ctx context.Context, entries []core.Entry) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shut {
+		return core.Permanent(errors.New("recording sink: write after shutdown"))
+	}
 	if s.failNext > 0 {
 		s.failNext--
 		return s.failErr
@@ -127,6 +133,7 @@ func (s *RecordingSink) Flush(context.Context) error {
 func (s *RecordingSink) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.ShutdownCalls++
+	s.shut = true
 	s.mu.Unlock()
 	return s.Flush(ctx)
 }
@@ -161,6 +168,49 @@ type SinkHarness struct {
 	// main transcript when ref.AgentID is empty), in stored order. It is
 	// called after Flush or Shutdown.
 	Read func(t *testing.T, s core.Sink, ref core.SessionRef) []string
+	// Sessions is true when Read returns one session's lines only (false:
+	// it returns everything the sink holds); Sidechains is true when it
+	// returns a subagent's transcript apart for ref.AgentID.
+	Sessions, Sidechains bool
+}
+
+// deliver hands a batch to a sink as the pipeline does: past the entries a
+// PartialError says were taken, dropping an entry with a permanent error,
+// retrying others a few times.
+func deliver(t *testing.T, s core.Sink, batch []core.Entry) (dropped int) {
+	t.Helper()
+	ctx := context.Background()
+	for attempt := 0; len(batch) > 0; attempt++ {
+		err := s.Write(ctx, batch)
+		if err == nil {
+			return dropped
+		}
+		var pe *core.PartialError
+		if errors.As(err, &pe) && pe.N > 0 && pe.N <= len(batch) {
+			batch = batch[pe.N:]
+		}
+		if core.IsPermanent(err) && len(batch) > 0 {
+			if pe == nil && len(batch) > 1 {
+				for i := range batch {
+					dropped += deliver(t, s, batch[i:i+1])
+				}
+				return dropped
+			}
+			batch, dropped = batch[1:], dropped+1
+			continue
+		}
+		if attempt > 20 {
+			t.Fatalf("Write keeps failing: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return dropped
+}
+
+func sidechain(t *testing.T, session, agent string, i int, parent string) (core.Entry, string) {
+	u := fmt.Sprintf("5a5a0000-0000-4000-8000-%012d", i)
+	l := strings.Replace(Line(core.TypeUser, session, u, parent), `"isSidechain":false`, `"isSidechain":true,"agentId":`+quote(agent), 1)
+	return MustEntry(t, l), l
 }
 
 // RunSinkContract holds a sink to the contract every sink shares.
@@ -245,6 +295,146 @@ func RunSinkContract(t *testing.T, h SinkHarness) {
 		}
 	})
 
+	t.Run("write after shutdown fails", func(t *testing.T) {
+		s := h.New(t)
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		es, _ := mk(2)
+		if err := s.Write(ctx, es); err == nil {
+			t.Fatal("Write after Shutdown returned nil: the entries went nowhere, silently")
+		}
+	})
+
+	t.Run("a cancelled context repeats nothing", func(t *testing.T) {
+		s := h.New(t)
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		es, lines := mk(6)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		rest := es
+		if err := s.Write(cctx, es); err != nil {
+			var pe *core.PartialError
+			if errors.As(err, &pe) && pe.N > 0 {
+				rest = es[pe.N:]
+			}
+			deliver(t, s, rest)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Read(t, s, ref); !equalLines(got, lines) {
+			t.Fatalf("after a cancelled Write and a retry the sink holds\n%q\nwant\n%q", got, lines)
+		}
+		_ = s.Shutdown(ctx)
+	})
+
+	t.Run("a poison entry leaves every other line once", func(t *testing.T) {
+		s := h.New(t)
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		es, lines := mk(8)
+		poison, _ := sidechain(t, session, "a/b", 1, "4f7e0000-0000-4000-8000-000000000003")
+		batch := append(append(append([]core.Entry{}, es[:4]...), poison), es[4:]...)
+		deliver(t, s, batch)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := h.Read(t, s, ref)
+		if !h.Sidechains {
+			// The sink keeps sidechains with the main lines: the poison
+			// may be among them, once.
+			got = slicesDelete(got, string(poison.Raw))
+		}
+		if !equalLines(got, lines) {
+			t.Fatalf("with a poison entry in the batch the sink holds\n%q\nwant\n%q", got, lines)
+		}
+		_ = s.Shutdown(ctx)
+	})
+
+	t.Run("many sessions at once", func(t *testing.T) {
+		s := h.New(t)
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		const sessions = 100
+		var batch []core.Entry
+		want := map[string][]string{}
+		var all []string
+		for i := range 3 {
+			for n := range sessions {
+				id := fmt.Sprintf("%08x-0000-4000-8000-000000000001", n)
+				u := fmt.Sprintf("4f7e%04x-0000-4000-8000-%012d", n, i)
+				parent := ""
+				if i > 0 {
+					parent = fmt.Sprintf("4f7e%04x-0000-4000-8000-%012d", n, i-1)
+				}
+				l := Line(core.TypeUser, id, u, parent)
+				batch = append(batch, MustEntry(t, l))
+				want[id] = append(want[id], l)
+				all = append(all, l)
+			}
+		}
+		deliver(t, s, batch)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !h.Sessions {
+			if got := h.Read(t, s, ref); !equalLines(got, all) {
+				t.Fatalf("the sink holds %d lines, want %d in submission order", len(got), len(all))
+			}
+		} else {
+			for id, lines := range want {
+				if got := h.Read(t, s, core.SessionRef{SessionID: id, CWD: ref.CWD}); !equalLines(got, lines) {
+					t.Fatalf("session %s holds\n%q\nwant\n%q", id, got, lines)
+				}
+			}
+		}
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("sidechains go to their own transcript", func(t *testing.T) {
+		if !h.Sidechains {
+			t.Skip("the harness reads sidechains with the main transcript")
+		}
+		s := h.New(t)
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		es, lines := mk(4)
+		var side []string
+		batch := append([]core.Entry{}, es[:2]...)
+		parent := "" // a subagent's transcript starts its own chain
+		for i := range 3 {
+			e, l := sidechain(t, session, "worker-1", i, parent)
+			parent = e.UUID
+			batch = append(batch, e)
+			side = append(side, l)
+		}
+		batch = append(batch, es[2:]...)
+		deliver(t, s, batch)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Read(t, s, ref); !equalLines(got, lines) {
+			t.Fatalf("main transcript holds\n%q\nwant\n%q", got, lines)
+		}
+		aref := ref
+		aref.AgentID = "worker-1"
+		if got := h.Read(t, s, aref); !equalLines(got, side) {
+			t.Fatalf("the sidechain holds\n%q\nwant\n%q", got, side)
+		}
+		_ = s.Shutdown(ctx)
+	})
+
 	t.Run("shutdown flushes", func(t *testing.T) {
 		s := h.New(t)
 		if err := s.Start(ctx); err != nil {
@@ -262,6 +452,16 @@ func RunSinkContract(t *testing.T, h SinkHarness) {
 		}
 	})
 
+}
+
+func slicesDelete(lines []string, drop string) []string {
+	var out []string
+	for _, l := range lines {
+		if l != drop {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func equalLines(a, b []string) bool {

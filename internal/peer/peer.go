@@ -282,6 +282,27 @@ func (p *Peer) Fork(t testing.TB, configDir, sessionID, projectCwd, upToUUID, ti
 	return r.SessionID
 }
 
+// Mutate runs one of the SDK's session mutators on configDir (it WRITES):
+// op is "rename" or "tag" (value is the title or tag; a tag of nil clears
+// it) or "archive", "unarchive", "delete" (value unused).
+func (p *Peer) Mutate(t testing.TB, configDir, op, sessionID string, value *string) {
+	t.Helper()
+	a := []string{op, configDir, sessionID}
+	switch {
+	case op == "tag" && value == nil:
+		a = append(a, "--clear")
+	case op == "rename" || op == "tag":
+		a = append(a, *value)
+	}
+	var r struct {
+		OK bool `json:"ok"`
+	}
+	p.runJSON(t, &r, a...)
+	if !r.OK {
+		t.Fatalf("peer: %s(%s) did not report ok", op, sessionID)
+	}
+}
+
 // Sanitize returns the project folder name the SDK derives for each path
 // (peer.mjs mirrors the SDK's rule).
 func (p *Peer) Sanitize(t testing.TB, paths ...string) []string {

@@ -15,6 +15,9 @@
 //   node peer.mjs subagents <configDir> <sessionId> [projectCwd]
 //   node peer.mjs subagent-messages <configDir> <sessionId> <agentId> [projectCwd] [--limit N] [--offset N]
 //   node peer.mjs fork     <configDir> <sessionId> [projectCwd] [--up-to UUID] [--title T]   (WRITES a new file)
+//   node peer.mjs rename   <configDir> <sessionId> <title> [projectCwd]          (WRITES: renameSession)
+//   node peer.mjs tag      <configDir> <sessionId> <tag>|--clear [projectCwd]    (WRITES: tagSession)
+//   node peer.mjs archive | unarchive | delete <configDir> <sessionId> [projectCwd]   (WRITES)
 //   node peer.mjs sanitize <path>...        (prints the project-dir name the SDK derives for each path)
 //
 // Output: JSON on stdout (pretty-printed unless --compact). Exit 2 on usage error.
@@ -52,6 +55,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--offset') flags.offset = Number(argv[++i]);
   else if (a === '--up-to') flags.upTo = argv[++i];
   else if (a === '--title') flags.title = argv[++i];
+  else if (a === '--clear') flags.clear = true;
   else if (a.startsWith('--')) usage(`unknown flag ${a}`);
   else pos.push(a);
 }
@@ -95,7 +99,13 @@ async function loadSdk() {
   } catch {
     file = undefined;
   }
-  if (!file || !file.startsWith(path.join(here, 'node_modules') + path.sep) || !fs.existsSync(file)) {
+  // node_modules may be a symlink (a git worktree links the main checkout's):
+  // compare resolved paths.
+  let mods = path.join(here, 'node_modules');
+  try {
+    mods = fs.realpathSync(mods);
+  } catch {}
+  if (!file || !file.startsWith(mods + path.sep) || !fs.existsSync(file)) {
     process.stderr.write(
       `peer.mjs: cannot find @anthropic-ai/claude-agent-sdk in ${path.join(here, 'node_modules')}: ` +
         'run scripts/test (or: cd internal/peer && npm ci --omit=optional), or set PEER_SDK=<.../sdk.mjs>\n',
@@ -180,6 +190,28 @@ switch (cmd) {
         opt({ dir: dir ? path.resolve(dir) : undefined, upToMessageId: flags.upTo, title: flags.title }),
       ),
     );
+    break;
+  }
+  case 'rename':
+  case 'tag': {
+    const sid = pos.shift();
+    const value = cmd === 'tag' && flags.clear ? null : pos.shift();
+    if (!sid || value === undefined) usage(`missing <sessionId> <${cmd === 'tag' ? 'tag' : 'title'}>`);
+    const dir = pos.shift();
+    const fn = cmd === 'tag' ? sdk.tagSession : sdk.renameSession;
+    await fn(sid, value, opt({ dir: dir ? path.resolve(dir) : undefined }));
+    out({ ok: true });
+    break;
+  }
+  case 'archive':
+  case 'unarchive':
+  case 'delete': {
+    const sid = pos.shift();
+    if (!sid) usage('missing <sessionId>');
+    const dir = pos.shift();
+    const fn = { archive: sdk.archiveSession, unarchive: sdk.unarchiveSession, delete: sdk.deleteSession }[cmd];
+    await fn(sid, opt({ dir: dir ? path.resolve(dir) : undefined }));
+    out({ ok: true });
     break;
   }
   default:

@@ -4,10 +4,12 @@
 package testenv
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -110,4 +112,25 @@ func CorpusDir(t testing.TB) string {
 		t.Fatalf("testenv: corpus folder %s is missing", d)
 	}
 	return d
+}
+
+// RunScribe runs the built scribe binary with args, env added to the
+// environment it is given (base), and stdin; it returns stdout, stderr and
+// the exit code, failing the test only when the binary cannot run.
+func RunScribe(t testing.TB, base, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(BuildScribe(t), args...)
+	cmd.Env = append(append([]string{}, base...), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("testenv: run scribe %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
 }

@@ -138,6 +138,8 @@ func TestContract(t *testing.T) {
 			defer mu.Unlock()
 			return servers[s].Lines(ref.SessionID, ref.AgentID)
 		},
+		Sessions:   true,
+		Sidechains: true,
 	})
 }
 

@@ -1202,50 +1202,43 @@ func (x *ixIndex) loadLife() string {
 	return ""
 }
 
+// forgetIndexed drops the index entries of files moved out of a project
+// folder (rm, gc, relocate) in the same step as the move, and reports how
+// many it dropped. No index, or one that cannot be used, is left to the
+// next listing to rebuild (it drops entries of missing files anyway).
+func (l Layout) forgetIndexed(folder string, names ...string) (int, error) {
+	x, _ := l.ixLoad()
+	if x == nil {
+		return 0, nil
+	}
+	defer x.close()
+	n := 0
+	for _, name := range names {
+		if m := x.folders[folder]; m != nil && m[name] != nil {
+			delete(m, name)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.ixSave(x); err != nil {
+		return 0, fmt.Errorf("update the sessions index: %w", err)
+	}
+	return n, nil
+}
+
 // ixSave writes the index atomically. Entries without their lifecycle
 // part (its section could not be read) are left out.
-func (l Layout) ixSave(x *ixIndex) (err error) {
+func (l Layout) ixSave(x *ixIndex) error {
 	x.loadLife()
 	a, b, n := ixEncode(x)
 	h := ixHeader{count: uint32(n), lenA: uint64(len(a)), lenB: uint64(len(b)),
 		crcA: crc32.Checksum(a, ixCRC), crcB: crc32.Checksum(b, ixCRC), stamp: ixCodeStamp()}
 	path := l.IndexFile()
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return fmt.Errorf("index folder: %w", err)
-	}
-	ixSweepTemps(dir)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
+	ixSweepTemps(filepath.Dir(path))
+	if err := replaceFile(path, h.encode(), a, b); err != nil {
 		return fmt.Errorf("write index: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(fileMode); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	for _, part := range [][]byte{h.encode(), a, b} {
-		if _, err = f.Write(part); err != nil {
-			return fmt.Errorf("write index: %w", err)
-		}
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

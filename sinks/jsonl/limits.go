@@ -87,7 +87,7 @@ func (s *Sink) releaseIdle(keep *session, target int) {
 // synced.
 func (ss *session) idle(policy FsyncPolicy) bool {
 	for _, f := range ss.files() {
-		if len(f.pending) > 0 || f.seal {
+		if f.pending.len() > 0 || f.seal {
 			return false
 		}
 		if f.unsynced && policy != FsyncNever {

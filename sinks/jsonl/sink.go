@@ -164,15 +164,11 @@ type Sink struct {
 
 	// dirty holds the files with queued bytes (under mu) and toSync those
 	// written and not yet synced (under io), so that a drain or a flush
-	// costs what was written, not the number of files the store knows.
+	// costs what was written, not the number of files the store knows;
+	// kick wakes an idle drain loop when something is queued.
 	dirty  map[*file]struct{}
 	toSync map[*file]struct{}
-	ticks  int64 // drain ticks, for the sweep of idle buffers
-	// sweepDue is set by a drain that wrote: a sweep then has buffers to
-	// give up (one more sweep after the last write releases them all).
-	sweepDue atomic.Bool
-	// kick wakes an idle drain loop when something is queued.
-	kick chan struct{}
+	kick   chan struct{}
 
 	// Open files and locks are bounded (limits.go): a session idle and
 	// written out may lose its lock, and a file its descriptor, to make
@@ -187,7 +183,7 @@ type Sink struct {
 	writeErrors, lockWaits                        atomic.Int64
 	eventsSkipped                                 atomic.Int64
 	locksReleased, filesClosed, rescans           atomic.Int64
-	foreignDups, rejected                         atomic.Int64
+	foreignDups, rejected, unwritten              atomic.Int64
 }
 
 var (
@@ -236,10 +232,8 @@ type file struct {
 	scanned      *existing // what the file held when first touched
 	materialized bool      // the file exists or will on the next drain
 	held         []held
-	pending      []byte
-	spare        []byte // the buffer the last drain wrote, reused
-	drained      bool   // written since the last sweep of idle buffers
-	seal         bool   // the file ends in a torn line: prefix "\n"
+	pending      wqueue
+	seal         bool // the file ends in a torn line: prefix "\n"
 	// Owned by the drain (s.io):
 	fd       *os.File
 	created  bool // created by this sink: its folder must be synced
@@ -322,15 +316,12 @@ func (s *Sink) drainLoop() {
 				_ = s.drainIO()
 			}
 			s.io.Unlock()
-			if s.ticks++; s.ticks%sweepTicks == 0 && s.sweepDue.Swap(false) {
-				s.sweepBuffers()
-			}
 		}
 		if s.busy() {
 			continue
 		}
-		// Nothing queued and no buffer left to give up: sleep until a
-		// write queues something (idle costs no wake-ups).
+		// Nothing queued: sleep until a write queues something (an idle
+		// store costs no wake-ups).
 		t.Stop()
 		select {
 		case <-s.stop:
@@ -341,12 +332,11 @@ func (s *Sink) drainLoop() {
 	}
 }
 
-// busy reports whether the drain timer has work: queued bytes, or
-// buffers a later sweep gives up.
+// busy reports whether something waits for the drain.
 func (s *Sink) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.dirty) > 0 || s.sweepDue.Load()
+	return len(s.dirty) > 0
 }
 
 // session returns the state of a session, creating it.
@@ -667,15 +657,7 @@ func (s *Sink) queueRaw(f *file, raw []byte) {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	if need := len(raw) + 1; cap(f.pending)-len(f.pending) < need {
-		// Double, rather than append's gentler growth for large slices: a
-		// queue holds up to a drain interval of a busy session.
-		grown := make([]byte, len(f.pending), max(2*cap(f.pending), len(f.pending)+need, 4<<10))
-		copy(grown, f.pending)
-		f.pending = grown
-	}
-	f.pending = append(f.pending, raw...)
-	f.pending = append(f.pending, '\n')
+	f.pending.add(raw)
 	n := int64(len(raw) + 1)
 	f.size += n
 	s.pending += n
@@ -718,29 +700,23 @@ func (s *Sink) drain() error {
 // job is one file's queue taken for writing.
 type job struct {
 	f    *file
-	buf  []byte
+	buf  wqueue
 	seal bool
 }
-
-// maxSpare bounds the buffer a file keeps between drains.
-const maxSpare = 4 << 20
 
 func (s *Sink) drainIO() error {
 	s.mu.Lock()
 	var jobs []job
 	for f := range s.dirty {
-		if len(f.pending) == 0 {
+		if f.pending.len() == 0 {
 			continue
 		}
-		jobs = append(jobs, job{f: f, buf: f.pending, seal: f.seal})
-		s.pending -= int64(len(f.pending))
-		f.pending, f.spare, f.seal, f.drained = f.spare[:0], nil, false, true
+		s.pending -= int64(f.pending.len())
+		jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal})
+		f.seal = false
 	}
 	clear(s.dirty)
 	s.mu.Unlock()
-	if len(jobs) > 0 {
-		s.sweepDue.Store(true)
-	}
 	var errs []error
 	for _, j := range jobs {
 		rest, sealLeft, err := s.writeJob(j)
@@ -748,13 +724,12 @@ func (s *Sink) drainIO() error {
 		f := j.f
 		if err != nil {
 			errs = append(errs, err)
-			back := make([]byte, 0, len(rest)+len(f.pending))
-			back = append(append(back, rest...), f.pending...)
-			s.pending += int64(len(rest))
-			f.pending, f.seal = back, f.seal || sealLeft
+			s.pending += int64(rest.len())
+			f.pending.prepend(rest)
+			f.seal = f.seal || sealLeft
 			s.dirty[f] = struct{}{}
-		} else if f.spare == nil && cap(j.buf) <= maxSpare {
-			f.spare = j.buf[:0]
+		} else {
+			j.buf.release()
 		}
 		s.mu.Unlock()
 	}
@@ -785,7 +760,7 @@ func (ss *session) files() []*file {
 // writeJob writes a taken queue with as few write calls as it can (one,
 // below 100 MiB) and syncs per the policy. It returns what was not written
 // and whether the torn tail is still to be sealed. Called with s.io held.
-func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
+func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	f := j.f
 	if f.fd == nil {
 		if err := os.MkdirAll(filepath.Dir(f.path), dirMode); err != nil {
@@ -813,29 +788,24 @@ func (s *Sink) writeJob(j job) (rest []byte, sealLeft bool, err error) {
 		s.tornSealed.Add(1)
 		s.log.Warn("sealed a torn last line", "file", f.path)
 	}
-	buf := j.buf
-	for len(buf) > 0 {
-		chunk := buf[:min(len(buf), maxWrite)]
-		n, err := f.fd.Write(chunk)
-		s.bytesWritten.Add(int64(n))
-		s.linesWritten.Add(int64(bytes.Count(chunk[:n], []byte{'\n'})))
-		buf = buf[n:]
-		if n > 0 {
-			f.unsynced = true
-			s.toSync[f] = struct{}{}
-		}
-		if err != nil {
-			return buf, false, fmt.Errorf("write %s: %w", f.path, err)
-		}
+	left, n, lines, err := j.buf.writeTo(int(f.fd.Fd()))
+	s.bytesWritten.Add(int64(n))
+	s.linesWritten.Add(int64(lines))
+	if n > 0 {
+		f.unsynced = true
+		s.toSync[f] = struct{}{}
+	}
+	if err != nil {
+		return left, false, fmt.Errorf("write %s: %w", f.path, err)
 	}
 	s.writes.Add(1)
 	if err := s.sync(f); err != nil {
-		return nil, false, err
+		return wqueue{}, false, err
 	}
 	if s.filesOpen > int64(s.fileBudget) {
 		s.closeFile(f)
 	}
-	return nil, false, nil
+	return wqueue{}, false, nil
 }
 
 // sync is the one place the fsync policy is applied: batch and always
@@ -884,11 +854,7 @@ func (s *Sink) flushIO() error {
 	}
 	var errs []error
 	for f := range s.toSync {
-		if !f.unsynced {
-			delete(s.toSync, f)
-			continue
-		}
-		if f.fd != nil {
+		if f.unsynced && f.fd != nil {
 			if err := s.sync(f); err != nil {
 				errs = append(errs, err)
 				continue
@@ -901,40 +867,12 @@ func (s *Sink) flushIO() error {
 	return errors.Join(errs...)
 }
 
-// sweepTicks is how many drain ticks a file's buffers survive without a
-// write: an idle file gives them up, so memory follows the files being
-// written, not the files known.
-const sweepTicks = 64
-
-// sweepBuffers drops the buffers of files not written since the last
-// sweep.
-func (s *Sink) sweepBuffers() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	kept := false
-	for _, ss := range s.sessions {
-		for _, f := range ss.files() {
-			if !f.drained {
-				f.spare = nil
-				if len(f.pending) == 0 {
-					f.pending = nil
-				}
-			}
-			kept = kept || f.drained
-			f.drained = false
-		}
-	}
-	if kept {
-		s.sweepDue.Store(true) // the next sweep releases what was kept
-	}
-}
-
 // Shutdown appends a session's metadata block again if one of its lines
 // has fallen a quarter of ReappendBytes behind the end (so the file ends
 // with it, without a block per short run), flushes, closes the files and
 // releases the locks. Metadata of sessions that never got a user or
 // assistant entry is reported, since it was never written.
-func (s *Sink) Shutdown(context.Context) error {
+func (s *Sink) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -959,15 +897,38 @@ func (s *Sink) Shutdown(context.Context) error {
 	s.io.Lock()
 	defer s.io.Unlock()
 	err := s.flushIO()
+	// A failed write is tried again until ctx ends (the user may free the
+	// disk); what is still queued then is counted as unwritten.
+	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+			err = s.flushIO()
+			continue
+		}
+		break
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil {
+		var lines int
+		for _, ss := range s.sessions {
+			for _, f := range ss.files() {
+				lines += f.pending.lines
+			}
+		}
+		s.unwritten.Store(int64(lines))
+		err = fmt.Errorf("%d lines not written: %w", lines, err)
+	}
 	for _, ss := range s.sessions {
 		for _, f := range ss.files() {
 			if len(f.held) > 0 {
 				s.log.Warn("session never got a user or assistant entry; its metadata was not written",
 					"session", ss.id, "agent", f.agentID, "entries", len(f.held))
 			}
-			if f.fd != nil && len(f.pending) == 0 {
+			if f.fd != nil && f.pending.len() == 0 {
 				s.closeFile(f)
 			}
 		}
@@ -1012,6 +973,7 @@ func (s *Sink) Report() map[string]int64 {
 		"files_closed":       s.filesClosed.Load(),
 		"rescans":            s.rescans.Load(),
 		"foreign_duplicates": s.foreignDups.Load(),
+		"unwritten_lines":    s.unwritten.Load(),
 	}
 }
 

@@ -55,8 +55,14 @@ func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
 		New: func(t *testing.T) core.Sink { return newSink(t, t.TempDir(), nil) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
-			return readLines(t, MainFile(Layout{s.(*Sink).opts.ConfigDir}.ProjectDir(ref.CWD), ref.SessionID))
+			dir := Layout{s.(*Sink).opts.ConfigDir}.ProjectDir(ref.CWD)
+			if ref.AgentID != "" {
+				return readLines(t, AgentFile(dir, ref.SessionID, ref.AgentID))
+			}
+			return readLines(t, MainFile(dir, ref.SessionID))
 		},
+		Sessions:   true,
+		Sidechains: true,
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,7 @@ type Cache struct {
 	sessions map[string]*list.Element // key: SessionRef.Key()
 	lru      *list.List               // front = most recent
 	bytes    int64
+	closed   bool
 
 	hits, misses, evictions, partial atomic.Int64
 }
@@ -75,6 +77,9 @@ func (c *Cache) Start(context.Context) error { return nil }
 func (c *Cache) Write(_ context.Context, entries []core.Entry) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return core.Permanent(errors.New("memcache: write after shutdown"))
+	}
 	for i := range entries {
 		e := &entries[i]
 		if e.SessionID == "" {
@@ -124,7 +129,16 @@ func (c *Cache) evict() {
 func (c *Cache) Flush(context.Context) error { return nil }
 
 // Shutdown implements core.Sink.
-func (c *Cache) Shutdown(context.Context) error { return nil }
+func (c *Cache) Shutdown(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return nil
+}
+
+// Volatile implements core.Volatile: the cache promises no durability, so
+// what it drops never holds acknowledgements back.
+func (c *Cache) Volatile() bool { return true }
 
 // Load implements core.Loader.
 func (c *Cache) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {

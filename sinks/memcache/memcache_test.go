@@ -26,6 +26,8 @@ func TestContract(t *testing.T) {
 			}
 			return out
 		},
+		Sessions:   true,
+		Sidechains: true,
 	})
 }
 

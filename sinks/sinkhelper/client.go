@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 )
 
 // ClientConfig holds the options every network sink has, under the names
@@ -49,6 +50,9 @@ type ClientConfig struct {
 	// FlushWait is how long Flush waits for the server before it makes the
 	// entries durable in the spool instead.
 	FlushWait string `json:"flush_wait"`
+	// SpoolEncryption encrypts what the spool writes (age): recipients
+	// and an identity, or a passphrase, each key by file, env or command.
+	SpoolEncryption seal.Options `json:"spool_encryption"`
 }
 
 // DefaultClientConfig returns Claude Code's retry policy (10 attempts,
@@ -119,7 +123,11 @@ func (c *ClientConfig) Resolve(set core.Settings) (Client, error) {
 	}
 	cl.Token = &Token{value: c.Token, file: c.TokenFile, missing: c.Token == "" && c.TokenFile == ""}
 
-	o := Options{QueueSize: c.QueueSize, QueueBytes: c.QueueBytes, SpoolMaxBytes: c.SpoolMaxBytes, Dir: c.SpoolDir}
+	if err := c.SpoolEncryption.Validate(); err != nil {
+		return cl, fmt.Errorf("spool_encryption: %w", err)
+	}
+	o := Options{QueueSize: c.QueueSize, QueueBytes: c.QueueBytes, SpoolMaxBytes: c.SpoolMaxBytes, Dir: c.SpoolDir,
+		Encryption: c.SpoolEncryption, Environ: set.Environ}
 	if c.QueueSize <= 0 {
 		return cl, fmt.Errorf("queue_size %d: want a positive number of entries", c.QueueSize)
 	}

@@ -22,6 +22,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 )
 
 // ErrClosed is returned by Write after Shutdown.
@@ -118,6 +121,11 @@ type Options struct {
 	FlushWait time.Duration
 	Retry     RetryConfig
 	Logger    hclog.Logger
+	// Encryption, when set, seals every record the spool writes (age and
+	// XChaCha20-Poly1305, seal.RecordKey; the data key is kept sealed in
+	// <Dir>/key.age); Environ is where its key variables are looked up.
+	Encryption seal.Options
+	Environ    []string
 }
 
 func (o *Options) defaults() error {
@@ -226,6 +234,22 @@ func New(opts Options, push PushFunc) (*Sender, error) {
 	}, nil
 }
 
+// spoolKey loads (or makes) the spool's record key when encryption is
+// configured; nil when it is not.
+func (s *Sender) spoolKey() (*seal.RecordKey, error) {
+	if s.opts.Encryption.IsZero() {
+		return nil, nil
+	}
+	sl, err := seal.New(context.Background(), s.opts.Encryption, s.opts.Environ)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(s.opts.Dir, dirMode); err != nil {
+		return nil, fmt.Errorf("spool folder: %w", err)
+	}
+	return sl.RecordKey(filepath.Join(s.opts.Dir, "key.age"))
+}
+
 // Start opens the spool (recovering what an earlier run left in it, and
 // taking over lanes left by processes that died) and starts delivering.
 func (s *Sender) Start(context.Context) error {
@@ -237,10 +261,15 @@ func (s *Sender) Start(context.Context) error {
 	if s.closed {
 		return fmt.Errorf("sink %s: %w", s.opts.Name, ErrClosed)
 	}
+	key, err := s.spoolKey()
+	if err != nil {
+		return fmt.Errorf("sink %s: spool encryption: %w", s.opts.Name, err)
+	}
 	sp, err := openLane(s.opts.Dir, s.opts.Name, s.opts.SegmentBytes, s.log)
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", s.opts.Name, err)
 	}
+	sp.key = key
 	s.sp = sp
 	s.next = max(sp.ack, sp.tail, 1)
 	if err := orphanLanes(s.opts.Dir, sp, s.log, s.adoptLocked); err != nil {

@@ -19,6 +19,12 @@ package sinkhelper
 //	│ len u32 │ crc u32 │ seq u64 │ payload (len bytes) │ ...
 //	└─────────┴─────────┴─────────┴─────────────────────┘
 //
+// With spool_encryption the payload is sealed (seal.RecordKey: nonce,
+// XChaCha20-Poly1305 ciphertext and tag, bound to seq) and len has its top
+// bit set; the data key lives sealed with age in <spool dir>/key.age.
+// Frames written before encryption was turned on stay readable; a sealed
+// frame without the key, or with another one, is an error, never skipped.
+//
 // The ack file holds two 16-byte slots, written alternately with pwrite, so
 // a torn write of one slot leaves the other; the larger valid one wins:
 //
@@ -71,6 +77,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/internal/seal"
 )
 
 const (
@@ -79,6 +87,9 @@ const (
 
 	frameHeader = 16
 	ackSlot     = 16
+	// sealedBit in a frame's length says its payload is sealed
+	// (seal.RecordKey, bound to the frame's seq); the rest is the length.
+	sealedBit = 1 << 31
 	// maxRecord bounds one record, so that a damaged length cannot make
 	// recovery allocate gigabytes.
 	maxRecord = 256 << 20
@@ -119,6 +130,9 @@ type spool struct {
 	dir          string
 	log          hclog.Logger
 	segmentBytes int64
+	// key, when set, seals every record written; reading a sealed record
+	// without it, or with another key, is an error.
+	key *seal.RecordKey
 
 	lock *os.File
 	ackF *os.File
@@ -198,6 +212,7 @@ func orphanLanes(dir string, self *spool, log hclog.Logger, each func(*spool) er
 		if err != nil {
 			return err
 		}
+		sp.key = self.key
 		if err := each(sp); err != nil {
 			sp.close(false)
 			return err
@@ -337,7 +352,7 @@ func scanSegment(path string) (lastSeq uint64, valid int64, err error) {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			return lastSeq, valid, nil // EOF, or a torn header
 		}
-		n := binary.LittleEndian.Uint32(hdr[0:])
+		n := binary.LittleEndian.Uint32(hdr[0:]) &^ sealedBit
 		if n > maxRecord {
 			return lastSeq, valid, nil
 		}
@@ -403,6 +418,14 @@ func copyRange(src, dst string, off, n int64) (err error) {
 // pending reports whether the spool holds records not yet acknowledged.
 func (s *spool) pending() bool { return len(s.segs) > 0 && s.tail > s.ack }
 
+// overhead is what sealing adds to a record.
+func (s *spool) overhead() int {
+	if s.key == nil {
+		return 0
+	}
+	return s.key.Overhead()
+}
+
 // append writes records (in seq order, above tail) to the tail segment,
 // starting a new segment when it is full. It does not sync.
 func (s *spool) append(recs []record) error {
@@ -416,14 +439,19 @@ func (s *spool) append(recs []record) error {
 		// Fill the tail segment up to segmentBytes (at least one record).
 		buf := s.wbuf[:0]
 		n := 0
-		for n < len(recs) && (n == 0 || sg.size+int64(len(buf))+frameHeader+int64(len(recs[n].data)) <= s.segmentBytes) {
+		for n < len(recs) && (n == 0 || sg.size+int64(len(buf))+frameHeader+int64(len(recs[n].data)+s.overhead()) <= s.segmentBytes) {
 			r := recs[n]
 			var hdr [frameHeader]byte
-			binary.LittleEndian.PutUint32(hdr[0:], uint32(len(r.data)))
 			binary.LittleEndian.PutUint64(hdr[8:], r.seq)
-			binary.LittleEndian.PutUint32(hdr[4:], frameCRC(hdr[8:16], r.data))
+			data, length := r.data, uint32(len(r.data))
+			if s.key != nil {
+				data = s.key.Seal(nil, r.data, hdr[8:16])
+				length = uint32(len(data)) | sealedBit
+			}
+			binary.LittleEndian.PutUint32(hdr[0:], length)
+			binary.LittleEndian.PutUint32(hdr[4:], frameCRC(hdr[8:16], data))
 			buf = append(buf, hdr[:]...)
-			buf = append(buf, r.data...)
+			buf = append(buf, data...)
 			n++
 		}
 		if _, err := s.wf.Write(buf); err != nil {
@@ -534,6 +562,8 @@ func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
 			continue
 		}
 		n := binary.LittleEndian.Uint32(hdr[0:])
+		sealed := n&sealedBit != 0
+		n &^= sealedBit
 		seq := binary.LittleEndian.Uint64(hdr[8:])
 		if n > maxRecord || s.roff+frameHeader+int64(n) > sg.size {
 			s.damaged(sg, fmt.Errorf("frame length %d", n))
@@ -555,6 +585,23 @@ func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
 		if frameCRC(hdr[8:16], data) != binary.LittleEndian.Uint32(hdr[4:]) {
 			s.damaged(sg, errors.New("checksum mismatch"))
 			continue
+		}
+		if sealed {
+			var err error
+			if s.key == nil {
+				err = fmt.Errorf("spool segment %s holds encrypted records and no spool_encryption key is configured", sg.path)
+			} else if data, err = s.key.Open(nil, data, hdr[8:16]); err != nil {
+				err = fmt.Errorf("spool segment %s: %w (another key?)", sg.path, err)
+			}
+			if err != nil {
+				// The frame stays where it is (roff is not advanced): the
+				// records before it go out now, the error comes next time
+				// and every time until the right key is configured.
+				if len(out) > 0 {
+					return out, nil
+				}
+				return nil, err
+			}
 		}
 		s.roff += frameHeader + int64(n)
 		out = append(out, record{seq: seq, data: data})

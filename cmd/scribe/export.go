@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+func newExportCmd() *cobra.Command {
+	var format, out string
+	c := &cobra.Command{
+		Use:   "export ID --format md|html|json|bundle [-o FILE]",
+		Short: "Write a session as Markdown, one HTML file, JSON, or a portable bundle",
+		Long: `export writes a session:
+  md      Markdown: prompts and answers, tool calls folded with their results,
+          thinking folded, subagents inline under the call that started them,
+          checkpoints, images inline
+  html    the same as one self-contained HTML file
+  json    {"info": the SDK's listing fields, "messages": getSessionMessages,
+          "subagents": {agentId: getSubagentMessages}}
+  bundle  a gzipped tar of everything the session has (transcript, subagents,
+          tool results, sidecars) with a manifest: format version, sha256 of
+          each file, original cwd and project; scribe import reads it
+-o FILE writes to FILE (atomically for a bundle), else stdout.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeSessionIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case "md", "html", "json", "bundle":
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
+			}
+			l, id, err := sessionArg(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			return writeOut(cmd, out, func(w io.Writer) error {
+				if format == "bundle" {
+					m, err := l.ExportBundle(cmd.Context(), id, w)
+					if err == nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "scribe: bundle of %s: %d files\n", id, len(m.Files))
+						for _, p := range m.Skipped {
+							fmt.Fprintf(cmd.ErrOrStderr(), "scribe: not in the bundle (a symlink): %s\n", p)
+						}
+					}
+					return err
+				}
+				doc, err := exportDoc(cmd.Context(), l, id)
+				if err != nil {
+					return err
+				}
+				switch format {
+				case "json":
+					return writeJSON(w, map[string]any{"info": doc.Info, "messages": nonNil(doc.Messages), "subagents": doc.ByAgent})
+				case "md":
+					render(doc, mdRenderer{w})
+				default:
+					render(doc, htmlRenderer{w})
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&format, "format", "md", "md, html, json or bundle")
+	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	return c
+}
+
+func nonNil(m []jsonl.SessionMessage) []jsonl.SessionMessage {
+	if m == nil {
+		return []jsonl.SessionMessage{}
+	}
+	return m
+}
+
+// writeOut runs fn on stdout, or on a temporary file beside path renamed
+// over it once fn succeeds.
+func writeOut(cmd *cobra.Command, path string, fn func(io.Writer) error) error {
+	if path == "" || path == "-" {
+		w := bufio.NewWriter(cmd.OutOrStdout())
+		if err := fn(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	w := bufio.NewWriter(f)
+	err = fn(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// exportDoc gathers what md, html and json show.
+func exportDoc(ctx context.Context, l jsonl.Layout, id string) (*renderDoc, error) {
+	info, err := l.Info(ctx, id, "")
+	if err != nil {
+		return nil, err
+	}
+	msgs, _, err := l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+	if err != nil {
+		return nil, err
+	}
+	doc := &renderDoc{Info: info, Messages: msgs, Agents: map[string][]jsonl.SessionMessage{},
+		Orphans: map[string][]jsonl.SessionMessage{}, ByAgent: map[string][]jsonl.SessionMessage{}, Checkpoints: map[string][]core.Checkpoint{}}
+	agents, err := l.Subagents(ctx, id, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range agents {
+		am, _, err := l.SubagentMessages(ctx, id, a, "", jsonl.MessagesOptions{})
+		if err != nil {
+			return nil, err
+		}
+		doc.ByAgent[a] = nonNil(am)
+		var tu string
+		for _, m := range am {
+			if m.ParentToolUseID != nil {
+				tu = *m.ParentToolUseID
+				break
+			}
+		}
+		if tu != "" && doc.Agents[tu] == nil {
+			doc.Agents[tu] = am
+		} else {
+			doc.Orphans[a] = am
+		}
+	}
+	cps, err := l.Checkpoints(ctx, id, "")
+	if err != nil && !errors.Is(err, jsonl.ErrNotFound) {
+		return nil, err
+	}
+	for _, cp := range cps {
+		doc.Checkpoints[cp.MessageUUID] = append(doc.Checkpoints[cp.MessageUUID], cp)
+	}
+	return doc, nil
+}
+
+func newImportCmd() *cobra.Command {
+	var (
+		cwd          string
+		fork, asJSON bool
+		dryRun       bool
+	)
+	c := &cobra.Command{
+		Use:   "import BUNDLE [--cwd PATH] [--fork]",
+		Short: "Import a session bundle (scribe export --format bundle) under the project of a cwd",
+		Long: `import checks every file of the bundle against its manifest's sha256 (a tampered
+bundle is refused whole) and places the session under the project folder of
+--cwd (default: the bundle's original cwd), where Claude Code and the SDK find
+it; when the cwd differs it records the move with a relocated line, as Claude
+Code does. It never overwrites: the same session already present is reported,
+a different session of the same id is refused unless --fork, which imports the
+conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			if cwd != "" {
+				if cwd, err = filepath.Abs(cwd); err != nil {
+					return err
+				}
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			defer f.Close()
+			if dryRun {
+				m, err := l.VerifyBundle(f)
+				if err != nil {
+					return err
+				}
+				return printImport(cmd, asJSON, map[string]any{"dryRun": true, "manifest": m},
+					fmt.Sprintf("bundle of %s verified: %d files, from %s", m.SessionID, len(m.Files), m.Cwd))
+			}
+			res, err := l.ImportBundle(cmd.Context(), f, jsonl.ImportOptions{Cwd: cwd, Fork: fork})
+			if err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("imported %s into %s (%d files)", res.SessionID, res.Project, res.Files)
+			switch {
+			case res.AlreadyPresent:
+				msg = fmt.Sprintf("%s is already here, in %s: nothing imported", res.SessionID, res.Project)
+			case res.ForkedFrom != "":
+				msg = fmt.Sprintf("imported %s as the fork %s into %s", res.ForkedFrom, res.SessionID, res.Project)
+			}
+			return printImport(cmd, asJSON, res, msg)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cwd, "cwd", "", "place the session under the project of this path (default: its original cwd)")
+	f.BoolVar(&fork, "fork", false, "import the conversation as a new session")
+	f.BoolVar(&dryRun, "dry-run", false, "verify the bundle, import nothing")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func printImport(cmd *cobra.Command, asJSON bool, v any, msg string) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), v)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), msg)
+	return nil
+}

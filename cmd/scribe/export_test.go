@@ -1,0 +1,155 @@
+package main_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/e0dc0000/scribe/internal/peer"
+)
+
+// A bundle exported from one config folder and imported under another cwd
+// into a second one is listed and read by the SDK as the original (paths
+// aside), subagents included; importing it again is a no-op; a different
+// session of the same id is refused unless --fork; a tampered bundle is
+// refused whole.
+func TestExportImportBundleAcrossConfigFolders(t *testing.T) {
+	p := peer.Find(t)
+	src, dst := t.TempDir(), t.TempDir()
+	ids := p.GenFixture(t, src, "/home/alice/src/shop")
+	id, agent := ids["withSummaryAndSubagent"], ids["subagentId"]
+	bundle := filepath.Join(t.TempDir(), "s.tgz")
+	cpOK(t, nil, "", "export", id[:8], "--format", "bundle", "-o", bundle, "--config-dir", src)
+
+	var res struct {
+		SessionID, Project string
+		Relocated          bool
+		AlreadyPresent     bool
+	}
+	cpOK(t, &res, "", "import", bundle, "--cwd", "/home/bob/work/shop", "--json", "--config-dir", dst)
+	if res.SessionID != id || res.Project != "-home-bob-work-shop" || !res.Relocated {
+		t.Fatalf("import: %+v", res)
+	}
+	orig := p.Info(t, src, id, "")
+	got := p.Info(t, dst, id, "/home/bob/work/shop")
+	if orig == nil || got == nil {
+		t.Fatalf("the SDK finds the session: original %v, imported %v", orig, got)
+	}
+	if got.Cwd != "/home/bob/work/shop" {
+		t.Errorf("imported cwd %q", got.Cwd)
+	}
+	for _, k := range []string{"cwd", "fileSize", "lastModified"} {
+		delete(orig.Raw, k)
+		delete(got.Raw, k)
+	}
+	sameJSON(t, "getSessionInfo", got.Raw, orig.Raw)
+	sameJSON(t, "getSessionMessages", p.Messages(t, dst, id, "/home/bob/work/shop", false), p.Messages(t, src, id, "", false))
+	sameJSON(t, "getSubagentMessages", p.SubagentMessages(t, dst, id, agent, ""), p.SubagentMessages(t, src, id, agent, ""))
+
+	// Again, with the relocated line appended since: the same session.
+	cpOK(t, &res, "", "import", bundle, "--json", "--config-dir", dst)
+	if !res.AlreadyPresent {
+		t.Fatalf("a second import: %+v", res)
+	}
+	// The same id, other bytes: refused, then imported as a fork.
+	other := t.TempDir()
+	copyTree(t, dst, other)
+	main := filepath.Join(other, "projects", "-home-bob-work-shop", id+".jsonl")
+	raw, _ := os.ReadFile(main)
+	if err := os.WriteFile(main, bytes.Replace(raw, []byte("login bug"), []byte("LOGIN BUG"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := cpScribe(t, "", "import", bundle, "--config-dir", other); code != 1 || !strings.Contains(errs, "different session") {
+		t.Fatalf("import over a different session: exit %d, %s", code, errs)
+	}
+	var fk struct{ SessionID, ForkedFrom string }
+	cpOK(t, &fk, "", "import", bundle, "--fork", "--json", "--config-dir", other)
+	if fk.ForkedFrom != id || fk.SessionID == id {
+		t.Fatalf("import --fork: %+v", fk)
+	}
+	// The SDK's own fork of the original is titled the same.
+	sdkFork := p.Info(t, src, p.Fork(t, src, id, "", "", ""), "")
+	if info := p.Info(t, other, fk.SessionID, ""); info == nil || sdkFork == nil || info.Summary != sdkFork.Summary || info.FirstPrompt != sdkFork.FirstPrompt {
+		t.Fatalf("the SDK lists the imported fork as %+v, its own fork as %+v", info, sdkFork)
+	}
+
+	// Tampering: one byte of the transcript changed, the manifest kept.
+	tampered := filepath.Join(t.TempDir(), "t.tgz")
+	rewriteBundle(t, bundle, tampered, func(name string, data []byte) []byte {
+		if strings.HasSuffix(name, id+".jsonl") {
+			return bytes.Replace(data, []byte("login"), []byte("logon"), 1)
+		}
+		return data
+	})
+	fresh := t.TempDir()
+	if _, errs, code := cpScribe(t, "", "import", bundle+".missing", "--config-dir", fresh); code != 1 {
+		t.Fatalf("import of a missing file: exit %d, %s", code, errs)
+	}
+	if _, errs, code := cpScribe(t, "", "import", tampered, "--config-dir", fresh); code != 1 || !strings.Contains(errs, "does not match the manifest") {
+		t.Fatalf("import of a tampered bundle: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "projects")); !os.IsNotExist(err) {
+		t.Fatalf("a refused bundle left files: %v", err)
+	}
+	// md, html and json exports of the same session.
+	md := cpOK(t, nil, "", "export", id, "--format", "md", "--config-dir", src)
+	html := cpOK(t, nil, "", "export", id, "--format", "html", "--config-dir", src)
+	for _, want := range []string{"Fix the login bug in auth.ts", "Tool call: Bash", "Search the codebase for the login handler"} {
+		if !strings.Contains(md, want) || !strings.Contains(html, want) {
+			t.Errorf("the md or html export lacks %q", want)
+		}
+	}
+	var doc struct {
+		Info      map[string]any
+		Messages  []json.RawMessage
+		Subagents map[string][]json.RawMessage
+	}
+	cpOK(t, &doc, "", "export", id, "--format", "json", "--config-dir", src)
+	sameJSON(t, "export json messages", doc.Messages, p.Messages(t, src, id, "", false))
+	if doc.Info["sessionId"] != id || len(doc.Subagents[agent]) == 0 {
+		t.Errorf("export json: info %v, subagents %v", doc.Info, doc.Subagents)
+	}
+}
+
+// rewriteBundle copies a bundle, passing each file's bytes through fn.
+func rewriteBundle(t *testing.T, from, to string, fn func(name string, data []byte) []byte) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	gz, err := gzip.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		data = fn(h.Name, data)
+		h.Size = int64(len(data))
+		tw.WriteHeader(h)
+		tw.Write(data)
+	}
+	tw.Close()
+	zw.Close()
+	if err := os.WriteFile(to, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

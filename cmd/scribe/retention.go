@@ -1,0 +1,301 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// gc, du and doctor: disk use and retention.
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// parseSize reads a byte count with an optional K, M, G or T suffix
+// (powers of 1024; a trailing B or iB is allowed).
+func parseSize(flag, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
+			mult, t = int64(1)<<(10*(i+1)), t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, &exitError{code: 2, err: fmt.Errorf("%s %q: want a size such as 500M or 2G", flag, s)}
+	}
+	return int64(v * float64(mult)), nil
+}
+
+// projectFolder turns --project PATH into its project folder name.
+func projectFolder(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("--project %s: %w", path, err)
+	}
+	return jsonl.SanitizePath(abs), nil
+}
+
+// progressCounter reports done/total sessions on stderr: a line redrawn
+// in place on a terminal, else a line every progressLineEvery.
+func progressCounter(w io.Writer, label string) func(done, total int) {
+	term := isCharDevice(os.Stderr)
+	last, printed := time.Now(), false
+	return func(done, total int) {
+		switch {
+		case term:
+			fmt.Fprintf(w, "\r%s %d/%d sessions\x1b[K", label, done, total)
+			if done == total {
+				fmt.Fprintln(w)
+			}
+		case time.Since(last) >= progressLineEvery || (done == total && printed):
+			// Work shorter than a progress interval prints nothing.
+			last, printed = time.Now(), true
+			fmt.Fprintf(w, "scribe: %s %d/%d sessions\n", label, done, total)
+		}
+	}
+}
+
+func newGCCmd() *cobra.Command {
+	var (
+		olderThan, maxSize, project string
+		dryRun, yes, asJSON         bool
+	)
+	c := &cobra.Command{
+		Use:   "gc --older-than D | --max-size N [--project PATH] [--dry-run]",
+		Short: "Move old sessions to the trash, by the last activity recorded inside each log",
+		Long: `gc is retention you opt into. A session's age is the newest timestamp inside its
+transcript, never the file's mtime. --older-than D collects sessions quiet for
+longer than D (30d, 2w, 36h); --max-size N collects sessions oldest activity
+first until the sessions in scope take at most N bytes (500M, 2G). --project
+limits it to one project. A session a live writer holds, or with activity in
+the last hour, is always kept. Everything collected goes to the trash
+(scribe trash ls / restore); run --dry-run first to see the plan.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			opt := jsonl.GCOptions{DryRun: true, Now: time.Now()}
+			if opt.OlderThan, err = parseAge("--older-than", olderThan); err != nil {
+				return err
+			}
+			if opt.MaxSize, err = parseSize("--max-size", maxSize); err != nil {
+				return err
+			}
+			if opt.OlderThan == 0 && opt.MaxSize == 0 {
+				return &exitError{code: 2, err: errors.New("give --older-than or --max-size (gc collects nothing by default)")}
+			}
+			if opt.Project, err = projectFolder(project); err != nil {
+				return err
+			}
+			if !dryRun {
+				plan, err := l.GC(cmd.Context(), opt)
+				if err != nil {
+					return err
+				}
+				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s), %s, to the trash?", plan.Collected, humanBytes(plan.CollectedBytes))); err != nil {
+					return err
+				}
+				opt.DryRun = false
+				opt.Progress = progressCounter(cmd.ErrOrStderr(), "gc")
+			}
+			rep, err := l.GC(cmd.Context(), opt)
+			if err != nil {
+				return err
+			}
+			var gone []string
+			for _, s := range rep.Sessions {
+				if s.TrashID != "" {
+					gone = append(gone, s.SessionID)
+				}
+			}
+			forgetSearch(cmd, l, gone)
+			if asJSON {
+				if rep.Sessions == nil {
+					rep.Sessions = []jsonl.GCSession{}
+				}
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			printGC(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&olderThan, "older-than", "", "collect sessions whose last activity is older than this (30d, 2w, 36h)")
+	f.StringVar(&maxSize, "max-size", "", "collect the oldest sessions until the rest take at most this (500M, 2G)")
+	f.StringVar(&project, "project", "", "only the sessions of the project of this path")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan, move nothing")
+	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func printGC(out io.Writer, rep jsonl.GCReport) {
+	tw := newTable(out)
+	fmt.Fprintln(tw, "ACTION\tSESSION\tLAST ACTIVITY\tSIZE\tPROJECT\tWHY")
+	for _, s := range rep.Sessions {
+		act := s.Action
+		if rep.DryRun && act == "collect" {
+			act = "would collect"
+		}
+		last := "-"
+		if s.LastActivity != nil {
+			last = s.LastActivity.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", act, s.SessionID, last, humanBytes(s.Bytes), s.Project, s.Reason)
+	}
+	tw.Flush()
+	verb := "collected"
+	if rep.DryRun {
+		verb = "would collect"
+	}
+	fmt.Fprintf(out, "%s %d session(s), %s; kept %d; %s -> %s", verb, rep.Collected, humanBytes(rep.CollectedBytes), rep.Kept,
+		humanBytes(rep.BytesBefore), humanBytes(rep.BytesAfter))
+	if rep.QuotaMet != nil && !*rep.QuotaMet {
+		fmt.Fprint(out, " (the quota cannot be met: the rest is recent, live or undated)")
+	}
+	fmt.Fprintln(out)
+}
+
+func newDuCmd() *cobra.Command {
+	var (
+		by, project string
+		asJSON      bool
+	)
+	c := &cobra.Command{
+		Use:   "du [--by project|session] [--project PATH] [--json]",
+		Short: "Bytes per project and per session, with what forks duplicate",
+		Long: `du adds up each session's transcript, subagents, tool-result files and sidecars,
+per project (--by project, the default) or per session, with archived sessions
+and the trash counted apart, and the bytes forks duplicate: the lines of a fork
+whose entries its source holds too (by uuid, or by forkedFrom).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if by != "project" && by != "session" {
+				return &exitError{code: 2, err: fmt.Errorf("--by %q: want project or session", by)}
+			}
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			folder, err := projectFolder(project)
+			if err != nil {
+				return err
+			}
+			rep, err := l.DiskUsage(cmd.Context(), folder, progressCounter(cmd.ErrOrStderr(), "du"))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if rep.Projects == nil {
+					rep.Projects, rep.Sessions = []jsonl.DUProject{}, []jsonl.DUSession{}
+				}
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			printDu(cmd.OutOrStdout(), rep, by)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&by, "by", "project", "one row per project or per session")
+	f.StringVar(&project, "project", "", "only the project of this path")
+	f.BoolVar(&asJSON, "json", false, "print every project and session as JSON")
+	return c
+}
+
+func printDu(out io.Writer, rep jsonl.DUReport, by string) {
+	tw := newTable(out)
+	h := humanBytes
+	if by == "session" {
+		fmt.Fprintln(tw, "TOTAL\tTRANSCRIPT\tSUBAGENTS\tTOOL RESULTS\tSIDECARS\tFORK DUP\tSESSION\tPROJECT")
+		for _, s := range rep.Sessions {
+			id := s.SessionID
+			if s.Archived {
+				id += " (archived)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h(s.Total), h(s.Transcript), h(s.Subagents), h(s.ToolResults), h(s.Sidecars), h(s.ForkDuplicate), id, s.Project)
+		}
+	} else {
+		fmt.Fprintln(tw, "TOTAL\tSESSIONS\tTRANSCRIPTS\tSUBAGENTS\tTOOL RESULTS\tSIDECARS\tARCHIVED\tFORK DUP\tPROJECT")
+		for _, p := range rep.Projects {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h(p.Total), p.Sessions, h(p.Transcript), h(p.Subagents), h(p.ToolResults), h(p.Sidecars), h(p.Archived), h(p.ForkDuplicate), p.Project)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "total %s (archived %s, duplicated by forks %s); trash %s in %d item(s), not in the total\n",
+		h(rep.Total), h(rep.Archived), h(rep.ForkDuplicate), h(rep.Trash), rep.TrashItems)
+}
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Report what Claude Code's own cleanupPeriodDays is about to delete",
+		Long: `doctor reads cleanupPeriodDays from <config dir>/settings.json (30 days when
+unset) and lists the sessions Claude Code's next start deletes for good: those
+whose transcript file mtime is older than that, whatever their last activity
+inside. Move them out of its way with scribe gc or by raising the setting.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			set, err := l.ReadCleanupSetting()
+			if err != nil {
+				return err
+			}
+			victims, err := l.CleanupForecast(set.Days, time.Now())
+			if err != nil {
+				return err
+			}
+			var bytes int64
+			for _, v := range victims {
+				bytes += v.Bytes
+			}
+			if asJSON {
+				if victims == nil {
+					victims = []jsonl.CleanupVictim{}
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"cleanupPeriodDays": set, "wouldDelete": victims, "bytes": bytes})
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "cleanupPeriodDays = %d (%s)\n", set.Days, set.Source)
+			if len(victims) == 0 {
+				fmt.Fprintln(out, "Claude Code's retention sweep deletes nothing at its next start")
+				return nil
+			}
+			fmt.Fprintf(out, "Claude Code's next start deletes %d session(s), %s, for good (keyed on file mtime):\n", len(victims), humanBytes(bytes))
+			tw := newTable(out)
+			fmt.Fprintln(tw, "SESSION\tMTIME\tLAST ACTIVITY\tSIZE\tPROJECT")
+			for _, v := range victims {
+				last := "-"
+				if v.LastActivity != nil {
+					last = v.LastActivity.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.SessionID, v.ModTime.Format(time.RFC3339), last, humanBytes(v.Bytes), v.Project)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/search"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+func newSearchCmd() *cobra.Command {
+	var (
+		project, since, role string
+		asJSON               bool
+		limit                int
+	)
+	c := &cobra.Command{
+		Use:   "search QUERY [--project P] [--since D] [--role user|assistant|tool] [--json] [--limit N]",
+		Short: "Full-text search over every session: prompts, answers, thinking, tool inputs and outputs, subagents",
+		Long: `search finds the messages that hold every word (or "quoted phrase") of QUERY,
+best match first (BM25), with a snippet, the session id and the message uuid
+(for scribe show or scribe fork --up-to). --role keeps prompts (user), answers
+and thinking (assistant), or tool inputs and outputs (tool); --since keeps
+messages from a date (2026-03-01, RFC 3339) or an age (7d, 12h) on; --project
+keeps one project.
+
+The index (<config dir>/scribe/index/search.db) is a cache: each search first
+checks it against the transcripts, reads only what was appended, reindexes
+what was rewritten, drops what was removed, and rebuilds it when it cannot be
+trusted.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch role {
+			case "", search.RoleUser, search.RoleAssistant, search.RoleTool:
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("--role %q: want user, assistant or tool", role)}
+			}
+			q := search.Query{Text: strings.Join(args, " "), Role: role, Limit: limit}
+			var err error
+			if q.Since, err = parseSince(since); err != nil {
+				return err
+			}
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			if q.Project, err = projectFolder(project); err != nil {
+				return err
+			}
+			x, err := search.Open(l)
+			if err != nil {
+				return err
+			}
+			defer x.Close()
+			if x.Rebuilt != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index was rebuilt (%s)\n", x.Rebuilt)
+			}
+			st, err := x.Sync(cmd.Context(), progressCounter(cmd.ErrOrStderr(), "indexing"))
+			if err != nil {
+				return err
+			}
+			if st.New+st.Reindexed+st.Removed > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: search index: %d new, %d appended, %d reindexed, %d removed files (%s read)\n",
+					st.New, st.Appended, st.Reindexed, st.Removed, humanBytes(st.Bytes))
+			}
+			hits, err := x.Search(cmd.Context(), q)
+			if errors.Is(err, search.ErrBadQuery) {
+				return &exitError{code: 2, err: err}
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if hits == nil {
+					hits = []search.Hit{}
+				}
+				return writeJSON(cmd.OutOrStdout(), hits)
+			}
+			out := cmd.OutOrStdout()
+			if len(hits) == 0 {
+				fmt.Fprintln(out, "no matches")
+				return nil
+			}
+			for _, h := range hits {
+				where := h.SessionID
+				if h.AgentID != "" {
+					where += " agent " + h.AgentID
+				}
+				fmt.Fprintf(out, "%s  %s  %s  %s\n  %s\n", where, h.UUID, h.Role, h.Timestamp, strings.ReplaceAll(h.Snippet, "\n", " "))
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&project, "project", "", "only the sessions of the project of this path")
+	f.StringVar(&since, "since", "", "only messages from this date (2026-03-01) or age (7d, 12h) on")
+	f.StringVar(&role, "role", "", "only user, assistant or tool text")
+	f.BoolVar(&asJSON, "json", false, "print the hits as JSON")
+	f.IntVar(&limit, "limit", 20, "at most this many hits")
+	return c
+}
+
+// forgetSearch drops sessions from the search index in the same step as
+// the command that moved them; a failure is said, never fatal (the next
+// search drops them too).
+func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := search.Forget(l, ids...); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
+	}
+}
+
+// parseSince reads --since: a date, an RFC 3339 time, or an age.
+func parseSince(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	age, err := parseAge("--since", s)
+	if err != nil {
+		return time.Time{}, &exitError{code: 2, err: fmt.Errorf("--since %q: want a date (2026-03-01), an RFC 3339 time or an age (7d, 12h)", s)}
+	}
+	return time.Now().Add(-age), nil
+}

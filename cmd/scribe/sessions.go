@@ -1,0 +1,411 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// The session commands: rm and the trash, rename, tag, archive, unarchive.
+// Everything on disk goes through sinks/jsonl; these only parse, ask and
+// print.
+
+// confirm asks on a terminal whether to go on; off a terminal, or with
+// yes, it goes on. A "no" is an error saying nothing was done.
+func confirm(cmd *cobra.Command, yes bool, question string) error {
+	if yes || !isCharDevice(os.Stdin) {
+		return nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
+	line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errors.New("cancelled: nothing changed")
+	}
+	return nil
+}
+
+// parseAge reads a duration with day and week units as well as Go's
+// ("30d", "2w", "36h").
+func parseAge(flag, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			if v, err := strconv.ParseFloat(n, 64); err == nil && v > 0 {
+				return time.Duration(v * float64(unit)), nil
+			}
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, &exitError{code: 2, err: fmt.Errorf("%s %q: want a positive duration such as 30d, 2w or 12h", flag, s)}
+	}
+	return d, nil
+}
+
+// completeSessionIDs completes session ids in the shell completion scripts.
+func completeSessionIDs(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	l, _, err := layoutFor(cmd)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	infos, err := l.List(cmd.Context(), jsonl.ListOptions{IncludeProgrammatic: true})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, s := range infos {
+		if strings.HasPrefix(s.SessionID, prefix) {
+			out = append(out, s.SessionID+"\t"+s.Summary)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// sessionArg is the layout and the session an ID argument names.
+func sessionArg(cmd *cobra.Command, arg string) (jsonl.Layout, string, error) {
+	l, _, err := layoutFor(cmd)
+	if err != nil {
+		return l, "", err
+	}
+	id, err := resolveSession(cmd.Context(), l, arg)
+	return l, id, err
+}
+
+// storeErr makes the store's refusals of a value usage errors (exit 2).
+func storeErr(err error) error {
+	switch {
+	case errors.Is(err, jsonl.ErrEmptyValue), errors.Is(err, jsonl.ErrUnsupportedTag), errors.Is(err, jsonl.ErrBadID):
+		return &exitError{code: 2, err: err}
+	}
+	return err
+}
+
+func newRmCmd() *cobra.Command {
+	var (
+		asJSON, dryRun, yes bool
+		lockWait            time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Move sessions to scribe's trash (transcript, subagents, sidecars, tool results)",
+		Long: `rm moves everything that belongs to each session (its transcript, its <id>/ folder
+with subagents and tool results, its sidecars) from its project folder into
+<config dir>/scribe/trash, with a manifest of where each file came from, and
+drops it from the sessions index in the same step. Nothing is deleted: scribe
+trash restore brings it back byte for byte, scribe trash empty deletes it.
+A session a live writer holds is refused (--lock-wait to wait).`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeSessionIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			ids := make([]string, 0, len(args))
+			for _, a := range args {
+				id, err := resolveSession(cmd.Context(), l, a)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			if !dryRun {
+				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s) to the trash?", len(ids))); err != nil {
+					return err
+				}
+			}
+			var all []jsonl.TrashItem
+			for _, id := range ids {
+				items, err := l.MoveToTrash(cmd.Context(), id, jsonl.TrashOptions{Reason: "rm", LockWait: lockWait, DryRun: dryRun})
+				all = append(all, items...)
+				if len(items) > 0 && !dryRun {
+					forgetSearch(cmd, l, []string{id})
+				}
+				if err != nil {
+					printTrashed(cmd, all, dryRun, asJSON)
+					return storeErr(err)
+				}
+			}
+			return printTrashed(cmd, all, dryRun, asJSON)
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the trash items as JSON")
+	f.BoolVar(&dryRun, "dry-run", false, "say what would move, move nothing")
+	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	return c
+}
+
+func printTrashed(cmd *cobra.Command, items []jsonl.TrashItem, dryRun, asJSON bool) error {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		if items == nil {
+			items = []jsonl.TrashItem{}
+		}
+		return writeJSON(out, map[string]any{"dryRun": dryRun, "items": items})
+	}
+	verb := "moved to the trash"
+	if dryRun {
+		verb = "would move to the trash"
+	}
+	for _, it := range items {
+		fmt.Fprintf(out, "%s %s (%s, %d files, %s) from %s", verb, it.SessionID, orDash(it.Title), len(it.Files), humanBytes(it.Bytes), it.Project)
+		if !dryRun {
+			fmt.Fprintf(out, " as %s", it.ID)
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strconv.Quote(s)
+}
+
+func newTrashCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "trash",
+		Short: "List, restore or empty scribe's trash",
+	}
+	var asJSON bool
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the sessions in the trash, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			items, problems, err := l.ListTrash()
+			if err != nil {
+				return err
+			}
+			for _, p := range problems {
+				fmt.Fprintln(cmd.ErrOrStderr(), "scribe: trash:", p)
+			}
+			if asJSON {
+				if items == nil {
+					items = []jsonl.TrashItem{}
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"items": items, "problems": problems})
+			}
+			if len(items) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "the trash is empty (%s)\n", l.TrashDir())
+				return nil
+			}
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "TRASH ID\tSESSION\tREASON\tSIZE\tFILES\tPROJECT\tTITLE")
+			for _, it := range items {
+				state := it.Reason
+				if !it.Complete {
+					state += " (incomplete)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, clip(it.SessionID, 8), state, humanBytes(it.Bytes), len(it.Files), it.Project, orDash(it.Title))
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().BoolVar(&asJSON, "json", false, "print the manifests as JSON")
+	c.AddCommand(ls, newTrashRestoreCmd(), newTrashEmptyCmd())
+	return c
+}
+
+func newTrashRestoreCmd() *cobra.Command {
+	var (
+		asJSON   bool
+		lockWait time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "restore ID",
+		Short: "Put a session back where it was, byte for byte (ID: a trash id, a session id, or a prefix)",
+		Long: `restore checks every file of the trash item against the sha256 in its manifest,
+refuses to overwrite anything that is in its place now, and moves the files
+back, with their modes and mtimes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			it, err := l.RestoreTrash(cmd.Context(), args[0], lockWait)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), it)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s (%d files, %s) to %s\n", it.SessionID, len(it.Files), humanBytes(it.Bytes), it.Project)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the restored item as JSON")
+	c.Flags().DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	return c
+}
+
+func newTrashEmptyCmd() *cobra.Command {
+	var (
+		asJSON, dryRun, yes bool
+		olderThan           string
+	)
+	c := &cobra.Command{
+		Use:   "empty",
+		Short: "Delete what is in the trash (--older-than D: only what was trashed before)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, _, err := layoutFor(cmd)
+			if err != nil {
+				return err
+			}
+			age, err := parseAge("--older-than", olderThan)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if !dryRun {
+				plan, err := l.EmptyTrash(age, true, now)
+				if err != nil {
+					return err
+				}
+				if err := confirm(cmd, yes, fmt.Sprintf("delete %d trash item(s) for good?", len(plan))); err != nil {
+					return err
+				}
+			}
+			items, err := l.EmptyTrash(age, dryRun, now)
+			var bytes int64
+			for _, it := range items {
+				bytes += it.Bytes
+			}
+			if asJSON {
+				if items == nil {
+					items = []jsonl.TrashItem{}
+				}
+				if jerr := writeJSON(cmd.OutOrStdout(), map[string]any{"dryRun": dryRun, "deleted": items, "bytes": bytes}); jerr != nil {
+					return jerr
+				}
+				return err
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d trash item(s), %s\n", verb, len(items), humanBytes(bytes))
+			return err
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&olderThan, "older-than", "", "only items trashed longer ago than this (30d, 2w, 12h)")
+	f.BoolVar(&dryRun, "dry-run", false, "say what would be deleted, delete nothing")
+	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	f.BoolVar(&asJSON, "json", false, "print the deleted items as JSON")
+	return c
+}
+
+// manageCmd is the shape of rename, tag, archive and unarchive.
+func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx context.Context, l jsonl.Layout, id string, args []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error)) *cobra.Command {
+	var (
+		asJSON, dryRun bool
+		lockWait       time.Duration
+	)
+	c := &cobra.Command{
+		Use:               use,
+		Short:             short,
+		Long:              long,
+		Args:              args,
+		ValidArgsFunction: completeSessionIDs,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			l, id, err := sessionArg(cmd, a[0])
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				fmt.Fprintf(cmd.OutOrStdout(), "would %s %s\n", strings.Fields(use)[0], id)
+				return nil
+			}
+			res, err := run(cmd.Context(), l, id, a[1:], jsonl.ManageOptions{LockWait: lockWait})
+			if err != nil {
+				return storeErr(err)
+			}
+			if res.SealedTornTail > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: sealed a torn last line of %s before appending\n", res.Files[0])
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			for _, f := range res.Files {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s: wrote %s\n", strings.Fields(use)[0], id, f)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print what was written as JSON")
+	f.BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
+	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	return c
+}
+
+func newRenameCmd() *cobra.Command {
+	return manageCmd("rename ID TITLE", "Give a session a title, as the SDK's renameSession does",
+		`rename appends {"type":"custom-title","customTitle":TITLE,"sessionId":ID} to the
+transcript, exactly the line the SDK's renameSession writes (TITLE trimmed).`,
+		cobra.ExactArgs(2),
+		func(ctx context.Context, l jsonl.Layout, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+			return l.RenameSession(ctx, id, a[0], opt)
+		})
+}
+
+func newTagCmd() *cobra.Command {
+	var clear bool
+	c := manageCmd("tag ID TAG | --clear", "Tag a session (or clear its tag), as the SDK's tagSession does",
+		`tag appends {"type":"tag","tag":TAG,"sessionId":ID}, the line the SDK's tagSession
+writes; --clear appends the empty tag, as tagSession(id, null) does.`,
+		cobra.RangeArgs(1, 2),
+		func(ctx context.Context, l jsonl.Layout, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+			if clear == (len(a) == 1) {
+				return jsonl.ManageResult{}, &exitError{code: 2, err: errors.New("give a TAG or --clear, not both or neither")}
+			}
+			tag := ""
+			if len(a) == 1 {
+				tag = a[0]
+			}
+			return l.TagSession(ctx, id, tag, clear, opt)
+		})
+	c.Flags().BoolVar(&clear, "clear", false, "clear the tag")
+	return c
+}
+
+func newArchiveCmd(archived bool) *cobra.Command {
+	use, short := "archive ID", "Archive a session, as the SDK's archiveSession does"
+	if !archived {
+		use, short = "unarchive ID", "Unarchive a session, as the SDK's unarchiveSession does"
+	}
+	return manageCmd(use, short,
+		`writes <id>/archived.json ({"archived":true|false,"at":TIME,"by":"scribe"}) beside
+every copy of the transcript, as the SDK does. The SDK then lists the session
+with archived set (a prompt sent after TIME un-archives it).`,
+		cobra.ExactArgs(1),
+		func(ctx context.Context, l jsonl.Layout, id string, _ []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+			return l.SetArchived(ctx, id, archived, opt)
+		})
+}

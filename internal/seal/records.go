@@ -1,0 +1,127 @@
+package seal
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// RecordKey encrypts many small records (a disk spool's frames) cheaply:
+// a random 32-byte data key, kept in a file sealed with age to the
+// Sealer's recipients, and XChaCha20-Poly1305 per record under a random
+// nonce, binding associated data (a record's sequence number, say) so a
+// record cannot be moved to another place unnoticed.
+type RecordKey struct{ aead cipher.AEAD }
+
+// RecordKey loads the data key kept sealed in path, or makes one and
+// keeps it there (0600, written to a temporary file, synced and renamed).
+// Opening an existing key needs the Sealer's identity or passphrase; a
+// wrong one is an error, never a new key.
+func (s *Sealer) RecordKey(path string) (*RecordKey, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		key, err := s.OpenBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("record key %s: %w", path, err)
+		}
+		return newRecordKey(key)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("record key: %w", err)
+	}
+	key := make([]byte, chacha20poly1305.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("record key: %w", err)
+	}
+	sealed, err := s.SealBytes(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeNew(path, sealed); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return s.RecordKey(path) // another process made it first
+		}
+		return nil, fmt.Errorf("record key %s: %w", path, err)
+	}
+	return newRecordKey(key)
+}
+
+func newRecordKey(key []byte) (*RecordKey, error) {
+	aead, err := chacha20poly1305.NewX(key)
+	if err != nil {
+		return nil, fmt.Errorf("record key: %w", err)
+	}
+	return &RecordKey{aead: aead}, nil
+}
+
+// Overhead is how many bytes Seal adds to a record.
+func (k *RecordKey) Overhead() int { return k.aead.NonceSize() + k.aead.Overhead() }
+
+// Seal appends nonce || ciphertext of plaintext, bound to ad, to dst.
+func (k *RecordKey) Seal(dst, plaintext, ad []byte) []byte {
+	n := k.aead.NonceSize()
+	out := append(dst, make([]byte, n)...)
+	nonce := out[len(out)-n:]
+	if _, err := rand.Read(nonce); err != nil {
+		panic(fmt.Sprintf("seal: no randomness: %v", err)) // crypto/rand never fails on supported systems
+	}
+	return k.aead.Seal(out, nonce, plaintext, ad)
+}
+
+// Open appends the plaintext of a sealed record to dst; a changed record,
+// other associated data or another key is an error.
+func (k *RecordKey) Open(dst, sealed, ad []byte) ([]byte, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < n+k.aead.Overhead() {
+		return nil, errors.New("open sealed record: too short")
+	}
+	out, err := k.aead.Open(dst, sealed[:n], sealed[n:], ad)
+	if err != nil {
+		return nil, fmt.Errorf("open sealed record: %w", err)
+	}
+	return out, nil
+}
+
+// writeNew writes data to path, which must not exist, durably: a
+// temporary file in the same folder, synced, linked into place (failing
+// with fs.ErrExist when path appeared), and the folder synced.
+func writeNew(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,536 @@
+// Package search is scribe's full-text index of the sessions: every
+// prompt, answer, thinking block, tool input and tool output of every
+// transcript and subagent, ranked with BM25, with a snippet, the session
+// id and the message uuid.
+//
+// The engine is SQLite FTS5 through the pure-Go modernc.org/sqlite (see
+// bench/results/search.md for the measurements behind the choice). The
+// index, <config dir>/scribe/index/search.db, is a cache like the sessions
+// index: Sync checks it against every transcript before a query (inode,
+// size, a hash of the first indexed bytes up to 4 KiB, and the offset
+// indexed up to), reads
+// only what was appended since, reindexes a file that was replaced or cut,
+// and drops the documents of files that are gone, so removed sessions
+// vanish from it. An index that cannot be opened, is of another schema, or
+// fails SQLite's quick check is thrown away and rebuilt.
+package search
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// schemaVersion is PRAGMA user_version of an index this build writes.
+const schemaVersion = 2
+
+// headBytes is how much of a file's start is hashed to notice a file that
+// was replaced in place.
+const headBytes = 4096
+
+const schema = `
+CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, project TEXT NOT NULL,
+  session TEXT NOT NULL, agent TEXT NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL,
+  mtime INTEGER NOT NULL, offset INTEGER NOT NULL, head BLOB NOT NULL);
+CREATE TABLE meta(rowid INTEGER PRIMARY KEY, file INTEGER NOT NULL, uuid TEXT NOT NULL,
+  role TEXT NOT NULL, ts TEXT NOT NULL);
+CREATE INDEX meta_file ON meta(file);
+CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+`
+
+// Index is an open search index.
+type Index struct {
+	db     *sql.DB
+	layout jsonl.Layout
+	path   string
+	// Rebuilt says why the index file was thrown away on open ("" when it
+	// was used).
+	Rebuilt string
+}
+
+// Open opens (or creates, or rebuilds) the index of a config folder.
+func Open(l jsonl.Layout) (*Index, error) {
+	return OpenAt(l, l.SearchIndexFile())
+}
+
+// OpenAt is Open with the index file at path.
+func OpenAt(l jsonl.Layout, path string) (*Index, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("search index folder: %w", err)
+	}
+	x := &Index{layout: l, path: path}
+	why, err := x.open()
+	if err == nil && why == "" {
+		return x, nil
+	}
+	if err != nil {
+		why = err.Error()
+	}
+	if x.db != nil {
+		x.db.Close()
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove the unusable search index %s: %w", path+suffix, err)
+		}
+	}
+	if _, err := x.open(); err != nil {
+		return nil, fmt.Errorf("create the search index %s: %w", path, err)
+	}
+	x.Rebuilt = why
+	return x, nil
+}
+
+// open opens the file and says why it cannot be used as it is ("" if it
+// can).
+func (x *Index) open() (string, error) {
+	db, err := sql.Open("sqlite", "file:"+x.path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		return "", err
+	}
+	db.SetMaxOpenConns(1)
+	x.db = db
+	if err := os.Chmod(x.path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return "", fmt.Errorf("read the schema version: %w", err)
+	}
+	if v == 0 {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+			return "", err
+		}
+		if n != 0 {
+			return "unknown schema", nil
+		}
+		if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+			return "", fmt.Errorf("create the schema: %w", err)
+		}
+		return "", nil
+	}
+	if v != schemaVersion {
+		return fmt.Sprintf("schema version %d, this build writes %d", v, schemaVersion), nil
+	}
+	var ok string
+	if err := db.QueryRow("PRAGMA quick_check").Scan(&ok); err != nil || ok != "ok" {
+		return fmt.Sprintf("quick check: %s %v", ok, err), nil
+	}
+	return "", nil
+}
+
+// Close closes the index.
+func (x *Index) Close() error { return x.db.Close() }
+
+// SyncStats says what Sync did.
+type SyncStats struct {
+	Files     int   `json:"files"`
+	New       int   `json:"new"`
+	Appended  int   `json:"appended"`
+	Reindexed int   `json:"reindexed"`
+	Removed   int   `json:"removed"`
+	Bytes     int64 `json:"bytes"`
+	Documents int   `json:"documents"`
+}
+
+type known struct {
+	id, inode, size, mtime, offset int64
+	head                           []byte
+}
+
+// Sync brings the index in line with the transcripts.
+func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncStats, error) {
+	var st SyncStats
+	files, err := x.layout.SessionFiles(ctx, "")
+	if err != nil {
+		return st, fmt.Errorf("search: list the transcripts: %w", err)
+	}
+	st.Files = len(files)
+	have := map[string]known{}
+	rows, err := x.db.QueryContext(ctx, "SELECT path, id, inode, size, mtime, offset FROM files")
+	if err != nil {
+		return st, fmt.Errorf("search: read the index: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		var k known
+		if err := rows.Scan(&p, &k.id, &k.inode, &k.size, &k.mtime, &k.offset); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("search: read the index: %w", err)
+		}
+		have[p] = k
+	}
+	rows.Close()
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return st, fmt.Errorf("search: %w", err)
+	}
+	defer tx.Rollback()
+	onDisk := make(map[string]bool, len(files))
+	for i, f := range files {
+		onDisk[f.Path] = true
+		if err := x.syncFile(ctx, tx, f, have, &st); err != nil {
+			return st, err
+		}
+		if progress != nil {
+			progress(i+1, len(files))
+		}
+	}
+	for p, k := range have {
+		if !onDisk[p] {
+			if err := dropFile(tx, k.id, true); err != nil {
+				return st, err
+			}
+			st.Removed++
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return st, fmt.Errorf("search: commit: %w", err)
+	}
+	return st, nil
+}
+
+func (x *Index) syncFile(ctx context.Context, tx *sql.Tx, f jsonl.SessionFile, have map[string]known, st *SyncStats) error {
+	k, ok := have[f.Path]
+	if ok && k.inode == int64(f.Inode) && k.size == f.Size && k.mtime == f.ModTime.UnixNano() && k.offset == f.Size {
+		return nil // untouched since it was indexed whole
+	}
+	var head []byte
+	if ok {
+		// The stored hash is read only for a file that changed.
+		if err := tx.QueryRow("SELECT head FROM files WHERE id = ?", k.id).Scan(&k.head); err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		var err error
+		if head, err = headHash(f.Path, min(k.offset, headBytes)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil // gone since it was listed: the next sync drops it
+			}
+			return fmt.Errorf("search: %w", err)
+		}
+	}
+	from := int64(0)
+	switch {
+	case ok && k.inode == int64(f.Inode) && f.Size >= k.offset && string(k.head) == string(head):
+		if f.Size == k.offset {
+			return nil
+		}
+		from = k.offset
+		st.Appended++
+	case ok:
+		if err := dropFile(tx, k.id, false); err != nil {
+			return err
+		}
+		st.Reindexed++
+	default:
+		res, err := tx.Exec("INSERT INTO files(path, project, session, agent, inode, size, mtime, offset, head) VALUES(?,?,?,?,?,?,0,0,'')",
+			f.Path, f.Project, f.SessionID, f.AgentID, int64(f.Inode), f.Size)
+		if err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		k.id, _ = res.LastInsertId()
+		st.New++
+	}
+	end, docs, err := indexFrom(ctx, tx, k.id, f.Path, from)
+	if err != nil {
+		return err
+	}
+	st.Bytes += end - from
+	st.Documents += docs
+	if head, err = headHash(f.Path, min(end, headBytes)); err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	if _, err := tx.Exec("UPDATE files SET inode=?, size=?, mtime=?, offset=?, head=? WHERE id=?", int64(f.Inode), f.Size, f.ModTime.UnixNano(), end, head, k.id); err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	return nil
+}
+
+// headHash hashes the first n bytes of a file (those indexed, up to
+// headBytes): a file rewritten in place no longer has them.
+func headHash(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, n)); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return h.Sum(nil), nil
+}
+
+// dropFile removes a file's documents (and its row when whole).
+func dropFile(tx *sql.Tx, id int64, whole bool) error {
+	stmts := []string{"DELETE FROM docs WHERE rowid IN (SELECT rowid FROM meta WHERE file = ?)", "DELETE FROM meta WHERE file = ?"}
+	if whole {
+		stmts = append(stmts, "DELETE FROM files WHERE id = ?")
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(s, id); err != nil {
+			return fmt.Errorf("search: drop a file's documents: %w", err)
+		}
+	}
+	return nil
+}
+
+// indexFrom indexes the complete lines of path from offset on and returns
+// the offset after the last complete line.
+func indexFrom(ctx context.Context, tx *sql.Tx, fileID int64, path string, offset int64) (int64, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return offset, 0, fmt.Errorf("search: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return offset, 0, fmt.Errorf("search: %w", err)
+	}
+	insMeta, err := tx.Prepare("INSERT INTO meta(file, uuid, role, ts) VALUES(?,?,?,?)")
+	if err != nil {
+		return offset, 0, fmt.Errorf("search: %w", err)
+	}
+	defer insMeta.Close()
+	insDoc, err := tx.Prepare("INSERT INTO docs(rowid, text) VALUES(?,?)")
+	if err != nil {
+		return offset, 0, fmt.Errorf("search: %w", err)
+	}
+	defer insDoc.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	n := 0
+	for {
+		raw, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return offset, n, nil // a torn last line waits for its newline
+		}
+		if err != nil {
+			return offset, n, fmt.Errorf("search: read %s: %w", path, err)
+		}
+		offset += int64(len(raw))
+		for _, d := range Documents(raw[:len(raw)-1]) {
+			res, err := insMeta.Exec(fileID, d.UUID, d.Role, d.Timestamp)
+			if err != nil {
+				return offset, n, fmt.Errorf("search: %w", err)
+			}
+			rowid, _ := res.LastInsertId()
+			if _, err := insDoc.Exec(rowid, d.Text); err != nil {
+				return offset, n, fmt.Errorf("search: %w", err)
+			}
+			n++
+		}
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return offset, n, err
+			}
+		}
+	}
+}
+
+// Query is a search.
+type Query struct {
+	Text string
+	// Project is a project folder's name ("" for every project).
+	Project string
+	Since   time.Time
+	// Role is user, assistant or tool ("" for every role).
+	Role  string
+	Limit int
+}
+
+// Hit is one matching message.
+type Hit struct {
+	SessionID string  `json:"sessionId"`
+	AgentID   string  `json:"agentId,omitempty"`
+	UUID      string  `json:"uuid"`
+	Role      string  `json:"role"`
+	Timestamp string  `json:"timestamp"`
+	Project   string  `json:"project"`
+	Snippet   string  `json:"snippet"`
+	Score     float64 `json:"score"`
+}
+
+// ErrBadQuery is returned for a query with no words.
+var ErrBadQuery = errors.New("bad query")
+
+// Search runs a query (Sync first for fresh answers), best match first.
+func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	match := ftsQuery(q.Text)
+	if match == "" {
+		return nil, fmt.Errorf("%w: %q has no words", ErrBadQuery, q.Text)
+	}
+	// First the best rowids (filters joined in only when given), then the
+	// snippets of those alone: snippet() over every match would cost what
+	// the whole result costs.
+	sqlq := "SELECT docs.rowid, rank FROM docs"
+	var where []string
+	args := []any{match}
+	if q.Project != "" || !q.Since.IsZero() || q.Role != "" {
+		sqlq += " JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file"
+	}
+	if q.Project != "" {
+		where, args = append(where, "f.project = ?"), append(args, q.Project)
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "m.ts >= ?"), append(args, q.Since.UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	if q.Role != "" {
+		where, args = append(where, "m.role = ?"), append(args, q.Role)
+	}
+	sqlq += " WHERE docs MATCH ?"
+	for _, w := range where {
+		sqlq += " AND " + w
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	sqlq += " ORDER BY rank LIMIT ?"
+	args = append(args, limit)
+	ids, scores, err := x.topRows(ctx, sqlq, args)
+	if err != nil || len(ids) == 0 {
+		if err != nil {
+			err = fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		return nil, err
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args = []any{match}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := x.db.QueryContext(ctx, `SELECT docs.rowid, f.session, f.agent, m.uuid, m.role, m.ts, f.project,
+  snippet(docs, 0, '[', ']', '…', 16)
+FROM docs JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file
+WHERE docs MATCH ? AND docs.rowid IN (`+marks+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	defer rows.Close()
+	byID := map[int64]Hit{}
+	for rows.Next() {
+		var h Hit
+		var id int64
+		if err := rows.Scan(&id, &h.SessionID, &h.AgentID, &h.UUID, &h.Role, &h.Timestamp, &h.Project, &h.Snippet); err != nil {
+			return nil, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		byID[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	out := make([]Hit, 0, len(ids))
+	for i, id := range ids {
+		if h, ok := byID[id]; ok {
+			h.Score = scores[i]
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func (x *Index) topRows(ctx context.Context, q string, args []any) ([]int64, []float64, error) {
+	rows, err := x.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var scores []float64
+	for rows.Next() {
+		var id int64
+		var sc float64
+		if err := rows.Scan(&id, &sc); err != nil {
+			return nil, nil, err
+		}
+		ids, scores = append(ids, id), append(scores, sc)
+	}
+	return ids, scores, rows.Err()
+}
+
+// ftsQuery turns what a user typed into an FTS5 query: every word, or
+// "quoted phrase", must appear; nothing in it is FTS5 syntax.
+func ftsQuery(s string) string {
+	var terms []string
+	for len(s) > 0 {
+		s = strings.TrimLeft(s, " \t\n")
+		if s == "" {
+			break
+		}
+		var t string
+		if s[0] == '"' {
+			end := strings.IndexByte(s[1:], '"')
+			if end < 0 {
+				t, s = s[1:], ""
+			} else {
+				t, s = s[1:end+1], s[end+2:]
+			}
+		} else if i := strings.IndexAny(s, " \t\n"); i >= 0 {
+			t, s = s[:i], s[i:]
+		} else {
+			t, s = s, ""
+		}
+		if strings.TrimSpace(t) != "" {
+			terms = append(terms, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		}
+	}
+	return strings.Join(terms, " ")
+}
+
+// Forget drops every document of the given sessions from the index, if
+// there is one: rm, gc and relocate call it in the same step as the move,
+// so the text of a removed session is not kept in the index until the
+// next search. It returns how many files it dropped.
+func Forget(l jsonl.Layout, sessionIDs ...string) (int, error) {
+	path := l.SearchIndexFile()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || len(sessionIDs) == 0 {
+		return 0, nil
+	}
+	x, err := OpenAt(l, path)
+	if err != nil {
+		return 0, err
+	}
+	defer x.Close()
+	tx, err := x.db.Begin()
+	if err != nil {
+		return 0, fmt.Errorf("search: %w", err)
+	}
+	defer tx.Rollback()
+	n := 0
+	for _, id := range sessionIDs {
+		rows, err := tx.Query("SELECT id FROM files WHERE session = ?", id)
+		if err != nil {
+			return n, fmt.Errorf("search: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var fid int64
+			if err := rows.Scan(&fid); err == nil {
+				ids = append(ids, fid)
+			}
+		}
+		rows.Close()
+		for _, fid := range ids {
+			if err := dropFile(tx, fid, true); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("search: commit: %w", err)
+	}
+	return n, nil
+}

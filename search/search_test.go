@@ -1,0 +1,188 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+const testSession = "5ea4c000-0000-4000-8000-000000000001"
+
+func row(typ, uuid, ts, content string) string {
+	return fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,"type":%q,"message":{"role":%q,"content":%s},"uuid":%q,"timestamp":%q,"cwd":"/work/s","sessionId":%q}`+"\n",
+		typ, typ, content, uuid, ts, testSession)
+}
+
+func u(n int) string { return fmt.Sprintf("5ea4c000-1111-4000-8000-%012d", n) }
+
+func writeSession(t *testing.T, l jsonl.Layout) string {
+	t.Helper()
+	dir := l.ProjectDir("/work/s")
+	if err := os.MkdirAll(filepath.Join(dir, testSession, "subagents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	main := filepath.Join(dir, testSession+".jsonl")
+	data := row("user", u(1), "2026-03-01T10:00:00.000Z", `"why does the flamingo parser crash"`) +
+		row("assistant", u(2), "2026-03-01T10:00:05.000Z", `[{"type":"thinking","thinking":"maybe a nil pointer"},{"type":"text","text":"Let me run the tests."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"go test ./parser"}}]`) +
+		row("user", u(3), "2026-03-01T10:00:09.000Z", `[{"type":"tool_result","tool_use_id":"toolu_1","content":"panic: zanzibar overflow"}]`) +
+		`{"type":"custom-title","customTitle":"flamingo title only","sessionId":"` + testSession + `"}` + "\n"
+	if err := os.WriteFile(main, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := row("user", u(10), "2026-03-01T10:01:00.000Z", `"search the quokka module"`)
+	if err := os.WriteFile(filepath.Join(dir, testSession, "subagents", "agent-a1.jsonl"), []byte(agent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return main
+}
+
+func mustSearch(t *testing.T, x *Index, q Query) []Hit {
+	t.Helper()
+	if _, err := x.Sync(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := x.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// Prompts, thinking, answers, tool inputs and outputs and subagents are
+// found, with the session id, the message uuid and a snippet; the role and
+// date filters apply; metadata lines are not indexed.
+func TestSearchFindsEveryPartOfASession(t *testing.T) {
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	writeSession(t, l)
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	cases := []struct {
+		q, role, uuid, agent string
+	}{
+		{"flamingo", RoleUser, u(1), ""},
+		{"nil pointer", RoleAssistant, u(2), ""},
+		{"zanzibar", RoleTool, u(3), ""},
+		{"\"go test\"", RoleTool, u(2), ""},
+		{"quokka", RoleUser, u(10), "a1"},
+	}
+	for _, c := range cases {
+		hits := mustSearch(t, x, Query{Text: c.q})
+		if len(hits) == 0 || hits[0].UUID != c.uuid || hits[0].SessionID != testSession || hits[0].AgentID != c.agent || (c.role != "" && hits[0].Role != c.role) {
+			t.Errorf("%s: %+v", c.q, hits)
+			continue
+		}
+		if !strings.Contains(hits[0].Snippet, "[") {
+			t.Errorf("%s: snippet %q marks nothing", c.q, hits[0].Snippet)
+		}
+	}
+	if hits := mustSearch(t, x, Query{Text: "parser"}); len(hits) != 2 {
+		t.Errorf("parser (a prompt and a tool input): %+v", hits)
+	}
+	if hits := mustSearch(t, x, Query{Text: "parser", Role: RoleTool}); len(hits) != 1 || hits[0].UUID != u(2) {
+		t.Errorf("role tool: %+v", hits)
+	}
+	if hits := mustSearch(t, x, Query{Text: "flamingo", Since: time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)}); len(hits) != 0 {
+		t.Errorf("since: %+v", hits)
+	}
+	if hits := mustSearch(t, x, Query{Text: "flamingo", Project: "-other"}); len(hits) != 0 {
+		t.Errorf("project: %+v", hits)
+	}
+	if hits := mustSearch(t, x, Query{Text: "title only"}); len(hits) != 0 {
+		t.Errorf("a metadata line was indexed: %+v", hits)
+	}
+	if _, err := x.Search(context.Background(), Query{Text: "  "}); err == nil {
+		t.Error("an empty query was accepted")
+	}
+}
+
+// The index follows the files: an append is read from the offset on, a
+// torn last line waits for its newline, a file rewritten in place is
+// reindexed, a removed session vanishes, a corrupt index is rebuilt.
+func TestSearchIndexFollowsTheFiles(t *testing.T) {
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	main := writeSession(t, l)
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := x.Sync(context.Background(), nil)
+	if err != nil || st.New != 2 || st.Documents != 5 {
+		t.Fatalf("first sync: %+v, %v", st, err)
+	}
+	f, _ := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
+	full := row("user", u(4), "2026-03-02T10:00:00.000Z", `"now the wombat"`)
+	f.WriteString(full[:40])
+	f.Close()
+	if st, _ = x.Sync(context.Background(), nil); st.Appended != 1 || st.Documents != 0 {
+		t.Fatalf("torn append: %+v", st)
+	}
+	f, _ = os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(full[40:])
+	f.Close()
+	if st, _ = x.Sync(context.Background(), nil); st.Appended != 1 || st.Documents != 1 || st.Reindexed != 0 {
+		t.Fatalf("completed append: %+v", st)
+	}
+	if hits := mustSearch(t, x, Query{Text: "wombat"}); len(hits) != 1 || hits[0].UUID != u(4) {
+		t.Fatalf("appended line: %+v", hits)
+	}
+	// Rewritten in place (same inode), longer than before.
+	raw, _ := os.ReadFile(main)
+	g, _ := os.OpenFile(main, os.O_WRONLY|os.O_TRUNC, 0)
+	g.Write([]byte(strings.ReplaceAll(string(raw), "flamingo", "pelican") + row("user", u(5), "2026-03-03T10:00:00.000Z", `"x"`)))
+	g.Close()
+	if hits := mustSearch(t, x, Query{Text: "flamingo"}); len(hits) != 0 {
+		t.Fatalf("a rewritten file still matches its old text: %+v", hits)
+	}
+	if hits := mustSearch(t, x, Query{Text: "pelican"}); len(hits) != 1 {
+		t.Fatalf("a rewritten file: %+v", hits)
+	}
+	// Removed (rm moves it to the trash): gone from the index.
+	if _, err := l.MoveToTrash(context.Background(), testSession, jsonl.TrashOptions{Reason: "rm"}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := mustSearch(t, x, Query{Text: "quokka"}); len(hits) != 0 {
+		t.Fatalf("a removed session still matches: %+v", hits)
+	}
+	x.Close()
+	if err := os.WriteFile(l.SearchIndexFile(), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(l.SearchIndexFile() + "-wal")
+	os.Remove(l.SearchIndexFile() + "-shm")
+	x, err = Open(l)
+	if err != nil || x.Rebuilt == "" {
+		t.Fatalf("a corrupt index: %v, rebuilt %q", err, x.Rebuilt)
+	}
+	x.Close()
+}
+
+// Forget drops a session's documents at once, without a sync.
+func TestForgetDropsASessionNow(t *testing.T) {
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	if n, err := Forget(l, testSession); n != 0 || err != nil {
+		t.Fatalf("Forget with no index: %d, %v", n, err)
+	}
+	writeSession(t, l)
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	mustSearch(t, x, Query{Text: "flamingo"})
+	if n, err := Forget(l, testSession); n != 2 || err != nil {
+		t.Fatalf("Forget: %d files, %v", n, err)
+	}
+	hits, err := x.Search(context.Background(), Query{Text: "flamingo"})
+	if err != nil || len(hits) != 0 {
+		t.Fatalf("after Forget, without a sync: %+v, %v", hits, err)
+	}
+}

@@ -1,0 +1,266 @@
+package jsonl
+
+// Session management: rename, tag, archive and unarchive, with the same
+// effect on disk as the Claude Agent SDK's renameSession, tagSession,
+// archiveSession and unarchiveSession (local, no sessionStore):
+//
+//   - renameSession(id, title) appends {"type":"custom-title",
+//     "customTitle":<title trimmed>,"sessionId":id} and a newline to the
+//     first non-empty <id>.jsonl of the project folders;
+//   - tagSession(id, tag) appends {"type":"tag","tag":<tag cleaned and
+//     trimmed>,"sessionId":id}; tagSession(id, null) appends "tag":"";
+//   - archiveSession / unarchiveSession write <project>/<id>/archived.json
+//     = {"archived":true|false,"at":<ISO time>,"by":...} (0600, folder
+//     0700) beside every non-empty copy of the transcript.
+//
+// Unlike the SDK, scribe takes the session's lock first (a live writer
+// makes the change fail with ErrLocked, or wait with LockWait), seals a
+// torn last line before appending (and says so), syncs what it wrote, and
+// writes archived.json by atomic replace with "by":"scribe".
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// ErrEmptyValue is returned for a title or tag that is empty once trimmed.
+var ErrEmptyValue = errors.New("empty value")
+
+// ErrUnsupportedTag is returned for a tag the SDK would rewrite through
+// its Unicode sanitizer (any non-ASCII character), which scribe does not
+// reproduce: rather than write a different tag, it refuses.
+var ErrUnsupportedTag = errors.New("tag has non-ASCII characters")
+
+// ManageOptions tune a change to a session.
+type ManageOptions struct {
+	// LockWait is how long to wait for a live writer to release the
+	// session (0: fail at once with ErrLocked).
+	LockWait time.Duration
+	// Now is the time written into archived.json (default time.Now).
+	Now func() time.Time
+}
+
+// ManageResult says what a change wrote.
+type ManageResult struct {
+	SessionID string   `json:"sessionId"`
+	Files     []string `json:"files"`
+	// Line is the metadata line appended (rename, tag); "" otherwise.
+	Line string `json:"line,omitempty"`
+	// SealedTornTail counts transcripts whose torn last line was sealed
+	// with a newline before the append.
+	SealedTornTail int `json:"sealedTornTail,omitempty"`
+}
+
+// sessionMains returns every non-empty <id>.jsonl in the project folders,
+// in folder name order: the files the SDK's mutators look at.
+func (l Layout) sessionMains(id string) ([]string, error) {
+	if !IsSessionID(id) {
+		return nil, fmt.Errorf("%w: session %q (not a UUID)", ErrBadID, id)
+	}
+	folders, err := l.projectFolders()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, folder := range folders {
+		p := MainFile(filepath.Join(l.ProjectsDir(), folder), id)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// projectFolders lists the folder names under projects/, sorted; none
+// when there is no projects/ folder.
+func (l Layout) projectFolders() ([]string, error) {
+	ents, err := os.ReadDir(l.ProjectsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", l.ProjectsDir(), err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// eachTranscript calls fn for every <uuid>.jsonl regular file of one
+// project folder (a missing one is ErrNotFound) or, when project is "",
+// of every project folder.
+func (l Layout) eachTranscript(project string, fn func(folder, dir, id string, fi os.FileInfo) error) error {
+	folders := []string{project}
+	if project == "" {
+		var err error
+		if folders, err = l.projectFolders(); err != nil {
+			return err
+		}
+	}
+	for _, folder := range folders {
+		dir := filepath.Join(l.ProjectsDir(), folder)
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) && project != "" {
+			return fmt.Errorf("%w: project folder %s", ErrNotFound, dir)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			id, ok := cutJSONL(e.Name())
+			if !ok || !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				return fmt.Errorf("stat %s: %w", filepath.Join(dir, e.Name()), err)
+			}
+			if err := fn(folder, dir, id, fi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lockedMains finds a session's transcripts and takes its lock; the
+// caller releases it.
+func (l Layout) lockedMains(ctx context.Context, what, id string, wait time.Duration) ([]string, *sessionLock, error) {
+	mains, err := l.sessionMains(id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(mains) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w: session %s", what, ErrNotFound, id)
+	}
+	lk, err := l.lockSession(ctx, id, wait)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return mains, lk, nil
+}
+
+// lockSession takes the session's writer lock for a change.
+func (l Layout) lockSession(ctx context.Context, id string, wait time.Duration) (*sessionLock, error) {
+	return acquireLock(ctx, l.LockFile(id), wait)
+}
+
+// RenameSession gives a session a custom title, as renameSession does.
+func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageOptions) (ManageResult, error) {
+	t := core.JSTrim(title)
+	if t == "" {
+		return ManageResult{}, fmt.Errorf("rename %s: %w: the title is empty", id, ErrEmptyValue)
+	}
+	line := `{"type":"custom-title","customTitle":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`
+	return l.appendMeta(ctx, "rename", id, line, opt)
+}
+
+// TagSession sets a session's tag, as tagSession does; clear appends the
+// empty tag, as tagSession(id, null) does.
+func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt ManageOptions) (ManageResult, error) {
+	t := ""
+	if !clear {
+		for _, r := range tag {
+			if r > 0x7f {
+				return ManageResult{}, fmt.Errorf("tag %s: %w: %q (the SDK rewrites such tags; use ASCII)", id, ErrUnsupportedTag, tag)
+			}
+		}
+		if t = core.JSTrim(tag); t == "" {
+			return ManageResult{}, fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
+		}
+	}
+	line := `{"type":"tag","tag":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`
+	return l.appendMeta(ctx, "tag", id, line, opt)
+}
+
+func (l Layout) appendMeta(ctx context.Context, what, id, line string, opt ManageOptions) (ManageResult, error) {
+	mains, lk, err := l.lockedMains(ctx, what, id, opt.LockWait)
+	if err != nil {
+		return ManageResult{}, err
+	}
+	defer lk.release()
+	sealed, err := appendLineDurably(mains[0], line)
+	if err != nil {
+		return ManageResult{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	res := ManageResult{SessionID: id, Files: []string{mains[0]}, Line: line}
+	if sealed {
+		res.SealedTornTail = 1
+	}
+	return res, nil
+}
+
+// appendLineDurably appends line and a newline to an existing, non-empty
+// file in one write, first sealing a torn last line with a newline, and
+// syncs it. sealed says whether a torn tail was sealed.
+func appendLineDurably(path, line string) (sealed bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if fi.Size() == 0 {
+		return false, fmt.Errorf("%w: %s is empty", ErrNotFound, path)
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	buf := make([]byte, 0, len(line)+2)
+	if last[0] != '\n' {
+		buf, sealed = append(buf, '\n'), true
+	}
+	buf = append(append(buf, line...), '\n')
+	if _, err := f.Write(buf); err != nil {
+		return false, fmt.Errorf("append to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return false, fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return sealed, nil
+}
+
+// SetArchived writes <id>/archived.json beside every copy of the session,
+// as archiveSession (archived true) and unarchiveSession (false) do.
+func (l Layout) SetArchived(ctx context.Context, id string, archived bool, opt ManageOptions) (ManageResult, error) {
+	what := "archive"
+	if !archived {
+		what = "unarchive"
+	}
+	mains, lk, err := l.lockedMains(ctx, what, id, opt.LockWait)
+	if err != nil {
+		return ManageResult{}, err
+	}
+	defer lk.release()
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	doc := fmt.Sprintf(`{"archived":%t,"at":"%s","by":"scribe"}`, archived, ixISO(now()))
+	res := ManageResult{SessionID: id}
+	for _, m := range mains {
+		p := filepath.Join(strings.TrimSuffix(m, ".jsonl"), "archived.json")
+		if err := replaceFile(p, []byte(doc)); err != nil {
+			return res, fmt.Errorf("%s %s: %w", what, id, err)
+		}
+		res.Files = append(res.Files, p)
+	}
+	return res, nil
+}

@@ -1,0 +1,442 @@
+package jsonl
+
+// The trash: nothing scribe does unlinks a transcript unless the user
+// empties the trash. rm, gc and relocate move everything that belongs to a
+// session out of its project folder into
+//
+//	<config dir>/scribe/trash/<trash id>/
+//	├── manifest.json               where each file came from, its size, sha256, mode, mtime
+//	└── data/<project folder>/...   the moved names, as they were
+//
+// What belongs to session <id> in a project folder: <id>.jsonl, the
+// <id>/ folder (subagents and their meta files, tool-results/,
+// custom-title.json, archived.json, scribe's lifecycle sidecar) and every
+// <id>.* sidecar (.ccr-tip.json, .precompact.json, .cast, the CLI's
+// .jsonl.compact.tmp.* and .jsonl.superseded-* files): the names Claude
+// Code's own retention sweep removes with a transcript. The moves are
+// renames (the trash is on the same file system as the projects, checked
+// first), done under the session's lock, and the sessions index forgets the
+// session in the same step. Restore verifies every file's hash, refuses to
+// overwrite anything, and renames the names back: the files come back
+// byte for byte, with their modes and mtimes.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TrashFormat is the version of manifest.json.
+const TrashFormat = 1
+
+// ErrTrashDamaged is returned when a trash item's files are not what its
+// manifest says (missing, other size or hash).
+var ErrTrashDamaged = errors.New("trash item does not match its manifest")
+
+// ErrTrashNotFound is returned for a trash reference that names no item.
+var ErrTrashNotFound = errors.New("no such trash item")
+
+// TrashFile is one file (or folder, or symlink) of a trash item.
+type TrashFile struct {
+	// Path is where it was, relative to the config dir, '/'-separated.
+	Path    string    `json:"path"`
+	Dir     bool      `json:"dir,omitempty"`
+	Link    string    `json:"link,omitempty"`
+	Size    int64     `json:"size"`
+	SHA256  string    `json:"sha256,omitempty"`
+	Mode    uint32    `json:"mode"`
+	ModTime time.Time `json:"mtime"`
+}
+
+// TrashItem is one session's copy in one project folder, moved to the trash.
+type TrashItem struct {
+	Format    int    `json:"format"`
+	ID        string `json:"id"`
+	SessionID string `json:"sessionId"`
+	// Project is the project folder's name under projects/.
+	Project string `json:"project"`
+	Cwd     string `json:"cwd,omitempty"`
+	Title   string `json:"title,omitempty"`
+	// Reason is the command that moved it: rm, gc, relocate.
+	Reason    string    `json:"reason"`
+	TrashedAt time.Time `json:"trashedAt"`
+	// Entries are the names moved out of the project folder.
+	Entries []string    `json:"entries"`
+	Files   []TrashFile `json:"files"`
+	Bytes   int64       `json:"bytes"`
+	// Complete is false while (or if a crash stopped) the move.
+	Complete bool `json:"complete"`
+}
+
+// TrashOptions tune a move to the trash.
+type TrashOptions struct {
+	Reason   string
+	LockWait time.Duration
+	DryRun   bool
+	Now      func() time.Time
+}
+
+// TrashDir is <config dir>/scribe/trash.
+func (l Layout) TrashDir() string { return filepath.Join(l.ConfigDir, "scribe", "trash") }
+
+// sessionEntries lists the names in projectDir that belong to session id.
+func sessionEntries(projectDir, id string) ([]string, error) {
+	ents, err := os.ReadDir(projectDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); n == id || strings.HasPrefix(n, id+".") {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// sessionFolders lists the project folders (names) holding anything of id.
+func (l Layout) sessionFolders(id string) ([]string, error) {
+	folders, err := l.projectFolders()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, folder := range folders {
+		if names, _ := sessionEntries(filepath.Join(l.ProjectsDir(), folder), id); len(names) > 0 {
+			out = append(out, folder)
+		}
+	}
+	return out, nil
+}
+
+// describeTree lists every file under root/rel (rel included) with its
+// hash, as manifest entries relative to base.
+func describeTree(base, rel string) ([]TrashFile, error) {
+	var out []TrashFile
+	err := filepath.WalkDir(filepath.Join(base, rel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(base, p)
+		tf := TrashFile{Path: filepath.ToSlash(r), Mode: uint32(fi.Mode().Perm()), ModTime: fi.ModTime().UTC()}
+		switch {
+		case fi.IsDir():
+			tf.Dir = true
+		case fi.Mode()&fs.ModeSymlink != 0:
+			tf.Link, err = os.Readlink(p)
+		case fi.Mode().IsRegular():
+			tf.Size = fi.Size()
+			tf.SHA256, err = hashFile(p)
+		default:
+			return fmt.Errorf("%s: not a regular file, folder or symlink", p)
+		}
+		out = append(out, tf)
+		return err
+	})
+	return out, err
+}
+
+func hashFile(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func sameDevice(a, b string) (bool, error) {
+	var sa, sb unix.Stat_t
+	if err := unix.Stat(a, &sa); err != nil {
+		return false, fmt.Errorf("stat %s: %w", a, err)
+	}
+	if err := unix.Stat(b, &sb); err != nil {
+		return false, fmt.Errorf("stat %s: %w", b, err)
+	}
+	return sa.Dev == sb.Dev, nil
+}
+
+// MoveToTrash moves every copy of a session (one trash item per project
+// folder holding it) to the trash, under its lock, and drops it from the
+// sessions index. With DryRun it only says what it would move.
+func (l Layout) MoveToTrash(ctx context.Context, id string, opt TrashOptions) ([]TrashItem, error) {
+	if !IsSessionID(id) {
+		return nil, fmt.Errorf("trash: %w: session %q (not a UUID)", ErrBadID, id)
+	}
+	folders, err := l.sessionFolders(id)
+	if err != nil {
+		return nil, fmt.Errorf("trash %s: %w", id, err)
+	}
+	if len(folders) == 0 {
+		return nil, fmt.Errorf("trash: %w: session %s", ErrNotFound, id)
+	}
+	lk, err := l.lockSession(ctx, id, opt.LockWait)
+	if err != nil {
+		return nil, fmt.Errorf("trash %s: %w", id, err)
+	}
+	defer lk.release()
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	var items []TrashItem
+	for _, folder := range folders {
+		if err := ctx.Err(); err != nil {
+			return items, err
+		}
+		it, err := l.trashOne(id, folder, opt, now().UTC())
+		if err != nil {
+			return items, fmt.Errorf("trash %s: %w", id, err)
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (TrashItem, error) {
+	projectDir := filepath.Join(l.ProjectsDir(), folder)
+	names, err := sessionEntries(projectDir, id)
+	if err != nil {
+		return TrashItem{}, err
+	}
+	it := TrashItem{Format: TrashFormat, ID: at.Format("20060102T150405.000000000Z") + "-" + id, SessionID: id,
+		Project: folder, Reason: opt.Reason, TrashedAt: at, Entries: names}
+	if info, ok, _ := ReadLite(MainFile(projectDir, id), ""); ok {
+		it.Cwd, it.Title = info.Cwd, info.Summary
+	}
+	for _, n := range names {
+		files, err := describeTree(l.ConfigDir, filepath.Join("projects", folder, n))
+		if err != nil {
+			return it, fmt.Errorf("describe %s: %w", n, err)
+		}
+		for _, f := range files {
+			it.Bytes += f.Size
+		}
+		it.Files = append(it.Files, files...)
+	}
+	if opt.DryRun {
+		return it, nil
+	}
+	itemDir := filepath.Join(l.TrashDir(), it.ID)
+	if err := os.MkdirAll(l.TrashDir(), dirMode); err != nil {
+		return it, fmt.Errorf("create %s: %w", l.TrashDir(), err)
+	}
+	if err := os.Mkdir(itemDir, dirMode); err != nil {
+		return it, fmt.Errorf("create trash item %s: %w", it.ID, err)
+	}
+	data := filepath.Join(itemDir, "data", folder)
+	if err := os.MkdirAll(data, dirMode); err != nil {
+		return it, fmt.Errorf("create %s: %w", data, err)
+	}
+	if same, err := sameDevice(projectDir, data); err != nil {
+		return it, err
+	} else if !same {
+		os.RemoveAll(itemDir)
+		return it, fmt.Errorf("the trash %s is on another file system than %s: nothing moved", l.TrashDir(), projectDir)
+	}
+	if err := writeManifest(itemDir, it); err != nil {
+		return it, err
+	}
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(projectDir, n), filepath.Join(data, n)); err != nil {
+			return it, fmt.Errorf("move %s to the trash: %w", n, err)
+		}
+	}
+	if err := syncDir(projectDir); err != nil {
+		return it, err
+	}
+	if err := syncDir(data); err != nil {
+		return it, err
+	}
+	it.Complete = true
+	if err := writeManifest(itemDir, it); err != nil {
+		return it, err
+	}
+	if _, err := l.forgetIndexed(folder, id+".jsonl"); err != nil {
+		return it, err
+	}
+	return it, nil
+}
+
+func writeManifest(itemDir string, it TrashItem) error {
+	b, err := json.MarshalIndent(it, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	return replaceFile(filepath.Join(itemDir, "manifest.json"), append(b, '\n'))
+}
+
+// ListTrash returns the trash items, oldest first, and a problem line for
+// each folder in the trash whose manifest cannot be read.
+func (l Layout) ListTrash() ([]TrashItem, []string, error) {
+	ents, err := os.ReadDir(l.TrashDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the trash: %w", err)
+	}
+	var items []TrashItem
+	var problems []string
+	for _, e := range ents {
+		if !e.IsDir() || !isTrashID(e.Name()) {
+			continue // not a session's item (scribe redact keeps its originals in trash/redact/)
+		}
+		raw, err := os.ReadFile(filepath.Join(l.TrashDir(), e.Name(), "manifest.json"))
+		var it TrashItem
+		if err == nil {
+			err = json.Unmarshal(raw, &it)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: unreadable manifest: %v", e.Name(), err))
+			continue
+		}
+		items = append(items, it)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
+	return items, problems, nil
+}
+
+// isTrashID reports whether name is a trash item's folder name:
+// <YYYYMMDD>T<hhmmss>.<9 digits>Z-<session id>.
+func isTrashID(name string) bool {
+	const stamp = len("20060102T150405.000000000Z-")
+	if len(name) != stamp+36 || name[8] != 'T' || name[15] != '.' || name[stamp-2:stamp] != "Z-" {
+		return false
+	}
+	for i, c := range name[:stamp-2] {
+		if i != 8 && i != 15 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return IsSessionID(name[stamp:])
+}
+
+// FindTrash resolves a trash id, a session id or a unique prefix of
+// either to one trash item.
+func (l Layout) FindTrash(ref string) (TrashItem, error) {
+	items, _, err := l.ListTrash()
+	if err != nil {
+		return TrashItem{}, err
+	}
+	ref = strings.ToLower(ref)
+	var hits []TrashItem
+	for _, it := range items {
+		if it.ID == ref {
+			return it, nil
+		}
+		if strings.HasPrefix(it.ID, ref) || strings.HasPrefix(it.SessionID, ref) {
+			hits = append(hits, it)
+		}
+	}
+	switch len(hits) {
+	case 0:
+		return TrashItem{}, fmt.Errorf("%w: %q", ErrTrashNotFound, ref)
+	case 1:
+		return hits[0], nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	return TrashItem{}, fmt.Errorf("%q names %d trash items: %s", ref, len(hits), strings.Join(ids, ", "))
+}
+
+// verifyTrash checks that the item's data is what its manifest says.
+func (l Layout) verifyTrash(it TrashItem) error {
+	data := filepath.Join(l.TrashDir(), it.ID, "data")
+	for _, f := range it.Files {
+		p := filepath.Join(data, strings.TrimPrefix(filepath.FromSlash(f.Path), "projects"+string(filepath.Separator)))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrTrashDamaged, f.Path, err)
+		}
+		switch {
+		case f.Dir:
+			if !fi.IsDir() {
+				return fmt.Errorf("%w: %s is no longer a folder", ErrTrashDamaged, f.Path)
+			}
+		case f.Link != "":
+			if t, _ := os.Readlink(p); t != f.Link {
+				return fmt.Errorf("%w: %s links elsewhere", ErrTrashDamaged, f.Path)
+			}
+		default:
+			h, err := hashFile(p)
+			if err != nil || fi.Size() != f.Size || h != f.SHA256 {
+				return fmt.Errorf("%w: %s changed (size %d, want %d)", ErrTrashDamaged, f.Path, fi.Size(), f.Size)
+			}
+		}
+	}
+	return nil
+}
+
+// RestoreTrash moves a trash item back where it came from: every hash is
+// checked first, and nothing is overwritten (ErrSessionExists when a name
+// is taken). The item leaves the trash.
+func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Duration) (TrashItem, error) {
+	it, err := l.FindTrash(ref)
+	if err != nil {
+		return it, fmt.Errorf("restore: %w", err)
+	}
+	projectDir := filepath.Join(l.ProjectsDir(), it.Project)
+	for _, n := range it.Entries {
+		if _, err := os.Lstat(filepath.Join(projectDir, n)); err == nil {
+			return it, fmt.Errorf("restore %s: %w: %s (nothing restored)", it.ID, ErrSessionExists, filepath.Join(projectDir, n))
+		}
+	}
+	lk, err := l.lockSession(ctx, it.SessionID, lockWait)
+	if err != nil {
+		return it, fmt.Errorf("restore %s: %w", it.ID, err)
+	}
+	defer lk.release()
+	if _, err := l.restoreItem(it); err != nil {
+		return it, fmt.Errorf("restore %s: %w", it.ID, err)
+	}
+	return it, nil
+}
+
+// EmptyTrash deletes the trash items trashed more than olderThan ago
+// (every item when olderThan is 0) and returns them; with dryRun it only
+// returns them. It is the one place scribe unlinks transcripts.
+func (l Layout) EmptyTrash(olderThan time.Duration, dryRun bool, now time.Time) ([]TrashItem, error) {
+	items, _, err := l.ListTrash()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrashItem
+	for _, it := range items {
+		if olderThan > 0 && now.Sub(it.TrashedAt) < olderThan {
+			continue
+		}
+		if !dryRun {
+			if err := os.RemoveAll(filepath.Join(l.TrashDir(), it.ID)); err != nil {
+				return out, fmt.Errorf("empty the trash: %s: %w", it.ID, err)
+			}
+		}
+		out = append(out, it)
+	}
+	if len(out) > 0 && !dryRun {
+		return out, syncDir(l.TrashDir())
+	}
+	return out, nil
+}
