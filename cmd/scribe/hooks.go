@@ -95,9 +95,21 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	if err != nil {
 		return fmt.Errorf("find the scribe binary: %w", err)
 	}
-	command := exe + " hook"
-	if strings.ContainsAny(exe, " \"'") {
-		command = fmt.Sprintf("%q hook", exe)
+	command := shellQuote(exe) + " hook"
+	if p, _ := cmd.Flags().GetString("config"); p != "" {
+		// The hook reads the same configuration as this command.
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--config %q: %w", p, err)}
+		}
+		command += " --config " + shellQuote(abs)
+	}
+	if install {
+		if cfg, err := loadConfig(cmd); err != nil {
+			return &exitError{code: 2, err: err}
+		} else if _, err := resolveWatch(cfg, nil, ""); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: scribe hook will record nothing with this configuration: %v\n", err)
+		}
 	}
 	updated, changes, err := mergeHooks(old, install, command)
 	if err != nil {
@@ -235,12 +247,13 @@ func mergeHooks(old []byte, install bool, command string) ([]byte, []string, err
 				}
 			}
 		}
-		kept, had, err := withoutScribe(groups)
+		kept, found, err := withoutScribe(groups)
 		if err != nil {
 			return nil, nil, fmt.Errorf("\"hooks\".%q: %w", ev, err)
 		}
+		had := len(found) > 0
 		switch {
-		case install && had:
+		case install && len(found) == 1 && found[0] == command:
 			continue
 		case install:
 			type handler struct {
@@ -249,8 +262,14 @@ func mergeHooks(old []byte, install bool, command string) ([]byte, []string, err
 				Timeout int    `json:"timeout"`
 			}
 			g, _ := json.Marshal(map[string]any{"hooks": []handler{{"command", command, 10}}})
-			kept = append(groups, g)
-			changes = append(changes, "added "+ev)
+			if had {
+				// Another scribe binary or configuration: this one replaces it.
+				kept = append(kept, g)
+				changes = append(changes, "updated "+ev)
+			} else {
+				kept = append(groups, g)
+				changes = append(changes, "added "+ev)
+			}
 		case had:
 			changes = append(changes, "removed "+ev)
 		default:
@@ -280,20 +299,20 @@ func mergeHooks(old []byte, install bool, command string) ([]byte, []string, err
 }
 
 // withoutScribe drops scribe's handlers from matcher groups (and groups
-// left empty); had says whether there were any.
-func withoutScribe(groups []json.RawMessage) ([]json.RawMessage, bool, error) {
+// left empty); found are their commands.
+func withoutScribe(groups []json.RawMessage) ([]json.RawMessage, []string, error) {
 	var kept []json.RawMessage
-	had := false
+	var found []string
 	for _, g := range groups {
 		ms, err := decodeObject(g)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		var handlers []json.RawMessage
 		for _, m := range ms {
 			if m.key == "hooks" {
 				if err := json.Unmarshal(m.val, &handlers); err != nil {
-					return nil, false, fmt.Errorf("a group's \"hooks\" is not a list: %w", err)
+					return nil, nil, fmt.Errorf("a group's \"hooks\" is not a list: %w", err)
 				}
 			}
 		}
@@ -304,7 +323,7 @@ func withoutScribe(groups []json.RawMessage) ([]json.RawMessage, bool, error) {
 				Command string `json:"command"`
 			}
 			if json.Unmarshal(h, &hd) == nil && hd.Type == "command" && scribeHookRE.MatchString(hd.Command) {
-				had = true
+				found = append(found, hd.Command)
 				continue
 			}
 			rest = append(rest, h)
@@ -319,5 +338,5 @@ func withoutScribe(groups []json.RawMessage) ([]json.RawMessage, bool, error) {
 		b, _ := json.Marshal(rest)
 		kept = append(kept, encodeObject(setMember(ms, "hooks", b)))
 	}
-	return kept, had, nil
+	return kept, found, nil
 }

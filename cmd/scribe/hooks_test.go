@@ -165,3 +165,46 @@ func TestHooksInstallProjectScope(t *testing.T) {
 		t.Fatalf("--scope team: exit %d, want 2", code)
 	}
 }
+
+// TestHooksInstallCarriesTheConfigAndWarns: the installed hook reads the
+// configuration install was given; a configuration the hook cannot
+// record with (the built-in one writes into the watched folder) is
+// installed with a warning.
+func TestHooksInstallCarriesTheConfigAndWarns(t *testing.T) {
+	dir := t.TempDir()
+	env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+dir)
+	out, code := runScribe(t, env, dir, "hooks", "install")
+	if code != 0 || !strings.Contains(out, "warning: scribe hook will record nothing") {
+		t.Fatalf("install with the built-in configuration: exit %d, no warning:\n%s", code, out)
+	}
+	if _, code := runScribe(t, env, dir, "hooks", "uninstall"); code != 0 {
+		t.Fatal("uninstall failed")
+	}
+	cfg := filepath.Join(dir, "my config.hcl")
+	hcl := "sink \"jsonl\" \"archive\" {\n  dir = \"" + filepath.Join(dir, "archive") + "\"\n}\npipeline {\n  sinks = [\"jsonl/archive\"]\n}\n"
+	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runScribe(t, env, dir, "hooks", "install", "--config", cfg)
+	if code != 0 || strings.Contains(out, "warning") {
+		t.Fatalf("install with an archive: exit %d\n%s", code, out)
+	}
+	for ev, cmds := range scribeCommands(t, filepath.Join(dir, "settings.json")) {
+		if len(cmds) != 1 || !strings.HasSuffix(cmds[0], " hook --config '"+cfg+"'") {
+			t.Fatalf("%s runs %v, want the hook with --config %s", ev, cmds, cfg)
+		}
+	}
+	// Installing again with the same configuration changes nothing; with
+	// another, scribe's entries are replaced, not doubled.
+	if out, _ := runScribe(t, env, dir, "hooks", "install", "--config", cfg); !strings.Contains(out, "nothing to change") {
+		t.Fatalf("second install:\n%s", out)
+	}
+	if out, code := runScribe(t, env, dir, "hooks", "install"); code != 0 || !strings.Contains(out, "updated Stop") {
+		t.Fatalf("install with another configuration: exit %d\n%s", code, out)
+	}
+	for ev, cmds := range scribeCommands(t, filepath.Join(dir, "settings.json")) {
+		if len(cmds) != 1 || strings.Contains(cmds[0], "--config") {
+			t.Fatalf("%s runs %v after the update, want one hook without --config", ev, cmds)
+		}
+	}
+}
