@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -75,7 +77,11 @@ var ErrBusy = errors.New("checkpoints are held by another process")
 
 // OpenStore takes the store's lock in dir, waiting up to wait (0: fail at
 // once with ErrBusy if another process holds it; negative: wait forever).
-func OpenStore(dir string, wait time.Duration) (*Store, error) {
+func OpenStore(dir string, wait time.Duration) (*Store, error) { return OpenStoreAs(dir, wait, "") }
+
+// OpenStoreAs is OpenStore that names the holder's role in the lock file
+// ("watch": a hook then leaves its event in the inbox at once).
+func OpenStoreAs(dir string, wait time.Duration, role string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create checkpoint folder: %w", err)
 	}
@@ -101,8 +107,15 @@ func OpenStore(dir string, wait time.Duration) (*Store, error) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	_, _ = f.WriteAt([]byte(strings.TrimSpace(role+" "+strconv.Itoa(os.Getpid()))+"\n"), 0)
 	return &Store{dir: dir, lock: f}, nil
+}
+
+// HeldByWatch reports whether the lock file in dir names a running watch
+// as its holder (a watch that died leaves its name, but no lock).
+func HeldByWatch(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "watch.lock"))
+	return err == nil && strings.HasPrefix(string(b), "watch ")
 }
 
 // Dir is the store's folder.

@@ -505,3 +505,28 @@ func TestInboxEventWaitsForItsTranscriptThenExpires(t *testing.T) {
 		t.Fatalf("no session_start record: %s", side)
 	}
 }
+
+// TestHookSeesWatchHoldsTheCheckpoints: the lock file names watch, so a
+// hook does not wait for it; once watch is gone the lock is free again.
+func TestHookSeesWatchHoldsTheCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenStoreAs(dir, 0, "watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !HeldByWatch(dir) {
+		t.Fatal("the lock file does not name watch")
+	}
+	if _, err := OpenStoreAs(dir, 0, "hook"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a hook took the checkpoints from a running watch: %v", err)
+	}
+	w.Close()
+	h, err := OpenStoreAs(dir, 0, "hook")
+	if err != nil {
+		t.Fatalf("the lock of a stopped watch is not free: %v", err)
+	}
+	defer h.Close()
+	if HeldByWatch(dir) {
+		t.Fatal("the hook's lock still names watch")
+	}
+}

@@ -102,7 +102,11 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 	if _, err := watch.WriteInbox(inbox, ev); err != nil {
 		return err
 	}
-	store, err := watch.OpenStore(ws.stateDir, hookLockWait)
+	wait := hookLockWait
+	if watch.HeldByWatch(ws.stateDir) {
+		wait = 0 // watch takes the event from the inbox; no need to wait
+	}
+	store, err := watch.OpenStoreAs(ws.stateDir, wait, "hook")
 	if errors.Is(err, watch.ErrBusy) {
 		log.Debug("checkpoints held by watch or another hook; the event waits in the inbox", "event", ev.Event, "session", ev.SessionID)
 		return nil

@@ -175,7 +175,7 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	store, err := watch.OpenStore(ws.stateDir, -1)
+	store, err := watch.OpenStoreAs(ws.stateDir, -1, "watch")
 	if err != nil {
 		return err
 	}
