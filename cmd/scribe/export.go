@@ -17,6 +17,8 @@ import (
 
 func newExportCmd() *cobra.Command {
 	var format, out string
+	var redactOn bool
+	var keys sealFlags
 	c := &cobra.Command{
 		Use:   "export ID --format md|html|json|bundle [-o FILE]",
 		Short: "Write a session as Markdown, one HTML file, JSON, or a portable bundle",
@@ -30,7 +32,14 @@ func newExportCmd() *cobra.Command {
   bundle  a gzipped tar of everything the session has (transcript, subagents,
           tool results, sidecars) with a manifest: format version, sha256 of
           each file, original cwd and project; scribe import reads it
--o FILE writes to FILE (atomically for a bundle), else stdout.`,
+-o FILE writes to FILE (atomically for a bundle), else stdout.
+--recipient age1… (repeatable), --identity-file, --passphrase-env or
+--passphrase-file encrypt the bundle with age; import opens it with the
+identity or the passphrase (a wrong key fails; never a plaintext fallback).
+--redact replaces every secret by its marker in what is exported, with the
+processor "redact" block --rules names (default: the first redact
+processor of pipeline.processors, else redact/default); the session itself
+is not changed.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeSessionIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,9 +52,34 @@ func newExportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sl, err := keys.sealer(cmd)
+			if err != nil {
+				return err
+			}
+			if sl != nil && format != "bundle" {
+				return &exitError{code: 2, err: fmt.Errorf("--recipient and the passphrase flags encrypt bundles only (--format bundle)")}
+			}
+			if redactOn {
+				rl, cleanup, err := redactedCopy(cmd, l, id)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				l = rl
+			}
 			return writeOut(cmd, out, func(w io.Writer) error {
 				if format == "bundle" {
+					var sealed io.WriteCloser
+					if sl != nil {
+						if sealed, err = sl.Seal(w); err != nil {
+							return err
+						}
+						w = sealed
+					}
 					m, err := l.ExportBundle(cmd.Context(), id, w)
+					if err == nil && sealed != nil {
+						err = sealed.Close()
+					}
 					if err == nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "scribe: bundle of %s: %d files\n", id, len(m.Files))
 						for _, p := range m.Skipped {
@@ -72,7 +106,43 @@ func newExportCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&format, "format", "md", "md, html, json or bundle")
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	keys.add(c, true)
+	c.Flags().BoolVar(&redactOn, "redact", false, "replace secrets by markers in what is exported (the session is not changed)")
+	c.Flags().String("rules", "", `with --redact: the processor "redact" block to use`)
 	return c
+}
+
+// redactedCopy copies a session, redacted, into a temporary store; the
+// export reads that copy.
+func redactedCopy(cmd *cobra.Command, l jsonl.Layout, id string) (jsonl.Layout, func(), error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return l, nil, &exitError{code: 2, err: err}
+	}
+	red, _, _, err := redactorFor(cmd.Context(), cmd, cfg, l)
+	if err != nil {
+		return l, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "scribe-export-")
+	if err != nil {
+		return l, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	var found int
+	err = l.CopySession(cmd.Context(), id, jsonl.Layout{ConfigDir: tmp}, func(path string, b []byte) []byte {
+		if red.Allowed(path) {
+			return b
+		}
+		out, fs := red.Redact(b)
+		found += len(fs)
+		return out
+	})
+	if err != nil {
+		cleanup()
+		return l, nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "scribe: export of %s: %d secrets replaced by markers\n", id, found)
+	return jsonl.Layout{ConfigDir: tmp}, cleanup, nil
 }
 
 func nonNil(m []jsonl.SessionMessage) []jsonl.SessionMessage {
@@ -167,6 +237,7 @@ func newImportCmd() *cobra.Command {
 		cwd          string
 		fork, asJSON bool
 		dryRun       bool
+		keys         sealFlags
 	)
 	c := &cobra.Command{
 		Use:   "import BUNDLE [--cwd PATH] [--fork]",
@@ -189,11 +260,15 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 					return err
 				}
 			}
-			f, err := os.Open(args[0])
+			fh, err := os.Open(args[0])
 			if err != nil {
 				return fmt.Errorf("import: %w", err)
 			}
-			defer f.Close()
+			defer fh.Close()
+			f, _, err := openMaybeSealed(cmd, fh, &keys)
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
 			if dryRun {
 				m, err := l.VerifyBundle(f)
 				if err != nil {
@@ -221,6 +296,7 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 	f.BoolVar(&fork, "fork", false, "import the conversation as a new session")
 	f.BoolVar(&dryRun, "dry-run", false, "verify the bundle, import nothing")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	keys.add(c, false)
 	return c
 }
 

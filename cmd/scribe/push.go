@@ -23,6 +23,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/ingress"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -36,6 +37,9 @@ type cloudTarget struct {
 	client   *events.Client
 	maxBatch int
 	maxBytes int
+	// red, with push --redact, replaces secrets by markers before a line
+	// leaves the machine.
+	red *redact.Redactor
 }
 
 // findCloudTarget picks the server: the block named by flag (an "events"
@@ -117,6 +121,8 @@ func findCloudTarget(cfg *config.Config, flag string, preferLoader bool) (*cloud
 type pushReport struct {
 	Server string `json:"server"`
 	Via    string `json:"via"`
+	// Redacted counts the secrets push --redact replaced by markers.
+	Redacted int64 `json:"redacted,omitempty"`
 	// Sessions pushed (or tried), and their transcript files.
 	Sessions int `json:"sessions"`
 	Files    int `json:"files"`
@@ -171,6 +177,7 @@ const maxRefusalsListed = 100
 func newPushCmd() *cobra.Command {
 	var (
 		all, asJSON, noProgress bool
+		redactOn                bool
 		to                      string
 		batch, workers          int
 	)
@@ -228,6 +235,11 @@ everything was sent, 1 when a session failed (the others are still pushed),
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			layout := jsonl.Layout{ConfigDir: dir}
+			if redactOn {
+				if target.red, _, _, err = redactorFor(ctx, cmd, cfg, layout); err != nil {
+					return err
+				}
+			}
 			var sessions []localSession
 			if all {
 				if sessions, err = allLocalSessions(layout); err != nil {
@@ -283,6 +295,8 @@ everything was sent, 1 when a session failed (the others are still pushed),
 	}
 	f := c.Flags()
 	f.BoolVar(&all, "all", false, "push every session of the config folder")
+	f.BoolVar(&redactOn, "redact", false, "replace secrets by markers before anything leaves the machine (the local files are not changed)")
+	f.String("rules", "", `with --redact: the processor "redact" block to use (default: the first redact processor of pipeline.processors, else redact/default)`)
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	f.StringVar(&to, "to", "", `the server's block: an "events" or "ingress" sink, or a "cloud" loader (type/name)`)
 	f.IntVar(&batch, "batch", 0, "entries per request (default: the events block's max_batch, 500)")
@@ -560,6 +574,18 @@ func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushR
 		if why != "" {
 			p.refuse(pushIssue{Session: sid, File: f.path, Line: lineNo, Error: why})
 			return
+		}
+		if red := p.t.red; red != nil && !red.Allowed(f.path) {
+			if out, fs := red.Redact(e.Raw); len(fs) > 0 {
+				re, err := core.ParseEntry(out)
+				if err != nil {
+					// Never send it unredacted.
+					p.refuse(pushIssue{Session: sid, File: f.path, Line: lineNo, Error: "redacted line does not parse: " + err.Error()})
+					return
+				}
+				e = re
+				p.count(func(r *pushReport) { r.Redacted += int64(len(fs)) })
+			}
 		}
 		ev := events.Event{Type: e.Type, Payload: e.Raw, AgentID: f.agent}
 		if e.UUID == "" {

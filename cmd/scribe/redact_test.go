@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -529,5 +532,101 @@ sink "redacted" "team" {
 	}
 	if _, errs, code := cloudRun(t, "", "record", "--config", cfg, "--config-dir", configDir, main); code != 2 || !strings.Contains(errs, "once unredacted") {
 		t.Fatalf("inner sink in pipeline.sinks: exit %d, %s", code, errs)
+	}
+}
+
+// export --redact: no secret in any format, and the session itself stays
+// as it was.
+func TestExportRedactedHoldsNoSecret(t *testing.T) {
+	secrets := redacttest.Secrets(20)
+	main, sub := secretInputs(t, secrets)
+	configDir, path := layUnredacted(t, main, sub)
+	before, _ := os.ReadFile(path)
+	for _, format := range []string{"md", "html", "json", "bundle"} {
+		out := filepath.Join(t.TempDir(), "export."+format)
+		if o, errs, code := cloudRun(t, "", "export", "--config-dir", configDir, secretSession, "--format", format, "--redact", "-o", out); code != 0 {
+			t.Fatalf("export %s: exit %d\n%s\n%s", format, code, o, errs)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if format == "bundle" {
+			data = untarAll(t, data)
+		}
+		if l := redacttest.Leaks(data, secrets); len(l) > 0 {
+			t.Fatalf("export --format %s --redact holds secrets: %v", format, l)
+		}
+		if !bytes.Contains(data, []byte("REDACTED")) {
+			t.Fatalf("export --format %s --redact holds no marker", format)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("export --redact changed the session")
+	}
+	// Without --redact the export does hold them: the check above can fail.
+	out := filepath.Join(t.TempDir(), "plain.md")
+	if _, errs, code := cloudRun(t, "", "export", "--config-dir", configDir, secretSession, "--format", "md", "-o", out); code != 0 {
+		t.Fatal(errs)
+	}
+	if data, _ := os.ReadFile(out); len(redacttest.Leaks(data, secrets)) == 0 {
+		t.Fatal("a plain export shows no secret: the test proves nothing")
+	}
+}
+
+// untarAll concatenates the files of a gzipped tar.
+func untarAll(t *testing.T, data []byte) []byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var all bytes.Buffer
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return all.Bytes()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			_, _ = io.Copy(&all, tr)
+		}
+	}
+}
+
+// push --redact: the server receives markers, the local files stay as
+// they were; without the flag the same push would carry the secrets.
+func TestPushRedactedSendsNoSecret(t *testing.T) {
+	secrets := redacttest.Secrets(15)
+	main, sub := secretInputs(t, secrets)
+	srv := startCloudServer(t)
+	cfg, configDir := cloudMachine(t, srv.url(), "jsonl/local")
+	if out, errs, code := cloudRun(t, "", "record", "--config", cfg, main, sub); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errs)
+	}
+	path := filepath.Join(configDir, "projects", "-home-ada-src-shop", secretSession+".jsonl")
+	before, _ := os.ReadFile(path)
+	out, errs, code := cloudRun(t, "", "push", "--config", cfg, "--redact", "--json", secretSession)
+	if code != 0 {
+		t.Fatalf("push --redact: exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct {
+		Redacted int64 `json:"redacted"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Redacted < int64(len(secrets)) {
+		t.Fatalf("push report %s: want at least %d secrets redacted", out, len(secrets))
+	}
+	served := srv.get("/v1/session_ingress/session/" + secretSession)
+	if l := redacttest.Leaks(served, secrets); len(l) > 0 || !bytes.Contains(served, []byte("[REDACTED:")) {
+		t.Fatalf("the server holds %v (markers: %v)", l, bytes.Contains(served, []byte("[REDACTED:")))
+	}
+	if l := leaksUnder(t, srv.dataDir, secrets); len(l) > 0 {
+		t.Fatalf("secrets in the server's data folder: %v", l)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("push --redact changed the local transcript")
 	}
 }
