@@ -200,6 +200,27 @@ func writeBatches(ctx context.Context, paths []string, batches [][]byte, lw *lat
 	return nil
 }
 
+// writeAndWait writes the batches, waits (at most 30 s) until the
+// follower made every one durable, then stops it.
+func writeAndWait(ctx context.Context, paths []string, batches [][]byte, lw *latWriter, stop func(), done <-chan error, who string) error {
+	werr := writeBatches(ctx, paths, batches, lw)
+	deadline := time.Now().Add(30 * time.Second)
+	for lw.left() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	if n := lw.left(); n > 0 {
+		return fmt.Errorf("latency: %s never made %d batches durable", who, n)
+	}
+	return nil
+}
+
 func latPaths(root string, n int) []string {
 	proj := filepath.Join(root, "claude", "projects", jsonl.SanitizePath("/home/dev/app"))
 	_ = os.MkdirAll(proj, 0o700)
@@ -266,20 +287,8 @@ func latencyScribe(ctx context.Context, dir string, batches [][]byte, flushEvery
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	time.Sleep(200 * time.Millisecond) // the first listing
-	werr := writeBatches(ctx, paths, batches, lw)
-	deadline := time.Now().Add(30 * time.Second)
-	for lw.left() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := writeAndWait(ctx, paths, batches, lw, cancel, done, "scribe"); err != nil {
 		return latencySummary{}, err
-	}
-	if werr != nil {
-		return latencySummary{}, werr
-	}
-	if n := lw.left(); n > 0 {
-		return latencySummary{}, fmt.Errorf("latency: %d batches never acknowledged", n)
 	}
 	if w.Stats.Accepted.Load() == 0 || w.Stats.Errors.Load() > 0 {
 		return latencySummary{}, fmt.Errorf("latency: scribe accepted %d, errors %d", w.Stats.Accepted.Load(), w.Stats.Errors.Load())
@@ -343,20 +352,8 @@ func latencyPeer(ctx context.Context, dir string, batches [][]byte) (latencySumm
 			}
 		}
 	}()
-	werr := writeBatches(ctx, paths, batches, lw)
-	deadline := time.Now().Add(30 * time.Second)
-	for lw.left() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := writeAndWait(ctx, paths, batches, lw, cancel, done, "the peer"); err != nil {
 		return latencySummary{}, err
-	}
-	if werr != nil {
-		return latencySummary{}, werr
-	}
-	if n := lw.left(); n > 0 {
-		return latencySummary{}, fmt.Errorf("latency peer: %d batches never copied", n)
 	}
 	return summarize(lw.lat), nil
 }
