@@ -191,6 +191,10 @@ func (w *Watcher) applyHook(ctx context.Context, ev HookEvent) error {
 			return fmt.Errorf("record %s of session %s: %w", ev.Event, ev.SessionID, err)
 		}
 		w.count(res)
+		if ev.Event == "SessionEnd" {
+			delete(w.states, ev.SessionID) // the checkpoints keep live sessions only
+			w.changed = true
+		}
 		return nil
 	}
 	from := w.sessionState(ev.SessionID)

@@ -104,6 +104,15 @@ func TestHookRecordsDeltaStateAndLifecycle(t *testing.T) {
 	we.hook(t, hookEvent(sess, "PreCompact", "trigger", "manual"))
 	we.hook(t, hookEvent(sess, "PostCompact", "trigger", "manual"))
 	we.hook(t, hookEvent(sess, "SessionEnd", "reason", "prompt_input_exit"))
+	var cp struct {
+		States map[string]string `json:"states"`
+	}
+	if err := json.Unmarshal(mustReadFile(t, filepath.Join(we.archive, "scribe", "watch", "checkpoints.json")), &cp); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cp.States[sess.ID]; ok {
+		t.Fatalf("the checkpoints still keep the state of an ended session: %v", cp.States)
+	}
 	archiveProjects := filepath.Join(we.archive, "projects")
 	if _, err := sim.Verify(archiveProjects, true); err != nil {
 		t.Fatal(err)

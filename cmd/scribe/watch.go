@@ -175,7 +175,11 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	store, err := watch.OpenStoreAs(ws.stateDir, -1, "watch")
+	store, err := watch.OpenStoreAs(ws.stateDir, 0, "watch")
+	if errors.Is(err, watch.ErrBusy) {
+		log.Warn("another scribe watch (or a hook) holds the checkpoints; waiting for it", "state_dir", ws.stateDir)
+		store, err = watch.OpenStoreAs(ws.stateDir, -1, "watch")
+	}
 	if err != nil {
 		return err
 	}
