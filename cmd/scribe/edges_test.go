@@ -553,3 +553,50 @@ func TestReplayReachesTheServerTheLocalStoreAlreadyHad(t *testing.T) {
 		t.Fatalf("the server holds entry 3 %d times", bytes.Count(again, []byte(`"uuid":"`+uuidFor(3)+`"`)))
 	}
 }
+
+// doctor says which archive holds each session Claude Code's retention
+// sweep is about to delete, and warns about those no archive holds.
+func TestDoctorNamesTheArchiveOfEverySessionAboutToGo(t *testing.T) {
+	dir, archive := t.TempDir(), t.TempDir()
+	old := time.Now().Add(-100 * 24 * time.Hour)
+	write := func(root, id string) {
+		p := filepath.Join(root, "projects", "-home-alice-src-shop", id+".jsonl")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(entryLine(0), testSession, id)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chtimes(p, old, old)
+	}
+	kept, lost := "11111111-3f4e-4b6a-8c2d-0e1f2a3b4c5d", "22222222-3f4e-4b6a-8c2d-0e1f2a3b4c5d"
+	write(dir, kept)
+	write(dir, lost)
+	write(archive, kept)
+	cfg := writeConfig(t, fmt.Sprintf("sink \"jsonl\" \"archive\" {\n  dir = %q\n}\n", archive))
+	out, stderr, code := cpScribe(t, "", "doctor", "--json", "--config", cfg, "--config-dir", dir)
+	if code != 0 {
+		t.Fatalf("doctor: exit %d %s", code, stderr)
+	}
+	var rep struct {
+		WouldDelete []struct {
+			SessionID  string   `json:"sessionId"`
+			ArchivedIn []string `json:"archivedIn"`
+		} `json:"wouldDelete"`
+		Unarchived int `json:"unarchived"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	in := map[string][]string{}
+	for _, v := range rep.WouldDelete {
+		in[v.SessionID] = v.ArchivedIn
+	}
+	if len(in) != 2 || len(in[kept]) != 1 || in[kept][0] != "jsonl/archive" || len(in[lost]) != 0 || rep.Unarchived != 1 {
+		t.Fatalf("doctor: %s", out)
+	}
+	_, stderr, _ = cpScribe(t, "", "doctor", "--config", cfg, "--config-dir", dir)
+	if !strings.Contains(stderr, "1 of them are in no archive") {
+		t.Fatalf("doctor gave no warning: %s", stderr)
+	}
+}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -252,13 +254,17 @@ func newDoctorCmd() *cobra.Command {
 		Long: `doctor reads cleanupPeriodDays from <config dir>/settings.json (30 days when
 unset) and lists the sessions Claude Code's next start deletes for good: those
 whose transcript file mtime is older than that, whatever their last activity
-inside. Move them out of its way with scribe gc or by raising the setting.`,
+inside. Move them out of its way with scribe gc or by raising the setting.
+For each it says which archive holds a copy (a jsonl sink block with a dir
+of its own, such as the one scribe watch mirrors into) and warns about
+those no archive holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, _, err := layoutFor(cmd)
+			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
 			}
+			archives := archiveLayouts(cfg, l)
 			set, err := l.ReadCleanupSetting()
 			if err != nil {
 				return err
@@ -268,14 +274,34 @@ inside. Move them out of its way with scribe gc or by raising the setting.`,
 				return err
 			}
 			var bytes int64
-			for _, v := range victims {
+			held := make([][]string, len(victims))
+			var unarchived int
+			for i, v := range victims {
 				bytes += v.Bytes
+				for _, a := range archives {
+					if d, _ := a.layout.FindSession(v.SessionID, ""); d != "" {
+						held[i] = append(held[i], a.id)
+					}
+				}
+				if len(held[i]) == 0 {
+					unarchived++
+				}
 			}
 			if asJSON {
-				if victims == nil {
-					victims = []jsonl.CleanupVictim{}
+				type victim struct {
+					jsonl.CleanupVictim
+					ArchivedIn []string `json:"archivedIn"`
 				}
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"cleanupPeriodDays": set, "wouldDelete": victims, "bytes": bytes})
+				vs := make([]victim, len(victims))
+				for i, v := range victims {
+					vs[i] = victim{v, append([]string{}, held[i]...)}
+				}
+				ids := make([]string, len(archives))
+				for i, a := range archives {
+					ids[i] = a.id
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"cleanupPeriodDays": set, "wouldDelete": vs, "bytes": bytes,
+					"archives": ids, "unarchived": unarchived})
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "cleanupPeriodDays = %d (%s)\n", set.Days, set.Source)
@@ -285,17 +311,54 @@ inside. Move them out of its way with scribe gc or by raising the setting.`,
 			}
 			fmt.Fprintf(out, "Claude Code's next start deletes %d session(s), %s, for good (keyed on file mtime):\n", len(victims), humanBytes(bytes))
 			tw := newTable(out)
-			fmt.Fprintln(tw, "SESSION\tMTIME\tLAST ACTIVITY\tSIZE\tPROJECT")
-			for _, v := range victims {
+			fmt.Fprintln(tw, "SESSION\tMTIME\tLAST ACTIVITY\tSIZE\tPROJECT\tARCHIVED IN")
+			for i, v := range victims {
 				last := "-"
 				if v.LastActivity != nil {
 					last = v.LastActivity.UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.SessionID, v.ModTime.Format(time.RFC3339), last, humanBytes(v.Bytes), v.Project)
+				in := "NOWHERE"
+				if len(held[i]) > 0 {
+					in = strings.Join(held[i], ",")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.SessionID, v.ModTime.Format(time.RFC3339), last, humanBytes(v.Bytes), v.Project, in)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if unarchived > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: warning: %d of them are in no archive: configure one (sink \"jsonl\" \"archive\" { dir = ... }, mirrored by scribe watch) or move them with scribe gc\n", unarchived)
+			}
+			return nil
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
+}
+
+// archive is a jsonl store with a folder of its own.
+type archive struct {
+	id     string
+	layout jsonl.Layout
+}
+
+// archiveLayouts lists the jsonl sink blocks whose dir is a folder other
+// than the store l reads.
+func archiveLayouts(cfg *config.Config, l jsonl.Layout) []archive {
+	var out []archive
+	for _, c := range cfg.Components {
+		if c.Kind != core.KindSink || c.ID.Type != "jsonl" {
+			continue
+		}
+		jc := jsonl.DefaultConfig()
+		if c.Decode(jc) != nil || jc.Dir == "" {
+			continue
+		}
+		dir, err := filepath.Abs(jc.Dir)
+		if err != nil || dir == l.ConfigDir {
+			continue
+		}
+		out = append(out, archive{id: c.ID.String(), layout: jsonl.Layout{ConfigDir: dir}})
+	}
+	return out
 }
