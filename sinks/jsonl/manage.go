@@ -7,8 +7,9 @@ package jsonl
 //   - renameSession(id, title) appends {"type":"custom-title",
 //     "customTitle":<title trimmed>,"sessionId":id} and a newline to the
 //     first non-empty <id>.jsonl of the project folders;
-//   - tagSession(id, tag) appends {"type":"tag","tag":<tag cleaned and
-//     trimmed>,"sessionId":id}; tagSession(id, null) appends "tag":"";
+//   - tagSession(id, tag) appends {"type":"tag","tag":<tag cleaned by the
+//     SDK's Unicode sanitizer (core.SanitizeJSTag) and trimmed>,
+//     "sessionId":id}; tagSession(id, null) appends "tag":"";
 //   - archiveSession / unarchiveSession write <project>/<id>/archived.json
 //     = {"archived":true|false,"at":<ISO time>,"by":...} (0600, folder
 //     0700) beside every non-empty copy of the transcript.
@@ -34,10 +35,11 @@ import (
 // ErrEmptyValue is returned for a title or tag that is empty once trimmed.
 var ErrEmptyValue = errors.New("empty value")
 
-// ErrUnsupportedTag is returned for a tag the SDK would rewrite through
-// its Unicode sanitizer (any non-ASCII character), which scribe does not
-// reproduce: rather than write a different tag, it refuses.
-var ErrUnsupportedTag = errors.New("tag has non-ASCII characters")
+// ErrUnsupportedTag is returned for a tag whose sanitized form scribe
+// cannot reproduce exactly (core.ErrUnreproducibleUnicode: characters
+// newer than Go's Unicode tables, runs of more than 30 combining marks,
+// invalid UTF-8): rather than write a different tag than the SDK, it refuses.
+var ErrUnsupportedTag = errors.New("tag the SDK would write differently")
 
 // ManageOptions tune a change to a session.
 type ManageOptions struct {
@@ -173,12 +175,11 @@ func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageO
 func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt ManageOptions) (ManageResult, error) {
 	t := ""
 	if !clear {
-		for _, r := range tag {
-			if r > 0x7f {
-				return ManageResult{}, fmt.Errorf("tag %s: %w: %q (the SDK rewrites such tags; use ASCII)", id, ErrUnsupportedTag, tag)
-			}
+		clean, err := core.SanitizeJSTag(tag)
+		if err != nil {
+			return ManageResult{}, fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
 		}
-		if t = core.JSTrim(tag); t == "" {
+		if t = core.JSTrim(clean); t == "" {
 			return ManageResult{}, fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
 		}
 	}
