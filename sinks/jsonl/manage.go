@@ -83,6 +83,10 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 
 // projectFolders lists the folder names under projects/, sorted; none
 // when there is no projects/ folder.
+// ProjectFolders lists the project folders' names, sorted (none when
+// there is no projects folder).
+func (l Layout) ProjectFolders() ([]string, error) { return l.projectFolders() }
+
 func (l Layout) projectFolders() ([]string, error) {
 	ents, err := os.ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -105,6 +109,17 @@ func (l Layout) projectFolders() ([]string, error) {
 // project folder (a missing one is ErrNotFound) or, when project is "",
 // of every project folder.
 func (l Layout) eachTranscript(project string, fn func(folder, dir, id string, fi os.FileInfo) error) error {
+	return l.eachTranscriptIn(project, func(folder, dir, id string, fi os.FileInfo, _ bool) error {
+		return fn(folder, dir, id, fi)
+	})
+}
+
+// eachTranscriptIn is eachTranscript that also says, from the same read
+// of the folder, whether the session has a folder of its own (<id>/, where
+// subagents and tool results live). A folder's transcripts come in name
+// order; the folder is read once, unsorted, and only the transcripts are
+// sorted (every search lists every transcript: this is its cost).
+func (l Layout) eachTranscriptIn(project string, fn func(folder, dir, id string, fi os.FileInfo, hasFolder bool) error) error {
 	folders := []string{project}
 	if project == "" {
 		var err error
@@ -112,30 +127,52 @@ func (l Layout) eachTranscript(project string, fn func(folder, dir, id string, f
 			return err
 		}
 	}
+	type transcript struct {
+		id string
+		e  os.DirEntry
+	}
 	for _, folder := range folders {
 		dir := filepath.Join(l.ProjectsDir(), folder)
-		ents, err := os.ReadDir(dir)
+		ents, err := readDirUnsorted(dir)
 		if errors.Is(err, os.ErrNotExist) && project != "" {
 			return fmt.Errorf("%w: project folder %s", ErrNotFound, dir)
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", dir, err)
 		}
+		var trs []transcript
+		subdirs := map[string]bool{}
 		for _, e := range ents {
-			id, ok := cutJSONL(e.Name())
-			if !ok || !e.Type().IsRegular() {
+			if e.IsDir() {
+				subdirs[e.Name()] = true
 				continue
 			}
-			fi, err := e.Info()
-			if err != nil {
-				return fmt.Errorf("stat %s: %w", filepath.Join(dir, e.Name()), err)
+			if id, ok := cutJSONL(e.Name()); ok && e.Type().IsRegular() {
+				trs = append(trs, transcript{id, e})
 			}
-			if err := fn(folder, dir, id, fi); err != nil {
+		}
+		sort.Slice(trs, func(i, j int) bool { return trs[i].id < trs[j].id })
+		for _, t := range trs {
+			fi, err := t.e.Info()
+			if err != nil {
+				return fmt.Errorf("stat %s: %w", filepath.Join(dir, t.e.Name()), err)
+			}
+			if err := fn(folder, dir, t.id, fi, subdirs[t.id]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// readDirUnsorted is os.ReadDir without the sort.
+func readDirUnsorted(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // lockedMains finds a session's transcripts and takes its lock; the
