@@ -92,6 +92,9 @@ type SessionStart struct {
 	// Branch is the git branch of the session's cwd, if any. (The cwd is
 	// the envelope's.)
 	Branch string `json:"branch,omitempty"`
+	// Source says how the session began, as Claude Code's SessionStart
+	// hook tells it (startup, resume, clear, compact, fork).
+	Source string `json:"source,omitempty"`
 }
 
 // EndReason says how a session ended.
@@ -493,3 +496,24 @@ func (p *Pipeline) SubmitLifecycle(ctx context.Context, m LifecycleMeta, d Lifec
 	}
 	return p.Submit(ctx, e)
 }
+
+// LifecycleTranscriptDeleted: a transcript scribe followed was deleted
+// from Claude Code's folder (its retention sweep, a user's rm).
+const LifecycleTranscriptDeleted LifecycleEvent = "transcript_deleted"
+
+// TranscriptDeleted: a followed transcript disappeared; what was
+// mirrored stays in every sink.
+type TranscriptDeleted struct {
+	// Path is the file that was deleted.
+	Path string `json:"path"`
+	// AgentID is set when it was a subagent's transcript.
+	AgentID string `json:"agentId,omitempty"`
+	// MirroredBytes is how much of it had been read and sent.
+	MirroredBytes int64 `json:"mirroredBytes"`
+	// LostBytes is what it held beyond that when last seen (a torn last
+	// line), which no sink has.
+	LostBytes int64 `json:"lostBytes,omitempty"`
+}
+
+// LifecycleEvent names the event.
+func (TranscriptDeleted) LifecycleEvent() LifecycleEvent { return LifecycleTranscriptDeleted }

@@ -148,6 +148,16 @@ type Volatile interface {
 	Volatile() bool
 }
 
+// Idempotent is implemented by sinks whose destination drops an entry it
+// already holds (by uuid, or by content for lines without one): a server
+// that keys messages by uuid, a table with a unique index. They get the
+// entries dedup drops only because the seeding store had them, so a
+// destination that missed them (the process was killed between the local
+// write and the upload) catches up when the input is replayed.
+type Idempotent interface {
+	Idempotent() bool
+}
+
 // Pipeline moves entries from Submit through the guards, the processors
 // and dedup to every sink. Each sink has its own bounded queue and
 // goroutine, so a slow or failing sink never delays delivery to another
@@ -181,6 +191,8 @@ type Pipeline struct {
 	seen   map[string]*sessionSeen
 
 	submitted, accepted, duplicates atomic.Int64
+	replayed                        atomic.Int64
+	idempotent                      int // sinks that drop what they already hold
 	waits, waitNanos, seedErrors    atomic.Int64
 
 	countMu  sync.Mutex
@@ -204,7 +216,9 @@ type namedChecker struct {
 type sessionSeen struct {
 	mu     sync.Mutex
 	seeded bool
-	uuids  map[string]struct{}
+	// uuids maps each uuid to true once this run submitted it, false while
+	// only the seeding store is known to hold it.
+	uuids map[string]bool
 	// meta holds hashes of the uuid-less lines the store already had. While
 	// no new chain entry has arrived for the session (live is false), an
 	// identical metadata line is a replay of stored input, not a new fact.
@@ -266,19 +280,24 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 			return nil, fmt.Errorf("pipeline: sink %s: overflow mode %q: want wait or drop", s.ID, ov.Mode)
 		}
 		v, _ := s.Sink.(Volatile)
+		idem, _ := s.Sink.(Idempotent)
 		p.sinks = append(p.sinks, &sinkRunner{
-			id:       s.ID,
-			sink:     s.Sink,
-			overflow: ov,
-			volatile: v != nil && v.Volatile(),
-			log:      opts.Logger.Named(s.ID.String()),
-			q:        make(chan Entry, opts.QueueSize),
-			kick:     make(chan struct{}, 1),
-			stop:     make(chan struct{}),
-			done:     make(chan struct{}),
-			p:        p,
-			reasons:  make(map[string]int64),
+			id:         s.ID,
+			sink:       s.Sink,
+			overflow:   ov,
+			volatile:   v != nil && v.Volatile(),
+			idempotent: idem != nil && idem.Idempotent() && !isSeeder(s.Sink, opts.Seeder),
+			log:        opts.Logger.Named(s.ID.String()),
+			q:          make(chan Entry, opts.QueueSize),
+			kick:       make(chan struct{}, 1),
+			stop:       make(chan struct{}),
+			done:       make(chan struct{}),
+			p:          p,
+			reasons:    make(map[string]int64),
 		})
+		if p.sinks[len(p.sinks)-1].idempotent {
+			p.idempotent++
+		}
 		if c, ok := s.Sink.(EntryChecker); ok {
 			p.checkers = append(p.checkers, namedChecker{s.ID, c})
 		}
@@ -353,8 +372,16 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 		return Result{}, err
 	}
 	defer s.mu.Unlock()
-	if s.duplicate(&e) {
+	if dup, replay := s.duplicate(&e); dup {
 		p.duplicates.Add(1)
+		if replay && p.idempotent > 0 {
+			for _, r := range p.sinks {
+				if r.idempotent {
+					r.enqueue(ctx, e)
+				}
+			}
+			p.replayed.Add(1)
+		}
 		return Result{Status: Duplicate}, nil
 	}
 	p.fanout(ctx, e)
@@ -457,26 +484,29 @@ func (p *Pipeline) fanout(ctx context.Context, e Entry) {
 }
 
 // duplicate reports whether dedup drops e, and records it otherwise.
-// Called with s.mu held.
-func (s *sessionSeen) duplicate(e *Entry) bool {
+// replay is true when e is a duplicate only of what the seeding store
+// held (not of an entry of this run): idempotent sinks still get it, since
+// that store having it says nothing of theirs. Called with s.mu held.
+func (s *sessionSeen) duplicate(e *Entry) (dup, replay bool) {
 	if e.UUID == "" {
 		if !s.live && len(s.meta) > 0 {
 			if _, ok := s.meta[maphash.Bytes(metaSeed, e.Raw)]; ok {
-				return true
+				return true, true
 			}
 		}
-		return false
+		return false, false
 	}
-	if _, ok := s.uuids[e.UUID]; ok {
-		return true
+	if live, ok := s.uuids[e.UUID]; ok {
+		s.uuids[e.UUID] = true
+		return true, !live
 	}
-	s.uuids[e.UUID] = struct{}{}
+	s.uuids[e.UUID] = true
 	// Only new conversation rows end a replay: a state event or a uuid'd
 	// metadata line may precede stored lines in a replayed stream.
 	if e.IsChain() {
 		s.live = true
 	}
-	return false
+	return false, false
 }
 
 // session returns the dedup state of ref, seeded, with its lock held.
@@ -485,7 +515,7 @@ func (p *Pipeline) session(ctx context.Context, ref SessionRef) (*sessionSeen, e
 	p.seenMu.Lock()
 	s := p.seen[key]
 	if s == nil {
-		s = &sessionSeen{uuids: make(map[string]struct{})}
+		s = &sessionSeen{uuids: make(map[string]bool)}
 		p.seen[key] = s
 	}
 	p.seenMu.Unlock()
@@ -501,7 +531,7 @@ func (p *Pipeline) session(ctx context.Context, ref SessionRef) (*sessionSeen, e
 		return nil, fmt.Errorf("seed dedup for session %s: %w", key, err)
 	}
 	for _, u := range seed.UUIDs {
-		s.uuids[u] = struct{}{}
+		s.uuids[u] = false
 	}
 	if len(seed.Metadata) > 0 {
 		s.meta = make(map[uint64]struct{}, len(seed.Metadata))
@@ -522,7 +552,9 @@ func (p *Pipeline) SeedSession(ctx context.Context, ref SessionRef, uuids []stri
 	}
 	defer s.mu.Unlock()
 	for _, u := range uuids {
-		s.uuids[u] = struct{}{}
+		if _, ok := s.uuids[u]; !ok {
+			s.uuids[u] = false
+		}
 	}
 	return nil
 }
@@ -672,6 +704,9 @@ type Stats struct {
 	Submitted  int64 `json:"submitted"`
 	Accepted   int64 `json:"accepted"`
 	Duplicates int64 `json:"duplicates"`
+	// Replayed counts duplicates of the seeding store's content that still
+	// went to the idempotent sinks.
+	Replayed int64 `json:"replayed_to_idempotent"`
 	// Refused counts refusals by guard ID; Reasons keeps the last reason.
 	Refused map[string]int64  `json:"refused"`
 	Reasons map[string]string `json:"refused_reasons,omitempty"`
@@ -718,6 +753,7 @@ func (p *Pipeline) Stats() Stats {
 		Submitted:       p.submitted.Load(),
 		Accepted:        p.accepted.Load(),
 		Duplicates:      p.duplicates.Load(),
+		Replayed:        p.replayed.Load(),
 		Refused:         map[string]int64{},
 		Reasons:         map[string]string{},
 		Dropped:         map[string]int64{},
@@ -749,6 +785,12 @@ func (p *Pipeline) Stats() Stats {
 	}
 	sort.Slice(st.Sinks, func(i, j int) bool { return st.Sinks[i].ID < st.Sinks[j].ID })
 	return st
+}
+
+// isSeeder reports whether sink is the seeding store itself.
+func isSeeder(sink Sink, seeder Seeder) bool {
+	sd, ok := sink.(Seeder)
+	return ok && seeder != nil && sd == seeder
 }
 
 // sameBytes reports whether a and b are the same slice (not equal bytes:

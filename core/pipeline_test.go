@@ -407,3 +407,43 @@ func TestPipelineProcessorsChangeCopiesAndDropWithReasons(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// idemSink is a recording sink whose destination drops what it holds.
+type idemSink struct{ coretest.RecordingSink }
+
+func (*idemSink) Idempotent() bool { return true }
+
+// seeder says the store already holds one uuid.
+type storeSeeder struct{ uuids []string }
+
+func (s storeSeeder) Seed(context.Context, core.SessionRef) (core.Seed, error) {
+	return core.Seed{UUIDs: s.uuids}, nil
+}
+
+// An entry the seeding store already holds is a duplicate for the other
+// sinks, but an idempotent sink (a server keyed by uuid) still gets it
+// once: the store having it says nothing of the server.
+func TestPipelineReplayReachesIdempotentSinks(t *testing.T) {
+	plain, idem := &coretest.RecordingSink{}, &idemSink{}
+	lines := chain(3, sess)
+	stored := coretest.MustEntry(t, lines[0]).UUID
+	p := newPipeline(t, core.PipelineOptions{
+		Sinks:  []core.NamedSink{{ID: core.MustParseID("rec/plain"), Sink: plain}, {ID: core.MustParseID("rec/idem"), Sink: idem}},
+		Seeder: storeSeeder{uuids: []string{stored}},
+	})
+	for _, l := range append(lines, lines...) {
+		submit(t, p, l)
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := plain.Durable(); len(got) != 2 {
+		t.Fatalf("the plain sink holds %d lines, want 2 (the stored one is a duplicate)", len(got))
+	}
+	if got := idem.Durable(); len(got) != 3 || got[0] != lines[0] {
+		t.Fatalf("the idempotent sink holds %q, want all 3 once", got)
+	}
+	if st := p.Stats(); st.Duplicates != 4 || st.Replayed != 1 {
+		t.Fatalf("duplicates %d, replayed %d; want 4 and 1", st.Duplicates, st.Replayed)
+	}
+}

@@ -22,13 +22,16 @@ type sinkRunner struct {
 	sink     Sink
 	overflow Overflow
 	volatile bool
-	log      hclog.Logger
-	q        chan Entry
-	kick     chan struct{}
-	stop     chan struct{} // closed when Shutdown begins
-	done     chan struct{}
-	p        *Pipeline
-	err      error
+	// idempotent: the sink also gets what dedup drops as the seeding
+	// store's (Idempotent).
+	idempotent bool
+	log        hclog.Logger
+	q          chan Entry
+	kick       chan struct{}
+	stop       chan struct{} // closed when Shutdown begins
+	done       chan struct{}
+	p          *Pipeline
+	err        error
 
 	stopCtx atomic.Pointer[ctxBox]
 	stalled atomic.Bool

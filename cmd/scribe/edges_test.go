@@ -511,3 +511,45 @@ func TestRecordDiskFullIsReportedAndNeverAcknowledged(t *testing.T) {
 		t.Fatal("everything fit: the disk was not full, the test proves nothing")
 	}
 }
+
+// The local store having an entry says nothing of the server: a replay of
+// input the local store already holds (a run killed before its upload, a
+// mirror added later) still reaches the team server, once.
+func TestReplayReachesTheServerTheLocalStoreAlreadyHad(t *testing.T) {
+	srv := startCloudServer(t)
+	localOnly, dir := cloudMachine(t, srv.url(), "jsonl/local")
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(in, []byte(lines(20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := cloudRun(t, "", "record", "--config", localOnly, in); code != 0 {
+		t.Fatalf("record locally: exit %d\n%s%s", code, out, errs)
+	}
+	// The server is new: it has never seen the session.
+	// The same folder, now with the team mirror.
+	both := strings.Replace(string(mustRead(t, localOnly)), `sinks  = ["jsonl/local"]`, `sinks  = ["jsonl/local", "events/team"]`, 1)
+	if err := os.WriteFile(localOnly, []byte(both), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(sessionFile(dir))
+	if out, errs, code := cloudRun(t, "", "record", "--config", localOnly, in); code != 0 {
+		t.Fatalf("record with the mirror: exit %d\n%s%s", code, out, errs)
+	}
+	if after, _ := os.ReadFile(sessionFile(dir)); !bytes.Equal(before, after) {
+		t.Fatal("the replay changed the local transcript")
+	}
+	got := srv.get("/v1/session_ingress/session/" + testSession)
+	for i := range 20 {
+		if c := bytes.Count(got, []byte(uuidFor(i))); c == 0 {
+			t.Fatalf("entry %d did not reach the server on the replay", i)
+		}
+	}
+	// A third run sends them again; the server still holds each once.
+	if _, errs, code := cloudRun(t, "", "record", "--config", localOnly, in); code != 0 {
+		t.Fatal(errs)
+	}
+	again := srv.get("/v1/session_ingress/session/" + testSession)
+	if bytes.Count(again, []byte(`"uuid":"`+uuidFor(3)+`"`)) != 1 {
+		t.Fatalf("the server holds entry 3 %d times", bytes.Count(again, []byte(`"uuid":"`+uuidFor(3)+`"`)))
+	}
+}

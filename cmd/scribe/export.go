@@ -18,6 +18,7 @@ import (
 func newExportCmd() *cobra.Command {
 	var format, out string
 	var redactOn bool
+	var keys sealFlags
 	c := &cobra.Command{
 		Use:   "export ID --format md|html|json|bundle [-o FILE]",
 		Short: "Write a session as Markdown, one HTML file, JSON, or a portable bundle",
@@ -32,6 +33,9 @@ func newExportCmd() *cobra.Command {
           tool results, sidecars) with a manifest: format version, sha256 of
           each file, original cwd and project; scribe import reads it
 -o FILE writes to FILE (atomically for a bundle), else stdout.
+--recipient age1… (repeatable), --identity-file, --passphrase-env or
+--passphrase-file encrypt the bundle with age; import opens it with the
+identity or the passphrase (a wrong key fails; never a plaintext fallback).
 --redact replaces every secret by its marker in what is exported, with the
 processor "redact" block --rules names (default: the first redact
 processor of pipeline.processors, else redact/default); the session itself
@@ -48,6 +52,13 @@ is not changed.`,
 			if err != nil {
 				return err
 			}
+			sl, err := keys.sealer(cmd)
+			if err != nil {
+				return err
+			}
+			if sl != nil && format != "bundle" {
+				return &exitError{code: 2, err: fmt.Errorf("--recipient and the passphrase flags encrypt bundles only (--format bundle)")}
+			}
 			if redactOn {
 				rl, cleanup, err := redactedCopy(cmd, l, id)
 				if err != nil {
@@ -58,7 +69,17 @@ is not changed.`,
 			}
 			return writeOut(cmd, out, func(w io.Writer) error {
 				if format == "bundle" {
+					var sealed io.WriteCloser
+					if sl != nil {
+						if sealed, err = sl.Seal(w); err != nil {
+							return err
+						}
+						w = sealed
+					}
 					m, err := l.ExportBundle(cmd.Context(), id, w)
+					if err == nil && sealed != nil {
+						err = sealed.Close()
+					}
 					if err == nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "scribe: bundle of %s: %d files\n", id, len(m.Files))
 						for _, p := range m.Skipped {
@@ -85,6 +106,7 @@ is not changed.`,
 	}
 	c.Flags().StringVar(&format, "format", "md", "md, html, json or bundle")
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	keys.add(c, true)
 	c.Flags().BoolVar(&redactOn, "redact", false, "replace secrets by markers in what is exported (the session is not changed)")
 	c.Flags().String("rules", "", `with --redact: the processor "redact" block to use`)
 	return c
@@ -215,6 +237,7 @@ func newImportCmd() *cobra.Command {
 		cwd          string
 		fork, asJSON bool
 		dryRun       bool
+		keys         sealFlags
 	)
 	c := &cobra.Command{
 		Use:   "import BUNDLE [--cwd PATH] [--fork]",
@@ -237,11 +260,15 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 					return err
 				}
 			}
-			f, err := os.Open(args[0])
+			fh, err := os.Open(args[0])
 			if err != nil {
 				return fmt.Errorf("import: %w", err)
 			}
-			defer f.Close()
+			defer fh.Close()
+			f, _, err := openMaybeSealed(cmd, fh, &keys)
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
 			if dryRun {
 				m, err := l.VerifyBundle(f)
 				if err != nil {
@@ -269,6 +296,7 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 	f.BoolVar(&fork, "fork", false, "import the conversation as a new session")
 	f.BoolVar(&dryRun, "dry-run", false, "verify the bundle, import nothing")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	keys.add(c, false)
 	return c
 }
 

@@ -6,10 +6,13 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"filippo.io/age"
 
 	"github.com/e0dc0000/scribe/internal/peer"
 )
@@ -151,5 +154,110 @@ func rewriteBundle(t *testing.T, from, to string, fn func(name string, data []by
 	zw.Close()
 	if err := os.WriteFile(to, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An encrypted bundle: nothing readable in the file, a wrong or missing key
+// fails loudly and imports nothing, the right key imports the session
+// byte for byte; with an age key pair and with a passphrase.
+func TestEncryptedBundleNeedsItsKey(t *testing.T) {
+	p := peer.Find(t)
+	src := t.TempDir()
+	ids := p.GenFixture(t, src, "/home/alice/src/shop")
+	id := ids["withSummaryAndSubagent"]
+	keys := t.TempDir()
+	ident, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(keys, "id.txt")
+	other, _ := age.GenerateX25519Identity()
+	otherFile := filepath.Join(keys, "other.txt")
+	pw, wrongPW := filepath.Join(keys, "pw"), filepath.Join(keys, "wrong")
+	for path, v := range map[string]string{idFile: ident.String(), otherFile: other.String(), pw: "correct horse", wrongPW: "battery staple"} {
+		if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		enc, good []string
+		bad       []string
+	}{
+		{"x25519", []string{"--recipient", ident.Recipient().String()}, []string{"--identity-file", idFile}, []string{"--identity-file", otherFile}},
+		{"passphrase", []string{"--passphrase-file", pw}, []string{"--passphrase-file", pw}, []string{"--passphrase-file", wrongPW}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bundle := filepath.Join(t.TempDir(), "s.tgz.age")
+			cpOK(t, nil, "", append([]string{"export", id, "--format", "bundle", "-o", bundle, "--config-dir", src}, tc.enc...)...)
+			data, _ := os.ReadFile(bundle)
+			if !bytes.HasPrefix(data, []byte("age-encryption.org/")) || bytes.Contains(data, []byte(id)) {
+				t.Fatal("the bundle is not an age file, or shows the session id in clear")
+			}
+			dst := t.TempDir()
+			for _, bad := range [][]string{nil, tc.bad} {
+				_, errs, code := cpScribe(t, "", append([]string{"import", bundle, "--config-dir", dst}, bad...)...)
+				if code == 0 {
+					t.Fatalf("import with %v succeeded", bad)
+				}
+				if bad == nil && (code != 2 || !strings.Contains(errs, "encrypted")) {
+					t.Fatalf("import without a key: exit %d, %s", code, errs)
+				}
+				if _, err := os.Stat(filepath.Join(dst, "projects")); err == nil {
+					t.Fatalf("a failed import (%v) left files behind", bad)
+				}
+			}
+			cpOK(t, nil, "", append([]string{"import", bundle, "--config-dir", dst}, tc.good...)...)
+			want, _ := os.ReadFile(filepath.Join(src, "projects", "-home-alice-src-shop", id+".jsonl"))
+			got, err := os.ReadFile(filepath.Join(dst, "projects", "-home-alice-src-shop", id+".jsonl"))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("imported transcript differs from the original (%v)", err)
+			}
+		})
+	}
+}
+
+// rm with a key seals the trash item; restore needs the key, checks what
+// it decrypts, and brings the files back byte for byte.
+func TestSealedTrashNeedsItsKey(t *testing.T) {
+	p := peer.Find(t)
+	dir := t.TempDir()
+	ids := p.GenFixture(t, dir, "/home/alice/src/shop")
+	id := ids["withSummaryAndSubagent"]
+	path := filepath.Join(dir, "projects", "-home-alice-src-shop", id+".jsonl")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := t.TempDir()
+	pw, wrong := filepath.Join(keys, "pw"), filepath.Join(keys, "wrong")
+	_ = os.WriteFile(pw, []byte("correct horse\n"), 0o600)
+	_ = os.WriteFile(wrong, []byte("battery staple\n"), 0o600)
+	cpOK(t, nil, "", "rm", id, "--yes", "--passphrase-file", pw, "--config-dir", dir)
+	// Nothing readable is left in the trash.
+	err = filepath.WalkDir(filepath.Join(dir, "scribe", "trash"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(p) == "manifest.json" {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if !bytes.HasPrefix(b, []byte("age-encryption.org/")) {
+			t.Errorf("%s is not sealed", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{nil, {"--passphrase-file", wrong}} {
+		if _, _, code := cpScribe(t, "", append([]string{"trash", "restore", id, "--config-dir", dir}, bad...)...); code == 0 {
+			t.Fatalf("restore with %v succeeded", bad)
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Fatalf("a failed restore (%v) put the transcript back", bad)
+		}
+	}
+	cpOK(t, nil, "", "trash", "restore", id, "--passphrase-file", pw, "--config-dir", dir)
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("restored transcript differs (%v)", err)
 	}
 }

@@ -22,11 +22,15 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-// layoutFor resolves Claude's config folder from the configuration.
+// layoutFor resolves Claude's config folder from the configuration, or
+// the folder of the jsonl store --from names (an archive).
 func layoutFor(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return jsonl.Layout{}, nil, &exitError{code: 2, err: err}
+	}
+	if l, ok, err := storeLayout(cmd, cfg); ok || err != nil {
+		return l, cfg, err
 	}
 	dir, err := claudeConfigDir(cfg)
 	if err != nil {

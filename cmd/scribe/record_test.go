@@ -66,24 +66,12 @@ func sessionFile(dir string) string {
 // report, stderr and the exit code.
 func runRecord(t *testing.T, env []string, stdin string, args ...string) (report, string, int) {
 	t.Helper()
-	bin := testenv.BuildScribe(t)
-	cmd := exec.Command(bin, append([]string{"record", "--json"}, args...)...)
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	out, stderr, code := runRecordRaw(t, env, stdin, args...)
 	var r report
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("record --json printed %q (stderr %s): %v", out.String(), errb.String(), err)
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("record --json printed %q (stderr %s): %v", out, stderr, err)
 	}
-	return r, errb.String(), code
+	return r, stderr, code
 }
 
 // cleanEnv is the environment without anything that would turn persistence

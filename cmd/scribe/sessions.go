@@ -99,6 +99,7 @@ func newRmCmd() *cobra.Command {
 	var (
 		asJSON, dryRun, yes bool
 		lockWait            time.Duration
+		rmKeys              sealFlags
 	)
 	c := &cobra.Command{
 		Use:   "rm ID...",
@@ -129,9 +130,17 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 					return err
 				}
 			}
+			sl, err := rmKeys.sealer(cmd)
+			if err != nil {
+				return err
+			}
+			opt := jsonl.TrashOptions{Reason: "rm", LockWait: lockWait, DryRun: dryRun}
+			if sl != nil {
+				opt.Seal = sl.SealBytes
+			}
 			var all []jsonl.TrashItem
 			for _, id := range ids {
-				items, err := l.MoveToTrash(cmd.Context(), id, jsonl.TrashOptions{Reason: "rm", LockWait: lockWait, DryRun: dryRun})
+				items, err := l.MoveToTrash(cmd.Context(), id, opt)
 				all = append(all, items...)
 				if len(items) > 0 && !dryRun {
 					forgetSearch(cmd, l, []string{id})
@@ -149,6 +158,7 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 	f.BoolVar(&dryRun, "dry-run", false, "say what would move, move nothing")
 	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
 	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	rmKeys.add(c, true)
 	return c
 }
 
@@ -232,8 +242,9 @@ func newTrashCmd() *cobra.Command {
 
 func newTrashRestoreCmd() *cobra.Command {
 	var (
-		asJSON   bool
-		lockWait time.Duration
+		asJSON      bool
+		lockWait    time.Duration
+		restoreKeys sealFlags
 	)
 	c := &cobra.Command{
 		Use:   "restore ID",
@@ -247,7 +258,15 @@ back, with their modes and mtimes.`,
 			if err != nil {
 				return err
 			}
-			it, err := l.RestoreTrash(cmd.Context(), args[0], lockWait)
+			sl, err := restoreKeys.sealer(cmd)
+			if err != nil {
+				return err
+			}
+			var open func([]byte) ([]byte, error)
+			if sl != nil {
+				open = sl.OpenBytes
+			}
+			it, err := l.RestoreTrashSealed(cmd.Context(), args[0], lockWait, open)
 			if err != nil {
 				return err
 			}
@@ -259,6 +278,7 @@ back, with their modes and mtimes.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the restored item as JSON")
+	restoreKeys.add(c, false)
 	c.Flags().DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
 	return c
 }

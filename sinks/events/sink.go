@@ -128,8 +128,9 @@ type Sink struct {
 }
 
 var (
-	_ core.Sink     = (*Sink)(nil)
-	_ core.Reporter = (*Sink)(nil)
+	_ core.Sink       = (*Sink)(nil)
+	_ core.Idempotent = (*Sink)(nil)
+	_ core.Reporter   = (*Sink)(nil)
 )
 
 // New returns a sink; Start opens its spool.
@@ -415,3 +416,8 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 	o.Name, o.Logger = set.ID.String(), set.Logger
 	return New(o)
 }
+
+// Idempotent implements core.Idempotent: the server keys entries by uuid
+// (and uuid-less lines by their content), so an entry sent again is
+// stored once.
+func (s *Sink) Idempotent() bool { return true }

@@ -103,8 +103,9 @@ type Sink struct {
 }
 
 var (
-	_ core.Sink     = (*Sink)(nil)
-	_ core.Reporter = (*Sink)(nil)
+	_ core.Sink       = (*Sink)(nil)
+	_ core.Idempotent = (*Sink)(nil)
+	_ core.Reporter   = (*Sink)(nil)
 )
 
 // New returns a sink; Start opens its spool.
@@ -463,3 +464,8 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 	}
 	return New(Options{Client: cl, Name: set.ID.String(), Logger: set.Logger})
 }
+
+// Idempotent implements core.Idempotent: the server keys entries by uuid
+// (and uuid-less lines by their content), so an entry sent again is
+// stored once.
+func (s *Sink) Idempotent() bool { return true }

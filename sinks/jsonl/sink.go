@@ -162,6 +162,14 @@ type Sink struct {
 	retryAt   time.Time
 	retryWait time.Duration
 
+	// dirty holds the files with queued bytes (under mu) and toSync those
+	// written and not yet synced (under io), so that a drain or a flush
+	// costs what was written, not the number of files the store knows;
+	// kick wakes an idle drain loop when something is queued.
+	dirty  map[*file]struct{}
+	toSync map[*file]struct{}
+	kick   chan struct{}
+
 	// Open files and locks are bounded (limits.go): a session idle and
 	// written out may lose its lock, and a file its descriptor, to make
 	// room; both are taken again when the session gets more entries.
@@ -269,6 +277,9 @@ func New(opts Options) (*Sink, error) {
 		layout:   Layout{ConfigDir: opts.ConfigDir},
 		log:      opts.Logger,
 		sessions: make(map[string]*session),
+		dirty:    make(map[*file]struct{}),
+		toSync:   make(map[*file]struct{}),
+		kick:     make(chan struct{}, 1),
 	}
 	s.lockBudget, s.fileBudget = fdBudgets(opts.MaxOpenFiles)
 	return s, nil
@@ -306,7 +317,26 @@ func (s *Sink) drainLoop() {
 			}
 			s.io.Unlock()
 		}
+		if s.busy() {
+			continue
+		}
+		// Nothing queued: sleep until a write queues something (an idle
+		// store costs no wake-ups).
+		t.Stop()
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+		t.Reset(s.opts.DrainInterval)
 	}
+}
+
+// busy reports whether something waits for the drain.
+func (s *Sink) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dirty) > 0
 }
 
 // session returns the state of a session, creating it.
@@ -622,6 +652,11 @@ func (s *Sink) queue(f *file, raw []byte, typ string) {
 }
 
 func (s *Sink) queueRaw(f *file, raw []byte) {
+	s.dirty[f] = struct{}{}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 	f.pending.add(raw)
 	n := int64(len(raw) + 1)
 	f.size += n
@@ -672,16 +707,15 @@ type job struct {
 func (s *Sink) drainIO() error {
 	s.mu.Lock()
 	var jobs []job
-	for _, ss := range s.sessions {
-		for _, f := range ss.files() {
-			if f.pending.len() == 0 {
-				continue
-			}
-			s.pending -= int64(f.pending.len())
-			jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal})
-			f.seal = false
+	for f := range s.dirty {
+		if f.pending.len() == 0 {
+			continue
 		}
+		s.pending -= int64(f.pending.len())
+		jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal})
+		f.seal = false
 	}
+	clear(s.dirty)
 	s.mu.Unlock()
 	var errs []error
 	for _, j := range jobs {
@@ -693,6 +727,7 @@ func (s *Sink) drainIO() error {
 			s.pending += int64(rest.len())
 			f.pending.prepend(rest)
 			f.seal = f.seal || sealLeft
+			s.dirty[f] = struct{}{}
 		} else {
 			j.buf.release()
 		}
@@ -756,7 +791,10 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	left, n, lines, err := j.buf.writeTo(int(f.fd.Fd()))
 	s.bytesWritten.Add(int64(n))
 	s.linesWritten.Add(int64(lines))
-	f.unsynced = f.unsynced || n > 0
+	if n > 0 {
+		f.unsynced = true
+		s.toSync[f] = struct{}{}
+	}
 	if err != nil {
 		return left, false, fmt.Errorf("write %s: %w", f.path, err)
 	}
@@ -810,27 +848,20 @@ func (s *Sink) Flush(context.Context) error {
 	return s.flushIO()
 }
 
-// allFiles lists every file; called without s.mu.
-func (s *Sink) allFiles() []*file {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*file
-	for _, ss := range s.sessions {
-		out = append(out, ss.files()...)
-	}
-	return out
-}
-
 func (s *Sink) flushIO() error {
 	if err := s.drainIO(); err != nil {
 		return err
 	}
 	var errs []error
-	for _, f := range s.allFiles() {
-		if f.fd != nil {
+	for f := range s.toSync {
+		if f.unsynced && f.fd != nil {
 			if err := s.sync(f); err != nil {
 				errs = append(errs, err)
+				continue
 			}
+		}
+		if !f.unsynced || s.opts.Fsync == FsyncNever {
+			delete(s.toSync, f)
 		}
 	}
 	return errors.Join(errs...)

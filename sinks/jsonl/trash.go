@@ -78,6 +78,8 @@ type TrashItem struct {
 	Bytes   int64       `json:"bytes"`
 	// Complete is false while (or if a crash stopped) the move.
 	Complete bool `json:"complete"`
+	// Sealed: the item's files are encrypted (trashseal.go).
+	Sealed bool `json:"sealed,omitempty"`
 }
 
 // TrashOptions tune a move to the trash.
@@ -86,6 +88,9 @@ type TrashOptions struct {
 	LockWait time.Duration
 	DryRun   bool
 	Now      func() time.Time
+	// Seal, when set, encrypts the item's files once the move is durable
+	// (an age sealer's SealBytes).
+	Seal func([]byte) ([]byte, error)
 }
 
 // TrashDir is <config dir>/scribe/trash.
@@ -275,6 +280,11 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	if _, err := l.forgetIndexed(folder, id+".jsonl"); err != nil {
 		return it, err
 	}
+	if opt.Seal != nil {
+		if err := l.sealItem(&it, opt.Seal); err != nil {
+			return it, err
+		}
+	}
 	return it, nil
 }
 
@@ -397,6 +407,9 @@ func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Dura
 	it, err := l.FindTrash(ref)
 	if err != nil {
 		return it, fmt.Errorf("restore: %w", err)
+	}
+	if it.Sealed {
+		return it, fmt.Errorf("restore %s: %w: give the identity or the passphrase it was sealed with (nothing restored)", it.ID, ErrTrashSealed)
 	}
 	projectDir := filepath.Join(l.ProjectsDir(), it.Project)
 	for _, n := range it.Entries {

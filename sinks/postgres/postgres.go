@@ -94,11 +94,12 @@ type Store struct {
 }
 
 var (
-	_ core.Sink      = (*Store)(nil)
-	_ core.Loader    = (*Store)(nil)
-	_ core.Seeder    = (*Store)(nil)
-	_ core.Reporter  = (*Store)(nil)
-	_ backend.Lister = (*Store)(nil)
+	_ core.Sink       = (*Store)(nil)
+	_ core.Idempotent = (*Store)(nil)
+	_ core.Loader     = (*Store)(nil)
+	_ core.Seeder     = (*Store)(nil)
+	_ core.Reporter   = (*Store)(nil)
+	_ backend.Lister  = (*Store)(nil)
 
 	_ core.EntryChecker = (*Store)(nil)
 )
@@ -247,3 +248,7 @@ func factories() (core.SinkFactory, core.LoaderFactory) {
 		return st, nil
 	})
 }
+
+// Idempotent implements core.Idempotent: each uuid is stored (or served)
+// once, so an entry written again changes nothing.
+func (s *Store) Idempotent() bool { return true }

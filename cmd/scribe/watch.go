@@ -1,0 +1,432 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/watch"
+)
+
+type watchOpts struct {
+	stateDir      string
+	metrics       string
+	rescan        time.Duration
+	flushInterval time.Duration
+	once          bool
+	printService  bool
+	launchd       bool
+}
+
+func newWatchCmd() *cobra.Command {
+	var o watchOpts
+	c := &cobra.Command{
+		Use:   "watch [ROOT...]",
+		Short: "Follow Claude Code's live transcripts ($CLAUDE_CONFIG_DIR/projects and ROOTs) and mirror every new entry through the pipeline",
+		Long: `watch follows $CLAUDE_CONFIG_DIR/projects (and every further projects folder
+given) and sends each new transcript entry, once, through the configured
+pipeline: new sessions, appends, subagent transcripts and their .meta.json,
+tool-result files. A torn last line is waited for; a file replaced whole,
+truncated or rewritten is read again from its start, and dedup sends only
+what the sinks do not have; a deleted file loses nothing already mirrored
+and is recorded as a lifecycle event. File events (inotify) do the work,
+with a full listing every --rescan as the safety net.
+
+Per-file checkpoints (offset, fingerprint of the first 1000 bytes) are kept
+in --state-dir and saved only after every sink flushed what they cover, so
+kill -9 and a restart re-send nothing acknowledged and skip nothing. watch
+never writes to or locks the files it follows.
+
+The local store of the watched folder is not a valid sink (it would write
+into what watch reads): configure an archive of your own,
+
+  sink "jsonl" "archive" { dir = "~/scribe-archive" }
+  pipeline { sinks = ["jsonl/archive"] }
+
+SIGTERM or SIGINT stops it cleanly: a flush, then the checkpoints.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, args, o) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.stateDir, "state-dir", "", "where the checkpoints live (default: <archive dir>/scribe/watch, else ~/.local/state/scribe/watch)")
+	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (host:port) at /metrics")
+	f.DurationVar(&o.rescan, "rescan", 30*time.Second, "how often to list every followed folder, for events that were missed")
+	f.DurationVar(&o.flushInterval, "flush-interval", 10*time.Millisecond, "how long submitted entries may wait for a flush while more keep coming")
+	f.BoolVar(&o.once, "once", false, "catch up with every file, make it durable, save the checkpoints and exit")
+	f.BoolVar(&o.printService, "print-service", false, "print a systemd user unit that runs this watch (with --launchd: a launchd agent plist) and exit")
+	f.BoolVar(&o.launchd, "launchd", false, "with --print-service: print a launchd plist (macOS) instead of a systemd unit")
+	return c
+}
+
+// watchSetup is what watch and hook derive from the configuration.
+type watchSetup struct {
+	configDir string
+	roots     []string
+	archives  []string
+	stateDir  string
+}
+
+// resolveWatch checks the configuration for watching: no sink may be a
+// jsonl store that writes into a followed folder.
+func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSetup, error) {
+	dir, err := claudeConfigDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ws := &watchSetup{configDir: dir, roots: []string{filepath.Join(dir, "projects")}}
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("root %q: %w", r, err)
+		}
+		ws.roots = append(ws.roots, abs)
+	}
+	for _, id := range cfg.Pipeline.Sinks {
+		if id.Type != "jsonl" {
+			continue
+		}
+		comp, ok := cfg.Lookup(core.KindSink, id)
+		if !ok {
+			continue
+		}
+		jc := jsonl.DefaultConfig()
+		if err := comp.Decode(jc); err != nil {
+			return nil, err
+		}
+		store := dir
+		if jc.Dir != "" {
+			if store, err = filepath.Abs(expandHome(jc.Dir)); err != nil {
+				return nil, fmt.Errorf("sink %s: dir %q: %w", id, jc.Dir, err)
+			}
+		}
+		projects := filepath.Join(store, "projects")
+		for _, r := range ws.roots {
+			if within(projects, r) || within(r, projects) {
+				return nil, fmt.Errorf("sink %s writes into %s, a folder watch follows (%s): it would write back into what it reads; "+
+					"mirror into an archive of your own instead: sink \"jsonl\" \"archive\" { dir = \"~/scribe-archive\" } and pipeline { sinks = [\"jsonl/archive\", ...] } without %s",
+					id, store, r, id)
+			}
+		}
+		ws.archives = append(ws.archives, store)
+	}
+	ws.stateDir = stateDir
+	if ws.stateDir == "" {
+		ws.stateDir = defaultStateDir(ws.archives)
+	}
+	return ws, nil
+}
+
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+// defaultStateDir is <first archive>/scribe/watch, else
+// $XDG_STATE_HOME/scribe/watch (~/.local/state/scribe/watch).
+func defaultStateDir(archives []string) string {
+	if len(archives) > 0 {
+		return filepath.Join(archives[0], "scribe", "watch")
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "scribe", "watch")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "scribe", "watch")
+}
+
+func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if o.rescan <= 0 || o.flushInterval <= 0 {
+		return &exitError{code: 2, err: errors.New("--rescan and --flush-interval want positive durations")}
+	}
+	ws, err := resolveWatch(cfg, args, o.stateDir)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if o.printService {
+		return printService(cmd, cmd.OutOrStdout(), args, o)
+	}
+	log := newLogger(cfg, "scribe")
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	store, err := watch.OpenStoreAs(ws.stateDir, 0, "watch")
+	if errors.Is(err, watch.ErrBusy) {
+		log.Warn("another scribe watch (or a hook) holds the checkpoints; waiting for it", "state_dir", ws.stateDir)
+		store, err = watch.OpenStoreAs(ws.stateDir, -1, "watch")
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rts, err := buildPerSink(cmd.Context(), cfg, log)
+	if err != nil {
+		return err
+	}
+	closeAll := func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return closeRuntimes(cctx, rts)
+	}
+	w, err := watch.New(watch.Options{
+		Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives,
+		Logger: log.Named("watch"), Rescan: o.rescan, FlushInterval: o.flushInterval,
+		Inbox: filepath.Join(ws.stateDir, "inbox"),
+	})
+	if err != nil {
+		_ = closeAll()
+		return err
+	}
+	if o.metrics != "" {
+		srv, err := serveMetrics(o.metrics, w, log)
+		if err != nil {
+			_ = closeAll()
+			return &exitError{code: 2, err: err}
+		}
+		defer srv.Close()
+	}
+	log.Info("watching", "roots", strings.Join(ws.roots, ","), "archives", strings.Join(ws.archives, ","), "state_dir", ws.stateDir)
+	var runErr error
+	if o.once {
+		runErr = w.CatchUp(ctx)
+	} else {
+		runErr = w.Run(ctx)
+	}
+	if err := closeAll(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	printWatchSummary(cmd.ErrOrStderr(), w)
+	return runErr
+}
+
+// buildPerSink builds and starts one pipeline per sink of pipeline.sinks,
+// each with the configured guards and processors: each sink then
+// deduplicates against what it holds itself, so after a kill -9 a server
+// that got less than the archive is sent what it lacks.
+func buildPerSink(ctx context.Context, cfg *config.Config, log hclog.Logger) ([]*runtime, error) {
+	var rts []*runtime
+	for _, id := range cfg.Pipeline.Sinks {
+		c := *cfg
+		c.Pipeline.Sinks = []core.ID{id}
+		c.Resume.Loaders = nil
+		rt, err := build(ctx, &c, log, os.Args[1:], buildOpts{})
+		if err == nil {
+			if err = rt.pipeline.Start(ctx); err != nil {
+				_ = rt.close(context.Background())
+			}
+		}
+		if err != nil {
+			_ = closeRuntimes(context.Background(), rts)
+			return nil, &exitError{code: 2, err: fmt.Errorf("sink %s: %w", id, err)}
+		}
+		rts = append(rts, rt)
+	}
+	if len(rts) == 0 {
+		return nil, &exitError{code: 2, err: errors.New("the pipeline has no sinks: list at least one in pipeline { sinks = [...] }")}
+	}
+	return rts, nil
+}
+
+func pipelines(rts []*runtime) []*core.Pipeline {
+	ps := make([]*core.Pipeline, len(rts))
+	for i, rt := range rts {
+		ps[i] = rt.pipeline
+	}
+	return ps
+}
+
+// closeRuntimes shuts every pipeline down, the last built first.
+func closeRuntimes(ctx context.Context, rts []*runtime) error {
+	var errs []error
+	for i := len(rts) - 1; i >= 0; i-- {
+		if err := rts[i].close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func serveMetrics(addr string, w *watch.Watcher, log hclog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.WriteMetrics(rw)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	log.Info("metrics", "address", ln.Addr().String())
+	return srv, nil
+}
+
+func printWatchSummary(out io.Writer, w *watch.Watcher) {
+	s := &w.Stats
+	fmt.Fprintf(out, "watch: %d files followed, %d lines read (%d accepted, %d duplicates, %d refused, %d rejected, %d malformed), %d rewrites, %d truncations, %d deletions, %d sidecars copied, %d hook events, %d errors\n",
+		s.FilesFollowed.Load(), s.Lines.Load(), s.Accepted.Load(), s.Duplicates.Load(), s.Refused.Load(), s.Rejected.Load(), s.Malformed.Load(),
+		s.Rewrites.Load(), s.Truncations.Load(), s.Deletions.Load(), s.SidecarsCopied.Load(), s.HookEvents.Load(), s.Errors.Load())
+}
+
+// printService writes a systemd user unit (or a launchd plist) that runs
+// this watch with the same flags and configuration.
+func printService(cmd *cobra.Command, out io.Writer, roots []string, o watchOpts) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the scribe binary: %w", err)
+	}
+	argv := []string{exe, "watch"}
+	if p, _ := cmd.Flags().GetString("config"); p != "" {
+		abs, _ := filepath.Abs(p)
+		argv = append(argv, "--config", abs)
+	}
+	if d, _ := cmd.Flags().GetString("config-dir"); d != "" {
+		abs, _ := filepath.Abs(d)
+		argv = append(argv, "--config-dir", abs)
+	}
+	if o.stateDir != "" {
+		abs, _ := filepath.Abs(o.stateDir)
+		argv = append(argv, "--state-dir", abs)
+	}
+	if o.metrics != "" {
+		argv = append(argv, "--metrics", o.metrics)
+	}
+	for _, r := range roots {
+		abs, _ := filepath.Abs(r)
+		argv = append(argv, abs)
+	}
+	env := ""
+	if v := os.Getenv("CLAUDE_CONFIG_DIR"); v != "" {
+		env = v
+	}
+	if o.launchd {
+		fmt.Fprint(out, launchdPlist(argv, env))
+		return nil
+	}
+	fmt.Fprint(out, systemdUnit(argv, env))
+	return nil
+}
+
+func systemdUnit(argv []string, env string) string {
+	var b strings.Builder
+	b.WriteString("# ~/.config/systemd/user/scribe-watch.service\n")
+	b.WriteString("# systemctl --user daemon-reload && systemctl --user enable --now scribe-watch\n")
+	b.WriteString("[Unit]\nDescription=scribe watch: mirror Claude Code sessions as they are written\n\n[Service]\nType=simple\n")
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = systemdQuote(a)
+	}
+	fmt.Fprintf(&b, "ExecStart=%s\n", strings.Join(quoted, " "))
+	if env != "" {
+		fmt.Fprintf(&b, "Environment=%s\n", systemdQuote("CLAUDE_CONFIG_DIR="+env))
+	}
+	b.WriteString("Restart=on-failure\nRestartSec=5\nKillSignal=SIGTERM\nTimeoutStopSec=60\nNice=10\nIOSchedulingClass=idle\n\n[Install]\nWantedBy=default.target\n")
+	return b.String()
+}
+
+func systemdQuote(s string) string {
+	if !strings.ContainsAny(s, " \t\"'\\$%") {
+		return s
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `$$`, `%`, `%%`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func launchdPlist(argv []string, env string) string {
+	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
+<!-- ~/Library/LaunchAgents/dev.scribe.watch.plist
+     launchctl bootstrap gui/$(id -u) ~/Library/LaunchAgents/dev.scribe.watch.plist -->
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key><string>dev.scribe.watch</string>
+  <key>ProgramArguments</key>
+  <array>
+`)
+	for _, a := range argv {
+		fmt.Fprintf(&b, "    <string>%s</string>\n", esc.Replace(a))
+	}
+	b.WriteString("  </array>\n")
+	if env != "" {
+		fmt.Fprintf(&b, "  <key>EnvironmentVariables</key>\n  <dict><key>CLAUDE_CONFIG_DIR</key><string>%s</string></dict>\n", esc.Replace(env))
+	}
+	b.WriteString("  <key>RunAtLoad</key><true/>\n  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n  <key>ProcessType</key><string>Background</string>\n</dict>\n</plist>\n")
+	return b.String()
+}
+
+// storeLayout is the layout of the jsonl store that --from names
+// (jsonl/archive): ls, show, info and fork read an archive so. ok is
+// false when --from is unset or names something else.
+func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, error) {
+	fl := cmd.Flags().Lookup("from")
+	if fl == nil || fl.Value.String() == "" {
+		return jsonl.Layout{}, false, nil
+	}
+	if remote, _ := cmd.Flags().GetBool("remote"); remote {
+		return jsonl.Layout{}, false, nil
+	}
+	id, err := core.ParseID(fl.Value.String())
+	if err != nil || id.Type != "jsonl" {
+		return jsonl.Layout{}, false, nil
+	}
+	comp, ok := cfg.Lookup(core.KindSink, id)
+	if !ok {
+		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("--from %s: no such sink in the configuration (declare sink \"jsonl\" %q { dir = \"...\" })", id, id.Name)}
+	}
+	jc := jsonl.DefaultConfig()
+	if err := comp.Decode(jc); err != nil {
+		return jsonl.Layout{}, true, &exitError{code: 2, err: err}
+	}
+	dir := jc.Dir
+	if dir == "" {
+		d, err := claudeConfigDir(cfg)
+		return jsonl.Layout{ConfigDir: d}, true, err
+	}
+	abs, err := filepath.Abs(expandHome(dir))
+	return jsonl.Layout{ConfigDir: abs}, true, err
+}
+
+// addFromFlags gives show, info and fork a --from flag for reading a
+// jsonl store other than Claude's folder, unless they have one already.
+func addFromFlags(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "info", "fork":
+			if c.Flags().Lookup("from") == nil {
+				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
+			}
+		}
+	}
+}

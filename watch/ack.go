@@ -1,0 +1,270 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// flush makes durable what was submitted and moves every checkpoint the
+// acknowledgement covers. force flushes even when nothing new was
+// submitted.
+func (w *Watcher) flush(ctx context.Context, force bool) error {
+	through := w.seq
+	if through == w.flushedTo && !force {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w.lastFlush = time.Now()
+	w.Stats.Flushes.Add(1)
+	acked := through
+	var errs []error
+	for _, p := range w.ps {
+		if err := p.Flush(fctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		acked = min(acked, p.Acked(through))
+	}
+	if err := errors.Join(errs...); err != nil {
+		w.Stats.FlushErrors.Add(1)
+		return err
+	}
+	w.flushedTo = through
+	w.ack(acked)
+	w.ackInbox(acked)
+	w.gauges()
+	return nil
+}
+
+// ack moves the checkpoints of every line whose Seq is at most acked.
+func (w *Watcher) ack(acked int64) {
+	for f := range w.unacked {
+		n := 0
+		for n < len(f.marks) && f.marks[n].seq <= acked {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		m := f.marks[n-1]
+		f.st.Offset, f.st.FP, f.st.FPLen, f.st.Inode, f.st.Messages = m.off, m.fp, m.fpLen, m.inode, m.msgs
+		f.st.Size, f.st.MTime = f.size, f.mtime
+		f.marks = append(f.marks[:0], f.marks[n:]...)
+		w.changed = true
+		if w.o.OnAck != nil {
+			w.o.OnAck(f.st.Path, m.off)
+		}
+		if len(f.marks) == 0 {
+			delete(w.unacked, f)
+		}
+	}
+}
+
+// save writes the checkpoints if they changed (at most every
+// SaveInterval unless final).
+func (w *Watcher) save(final bool) error {
+	if !w.changed || (!final && time.Since(w.lastSave) < w.o.SaveInterval) {
+		return nil
+	}
+	files := make(map[string]*FileState, len(w.files))
+	for p, f := range w.files {
+		st := f.st
+		files[p] = &st
+	}
+	if err := w.o.Store.Save(files, w.states); err != nil {
+		w.Stats.SaveErrors.Add(1)
+		return err
+	}
+	w.Stats.Saves.Add(1)
+	w.lastSave = time.Now()
+	w.changed = false
+	return nil
+}
+
+// TranscriptDeleted is the lifecycle event watch records when a followed
+// transcript disappears (Claude Code's retention sweep, a user's rm):
+// what was mirrored stays in every sink.
+type TranscriptDeleted = core.TranscriptDeleted
+
+// deleted records that a followed file is gone and forgets it.
+func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
+	if f.st.Kind == KindSidecar {
+		delete(w.files, path)
+		w.changed = true
+		return nil
+	}
+	if !w.mainMirrored(f.root, projectOf(f.root, path), f.st.Session) {
+		// Nothing of the session reached the sinks: there is no record to
+		// add the deletion to.
+		w.Stats.Deletions.Add(1)
+		w.log.Info("followed file deleted before anything of its session was mirrored", "path", path, "unread_bytes", f.size)
+		delete(w.files, path)
+		delete(w.unacked, f)
+		w.changed = true
+		return nil
+	}
+	d := core.TranscriptDeleted{Path: path, AgentID: f.st.Agent, MirroredBytes: f.readOff, LostBytes: max(f.size-f.readOff, 0)}
+	id := uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "scribe-watch-deleted\x00%s\x00%d", path, f.inode)).String()
+	res, err := w.submitLifecycle(ctx, core.LifecycleMeta{SessionID: f.st.Session, CWD: f.st.CWD, UUID: id}, d)
+	if err != nil {
+		return fmt.Errorf("record the deletion of %s: %w", path, err)
+	}
+	w.Stats.Deletions.Add(1)
+	w.log.Info("followed file deleted; what was mirrored stays", "path", path, "mirrored_bytes", d.MirroredBytes, "unread_bytes", d.LostBytes, "result", res.Status.String())
+	delete(w.files, path)
+	delete(w.unacked, f)
+	w.changed = true
+	return nil
+}
+
+// submit hands e to every pipeline, in order; the result is the first
+// pipeline's (the one the counters describe). An error stops at the
+// pipeline that failed: the line is submitted again later, and the
+// pipelines that had it drop it as a duplicate.
+func (w *Watcher) submit(ctx context.Context, e core.Entry) (core.Result, error) {
+	var first core.Result
+	for i, p := range w.ps {
+		res, err := p.Submit(ctx, e)
+		if err != nil {
+			return res, err
+		}
+		if i == 0 {
+			first = res
+		}
+	}
+	return first, nil
+}
+
+func (w *Watcher) submitLifecycle(ctx context.Context, m core.LifecycleMeta, d core.LifecycleData) (core.Result, error) {
+	e, err := core.LifecycleEntry(m, d)
+	if err != nil {
+		return core.Result{}, err
+	}
+	return w.submit(ctx, e)
+}
+
+// archiveDirOf finds the session's project folder in an archive ("" when
+// the archive does not have it yet).
+func archiveDirOf(archive, session, cwd string) string {
+	d, err := jsonl.Layout{ConfigDir: archive}.FindSession(session, cwd)
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// archivedMetadata returns the uuid-less lines the first archive holds
+// for f's transcript (nil without an archive).
+func (w *Watcher) archivedMetadata(f *follower) map[string]bool {
+	if len(w.o.Archives) == 0 || (f.st.Kind != KindMain && f.st.Kind != KindAgent) {
+		return nil
+	}
+	dir := archiveDirOf(w.o.Archives[0], f.st.Session, f.st.CWD)
+	if dir == "" {
+		return nil
+	}
+	path := jsonl.MainFile(dir, f.st.Session)
+	if f.st.Kind == KindAgent {
+		path = jsonl.AgentFile(dir, f.st.Session, f.st.Agent)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if len(line) > 0 && !bytes.Contains(line, []byte(`"uuid":`)) {
+			set[string(line)] = true
+		}
+	}
+	return set
+}
+
+// copySidecar copies a changed sidecar file (a subagent's .meta.json, a
+// tool result) into the session's folder in every archive, atomically.
+// A session an archive does not hold yet is tried again later.
+func (w *Watcher) copySidecar(f *follower, fi os.FileInfo) error {
+	if !f.changedFrom(fi) && f.st.Size == fi.Size() {
+		return nil
+	}
+	if len(w.o.Archives) == 0 {
+		f.size, f.mtime, f.inode = fi.Size(), fi.ModTime().UnixNano(), inodeOf(fi)
+		f.st.Size, f.st.MTime, f.st.Inode = f.size, f.mtime, f.inode
+		return nil
+	}
+	_, rel := sessionDirRel(f.root, f.st.Path)
+	cwd := w.sessionCWD(f)
+	var targets []string
+	for _, a := range w.o.Archives {
+		d := archiveDirOf(a, f.st.Session, cwd)
+		if d == "" {
+			w.retry[f.st.Path] = true // the transcript comes first
+			return nil
+		}
+		targets = append(targets, filepath.Join(d, f.st.Session, rel))
+	}
+	fh, err := openQuiet(f.st.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	data, err := readAllFrom(fh)
+	fh.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.st.Path, err)
+	}
+	for _, t := range targets {
+		if err := WriteAtomic(t, data, 0o600); err != nil {
+			return err
+		}
+	}
+	w.Stats.SidecarsCopied.Add(1)
+	w.Stats.BytesRead.Add(int64(len(data)))
+	f.size, f.mtime, f.inode = fi.Size(), fi.ModTime().UnixNano(), inodeOf(fi)
+	f.st.Size, f.st.MTime, f.st.Inode = f.size, f.mtime, f.inode
+	w.changed = true
+	return nil
+}
+
+func readAllFrom(fh *os.File) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(fh)
+	return b.Bytes(), err
+}
+
+// sessionCWD is the cwd the session's main transcript recorded, if known.
+func (w *Watcher) sessionCWD(f *follower) string {
+	project, _ := sessionDirRel(f.root, f.st.Path)
+	if m := w.files[filepath.Join(f.root, project, f.st.Session+".jsonl")]; m != nil {
+		return m.st.CWD
+	}
+	return ""
+}
+
+// mainMirrored reports whether the session's main transcript has had a
+// user or assistant line acknowledged (the archive's file exists, so
+// records for its sidecar are not held back).
+func projectOf(root, path string) string {
+	rel, _ := filepath.Rel(root, path)
+	project, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return project
+}
+
+func (w *Watcher) mainMirrored(root, project, session string) bool {
+	m := w.files[filepath.Join(root, project, session+".jsonl")]
+	return m != nil && m.st.Messages
+}

@@ -1,0 +1,258 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+const (
+	readChunk = 1 << 20
+	// maxHeld bounds the lines of a file kept back before its first user
+	// or assistant line; past it they are sent anyway (counted).
+	maxHeld = 8 << 20
+)
+
+// openQuiet opens a followed file read-only without updating its access
+// time where the kernel allows it: watch never writes to, locks or slows
+// the files it follows.
+func openQuiet(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOATIME, 0)
+	if errors.Is(err, unix.EPERM) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// read submits the complete lines of f after its read offset.
+func (w *Watcher) read(ctx context.Context, f *follower) error {
+	fh, err := openQuiet(f.st.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return w.deleted(ctx, f.st.Path, f)
+	}
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", f.st.Path, err)
+	}
+	size, inode := fi.Size(), inodeOf(fi)
+	head := make([]byte, min(size, FingerprintSize))
+	if _, err := io.ReadFull(io.NewSectionReader(fh, 0, int64(len(head))), head); err != nil {
+		return fmt.Errorf("read %s: %w", f.st.Path, err)
+	}
+	if why := f.moved(fh, head, size, inode); why != "" {
+		w.restart(f, why)
+	} else if size == f.size && fi.ModTime().UnixNano() != f.mtime && f.readOff+f.torn == size {
+		w.Stats.Touches.Add(1) // mtime only: nothing to read
+	}
+	f.size, f.mtime, f.inode = size, fi.ModTime().UnixNano(), inode
+	if f.readOff >= size {
+		f.torn = 0
+		return nil
+	}
+	return w.readFrom(ctx, f, fh, head, size)
+}
+
+// moved says why reading cannot go on at f.readOff in this file: another
+// inode (replaced whole), shorter than what was read (truncated), other
+// first bytes or no line end just before the offset (rewritten); "" when
+// it can.
+func (f *follower) moved(fh *os.File, head []byte, size int64, inode uint64) string {
+	if f.readOff == 0 && len(f.marks) == 0 && f.fpLen == 0 {
+		return ""
+	}
+	switch {
+	case f.inode != 0 && inode != f.inode:
+		return "replaced"
+	case size < f.readOff:
+		return "truncated"
+	case f.fpLen > len(head):
+		return "truncated"
+	case fingerprint(head[:f.fpLen]) != f.fp:
+		return "rewritten"
+	}
+	if f.readOff > 0 {
+		var b [1]byte
+		if _, err := fh.ReadAt(b[:], f.readOff-1); err != nil || b[0] != '\n' {
+			return "rewritten"
+		}
+	}
+	return ""
+}
+
+// restart reads a replaced, truncated or rewritten file again from its
+// start: dedup drops the entries the sinks already have, and the
+// metadata lines an archive already holds are skipped.
+func (w *Watcher) restart(f *follower, why string) {
+	switch why {
+	case "truncated":
+		w.Stats.Truncations.Add(1)
+	default:
+		w.Stats.Rewrites.Add(1)
+	}
+	w.log.Info("file changed under its checkpoint; reading it again from the start (entries already sent are dropped by dedup)", "path", f.st.Path, "why", why, "offset", f.readOff)
+	f.skipUntil = f.readOff
+	f.metaSkip = w.archivedMetadata(f)
+	f.readOff, f.fp, f.fpLen, f.msgs, f.torn = 0, "", 0, false, 0
+	f.marks = nil
+	delete(w.unacked, f)
+}
+
+// pendingLine is a complete line read but not yet submitted.
+type pendingLine struct {
+	raw []byte
+	end int64 // offset just after its newline
+}
+
+// readFrom reads complete lines from f.readOff to size and submits them.
+func (w *Watcher) readFrom(ctx context.Context, f *follower, fh *os.File, head []byte, size int64) error {
+	off := f.readOff
+	buf := make([]byte, 0, min(size-off, readChunk))
+	var held []pendingLine
+	var heldBytes int64
+	submitted := false
+	for off < size {
+		n := min(size-off, readChunk) - int64(len(buf))
+		if n <= 0 {
+			n = readChunk
+		}
+		start := len(buf)
+		buf = append(buf, make([]byte, n)...)
+		got, err := fh.ReadAt(buf[start:], off+int64(start))
+		buf = buf[:start+got]
+		w.Stats.BytesRead.Add(int64(got))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read %s: %w", f.st.Path, err)
+		}
+		last := bytes.LastIndexByte(buf, '\n')
+		if last < 0 {
+			if got == 0 || off+int64(len(buf)) >= size {
+				break // a torn last line: wait for its end
+			}
+			continue // a line longer than the chunk
+		}
+		lines := buf[:last+1]
+		pos := off
+		for len(lines) > 0 {
+			i := bytes.IndexByte(lines, '\n')
+			line := lines[:i]
+			lines = lines[i+1:]
+			pos += int64(i + 1)
+			if len(held) > 0 || !f.msgs {
+				held = append(held, pendingLine{raw: bytes.Clone(line), end: pos})
+				heldBytes += int64(len(line))
+				if isMessage(line) || heldBytes > maxHeld || f.st.Kind == KindLifecycle {
+					if err := w.submitLines(ctx, f, held, head, size); err != nil {
+						return err
+					}
+					held, heldBytes, submitted = nil, 0, true
+				}
+				continue
+			}
+			if err := w.submitLines(ctx, f, []pendingLine{{raw: line, end: pos}}, head, size); err != nil {
+				return err
+			}
+			submitted = true
+		}
+		off += int64(last + 1)
+		buf = append(buf[:0], buf[last+1:]...)
+		if got == 0 {
+			break
+		}
+	}
+	f.torn = size - off
+	if len(held) > 0 {
+		// Lines before the file's first user or assistant line wait for it.
+		f.torn = size - held[0].end + int64(len(held[0].raw)) + 1
+	}
+	if submitted && f.firstRead.IsZero() {
+		f.firstRead = time.Now()
+	}
+	return nil
+}
+
+// isMessage reports whether a line is a user or assistant row, without
+// parsing it whole.
+func isMessage(line []byte) bool {
+	return bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"type":"assistant"`))
+}
+
+// submitLines submits lines of f in order; each moves the read offset.
+func (w *Watcher) submitLines(ctx context.Context, f *follower, lines []pendingLine, head []byte, size int64) error {
+	for _, pl := range lines {
+		w.Stats.Lines.Add(1)
+		if err := w.submitLine(ctx, f, pl.raw); err != nil {
+			return err
+		}
+		f.readOff = pl.end
+		if f.fpLen < FingerprintSize {
+			n := int(min(pl.end, int64(len(head))))
+			f.fp, f.fpLen = fingerprint(head[:n]), n
+		}
+		w.seq++
+		f.marks = append(f.marks, mark{seq: w.seq, off: pl.end, fp: f.fp, fpLen: f.fpLen, inode: f.inode, msgs: f.msgs, at: time.Now()})
+		w.unacked[f] = true
+		if f.metaSkip != nil && pl.end >= f.skipUntil {
+			f.metaSkip = nil
+		}
+	}
+	_ = size
+	return nil
+}
+
+// submitLine submits one line; a malformed or blank one is counted and
+// passed over, like a refusal. An error leaves the line to be read again.
+func (w *Watcher) submitLine(ctx context.Context, f *follower, line []byte) error {
+	if len(bytes.TrimSpace(line)) == 0 {
+		w.Stats.Blank.Add(1)
+		return nil
+	}
+	e, err := core.ParseEntry(line)
+	if err != nil {
+		w.Stats.Malformed.Add(1)
+		w.log.Warn("malformed line passed over", "path", f.st.Path, "offset", f.readOff, "error", err)
+		return nil
+	}
+	if e.IsMessage() {
+		f.msgs = true
+	}
+	if f.metaSkip != nil && e.UUID == "" && f.metaSkip[string(e.Raw)] {
+		w.Stats.MetaSkipped.Add(1)
+		return nil
+	}
+	if e.SessionID == "" {
+		e.SessionID = f.st.Session
+	}
+	if e.CWD == "" {
+		e.CWD = f.st.CWD
+	} else if f.st.CWD == "" {
+		f.st.CWD = e.CWD
+	}
+	if f.st.Kind == KindAgent && e.AgentID == "" && e.IsMetadata() {
+		e.AgentID = f.st.Agent
+	}
+	e.Seq = w.seq + 1
+	res, err := w.submit(ctx, e)
+	if err != nil {
+		return err
+	}
+	w.count(res)
+	if res.Status == core.Rejected {
+		w.log.Warn("entry not recorded", "path", f.st.Path, "uuid", e.UUID, "reason", res.Reason)
+	}
+	return nil
+}
