@@ -22,6 +22,7 @@ require (
 	github.com/zclconf/go-cty v1.20.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.43.0
 	google.golang.org/grpc v1.61.0
 	google.golang.org/protobuf v1.36.6
 	modernc.org/sqlite v1.62.0
@@ -78,7 +79,6 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20231106174013-bbf56f31fb17 // indirect

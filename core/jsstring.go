@@ -5,8 +5,14 @@ package core
 // first prompt, the synthetic rows of a repair.
 
 import (
+	"errors"
+	"fmt"
+	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // UnwrapPastedContent replaces each `<pasted_content id="xxxx">\n…\n</pasted_content
@@ -162,4 +168,69 @@ func AppendJSString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, '"')
+}
+
+// ErrUnreproducibleUnicode is returned by SanitizeJSTag for input whose
+// result depends on what Go's Unicode tables cannot tell: a character
+// newer than them (see jsUnicodeMismatch), a run of more than 30
+// combining marks (Go's NFKC is stream-safe, JavaScript's is not) or
+// invalid UTF-8.
+var ErrUnreproducibleUnicode = errors.New("unicode the sanitizer cannot reproduce")
+
+// SanitizeJSTag is the Claude Agent SDK's Unicode sanitizer as tagSession
+// applies it (before trimming): ASCII is returned as it is; otherwise,
+// until nothing changes (at most 10 rounds, then an error as the SDK
+// throws), NFKC normalization, then removal of every format (Cf),
+// private use (Co) and unassigned (Cn) code point. (Lone surrogates,
+// which the SDK also drops, cannot occur in a Go string.)
+func SanitizeJSTag(s string) (string, error) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s, nil
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("sanitize %q: %w: invalid UTF-8", s, ErrUnreproducibleUnicode)
+	}
+	for _, r := range s {
+		if jsUnicodeMismatches(r) {
+			return "", fmt.Errorf("sanitize %q: %w: U+%04X is newer than Unicode %s", s, ErrUnreproducibleUnicode, r, goUnicodeVersion)
+		}
+	}
+	const rounds = 10
+	t, prev := s, ""
+	r := 0
+	for ; t != prev && r < rounds; r++ {
+		prev = t
+		n := norm.NFKC.String(t)
+		if strings.Count(n, "\u034F") > strings.Count(t, "\u034F") {
+			return "", fmt.Errorf("sanitize %q: %w: a run of more than 30 combining marks", s, ErrUnreproducibleUnicode)
+		}
+		t = strings.Map(func(r rune) rune {
+			if jsRemovedBySanitizer(r) {
+				return -1
+			}
+			return r
+		}, n)
+	}
+	if r >= rounds {
+		return "", fmt.Errorf("sanitize %q: reached the maximum of %d rounds", s, rounds)
+	}
+	return t, nil
+}
+
+// jsRemovedBySanitizer is the SDK's /[\p{Cf}\p{Co}\p{Cn}]/u.
+func jsRemovedBySanitizer(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Co) ||
+		!unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
+}
+
+func jsUnicodeMismatches(r rune) bool {
+	i := sort.Search(len(jsUnicodeMismatch), func(i int) bool { return jsUnicodeMismatch[i][1] >= r })
+	return i < len(jsUnicodeMismatch) && jsUnicodeMismatch[i][0] <= r
 }

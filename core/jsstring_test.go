@@ -2,6 +2,9 @@ package core
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -44,5 +47,48 @@ func TestAppendJSString(t *testing.T) {
 	}
 	if got := string(AppendJSString(nil, "<\u2028>")); got != "\"<\u2028>\"" {
 		t.Errorf("AppendJSString escaped what JSON.stringify keeps: %s", got)
+	}
+}
+
+func TestSanitizeJSTag(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain\x01ascii\t", "plain\x01ascii\t"}, // ASCII: as it is
+		{"ｒｅｌｅａｓｅ－１", "release-1"},               // NFKC
+		{"e\u0301cole", "\u00e9cole"},            // composed
+		{"👩\u200D💻", "👩💻"},                       // ZWJ is Cf
+		{"\u200Fa\u202Eb\uFEFF\U000E0041", "ab"}, // bidi, BOM, tag character
+		{"\uE000x\U000F0000\U000E0080", "x"},     // private use, unassigned
+		{"é\x00\x7f", "é\x00\x7f"},               // Cc stays
+		{"a\u200B\u0301", "á"},                   // a second round composes
+	} {
+		got, err := SanitizeJSTag(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("SanitizeJSTag(%+q) = %+q, %v; want %+q", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"\U0001FAE9", "a" + strings.Repeat("\u0301", 31), "é\xff"} {
+		if _, err := SanitizeJSTag(in); !errors.Is(err, ErrUnreproducibleUnicode) {
+			t.Errorf("SanitizeJSTag(%+q): %v, want ErrUnreproducibleUnicode", in, err)
+		}
+	}
+}
+
+// The table of code points where Go's Unicode tables and node's disagree
+// is what its generator makes with the node on PATH (skipped, and said so,
+// without node).
+func TestJSUnicodeTableIsCurrent(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("skipped: no node on PATH to compare Unicode tables with")
+	}
+	out, err := exec.Command("go", "run", "./internal/jsunicodegen").Output()
+	if err != nil {
+		t.Fatalf("run jsunicodegen: %v", err)
+	}
+	have, err := os.ReadFile("jsunicode_table.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(have) {
+		t.Fatal("core/jsunicode_table.go is stale: go run ./core/internal/jsunicodegen > core/jsunicode_table.go")
 	}
 }

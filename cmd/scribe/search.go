@@ -56,18 +56,14 @@ trusted.`,
 				return err
 			}
 			defer x.Close()
+			hits, st, err := x.SearchFresh(cmd.Context(), q, progressCounter(cmd.ErrOrStderr(), "indexing"))
 			if x.Rebuilt != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index was rebuilt (%s)\n", x.Rebuilt)
-			}
-			st, err := x.Sync(cmd.Context(), progressCounter(cmd.ErrOrStderr(), "indexing"))
-			if err != nil {
-				return err
 			}
 			if st.New+st.Reindexed+st.Removed > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: search index: %d new, %d appended, %d reindexed, %d removed files (%s read)\n",
 					st.New, st.Appended, st.Reindexed, st.Removed, humanBytes(st.Bytes))
 			}
-			hits, err := x.Search(cmd.Context(), q)
 			if errors.Is(err, search.ErrBadQuery) {
 				return &exitError{code: 2, err: err}
 			}

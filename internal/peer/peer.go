@@ -303,6 +303,33 @@ func (p *Peer) Mutate(t testing.TB, configDir, op, sessionID string, value *stri
 	}
 }
 
+// TagResult is what tagSession did with one tag of TagMany.
+type TagResult struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+}
+
+// TagMany runs the SDK's tagSession on sessionID once per tag, in order, in
+// one node process (it WRITES a tag line per accepted tag); tags are passed
+// as JSON, so NUL and any other code point reach the SDK as they are.
+func (p *Peer) TagMany(t testing.TB, configDir, sessionID string, tags []string) []TagResult {
+	t.Helper()
+	b, err := json.Marshal(tags)
+	if err != nil {
+		t.Fatalf("peer: encode tags: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "tags.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatalf("peer: write tags: %v", err)
+	}
+	var r []TagResult
+	p.runJSON(t, &r, "tag-many", configDir, sessionID, file)
+	if len(r) != len(tags) {
+		t.Fatalf("peer: tag-many answered %d results for %d tags", len(r), len(tags))
+	}
+	return r
+}
+
 // Sanitize returns the project folder name the SDK derives for each path
 // (peer.mjs mirrors the SDK's rule).
 func (p *Peer) Sanitize(t testing.TB, paths ...string) []string {

@@ -17,6 +17,8 @@
 //   node peer.mjs fork     <configDir> <sessionId> [projectCwd] [--up-to UUID] [--title T]   (WRITES a new file)
 //   node peer.mjs rename   <configDir> <sessionId> <title> [projectCwd]          (WRITES: renameSession)
 //   node peer.mjs tag      <configDir> <sessionId> <tag>|--clear [projectCwd]    (WRITES: tagSession)
+//   node peer.mjs tag-many <configDir> <sessionId> <tags.json> [projectCwd]  (WRITES: tagSession once per tag of
+//                                            the JSON array, in order; prints [{ok}|{error}] per tag)
 //   node peer.mjs archive | unarchive | delete <configDir> <sessionId> [projectCwd]   (WRITES)
 //   node peer.mjs sanitize <path>...        (prints the project-dir name the SDK derives for each path)
 //
@@ -201,6 +203,24 @@ switch (cmd) {
     const fn = cmd === 'tag' ? sdk.tagSession : sdk.renameSession;
     await fn(sid, value, opt({ dir: dir ? path.resolve(dir) : undefined }));
     out({ ok: true });
+    break;
+  }
+  case 'tag-many': {
+    const sid = pos.shift();
+    const file = pos.shift();
+    if (!sid || !file) usage('missing <sessionId> <tags.json>');
+    const dir = pos.shift();
+    const tags = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const res = [];
+    for (const tag of tags) {
+      try {
+        await sdk.tagSession(sid, tag, opt({ dir: dir ? path.resolve(dir) : undefined }));
+        res.push({ ok: true });
+      } catch (e) {
+        res.push({ ok: false, error: String(e && e.message || e) });
+      }
+    }
+    out(res);
     break;
   }
   case 'archive':

@@ -24,24 +24,10 @@ type SessionFile struct {
 // one named by project): each session's main file and its subagents'.
 func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile, error) {
 	var out []SessionFile
-	// The per-session folders of each project folder, from one ReadDir:
-	// a session without one has no subagents to look for.
-	folders := map[string]map[string]bool{}
-	err := l.eachTranscript(project, func(folder, dir, id string, fi os.FileInfo) error {
-		main := MainFile(dir, id)
+	err := l.eachTranscriptIn(project, func(folder, dir, id string, fi os.FileInfo, hasFolder bool) error {
+		main := dir + string(filepath.Separator) + id + ".jsonl" // MainFile, without Join's cleaning
 		out = append(out, sessionFile(main, folder, id, "", fi))
-		sub, ok := folders[folder]
-		if !ok {
-			sub = map[string]bool{}
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				if e.IsDir() {
-					sub[e.Name()] = true
-				}
-			}
-			folders[folder] = sub
-		}
-		if !sub[id] {
+		if !hasFolder { // a session without a folder has no subagents to look for
 			return nil
 		}
 		agents, err := walkAgents(ctx, main, "")

@@ -7,8 +7,9 @@ package jsonl
 //   - renameSession(id, title) appends {"type":"custom-title",
 //     "customTitle":<title trimmed>,"sessionId":id} and a newline to the
 //     first non-empty <id>.jsonl of the project folders;
-//   - tagSession(id, tag) appends {"type":"tag","tag":<tag cleaned and
-//     trimmed>,"sessionId":id}; tagSession(id, null) appends "tag":"";
+//   - tagSession(id, tag) appends {"type":"tag","tag":<tag cleaned by the
+//     SDK's Unicode sanitizer (core.SanitizeJSTag) and trimmed>,
+//     "sessionId":id}; tagSession(id, null) appends "tag":"";
 //   - archiveSession / unarchiveSession write <project>/<id>/archived.json
 //     = {"archived":true|false,"at":<ISO time>,"by":...} (0600, folder
 //     0700) beside every non-empty copy of the transcript.
@@ -34,10 +35,11 @@ import (
 // ErrEmptyValue is returned for a title or tag that is empty once trimmed.
 var ErrEmptyValue = errors.New("empty value")
 
-// ErrUnsupportedTag is returned for a tag the SDK would rewrite through
-// its Unicode sanitizer (any non-ASCII character), which scribe does not
-// reproduce: rather than write a different tag, it refuses.
-var ErrUnsupportedTag = errors.New("tag has non-ASCII characters")
+// ErrUnsupportedTag is returned for a tag whose sanitized form scribe
+// cannot reproduce exactly (core.ErrUnreproducibleUnicode: characters
+// newer than Go's Unicode tables, runs of more than 30 combining marks,
+// invalid UTF-8): rather than write a different tag than the SDK, it refuses.
+var ErrUnsupportedTag = errors.New("tag the SDK would write differently")
 
 // ManageOptions tune a change to a session.
 type ManageOptions struct {
@@ -81,6 +83,10 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 
 // projectFolders lists the folder names under projects/, sorted; none
 // when there is no projects/ folder.
+// ProjectFolders lists the project folders' names, sorted (none when
+// there is no projects folder).
+func (l Layout) ProjectFolders() ([]string, error) { return l.projectFolders() }
+
 func (l Layout) projectFolders() ([]string, error) {
 	ents, err := os.ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -103,6 +109,17 @@ func (l Layout) projectFolders() ([]string, error) {
 // project folder (a missing one is ErrNotFound) or, when project is "",
 // of every project folder.
 func (l Layout) eachTranscript(project string, fn func(folder, dir, id string, fi os.FileInfo) error) error {
+	return l.eachTranscriptIn(project, func(folder, dir, id string, fi os.FileInfo, _ bool) error {
+		return fn(folder, dir, id, fi)
+	})
+}
+
+// eachTranscriptIn is eachTranscript that also says, from the same read
+// of the folder, whether the session has a folder of its own (<id>/, where
+// subagents and tool results live). A folder's transcripts come in name
+// order; the folder is read once, unsorted, and only the transcripts are
+// sorted (every search lists every transcript: this is its cost).
+func (l Layout) eachTranscriptIn(project string, fn func(folder, dir, id string, fi os.FileInfo, hasFolder bool) error) error {
 	folders := []string{project}
 	if project == "" {
 		var err error
@@ -110,30 +127,52 @@ func (l Layout) eachTranscript(project string, fn func(folder, dir, id string, f
 			return err
 		}
 	}
+	type transcript struct {
+		id string
+		e  os.DirEntry
+	}
 	for _, folder := range folders {
 		dir := filepath.Join(l.ProjectsDir(), folder)
-		ents, err := os.ReadDir(dir)
+		ents, err := readDirUnsorted(dir)
 		if errors.Is(err, os.ErrNotExist) && project != "" {
 			return fmt.Errorf("%w: project folder %s", ErrNotFound, dir)
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", dir, err)
 		}
+		var trs []transcript
+		subdirs := map[string]bool{}
 		for _, e := range ents {
-			id, ok := cutJSONL(e.Name())
-			if !ok || !e.Type().IsRegular() {
+			if e.IsDir() {
+				subdirs[e.Name()] = true
 				continue
 			}
-			fi, err := e.Info()
-			if err != nil {
-				return fmt.Errorf("stat %s: %w", filepath.Join(dir, e.Name()), err)
+			if id, ok := cutJSONL(e.Name()); ok && e.Type().IsRegular() {
+				trs = append(trs, transcript{id, e})
 			}
-			if err := fn(folder, dir, id, fi); err != nil {
+		}
+		sort.Slice(trs, func(i, j int) bool { return trs[i].id < trs[j].id })
+		for _, t := range trs {
+			fi, err := t.e.Info()
+			if err != nil {
+				return fmt.Errorf("stat %s: %w", filepath.Join(dir, t.e.Name()), err)
+			}
+			if err := fn(folder, dir, t.id, fi, subdirs[t.id]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// readDirUnsorted is os.ReadDir without the sort.
+func readDirUnsorted(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // lockedMains finds a session's transcripts and takes its lock; the
@@ -173,12 +212,11 @@ func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageO
 func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt ManageOptions) (ManageResult, error) {
 	t := ""
 	if !clear {
-		for _, r := range tag {
-			if r > 0x7f {
-				return ManageResult{}, fmt.Errorf("tag %s: %w: %q (the SDK rewrites such tags; use ASCII)", id, ErrUnsupportedTag, tag)
-			}
+		clean, err := core.SanitizeJSTag(tag)
+		if err != nil {
+			return ManageResult{}, fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
 		}
-		if t = core.JSTrim(tag); t == "" {
+		if t = core.JSTrim(clean); t == "" {
 			return ManageResult{}, fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
 		}
 	}

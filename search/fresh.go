@@ -1,0 +1,285 @@
+package search
+
+// The freshness check. Every search lists the transcripts (one ReadDir per
+// project folder and the stat of each file, as jsonl.SessionFiles does)
+// and folds each folder's (path, inode, size, mtime) into a digest; the
+// index keeps, per folder, the digest of the listing it last synced whole.
+// A folder whose digest is unchanged is not looked at further (its rows
+// of the files table are not even read); a changed one is synced file by
+// file. SearchFresh runs the listing beside the query and runs the query
+// again when the sync changed any document, so a search costs about the
+// longer of the two, not their sum.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// listing is the transcripts of every project folder, by folder.
+type listing map[string][]jsonl.SessionFile
+
+// list lists every project folder's transcripts (jsonl.SessionFiles), a
+// few folders at a time: the cost is one stat per file, and the stats of
+// different folders overlap.
+func (x *Index) list(ctx context.Context) (listing, int, error) {
+	folders, err := x.layout.ProjectFolders()
+	if err != nil {
+		return nil, 0, fmt.Errorf("search: list the transcripts: %w", err)
+	}
+	found := make([][]jsonl.SessionFile, len(folders))
+	errs := make([]error, len(folders))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), len(folders), 4)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(folders); i = int(next.Add(1) - 1) {
+				found[i], errs[i] = x.layout.SessionFiles(ctx, folders[i])
+				if errors.Is(errs[i], jsonl.ErrNotFound) {
+					errs[i] = nil // gone since the folders were listed
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	by, n := listing{}, 0
+	for i, name := range folders {
+		if errs[i] != nil {
+			return nil, 0, fmt.Errorf("search: list the transcripts: %w", errs[i])
+		}
+		if len(found[i]) > 0 {
+			by[name], n = found[i], n+len(found[i])
+		}
+	}
+	return by, n, nil
+}
+
+// digest folds a folder's listing into 32 bytes: any file added, removed,
+// replaced, grown, cut or touched changes it.
+func digest(files []jsonl.SessionFile) []byte {
+	sorted := append([]jsonl.SessionFile(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	h := sha256.New()
+	var num [24]byte
+	for _, f := range sorted {
+		h.Write([]byte(f.Path))
+		binary.LittleEndian.PutUint64(num[0:], f.Inode)
+		binary.LittleEndian.PutUint64(num[8:], uint64(f.Size))
+		binary.LittleEndian.PutUint64(num[16:], uint64(f.ModTime.UnixNano()))
+		h.Write([]byte{0})
+		h.Write(num[:])
+	}
+	return h.Sum(nil)
+}
+
+// Sync brings the index in line with the transcripts.
+func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncStats, error) {
+	by, n, err := x.list(ctx)
+	if err != nil {
+		return SyncStats{Files: n}, err
+	}
+	return x.syncListing(ctx, by, n, progress)
+}
+
+// syncListing syncs the folders whose digest differs from the stored one;
+// when none does, it reads 1 row per folder and writes nothing.
+func (x *Index) syncListing(ctx context.Context, by listing, n int, progress func(done, total int)) (SyncStats, error) {
+	st := SyncStats{Files: n}
+	stored := map[string][]byte{}
+	rows, err := x.db.QueryContext(ctx, "SELECT name, digest FROM folders")
+	if err != nil {
+		return st, fmt.Errorf("search: read the folder digests: %w", err)
+	}
+	for rows.Next() {
+		var name string
+		var d []byte
+		if err := rows.Scan(&name, &d); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("search: read the folder digests: %w", err)
+		}
+		stored[name] = d
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("search: read the folder digests: %w", err)
+	}
+	var changed []string
+	total := 0
+	digests := map[string][]byte{}
+	for name, files := range by {
+		if d := digest(files); !bytes.Equal(d, stored[name]) {
+			changed, digests[name] = append(changed, name), d
+			total += len(files)
+		}
+	}
+	for name := range stored {
+		if _, ok := by[name]; !ok {
+			changed = append(changed, name)
+		}
+	}
+	st.Folders, st.Changed = len(by), len(changed)
+	if len(changed) == 0 {
+		return st, nil
+	}
+	sort.Strings(changed)
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return st, fmt.Errorf("search: %w", err)
+	}
+	defer tx.Rollback()
+	done := 0
+	for _, name := range changed {
+		if err := x.syncFolder(ctx, tx, name, by[name], digests[name], &st, func() {
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
+		}); err != nil {
+			return st, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return st, fmt.Errorf("search: commit: %w", err)
+	}
+	return st, nil
+}
+
+// syncFolder syncs one project folder's files file by file and stores its
+// digest, an empty one when a file is not held whole (a torn last line, a
+// file that grew while it was read): that folder is looked at again next
+// time.
+func (x *Index) syncFolder(ctx context.Context, tx *sql.Tx, name string, files []jsonl.SessionFile, d []byte, st *SyncStats, step func()) error {
+	have := map[string]known{}
+	rows, err := tx.QueryContext(ctx, "SELECT path, id, inode, size, mtime, offset FROM files WHERE project = ?", name)
+	if err != nil {
+		return fmt.Errorf("search: read the index: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		var k known
+		if err := rows.Scan(&p, &k.id, &k.inode, &k.size, &k.mtime, &k.offset); err != nil {
+			rows.Close()
+			return fmt.Errorf("search: read the index: %w", err)
+		}
+		have[p] = k
+	}
+	rows.Close()
+	whole := true
+	onDisk := make(map[string]bool, len(files))
+	for _, f := range files {
+		onDisk[f.Path] = true
+		ok, err := x.syncFile(ctx, tx, f, have, st)
+		if err != nil {
+			return err
+		}
+		whole = whole && ok
+		step()
+	}
+	for p, k := range have {
+		if !onDisk[p] {
+			if err := dropFile(tx, k.id, true); err != nil {
+				return err
+			}
+			st.Removed++
+		}
+	}
+	// Every folder with rows in files has a row here (so a folder that
+	// vanishes is noticed by its digest alone), with an empty digest when
+	// it is not held whole.
+	if !whole {
+		d = []byte{}
+	}
+	q, args := "INSERT OR REPLACE INTO folders(name, digest) VALUES(?, ?)", []any{name, d}
+	if len(files) == 0 {
+		q, args = "DELETE FROM folders WHERE name = ?", []any{name}
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	return nil
+}
+
+// SearchFresh is what `scribe search` runs: the freshness check beside the
+// query, a sync of what changed, and the query again if the sync changed
+// any document. An index SQLite finds damaged is rebuilt (x.Rebuilt says
+// why) and the search made on the new one.
+func (x *Index) SearchFresh(ctx context.Context, q Query, progress func(done, total int)) ([]Hit, SyncStats, error) {
+	hits, st, err := x.searchFresh(ctx, q, progress)
+	if !isDamage(err) {
+		return hits, st, err
+	}
+	if rerr := x.rebuild(err.Error()); rerr != nil {
+		return nil, st, fmt.Errorf("%w (and rebuilding the index failed: %w)", err, rerr)
+	}
+	return x.searchFresh(ctx, q, progress)
+}
+
+func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, total int)) ([]Hit, SyncStats, error) {
+	type listed struct {
+		by  listing
+		n   int
+		err error
+	}
+	ch := make(chan listed, 1)
+	go func() {
+		by, n, err := x.list(ctx)
+		ch <- listed{by, n, err}
+	}()
+	hits, qerr := x.Search(ctx, q)
+	l := <-ch
+	if l.err != nil {
+		return nil, SyncStats{}, l.err
+	}
+	if errors.Is(qerr, ErrBadQuery) {
+		return nil, SyncStats{}, qerr
+	}
+	st, err := x.syncListing(ctx, l.by, l.n, progress)
+	if err != nil {
+		return nil, st, err
+	}
+	if qerr != nil || st.Documents+st.Reindexed+st.Removed > 0 {
+		hits, qerr = x.Search(ctx, q)
+	}
+	return hits, st, qerr
+}
+
+// isDamage is an SQLite error that says the file is damaged.
+func isDamage(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+}
+
+// rebuild throws the index file away and starts an empty one.
+func (x *Index) rebuild(why string) error {
+	x.db.Close()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(x.path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the damaged search index %s: %w", x.path+suffix, err)
+		}
+	}
+	if _, err := x.open(); err != nil {
+		return fmt.Errorf("create the search index %s: %w", x.path, err)
+	}
+	x.Rebuilt = why
+	return nil
+}
