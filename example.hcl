@@ -211,6 +211,7 @@ sink "plugin" "audit" {
   config        = {}      # handed to the plugin as JSON
   reattach      = ""      # debugging: attach to a plugin started by hand
   queue_size    = 4096    # entries waiting for the plugin (spilling to disk)
+  spool_encryption = {}   # seal the spool with age: { passphrase = { file = "..." } } or recipients + identity
 }
 
 # Refuses entries when environment variables say persistence is off.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/plugins/internal/shared"
 )
 
@@ -50,6 +51,9 @@ type Config struct {
 	// QueueSize is how many entries a plugin sink keeps in memory for the
 	// plugin; past it, batches go to the spool on disk. Default 4096.
 	QueueSize int `json:"queue_size"`
+	// SpoolEncryption seals what the spool keeps on disk (age: recipients,
+	// an identity or a passphrase from a file, a variable or a command).
+	SpoolEncryption seal.Options `json:"spool_encryption"`
 
 	startTimeout, callTimeout time.Duration
 	sum                       []byte
@@ -67,6 +71,9 @@ func DefaultConfig() *Config {
 
 // Validate implements core.Validator.
 func (c *Config) Validate() error {
+	if err := c.SpoolEncryption.Validate(); err != nil {
+		return fmt.Errorf("spool_encryption: %w", err)
+	}
 	if c.Command == "" && c.Reattach == "" {
 		return fmt.Errorf("command is required (the path of the plugin binary)")
 	}

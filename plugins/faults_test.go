@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -585,4 +586,80 @@ func TestDescribe(t *testing.T) {
 	if !errors.Is(err, ErrHandshake) {
 		t.Fatalf("Describe of a non-plugin: %v", err)
 	}
+}
+
+// With spool_encryption, what waits in the spool is sealed: no entry is
+// readable in the spool files, the next host with the key delivers every
+// entry, and a host with another key refuses to start rather than read
+// the batches as plain.
+func TestSinkSpoolEncrypted(t *testing.T) {
+	bins := examples(t)
+	h := newHook(t)
+	set, _ := settings(t, "audit")
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("correct horse\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pluginConfig(t, bins.webhook, webhookConfig(h, map[string]any{"retries": 0}))
+	cfg.QueueSize = 16
+	cfg.SpoolEncryption.Passphrase.File = pw
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := background()
+	s1, err := NewSink(set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.failNext(1 << 30)
+	es, lines := entries(t, session1, 0, 100)
+	for i := 0; i < len(es); i += 7 {
+		if err := s1.Write(ctx, es[i:min(i+7, len(es))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s1.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = s1.Shutdown(sctx)
+	dir := SpoolDir(set.Host.ConfigDir, set.ID)
+	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if len(segs) == 0 {
+		t.Fatal("nothing was spooled: the test proves nothing")
+	}
+	for _, p := range segs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(session1)) {
+			t.Fatalf("%s holds entries in clear", p)
+		}
+	}
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	_ = os.WriteFile(wrong, []byte("battery staple\n"), 0o600)
+	bad := *cfg
+	bad.SpoolEncryption.Passphrase.File = wrong
+	s3, err := NewSink(set, &bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Start(ctx); err == nil {
+		_ = s3.Shutdown(ctx)
+		t.Fatal("a host with another key started on a sealed spool")
+	}
+	h.failNext(0)
+	s2, err := NewSink(set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.check(t, lines)
 }

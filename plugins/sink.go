@@ -1,9 +1,11 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/plugins/internal/shared"
 	"github.com/e0dc0000/scribe/plugins/internal/spool"
 	pb "github.com/e0dc0000/scribe/plugins/proto"
@@ -82,6 +85,9 @@ type Sink struct {
 	started bool
 	closed  bool
 	sp      *spool.Spool
+	// key seals spooled batches (spool_encryption); nil keeps them plain.
+	key     *seal.RecordKey
+	environ []string
 
 	batches    []*qbatch // not yet released, in id order
 	next       uint64    // id of the next batch
@@ -137,6 +143,7 @@ func NewSink(set core.Settings, cfg *Config) (*Sink, error) {
 		log:     log,
 		changed: make(chan struct{}),
 		state:   StateStopped,
+		environ: set.Environ,
 	}
 	if set.Host.ConfigDir != "" {
 		s.dir = SpoolDir(set.Host.ConfigDir, set.ID)
@@ -168,6 +175,21 @@ func (s *Sink) Start(ctx context.Context) error {
 	if s.dir == "" {
 		s.mu.Unlock()
 		return fmt.Errorf("sink %s: no config folder for the spool", s.id)
+	}
+	if !s.cfg.SpoolEncryption.IsZero() && s.key == nil {
+		sl, err := seal.New(ctx, s.cfg.SpoolEncryption, s.environ)
+		if err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("sink %s: spool_encryption: %w", s.id, err)
+		}
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("sink %s: %w", s.id, err)
+		}
+		if s.key, err = sl.RecordKey(filepath.Join(s.dir, "spool.key")); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("sink %s: spool_encryption: %w", s.id, err)
+		}
 	}
 	sp, recs, err := spool.Open(s.dir)
 	if err != nil {
@@ -292,7 +314,7 @@ func (s *Sink) Write(_ context.Context, entries []core.Entry) error {
 			s.dropTail(tail)
 			return fmt.Errorf("sink %s: encode batch: %w", s.id, err)
 		}
-		ref, err := s.sp.Append(tail.id, k, payload)
+		ref, err := s.sp.Append(tail.id, k, s.sealPayload(payload))
 		if err != nil {
 			s.dropTail(tail)
 			return fmt.Errorf("sink %s: spool: %w", s.id, err)
@@ -400,7 +422,7 @@ func (s *Sink) spill(target uint64) error {
 		if err != nil {
 			return fmt.Errorf("sink %s: encode batch: %w", s.id, err)
 		}
-		ref, err := s.sp.Append(b.id, b.n, payload)
+		ref, err := s.sp.Append(b.id, b.n, s.sealPayload(payload))
 		if err != nil {
 			return fmt.Errorf("sink %s: spool: %w", s.id, err)
 		}
@@ -655,6 +677,9 @@ func (s *Sink) readSpooled(ref spool.Ref) ([]*pb.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if payload, err = s.openPayload(payload); err != nil {
+		return nil, err
+	}
 	var msg pb.WriteRequest
 	if err := proto.Unmarshal(payload, &msg); err != nil {
 		return nil, err
@@ -864,4 +889,32 @@ func (s *Sink) Report() map[string]int64 {
 		"spills":              s.spills.Load(),
 		"entries_lost":        s.corrupt.Load(),
 	}
+}
+
+// sealedMagic starts a spooled batch that spool_encryption sealed.
+var sealedMagic = []byte("scribe-sealed-1\x00")
+
+// sealPayload seals a batch before it goes to the spool, when a key is
+// configured.
+func (s *Sink) sealPayload(payload []byte) []byte {
+	if s.key == nil {
+		return payload
+	}
+	return s.key.Seal(append([]byte(nil), sealedMagic...), payload, sealedMagic)
+}
+
+// openPayload opens a sealed batch; a sealed batch without the key, or
+// with another key, is an error, never read as plain.
+func (s *Sink) openPayload(payload []byte) ([]byte, error) {
+	if !bytes.HasPrefix(payload, sealedMagic) {
+		return payload, nil
+	}
+	if s.key == nil {
+		return nil, fmt.Errorf("sink %s: the spool holds sealed batches and no spool_encryption key is configured", s.id)
+	}
+	out, err := s.key.Open(nil, payload[len(sealedMagic):], sealedMagic)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: open a spooled batch: %w", s.id, err)
+	}
+	return out, nil
 }
