@@ -407,6 +407,12 @@ func fileTarget(t *testing.T, bins exampleBins) target {
 			t.Helper()
 			got := fileLines(t, p)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Logf("first difference at line %d: got %.120s want %.120s", i, got[i], want[i])
+						break
+					}
+				}
 				t.Fatalf("the file holds %d lines, want %d in order, once each", len(got), len(want))
 			}
 		}}

@@ -1,8 +1,10 @@
 // Command file-sink is a test plugin: a sink whose writes are durable only
 // after Flush (unlike webhook-sink), so the host's flush and redelivery
-// paths are exercised. It appends each batch to a file after a marker line
-// with the batch's idempotency key, and on Start skips batches whose key
-// the file already holds, which makes redelivery exactly once.
+// paths are exercised. It appends each batch to a file followed by a
+// commit line with the batch's idempotency key; on Start it cuts what
+// follows the last commit line (a batch a kill interrupted, which was never
+// flushed) and skips batches whose key is committed, which makes
+// redelivery exactly once.
 package main
 
 import (
@@ -40,15 +42,23 @@ func (s *sink) Start(_ context.Context, raw json.RawMessage) error {
 		return err
 	}
 	s.keys = map[string]bool{}
+	committed := 0
 	if b, err := os.ReadFile(c.Path); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, ok := strings.CutPrefix(l, "#batch "); ok {
-				s.keys[k] = true
+		off := 0
+		for _, l := range strings.SplitAfter(string(b), "\n") {
+			off += len(l)
+			if k, ok := strings.CutPrefix(l, "#batch "); ok && strings.HasSuffix(k, "\n") {
+				s.keys[strings.TrimSuffix(k, "\n")] = true
+				committed = off
 			}
 		}
 	}
 	f, err := os.OpenFile(c.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
+		return err
+	}
+	if err := f.Truncate(int64(committed)); err != nil {
+		f.Close()
 		return err
 	}
 	s.f, s.w = f, bufio.NewWriter(f)
@@ -61,11 +71,11 @@ func (s *sink) Write(ctx context.Context, entries []core.Entry) error {
 		return nil
 	}
 	s.keys[b.Key()] = true
-	s.w.WriteString("#batch " + b.Key() + "\n")
 	for _, e := range entries {
 		s.w.Write(e.Raw)
 		s.w.WriteByte('\n')
 	}
+	s.w.WriteString("#batch " + b.Key() + "\n")
 	return nil
 }
 
