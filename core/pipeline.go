@@ -200,8 +200,12 @@ type Pipeline struct {
 	reasons  map[ID]string
 	dropped  map[ID]int64 // by processor
 	dreasons map[ID]string
-	rejected map[string]int64 // by reason
-	failed   map[ID]int64     // processor errors (not ErrDropped)
+	// rejected counts by who rejected ("pipeline" or a sink ID), never by
+	// reason: a reason names the id, and a hostile input has as many ids
+	// as lines. rreasons keeps the last reason of each.
+	rejected map[string]int64
+	rreasons map[string]string
+	failed   map[ID]int64 // processor errors (not ErrDropped)
 
 	lostMu  sync.Mutex
 	lostMin int64 // the lowest Seq a durable sink lost; 0: none
@@ -261,6 +265,7 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 		dropped:    make(map[ID]int64),
 		dreasons:   make(map[ID]string),
 		rejected:   make(map[string]int64),
+		rreasons:   make(map[string]string),
 		failed:     make(map[ID]int64),
 	}
 	ids := make(map[ID]bool)
@@ -432,8 +437,13 @@ func (p *Pipeline) process(ctx context.Context, e Entry) (Entry, *Result) {
 // check rejects an entry no sink can store; a non-nil Result ends it.
 func (p *Pipeline) check(e *Entry) *Result {
 	reject := func(by ID, err error) *Result {
+		who := "pipeline"
+		if by != (ID{}) {
+			who = by.String()
+		}
 		p.countMu.Lock()
-		p.rejected[err.Error()]++
+		p.rejected[who]++
+		p.rreasons[who] = err.Error()
 		p.countMu.Unlock()
 		return &Result{Status: Rejected, By: by, Reason: err}
 	}
@@ -715,8 +725,11 @@ type Stats struct {
 	Dropped         map[string]int64  `json:"dropped"`
 	DropReasons     map[string]string `json:"dropped_reasons,omitempty"`
 	ProcessorErrors map[string]int64  `json:"processor_errors,omitempty"`
-	// Rejected counts entries no sink could store, by reason.
-	Rejected map[string]int64 `json:"rejected"`
+	// Rejected counts entries no sink could store, by who rejected them
+	// ("pipeline" for an id that cannot name a file, else a sink ID);
+	// RejectedReasons keeps the last reason of each.
+	Rejected        map[string]int64  `json:"rejected"`
+	RejectedReasons map[string]string `json:"rejected_reasons,omitempty"`
 	// QueueWaits counts Submits that found a queue full and waited.
 	QueueWaits    int64         `json:"queue_waits"`
 	QueueWaitTime time.Duration `json:"queue_wait_ns"`
@@ -776,8 +789,10 @@ func (p *Pipeline) Stats() Stats {
 	for id, n := range p.failed {
 		st.ProcessorErrors[id.String()] = n
 	}
+	st.RejectedReasons = make(map[string]string, len(p.rreasons))
 	for r, n := range p.rejected {
 		st.Rejected[r] = n
+		st.RejectedReasons[r] = p.rreasons[r]
 	}
 	p.countMu.Unlock()
 	for _, r := range p.sinks {

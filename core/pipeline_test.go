@@ -447,3 +447,19 @@ func TestPipelineReplayReachesIdempotentSinks(t *testing.T) {
 		t.Fatalf("duplicates %d, replayed %d; want 4 and 1", st.Duplicates, st.Replayed)
 	}
 }
+
+// Rejections are counted by who rejected, never by reason: a hostile input
+// with a new bad id on every line must not grow the counters without end.
+func TestPipelineRejectionsCountedByComponent(t *testing.T) {
+	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: &coretest.RecordingSink{}}}})
+	for i := range 1000 {
+		l := strings.Replace(coretest.Line(core.TypeUser, sess, fmt.Sprintf("4f7e0000-0000-4000-8000-%012d", i), ""), sess, fmt.Sprintf("../%d", i), 1)
+		if r := submit(t, p, l); r.Status != core.Rejected {
+			t.Fatalf("line %d: %v", i, r.Status)
+		}
+	}
+	st := p.Stats()
+	if len(st.Rejected) != 1 || st.Rejected["pipeline"] != 1000 || !strings.Contains(st.RejectedReasons["pipeline"], "../999") {
+		t.Fatalf("rejected %v, reasons %v", st.Rejected, st.RejectedReasons)
+	}
+}

@@ -264,31 +264,11 @@ func TestSinkSpoolSurvivesHostRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := background()
-	s1, err := NewSink(set, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s1.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.failNext(1 << 30)
-	es, lines := entries(t, session1, 0, 200)
-	for i := 0; i < len(es); i += 7 {
-		if err := s1.Write(ctx, es[i:min(i+7, len(es))]); err != nil {
-			t.Fatal(err)
+	lines := spoolWhileDown(t, set, cfg, h, 200, func(st Status) {
+		if st.Spooled == 0 || st.Queued != 200 {
+			t.Fatalf("with queue_size 16 and the endpoint down: %+v", st)
 		}
-	}
-	if st := s1.Status(); st.Spooled == 0 || st.Queued != len(es) {
-		t.Fatalf("with queue_size 16 and the endpoint down: %+v", st)
-	}
-	if err := s1.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if err := s1.Shutdown(sctx); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if h.count() != 0 {
 		t.Fatal("the endpoint stored entries while failing")
 	}
@@ -607,26 +587,7 @@ func TestSinkSpoolEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := background()
-	s1, err := NewSink(set, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s1.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.failNext(1 << 30)
-	es, lines := entries(t, session1, 0, 100)
-	for i := 0; i < len(es); i += 7 {
-		if err := s1.Write(ctx, es[i:min(i+7, len(es))]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s1.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	_ = s1.Shutdown(sctx)
+	lines := spoolWhileDown(t, set, cfg, h, 100, nil)
 	dir := SpoolDir(set.Host.ConfigDir, set.ID)
 	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
 	if len(segs) == 0 {
@@ -662,4 +623,38 @@ func TestSinkSpoolEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.check(t, lines)
+}
+
+// spoolWhileDown runs a sink of cfg with its endpoint failing, writes n
+// entries in batches of 7, flushes (so they go to the spool), checks its
+// status with check (when not nil) before the flush, and shuts it down.
+func spoolWhileDown(t *testing.T, set core.Settings, cfg *Config, h *hook, n int, check func(Status)) []string {
+	t.Helper()
+	ctx := background()
+	s, err := NewSink(set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.failNext(1 << 30)
+	es, lines := entries(t, session1, 0, n)
+	for i := 0; i < len(es); i += 7 {
+		if err := s.Write(ctx, es[i:min(i+7, len(es))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if check != nil {
+		check(s.Status())
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }

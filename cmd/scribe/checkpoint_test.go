@@ -39,19 +39,7 @@ func cpRow(typ string, n, parent int, text, cwd string) string {
 // cpScribe runs scribe and returns stdout, stderr and the exit code.
 func cpScribe(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(testenv.BuildScribe(t), args...)
-	cmd.Env = append(cleanEnv(), "SCRIBE_RESUME_MAX_AGE=0s")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return testenv.RunScribe(t, cleanEnv(), []string{"SCRIBE_RESUME_MAX_AGE=0s"}, stdin, args...)
 }
 
 // cpOK runs scribe, fails the test on a non-zero exit, and decodes JSON

@@ -85,20 +85,8 @@ func TestRecordPoisonEntriesLeaveEveryValidLineOnceAndTheRestGoesOn(t *testing.T
 // runRecordRaw runs `scribe record --json` and returns stdout as is.
 func runRecordRaw(t *testing.T, env []string, stdin string, args ...string) ([]byte, string, int) {
 	t.Helper()
-	bin := testenv.BuildScribe(t)
-	cmd := exec.Command(bin, append([]string{"record", "--json"}, args...)...)
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes(), errb.String(), code
+	out, stderr, code := testenv.RunScribe(t, cleanEnv(), env, stdin, append([]string{"record", "--json"}, args...)...)
+	return []byte(out), stderr, code
 }
 
 func TestRecordAckNeverCoversHeldLines(t *testing.T) {
@@ -150,16 +138,16 @@ func TestRecordAckNeverCoversHeldLines(t *testing.T) {
 	}
 
 	// Held lines alone are never acknowledged, and the report says so.
-	r, _, code := runRecord(t, nil, title+"\n"+summary+"\n", "--config-dir", t.TempDir(), "--ack")
+	out, _, code := runRecordRaw(t, nil, title+"\n"+summary+"\n", "--config-dir", t.TempDir(), "--ack")
 	var rep struct {
+		Accepted   int64 `json:"accepted"`
 		AckedLines int64 `json:"acked_lines"`
 		Held       int64 `json:"held"`
 	}
-	out, _, _ := runRecordRaw(t, nil, title+"\n"+summary+"\n", "--config-dir", t.TempDir(), "--ack")
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		_ = json.Unmarshal(out[i:], &rep)
 	}
-	if code != 0 || r.Accepted != 2 || bytes.Contains(out, []byte(`"acked_lines":2}`)) || rep.AckedLines != 0 || rep.Held != 2 {
+	if code != 0 || rep.Accepted != 2 || bytes.Contains(out, []byte(`"acked_lines":2}`)) || rep.AckedLines != 0 || rep.Held != 2 {
 		t.Fatalf("exit %d, output %s", code, out)
 	}
 }

@@ -19,20 +19,8 @@ const otherSession = "3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d"
 // stderr and the exit code.
 func runEvents(t *testing.T, env []string, stdin string, args ...string) ([]byte, string, int) {
 	t.Helper()
-	bin := testenv.BuildScribe(t)
-	cmd := exec.Command(bin, append([]string{"record", "--events"}, args...)...)
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes(), errb.String(), code
+	out, stderr, code := testenv.RunScribe(t, cleanEnv(), env, stdin, append([]string{"record", "--events"}, args...)...)
+	return []byte(out), stderr, code
 }
 
 // stderrReport finds the --json report among what stderr holds (log lines

@@ -20,18 +20,7 @@ import (
 // runScribe runs scribe and returns stdout, stderr and the exit status.
 func runScribe(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(testenv.BuildScribe(t), args...)
-	cmd.Env = cleanEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return testenv.RunScribe(t, cleanEnv(), nil, "", args...)
 }
 
 // TestLsJSONWithAndWithoutIndexMatchesTheSDK: the index must not change a

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -247,7 +246,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	}
 	rep.ProjectDir = proj
 
-	unlock, err := lockSession(ctx, layout.LockFile(id), lockWait)
+	unlock, err := layout.LockSession(ctx, id, lockWait)
 	if err != nil {
 		return nil, err
 	}
@@ -422,51 +421,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
-}
-
-// lockSession takes the session's writer lock (the flock the local store
-// takes on <config dir>/scribe/locks/<id>.lock), waiting up to wait.
-func lockSession(ctx context.Context, path string, wait time.Duration) (func(), error) {
-	if err := mkdirAllSync(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("lock folder: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			holder := "another process"
-			if b, rerr := os.ReadFile(path); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
-				holder = "pid " + string(bytes.TrimSpace(b))
-			}
-			f.Close()
-			return nil, fmt.Errorf("%w: held by %s (lock %s; wait with --lock-wait)", jsonl.ErrLocked, holder, path)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return func() {
-		_ = f.Truncate(0)
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		_ = f.Close()
-	}, nil
 }
 
 func printPullReport(w io.Writer, r *pullReport) {

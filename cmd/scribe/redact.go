@@ -57,22 +57,14 @@ func newRedactCmd() *cobra.Command {
 			"original goes to <config dir>/scribe/trash/redact/<time>/ (encrypted with the block's trash key when\n" +
 			"one is set), the session's sidecar gets a redaction record, and the sessions index is updated.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, cfg, err := layoutFor(cmd)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			red, rc, id, err := redactorFor(ctx, cmd, cfg, l)
-			if err != nil {
-				return err
-			}
-			sessions, err := sessionsFor(ctx, l, args, all)
+			l, red, rc, id, sessions, err := redactTargets(cmd, args, all)
 			if err != nil {
 				return err
 			}
 			rd := &redactor{l: l, red: red, dryRun: dryRun, lockWait: lockWait,
 				stamp: time.Now().UTC().Format("20060102T150405.000Z")}
-			rd.trash = filepath.Join(l.ConfigDir, "scribe", "trash", "redact", rd.stamp)
+			rd.trash = filepath.Join(l.TrashDir(), "redact", rd.stamp)
 			if !dryRun {
 				sealer, err := seal.New(ctx, rc.Trash, os.Environ())
 				if err != nil && !errors.Is(err, seal.ErrNoKey) {

@@ -78,6 +78,21 @@ func redactorNamed(ctx context.Context, cfg *config.Config, l jsonl.Layout, name
 	return r, c, id, nil
 }
 
+// redactTargets is what scan and redact share: the store, the redactor of
+// --rules, and the sessions the arguments name.
+func redactTargets(cmd *cobra.Command, args []string, all bool) (jsonl.Layout, *redact.Redactor, *redact.Config, core.ID, []localSession, error) {
+	l, cfg, err := layoutFor(cmd)
+	if err != nil {
+		return l, nil, nil, core.ID{}, nil, err
+	}
+	red, rc, id, err := redactorFor(cmd.Context(), cmd, cfg, l)
+	if err != nil {
+		return l, nil, nil, id, nil, err
+	}
+	sessions, err := sessionsFor(cmd.Context(), l, args, all)
+	return l, red, rc, id, sessions, err
+}
+
 // sessionsFor resolves the ID arguments (or --all) to local sessions.
 func sessionsFor(ctx context.Context, l jsonl.Layout, args []string, all bool) ([]localSession, error) {
 	if all == (len(args) > 0) {
@@ -147,16 +162,7 @@ func newScanCmd() *cobra.Command {
 			if asJSON && sarif {
 				return &exitError{code: 2, err: errors.New("--json and --sarif: choose one")}
 			}
-			l, cfg, err := layoutFor(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			red, _, id, err := redactorFor(ctx, cmd, cfg, l)
-			if err != nil {
-				return err
-			}
-			sessions, err := sessionsFor(ctx, l, args, all)
+			_, red, _, id, sessions, err := redactTargets(cmd, args, all)
 			if err != nil {
 				return err
 			}

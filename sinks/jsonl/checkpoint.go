@@ -71,6 +71,7 @@ func (s *Sink) routeSide(ss *session, e *core.Entry) error {
 	}
 	if !main.materialized {
 		side.held = append(side.held, held{raw: bytes.Clone(e.Raw), typ: e.Type, seq: e.Seq})
+		s.heldN++
 		return nil
 	}
 	s.queue(side, e.Raw, e.Type)
@@ -89,6 +90,7 @@ func (s *Sink) releaseSide(ss *session) error {
 	}
 	hl := side.held
 	side.held = nil
+	s.heldN -= len(hl)
 	for _, h := range hl {
 		s.queue(side, h.raw, h.typ)
 	}

@@ -93,3 +93,15 @@ func (l *sessionLock) release() {
 	_ = l.f.Close()
 	l.f = nil
 }
+
+// LockSession takes a session's writer lock, the one the store itself
+// holds while it writes the session, waiting up to wait; release gives it
+// back. Commands that replace a session's files (pull) take it through
+// here, so a contender always learns the holder's pid.
+func (l Layout) LockSession(ctx context.Context, id string, wait time.Duration) (release func(), err error) {
+	lk, err := l.lockSession(ctx, id, wait)
+	if err != nil {
+		return nil, err
+	}
+	return lk.release, nil
+}
