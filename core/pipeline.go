@@ -59,17 +59,6 @@ type Overflow struct {
 	Wait time.Duration
 }
 
-// ParseOverflowMode checks a mode named in a configuration.
-func ParseOverflowMode(s string) (OverflowMode, error) {
-	switch m := OverflowMode(s); m {
-	case "", OverflowWait:
-		return OverflowWait, nil
-	case OverflowDrop:
-		return m, nil
-	}
-	return "", fmt.Errorf("overflow %q: want wait or drop", s)
-}
-
 // PipelineOptions configures a Pipeline.
 type PipelineOptions struct {
 	Logger hclog.Logger

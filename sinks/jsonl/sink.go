@@ -35,8 +35,6 @@ const (
 const (
 	DrainLocal = 100 * time.Millisecond
 	DrainCloud = 10 * time.Millisecond
-	// maxWrite splits a drain into writes of at most this size.
-	maxWrite = 100 << 20
 	// maxPending makes Write drain at once when this much waits in memory.
 	maxPending = 64 << 20
 )
