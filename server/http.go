@@ -151,6 +151,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) string {
 		}
 		allow(w, r, http.MethodGet, http.MethodPut)
 		return routeOther
+	case strings.HasPrefix(p, storePrefix):
+		return s.dispatchStore(w, r, strings.TrimPrefix(p, storePrefix))
 	case strings.HasPrefix(p, "/v1/code/sessions/"):
 		rest := strings.TrimPrefix(p, "/v1/code/sessions/")
 		if id, ok := strings.CutSuffix(rest, "/teleport-events"); ok {
@@ -203,7 +205,7 @@ func (s *Server) withSession(w http.ResponseWriter, r *http.Request, scope, esca
 		return
 	}
 	req := request{tenant: p.tenant}
-	if r.URL.Path != "/v1/sessions" {
+	if r.URL.Path != "/v1/sessions" && !strings.HasPrefix(r.URL.Path, storePrefix) {
 		id, err := url.PathUnescape(escapedID)
 		if err != nil || !validSession(id) {
 			if err != nil {
@@ -303,6 +305,8 @@ func (s *Server) storeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, errNoSession):
 		writeError(w, http.StatusNotFound, "not_found_error", "session not found")
+	case errors.Is(err, errProjectMismatch):
+		writeError(w, http.StatusConflict, "conflict_error", "%v: a session id belongs to the project key of its first append", err)
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "unavailable_error", "%v; retry", err)

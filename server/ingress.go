@@ -19,23 +19,9 @@ import (
 // parseEntry checks one entry of session and returns its item. agent is a
 // subagent named by the request (an event's agent_id), "" if none.
 func parseEntry(raw []byte, session, agent, key string) (item, error) {
-	raw = bytes.TrimSpace(raw)
-	if bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
-		// Pretty-printed: a stored entry is one line.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return item{}, fmt.Errorf("the entry is not valid JSON: %v", err)
-		}
-		raw = buf.Bytes()
-	}
-	// raw is the request's (or a copy of it), not reused: the entry may
-	// keep it.
-	e, err := core.ParseEntryOwned(raw)
+	e, err := parseRaw(raw)
 	if err != nil {
-		return item{}, fmt.Errorf("the entry is not a JSON object: %v", err)
-	}
-	if e.UUID != "" && !isToken(e.UUID, 128) {
-		return item{}, fmt.Errorf("entry uuid %q: want 1 to 128 of letters, digits, '-' and '_'", truncate(e.UUID, 100))
+		return item{}, err
 	}
 	if e.SessionID != "" && !strings.EqualFold(e.SessionID, session) {
 		return item{}, fmt.Errorf("entry sessionId %q is not the session %s of the URL", truncate(e.SessionID, 100), session)
@@ -144,11 +130,16 @@ func (s *Server) streamLog(w http.ResponseWriter, req request, afterCompact, sub
 	if afterCompact && meta.LastCompactSeq > 0 {
 		o.start = meta.LastCompactSeq
 	}
-	// The log can be long: it is streamed, a chunk at a time. A failure
-	// after the first byte aborts the response, so that a client never
-	// takes a cut log for a whole one.
+	s.streamEntries(w, req, o, `{"loglines":[`)
+}
+
+// streamEntries answers 200 with head, the entries o selects separated by
+// commas, and "]}". The entries can be many: they are streamed, a chunk at
+// a time. A failure after the first byte aborts the response, so that a
+// client never takes a cut list for a whole one.
+func (s *Server) streamEntries(w http.ResponseWriter, req request, o readOpts, head string) {
 	var buf bytes.Buffer
-	buf.WriteString(`{"loglines":[`)
+	buf.WriteString(head)
 	first, wrote := true, false
 	send := func() error {
 		if !wrote {
@@ -160,7 +151,7 @@ func (s *Server) streamLog(w http.ResponseWriter, req request, afterCompact, sub
 		buf.Reset()
 		return err
 	}
-	_, _, err = s.st.read(req.ctx, o, func(_ uint64, _ string, data []byte) error {
+	_, _, err := s.st.read(req.ctx, o, func(_ uint64, _ string, data []byte) error {
 		if !first {
 			buf.WriteByte(',')
 		}
@@ -181,4 +172,28 @@ func (s *Server) streamLog(w http.ResponseWriter, req request, afterCompact, sub
 	}
 	buf.WriteString("]}\n")
 	_ = send()
+}
+
+// parseRaw parses one entry as sent: a JSON object, on one line (a
+// pretty-printed one is compacted), with a uuid that can be part of a key.
+func parseRaw(raw []byte) (core.Entry, error) {
+	raw = bytes.TrimSpace(raw)
+	if bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
+		// Pretty-printed: a stored entry is one line.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return core.Entry{}, fmt.Errorf("the entry is not valid JSON: %v", err)
+		}
+		raw = buf.Bytes()
+	}
+	// raw is the request's (or a copy of it), not reused: the entry may
+	// keep it.
+	e, err := core.ParseEntryOwned(raw)
+	if err != nil {
+		return core.Entry{}, fmt.Errorf("the entry is not a JSON object: %v", err)
+	}
+	if e.UUID != "" && !isToken(e.UUID, 128) {
+		return core.Entry{}, fmt.Errorf("entry uuid %q: want 1 to 128 of letters, digits, '-' and '_'", truncate(e.UUID, 100))
+	}
+	return e, nil
 }

@@ -10,6 +10,9 @@ package server
 //                       header Nats-Msg-Id = <tenant>.<session>.<id key>, or
 //                              <run id>.<n> for a message of a run (below)
 //
+//   (Nats-Msg-Id: <tenant>.<session>.<epoch>.<id key> for a session whose
+//   metadata has an epoch, drawn anew when entries of it are deleted)
+//
 //   KV SCRIBE_SESSIONS (R = replicas, history 1)
 //   └── <tenant>.<session> → {last_seq, last_uuid, count, main_last_seq,
 //                             last_compact_seq, agents{id:{count,last_seq}},
@@ -20,14 +23,24 @@ package server
 //   KV SCRIBE_IDS (R = replicas, history 1)
 //   └── <tenant>.<session>.<id key> → "<stream sequence of the entry>"
 //
+//   KV SCRIBE_SUMMARIES (R = replicas, history 1)
+//   └── <tenant>.<session> → {project_key, mtime, data, folds}: an Agent SDK
+//                             SessionStore's summary (sessionstore.go)
+//
 //   id key:  u.<uuid>        an entry with a uuid
 //            k.<key>         a uuid-less entry sent with an idempotency key
 //                            (Idempotency-Key header, or an event's event_id)
 //            h.<sha256/128>  any other uuid-less entry: a hash of its agent
 //                            and its bytes
+//            a.<agent>.u-<uuid>, a.<agent>.k-<batch>-<n>
+//                            a subagent's entry appended through the
+//                            SessionStore routes: its own key space, so a
+//                            subkey is deduplicated apart from the main
+//                            transcript and deleted with one purge
 //
-// Tenants are [a-z0-9_-], sessions are UUIDs, agents and id keys are
-// [A-Za-z0-9_-]: no '.', '*', '>' or space can reach a subject or a key.
+// Tenants are [a-z0-9_-], sessions are UUIDs, agents are [A-Za-z0-9_-] and
+// id keys are such tokens joined by '.': no '*', '>' or space can reach a
+// subject or a key, and a '.' only where the layout puts one.
 //
 // Invariants, kept by every writer, in every process sharing the NATS:
 //
@@ -148,10 +161,11 @@ import (
 
 // Names in JetStream.
 const (
-	streamName     = "SCRIBE"
-	subjectRoot    = "scribe"
-	sessionsBucket = "SCRIBE_SESSIONS"
-	idsBucket      = "SCRIBE_IDS"
+	streamName      = "SCRIBE"
+	subjectRoot     = "scribe"
+	sessionsBucket  = "SCRIBE_SESSIONS"
+	idsBucket       = "SCRIBE_IDS"
+	summariesBucket = "SCRIBE_SUMMARIES"
 
 	hdrID = "Scribe-Id"
 )
@@ -203,6 +217,16 @@ type sessionMeta struct {
 	State          string                `json:"state,omitempty"`
 	CreatedAt      time.Time             `json:"created_at"`
 	UpdatedAt      time.Time             `json:"updated_at"`
+	// MainUpdatedAt is when the main transcript last grew (an Agent SDK
+	// SessionStore's listSessions mtime).
+	MainUpdatedAt time.Time `json:"main_updated_at,omitzero"`
+	// ProjectKey is the SessionStore project key the session was bound to
+	// by its first append through /v1/session_store ("" for a session
+	// written otherwise).
+	ProjectKey string `json:"project_key,omitempty"`
+	// Epoch is part of the Nats-Msg-Id of the session's entries (see
+	// msgIDPrefix); a new session and a delete of a subkey draw a new one.
+	Epoch string `json:"epoch,omitempty"`
 }
 
 type agentMeta struct {
@@ -287,8 +311,10 @@ type store struct {
 	pubJS    jetstream.JetStream
 	sessions jetstream.KeyValue
 	ids      jetstream.KeyValue
-	log      hclog.Logger
-	m        *metrics
+	// summaries holds the SessionStore summaries (sessionstore.go).
+	summaries jetstream.KeyValue
+	log       hclog.Logger
+	m         *metrics
 
 	// locks serialize the writers of one session inside this process, so
 	// that they do not fight over the fence; other processes are kept in
@@ -390,6 +416,11 @@ func openStore(ctx context.Context, nc, pub *nats.Conn, o storeOptions) (*store,
 				return fmt.Errorf("create KV bucket %s: %w", idsBucket, err)
 			}
 			st.ids = kv
+			kv, err = js.CreateOrUpdateKeyValue(actx, kcfg(summariesBucket, "scribe SessionStore summaries: <tenant>.<session>"))
+			if err != nil {
+				return fmt.Errorf("create KV bucket %s: %w", summariesBucket, err)
+			}
+			st.summaries = kv
 			return nil
 		}()
 		if lastErr == nil {

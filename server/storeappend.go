@@ -100,7 +100,11 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 			last = meta.LastSeq
 		}
 		mw := st.newMarkerWriter(tenant, session)
-		recs, fenced, pubErr := st.publishTodo(ctx, tenant, session, items, todo, last, done, &ps, mw)
+		epoch := ""
+		if meta != nil {
+			epoch = meta.Epoch
+		}
+		recs, fenced, pubErr := st.publishTodo(ctx, tenant, session, items, todo, last, epoch, done, &ps, mw)
 		res.stored += len(recs)
 		if len(recs) > 0 {
 			st.m.stored.Add(int64(len(recs)))
@@ -188,7 +192,7 @@ type publishState struct {
 // fenced; it marks what it stored done, adds it to mw and returns it, and
 // says whether the fence refused the rest (reconcile and retry) or the
 // publish failed.
-func (st *store) publishTodo(ctx context.Context, tenant, session string, items []item, todo []int, last uint64,
+func (st *store) publishTodo(ctx context.Context, tenant, session string, items []item, todo []int, last uint64, epoch string,
 	done []bool, ps *publishState, mw *markerWriter) (recs []rec, fenced bool, pubErr error) {
 	for pending := todo; len(pending) > 0 && !fenced && pubErr == nil; {
 		// A run; or an atomic batch where runs cannot be used, or
@@ -210,9 +214,9 @@ func (st *store) publishTodo(ctx context.Context, tenant, session string, items 
 		var seqs []uint64
 		var err error
 		if batch {
-			seqs, err = st.publishBatch(ctx, tenant, session, items, chunk, last)
+			seqs, err = st.publishBatch(ctx, tenant, session, items, chunk, last, epoch)
 		} else {
-			seqs, err = st.publishRun(ctx, tenant, session, items, chunk, last)
+			seqs, err = st.publishRun(ctx, tenant, session, items, chunk, last, epoch)
 		}
 		for k, seq := range seqs {
 			i := chunk[k]

@@ -53,12 +53,15 @@ func (st *store) index(ctx context.Context, tenant, session string, meta *sessio
 func (st *store) advanceMeta(ctx context.Context, tenant, session string, meta *sessionMeta, rev uint64, recs []rec, now time.Time) (*sessionMeta, uint64, error) {
 	var next *sessionMeta
 	if meta == nil {
-		next = &sessionMeta{Tenant: tenant, Session: session, CreatedAt: now}
+		next = &sessionMeta{Tenant: tenant, Session: session, CreatedAt: now, Epoch: newEpoch()}
 	} else {
 		next = meta.clone()
 	}
 	for _, r := range recs {
 		next.apply(r)
+		if r.agent == "" {
+			next.MainUpdatedAt = now
+		}
 	}
 	next.UpdatedAt = now
 	newRev, err := st.putMeta(ctx, tenant, session, next, rev)
