@@ -53,7 +53,10 @@ type pullFile struct {
 	Agent string `json:"agent,omitempty"`
 	// Sidecar marks the session's lifecycle records and checkpoints
 	// (<id>/scribe-lifecycle.jsonl).
-	Sidecar bool  `json:"sidecar,omitempty"`
+	Sidecar bool `json:"sidecar,omitempty"`
+	// Meta marks a subagent's .meta.json, written from its agent_metadata
+	// row (Status written or unchanged).
+	Meta    bool  `json:"meta,omitempty"`
 	Entries int   `json:"entries"`
 	Bytes   int64 `json:"bytes"`
 	// Status is created, replaced or unchanged.
@@ -151,7 +154,10 @@ configuration or flag.`,
 
 // pulledFile is one transcript as the server has it.
 type pulledFile struct {
-	agent   string
+	agent string
+	// meta is a subagent's agent_metadata row (a SessionStore's form of
+	// its .meta.json), the last one the server has.
+	meta    *core.Entry
 	data    bytes.Buffer
 	entries int
 	uuids   map[string]bool
@@ -195,6 +201,10 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
 				agents[ev.AgentID] = f
 				order = append(order, ev.AgentID)
+			}
+			if e.Type == typeAgentMetadata {
+				f.meta = &e
+				return nil
 			}
 			if agentCWD == "" {
 				agentCWD = e.CWD
@@ -271,8 +281,20 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	// Subagents and the sidecar first: the main file, which makes the
 	// session visible, comes last.
 	for _, a := range order {
-		if err := write(jsonl.AgentFile(proj, id, a), agents[a], false); err != nil {
+		path := jsonl.AgentFile(proj, id, a)
+		if err := write(path, agents[a], false); err != nil {
 			return rep, err
+		}
+		if m := agents[a].meta; m != nil {
+			changed, err := writeAgentMeta(metaPath(path), *m)
+			if err != nil {
+				return rep, err
+			}
+			status := "unchanged"
+			if changed {
+				status = "written"
+			}
+			rep.Files = append(rep.Files, pullFile{Path: metaPath(path), Agent: a, Meta: true, Status: status})
 		}
 	}
 	if side.entries > 0 {
