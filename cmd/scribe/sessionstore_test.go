@@ -7,6 +7,10 @@ package main_test
 //   - TestSessionStoreContracts: the 13 store contracts hold for the
 //     package; each fails against the package broken in what it checks;
 //     the SDK's own InMemorySessionStore is held to the same list.
+//   - TestSessionStoreSummaryFold: with foldSessionSummary, each append is
+//     folded into the server's summary exactly once: an answer lost after
+//     the server applied the write, a request lost before, two clients at
+//     once (a counting fold makes a double fold visible).
 //   - TestSessionStoreCorpus: after the SDK's importSessionToStore of the
 //     corpus, its listSessions, getSessionMessages, listSubagents,
 //     getSubagentMessages and forkSession answer from the store as from
@@ -125,6 +129,26 @@ func TestSessionStoreContracts(t *testing.T) {
 			if !containsInt(failed, n) {
 				t.Errorf("broken %q: contract %d passed (failed: %v)", tc.broken, n, failed)
 			}
+		}
+	}
+}
+
+func TestSessionStoreSummaryFold(t *testing.T) {
+	p := peer.Find(t)
+	srv := startStoreServer(t)
+	out := p.Run(t, "store-harness.mjs", "fold", srv.url(), cloudToken)
+	var r struct {
+		Cases []struct {
+			Name      string
+			Want, Got int
+		}
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Cases) != 4 {
+		t.Fatalf("fold: %v\n%s", err, out)
+	}
+	for _, c := range r.Cases {
+		if c.Got != c.Want {
+			t.Errorf("%s: the summary counts %d entries, want %d", c.Name, c.Got, c.Want)
 		}
 	}
 }

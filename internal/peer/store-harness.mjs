@@ -13,6 +13,8 @@
 //       InMemorySessionStore (--store memory), or ScribeSessionStore broken
 //       on purpose in one way (--broken NAME, see BROKEN), and prints
 //       {"results":[{"n","name","ok","error"?}]}.
+//   node store-harness.mjs fold <baseUrl> <token>
+//       Each append folded into the summary exactly once (see runFold).
 //   node store-harness.mjs import <configDir> <cwd> <baseUrl> <token> <sessionId>
 //       importSessionToStore of one session, then prints {"projectKey",
 //       "keys":{"<subpath or ''>":[entries as loaded back]}}.
@@ -397,12 +399,61 @@ async function runImport(config, cwd, baseUrl, token, id) {
   return { projectKey, keys };
 }
 
+// ---- the summary fold -----------------------------------------------------
+
+// runFold checks that each append's batch is folded into the summary
+// exactly once, with a fold that counts entries (the SDK's own fold is
+// idempotent on its fields, so it could not tell): when the answer of a
+// summary write is lost after the server applied it, when the request is
+// lost before it got there, and with two clients appending to one session
+// at once (compare-and-set). Prints {"cases":[{"name","want","got"}]}.
+async function runFold(baseUrl, token) {
+  const { ScribeSessionStore } = await import(pathToFileURL(pkgPath).href);
+  const count = (prev, key, entries, o) => ({ sessionId: key.sessionId, mtime: o?.mtime ?? 0, data: { n: (prev?.data?.n ?? 0) + entries.length } });
+  const P = `-fold-${randomUUID().slice(0, 8)}`;
+  const summaryOf = async (s, sid) => (await s.listSessionSummaries(P)).find((x) => x.sessionId === sid)?.data?.n;
+  // lossy drops the answer (after: the server applied it) or the request
+  // (before) of the first summary write.
+  const lossy = (when) => {
+    let armed = true;
+    return async (url, init) => {
+      const hit = armed && init?.method === 'PUT' && String(url).includes('/summary?');
+      if (hit) armed = false;
+      if (hit && when === 'before') throw new TypeError('fetch failed (request lost)');
+      const resp = await fetch(url, init);
+      if (hit) throw new TypeError('fetch failed (answer lost)');
+      return resp;
+    };
+  };
+  const cases = [];
+  for (const when of ['after', 'before']) {
+    const s = new ScribeSessionStore({ baseUrl, token, foldSessionSummary: count, fetch: lossy(when) });
+    const sid = randomUUID();
+    await s.append({ projectKey: P, sessionId: sid }, [user('a'), user('b')]);
+    await s.append({ projectKey: P, sessionId: sid }, [user('c')]);
+    cases.push({ name: `answer lost ${when} the write`, want: 3, got: await summaryOf(s, sid) });
+  }
+  const a = new ScribeSessionStore({ baseUrl, token, foldSessionSummary: count });
+  const b = new ScribeSessionStore({ baseUrl, token, foldSessionSummary: count });
+  const sid = randomUUID();
+  const key = { projectKey: P, sessionId: sid };
+  await a.append(key, [user('first')]);
+  await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).append(key, [user(`e${i}`), user(`f${i}`)])));
+  cases.push({ name: 'two clients at once', want: 41, got: await summaryOf(a, sid) });
+  // Subagent appends are not folded (the SDK folds the main transcript).
+  await a.append({ ...key, subpath: sub('x') }, [user('agent')]);
+  cases.push({ name: 'subagent appends left out', want: 41, got: await summaryOf(a, sid) });
+  return { cases };
+}
+
 // ---- main ------------------------------------------------------------------
 
 const [cmd, ...args] = pos;
 let out;
 if (cmd === 'contracts' && args.length === 2) {
   out = await runContracts(args[0], args[1]);
+} else if (cmd === 'fold' && args.length === 2) {
+  out = await runFold(args[0], args[1]);
 } else if (cmd === 'import' && args.length === 5) {
   out = await runImport(...args);
 } else if (cmd === 'corpus' && args.length === 4) {
