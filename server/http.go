@@ -40,6 +40,8 @@ package server
 //        200 {"data":[{"id","title","tag","state","created_at",
 //             "last_activity","entries","main_entries","subagents"}],
 //             "has_more":bool}   newest activity first
+//   /v1/session_store/…                             the Agent SDK's SessionStore
+//        (sessionstore.go)
 //   GET  /healthz  /readyz  /metrics
 //
 // Errors: {"error":{"type":"…","message":"…"}} with 400

@@ -203,26 +203,38 @@ func (w *markerWriter) sendRun(ctx context.Context) bool {
 
 // putMeta writes meta with a compare-and-set on rev (0: create).
 func (st *store) putMeta(ctx context.Context, tenant, session string, m *sessionMeta, rev uint64) (uint64, error) {
-	b, err := json.Marshal(m)
+	newRev, err := casPut(ctx, st.sessions, sessionKey(tenant, session), m, rev)
+	switch {
+	case err == nil:
+		return newRev, nil
+	case errors.Is(err, errRevision):
+		return 0, errMetaMismatch
+	}
+	return 0, fmt.Errorf("update session metadata: %w", err)
+}
+
+// errRevision: a compare-and-set found another revision.
+var errRevision = errors.New("revision changed")
+
+// casPut writes v as JSON to key with a compare-and-set on rev (0:
+// create); errRevision when the key moved.
+func casPut(ctx context.Context, kv jetstream.KeyValue, key string, v any, rev uint64) (uint64, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return 0, err
 	}
-	key := sessionKey(tenant, session)
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var newRev uint64
 	if rev == 0 {
-		newRev, err = st.sessions.Create(ctx, key, b)
+		newRev, err = kv.Create(ctx, key, b)
 	} else {
-		newRev, err = st.sessions.Update(ctx, key, b, rev)
+		newRev, err = kv.Update(ctx, key, b, rev)
 	}
-	switch {
-	case err == nil:
-		return newRev, nil
-	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch), isWrongLastSeq(err):
-		return 0, errMetaMismatch
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
+		return 0, errRevision
 	}
-	return 0, fmt.Errorf("update session metadata: %w", err)
+	return newRev, err
 }
 
 // apply adds one indexed message to the metadata.

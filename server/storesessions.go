@@ -52,6 +52,10 @@ type storeKey struct {
 // the binding: errProjectMismatch when it is bound to another project. A
 // session written before through another route is bound now.
 func (st *store) bindProject(ctx context.Context, tenant, session, project string) error {
+	// Bound already (every append but the first): one read.
+	if meta, _, err := st.loadMeta(ctx, tenant, session); err != nil || (meta != nil && meta.ProjectKey == project) {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		meta, rev, err := st.reconcile(ctx, tenant, session)
 		if err != nil {
@@ -336,23 +340,11 @@ func (st *store) putSummary(ctx context.Context, tenant string, k storeKey, data
 		s.Folds = append(s.Folds, foldID)
 		s.Folds = s.Folds[max(0, len(s.Folds)-maxFolds):]
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, 0, err
-	}
-	ctx, cancel := opCtx(ctx)
-	defer cancel()
-	key := sessionKey(tenant, k.session)
-	var newRev uint64
-	if rev == 0 {
-		newRev, err = st.summaries.Create(ctx, key, b)
-	} else {
-		newRev, err = st.summaries.Update(ctx, key, b, rev)
-	}
+	newRev, err := casPut(ctx, st.summaries, sessionKey(tenant, k.session), s, rev)
 	switch {
 	case err == nil:
 		return s, newRev, nil
-	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch), isWrongLastSeq(err):
+	case errors.Is(err, errRevision):
 		return nil, 0, errSummaryStale
 	}
 	return nil, 0, fmt.Errorf("write summary: %w", err)
