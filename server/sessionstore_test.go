@@ -9,6 +9,9 @@ package server
 //     listSubkeys, delete of a subpath then the main key, and appending
 //     again after a delete (the markers went with the entries); what was
 //     stored is the same session for the History API.
+//   - TestStoreDeleteThenEvents: a session first written by the events
+//     route, deleted through the store, takes the same entries again from
+//     the events route at once (the duplicate window does not hold them).
 //   - TestStoreRefusals: wrong or missing token, another tenant, another
 //     project key (409), traversal and malformed keys (400), a body over
 //     the limit (413), a read-only token writing (403).
@@ -177,6 +180,29 @@ func TestStoreRoutes(t *testing.T) {
 	c.storeAppend("-another-project", storeSID, "", "", u1)
 	if got, want := c.storeLoad("-another-project", storeSID, ""), decodeAll(t, u1); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after delete, the id starts again: %v", got)
+	}
+}
+
+func TestStoreDeleteThenEvents(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := newClient(t, s, tokACME)
+	const p = "-proj"
+	events := []byte(`{"events":[` + userEntry(storeSID, "u-1", "one") + "]}")
+	post := func() response {
+		return c.do(http.MethodPost, "/v1/code/sessions/"+storeSID+"/events", events)
+	}
+	if r := post(); !strings.Contains(string(r.body), `"stored":1`) {
+		t.Fatalf("events: %s", r)
+	}
+	c.storeAppend(p, storeSID, "", "", userEntry(storeSID, "u-2", "two"))
+	if r := c.do(http.MethodDelete, "/v1/session_store/entries?"+storeQuery(p, storeSID, ""), nil); r.code != http.StatusOK {
+		t.Fatalf("delete: %s", r)
+	}
+	if r := post(); r.code != http.StatusOK || !strings.Contains(string(r.body), `"stored":1`) {
+		t.Fatalf("events after the delete: %s", r)
+	}
+	if got := c.loglines(storeSID, ""); len(got) != 1 {
+		t.Fatalf("log after delete and events: %d entries, want 1", len(got))
 	}
 }
 

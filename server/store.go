@@ -11,7 +11,8 @@ package server
 //                              <run id>.<n> for a message of a run (below)
 //
 //   (Nats-Msg-Id: <tenant>.<session>.<epoch>.<id key> for a session whose
-//   metadata has an epoch, drawn anew when entries of it are deleted)
+//   metadata has an epoch, drawn anew when entries of it are deleted, and
+//   for the first entries of a session, which has no metadata yet)
 //
 //   KV SCRIBE_SESSIONS (R = replicas, history 1)
 //   └── <tenant>.<session> → {last_seq, last_uuid, count, main_last_seq,

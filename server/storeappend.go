@@ -100,7 +100,9 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 			last = meta.LastSeq
 		}
 		mw := st.newMarkerWriter(tenant, session)
-		epoch := ""
+		// A session without metadata yet may be one deleted within the
+		// duplicate window: its first entries get an epoch of their own.
+		epoch := newEpoch()
 		if meta != nil {
 			epoch = meta.Epoch
 		}
