@@ -15,7 +15,10 @@ package server
 // Deleting is a few purges whatever the session's size: the main key
 // purges the session's subjects, its markers (one subject filter), its
 // metadata and its summary; a subpath purges the subagent's subject and
-// its markers (a.<agent>.* id keys), then lowers the metadata. The
+// its markers (a.<agent>.* id keys), then lowers the metadata. (Entries
+// of that subagent written through another route have u./k./h. markers,
+// which a subpath delete leaves: sent again through that route, they would
+// be taken as stored. A main-key delete removes every marker.) The
 // purges come first and the metadata last, so a delete cut short by a
 // crash leaves metadata ahead of the stream: appends to that session are
 // then refused (503, the fence) until the delete is sent again, which
