@@ -109,7 +109,7 @@ var errDuplicate = errors.New("duplicate message")
 //
 // Within this process runs must not interleave on the connection: sends
 // to the entries' stream go through st.pub and hold st.sendMu.
-func (st *store) publishRun(ctx context.Context, tenant, session string, items []item, chunk []int, last uint64) ([]uint64, error) {
+func (st *store) publishRun(ctx context.Context, tenant, session string, items []item, chunk []int, last uint64, epoch string) ([]uint64, error) {
 	n := len(chunk)
 	runID := strings.TrimPrefix(nats.NewInbox(), "_INBOX.")
 	var first, final jetstream.PubAckFuture
@@ -125,7 +125,7 @@ func (st *store) publishRun(ctx context.Context, tenant, session string, items [
 		if n == 1 {
 			// A run of one keeps the entry's own Nats-Msg-Id: the
 			// duplicate window then also catches a retry early.
-			m.Header[hdrMsgID] = []string{sessionKey(tenant, session) + "." + it.id}
+			m.Header[hdrMsgID] = []string{msgIDPrefix(tenant, session, epoch) + it.id}
 		} else {
 			m.Header[hdrMsgID] = []string{runID + "." + strconv.Itoa(k)}
 		}
@@ -274,7 +274,7 @@ var errNotBatched = errors.New("the server does not do atomic batch publishes")
 // one's tells why a batch was refused when it was refused at once (too
 // many in flight, say); the other messages are staged without a word, and
 // one that goes missing makes the commit fail as incomplete.
-func (st *store) publishBatch(ctx context.Context, tenant, session string, items []item, chunk []int, last uint64) ([]uint64, error) {
+func (st *store) publishBatch(ctx context.Context, tenant, session string, items []item, chunk []int, last uint64, epoch string) ([]uint64, error) {
 	n := len(chunk)
 	inbox := nats.NewInbox()
 	batchID := strings.TrimPrefix(inbox, "_INBOX.") // unique (a NUID), 22 characters
@@ -284,7 +284,7 @@ func (st *store) publishBatch(ctx context.Context, tenant, session string, items
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 
-	prefix := sessionKey(tenant, session) + "."
+	prefix := msgIDPrefix(tenant, session, epoch)
 	msgs := make([]*nats.Msg, n)
 	for k, i := range chunk {
 		it := items[i]
@@ -563,4 +563,15 @@ func (st *store) directMultiLast(ctx context.Context, stream string, subjects []
 			return nil, 0, false, nil
 		}
 	}
+}
+
+// msgIDPrefix starts the Nats-Msg-Id of an entry of the session:
+// <tenant>.<session>.[<epoch>.]. The epoch (the session's metadata) changes
+// when entries are deleted, so that entries sent again after a delete are
+// not taken by the duplicate window for the ones deleted.
+func msgIDPrefix(tenant, session, epoch string) string {
+	if epoch == "" {
+		return sessionKey(tenant, session) + "."
+	}
+	return sessionKey(tenant, session) + "." + epoch + "."
 }

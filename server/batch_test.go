@@ -66,13 +66,13 @@ func crashAppend(t *testing.T, st *store, mode, session string, entries [][]byte
 	var err error
 	switch mode {
 	case "run":
-		seqs, err = st.publishRun(ctx, "acme", session, items, idx, last)
+		seqs, err = st.publishRun(ctx, "acme", session, items, idx, last, "")
 	case "batch":
-		seqs, err = st.publishBatch(ctx, "acme", session, items, idx, last)
+		seqs, err = st.publishBatch(ctx, "acme", session, items, idx, last, "")
 	default:
 		for _, i := range idx {
 			var s []uint64
-			if s, err = st.publishRun(ctx, "acme", session, items, []int{i}, last); err != nil {
+			if s, err = st.publishRun(ctx, "acme", session, items, []int{i}, last, ""); err != nil {
 				break
 			}
 			seqs, last = append(seqs, s...), s[0]

@@ -23,6 +23,10 @@ type metrics struct {
 	repaired     atomic.Int64 // entries indexed by reconcile
 	stateEvents  atomic.Int64 // state events applied
 	processed    atomic.Int64 // entries the processor changed (redacted) before storing
+	// storeDeleted counts the entries SessionStore deletes removed.
+	storeDeleted atomic.Int64
+	// summaryConflicts counts SessionStore summary writes refused as stale.
+	summaryConflicts atomic.Int64
 
 	// The embedded JetStream's sync policy as running: 1 = every write
 	// fsynced before its acknowledgement, 0 = in the background every
@@ -81,6 +85,8 @@ func (m *metrics) write(w io.Writer) {
 	counter("scribe_fence_retries_total", "Writes retried after another writer appended to the same session first.", m.fenceRetries.Load())
 	counter("scribe_entries_repaired_total", "Entries found in the stream past their session's metadata and indexed.", m.repaired.Load())
 	counter("scribe_state_events_total", "State events applied to session metadata.", m.stateEvents.Load())
+	counter("scribe_session_store_deleted_entries_total", "Entries removed by SessionStore deletes.", m.storeDeleted.Load())
+	counter("scribe_session_store_summary_conflicts_total", "SessionStore summary writes refused because another write came first.", m.summaryConflicts.Load())
 	if v := m.syncAlways.Load(); v >= 0 {
 		fmt.Fprintf(w, "# HELP scribe_jetstream_sync_always 1 when the embedded JetStream fsyncs every write before acknowledging it.\n"+
 			"# TYPE scribe_jetstream_sync_always gauge\nscribe_jetstream_sync_always %d\n", v)

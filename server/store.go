@@ -10,6 +10,10 @@ package server
 //                       header Nats-Msg-Id = <tenant>.<session>.<id key>, or
 //                              <run id>.<n> for a message of a run (below)
 //
+//   (Nats-Msg-Id: <tenant>.<session>.<epoch>.<id key> for a session whose
+//   metadata has an epoch, drawn anew when entries of it are deleted, and
+//   for the first entries of a session, which has no metadata yet)
+//
 //   KV SCRIBE_SESSIONS (R = replicas, history 1)
 //   └── <tenant>.<session> → {last_seq, last_uuid, count, main_last_seq,
 //                             last_compact_seq, agents{id:{count,last_seq}},
@@ -20,14 +24,24 @@ package server
 //   KV SCRIBE_IDS (R = replicas, history 1)
 //   └── <tenant>.<session>.<id key> → "<stream sequence of the entry>"
 //
+//   KV SCRIBE_SUMMARIES (R = replicas, history 1)
+//   └── <tenant>.<session> → {project_key, mtime, data, folds}: an Agent SDK
+//                             SessionStore's summary (sessionstore.go)
+//
 //   id key:  u.<uuid>        an entry with a uuid
 //            k.<key>         a uuid-less entry sent with an idempotency key
 //                            (Idempotency-Key header, or an event's event_id)
 //            h.<sha256/128>  any other uuid-less entry: a hash of its agent
 //                            and its bytes
+//            a.<agent>.u-<uuid>, a.<agent>.k-<batch>-<n>
+//                            a subagent's entry appended through the
+//                            SessionStore routes: its own key space, so a
+//                            subkey is deduplicated apart from the main
+//                            transcript and deleted with one purge
 //
-// Tenants are [a-z0-9_-], sessions are UUIDs, agents and id keys are
-// [A-Za-z0-9_-]: no '.', '*', '>' or space can reach a subject or a key.
+// Tenants are [a-z0-9_-], sessions are UUIDs, agents are [A-Za-z0-9_-] and
+// id keys are such tokens joined by '.': no '*', '>' or space can reach a
+// subject or a key, and a '.' only where the layout puts one.
 //
 // Invariants, kept by every writer, in every process sharing the NATS:
 //
@@ -130,12 +144,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,10 +162,11 @@ import (
 
 // Names in JetStream.
 const (
-	streamName     = "SCRIBE"
-	subjectRoot    = "scribe"
-	sessionsBucket = "SCRIBE_SESSIONS"
-	idsBucket      = "SCRIBE_IDS"
+	streamName      = "SCRIBE"
+	subjectRoot     = "scribe"
+	sessionsBucket  = "SCRIBE_SESSIONS"
+	idsBucket       = "SCRIBE_IDS"
+	summariesBucket = "SCRIBE_SUMMARIES"
 
 	hdrID = "Scribe-Id"
 )
@@ -205,6 +218,16 @@ type sessionMeta struct {
 	State          string                `json:"state,omitempty"`
 	CreatedAt      time.Time             `json:"created_at"`
 	UpdatedAt      time.Time             `json:"updated_at"`
+	// MainUpdatedAt is when the main transcript last grew (an Agent SDK
+	// SessionStore's listSessions mtime).
+	MainUpdatedAt time.Time `json:"main_updated_at,omitzero"`
+	// ProjectKey is the SessionStore project key the session was bound to
+	// by its first append through /v1/session_store ("" for a session
+	// written otherwise).
+	ProjectKey string `json:"project_key,omitempty"`
+	// Epoch is part of the Nats-Msg-Id of the session's entries (see
+	// msgIDPrefix); a new session and a delete of a subkey draw a new one.
+	Epoch string `json:"epoch,omitempty"`
 }
 
 type agentMeta struct {
@@ -289,8 +312,10 @@ type store struct {
 	pubJS    jetstream.JetStream
 	sessions jetstream.KeyValue
 	ids      jetstream.KeyValue
-	log      hclog.Logger
-	m        *metrics
+	// summaries holds the SessionStore summaries (sessionstore.go).
+	summaries jetstream.KeyValue
+	log       hclog.Logger
+	m         *metrics
 
 	// locks serialize the writers of one session inside this process, so
 	// that they do not fight over the fence; other processes are kept in
@@ -392,6 +417,11 @@ func openStore(ctx context.Context, nc, pub *nats.Conn, o storeOptions) (*store,
 				return fmt.Errorf("create KV bucket %s: %w", idsBucket, err)
 			}
 			st.ids = kv
+			kv, err = js.CreateOrUpdateKeyValue(actx, kcfg(summariesBucket, "scribe SessionStore summaries: <tenant>.<session>"))
+			if err != nil {
+				return fmt.Errorf("create KV bucket %s: %w", summariesBucket, err)
+			}
+			st.summaries = kv
 			return nil
 		}()
 		if lastErr == nil {
@@ -464,859 +494,4 @@ func agentOf(subject, tenant, session string) (string, bool) {
 		return a, true
 	}
 	return "", false
-}
-
-// Leader reads. The KV buckets allow direct gets, which any replica may
-// answer, possibly behind the leader; invariant 2 needs a marker lookup to
-// see every marker created before meta was read, so every lookup here goes
-// to the stream leader through the STREAM.MSG.GET API.
-
-type msgGetRequest struct {
-	Seq        uint64 `json:"seq,omitempty"`
-	LastBySubj string `json:"last_by_subj,omitempty"`
-	NextBySubj string `json:"next_by_subj,omitempty"`
-}
-
-type msgGetResponse struct {
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error,omitempty"`
-	Message *struct {
-		Subject string    `json:"subject"`
-		Seq     uint64    `json:"seq"`
-		Header  []byte    `json:"hdrs,omitempty"`
-		Data    []byte    `json:"data,omitempty"`
-		Time    time.Time `json:"time"`
-	} `json:"message,omitempty"`
-}
-
-// rawMsg is a message read from a stream.
-type rawMsg struct {
-	Subject string
-	Seq     uint64
-	Header  nats.Header
-	Data    []byte
-	Time    time.Time
-}
-
-// getMsg asks the leader of stream for one message; nil when there is none.
-func (st *store) getMsg(ctx context.Context, stream string, req msgGetRequest) (*rawMsg, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := opCtx(ctx)
-	defer cancel()
-	resp, err := st.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
-	if err != nil {
-		return nil, fmt.Errorf("get message from %s: %w", stream, err)
-	}
-	var r msgGetResponse
-	if err := json.Unmarshal(resp.Data, &r); err != nil {
-		return nil, fmt.Errorf("get message from %s: bad response: %w", stream, err)
-	}
-	if r.Error != nil {
-		if r.Error.Code == 404 || r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get message from %s: %s (code %d)", stream, r.Error.Description, r.Error.ErrCode)
-	}
-	if r.Message == nil {
-		return nil, fmt.Errorf("get message from %s: empty response", stream)
-	}
-	m := &rawMsg{Subject: r.Message.Subject, Seq: r.Message.Seq, Data: r.Message.Data, Time: r.Message.Time}
-	if len(r.Message.Header) > 0 {
-		h, err := nats.DecodeHeadersMsg(r.Message.Header)
-		if err != nil {
-			return nil, fmt.Errorf("get message from %s: headers: %w", stream, err)
-		}
-		m.Header = h
-	}
-	return m, nil
-}
-
-// kvGet reads a key's latest value from the bucket's leader. It returns
-// nil, 0 when the key does not exist (or was deleted).
-func (st *store) kvGet(ctx context.Context, bucket, key string) ([]byte, uint64, error) {
-	return st.kvGetFrom(ctx, bucket, key, false)
-}
-
-// kvGetFrom is kvGet; with direct, on a standalone server, it reads with a
-// direct get, which the server answers from the same store without going
-// through its API queue (see directGet).
-func (st *store) kvGetFrom(ctx context.Context, bucket, key string, direct bool) ([]byte, uint64, error) {
-	req := msgGetRequest{LastBySubj: "$KV." + bucket + "." + key}
-	var m *rawMsg
-	ok := false
-	var err error
-	if direct && st.runsOK() {
-		m, ok, err = st.directGet(ctx, "KV_"+bucket, req)
-	}
-	if !ok && err == nil {
-		m, err = st.getMsg(ctx, "KV_"+bucket, req)
-	}
-	if err != nil || m == nil {
-		return nil, 0, err
-	}
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-		return nil, 0, nil
-	}
-	return m.Data, m.Seq, nil
-}
-
-// loadMeta returns the session's metadata and its KV revision; nil, 0 when
-// the session has none yet.
-//
-// On a standalone server it reads with a direct get. Meta read behind
-// (which that cannot be, short of a mirror of the bucket answering direct
-// gets) would only cost a refused publish and a reconcile: what keeps the
-// entries once is the fence and the markers, and markers are always read
-// from the leader, or checked to be fresh.
-func (st *store) loadMeta(ctx context.Context, tenant, session string) (*sessionMeta, uint64, error) {
-	b, rev, err := st.kvGetFrom(ctx, sessionsBucket, sessionKey(tenant, session), true)
-	if err != nil || b == nil {
-		return nil, 0, err
-	}
-	var m sessionMeta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, 0, fmt.Errorf("session %s metadata: %w", sessionKey(tenant, session), err)
-	}
-	return &m, rev, nil
-}
-
-// markers reports, for each id key, whether its marker exists. It sees
-// every marker created before it was called: in bulk (markersBulk) for
-// many ids, else (or when that cannot answer) one leader read per id.
-func (st *store) markers(ctx context.Context, tenant, session string, ids []string) ([]bool, error) {
-	if len(ids) >= bulkLookupMin && st.bulkOK.Load() {
-		out, ok, err := st.markersBulk(ctx, tenant, session, ids)
-		if err != nil {
-			return nil, fmt.Errorf("look up markers: %w", err)
-		}
-		if ok {
-			return out, nil
-		}
-	}
-	return st.markersEach(ctx, tenant, session, ids)
-}
-
-// markersEach looks the markers up one by one, each from the bucket's
-// leader, 32 at a time.
-func (st *store) markersEach(ctx context.Context, tenant, session string, ids []string) ([]bool, error) {
-	out := make([]bool, len(ids))
-	errs := make([]error, len(ids))
-	parallel(len(ids), 32, func(i int) {
-		b, _, err := st.kvGet(ctx, idsBucket, sessionKey(tenant, session)+"."+ids[i])
-		out[i], errs[i] = b != nil, err
-	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("look up markers: %w", err)
-		}
-	}
-	return out, nil
-}
-
-// parallel runs fn(0..n-1) with at most width at a time.
-func parallel(n, width int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, width)
-	for i := 0; i < n; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn(i)
-		}()
-	}
-	wg.Wait()
-}
-
-// errCodeDuplicateInProcess is JetStream's "duplicate message id is in
-// process": the same entry is being published by another writer right now.
-const errCodeDuplicateInProcess = 10158
-
-// isContended reports a publish refused because another writer of the
-// session got there first: the fence, or the same entry in flight.
-func isContended(err error) bool {
-	var apiErr *jetstream.APIError
-	return isWrongLastSeq(err) || (errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess)
-}
-
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
-}
-
-// index makes recs (messages of the session, in sequence order, all after
-// meta.LastSeq) part of the session: it creates their markers, then
-// advances meta with a compare-and-set on rev (0: meta does not exist).
-// errMetaMismatch means another writer moved meta first.
-func (st *store) index(ctx context.Context, tenant, session string, meta *sessionMeta, rev uint64, recs []rec, now time.Time) (*sessionMeta, uint64, error) {
-	if err := st.createMarkers(ctx, tenant, session, recs); err != nil {
-		return nil, 0, err
-	}
-	return st.advanceMeta(ctx, tenant, session, meta, rev, recs, now)
-}
-
-// advanceMeta is the second step of index, once the markers of recs
-// exist.
-func (st *store) advanceMeta(ctx context.Context, tenant, session string, meta *sessionMeta, rev uint64, recs []rec, now time.Time) (*sessionMeta, uint64, error) {
-	var next *sessionMeta
-	if meta == nil {
-		next = &sessionMeta{Tenant: tenant, Session: session, CreatedAt: now}
-	} else {
-		next = meta.clone()
-	}
-	for _, r := range recs {
-		next.apply(r)
-	}
-	next.UpdatedAt = now
-	newRev, err := st.putMeta(ctx, tenant, session, next, rev)
-	if err != nil {
-		return nil, 0, err
-	}
-	return next, newRev, nil
-}
-
-// createMarkers creates the markers of recs; a marker that exists already
-// is fine.
-func (st *store) createMarkers(ctx context.Context, tenant, session string, recs []rec) error {
-	w := st.newMarkerWriter(tenant, session)
-	for _, r := range recs {
-		w.add(r)
-	}
-	return w.wait(ctx)
-}
-
-// markerWriter creates markers. Where runs can be used (see runsOK) it
-// sends them as one run on the markers' stream when wait is called: each
-// a create (Nats-Expected-Last-Subject-Sequence 0 on its key) chained to
-// the one before (Nats-Expected-Last-Msg-Id), the last one answered meaning
-// all are created; when the run breaks (a marker existed, another writer
-// came between) it creates them one by one. Elsewhere each create is sent
-// by add, without waiting, and wait waits for them all.
-type markerWriter struct {
-	st      *store
-	prefix  string
-	run     bool
-	recs    []rec
-	futures []jetstream.PubAckFuture
-	err     error
-}
-
-func (st *store) newMarkerWriter(tenant, session string) *markerWriter {
-	return &markerWriter{st: st, prefix: "$KV." + idsBucket + "." + sessionKey(tenant, session) + ".", run: st.runsOK()}
-}
-
-// add creates r's marker (now, or at wait).
-func (w *markerWriter) add(r rec) {
-	if w.run {
-		w.recs = append(w.recs, r)
-		return
-	}
-	w.st.idsSendMu.Lock()
-	w.send(r)
-	w.st.idsSendMu.Unlock()
-}
-
-// send sends the create of r's marker; wait waits for its answer.
-// idsSendMu is held.
-func (w *markerWriter) send(r rec) {
-	if w.err != nil {
-		return
-	}
-	m := &nats.Msg{Subject: w.prefix + r.id, Data: strconv.AppendUint(nil, r.seq, 10),
-		Header: nats.Header{hdrExpLastSubj: []string{"0"}}}
-	f, err := w.st.js.PublishMsgAsync(m)
-	if err != nil {
-		w.err = err
-		return
-	}
-	w.futures = append(w.futures, f)
-}
-
-// wait waits until every marker added exists (created now or before).
-func (w *markerWriter) wait(ctx context.Context) error {
-	if w.run && len(w.recs) > 1 && w.sendRun(ctx) {
-		w.recs = w.recs[:0]
-		return nil
-	}
-	if w.run {
-		// One by one (what the run left out exists, or is created now).
-		w.st.idsSendMu.Lock()
-		for _, r := range w.recs {
-			w.send(r)
-		}
-		w.st.idsSendMu.Unlock()
-		w.recs = w.recs[:0]
-	}
-	ctx, cancel := opCtx(ctx)
-	defer cancel()
-	err := w.err
-	for _, f := range w.futures {
-		select {
-		case <-f.Ok():
-		case ferr := <-f.Err():
-			if !isWrongLastSeq(ferr) && err == nil { // wrong last sequence: the marker exists
-				err = ferr
-			}
-		case <-ctx.Done():
-			if err == nil {
-				err = ctx.Err()
-			}
-		}
-	}
-	w.futures, w.err = w.futures[:0], nil
-	if err != nil {
-		return fmt.Errorf("create entry markers: %w", err)
-	}
-	return nil
-}
-
-// sendRun creates the markers of w.recs as one run and reports whether
-// they all were.
-func (w *markerWriter) sendRun(ctx context.Context) bool {
-	runID := strings.TrimPrefix(nats.NewInbox(), "_INBOX.")
-	n := len(w.recs)
-	var final jetstream.PubAckFuture
-	var err error
-	w.st.idsSendMu.Lock()
-	for k, r := range w.recs {
-		m := &nats.Msg{Subject: w.prefix + r.id, Data: strconv.AppendUint(nil, r.seq, 10), Header: nats.Header{
-			hdrExpLastSubj: []string{"0"},
-			hdrMsgID:       []string{runID + "." + strconv.Itoa(k)},
-		}}
-		if k > 0 {
-			m.Header[hdrExpLastID] = []string{runID + "." + strconv.Itoa(k-1)}
-		}
-		if k == n-1 {
-			final, err = w.st.js.PublishMsgAsync(m)
-		} else {
-			err = w.st.nc.PublishMsg(m)
-		}
-		if err != nil {
-			break
-		}
-	}
-	w.st.idsSendMu.Unlock()
-	if final == nil {
-		return false
-	}
-	ctx, cancel := opCtx(ctx)
-	defer cancel()
-	_, err = waitAck(ctx, final)
-	return err == nil
-}
-
-// putMeta writes meta with a compare-and-set on rev (0: create).
-func (st *store) putMeta(ctx context.Context, tenant, session string, m *sessionMeta, rev uint64) (uint64, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return 0, err
-	}
-	key := sessionKey(tenant, session)
-	ctx, cancel := opCtx(ctx)
-	defer cancel()
-	var newRev uint64
-	if rev == 0 {
-		newRev, err = st.sessions.Create(ctx, key, b)
-	} else {
-		newRev, err = st.sessions.Update(ctx, key, b, rev)
-	}
-	switch {
-	case err == nil:
-		return newRev, nil
-	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch), isWrongLastSeq(err):
-		return 0, errMetaMismatch
-	}
-	return 0, fmt.Errorf("update session metadata: %w", err)
-}
-
-// apply adds one indexed message to the metadata.
-func (m *sessionMeta) apply(r rec) {
-	if r.seq <= m.LastSeq {
-		return
-	}
-	m.LastSeq = r.seq
-	m.Count++
-	if r.e.UUID != "" {
-		m.LastUUID = r.e.UUID
-	}
-	if r.agent != "" {
-		if m.Agents == nil {
-			m.Agents = map[string]*agentMeta{}
-		}
-		a := m.Agents[r.agent]
-		if a == nil {
-			a = &agentMeta{}
-			m.Agents[r.agent] = a
-		}
-		a.Count++
-		a.LastSeq = r.seq
-		return
-	}
-	m.MainCount++
-	m.MainLastSeq = r.seq
-	if r.e.Type == core.TypeSystem && r.e.Subtype == "compact_boundary" {
-		m.LastCompactSeq = r.seq
-	}
-	switch r.e.Type {
-	case "custom-title", "ai-title", "last-prompt", "summary", "tag", core.TypeScribeState:
-		var f struct {
-			CustomTitle *string `json:"customTitle"`
-			AITitle     *string `json:"aiTitle"`
-			LastPrompt  *string `json:"lastPrompt"`
-			Summary     *string `json:"summary"`
-			Tag         *string `json:"tag"`
-			State       string  `json:"state"`
-		}
-		if json.Unmarshal(r.e.Raw, &f) != nil {
-			return
-		}
-		switch {
-		case r.e.Type == "custom-title" && f.CustomTitle != nil:
-			m.CustomTitle = *f.CustomTitle
-		case r.e.Type == "ai-title" && f.AITitle != nil:
-			m.AITitle = *f.AITitle
-		case r.e.Type == "last-prompt" && f.LastPrompt != nil:
-			m.LastPrompt = *f.LastPrompt
-		case r.e.Type == "summary" && f.Summary != nil:
-			m.Summary = *f.Summary
-		case r.e.Type == "tag" && f.Tag != nil:
-			m.Tag = *f.Tag
-		case r.e.Type == core.TypeScribeState && core.State(f.State).Valid():
-			m.State = f.State
-		}
-	}
-}
-
-// recFromMsg turns a stream message of the session into a rec.
-func recFromMsg(m *rawMsg, tenant, session string) (rec, error) {
-	agent, ok := agentOf(m.Subject, tenant, session)
-	if !ok {
-		return rec{}, fmt.Errorf("message %d: subject %q is not of session %s", m.Seq, m.Subject, sessionKey(tenant, session))
-	}
-	e, err := core.ParseEntryOwned(m.Data)
-	if err != nil {
-		return rec{}, fmt.Errorf("message %d: %w", m.Seq, err)
-	}
-	id := m.Header.Get(hdrID)
-	if id == "" {
-		id = newItem(e, agent, "").id
-	}
-	return rec{seq: m.Seq, agent: agent, id: id, e: e}, nil
-}
-
-// reconcile indexes the session's messages that are past meta.LastSeq and
-// returns the up-to-date meta and revision (nil, 0 for a session with no
-// entries).
-func (st *store) reconcile(ctx context.Context, tenant, session string) (*sessionMeta, uint64, error) {
-	filter := sessionFilter(tenant, session)
-	for round := 0; ; round++ {
-		meta, rev, err := st.loadMeta(ctx, tenant, session)
-		if err != nil {
-			return nil, 0, err
-		}
-		var from uint64 = 1
-		if meta != nil {
-			from = meta.LastSeq + 1
-		}
-		var recs []rec
-		for len(recs) < 256 {
-			m, err := st.getMsg(ctx, streamName, msgGetRequest{Seq: from, NextBySubj: filter})
-			if err != nil {
-				return nil, 0, err
-			}
-			if m == nil {
-				break
-			}
-			r, err := recFromMsg(m, tenant, session)
-			if err != nil {
-				return nil, 0, err
-			}
-			recs = append(recs, r)
-			from = m.Seq + 1
-		}
-		if len(recs) == 0 {
-			return meta, rev, nil
-		}
-		next, nrev, err := st.index(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
-		switch {
-		case errors.Is(err, errMetaMismatch):
-			if err := sleepCtx(ctx, backoff(round, time.Millisecond, 50*time.Millisecond)); err != nil {
-				return nil, 0, err
-			}
-			continue
-		case err != nil:
-			return nil, 0, err
-		}
-		st.m.repaired.Add(int64(len(recs)))
-		st.log.Debug("indexed entries found past the session metadata", "session", sessionKey(tenant, session), "entries", len(recs))
-		if len(recs) < 256 {
-			return next, nrev, nil
-		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// appendResult says what became of each item.
-type appendResult struct {
-	stored    int
-	dups      int
-	duplicate []bool // per item
-	meta      *sessionMeta
-}
-
-// maxFenceAttempts bounds the retries of a write refused by the fence.
-const maxFenceAttempts = 64
-
-// append stores items (in order) in the session, each at most once.
-// lastUUID, when not nil, is a PUT's Last-Uuid header: with one item that
-// has a uuid, a mismatch returns *conflictError; an item already stored is
-// reported in the result, not as an error.
-func (st *store) append(ctx context.Context, tenant, session string, items []item, lastUUID *string) (*appendResult, error) {
-	mu := st.lock(sessionKey(tenant, session))
-	mu.Lock()
-	defer mu.Unlock()
-
-	res := &appendResult{duplicate: make([]bool, len(items))}
-	done := make([]bool, len(items))
-	// Duplicates inside the request.
-	seen := make(map[string]bool, len(items))
-	for i, it := range items {
-		if seen[it.id] {
-			res.duplicate[i], done[i] = true, true
-			res.dups++
-		}
-		seen[it.id] = true
-	}
-
-	reconciled := false
-	incomplete, runBroken := 0, false
-	for attempt := 0; ; attempt++ {
-		var meta *sessionMeta
-		var rev uint64
-		var err error
-		if reconciled {
-			meta, rev, err = st.reconcile(ctx, tenant, session)
-		} else {
-			meta, rev, err = st.loadMeta(ctx, tenant, session)
-		}
-		if err != nil {
-			return nil, err
-		}
-		var todo []int
-		var ids []string
-		for i := range items {
-			if !done[i] {
-				todo = append(todo, i)
-				ids = append(ids, items[i].id)
-			}
-		}
-		// Without meta the lookup is skipped: a marker exists only for a
-		// message in the stream, and the publish is fenced on 0 (none).
-		if len(todo) > 0 && meta != nil {
-			exists, err := st.markers(ctx, tenant, session, ids)
-			if err != nil {
-				return nil, err
-			}
-			rest := todo[:0]
-			for k, i := range todo {
-				if exists[k] {
-					res.duplicate[i], done[i] = true, true
-					res.dups++
-					continue
-				}
-				rest = append(rest, i)
-			}
-			todo = rest
-		}
-		if lastUUID != nil && len(todo) == 1 && items[todo[0]].e.UUID != "" && meta != nil && meta.LastUUID != "" &&
-			*lastUUID != meta.LastUUID {
-			if !reconciled {
-				// meta may be behind the stream (a writer between publish
-				// and meta): look again before refusing.
-				reconciled = true
-				continue
-			}
-			res.meta = meta
-			return res, &conflictError{last: meta.LastUUID}
-		}
-		if len(todo) == 0 {
-			res.meta = meta
-			return res, nil
-		}
-
-		var last uint64
-		if meta != nil {
-			last = meta.LastSeq
-		}
-		var recs []rec
-		var pubErr error
-		fenced := false
-		mw := st.newMarkerWriter(tenant, session)
-		for pending := todo; len(pending) > 0 && !fenced && pubErr == nil; {
-			// A run; or an atomic batch where runs cannot be used, or
-			// once a run of this request was overtaken (another process
-			// writing: a batch cannot be); or one fenced publish.
-			n := len(pending)
-			runs, batch := st.runsOK(), false
-			switch {
-			case n >= 2 && runs && !runBroken:
-				n = min(n, runMax)
-			case n >= 2 && st.atomicOK.Load() && incomplete < 2:
-				n, batch = min(n, int(st.batchMax.Load())), true
-			case n >= 2 && runs:
-				n = min(n, runMax)
-			default:
-				n = 1
-			}
-			chunk := pending[:n]
-			var seqs []uint64
-			var err error
-			if batch {
-				seqs, err = st.publishBatch(ctx, tenant, session, items, chunk, last)
-			} else {
-				seqs, err = st.publishRun(ctx, tenant, session, items, chunk, last)
-			}
-			for k, seq := range seqs {
-				i := chunk[k]
-				it := items[i]
-				r := rec{seq: seq, agent: it.agent, id: it.id, e: it.e}
-				recs = append(recs, r)
-				mw.add(r)
-				done[i] = true
-				last = seq
-			}
-			res.stored += len(seqs)
-			pending = pending[len(seqs):]
-			switch {
-			case err == nil:
-			case batch:
-				fenced, pubErr = st.batchRefused(err, n, &incomplete)
-			default:
-				fenced, pubErr = runRefused(err)
-				runBroken = runBroken || errors.Is(err, errRunBroken)
-			}
-		}
-		if len(recs) > 0 {
-			st.m.stored.Add(int64(len(recs)))
-			err := mw.wait(ctx)
-			var next *sessionMeta
-			if err == nil {
-				next, _, err = st.advanceMeta(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
-			}
-			switch {
-			case errors.Is(err, errMetaMismatch):
-				fenced = true // someone indexed past us: reconcile
-			case err != nil:
-				return nil, err
-			default:
-				meta = next
-			}
-		}
-		if pubErr != nil {
-			return nil, pubErr
-		}
-		if !fenced {
-			res.meta = meta
-			return res, nil
-		}
-		st.m.fenceRetries.Add(1)
-		if attempt >= maxFenceAttempts {
-			return nil, errBusy
-		}
-		reconciled = true
-		if attempt > 0 {
-			if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 100*time.Millisecond)); err != nil {
-				return nil, err
-			}
-		}
-	}
-}
-
-// setState sets the session's state in its metadata (a state event).
-func (st *store) setState(ctx context.Context, tenant, session, state string) (*sessionMeta, error) {
-	for attempt := 0; ; attempt++ {
-		meta, rev, err := st.reconcile(ctx, tenant, session)
-		if err != nil {
-			return nil, err
-		}
-		now := time.Now().UTC()
-		next := &sessionMeta{Tenant: tenant, Session: session, CreatedAt: now}
-		if meta != nil {
-			next = meta.clone()
-		}
-		next.State = state
-		next.UpdatedAt = now
-		_, err = st.putMeta(ctx, tenant, session, next, rev)
-		if err == nil {
-			return next, nil
-		}
-		if !errors.Is(err, errMetaMismatch) || attempt >= maxFenceAttempts {
-			return nil, err
-		}
-		if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// open returns the session's up-to-date metadata; errNoSession when the
-// tenant has no such session.
-func (st *store) open(ctx context.Context, tenant, session string) (*sessionMeta, error) {
-	meta, _, err := st.reconcile(ctx, tenant, session)
-	if err != nil {
-		return nil, err
-	}
-	if meta == nil {
-		return nil, errNoSession
-	}
-	return meta, nil
-}
-
-// readOpts select what read returns.
-type readOpts struct {
-	filters  []string
-	start    uint64 // first stream sequence to consider
-	end      uint64 // last stream sequence to return (meta's)
-	limit    int    // at most this many messages
-	maxBytes int    // stop after this many bytes of entries (at least one)
-}
-
-// read calls fn for the session's messages in stream order, within o. It
-// returns the sequence of the last message given to fn (0 if none) and
-// whether more messages may follow within o.end.
-func (st *store) read(ctx context.Context, o readOpts, fn func(seq uint64, subject string, data []byte) error) (uint64, bool, error) {
-	if o.start > o.end || o.limit <= 0 {
-		return 0, false, nil
-	}
-	cfg := jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       o.start,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: time.Minute,
-		MemoryStorage:     true,
-		Replicas:          1,
-	}
-	if len(o.filters) == 1 {
-		cfg.FilterSubject = o.filters[0]
-	} else {
-		cfg.FilterSubjects = o.filters
-	}
-	cctx, cancel := opCtx(ctx)
-	cons, err := st.js.CreateConsumer(cctx, streamName, cfg)
-	cancel()
-	if err != nil {
-		return 0, false, fmt.Errorf("read session: create consumer: %w", err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := st.js.DeleteConsumer(dctx, streamName, cons.CachedInfo().Name); err != nil {
-			st.log.Debug("delete read consumer", "error", err)
-		}
-	}()
-
-	var last uint64
-	count, bytes := 0, 0
-	for {
-		want := min(o.limit-count, 256)
-		batch, err := cons.FetchNoWait(want)
-		if err != nil {
-			return last, false, fmt.Errorf("read session: %w", err)
-		}
-		got, full, past := 0, false, false
-		for msg := range batch.Messages() {
-			got++
-			if full || past {
-				continue // drain the batch
-			}
-			md, err := msg.Metadata()
-			if err != nil {
-				return last, false, fmt.Errorf("read session: %w", err)
-			}
-			seq := md.Sequence.Stream
-			if seq > o.end {
-				past = true // written after the read began: left for the next read
-				continue
-			}
-			if err := fn(seq, msg.Subject(), msg.Data()); err != nil {
-				return last, false, err
-			}
-			last = seq
-			count++
-			bytes += len(msg.Data())
-			full = count >= o.limit || bytes >= o.maxBytes
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
-			return last, false, fmt.Errorf("read session: %w", err)
-		}
-		switch {
-		case past || last >= o.end:
-			return last, false, nil
-		case full:
-			return last, true, nil
-		case got == 0:
-			// o.end is the sequence of the filter's last message: a read
-			// that stops short of it lost its fetch (a reconnect).
-			return last, false, fmt.Errorf("read session: interrupted at sequence %d of %d", last, o.end)
-		}
-	}
-}
-
-// listSessions returns the tenant's sessions (every one; the caller filters).
-func (st *store) listSessions(ctx context.Context, tenant string) ([]*sessionMeta, error) {
-	w, err := st.sessions.WatchFiltered(ctx, []string{tenant + ".*"}, jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
-	var out []*sessionMeta
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("list sessions: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return out, nil
-			}
-			if e == nil {
-				return out, nil // initial values done
-			}
-			var m sessionMeta
-			if err := json.Unmarshal(e.Value(), &m); err != nil {
-				st.log.Warn("skip unreadable session metadata", "key", e.Key(), "error", err)
-				continue
-			}
-			out = append(out, &m)
-		}
-	}
-}
-
-// ready checks that JetStream answers.
-func (st *store) ready(ctx context.Context) error {
-	_, err := st.js.AccountInfo(ctx)
-	return err
 }

@@ -53,7 +53,10 @@ type pullFile struct {
 	Agent string `json:"agent,omitempty"`
 	// Sidecar marks the session's lifecycle records and checkpoints
 	// (<id>/scribe-lifecycle.jsonl).
-	Sidecar bool  `json:"sidecar,omitempty"`
+	Sidecar bool `json:"sidecar,omitempty"`
+	// Meta marks a subagent's .meta.json, written from its agent_metadata
+	// row (Status written or unchanged).
+	Meta    bool  `json:"meta,omitempty"`
 	Entries int   `json:"entries"`
 	Bytes   int64 `json:"bytes"`
 	// Status is created, replaced or unchanged.
@@ -151,7 +154,10 @@ configuration or flag.`,
 
 // pulledFile is one transcript as the server has it.
 type pulledFile struct {
-	agent   string
+	agent string
+	// meta is a subagent's agent_metadata row (a SessionStore's form of
+	// its .meta.json), the last one the server has.
+	meta    *core.Entry
 	data    bytes.Buffer
 	entries int
 	uuids   map[string]bool
@@ -160,62 +166,12 @@ type pulledFile struct {
 func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
 	bar *progressBar) (*pullReport, error) {
 	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
-	main := &pulledFile{uuids: map[string]bool{}}
-	side := &pulledFile{uuids: map[string]bool{}}
-	agents := map[string]*pulledFile{}
-	var order []string
-	firstCWD := ""
-	var agentCWD string
-	var got atomic.Int64
-	if bar != nil {
-		bar.start(-1, 1, &got)
-	}
-	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
-		got.Add(int64(len(ev.Payload)) + 1)
-		if bar != nil {
-			bar.entries(1)
-		}
-		e, err := core.ParseEntry(ev.Payload)
-		if err != nil {
-			rep.Malformed++
-			return nil
-		}
-		if events.InternalRow(e.Type) {
-			rep.Filtered++
-			return nil
-		}
-		f := main
-		switch {
-		case ev.AgentID == "" && core.IsLifecycleRecord(e.Type):
-			// scribe's own records: the sidecar, as the local store
-			// keeps them.
-			f = side
-		case ev.AgentID != "":
-			if f = agents[ev.AgentID]; f == nil {
-				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
-				agents[ev.AgentID] = f
-				order = append(order, ev.AgentID)
-			}
-			if agentCWD == "" {
-				agentCWD = e.CWD
-			}
-		case firstCWD == "":
-			firstCWD = e.CWD
-		}
-		f.data.Write(e.Raw)
-		f.data.WriteByte('\n')
-		f.entries++
-		if e.UUID != "" {
-			f.uuids[e.UUID] = true
-		}
-		return nil
-	})
-	if bar != nil {
-		bar.finish()
-	}
+	pl, err := fetchPull(ctx, t, id, rep, bar)
 	if err != nil {
 		return nil, err
 	}
+	main, side, agents, order := pl.main, pl.side, pl.agents, pl.order
+	firstCWD, agentCWD := pl.firstCWD, pl.agentCWD
 	for _, a := range order {
 		if !reAgentID.MatchString(a) {
 			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
@@ -271,8 +227,20 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	// Subagents and the sidecar first: the main file, which makes the
 	// session visible, comes last.
 	for _, a := range order {
-		if err := write(jsonl.AgentFile(proj, id, a), agents[a], false); err != nil {
+		path := jsonl.AgentFile(proj, id, a)
+		if err := write(path, agents[a], false); err != nil {
 			return rep, err
+		}
+		if m := agents[a].meta; m != nil {
+			changed, err := writeAgentMeta(metaPath(path), *m)
+			if err != nil {
+				return rep, err
+			}
+			status := "unchanged"
+			if changed {
+				status = "written"
+			}
+			rep.Files = append(rep.Files, pullFile{Path: metaPath(path), Agent: a, Meta: true, Status: status})
 		}
 	}
 	if side.entries > 0 {
@@ -293,6 +261,75 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 		}
 	}
 	return rep, nil
+}
+
+// pulled is a session as the server has it: its files and where its
+// entries say it ran.
+type pulled struct {
+	main, side         *pulledFile
+	agents             map[string]*pulledFile
+	order              []string // agents in the order the server gave them
+	firstCWD, agentCWD string
+}
+
+// fetchPull reads the session from the server's History API.
+func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, bar *progressBar) (*pulled, error) {
+	pl := &pulled{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}}, agents: map[string]*pulledFile{}}
+	var got atomic.Int64
+	if bar != nil {
+		bar.start(-1, 1, &got)
+	}
+	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
+		got.Add(int64(len(ev.Payload)) + 1)
+		if bar != nil {
+			bar.entries(1)
+		}
+		e, err := core.ParseEntry(ev.Payload)
+		if err != nil {
+			rep.Malformed++
+			return nil
+		}
+		if events.InternalRow(e.Type) {
+			rep.Filtered++
+			return nil
+		}
+		f := pl.main
+		switch {
+		case ev.AgentID == "" && core.IsLifecycleRecord(e.Type):
+			// scribe's own records: the sidecar, as the local store
+			// keeps them.
+			f = pl.side
+		case ev.AgentID != "":
+			if f = pl.agents[ev.AgentID]; f == nil {
+				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
+				pl.agents[ev.AgentID] = f
+				pl.order = append(pl.order, ev.AgentID)
+			}
+			if e.Type == typeAgentMetadata {
+				f.meta = &e
+				return nil
+			}
+			if pl.agentCWD == "" {
+				pl.agentCWD = e.CWD
+			}
+		case pl.firstCWD == "":
+			pl.firstCWD = e.CWD
+		}
+		f.data.Write(e.Raw)
+		f.data.WriteByte('\n')
+		f.entries++
+		if e.UUID != "" {
+			f.uuids[e.UUID] = true
+		}
+		return nil
+	})
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pl, nil
 }
 
 // localOnly counts the uuids of old that are not in server.

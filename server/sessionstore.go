@@ -1,0 +1,379 @@
+package server
+
+// The Agent SDK's SessionStore over HTTP (the npm package in
+// clients/session-store speaks it). Tokens and tenants as every route;
+// the key of a request is in its query: project_key (1 to 512 bytes of
+// UTF-8, no control characters, no '/' or '\', not "." or ".."),
+// session_id (a UUID) and, for a subagent, subpath=subagents/agent-<id>
+// (<id>: 1 to 64 of letters, digits, '-' and '_'; an empty subpath is
+// refused, the main transcript has none).
+//
+//   POST   /v1/session_store/entries?<key>&batch=<id>        write
+//          body: a JSON array of entries. Entries with a uuid are stored
+//          once per key; entries without one are stored as sent (the SDK's
+//          rule), once per batch and position, so a retry of the same
+//          request with the same batch id is not stored twice.
+//          200 {"stored":n,"duplicates":n}
+//          409 the session is bound to another project key
+//   GET    /v1/session_store/entries?<key>                   read
+//          200 {"entries":[<entry>,…]}, or {"entries":null} for a key the
+//          store does not hold
+//   DELETE /v1/session_store/entries?<key>                   write
+//          the main key deletes the whole session; a subpath only itself
+//          200 {"deleted":n}
+//   GET    /v1/session_store/sessions?project_key=           read
+//          200 {"sessions":[{"sessionId","mtime"}]}  (mtime: epoch ms)
+//   GET    /v1/session_store/subkeys?project_key=&session_id= read
+//          200 {"subkeys":["subagents/agent-<id>",…]}
+//   GET    /v1/session_store/summaries?project_key=          read
+//          200 {"summaries":[{"sessionId","mtime","data"}]}
+//   GET    /v1/session_store/summary?<key>                   read
+//          200 {"summary":{"sessionId","mtime","data"}|null,"revision":n,
+//               "folds":[<fold id>,…]}
+//   PUT    /v1/session_store/summary?<key>                   write
+//          body: {"revision":n (0: none yet),"data":{…},"fold_id":"…"}
+//          200 {"revision":n,"mtime":ms}; 409 the revision is stale (read
+//          again, fold again, write again)
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	storePrefix = "/v1/session_store/"
+	// subagentPrefix is what a subpath is: subagents/agent-<id>.
+	subagentPrefix = "subagents/agent-"
+	// maxProjectKey bounds a project key (the SDK cuts its own at 200
+	// characters and adds a hash).
+	maxProjectKey = 512
+)
+
+// Route names of the SessionStore, as they appear in metrics.
+const (
+	routeStoreEntries   = "session_store_entries"
+	routeStoreSessions  = "session_store_sessions"
+	routeStoreSubkeys   = "session_store_subkeys"
+	routeStoreSummaries = "session_store_summaries"
+	routeStoreSummary   = "session_store_summary"
+)
+
+// dispatchStore routes /v1/session_store/<rest>.
+func (s *Server) dispatchStore(w http.ResponseWriter, r *http.Request, rest string) string {
+	type route struct {
+		name    string
+		methods map[string]func(http.ResponseWriter, *http.Request, request)
+	}
+	routes := map[string]route{
+		"entries": {routeStoreEntries, map[string]func(http.ResponseWriter, *http.Request, request){
+			http.MethodGet: s.storeLoad, http.MethodPost: s.storeAppend, http.MethodDelete: s.storeDelete}},
+		"sessions":  {routeStoreSessions, map[string]func(http.ResponseWriter, *http.Request, request){http.MethodGet: s.storeSessions}},
+		"subkeys":   {routeStoreSubkeys, map[string]func(http.ResponseWriter, *http.Request, request){http.MethodGet: s.storeSubkeys}},
+		"summaries": {routeStoreSummaries, map[string]func(http.ResponseWriter, *http.Request, request){http.MethodGet: s.storeSummaries}},
+		"summary": {routeStoreSummary, map[string]func(http.ResponseWriter, *http.Request, request){
+			http.MethodGet: s.storeGetSummary, http.MethodPut: s.storePutSummary}},
+	}
+	rt, ok := routes[rest]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found_error", "no such route: %s %s", r.Method, truncate(r.URL.Path, 200))
+		return routeOther
+	}
+	h, ok := rt.methods[r.Method]
+	if !ok {
+		var methods []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			if rt.methods[m] != nil {
+				methods = append(methods, m)
+			}
+		}
+		allow(w, r, methods...)
+		return rt.name
+	}
+	scope := ScopeRead
+	if r.Method != http.MethodGet {
+		scope = ScopeWrite
+	}
+	s.withSession(w, r, scope, "", h)
+	return rt.name
+}
+
+// validProjectKey reports whether p can be a project key.
+func validProjectKey(p string) error {
+	switch {
+	case p == "":
+		return errors.New("project_key is missing")
+	case len(p) > maxProjectKey:
+		return fmt.Errorf("project_key is %d bytes; at most %d", len(p), maxProjectKey)
+	case !utf8.ValidString(p):
+		return errors.New("project_key is not valid UTF-8")
+	case p == "." || p == ".." || strings.ContainsAny(p, `/\`):
+		return fmt.Errorf("project_key %q: no '/', '\\', \".\" or \"..\"", truncate(p, 100))
+	}
+	for _, c := range p {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("project_key %q: no control characters", truncate(p, 100))
+		}
+	}
+	return nil
+}
+
+// parseStoreKey reads the key of a request from its query; withSession
+// false reads only the project key, subpath false refuses a subpath.
+func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
+	k := storeKey{project: q.Get("project_key")}
+	if err := validProjectKey(k.project); err != nil {
+		return k, err
+	}
+	if !withSession {
+		return k, nil
+	}
+	id := q.Get("session_id")
+	if !validSession(id) {
+		return k, fmt.Errorf("session_id %q is not a UUID (want 8-4-4-4-12 hex digits)", truncate(id, 100))
+	}
+	k.session = strings.ToLower(id)
+	if !q.Has("subpath") {
+		return k, nil
+	}
+	sub := q.Get("subpath")
+	agent, ok := strings.CutPrefix(sub, subagentPrefix)
+	switch {
+	case !subpath:
+		return k, errors.New("this route takes no subpath")
+	case sub == "":
+		return k, errors.New("subpath is empty: leave it out for the main transcript")
+	case !ok || !isToken(agent, 64):
+		return k, fmt.Errorf("subpath %q: want subagents/agent-<id>, <id> 1 to 64 of letters, digits, '-' and '_'", truncate(sub, 100))
+	}
+	k.agent = agent
+	return k, nil
+}
+
+// storeKeyOf answers 400 itself when the key is not valid.
+func storeKeyOf(w http.ResponseWriter, r *http.Request, withSession, subpath bool) (storeKey, bool) {
+	k, err := parseStoreKey(r.URL.Query(), withSession, subpath)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "%v", err)
+		return k, false
+	}
+	return k, true
+}
+
+// storeItem checks the i-th entry of an append to k and returns its item.
+func storeItem(raw []byte, k storeKey, batch string, i int) (item, error) {
+	e, err := parseRaw(raw)
+	if err != nil {
+		return item{}, err
+	}
+	key := batch + "-" + strconv.Itoa(i)
+	if k.agent == "" {
+		return newItem(e, "", key), nil
+	}
+	id := "a." + k.agent + ".k-" + key
+	if e.UUID != "" {
+		id = "a." + k.agent + ".u-" + e.UUID
+	}
+	return item{e: e, agent: k.agent, id: id}, nil
+}
+
+func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, true, true)
+	if !ok {
+		return
+	}
+	batch := r.URL.Query().Get("batch")
+	if batch == "" {
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		batch = hex.EncodeToString(b)
+	} else if !isToken(batch, 64) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "batch %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(batch, 100))
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil || raws == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "the body is not a JSON array of entries: %v", err)
+		return
+	}
+	if len(raws) > maxBatchEvents {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "%d entries in one append; at most %d", len(raws), maxBatchEvents)
+		return
+	}
+	items := make([]item, len(raws))
+	for i, raw := range raws {
+		it, err := storeItem(raw, k, batch, i)
+		if err == nil {
+			it, err = s.process(req.ctx, it)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "entries[%d]: %v", i, err)
+			return
+		}
+		items[i] = it
+	}
+	if len(items) == 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"stored": 0, "duplicates": 0})
+		return
+	}
+	if err := s.st.bindProject(req.ctx, req.tenant, k.session, k.project); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	res, err := s.st.append(req.ctx, req.tenant, k.session, items, nil)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	s.m.duplicates.Add(int64(res.dups))
+	writeJSON(w, http.StatusOK, map[string]any{"stored": res.stored, "duplicates": res.dups})
+}
+
+func (s *Server) storeLoad(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, true, true)
+	if !ok {
+		return
+	}
+	o, err := s.st.keyRead(req.ctx, req.tenant, k)
+	switch {
+	case err != nil:
+		s.storeError(w, err)
+	case o == nil:
+		writeJSON(w, http.StatusOK, map[string]any{"entries": nil})
+	default:
+		req.session = k.session
+		s.streamEntries(w, req, *o, `{"entries":[`)
+	}
+}
+
+func (s *Server) storeDelete(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, true, true)
+	if !ok {
+		return
+	}
+	n, err := s.st.deleteKey(req.ctx, req.tenant, k)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	s.m.storeDeleted.Add(int64(n))
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": n})
+}
+
+func (s *Server) storeSessions(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, false, false)
+	if !ok {
+		return
+	}
+	list, err := s.st.projectSessions(req.ctx, req.tenant, k.project)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+}
+
+func (s *Server) storeSubkeys(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, true, false)
+	if !ok {
+		return
+	}
+	list, err := s.st.subkeys(req.ctx, req.tenant, k)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subkeys": list})
+}
+
+// summaryOut is a summary as the SDK's listSessionSummaries returns it.
+type summaryOut struct {
+	SessionID string          `json:"sessionId"`
+	MTime     int64           `json:"mtime"`
+	Data      json.RawMessage `json:"data"`
+}
+
+func (s *Server) storeSummaries(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, false, false)
+	if !ok {
+		return
+	}
+	list, err := s.st.projectSummaries(req.ctx, req.tenant, k.project)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	out := make([]summaryOut, 0, len(list))
+	for _, sm := range list {
+		out = append(out, summaryOut{SessionID: sm.Session, MTime: sm.MTime, Data: sm.Data})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"summaries": out})
+}
+
+func (s *Server) storeGetSummary(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, true, false)
+	if !ok {
+		return
+	}
+	sm, rev, err := s.st.getSummary(req.ctx, req.tenant, k)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	out := map[string]any{"summary": nil, "revision": rev, "folds": []string{}}
+	if sm != nil {
+		out["summary"] = summaryOut{SessionID: sm.Session, MTime: sm.MTime, Data: sm.Data}
+		if sm.Folds != nil {
+			out["folds"] = sm.Folds
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) storePutSummary(w http.ResponseWriter, r *http.Request, req request) {
+	k, ok := storeKeyOf(w, r, true, false)
+	if !ok {
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var in struct {
+		Revision uint64          `json:"revision"`
+		Data     json.RawMessage `json:"data"`
+		FoldID   string          `json:"fold_id"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil || len(bytes.TrimSpace(in.Data)) == 0 || in.Data[0] != '{' {
+		writeError(w, http.StatusBadRequest, "invalid_request_error",
+			`want {"revision":n,"data":{...},"fold_id":"..."} (data a JSON object): %v`, err)
+		return
+	}
+	if in.FoldID != "" && !isToken(in.FoldID, 64) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "fold_id %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(in.FoldID, 100))
+		return
+	}
+	sm, rev, err := s.st.putSummary(req.ctx, req.tenant, k, in.Data, in.FoldID, in.Revision)
+	if errors.Is(err, errSummaryStale) {
+		s.m.summaryConflicts.Add(1)
+		writeError(w, http.StatusConflict, "conflict_error", "summary revision %d is stale: read it again, fold again and retry", in.Revision)
+		return
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revision": rev, "mtime": sm.MTime})
+}
