@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -255,7 +253,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	write := func(path string, f *pulledFile, sidecar bool) error {
 		old, _ := os.ReadFile(path)
-		status, backup, err := replaceFile(path, f.data.Bytes(), stamp)
+		status, backup, err := layout.ReplaceTranscript(path, f.data.Bytes(), stamp)
 		if err != nil {
 			return err
 		}
@@ -285,11 +283,11 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			return rep, err
 		}
 	}
-	local, _ := sessionFiles(proj, id)
+	local, _ := jsonl.TranscriptFiles(proj, id)
 	for _, lf := range local {
-		if (lf.side && side.entries == 0) || (!lf.side && lf.agent == "" && main.entries == 0) ||
-			(lf.agent != "" && agents[lf.agent] == nil) {
-			rep.Untouched = append(rep.Untouched, lf.path)
+		if (lf.Sidecar && side.entries == 0) || (!lf.Sidecar && lf.AgentID == "" && main.entries == 0) ||
+			(lf.AgentID != "" && agents[lf.AgentID] == nil) {
+			rep.Untouched = append(rep.Untouched, lf.Path)
 		}
 	}
 	return rep, nil
@@ -305,124 +303,6 @@ func localOnly(old []byte, server map[string]bool) int {
 	})
 	return n
 }
-
-// replaceFile makes path hold data: unchanged when it already does; else a
-// temporary file in the same folder is written, fsynced and renamed over
-// path, and the folder fsynced. What path held before is kept as
-// <path>.bak-<stamp> (a hard link to the old file, or a copy). Folders
-// are made 0700, files 0600.
-func replaceFile(path string, data []byte, stamp string) (status, backup string, err error) {
-	dir := filepath.Dir(path)
-	if err := mkdirAllSync(dir); err != nil {
-		return "", "", err
-	}
-	old, err := os.ReadFile(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", "", err
-	}
-	if exists && bytes.Equal(old, data) {
-		return "unchanged", "", nil
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".pull-*")
-	if err != nil {
-		return "", "", err
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("write %s: %w", tmpName, err)
-	}
-	status = "created"
-	if exists {
-		status = "replaced"
-		backup = path + ".bak-" + stamp
-		for i := 1; ; i++ {
-			if _, serr := os.Lstat(backup); errors.Is(serr, fs.ErrNotExist) {
-				break
-			}
-			backup = path + ".bak-" + stamp + "-" + strconv.Itoa(i)
-		}
-		if lerr := os.Link(path, backup); lerr != nil {
-			if err = writeFileSync(backup, old); err != nil {
-				return "", "", fmt.Errorf("back up %s: %w", path, err)
-			}
-		}
-	}
-	if err = os.Rename(tmpName, path); err != nil {
-		return "", "", fmt.Errorf("replace %s: %w", path, err)
-	}
-	if err = syncDir(dir); err != nil {
-		return "", "", err
-	}
-	return status, backup, nil
-}
-
-// mkdirAllSync makes dir and its missing parents (0700), fsyncing the
-// folder that receives each new one.
-func mkdirAllSync(dir string) error {
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a folder", dir)
-		}
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirAllSync(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return syncDir(parent)
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
-
 func printPullReport(w io.Writer, r *pullReport) {
 	fmt.Fprintf(w, "pulled session %s from %s (%s) into %s\n", r.SessionID, r.Server, r.Via, r.ProjectDir)
 	fmt.Fprintf(w, "  entries:  %d in %d files (%d internal rows left out)\n", r.Entries, len(r.Files), r.Filtered)

@@ -50,6 +50,11 @@ type Options struct {
 	// <path>.bak-<Backup> (a hard link, or a synced copy where links are
 	// refused); a name already taken gets -1, -2, … appended.
 	Backup string
+	// NoReplace makes a new file only: when path exists the write fails
+	// with an error wrapping fs.ErrExist and path is left alone (a hard
+	// link puts the file in place, which the kernel refuses over a taken
+	// name).
+	NoReplace bool
 }
 
 // WriteFile replaces path with data atomically; see Replace.
@@ -111,13 +116,37 @@ func Replace(path string, opts Options, fill func(io.Writer) error) (backup stri
 			return "", fmt.Errorf("back up %s: %w", path, err)
 		}
 	}
-	if err = os.Rename(tmp, path); err == nil {
+	if err = install(tmp, path, opts.NoReplace); err == nil {
 		err = inject(stepRenamed)
 	}
 	if err != nil {
 		return "", fmt.Errorf("replace %s: %w", path, err)
 	}
 	return backup, SyncDir(dir)
+}
+
+// install puts the written temporary file at path: a rename, or with
+// noReplace a hard link that fails when path exists (then the temporary
+// name goes).
+func install(tmp, path string, noReplace bool) error {
+	if !noReplace {
+		return os.Rename(tmp, path)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fs.ErrExist
+	}
+	err := os.Link(tmp, path)
+	switch {
+	case err == nil:
+		return os.Remove(tmp)
+	case errors.Is(err, fs.ErrExist):
+		return fs.ErrExist
+	}
+	// A file system without hard links: rename, after a last check.
+	if _, serr := os.Lstat(path); serr == nil {
+		return fs.ErrExist
+	}
+	return os.Rename(tmp, path)
 }
 
 func fillFile(f *os.File, perm os.FileMode, fill func(io.Writer) error) error {
