@@ -16,8 +16,8 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
+	"github.com/e0dc0000/scribe/internal/spool"
 	"github.com/e0dc0000/scribe/plugins/internal/shared"
-	"github.com/e0dc0000/scribe/plugins/internal/spool"
 	pb "github.com/e0dc0000/scribe/plugins/proto"
 )
 
@@ -84,7 +84,7 @@ type Sink struct {
 	changed chan struct{} // closed and replaced on every change of state
 	started bool
 	closed  bool
-	sp      *spool.Spool
+	sp      *spool.Batches
 	// key seals spooled batches (spool_encryption); nil keeps them plain.
 	key     *seal.RecordKey
 	environ []string
@@ -191,7 +191,7 @@ func (s *Sink) Start(ctx context.Context) error {
 			return fmt.Errorf("sink %s: spool_encryption: %w", s.id, err)
 		}
 	}
-	sp, recs, err := spool.Open(s.dir)
+	sp, recs, err := spool.OpenBatches(s.dir)
 	if err != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("sink %s: %w", s.id, err)

@@ -32,6 +32,19 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
+	"github.com/e0dc0000/scribe/internal/spool"
+)
+
+
+// Sentinel errors of the spool (internal/spool).
+var (
+	// ErrSpoolBusy is returned when every lane of a spool is held by a
+	// live process.
+	ErrSpoolBusy = spool.ErrBusy
+	// ErrSpoolOwner is returned when the spool folder belongs to another
+	// sink: two sinks given one spool_dir would deliver each other's
+	// entries.
+	ErrSpoolOwner = spool.ErrOwner
 )
 
 // ErrClosed is returned by Write after Shutdown.
@@ -180,7 +193,7 @@ type Sender struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when acked or failing change
-	sp      *spool
+	sp      *spool.Lane
 	mem     []memRec // seqs ascending, all >= acked
 	memSize int64
 	next    uint64 // seq of the next entry written
@@ -244,7 +257,7 @@ func (s *Sender) spoolKey() (*seal.RecordKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(s.opts.Dir, dirMode); err != nil {
+	if err := os.MkdirAll(s.opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool folder: %w", err)
 	}
 	return sl.RecordKey(filepath.Join(s.opts.Dir, "key.age"))
@@ -265,22 +278,22 @@ func (s *Sender) Start(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sink %s: spool encryption: %w", s.opts.Name, err)
 	}
-	sp, err := openLane(s.opts.Dir, s.opts.Name, s.opts.SegmentBytes, s.log)
+	sp, err := spool.OpenLane(s.opts.Dir, s.opts.Name, s.opts.SegmentBytes, s.log)
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", s.opts.Name, err)
 	}
-	sp.key = key
+	sp.SetKey(key)
 	s.sp = sp
-	s.next = max(sp.ack, sp.tail, 1)
-	if err := orphanLanes(s.opts.Dir, sp, s.log, s.adoptLocked); err != nil {
-		sp.close(false)
+	s.next = max(sp.Ack(), sp.Tail(), 1)
+	if err := spool.OrphanLanes(s.opts.Dir, sp, s.log, s.adoptLocked); err != nil {
+		sp.Close(false)
 		s.sp = nil
 		return fmt.Errorf("sink %s: take over spool lane: %w", s.opts.Name, err)
 	}
 	s.acked, s.read = s.next, s.next
-	if sp.pending() {
+	if sp.Pending() {
 		// Nothing on disk is below the first segment.
-		s.acked = max(sp.ack, sp.segs[0].first)
+		s.acked = max(sp.Ack(), sp.First())
 		s.read = s.acked
 	}
 	s.started = true
@@ -293,11 +306,11 @@ func (s *Sender) Start(context.Context) error {
 
 // adoptLocked moves what a dead process left in another lane to the end of
 // this one, then empties that lane.
-func (s *Sender) adoptLocked(o *spool) error {
+func (s *Sender) adoptLocked(o *spool.Lane) error {
 	n := int64(0)
-	from := o.ack
+	from := o.Ack()
 	for {
-		recs, err := o.read(from, s.opts.MaxBatch, s.opts.MaxBatchBytes)
+		recs, err := o.Read(from, s.opts.MaxBatch, s.opts.MaxBatchBytes)
 		if err != nil {
 			return err
 		}
@@ -305,26 +318,26 @@ func (s *Sender) adoptLocked(o *spool) error {
 			break
 		}
 		for i := range recs {
-			recs[i].seq = s.next
+			recs[i].Seq = s.next
 			s.next++
 		}
-		if err := s.sp.append(recs); err != nil {
+		if err := s.sp.Append(recs); err != nil {
 			return err
 		}
 		n += int64(len(recs))
 	}
-	if err := s.sp.sync(); err != nil {
+	if err := s.sp.Sync(); err != nil {
 		return err
 	}
-	if err := o.setAck(o.tail); err != nil {
+	if err := o.SetAck(o.Tail()); err != nil {
 		return err
 	}
-	if err := o.close(true); err != nil {
+	if err := o.Close(true); err != nil {
 		return err
 	}
 	s.adopted.Add(n)
 	s.adoptedLanes.Add(1)
-	s.log.Info("took over a spool lane left by a process that died", "lane", o.dir, "entries", n)
+	s.log.Info("took over a spool lane left by a process that died", "lane", o.Dir(), "entries", n)
 	return nil
 }
 
@@ -341,13 +354,13 @@ func (s *Sender) Write(_ context.Context, entries []core.Entry) error {
 	}
 	spillFailed := false
 	for _, e := range entries {
-		size := int64(len(e.Raw) + len(e.SessionID) + frameHeader + 8)
+		size := int64(len(e.Raw) + len(e.SessionID) + spool.FrameHeader + 8)
 		switch {
 		case len(e.Raw) == 0:
 			s.droppedLocked(1, errors.New("empty entry"), "entry dropped")
 			continue
-		case size > maxRecord:
-			s.droppedLocked(1, fmt.Errorf("entry %s of %d bytes is larger than %d", e.UUID, len(e.Raw), maxRecord), "entry too large")
+		case size > spool.MaxRecord:
+			s.droppedLocked(1, fmt.Errorf("entry %s of %d bytes is larger than %d", e.UUID, len(e.Raw), spool.MaxRecord), "entry too large")
 			continue
 		}
 		if !spillFailed && s.memFull() {
@@ -403,8 +416,8 @@ func (s *Sender) spillLocked() error {
 	if len(s.mem) == 0 {
 		return nil
 	}
-	recs := make([]record, 0, len(s.mem))
-	room := s.opts.SpoolMaxBytes - s.sp.bytes
+	recs := make([]spool.Record, 0, len(s.mem))
+	room := s.opts.SpoolMaxBytes - s.sp.Bytes()
 	var over int64
 	var overErr error
 	for _, m := range s.mem {
@@ -416,22 +429,22 @@ func (s *Sender) spillLocked() error {
 			continue
 		}
 		room -= m.size
-		recs = append(recs, record{seq: m.seq, data: encodeEntry(m.e)})
+		recs = append(recs, spool.Record{Seq: m.seq, Data: encodeEntry(m.e)})
 	}
-	err := s.sp.append(recs)
+	err := s.sp.Append(recs)
 	if err == nil {
-		err = s.sp.sync()
+		err = s.sp.Sync()
 	}
 	if err != nil {
 		s.spoolErrors.Add(1)
 		// Keep in memory only what did not reach the disk.
 		k := 0
-		for k < len(s.mem) && s.mem[k].seq < s.sp.tail {
+		for k < len(s.mem) && s.mem[k].seq < s.sp.Tail() {
 			s.memSize -= s.mem[k].size
 			k++
 		}
 		s.mem = append(s.mem[:0], s.mem[k:]...)
-		return fmt.Errorf("spill to %s: %w", s.sp.dir, err)
+		return fmt.Errorf("spill to %s: %w", s.sp.Dir(), err)
 	}
 	if over > 0 {
 		s.droppedLocked(over, overErr, "spool full: entries dropped")
@@ -571,7 +584,7 @@ func (s *Sender) Shutdown(ctx context.Context) error {
 	if err := s.spillLocked(); err != nil {
 		errs = append(errs, fmt.Errorf("shutdown sink %s: %w", s.opts.Name, err))
 	}
-	if err := s.sp.close(true); err != nil {
+	if err := s.sp.Close(true); err != nil {
 		errs = append(errs, fmt.Errorf("shutdown sink %s: %w", s.opts.Name, err))
 	}
 	errs = append(errs, s.takeDropErrLocked())
@@ -653,27 +666,27 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // acked == read.
 func (s *Sender) takeLocked() (*Batch, error) {
 	b := &Batch{s: s}
-	if s.sp.pending() && s.read < s.sp.tail {
-		recs, err := s.sp.read(s.read, s.opts.MaxBatch, s.opts.MaxBatchBytes)
+	if s.sp.Pending() && s.read < s.sp.Tail() {
+		recs, err := s.sp.Read(s.read, s.opts.MaxBatch, s.opts.MaxBatchBytes)
 		if err != nil {
 			return nil, err
 		}
 		if len(recs) == 0 {
 			// What is left on disk was damaged (counted when met): go on
 			// with memory.
-			s.read = s.sp.tail
+			s.read = s.sp.Tail()
 			s.ackLocked(s.read)
 			return nil, nil
 		}
 		for _, r := range recs {
-			e, err := decodeEntry(r.data)
+			e, err := decodeEntry(r.Data)
 			if err != nil {
-				s.droppedLocked(1, fmt.Errorf("spooled record %d: %w", r.seq, err), "spooled record unreadable")
+				s.droppedLocked(1, fmt.Errorf("spooled record %d: %w", r.Seq, err), "spooled record unreadable")
 				continue
 			}
 			b.Entries = append(b.Entries, e)
 		}
-		b.to = recs[len(recs)-1].seq + 1
+		b.to = recs[len(recs)-1].Seq + 1
 	} else {
 		size := 0
 		for _, m := range s.mem {
@@ -792,8 +805,8 @@ func (s *Sender) ackLocked(to uint64) {
 		clear(s.mem[n:])
 		s.mem = s.mem[:n]
 	}
-	if len(s.sp.segs) > 0 {
-		if err := s.sp.setAck(to); err != nil {
+	if s.sp.HasSegments() {
+		if err := s.sp.SetAck(to); err != nil {
 			s.spoolErrors.Add(1)
 			s.log.Error("spool ack failed; entries may be sent again after a restart", "error", err)
 		}
@@ -830,11 +843,12 @@ func (s *Sender) Report() map[string]int64 {
 		m["failing"] = 0
 	}
 	if s.sp != nil {
-		m["spool_bytes"] = s.sp.bytes
-		m["spool_fsyncs"] = s.sp.fsyncs
-		m["spool_torn_tails"] = s.sp.tornTails
-		m["spool_corrupt"] = s.sp.corrupt
-		m["spool_recovered_bytes"] = s.sp.recovered
+		st := s.sp.Stats()
+		m["spool_bytes"] = st.Bytes
+		m["spool_fsyncs"] = st.Fsyncs
+		m["spool_torn_tails"] = st.TornTails
+		m["spool_corrupt"] = st.Corrupt
+		m["spool_recovered_bytes"] = st.Recovered
 	}
 	return m
 }

@@ -555,8 +555,8 @@ func TestLanes(t *testing.T) {
 	opts := testOptions(dir)
 	a := start(t, opts, f.push)
 	b := start(t, opts, f.push)
-	if a.sp.dir == b.sp.dir {
-		t.Fatalf("two senders share lane %s", a.sp.dir)
+	if a.sp.Dir() == b.sp.Dir() {
+		t.Fatalf("two senders share lane %s", a.sp.Dir())
 	}
 	esA, idsA := mkEntries(t, 0, 100, 0)
 	esB, idsB := mkEntries(t, 100, 150, 0)
