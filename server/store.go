@@ -146,6 +146,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // Names in JetStream.
@@ -954,7 +955,7 @@ func (st *store) reconcile(ctx context.Context, tenant, session string) (*sessio
 		next, nrev, err := st.index(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
 		switch {
 		case errors.Is(err, errMetaMismatch):
-			if err := sleepCtx(ctx, backoff(round, time.Millisecond, 50*time.Millisecond)); err != nil {
+			if err := durable.Sleep(ctx, backoff(round, time.Millisecond, 50*time.Millisecond)); err != nil {
 				return nil, 0, err
 			}
 			continue
@@ -966,17 +967,6 @@ func (st *store) reconcile(ctx context.Context, tenant, session string) (*sessio
 		if len(recs) < 256 {
 			return next, nrev, nil
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -1149,7 +1139,7 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 		}
 		reconciled = true
 		if attempt > 0 {
-			if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 100*time.Millisecond)); err != nil {
+			if err := durable.Sleep(ctx, backoff(attempt, time.Millisecond, 100*time.Millisecond)); err != nil {
 				return nil, err
 			}
 		}
@@ -1177,7 +1167,7 @@ func (st *store) setState(ctx context.Context, tenant, session, state string) (*
 		if !errors.Is(err, errMetaMismatch) || attempt >= maxFenceAttempts {
 			return nil, err
 		}
-		if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
+		if err := durable.Sleep(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
 			return nil, err
 		}
 	}

@@ -155,15 +155,23 @@ type pulledFile struct {
 	uuids   map[string]bool
 }
 
-func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
-	bar *progressBar) (*pullReport, error) {
-	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
-	main := &pulledFile{uuids: map[string]bool{}}
-	side := &pulledFile{uuids: map[string]bool{}}
-	agents := map[string]*pulledFile{}
-	var order []string
-	firstCWD := ""
-	var agentCWD string
+// pulledSession is a session as the server has it, split into the files
+// the local store keeps.
+type pulledSession struct {
+	main, side *pulledFile
+	agents     map[string]*pulledFile
+	order      []string // agent ids, as first met
+	// firstCWD and agentCWD are the first cwd of the main conversation and
+	// of any subagent: where the project folder is, when no file is local.
+	firstCWD, agentCWD string
+}
+
+// fetchPull reads a session's rows from the server, counting in rep what
+// it leaves out.
+func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, bar *progressBar) (*pulledSession, error) {
+	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
+		agents: map[string]*pulledFile{}}
+	main, side, agents := ps.main, ps.side, ps.agents
 	var got atomic.Int64
 	if bar != nil {
 		bar.start(-1, 1, &got)
@@ -192,13 +200,13 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			if f = agents[ev.AgentID]; f == nil {
 				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
 				agents[ev.AgentID] = f
-				order = append(order, ev.AgentID)
+				ps.order = append(ps.order, ev.AgentID)
 			}
-			if agentCWD == "" {
-				agentCWD = e.CWD
+			if ps.agentCWD == "" {
+				ps.agentCWD = e.CWD
 			}
-		case firstCWD == "":
-			firstCWD = e.CWD
+		case ps.firstCWD == "":
+			ps.firstCWD = e.CWD
 		}
 		f.data.Write(e.Raw)
 		f.data.WriteByte('\n')
@@ -214,15 +222,25 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range order {
+	for _, a := range ps.order {
 		if !reAgentID.MatchString(a) {
 			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
 		}
 	}
-	if main.entries == 0 && len(order) == 0 && side.entries == 0 {
+	if main.entries == 0 && len(ps.order) == 0 && side.entries == 0 {
 		return nil, fmt.Errorf("session %s: the server has no rows for it to write (%d internal rows left out): %w", id, rep.Filtered, core.ErrNotFound)
 	}
+	return ps, nil
+}
 
+func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
+	bar *progressBar) (*pullReport, error) {
+	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
+	ps, err := fetchPull(ctx, t, id, rep, bar)
+	if err != nil {
+		return nil, err
+	}
+	main, side, agents, order := ps.main, ps.side, ps.agents, ps.order
 	proj, err := layout.FindSession(id, "")
 	if err != nil {
 		return nil, err
@@ -235,10 +253,10 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 		}
 		proj = layout.ProjectDir(abs)
 	case proj != "":
-	case firstCWD != "":
-		proj = layout.ProjectDir(firstCWD)
-	case agentCWD != "":
-		proj = layout.ProjectDir(agentCWD)
+	case ps.firstCWD != "":
+		proj = layout.ProjectDir(ps.firstCWD)
+	case ps.agentCWD != "":
+		proj = layout.ProjectDir(ps.agentCWD)
 	default:
 		return nil, &exitError{code: 2, err: fmt.Errorf("session %s: no entry says its cwd, so its project folder is unknown: pass --cwd", id)}
 	}

@@ -240,31 +240,9 @@ everything was sent, 1 when a session failed (the others are still pushed),
 					return err
 				}
 			}
-			var sessions []localSession
-			if all {
-				if sessions, err = allLocalSessions(layout); err != nil {
-					return err
-				}
-			} else {
-				seen := map[string]bool{}
-				for _, a := range args {
-					id, err := resolveSession(ctx, layout, a)
-					if err != nil {
-						return err
-					}
-					if seen[id] {
-						continue
-					}
-					seen[id] = true
-					d, err := layout.FindSession(id, "")
-					if err != nil {
-						return err
-					}
-					if d == "" {
-						return &exitError{code: 1, err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
-					}
-					sessions = append(sessions, localSession{id: id, dir: d})
-				}
+			sessions, err := pushSessions(ctx, layout, all, args)
+			if err != nil {
+				return err
 			}
 			var bar *progressBar
 			if !noProgress {
@@ -312,6 +290,35 @@ type localSession struct {
 	// size is the bytes of its transcript files, for the progress bar.
 	size  int64
 	files []jsonl.TranscriptFile
+}
+
+// pushSessions lists what push sends: every session of the store with
+// all, else the sessions args name, each once.
+func pushSessions(ctx context.Context, layout jsonl.Layout, all bool, args []string) ([]localSession, error) {
+	if all {
+		return allLocalSessions(layout)
+	}
+	var sessions []localSession
+	seen := map[string]bool{}
+	for _, a := range args {
+		id, err := resolveSession(ctx, layout, a)
+		if err != nil {
+			return nil, err
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		d, err := layout.FindSession(id, "")
+		if err != nil {
+			return nil, err
+		}
+		if d == "" {
+			return nil, &exitError{code: 1, err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
+		}
+		sessions = append(sessions, localSession{id: id, dir: d})
+	}
+	return sessions, nil
 }
 
 // allLocalSessions lists every session of the store (StoredSessions).

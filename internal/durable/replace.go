@@ -66,6 +66,16 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return err
 }
 
+// WriteFileNew writes data to path, which must not exist, atomically; when
+// it does the error wraps fs.ErrExist (see Options.NoReplace).
+func WriteFileNew(path string, data []byte, perm os.FileMode) error {
+	_, err := Replace(path, Options{Perm: perm, NoReplace: true}, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return err
+}
+
 // Replace makes path hold what fill writes, atomically: a temporary file
 // in the same folder (named .<name>.tmp-*) is filled, fsynced and renamed
 // over path, then the folder is fsynced. A reader sees the old content or

@@ -643,6 +643,12 @@ func (s *Lane) Close(sync bool) error {
 			}
 		}
 	}
+	s.drop()
+	return err
+}
+
+// drop closes every file and gives the lock back.
+func (s *Lane) drop() {
 	s.closeFiles()
 	if s.ackF != nil {
 		s.ackF.Close()
@@ -650,7 +656,6 @@ func (s *Lane) Close(sync bool) error {
 	}
 	s.lock.Release()
 	s.lock = nil
-	return err
 }
 
 // SetKey makes the lane seal what it writes from now on, and open sealed
@@ -697,11 +702,5 @@ func (s *Lane) Abandon() {
 		f.Close() // the kernel keeps what was written
 	}
 	s.unsynced = nil
-	s.closeFiles()
-	if s.ackF != nil {
-		s.ackF.Close()
-		s.ackF = nil
-	}
-	s.lock.Release()
-	s.lock = nil
+	s.drop()
 }
