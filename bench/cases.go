@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -166,7 +167,7 @@ func runPlain(p *plan, root string) (runResult, error) {
 		}
 	}
 	for dir := range dirs {
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			return runResult{}, err
 		}
 	}
@@ -176,15 +177,6 @@ func runPlain(p *plan, root string) (runResult, error) {
 		return res, fmt.Errorf("%s: read %d lines, the plan has %d", casePlain, n, p.Lines)
 	}
 	return res, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // runLibrary is scribe in process: jsonl sink (default options: fsync

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/plugins/internal/spool"
+	"github.com/e0dc0000/scribe/internal/spool"
 	pb "github.com/e0dc0000/scribe/plugins/proto"
 )
 
@@ -109,7 +109,7 @@ type ProbeResult struct {
 	StartTime time.Duration `json:"start_ns"`
 	// Spool is what a sink's spool holds on disk (possibly in use by a
 	// running scribe): entries waiting for the plugin.
-	Spool *spool.Stats `json:"spool,omitempty"`
+	Spool *spool.BatchStats `json:"spool,omitempty"`
 }
 
 // Probe starts a configured plugin component the way the host would (the
@@ -119,7 +119,7 @@ type ProbeResult struct {
 func Probe(ctx context.Context, kind core.Kind, set core.Settings, cfg *Config) ProbeResult {
 	res := ProbeResult{Status: Status{ID: set.ID.String(), Kind: string(kind), State: StateFailed, Counters: map[string]int64{}}}
 	if kind == core.KindSink && set.Host.ConfigDir != "" {
-		if st, err := spool.Inspect(SpoolDir(set.Host.ConfigDir, set.ID)); err == nil {
+		if st, err := spool.InspectBatches(SpoolDir(set.Host.ConfigDir, set.ID)); err == nil {
 			res.Spool = &st
 			res.Queued, res.Spooled = st.Entries, st.Entries
 		}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 type appendResult struct {
@@ -137,7 +139,7 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 		}
 		reconciled = true
 		if attempt > 0 {
-			if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 100*time.Millisecond)); err != nil {
+			if err := durable.Sleep(ctx, backoff(attempt, time.Millisecond, 100*time.Millisecond)); err != nil {
 				return nil, err
 			}
 		}
@@ -165,7 +167,7 @@ func (st *store) setState(ctx context.Context, tenant, session, state string) (*
 		if !errors.Is(err, errMetaMismatch) || attempt >= maxFenceAttempts {
 			return nil, err
 		}
-		if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
+		if err := durable.Sleep(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // errCodeDuplicateInProcess is JetStream's "duplicate message id is in
@@ -348,7 +349,7 @@ func (st *store) reconcile(ctx context.Context, tenant, session string) (*sessio
 		next, nrev, err := st.index(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
 		switch {
 		case errors.Is(err, errMetaMismatch):
-			if err := sleepCtx(ctx, backoff(round, time.Millisecond, 50*time.Millisecond)); err != nil {
+			if err := durable.Sleep(ctx, backoff(round, time.Millisecond, 50*time.Millisecond)); err != nil {
 				return nil, 0, err
 			}
 			continue
@@ -360,17 +361,6 @@ func (st *store) reconcile(ctx context.Context, tenant, session string) (*sessio
 		if len(recs) < 256 {
 			return next, nrev, nil
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -83,7 +84,7 @@ func (st *store) bindProject(ctx context.Context, tenant, session, project strin
 		if !errors.Is(err, errMetaMismatch) || attempt >= maxFenceAttempts {
 			return err
 		}
-		if err := sleepCtx(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
+		if err := durable.Sleep(ctx, backoff(attempt, time.Millisecond, 50*time.Millisecond)); err != nil {
 			return err
 		}
 	}

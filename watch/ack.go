@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -228,7 +229,7 @@ func (w *Watcher) copySidecar(f *follower, fi os.FileInfo) error {
 		return fmt.Errorf("read %s: %w", f.st.Path, err)
 	}
 	for _, t := range targets {
-		if err := WriteAtomic(t, data, 0o600); err != nil {
+		if err := durable.WriteFile(t, data, 0o600); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // HookEvent is what Claude Code hands a command hook on stdin (the fields
@@ -44,7 +45,7 @@ func WriteInbox(dir string, ev HookEvent) (string, error) {
 		return "", fmt.Errorf("encode hook event: %w", err)
 	}
 	name := filepath.Join(dir, fmt.Sprintf("%020d-%d.json", ev.ReceivedAt.UnixNano(), os.Getpid()))
-	if err := WriteAtomic(name, b, 0o600); err != nil {
+	if err := durable.WriteFile(name, b, 0o600); err != nil {
 		return "", fmt.Errorf("store hook event: %w", err)
 	}
 	return name, nil

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,13 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // FingerprintSize is how many leading bytes of a file identify it (the
@@ -68,7 +66,7 @@ type stateFile struct {
 // processes that use it (watch for its whole run, hook for one delta).
 type Store struct {
 	dir  string
-	lock *os.File
+	lock *durable.Lock
 }
 
 // ErrBusy is returned by OpenStore when another process holds the lock
@@ -85,37 +83,21 @@ func OpenStoreAs(dir string, wait time.Duration, role string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create checkpoint folder: %w", err)
 	}
-	path := filepath.Join(dir, "watch.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	lk, err := durable.Acquire(context.Background(), filepath.Join(dir, "watch.lock"), wait, role)
+	var le *durable.LockedError
+	if errors.As(err, &le) {
+		return nil, fmt.Errorf("%w (%s, %s)", ErrBusy, le.Path, le.Holder)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
-	deadline := time.Now().Add(wait)
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if wait >= 0 && time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("%w (%s)", ErrBusy, path)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strings.TrimSpace(role+" "+strconv.Itoa(os.Getpid()))+"\n"), 0)
-	return &Store{dir: dir, lock: f}, nil
+	return &Store{dir: dir, lock: lk}, nil
 }
 
-// HeldByWatch reports whether the lock file in dir names a running watch
-// as its holder (a watch that died leaves its name, but no lock).
+// HeldByWatch reports whether the lock file in dir names watch as its
+// last holder (a watch that died leaves its name, but no lock).
 func HeldByWatch(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "watch.lock"))
-	return err == nil && strings.HasPrefix(string(b), "watch ")
+	return durable.Role(filepath.Join(dir, "watch.lock")) == "watch"
 }
 
 // Dir is the store's folder.
@@ -123,12 +105,9 @@ func (s *Store) Dir() string { return s.dir }
 
 // Close releases the lock.
 func (s *Store) Close() error {
-	if s.lock == nil {
-		return nil
-	}
-	err := s.lock.Close()
+	s.lock.Release()
 	s.lock = nil
-	return err
+	return nil
 }
 
 func (s *Store) path() string { return filepath.Join(s.dir, "checkpoints.json") }
@@ -178,7 +157,7 @@ func (s *Store) Save(files map[string]*FileState, states map[string]core.State) 
 	if err := enc.Encode(&sf); err != nil {
 		return fmt.Errorf("encode checkpoints: %w", err)
 	}
-	if err := WriteAtomic(s.path(), buf.Bytes(), 0o600); err != nil {
+	if err := durable.WriteFile(s.path(), buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("save checkpoints: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -153,7 +154,7 @@ func nonNil(m []jsonl.SessionMessage) []jsonl.SessionMessage {
 }
 
 // writeOut runs fn on stdout, or on a temporary file beside path renamed
-// over it once fn succeeds.
+// over it once fn succeeds (durable.Replace).
 func writeOut(cmd *cobra.Command, path string, fn func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		w := bufio.NewWriter(cmd.OutOrStdout())
@@ -162,26 +163,7 @@ func writeOut(cmd *cobra.Command, path string, fn func(io.Writer) error) error {
 		}
 		return w.Flush()
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	w := bufio.NewWriter(f)
-	err = fn(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
+	if _, err := durable.Replace(path, durable.Options{}, fn); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/e0dc0000/scribe/watch"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // hookEvents are the Claude Code hook events scribe hook handles.
@@ -127,11 +127,11 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	mode := os.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
-		if err := watch.WriteAtomic(path+".scribe.bak", old, mode); err != nil {
+		if err := durable.WriteFile(path+".scribe.bak", old, mode); err != nil {
 			return fmt.Errorf("back up %s: %w", path, err)
 		}
 	}
-	if err := watch.WriteAtomic(path, updated, mode); err != nil {
+	if err := durable.WriteFile(path, updated, mode); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: %s\n", path, strings.Join(changes, ", "))

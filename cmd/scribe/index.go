@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -141,44 +141,10 @@ func logIndexStats(log hclog.Logger, l jsonl.Layout, st jsonl.IndexStats) {
 	log.Debug("sessions index", "files", st.Files, "hits", st.Hits, "read", st.Misses, "dropped", st.Dropped, "rebuilt", st.Rebuilt, "saved", st.Saved)
 }
 
-// indexWriteAtomic writes path through a temporary file in its folder:
-// fsync, rename, fsync of the folder.
-func indexWriteAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriter(f)
-	if err = fill(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+// indexWriteAtomic writes path (0644) through durable.Replace.
+func indexWriteAtomic(path string, fill func(io.Writer) error) error {
+	_, err := durable.Replace(path, durable.Options{Perm: 0o644}, fill)
+	return err
 }
 
 // indexTTY reports whether f is a terminal.

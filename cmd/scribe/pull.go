@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -163,24 +161,96 @@ type pulledFile struct {
 	uuids   map[string]bool
 }
 
-func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
-	bar *progressBar) (*pullReport, error) {
-	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
-	pl, err := fetchPull(ctx, t, id, rep, bar)
+// pulledSession is a session as the server has it, split into the files
+// the local store keeps.
+type pulledSession struct {
+	main, side *pulledFile
+	agents     map[string]*pulledFile
+	order      []string // agent ids, as first met
+	// firstCWD and agentCWD are the first cwd of the main conversation and
+	// of any subagent: where the project folder is, when no file is local.
+	firstCWD, agentCWD string
+}
+
+// fetchPull reads a session's rows from the server, counting in rep what
+// it leaves out.
+func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, bar *progressBar) (*pulledSession, error) {
+	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
+		agents: map[string]*pulledFile{}}
+	main, side, agents := ps.main, ps.side, ps.agents
+	var got atomic.Int64
+	if bar != nil {
+		bar.start(-1, 1, &got)
+	}
+	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
+		got.Add(int64(len(ev.Payload)) + 1)
+		if bar != nil {
+			bar.entries(1)
+		}
+		e, err := core.ParseEntry(ev.Payload)
+		if err != nil {
+			rep.Malformed++
+			return nil
+		}
+		if events.InternalRow(e.Type) {
+			rep.Filtered++
+			return nil
+		}
+		f := main
+		switch {
+		case ev.AgentID == "" && core.IsLifecycleRecord(e.Type):
+			// scribe's own records: the sidecar, as the local store
+			// keeps them.
+			f = side
+		case ev.AgentID != "":
+			if f = agents[ev.AgentID]; f == nil {
+				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
+				agents[ev.AgentID] = f
+				ps.order = append(ps.order, ev.AgentID)
+			}
+			if e.Type == typeAgentMetadata {
+				f.meta = &e
+				return nil
+			}
+			if ps.agentCWD == "" {
+				ps.agentCWD = e.CWD
+			}
+		case ps.firstCWD == "":
+			ps.firstCWD = e.CWD
+		}
+		f.data.Write(e.Raw)
+		f.data.WriteByte('\n')
+		f.entries++
+		if e.UUID != "" {
+			f.uuids[e.UUID] = true
+		}
+		return nil
+	})
+	if bar != nil {
+		bar.finish()
+	}
 	if err != nil {
 		return nil, err
 	}
-	main, side, agents, order := pl.main, pl.side, pl.agents, pl.order
-	firstCWD, agentCWD := pl.firstCWD, pl.agentCWD
-	for _, a := range order {
+	for _, a := range ps.order {
 		if !reAgentID.MatchString(a) {
 			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
 		}
 	}
-	if main.entries == 0 && len(order) == 0 && side.entries == 0 {
+	if main.entries == 0 && len(ps.order) == 0 && side.entries == 0 {
 		return nil, fmt.Errorf("session %s: the server has no rows for it to write (%d internal rows left out): %w", id, rep.Filtered, core.ErrNotFound)
 	}
+	return ps, nil
+}
 
+func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
+	bar *progressBar) (*pullReport, error) {
+	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
+	ps, err := fetchPull(ctx, t, id, rep, bar)
+	if err != nil {
+		return nil, err
+	}
+	main, side, agents, order := ps.main, ps.side, ps.agents, ps.order
 	proj, err := layout.FindSession(id, "")
 	if err != nil {
 		return nil, err
@@ -193,10 +263,10 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 		}
 		proj = layout.ProjectDir(abs)
 	case proj != "":
-	case firstCWD != "":
-		proj = layout.ProjectDir(firstCWD)
-	case agentCWD != "":
-		proj = layout.ProjectDir(agentCWD)
+	case ps.firstCWD != "":
+		proj = layout.ProjectDir(ps.firstCWD)
+	case ps.agentCWD != "":
+		proj = layout.ProjectDir(ps.agentCWD)
 	default:
 		return nil, &exitError{code: 2, err: fmt.Errorf("session %s: no entry says its cwd, so its project folder is unknown: pass --cwd", id)}
 	}
@@ -211,7 +281,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	write := func(path string, f *pulledFile, sidecar bool) error {
 		old, _ := os.ReadFile(path)
-		status, backup, err := replaceFile(path, f.data.Bytes(), stamp)
+		status, backup, err := layout.ReplaceTranscript(path, f.data.Bytes(), stamp)
 		if err != nil {
 			return err
 		}
@@ -253,83 +323,14 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			return rep, err
 		}
 	}
-	local, _ := sessionFiles(proj, id)
+	local, _ := jsonl.TranscriptFiles(proj, id)
 	for _, lf := range local {
-		if (lf.side && side.entries == 0) || (!lf.side && lf.agent == "" && main.entries == 0) ||
-			(lf.agent != "" && agents[lf.agent] == nil) {
-			rep.Untouched = append(rep.Untouched, lf.path)
+		if (lf.Sidecar && side.entries == 0) || (!lf.Sidecar && lf.AgentID == "" && main.entries == 0) ||
+			(lf.AgentID != "" && agents[lf.AgentID] == nil) {
+			rep.Untouched = append(rep.Untouched, lf.Path)
 		}
 	}
 	return rep, nil
-}
-
-// pulled is a session as the server has it: its files and where its
-// entries say it ran.
-type pulled struct {
-	main, side         *pulledFile
-	agents             map[string]*pulledFile
-	order              []string // agents in the order the server gave them
-	firstCWD, agentCWD string
-}
-
-// fetchPull reads the session from the server's History API.
-func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, bar *progressBar) (*pulled, error) {
-	pl := &pulled{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}}, agents: map[string]*pulledFile{}}
-	var got atomic.Int64
-	if bar != nil {
-		bar.start(-1, 1, &got)
-	}
-	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
-		got.Add(int64(len(ev.Payload)) + 1)
-		if bar != nil {
-			bar.entries(1)
-		}
-		e, err := core.ParseEntry(ev.Payload)
-		if err != nil {
-			rep.Malformed++
-			return nil
-		}
-		if events.InternalRow(e.Type) {
-			rep.Filtered++
-			return nil
-		}
-		f := pl.main
-		switch {
-		case ev.AgentID == "" && core.IsLifecycleRecord(e.Type):
-			// scribe's own records: the sidecar, as the local store
-			// keeps them.
-			f = pl.side
-		case ev.AgentID != "":
-			if f = pl.agents[ev.AgentID]; f == nil {
-				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
-				pl.agents[ev.AgentID] = f
-				pl.order = append(pl.order, ev.AgentID)
-			}
-			if e.Type == typeAgentMetadata {
-				f.meta = &e
-				return nil
-			}
-			if pl.agentCWD == "" {
-				pl.agentCWD = e.CWD
-			}
-		case pl.firstCWD == "":
-			pl.firstCWD = e.CWD
-		}
-		f.data.Write(e.Raw)
-		f.data.WriteByte('\n')
-		f.entries++
-		if e.UUID != "" {
-			f.uuids[e.UUID] = true
-		}
-		return nil
-	})
-	if bar != nil {
-		bar.finish()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return pl, nil
 }
 
 // localOnly counts the uuids of old that are not in server.
@@ -342,124 +343,6 @@ func localOnly(old []byte, server map[string]bool) int {
 	})
 	return n
 }
-
-// replaceFile makes path hold data: unchanged when it already does; else a
-// temporary file in the same folder is written, fsynced and renamed over
-// path, and the folder fsynced. What path held before is kept as
-// <path>.bak-<stamp> (a hard link to the old file, or a copy). Folders
-// are made 0700, files 0600.
-func replaceFile(path string, data []byte, stamp string) (status, backup string, err error) {
-	dir := filepath.Dir(path)
-	if err := mkdirAllSync(dir); err != nil {
-		return "", "", err
-	}
-	old, err := os.ReadFile(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", "", err
-	}
-	if exists && bytes.Equal(old, data) {
-		return "unchanged", "", nil
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".pull-*")
-	if err != nil {
-		return "", "", err
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("write %s: %w", tmpName, err)
-	}
-	status = "created"
-	if exists {
-		status = "replaced"
-		backup = path + ".bak-" + stamp
-		for i := 1; ; i++ {
-			if _, serr := os.Lstat(backup); errors.Is(serr, fs.ErrNotExist) {
-				break
-			}
-			backup = path + ".bak-" + stamp + "-" + strconv.Itoa(i)
-		}
-		if lerr := os.Link(path, backup); lerr != nil {
-			if err = writeFileSync(backup, old); err != nil {
-				return "", "", fmt.Errorf("back up %s: %w", path, err)
-			}
-		}
-	}
-	if err = os.Rename(tmpName, path); err != nil {
-		return "", "", fmt.Errorf("replace %s: %w", path, err)
-	}
-	if err = syncDir(dir); err != nil {
-		return "", "", err
-	}
-	return status, backup, nil
-}
-
-// mkdirAllSync makes dir and its missing parents (0700), fsyncing the
-// folder that receives each new one.
-func mkdirAllSync(dir string) error {
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a folder", dir)
-		}
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirAllSync(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return syncDir(parent)
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
-
 func printPullReport(w io.Writer, r *pullReport) {
 	fmt.Fprintf(w, "pulled session %s from %s (%s) into %s\n", r.SessionID, r.Server, r.Via, r.ProjectDir)
 	fmt.Fprintf(w, "  entries:  %d in %d files (%d internal rows left out)\n", r.Entries, len(r.Files), r.Filtered)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/ingress"
@@ -240,31 +240,9 @@ everything was sent, 1 when a session failed (the others are still pushed),
 					return err
 				}
 			}
-			var sessions []localSession
-			if all {
-				if sessions, err = allLocalSessions(layout); err != nil {
-					return err
-				}
-			} else {
-				seen := map[string]bool{}
-				for _, a := range args {
-					id, err := resolveSession(ctx, layout, a)
-					if err != nil {
-						return err
-					}
-					if seen[id] {
-						continue
-					}
-					seen[id] = true
-					d, err := layout.FindSession(id, "")
-					if err != nil {
-						return err
-					}
-					if d == "" {
-						return &exitError{code: 1, err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
-					}
-					sessions = append(sessions, localSession{id: id, dir: d})
-				}
+			sessions, err := pushSessions(ctx, layout, all, args)
+			if err != nil {
+				return err
 			}
 			var bar *progressBar
 			if !noProgress {
@@ -311,104 +289,46 @@ type localSession struct {
 	dir string // its project folder
 	// size is the bytes of its transcript files, for the progress bar.
 	size  int64
-	files []sessionFile
+	files []jsonl.TranscriptFile
 }
 
-// sessionFile is one file of a session: its main transcript (agent ""), a
-// subagent's, or the sidecar of scribe's lifecycle records and checkpoints
-// (side).
-type sessionFile struct {
-	path  string
-	agent string
-	side  bool
-}
-
-// allLocalSessions lists every session of the config folder: each
-// <uuid>.jsonl of a project folder, and each <uuid>/ folder with
-// subagents. A session in two project folders is taken from the first in
-// name order, as FindSession does.
-func allLocalSessions(l jsonl.Layout) ([]localSession, error) {
-	projects, err := os.ReadDir(l.ProjectsDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// pushSessions lists what push sends: every session of the store with
+// all, else the sessions args name, each once.
+func pushSessions(ctx context.Context, layout jsonl.Layout, all bool, args []string) ([]localSession, error) {
+	if all {
+		return allLocalSessions(layout)
 	}
-	if err != nil {
-		return nil, err
-	}
+	var sessions []localSession
 	seen := map[string]bool{}
-	var out []localSession
-	for _, p := range projects {
-		if !p.IsDir() {
-			continue
-		}
-		dir := filepath.Join(l.ProjectsDir(), p.Name())
-		ents, err := os.ReadDir(dir)
+	for _, a := range args {
+		id, err := resolveSession(ctx, layout, a)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range ents {
-			id := e.Name()
-			if e.Type().IsRegular() {
-				var ok bool
-				if id, ok = strings.CutSuffix(id, ".jsonl"); !ok {
-					continue
-				}
-			} else if !e.IsDir() {
-				continue
-			}
-			if !jsonl.IsSessionID(id) {
-				continue
-			}
-			id = strings.ToLower(id)
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			out = append(out, localSession{id: id, dir: dir})
+		if seen[id] {
+			continue
 		}
+		seen[id] = true
+		d, err := layout.FindSession(id, "")
+		if err != nil {
+			return nil, err
+		}
+		if d == "" {
+			return nil, &exitError{code: 1, err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
+		}
+		sessions = append(sessions, localSession{id: id, dir: d})
 	}
-	return out, nil
+	return sessions, nil
 }
 
-// sessionFiles lists the main file (if any), the subagent files under
-// <id>/subagents/, depth first in name order, as the SDK lists them, and
-// the sidecar (<id>/scribe-lifecycle.jsonl, if any).
-func sessionFiles(dir, id string) ([]sessionFile, int64) {
-	var files []sessionFile
-	var size int64
-	main := jsonl.MainFile(dir, id)
-	if fi, err := os.Stat(main); err == nil && fi.Mode().IsRegular() {
-		files = append(files, sessionFile{path: main})
-		size += fi.Size()
+// allLocalSessions lists every session of the store (StoredSessions).
+func allLocalSessions(l jsonl.Layout) ([]localSession, error) {
+	stored, err := l.StoredSessions()
+	out := make([]localSession, len(stored))
+	for i, st := range stored {
+		out[i] = localSession{id: st.ID, dir: st.ProjectDir}
 	}
-	var walk func(d string)
-	walk = func(d string) {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			return
-		}
-		for _, e := range ents {
-			name := e.Name()
-			p := filepath.Join(d, name)
-			switch {
-			case e.Type().IsRegular() && strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl") &&
-				len(name) > len("agent-")+len(".jsonl"):
-				files = append(files, sessionFile{path: p, agent: name[len("agent-") : len(name)-len(".jsonl")]})
-				if fi, err := e.Info(); err == nil {
-					size += fi.Size()
-				}
-			case e.IsDir():
-				walk(p)
-			}
-		}
-	}
-	walk(filepath.Join(dir, id, "subagents"))
-	side := jsonl.SidecarFile(dir, id)
-	if fi, err := os.Stat(side); err == nil && fi.Mode().IsRegular() {
-		files = append(files, sessionFile{path: side, side: true})
-		size += fi.Size()
-	}
-	return files, size
+	return out, err
 }
 
 // pusher pushes sessions and sums up.
@@ -434,7 +354,7 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 	var total int64
 	for i := range sessions {
 		s := &sessions[i]
-		s.files, s.size = sessionFiles(s.dir, s.id)
+		s.files, s.size = jsonl.TranscriptFiles(s.dir, s.id)
 		total += s.size
 		rep.Files += len(s.files)
 	}
@@ -445,30 +365,15 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 		bar.start(total, len(sessions), &p.done)
 	}
 	results := make([]pushResult, len(sessions))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(workers, max(len(sessions), 1)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				results[i] = p.session(ctx, sessions[i])
-				if bar != nil {
-					bar.sessionDone()
-				}
-			}
-		}()
-	}
-feed:
-	for i := range sessions {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
+	// Sessions not started when ctx ends (interrupted, or aborted) keep
+	// an empty result, filled in below.
+	_ = durable.Each(ctx, workers, len(sessions), func(ctx context.Context, i int) error {
+		results[i] = p.session(ctx, sessions[i])
+		if bar != nil {
+			bar.sessionDone()
 		}
-	}
-	close(jobs)
-	wg.Wait()
+		return nil
+	})
 	if bar != nil {
 		bar.finish()
 	}
@@ -522,12 +427,12 @@ func (p *pusher) session(ctx context.Context, s localSession) pushResult {
 }
 
 // file pushes one transcript file.
-func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushResult) error {
-	if f.agent != "" && !reAgentID.MatchString(f.agent) {
-		p.refuse(pushIssue{Session: sid, File: f.path, Error: fmt.Sprintf("agent id %q cannot be sent (want 1 to 64 of letters, digits, '-', '_')", f.agent)})
+func (p *pusher) file(ctx context.Context, sid string, f jsonl.TranscriptFile, res *pushResult) error {
+	if f.AgentID != "" && !reAgentID.MatchString(f.AgentID) {
+		p.refuse(pushIssue{Session: sid, File: f.Path, Error: fmt.Sprintf("agent id %q cannot be sent (want 1 to 64 of letters, digits, '-', '_')", f.AgentID)})
 		return nil
 	}
-	fh, err := os.Open(f.path)
+	fh, err := os.Open(f.Path)
 	if err != nil {
 		return err
 	}
@@ -543,7 +448,7 @@ func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushR
 		if len(batch) == 0 || sendErr != nil {
 			return
 		}
-		sendErr = p.post(ctx, sid, f.path, batch, res)
+		sendErr = p.post(ctx, sid, f.Path, batch, res)
 		batch, size = batch[:0], 0
 	}
 	err = jsonl.EachLine(fh, func(line []byte, terminated bool) {
@@ -567,35 +472,35 @@ func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushR
 			}
 			return
 		}
-		why := checkPushable(&e, sid, f.agent)
-		if why == "" && f.side && !core.IsLifecycleRecord(e.Type) {
+		why := checkPushable(&e, sid, f.AgentID)
+		if why == "" && f.Sidecar && !core.IsLifecycleRecord(e.Type) {
 			why = fmt.Sprintf("a %q line in the sidecar: only lifecycle records and checkpoints belong there", truncateStr(e.Type, 40))
 		}
 		if why != "" {
-			p.refuse(pushIssue{Session: sid, File: f.path, Line: lineNo, Error: why})
+			p.refuse(pushIssue{Session: sid, File: f.Path, Line: lineNo, Error: why})
 			return
 		}
-		if red := p.t.red; red != nil && !red.Allowed(f.path) {
+		if red := p.t.red; red != nil && !red.Allowed(f.Path) {
 			if out, fs := red.Redact(e.Raw); len(fs) > 0 {
 				re, err := core.ParseEntry(out)
 				if err != nil {
 					// Never send it unredacted.
-					p.refuse(pushIssue{Session: sid, File: f.path, Line: lineNo, Error: "redacted line does not parse: " + err.Error()})
+					p.refuse(pushIssue{Session: sid, File: f.Path, Line: lineNo, Error: "redacted line does not parse: " + err.Error()})
 					return
 				}
 				e = re
 				p.count(func(r *pushReport) { r.Redacted += int64(len(fs)) })
 			}
 		}
-		ev := events.Event{Type: e.Type, Payload: e.Raw, AgentID: f.agent}
+		ev := events.Event{Type: e.Type, Payload: e.Raw, AgentID: f.AgentID}
 		if e.UUID == "" {
 			// The first copy of these bytes goes without a key, so the
 			// server keys it by its hash as it does what the sinks
 			// send; later copies are kept apart by their number.
-			k := f.agent + "\x00" + string(e.Raw)
+			k := f.AgentID + "\x00" + string(e.Raw)
 			copies[k]++
 			if n := copies[k]; n > 1 {
-				ev.EventID = copyKey(sid, f.agent, n, e.Raw)
+				ev.EventID = copyKey(sid, f.AgentID, n, e.Raw)
 			}
 		}
 		if len(batch) > 0 && (len(batch) >= p.t.maxBatch || size+len(e.Raw) > p.t.maxBytes) {
@@ -608,7 +513,7 @@ func (p *pusher) file(ctx context.Context, sid string, f sessionFile, res *pushR
 		size += len(e.Raw)
 	})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", f.path, err)
+		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
 	flush()
 	if sendErr != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -150,14 +151,14 @@ func (rd *redactor) session(ctx context.Context, s localSession) (rs redactSessi
 	if _, err := st.Seed(ctx, core.SessionRef{SessionID: s.id}); err != nil {
 		return rs, err
 	}
-	files, _ := sessionFiles(s.dir, s.id)
+	files, _ := jsonl.TranscriptFiles(s.dir, s.id)
 	total := map[string]int64{}
 	var lines int64
 	for _, f := range files {
-		if f.side {
+		if f.Sidecar {
 			continue
 		}
-		rf, err := rd.file(s, f.path)
+		rf, err := rd.file(s, f.Path)
 		rs.Files = append(rs.Files, rf)
 		if err != nil {
 			return rs, err
@@ -213,7 +214,7 @@ func (rd *redactor) file(s localSession, path string) (redactFile, error) {
 	if rf.Lines == 0 || rd.dryRun {
 		return rf, nil
 	}
-	_, backup, err := replaceFile(path, out.Bytes(), "redact-"+rd.stamp)
+	_, backup, err := rd.l.ReplaceTranscript(path, out.Bytes(), "redact-"+rd.stamp)
 	if err != nil {
 		return rf, fmt.Errorf("redact %s: %w", path, err)
 	}
@@ -228,11 +229,11 @@ func (rd *redactor) file(s localSession, path string) (redactFile, error) {
 	return rf, nil
 }
 
-// toTrash moves the backup replaceFile left beside the file into the
+// toTrash moves the backup ReplaceTranscript left beside the file into the
 // trash: sealed when a key is configured (the backup is removed only once
 // the sealed copy is durable), else renamed (0600).
 func (rd *redactor) toTrash(backup, dst string, old []byte, rf *redactFile) error {
-	if err := mkdirAllSync(filepath.Dir(dst)); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return fmt.Errorf("trash folder: %w", err)
 	}
 	if rd.sealer == nil {
@@ -240,24 +241,24 @@ func (rd *redactor) toTrash(backup, dst string, old []byte, rf *redactFile) erro
 			return fmt.Errorf("move the original to the trash: %w", err)
 		}
 		rf.Trash = dst
-		return syncDir(filepath.Dir(dst))
+		return durable.SyncDir(filepath.Dir(dst))
 	}
 	sealed, err := rd.sealer.SealBytes(old)
 	if err != nil {
 		return fmt.Errorf("encrypt the original (left at %s): %w", backup, err)
 	}
 	dst += ".age"
-	if err := writeFileSync(dst, sealed); err != nil {
+	if err := durable.CreateFile(dst, sealed, 0o600); err != nil {
 		return fmt.Errorf("write the encrypted original (left at %s): %w", backup, err)
 	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
 	if err := os.Remove(backup); err != nil {
 		return fmt.Errorf("remove the plaintext backup %s: %w", backup, err)
 	}
 	rf.Trash, rf.Sealed = dst, true
-	return syncDir(filepath.Dir(backup))
+	return durable.SyncDir(filepath.Dir(backup))
 }
 
 func printRedactReport(w io.Writer, rep *redactReport) {

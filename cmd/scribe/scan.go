@@ -202,19 +202,19 @@ func newScanCmd() *cobra.Command {
 // scanSession scans a session's transcript and subagent files (not
 // scribe's sidecar).
 func scanSession(red *redact.Redactor, s localSession, show bool, rep *scanReport) error {
-	files, _ := sessionFiles(s.dir, s.id)
+	files, _ := jsonl.TranscriptFiles(s.dir, s.id)
 	rep.Sessions++
 	for _, f := range files {
-		if f.side {
+		if f.Sidecar {
 			continue
 		}
-		if red.Allowed(f.path) {
-			rep.Skipped = append(rep.Skipped, f.path)
+		if red.Allowed(f.Path) {
+			rep.Skipped = append(rep.Skipped, f.Path)
 			continue
 		}
-		fh, err := os.Open(f.path)
+		fh, err := os.Open(f.Path)
 		if err != nil {
-			return fmt.Errorf("scan %s: %w", f.path, err)
+			return fmt.Errorf("scan %s: %w", f.Path, err)
 		}
 		rep.Files++
 		n := 0
@@ -222,7 +222,7 @@ func scanSession(red *redact.Redactor, s localSession, show bool, rep *scanRepor
 			n++
 			rep.Bytes += int64(len(line)) + 1
 			for _, fd := range red.Scan(line) {
-				sf := scanFinding{Session: s.id, File: f.path, Line: n, Column: fd.Start + 1, Rule: fd.Rule, Key: fd.Key,
+				sf := scanFinding{Session: s.id, File: f.Path, Line: n, Column: fd.Start + 1, Rule: fd.Rule, Key: fd.Key,
 					Fingerprint: red.Fingerprint(fd.Secret)}
 				if show {
 					sf.Secret = fd.Secret
@@ -233,7 +233,7 @@ func scanSession(red *redact.Redactor, s localSession, show bool, rep *scanRepor
 		})
 		fh.Close()
 		if err != nil {
-			return fmt.Errorf("scan %s: %w", f.path, err)
+			return fmt.Errorf("scan %s: %w", f.Path, err)
 		}
 	}
 	return nil

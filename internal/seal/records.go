@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/e0dc0000/scribe/internal/durable"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -91,37 +91,6 @@ func (k *RecordKey) Open(dst, sealed, ad []byte) ([]byte, error) {
 // writeNew writes data to path, which must not exist, durably: a
 // temporary file in the same folder, synced, linked into place (failing
 // with fs.ErrExist when path appeared), and the folder synced.
-func writeNew(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Link(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+func writeNew(path string, data []byte) error {
+	return durable.WriteFileNew(path, data, 0o600)
 }

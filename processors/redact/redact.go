@@ -33,6 +33,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
 
@@ -157,23 +158,12 @@ func LoadKey(ctx context.Context, src seal.KeySource, claudeConfigDir string, en
 	if _, err := rand.Read(k); err != nil {
 		return nil, fmt.Errorf("redaction key: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = durable.CreateFile(path, k, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		// Another process made it first: use theirs.
 		return LoadKey(ctx, src, claudeConfigDir, environ)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redaction key: %w", err)
-	}
-	_, err = f.Write(k)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return nil, fmt.Errorf("write redaction key %s: %w", path, err)
 	}
 	return k, nil

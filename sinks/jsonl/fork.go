@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +13,9 @@ import (
 	"unicode"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
+	"io"
+	"io/fs"
 )
 
 // ErrSessionExists is returned by ForkSession when the new session id is
@@ -180,66 +182,25 @@ func forkJSTrim(s string) string {
 	})
 }
 
+var newline = []byte{'\n'}
+
 // forkWriteNew writes a new transcript durably and never over an existing
 // file: temp file, fsync, hard link into place (which fails if the name is
 // taken), fsync the folder.
-func forkWriteNew(path string, entries []core.Entry) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return err
-	}
-	if _, err := os.Lstat(path); err == nil {
+func forkWriteNew(path string, entries []core.Entry) error {
+	_, err := durable.Replace(path, durable.Options{Perm: fileMode, DirPerm: dirMode, NoReplace: true}, func(w io.Writer) error {
+		for i := range entries {
+			if _, err := w.Write(entries[i].Raw); err != nil {
+				return err
+			}
+			if _, err := w.Write(newline); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrSessionExists, path)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-		}
-		os.Remove(tmpName)
-	}()
-	if err := tmp.Chmod(fileMode); err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	for i := range entries {
-		w.Write(entries[i].Raw)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", tmpName, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmpName, err)
-	}
-	err = tmp.Close()
-	tmp = nil
-	if err != nil {
-		return fmt.Errorf("close %s: %w", tmpName, err)
-	}
-	if err := os.Link(tmpName, path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrSessionExists, path)
-		}
-		// A file system without hard links: rename, after a last check.
-		if _, serr := os.Lstat(path); serr == nil {
-			return fmt.Errorf("%w: %s", ErrSessionExists, path)
-		}
-		if err := os.Rename(tmpName, path); err != nil {
-			return err
-		}
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return err
 }

@@ -77,6 +77,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // IndexStats says what a listing with the index did.
@@ -731,29 +732,7 @@ func ixDerive(w *liteWorker, c *liteCand) (*ixEntry, error) {
 
 // ixParallel runs fn(i) for i in [0,n) on GOMAXPROCS goroutines.
 func ixParallel(ctx context.Context, n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := 0; i < n && ctx.Err() == nil; i++ {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
+	_ = durable.Each(ctx, runtime.GOMAXPROCS(0), n, func(_ context.Context, i int) error { fn(i); return nil })
 }
 
 // ---------------------------------------------------------------------------
@@ -984,28 +963,8 @@ func (l Layout) activeProbe() func(id string) bool {
 		if !have[id] {
 			return false
 		}
-		return sessionLocked(filepath.Join(dir, id+".lock"))
+		return durable.Held(filepath.Join(dir, id+".lock"))
 	}
-}
-
-// sessionLocked probes one lock file.
-func sessionLocked(path string) bool {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	for {
-		err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err == nil {
-		_ = unix.Flock(fd, unix.LOCK_UN)
-		return false
-	}
-	return errors.Is(err, unix.EWOULDBLOCK)
 }
 
 // record builds a session's record from its listing entry and lifecycle

@@ -19,11 +19,8 @@ package sinkhelper
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +29,18 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
+	"github.com/e0dc0000/scribe/internal/spool"
+)
+
+// Sentinel errors of the spool (internal/spool).
+var (
+	// ErrSpoolBusy is returned when every lane of a spool is held by a
+	// live process.
+	ErrSpoolBusy = spool.ErrBusy
+	// ErrSpoolOwner is returned when the spool folder belongs to another
+	// sink: two sinks given one spool_dir would deliver each other's
+	// entries.
+	ErrSpoolOwner = spool.ErrOwner
 )
 
 // ErrClosed is returned by Write after Shutdown.
@@ -180,7 +189,7 @@ type Sender struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when acked or failing change
-	sp      *spool
+	sp      *spool.Lane
 	mem     []memRec // seqs ascending, all >= acked
 	memSize int64
 	next    uint64 // seq of the next entry written
@@ -234,22 +243,6 @@ func New(opts Options, push PushFunc) (*Sender, error) {
 	}, nil
 }
 
-// spoolKey loads (or makes) the spool's record key when encryption is
-// configured; nil when it is not.
-func (s *Sender) spoolKey() (*seal.RecordKey, error) {
-	if s.opts.Encryption.IsZero() {
-		return nil, nil
-	}
-	sl, err := seal.New(context.Background(), s.opts.Encryption, s.opts.Environ)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(s.opts.Dir, dirMode); err != nil {
-		return nil, fmt.Errorf("spool folder: %w", err)
-	}
-	return sl.RecordKey(filepath.Join(s.opts.Dir, "key.age"))
-}
-
 // Start opens the spool (recovering what an earlier run left in it, and
 // taking over lanes left by processes that died) and starts delivering.
 func (s *Sender) Start(context.Context) error {
@@ -265,22 +258,22 @@ func (s *Sender) Start(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sink %s: spool encryption: %w", s.opts.Name, err)
 	}
-	sp, err := openLane(s.opts.Dir, s.opts.Name, s.opts.SegmentBytes, s.log)
+	sp, err := spool.OpenLane(s.opts.Dir, s.opts.Name, s.opts.SegmentBytes, s.log)
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", s.opts.Name, err)
 	}
-	sp.key = key
+	sp.SetKey(key)
 	s.sp = sp
-	s.next = max(sp.ack, sp.tail, 1)
-	if err := orphanLanes(s.opts.Dir, sp, s.log, s.adoptLocked); err != nil {
-		sp.close(false)
+	s.next = max(sp.Ack(), sp.Tail(), 1)
+	if err := spool.OrphanLanes(s.opts.Dir, sp, s.log, s.adoptLocked); err != nil {
+		sp.Close(false)
 		s.sp = nil
 		return fmt.Errorf("sink %s: take over spool lane: %w", s.opts.Name, err)
 	}
 	s.acked, s.read = s.next, s.next
-	if sp.pending() {
+	if sp.Pending() {
 		// Nothing on disk is below the first segment.
-		s.acked = max(sp.ack, sp.segs[0].first)
+		s.acked = max(sp.Ack(), sp.First())
 		s.read = s.acked
 	}
 	s.started = true
@@ -288,43 +281,6 @@ func (s *Sender) Start(context.Context) error {
 	s.cancel = cancel
 	s.done = make(chan struct{})
 	go s.run(ctx)
-	return nil
-}
-
-// adoptLocked moves what a dead process left in another lane to the end of
-// this one, then empties that lane.
-func (s *Sender) adoptLocked(o *spool) error {
-	n := int64(0)
-	from := o.ack
-	for {
-		recs, err := o.read(from, s.opts.MaxBatch, s.opts.MaxBatchBytes)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			break
-		}
-		for i := range recs {
-			recs[i].seq = s.next
-			s.next++
-		}
-		if err := s.sp.append(recs); err != nil {
-			return err
-		}
-		n += int64(len(recs))
-	}
-	if err := s.sp.sync(); err != nil {
-		return err
-	}
-	if err := o.setAck(o.tail); err != nil {
-		return err
-	}
-	if err := o.close(true); err != nil {
-		return err
-	}
-	s.adopted.Add(n)
-	s.adoptedLanes.Add(1)
-	s.log.Info("took over a spool lane left by a process that died", "lane", o.dir, "entries", n)
 	return nil
 }
 
@@ -341,13 +297,13 @@ func (s *Sender) Write(_ context.Context, entries []core.Entry) error {
 	}
 	spillFailed := false
 	for _, e := range entries {
-		size := int64(len(e.Raw) + len(e.SessionID) + frameHeader + 8)
+		size := int64(len(e.Raw) + len(e.SessionID) + spool.FrameHeader + 8)
 		switch {
 		case len(e.Raw) == 0:
 			s.droppedLocked(1, errors.New("empty entry"), "entry dropped")
 			continue
-		case size > maxRecord:
-			s.droppedLocked(1, fmt.Errorf("entry %s of %d bytes is larger than %d", e.UUID, len(e.Raw), maxRecord), "entry too large")
+		case size > spool.MaxRecord:
+			s.droppedLocked(1, fmt.Errorf("entry %s of %d bytes is larger than %d", e.UUID, len(e.Raw), spool.MaxRecord), "entry too large")
 			continue
 		}
 		if !spillFailed && s.memFull() {
@@ -394,54 +350,6 @@ func signal(ch chan struct{}) {
 func (s *Sender) broadcastLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-}
-
-// spillLocked moves the memory queue to the end of the spool and fsyncs.
-// Entries in flight are written too, so that a crash before their
-// acknowledgement does not lose them.
-func (s *Sender) spillLocked() error {
-	if len(s.mem) == 0 {
-		return nil
-	}
-	recs := make([]record, 0, len(s.mem))
-	room := s.opts.SpoolMaxBytes - s.sp.bytes
-	var over int64
-	var overErr error
-	for _, m := range s.mem {
-		if m.size > room {
-			over++
-			if overErr == nil {
-				overErr = fmt.Errorf("spool full (%d bytes)", s.opts.SpoolMaxBytes)
-			}
-			continue
-		}
-		room -= m.size
-		recs = append(recs, record{seq: m.seq, data: encodeEntry(m.e)})
-	}
-	err := s.sp.append(recs)
-	if err == nil {
-		err = s.sp.sync()
-	}
-	if err != nil {
-		s.spoolErrors.Add(1)
-		// Keep in memory only what did not reach the disk.
-		k := 0
-		for k < len(s.mem) && s.mem[k].seq < s.sp.tail {
-			s.memSize -= s.mem[k].size
-			k++
-		}
-		s.mem = append(s.mem[:0], s.mem[k:]...)
-		return fmt.Errorf("spill to %s: %w", s.sp.dir, err)
-	}
-	if over > 0 {
-		s.droppedLocked(over, overErr, "spool full: entries dropped")
-	}
-	s.spills.Add(1)
-	s.spilled.Add(int64(len(recs)))
-	clear(s.mem)
-	s.mem = s.mem[:0]
-	s.memSize = 0
-	return nil
 }
 
 func (s *Sender) dropped(n int64, err error, msg string) {
@@ -571,234 +479,11 @@ func (s *Sender) Shutdown(ctx context.Context) error {
 	if err := s.spillLocked(); err != nil {
 		errs = append(errs, fmt.Errorf("shutdown sink %s: %w", s.opts.Name, err))
 	}
-	if err := s.sp.close(true); err != nil {
+	if err := s.sp.Close(true); err != nil {
 		errs = append(errs, fmt.Errorf("shutdown sink %s: %w", s.opts.Name, err))
 	}
 	errs = append(errs, s.takeDropErrLocked())
 	return errors.Join(errs...)
-}
-
-// run is the consumer: one batch at a time, oldest first.
-func (s *Sender) run(ctx context.Context) {
-	defer close(s.done)
-	for {
-		b := s.nextBatch(ctx)
-		if b == nil {
-			return
-		}
-		s.deliver(ctx, b)
-		if ctx.Err() != nil {
-			return
-		}
-	}
-}
-
-func (s *Sender) nextBatch(ctx context.Context) *Batch {
-	lingered := false
-	for {
-		s.mu.Lock()
-		if s.read < s.next {
-			if s.opts.Linger > 0 && !lingered && s.read >= s.urgent && s.next-s.read < uint64(s.opts.MaxBatch) {
-				lingered = true
-				s.mu.Unlock()
-				t := time.NewTimer(s.opts.Linger)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				case <-t.C:
-				case <-s.hurry:
-					t.Stop()
-				}
-				continue
-			}
-			b, err := s.takeLocked()
-			s.mu.Unlock()
-			if err != nil {
-				s.spoolErrors.Add(1)
-				s.log.Error("reading the spool failed; will retry", "error", err)
-				if !sleep(ctx, s.opts.Retry.BackoffMax) {
-					return nil
-				}
-				continue
-			}
-			if b != nil {
-				return b
-			}
-			continue
-		}
-		s.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.wake:
-		case <-s.hurry:
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// takeLocked builds the next batch from the spool when it holds pending
-// entries, else from memory. Nothing is in flight when it is called, so
-// acked == read.
-func (s *Sender) takeLocked() (*Batch, error) {
-	b := &Batch{s: s}
-	if s.sp.pending() && s.read < s.sp.tail {
-		recs, err := s.sp.read(s.read, s.opts.MaxBatch, s.opts.MaxBatchBytes)
-		if err != nil {
-			return nil, err
-		}
-		if len(recs) == 0 {
-			// What is left on disk was damaged (counted when met): go on
-			// with memory.
-			s.read = s.sp.tail
-			s.ackLocked(s.read)
-			return nil, nil
-		}
-		for _, r := range recs {
-			e, err := decodeEntry(r.data)
-			if err != nil {
-				s.droppedLocked(1, fmt.Errorf("spooled record %d: %w", r.seq, err), "spooled record unreadable")
-				continue
-			}
-			b.Entries = append(b.Entries, e)
-		}
-		b.to = recs[len(recs)-1].seq + 1
-	} else {
-		size := 0
-		for _, m := range s.mem {
-			if m.seq < s.read {
-				continue
-			}
-			if len(b.Entries) >= s.opts.MaxBatch || (len(b.Entries) > 0 && size+len(m.e.Raw) > s.opts.MaxBatchBytes) {
-				break
-			}
-			b.Entries = append(b.Entries, m.e)
-			size += len(m.e.Raw)
-			b.to = m.seq + 1
-		}
-		if len(b.Entries) == 0 {
-			// Only gaps (entries dropped at a full spool) were left.
-			s.read = s.next
-			s.ackLocked(s.read)
-			return nil, nil
-		}
-	}
-	s.read = b.to
-	b.done = make([]atomic.Bool, len(b.Entries))
-	return b, nil
-}
-
-// deliver pushes b until it is delivered, permanently refused, or the
-// Sender stops.
-func (s *Sender) deliver(ctx context.Context, b *Batch) {
-	rc := s.opts.Retry
-	for attempt := 1; ; attempt++ {
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if rc.AttemptTimeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, rc.AttemptTimeout)
-		}
-		err := s.push(actx, b)
-		cancel()
-		switch {
-		case err == nil:
-			s.finish(b, nil)
-			return
-		case ctx.Err() != nil:
-			return // stopping: the batch stays queued
-		case IsPermanent(err):
-			s.permanent.Add(1)
-			s.finish(b, err)
-			return
-		}
-		s.retries.Add(1)
-		s.attemptFailed(attempt, err)
-		if !sleep(ctx, rc.wait(attempt, err)) {
-			return
-		}
-	}
-}
-
-// attemptFailed marks the server as failing and spills the memory queue,
-// so that Flush does not wait for it and an outage costs no memory.
-func (s *Sender) attemptFailed(attempt int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.failing {
-		s.failing = true
-		s.since = time.Now()
-		s.log.Warn("delivery failing; spilling to disk and retrying", "error", err)
-		s.broadcastLocked()
-	} else {
-		s.log.Debug("delivery attempt failed", "attempt", attempt, "error", err)
-	}
-	if attempt%s.opts.Retry.MaxAttempts == 0 {
-		s.failedRounds.Add(1)
-		s.log.Warn("server away: batch kept in the spool; still retrying",
-			"attempts", attempt, "failing_for", time.Since(s.since).Round(time.Millisecond), "error", err)
-	}
-	if err := s.spillLocked(); err != nil {
-		s.log.Error("spill failed; entries stay in memory", "error", err)
-	}
-}
-
-// finish acknowledges b; with err (permanent), what it had not delivered
-// is dropped.
-func (s *Sender) finish(b *Batch, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pending := int64(0)
-	if err != nil {
-		pending = int64(b.pending())
-	}
-	s.delivered.Add(int64(len(b.Entries)) - pending - b.drops.Load())
-	if err != nil {
-		if pending > 0 {
-			s.droppedLocked(pending, err, "permanent failure: entries dropped")
-		}
-	} else {
-		s.batches.Add(1)
-		if s.failing {
-			s.log.Info("delivering again", "failed_for", time.Since(s.since).Round(time.Millisecond))
-		}
-		s.failing = false
-	}
-	s.ackLocked(b.to)
-}
-
-// ackLocked records that every seq below to is done.
-func (s *Sender) ackLocked(to uint64) {
-	if to <= s.acked {
-		return
-	}
-	s.acked = to
-	k := 0
-	for k < len(s.mem) && s.mem[k].seq < to {
-		s.memSize -= s.mem[k].size
-		k++
-	}
-	if k > 0 {
-		n := copy(s.mem, s.mem[k:])
-		clear(s.mem[n:])
-		s.mem = s.mem[:n]
-	}
-	if len(s.sp.segs) > 0 {
-		if err := s.sp.setAck(to); err != nil {
-			s.spoolErrors.Add(1)
-			s.log.Error("spool ack failed; entries may be sent again after a restart", "error", err)
-		}
-	}
-	s.broadcastLocked()
 }
 
 // Report implements core.Reporter.
@@ -830,42 +515,12 @@ func (s *Sender) Report() map[string]int64 {
 		m["failing"] = 0
 	}
 	if s.sp != nil {
-		m["spool_bytes"] = s.sp.bytes
-		m["spool_fsyncs"] = s.sp.fsyncs
-		m["spool_torn_tails"] = s.sp.tornTails
-		m["spool_corrupt"] = s.sp.corrupt
-		m["spool_recovered_bytes"] = s.sp.recovered
+		st := s.sp.Stats()
+		m["spool_bytes"] = st.Bytes
+		m["spool_fsyncs"] = st.Fsyncs
+		m["spool_torn_tails"] = st.TornTails
+		m["spool_corrupt"] = st.Corrupt
+		m["spool_recovered_bytes"] = st.Recovered
 	}
 	return m
-}
-
-// The spooled form of an entry: a version byte, the session id the host
-// routed it by (it may not be in the line), and the line.
-const envelopeV1 = 1
-
-func encodeEntry(e core.Entry) []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.SessionID)+len(e.Raw))
-	b = append(b, envelopeV1)
-	b = binary.AppendUvarint(b, uint64(len(e.SessionID)))
-	b = append(b, e.SessionID...)
-	return append(b, e.Raw...)
-}
-
-func decodeEntry(b []byte) (core.Entry, error) {
-	if len(b) == 0 || b[0] != envelopeV1 {
-		return core.Entry{}, errors.New("unknown record version")
-	}
-	n, k := binary.Uvarint(b[1:])
-	if k <= 0 || uint64(len(b)-1-k) < n {
-		return core.Entry{}, errors.New("bad session id length")
-	}
-	sid := string(b[1+k : 1+k+int(n)])
-	e, err := core.ParseEntryOwned(b[1+k+int(n):])
-	if err != nil {
-		return core.Entry{}, err
-	}
-	if sid != "" {
-		e.SessionID = sid
-	}
-	return e, nil
 }

@@ -16,10 +16,7 @@ package summary
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -46,21 +43,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	if ref.AgentID != "" {
 		return nil, fmt.Errorf("summary: subagents have no compaction summary: %w", core.ErrNotFound)
 	}
-	if !jsonl.IsSessionID(ref.SessionID) {
-		return nil, fmt.Errorf("summary: %q is not a session id: %w", ref.SessionID, core.ErrNotFound)
-	}
-	dir, err := l.layout.FindSession(ref.SessionID, ref.CWD)
-	if err != nil {
-		return nil, err
-	}
-	if dir == "" {
-		return nil, fmt.Errorf("summary: no transcript: %w", core.ErrNotFound)
-	}
-	path := jsonl.MainFile(dir, ref.SessionID)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("summary: %s is gone: %w", path, core.ErrNotFound)
-	}
+	f, err := l.layout.OpenTranscript(ref.SessionID, ref.CWD)
 	if err != nil {
 		return nil, fmt.Errorf("summary: %w", err)
 	}
@@ -99,7 +82,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("summary: read %s: %w", path, err)
+		return nil, fmt.Errorf("summary: read %s: %w", f.Name(), err)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -109,10 +92,10 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 		t.Notes = append(t.Notes, fmt.Sprintf("%d malformed lines skipped", malformed))
 	}
 	if !boundary {
-		return nil, fmt.Errorf("summary: %s has no compaction (no compact boundary): %w", path, core.ErrNotFound)
+		return nil, fmt.Errorf("summary: %s has no compaction (no compact boundary): %w", f.Name(), core.ErrNotFound)
 	}
 	if ch := core.BuildChain(after, core.ChainOptions{}); len(ch.Entries) == 0 {
-		return nil, fmt.Errorf("summary: %s: no conversation follows its last compact boundary: %w", path, core.ErrNotFound)
+		return nil, fmt.Errorf("summary: %s: no conversation follows its last compact boundary: %w", f.Name(), core.ErrNotFound)
 	}
 	t.Entries = after
 	t.Notes = append(t.Notes, fmt.Sprintf("partial: from the last compaction summary on; %d bytes before it not loaded", skipped))

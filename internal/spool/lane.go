@@ -1,6 +1,6 @@
-package sinkhelper
+package spool
 
-// The spool is the on-disk part of a Sender's queue: append-only segment
+// A lane spool is the on-disk part of a network sink's queue (sinkhelper.Sender): append-only segment
 // files under the sink's spool folder, and an ack index.
 //
 //	<spool dir>/                        ~/.claude/scribe/spool/<type>/<name>/ by default
@@ -12,12 +12,7 @@ package sinkhelper
 //	    00000000000000004097.seg        the tail segment: spills append here
 //	  lane-1/                           a second process sending through the same sink
 //
-// A segment is a run of frames, little endian; crc is CRC-32C of seq and
-// payload, so a torn or damaged frame is recognised:
-//
-//	┌─────────┬─────────┬─────────┬─────────────────────┐
-//	│ len u32 │ crc u32 │ seq u64 │ payload (len bytes) │ ...
-//	└─────────┴─────────┴─────────┴─────────────────────┘
+// A segment is a run of frames (see the package doc) without extra.
 //
 // With spool_encryption the payload is sealed (seal.RecordKey: nonce,
 // XChaCha20-Poly1305 ciphertext and tag, bound to seq) and len has its top
@@ -76,8 +71,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
 
@@ -85,48 +80,37 @@ const (
 	dirMode  = 0o700
 	fileMode = 0o600
 
-	frameHeader = 16
+	// FrameHeader is the bytes a lane adds to each record.
+	FrameHeader = 16
 	ackSlot     = 16
-	// sealedBit in a frame's length says its payload is sealed
-	// (seal.RecordKey, bound to the frame's seq); the rest is the length.
-	sealedBit = 1 << 31
-	// maxRecord bounds one record, so that a damaged length cannot make
-	// recovery allocate gigabytes.
-	maxRecord = 256 << 20
+	// MaxRecord bounds one lane record, so that a damaged length cannot
+	// make recovery allocate gigabytes.
+	MaxRecord = 256 << 20
 	// maxLanes bounds how many processes can send through one sink's spool
 	// at the same time.
 	maxLanes = 64
 	segExt   = ".seg"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// ErrOwner is returned when the spool folder belongs to another sink:
+// two sinks given one spool_dir would deliver each other's entries.
+var ErrOwner = errors.New("spool folder belongs to another sink")
 
-// Sentinel errors of the spool.
-var (
-	// ErrSpoolBusy is returned when every lane of a spool is held by a
-	// live process.
-	ErrSpoolBusy = errors.New("spool busy")
-	// ErrSpoolOwner is returned when the spool folder belongs to another
-	// sink: two sinks given one spool_dir would deliver each other's
-	// entries.
-	ErrSpoolOwner = errors.New("spool folder belongs to another sink")
-)
-
-type segment struct {
+type laneSegment struct {
 	first uint64 // from the name
 	path  string
 	size  int64 // bytes of whole frames
 }
 
-// record is one spooled entry.
-type record struct {
-	seq  uint64
-	data []byte
+// Record is one spooled entry.
+type Record struct {
+	Seq  uint64
+	Data []byte
 }
 
-// spool is one lane of a spool folder. It is not safe for concurrent use;
+// Lane is one lane of a spool folder. It is not safe for concurrent use;
 // the Sender serializes calls under its lock.
-type spool struct {
+type Lane struct {
 	dir          string
 	log          hclog.Logger
 	segmentBytes int64
@@ -134,12 +118,12 @@ type spool struct {
 	// without it, or with another key, is an error.
 	key *seal.RecordKey
 
-	lock *os.File
+	lock *durable.Lock
 	ackF *os.File
 	ackN uint64 // slot writes so far
 	ack  uint64
 	tail uint64 // one past the last seq on disk; 0 when nothing was ever written
-	segs []*segment
+	segs []*laneSegment
 
 	wf       *os.File // the tail segment, for appends
 	unsynced []*os.File
@@ -157,9 +141,9 @@ type spool struct {
 	wbuf                       []byte
 }
 
-// openLane locks and opens the first free lane of dir, which belongs to
+// OpenLane locks and opens the first free lane of dir, which belongs to
 // the sink named owner.
-func openLane(dir, owner string, segmentBytes int64, log hclog.Logger) (*spool, error) {
+func OpenLane(dir, owner string, segmentBytes int64, log hclog.Logger) (*Lane, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("spool folder: %w", err)
 	}
@@ -174,21 +158,21 @@ func openLane(dir, owner string, segmentBytes int64, log hclog.Logger) (*spool, 
 		return nil, fmt.Errorf("spool folder owner: %w", err)
 	case strings.TrimSpace(string(b)) != owner:
 		return nil, fmt.Errorf("%w: %s is the spool of %q, not %q (give each sink its own spool_dir)",
-			ErrSpoolOwner, dir, strings.TrimSpace(string(b)), owner)
+			ErrOwner, dir, strings.TrimSpace(string(b)), owner)
 	}
 	for i := range maxLanes {
 		sp, err := openSpool(filepath.Join(dir, "lane-"+strconv.Itoa(i)), segmentBytes, log)
-		if errors.Is(err, ErrSpoolBusy) {
+		if errors.Is(err, ErrBusy) {
 			continue
 		}
 		return sp, err
 	}
-	return nil, fmt.Errorf("%w: all %d lanes of %s are held by running processes", ErrSpoolBusy, maxLanes, dir)
+	return nil, fmt.Errorf("%w: all %d lanes of %s are held by running processes", ErrBusy, maxLanes, dir)
 }
 
-// orphanLanes opens, one at a time, every other lane of dir that no live
+// OrphanLanes opens, one at a time, every other lane of dir that no live
 // process holds and that has something pending. The caller closes each.
-func orphanLanes(dir string, self *spool, log hclog.Logger, each func(*spool) error) error {
+func OrphanLanes(dir string, self *Lane, log hclog.Logger, each func(*Lane) error) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("spool folder: %w", err)
@@ -206,7 +190,7 @@ func orphanLanes(dir string, self *spool, log hclog.Logger, each func(*spool) er
 			continue
 		}
 		sp, err := openSpool(path, self.segmentBytes, log)
-		if errors.Is(err, ErrSpoolBusy) {
+		if errors.Is(err, ErrBusy) {
 			continue
 		}
 		if err != nil {
@@ -214,7 +198,7 @@ func orphanLanes(dir string, self *spool, log hclog.Logger, each func(*spool) er
 		}
 		sp.key = self.key
 		if err := each(sp); err != nil {
-			sp.close(false)
+			sp.Close(false)
 			return err
 		}
 	}
@@ -222,30 +206,20 @@ func orphanLanes(dir string, self *spool, log hclog.Logger, each func(*spool) er
 }
 
 // openSpool locks dir and recovers its state.
-func openSpool(dir string, segmentBytes int64, log hclog.Logger) (_ *spool, err error) {
+func openSpool(dir string, segmentBytes int64, log hclog.Logger) (_ *Lane, err error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("spool lane: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, fileMode)
+	lock, err := lockFolder(dir)
 	if err != nil {
-		return nil, fmt.Errorf("spool lock: %w", err)
+		return nil, err
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrSpoolBusy, dir)
-		}
-		return nil, fmt.Errorf("spool lock %s: %w", dir, err)
-	}
-	s := &spool{dir: dir, log: log, segmentBytes: segmentBytes, lock: lock}
+	s := &Lane{dir: dir, log: log, segmentBytes: segmentBytes, lock: lock}
 	defer func() {
 		if err != nil {
-			s.close(false)
+			s.Close(false)
 		}
 	}()
-	if err := lock.Truncate(0); err == nil {
-		_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
 	if err := s.readAck(); err != nil {
 		return nil, err
 	}
@@ -255,7 +229,7 @@ func openSpool(dir string, segmentBytes int64, log hclog.Logger) (_ *spool, err 
 	return s, nil
 }
 
-func (s *spool) readAck() error {
+func (s *Lane) readAck() error {
 	f, err := os.OpenFile(filepath.Join(s.dir, "ack"), os.O_RDWR|os.O_CREATE, fileMode)
 	if err != nil {
 		return fmt.Errorf("spool ack index: %w", err)
@@ -277,7 +251,7 @@ func (s *spool) readAck() error {
 }
 
 // recover lists the segments, cuts a torn tail and finds the tail seq.
-func (s *spool) recover() error {
+func (s *Lane) recover() error {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("read spool lane: %w", err)
@@ -296,7 +270,7 @@ func (s *spool) recover() error {
 		if err != nil {
 			return fmt.Errorf("spool segment %s: %w", name, err)
 		}
-		s.segs = append(s.segs, &segment{first: first, path: filepath.Join(s.dir, name), size: fi.Size()})
+		s.segs = append(s.segs, &laneSegment{first: first, path: filepath.Join(s.dir, name), size: fi.Size()})
 	}
 	sort.Slice(s.segs, func(i, j int) bool { return s.segs[i].first < s.segs[j].first })
 	// The last segment is the only one a killed spill can have torn. One
@@ -346,44 +320,25 @@ func scanSegment(path string) (lastSeq uint64, valid int64, err error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 256<<10)
-	var hdr [frameHeader]byte
+	var hdr [FrameHeader]byte
 	var buf []byte
 	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return lastSeq, valid, nil // EOF, or a torn header
+		var h header
+		if h, buf, err = laneFormat.next(br, hdr[:], buf); err != nil || h.seq <= lastSeq {
+			return lastSeq, valid, nil // the end, or a torn or damaged frame
 		}
-		n := binary.LittleEndian.Uint32(hdr[0:]) &^ sealedBit
-		if n > maxRecord {
-			return lastSeq, valid, nil
-		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return lastSeq, valid, nil
-		}
-		seq := binary.LittleEndian.Uint64(hdr[8:])
-		if frameCRC(hdr[8:16], buf) != binary.LittleEndian.Uint32(hdr[4:]) || seq <= lastSeq {
-			return lastSeq, valid, nil
-		}
-		lastSeq = seq
-		valid += frameHeader + int64(n)
+		lastSeq = h.seq
+		valid += FrameHeader + int64(h.n)
 	}
 }
 
-func frameCRC(seq, payload []byte) uint32 {
-	c := crc32.Update(0, castagnoli, seq)
-	return crc32.Update(c, castagnoli, payload)
-}
-
 // cutTail copies the torn bytes after valid aside and truncates.
-func (s *spool) cutTail(sg *segment, valid int64) error {
+func (s *Lane) cutTail(sg *laneSegment, valid int64) error {
 	s.tornTails++
 	torn := sg.size - valid
 	s.log.Warn("spool: cutting a torn tail (a spill interrupted before it was acknowledged)",
 		"segment", sg.path, "offset", valid, "bytes", torn)
-	if err := copyRange(sg.path, sg.path+".torn", valid, torn); err != nil {
+	if err := durable.CopyRange(sg.path, sg.path+".torn", valid, torn); err != nil {
 		return fmt.Errorf("keep torn spool tail: %w", err)
 	}
 	if err := os.Truncate(sg.path, valid); err != nil {
@@ -393,45 +348,23 @@ func (s *spool) cutTail(sg *segment, valid int64) error {
 	return nil
 }
 
-// copyRange writes n bytes of src from off to dst (replacing it), synced.
-func copyRange(src, dst string, off, n int64) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if _, err := io.Copy(out, io.NewSectionReader(in, off, n)); err != nil {
-		return err
-	}
-	return out.Sync()
-}
-
-// pending reports whether the spool holds records not yet acknowledged.
-func (s *spool) pending() bool { return len(s.segs) > 0 && s.tail > s.ack }
+// Pending reports whether the spool holds records not yet acknowledged.
+func (s *Lane) Pending() bool { return len(s.segs) > 0 && s.tail > s.ack }
 
 // overhead is what sealing adds to a record.
-func (s *spool) overhead() int {
+func (s *Lane) overhead() int {
 	if s.key == nil {
 		return 0
 	}
 	return s.key.Overhead()
 }
 
-// append writes records (in seq order, above tail) to the tail segment,
+// Append writes records (in seq order, above tail) to the tail segment,
 // starting a new segment when it is full. It does not sync.
-func (s *spool) append(recs []record) error {
+func (s *Lane) Append(recs []Record) error {
 	for len(recs) > 0 {
 		if s.wf == nil || s.segs[len(s.segs)-1].size >= s.segmentBytes {
-			if err := s.newSegment(recs[0].seq); err != nil {
+			if err := s.newSegment(recs[0].Seq); err != nil {
 				return err
 			}
 		}
@@ -439,19 +372,13 @@ func (s *spool) append(recs []record) error {
 		// Fill the tail segment up to segmentBytes (at least one record).
 		buf := s.wbuf[:0]
 		n := 0
-		for n < len(recs) && (n == 0 || sg.size+int64(len(buf))+frameHeader+int64(len(recs[n].data)+s.overhead()) <= s.segmentBytes) {
+		for n < len(recs) && (n == 0 || sg.size+int64(len(buf))+FrameHeader+int64(len(recs[n].Data)+s.overhead()) <= s.segmentBytes) {
 			r := recs[n]
-			var hdr [frameHeader]byte
-			binary.LittleEndian.PutUint64(hdr[8:], r.seq)
-			data, length := r.data, uint32(len(r.data))
+			data := r.Data
 			if s.key != nil {
-				data = s.key.Seal(nil, r.data, hdr[8:16])
-				length = uint32(len(data)) | sealedBit
+				data = s.key.Seal(nil, r.Data, binary.LittleEndian.AppendUint64(nil, r.Seq))
 			}
-			binary.LittleEndian.PutUint32(hdr[0:], length)
-			binary.LittleEndian.PutUint32(hdr[4:], frameCRC(hdr[8:16], data))
-			buf = append(buf, hdr[:]...)
-			buf = append(buf, data...)
+			buf = laneFormat.appendFrame(buf, r.Seq, 0, data, s.key != nil)
 			n++
 		}
 		if _, err := s.wf.Write(buf); err != nil {
@@ -465,13 +392,13 @@ func (s *spool) append(recs []record) error {
 		}
 		sg.size += int64(len(buf))
 		s.bytes += int64(len(buf))
-		s.tail = recs[n-1].seq + 1
+		s.tail = recs[n-1].Seq + 1
 		recs = recs[n:]
 	}
 	return nil
 }
 
-func (s *spool) newSegment(first uint64) error {
+func (s *Lane) newSegment(first uint64) error {
 	if s.wf != nil {
 		// The full segment is synced by the next sync; keep it listed.
 		s.unsynced = append(s.unsynced, s.wf)
@@ -484,13 +411,13 @@ func (s *spool) newSegment(first uint64) error {
 	}
 	s.wf = f
 	s.dirDirty = true
-	s.segs = append(s.segs, &segment{first: first, path: path})
+	s.segs = append(s.segs, &laneSegment{first: first, path: path})
 	return nil
 }
 
-// sync makes every append durable: the segments written since the last
+// Sync makes every append durable: the segments written since the last
 // sync, then the folder when a segment was created.
-func (s *spool) sync() error {
+func (s *Lane) Sync() error {
 	for _, f := range s.unsynced {
 		err := f.Sync()
 		f.Close()
@@ -508,7 +435,7 @@ func (s *spool) sync() error {
 		s.fsyncs++
 	}
 	if s.dirDirty {
-		if err := syncDir(s.dir); err != nil {
+		if err := durable.SyncDir(s.dir); err != nil {
 			return err
 		}
 		s.dirDirty = false
@@ -517,24 +444,12 @@ func (s *spool) sync() error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open spool folder for fsync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync spool folder: %w", err)
-	}
-	return nil
-}
-
-// read returns records with seq >= from, at most maxN of them and about
+// Read returns records with seq >= from, at most maxN of them and about
 // maxBytes of payload (at least one record).
-func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
-	var out []record
+func (s *Lane) Read(from uint64, maxN, maxBytes int) ([]Record, error) {
+	var out []Record
 	size := 0
-	var hdr [frameHeader]byte
+	var hdr [FrameHeader]byte
 	// Appends since the last read are past the section the reader saw.
 	s.refreshReader()
 	for len(out) < maxN && (len(out) == 0 || size < maxBytes) {
@@ -561,11 +476,9 @@ func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
 			s.damaged(sg, fmt.Errorf("frame header: %w", err))
 			continue
 		}
-		n := binary.LittleEndian.Uint32(hdr[0:])
-		sealed := n&sealedBit != 0
-		n &^= sealedBit
-		seq := binary.LittleEndian.Uint64(hdr[8:])
-		if n > maxRecord || s.roff+frameHeader+int64(n) > sg.size {
+		h := laneFormat.parse(hdr[:])
+		n, sealed, seq := h.n, h.sealed, h.seq
+		if n > MaxRecord || s.roff+FrameHeader+int64(n) > sg.size {
 			s.damaged(sg, fmt.Errorf("frame length %d", n))
 			continue
 		}
@@ -574,7 +487,7 @@ func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
 				s.damaged(sg, fmt.Errorf("frame payload: %w", err))
 				continue
 			}
-			s.roff += frameHeader + int64(n)
+			s.roff += FrameHeader + int64(n)
 			continue
 		}
 		data := make([]byte, n)
@@ -582,7 +495,7 @@ func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
 			s.damaged(sg, fmt.Errorf("frame payload: %w", err))
 			continue
 		}
-		if frameCRC(hdr[8:16], data) != binary.LittleEndian.Uint32(hdr[4:]) {
+		if !laneFormat.valid(hdr[:], h, data) {
 			s.damaged(sg, errors.New("checksum mismatch"))
 			continue
 		}
@@ -603,14 +516,14 @@ func (s *spool) read(from uint64, maxN, maxBytes int) ([]record, error) {
 				return nil, err
 			}
 		}
-		s.roff += frameHeader + int64(n)
-		out = append(out, record{seq: seq, data: data})
+		s.roff += FrameHeader + int64(n)
+		out = append(out, Record{Seq: seq, Data: data})
 		size += int(n)
 	}
 	return out, nil
 }
 
-func (s *spool) resetReader(sg *segment) {
+func (s *Lane) resetReader(sg *laneSegment) {
 	sr := io.NewSectionReader(s.rf, s.roff, sg.size-s.roff)
 	if s.br == nil {
 		s.br = bufio.NewReaderSize(sr, 256<<10)
@@ -621,13 +534,13 @@ func (s *spool) resetReader(sg *segment) {
 
 // refreshReader makes the reader see bytes appended to the segment it is
 // on since it was positioned.
-func (s *spool) refreshReader() {
+func (s *Lane) refreshReader() {
 	if s.rf != nil && s.rseg < len(s.segs) {
 		s.resetReader(s.segs[s.rseg])
 	}
 }
 
-func (s *spool) nextReadSegment() {
+func (s *Lane) nextReadSegment() {
 	if s.rf != nil {
 		s.rf.Close()
 		s.rf = nil
@@ -639,21 +552,21 @@ func (s *spool) nextReadSegment() {
 // damaged handles a bad frame met while reading: a disk fault, since torn
 // tails are cut at open. The segment is copied aside and the reader skips
 // what is left of it; new appends to it are still read.
-func (s *spool) damaged(sg *segment, why error) {
+func (s *Lane) damaged(sg *laneSegment, why error) {
 	s.corrupt++
 	lost := sg.size - s.roff
 	s.log.Error("spool: damaged record; copying the segment aside and skipping the rest of it",
 		"segment", sg.path, "offset", s.roff, "bytes_skipped", lost, "error", why)
-	if err := copyRange(sg.path, sg.path+".corrupt", 0, sg.size); err != nil {
+	if err := durable.CopyRange(sg.path, sg.path+".corrupt", 0, sg.size); err != nil {
 		s.log.Error("spool: could not copy the damaged segment aside", "segment", sg.path, "error", err)
 	}
 	s.roff = sg.size
 	s.refreshReader()
 }
 
-// setAck records that every seq below ack is done, and deletes the
+// SetAck records that every seq below ack is done, and deletes the
 // segments that holds nothing else.
-func (s *spool) setAck(ack uint64) error {
+func (s *Lane) SetAck(ack uint64) error {
 	if ack <= s.ack {
 		return nil
 	}
@@ -689,7 +602,7 @@ func (s *spool) setAck(ack uint64) error {
 }
 
 // removeAll deletes every segment: all of them are delivered.
-func (s *spool) removeAll() error {
+func (s *Lane) removeAll() error {
 	s.closeFiles()
 	for _, sg := range s.segs {
 		if err := os.Remove(sg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -702,7 +615,7 @@ func (s *spool) removeAll() error {
 	return nil
 }
 
-func (s *spool) closeFiles() {
+func (s *Lane) closeFiles() {
 	for _, f := range s.unsynced {
 		_ = f.Sync()
 		f.Close()
@@ -718,28 +631,76 @@ func (s *spool) closeFiles() {
 	}
 }
 
-// close releases the lane; with sync, appends and the ack index are made
+// Close releases the lane; with sync, appends and the ack index are made
 // durable first.
-func (s *spool) close(sync bool) error {
+func (s *Lane) Close(sync bool) error {
 	var err error
 	if sync {
-		err = s.sync()
+		err = s.Sync()
 		if s.ackF != nil {
 			if serr := s.ackF.Sync(); serr != nil && err == nil {
 				err = fmt.Errorf("fsync spool ack index: %w", serr)
 			}
 		}
 	}
+	s.drop()
+	return err
+}
+
+// drop closes every file and gives the lock back.
+func (s *Lane) drop() {
 	s.closeFiles()
 	if s.ackF != nil {
 		s.ackF.Close()
 		s.ackF = nil
 	}
-	if s.lock != nil {
-		_ = s.lock.Truncate(0)
-		_ = unix.Flock(int(s.lock.Fd()), unix.LOCK_UN)
-		s.lock.Close()
-		s.lock = nil
+	s.lock.Release()
+	s.lock = nil
+}
+
+// SetKey makes the lane seal what it writes from now on, and open sealed
+// records it reads (seal.RecordKey).
+func (s *Lane) SetKey(k *seal.RecordKey) { s.key = k }
+
+// Dir is the lane's folder.
+func (s *Lane) Dir() string { return s.dir }
+
+// Ack is the ack index: every seq below it is done.
+func (s *Lane) Ack() uint64 { return s.ack }
+
+// Tail is one past the last seq on disk (0 when nothing was written).
+func (s *Lane) Tail() uint64 { return s.tail }
+
+// HasSegments reports whether any segment is on disk.
+func (s *Lane) HasSegments() bool { return len(s.segs) > 0 }
+
+// First is the seq that begins the oldest segment (0 when none).
+func (s *Lane) First() uint64 {
+	if len(s.segs) == 0 {
+		return 0
 	}
-	return err
+	return s.segs[0].first
+}
+
+// Bytes is what the segments on disk hold.
+func (s *Lane) Bytes() int64 { return s.bytes }
+
+// LaneStats are a lane's counters since it was opened.
+type LaneStats struct {
+	Bytes, Fsyncs, TornTails, Corrupt, Recovered int64
+}
+
+// Stats returns the lane's counters.
+func (s *Lane) Stats() LaneStats {
+	return LaneStats{Bytes: s.bytes, Fsyncs: s.fsyncs, TornTails: s.tornTails, Corrupt: s.corrupt, Recovered: s.recovered}
+}
+
+// Abandon drops the lane as a killed process would: nothing more is
+// written or synced, and the lock goes. Tests use it to play kill -9.
+func (s *Lane) Abandon() {
+	for _, f := range s.unsynced {
+		f.Close() // the kernel keeps what was written
+	}
+	s.unsynced = nil
+	s.drop()
 }

@@ -20,7 +20,7 @@ func FuzzSpoolOpen(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "released"), []byte(released), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, recs, err := Open(dir)
+		s, recs, err := OpenBatches(dir)
 		if err != nil {
 			return
 		}
@@ -33,7 +33,7 @@ func FuzzSpoolOpen(f *testing.F) {
 		if len(recs) == 0 {
 			return
 		}
-		s2, _, err := Open(t.TempDir())
+		s2, _, err := OpenBatches(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

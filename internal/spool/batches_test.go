@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-func mustOpen(t *testing.T, dir string) (*Spool, []Record) {
+func mustOpen(t *testing.T, dir string) (*Batches, []Batch) {
 	t.Helper()
-	s, recs, err := Open(dir)
+	s, recs, err := OpenBatches(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func mustOpen(t *testing.T, dir string) (*Spool, []Record) {
 
 func payload(id uint64) []byte { return []byte(fmt.Sprintf("batch-%d-payload", id)) }
 
-func ids(recs []Record) []uint64 {
+func ids(recs []Batch) []uint64 {
 	var out []uint64
 	for _, r := range recs {
 		out = append(out, r.ID)
@@ -144,7 +144,7 @@ func TestReleaseRemovesSegmentsAndPersists(t *testing.T) {
 	if got := fmt.Sprint(ids(recs)); got != "[3 4]" || s.Released() != 2 {
 		t.Fatalf("after release 2: %s, watermark %d", got, s.Released())
 	}
-	st, err := Inspect(dir)
+	st, err := InspectBatches(dir)
 	if err != nil || st.Batches != 2 || st.Entries != 4 {
 		t.Fatalf("Inspect: %+v %v", st, err)
 	}
@@ -165,7 +165,7 @@ func TestReleaseRemovesSegmentsAndPersists(t *testing.T) {
 func TestSecondOpenIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := mustOpen(t, dir)
-	if _, _, err := Open(dir); !errors.Is(err, ErrLocked) {
+	if _, _, err := OpenBatches(dir); !errors.Is(err, ErrBusy) {
 		t.Fatalf("second Open: %v", err)
 	}
 	s.Close()
@@ -174,7 +174,7 @@ func TestSecondOpenIsRefused(t *testing.T) {
 }
 
 func TestInspectMissingFolder(t *testing.T) {
-	st, err := Inspect(filepath.Join(t.TempDir(), "nope"))
+	st, err := InspectBatches(filepath.Join(t.TempDir(), "nope"))
 	if err != nil || st.Batches != 0 {
 		t.Fatalf("%+v %v", st, err)
 	}

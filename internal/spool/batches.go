@@ -1,4 +1,42 @@
-// Package spool is the on-disk part of a plugin sink's queue: the batches
+package spool
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"github.com/e0dc0000/scribe/internal/durable"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+const (
+	headerSize = 20
+	// maxSegment is the size past which appends go to a new segment.
+	maxSegment = 64 << 20
+)
+
+// Ref locates a batch's payload.
+type Ref struct {
+	seg uint64
+	off int64 // of the payload
+	len int
+}
+
+// Batch is a batch found on disk by OpenBatches.
+type Batch struct {
+	ID      uint64
+	Entries int
+	Bytes   int
+	Ref     Ref
+}
+
+// Batches is the on-disk part of a plugin sink's queue: the batches
 // that did not fit in memory, or that had to be made durable while the
 // plugin could not take them.
 //
@@ -13,69 +51,19 @@
 //	  seg-0000000000000001.log   records, appended; removed once every batch
 //	  seg-0000000000000002.log   in it is released
 //
-// A record is one batch:
-//
-//	+-----------+-------------+---------+--------------+-------------------+
-//	| len  u32  | crc32c u32  | id  u64 | entries u32  | payload (len B)   |
-//	+-----------+-------------+---------+--------------+-------------------+
-//	  little endian; crc covers id, entries and payload
+// A record is one batch: a frame (see the package doc) whose seq is the
+// batch id and whose extra is its entry count.
 //
 // Batch ids increase over the life of the stream but need not follow file
 // order: a batch kept in memory and spilled later lands after batches with
 // higher ids. Readers therefore index records by id. A torn or corrupt
 // record ends its segment: it was being written when the host died, and a
 // record is only counted on once Sync has returned.
-package spool
-
-import (
-	"bufio"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-)
-
-// ErrLocked is returned by Open when another process holds the spool.
-var ErrLocked = errors.New("spool is in use by another process")
-
-const (
-	headerSize = 20
-	// maxSegment is the size past which appends go to a new segment.
-	maxSegment = 64 << 20
-	// maxRecord bounds one record, so a corrupt length is not believed.
-	maxRecord = 1 << 30
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// Ref locates a record's payload.
-type Ref struct {
-	seg uint64
-	off int64 // of the payload
-	len int
-}
-
-// Record is a batch found on disk by Open.
-type Record struct {
-	ID      uint64
-	Entries int
-	Bytes   int
-	Ref     Ref
-}
-
-// Spool is an open spool folder. It is safe for concurrent use.
-type Spool struct {
+//
+// Batches is an open batch spool folder. It is safe for concurrent use.
+type Batches struct {
 	dir    string
-	lock   *os.File
+	lock   *durable.Lock
 	stream string
 
 	mu       sync.Mutex
@@ -97,23 +85,23 @@ type segment struct {
 
 func segName(num uint64) string { return fmt.Sprintf("seg-%016d.log", num) }
 
-// Open opens (creating it if needed) the spool in dir, takes its lock, and
+// OpenBatches opens (creating it if needed) the spool in dir, takes its lock, and
 // returns the batches it holds that are not yet released, in id order.
-func Open(dir string) (s *Spool, recs []Record, err error) {
+func OpenBatches(dir string) (s *Batches, recs []Batch, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create spool %s: %w", dir, err)
 	}
-	lock, err := lockDir(dir)
+	lock, err := lockFolder(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	s = &Spool{dir: dir, lock: lock, segs: make(map[uint64]*segment), nextSeg: 1}
+	s = &Batches{dir: dir, lock: lock, segs: make(map[uint64]*segment), nextSeg: 1}
 	// The error returns set s to nil: close what this spool opened.
 	opened := s
 	defer func() {
 		if err != nil {
 			opened.closeFiles()
-			unlock(lock)
+			lock.Release()
 		}
 	}()
 	if s.stream, err = s.loadStream(); err != nil {
@@ -167,48 +155,32 @@ func Open(dir string) (s *Spool, recs []Record, err error) {
 }
 
 // scan reads a segment's records up to its first torn or corrupt one.
-func scan(seg *segment) ([]Record, error) {
+func scan(seg *segment) ([]Batch, error) {
 	r := bufio.NewReaderSize(seg.f, 1<<20)
-	var out []Record
+	var out []Batch
 	var off int64
 	hdr := make([]byte, headerSize)
 	var payload []byte
 	for {
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			break // end, or a torn header
+		var h header
+		var err error
+		if h, payload, err = batchFormat.next(r, hdr, payload); err != nil {
+			break // the end, or a torn or damaged record
 		}
-		n := binary.LittleEndian.Uint32(hdr[0:])
-		sum := binary.LittleEndian.Uint32(hdr[4:])
-		if n > maxRecord {
-			break
-		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(r, payload); err != nil {
-			break
-		}
-		c := crc32.Update(0, castagnoli, hdr[8:])
-		c = crc32.Update(c, castagnoli, payload)
-		if c != sum {
-			break
-		}
-		id := binary.LittleEndian.Uint64(hdr[8:])
-		out = append(out, Record{
-			ID:      id,
-			Entries: int(binary.LittleEndian.Uint32(hdr[16:])),
-			Bytes:   int(n),
-			Ref:     Ref{seg: seg.num, off: off + headerSize, len: int(n)},
+		out = append(out, Batch{
+			ID:      h.seq,
+			Entries: int(h.extra),
+			Bytes:   int(h.n),
+			Ref:     Ref{seg: seg.num, off: off + headerSize, len: int(h.n)},
 		})
-		seg.maxID = max(seg.maxID, id)
-		off += headerSize + int64(n)
+		seg.maxID = max(seg.maxID, h.seq)
+		off += headerSize + int64(h.n)
 	}
 	seg.size = off
 	return out, nil
 }
 
-func (s *Spool) loadStream() (string, error) {
+func (s *Batches) loadStream() (string, error) {
 	p := filepath.Join(s.dir, "stream")
 	b, err := os.ReadFile(p)
 	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
@@ -222,13 +194,13 @@ func (s *Spool) loadStream() (string, error) {
 		return "", err
 	}
 	id := hex.EncodeToString(raw[:])
-	if err := writeFileSync(s.dir, "stream", []byte(id+"\n")); err != nil {
+	if err := durable.WriteFile(filepath.Join(s.dir, "stream"), []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write spool stream id: %w", err)
 	}
 	return id, nil
 }
 
-func (s *Spool) loadReleased() (uint64, error) {
+func (s *Batches) loadReleased() (uint64, error) {
 	b, err := os.ReadFile(filepath.Join(s.dir, "released"))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -243,66 +215,28 @@ func (s *Spool) loadReleased() (uint64, error) {
 	return v, nil
 }
 
-// writeFileSync replaces dir/name durably: temp file, fsync, rename, fsync
-// of the folder.
-func writeFileSync(dir, name string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // Dir returns the spool's folder.
-func (s *Spool) Dir() string { return s.dir }
+func (s *Batches) Dir() string { return s.dir }
 
 // Stream returns the spool's stream id.
-func (s *Spool) Stream() string { return s.stream }
+func (s *Batches) Stream() string { return s.stream }
 
 // Released returns the release watermark.
-func (s *Spool) Released() uint64 {
+func (s *Batches) Released() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.released
 }
 
 // Append writes a batch. It is not durable until Sync returns.
-func (s *Spool) Append(id uint64, entries int, payload []byte) (Ref, error) {
+func (s *Batches) Append(id uint64, entries int, payload []byte) (Ref, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Ref{}, errors.New("spool closed")
 	}
-	if len(payload) > maxRecord {
-		return Ref{}, fmt.Errorf("spool: batch %d is %d bytes, more than %d", id, len(payload), maxRecord)
+	if len(payload) > int(batchFormat.maxRecord) {
+		return Ref{}, fmt.Errorf("spool: batch %d is %d bytes, more than %d", id, len(payload), batchFormat.maxRecord)
 	}
 	if s.active == nil || s.active.size >= maxSegment {
 		num := s.nextSeg
@@ -316,13 +250,7 @@ func (s *Spool) Append(id uint64, entries int, payload []byte) (Ref, error) {
 		s.dirDirty = true
 	}
 	seg := s.active
-	buf := make([]byte, headerSize+len(payload))
-	binary.LittleEndian.PutUint32(buf[0:], uint32(len(payload)))
-	binary.LittleEndian.PutUint64(buf[8:], id)
-	binary.LittleEndian.PutUint32(buf[16:], uint32(entries))
-	copy(buf[headerSize:], payload)
-	c := crc32.Update(0, castagnoli, buf[8:])
-	binary.LittleEndian.PutUint32(buf[4:], c)
+	buf := batchFormat.appendFrame(make([]byte, 0, headerSize+len(payload)), id, uint32(entries), payload, false)
 	if _, err := seg.f.WriteAt(buf, seg.size); err != nil {
 		// Whatever part landed is a torn record that the next scan drops;
 		// write after it no more.
@@ -337,7 +265,7 @@ func (s *Spool) Append(id uint64, entries int, payload []byte) (Ref, error) {
 }
 
 // Read returns a record's payload.
-func (s *Spool) Read(ref Ref) ([]byte, error) {
+func (s *Batches) Read(ref Ref) ([]byte, error) {
 	s.mu.Lock()
 	seg := s.segs[ref.seg]
 	s.mu.Unlock()
@@ -352,7 +280,7 @@ func (s *Spool) Read(ref Ref) ([]byte, error) {
 }
 
 // Sync makes every append so far durable.
-func (s *Spool) Sync() error {
+func (s *Batches) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, seg := range s.segs {
@@ -365,7 +293,7 @@ func (s *Spool) Sync() error {
 		seg.dirty = false
 	}
 	if s.dirDirty {
-		if err := syncDir(s.dir); err != nil {
+		if err := durable.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("fsync spool folder: %w", err)
 		}
 		s.dirDirty = false
@@ -376,7 +304,7 @@ func (s *Spool) Sync() error {
 // Release records that every batch id <= through is durable downstream:
 // segments holding nothing newer are removed. With persist, or when a
 // segment went, the watermark is written durably.
-func (s *Spool) Release(through uint64, persist bool) error {
+func (s *Batches) Release(through uint64, persist bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || through < s.released {
@@ -400,7 +328,7 @@ func (s *Spool) Release(through uint64, persist bool) error {
 		removed = true
 	}
 	if (persist && changed) || removed {
-		if err := writeFileSync(s.dir, "released", []byte(strconv.FormatUint(through, 10)+"\n")); err != nil {
+		if err := durable.WriteFile(filepath.Join(s.dir, "released"), []byte(strconv.FormatUint(through, 10)+"\n"), 0o600); err != nil {
 			return fmt.Errorf("write spool watermark: %w", err)
 		}
 		s.dirDirty = false
@@ -409,7 +337,7 @@ func (s *Spool) Release(through uint64, persist bool) error {
 }
 
 // Size returns the bytes held in segments.
-func (s *Spool) Size() int64 {
+func (s *Batches) Size() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
@@ -420,7 +348,7 @@ func (s *Spool) Size() int64 {
 }
 
 // Close syncs, closes the files and releases the lock.
-func (s *Spool) Close() error {
+func (s *Batches) Close() error {
 	err := s.Sync()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -429,11 +357,11 @@ func (s *Spool) Close() error {
 	}
 	s.closed = true
 	s.closeFiles()
-	unlock(s.lock)
+	s.lock.Release()
 	return err
 }
 
-func (s *Spool) closeFiles() {
+func (s *Batches) closeFiles() {
 	for _, seg := range s.segs {
 		_ = seg.f.Close()
 	}
@@ -441,20 +369,20 @@ func (s *Spool) closeFiles() {
 	s.active = nil
 }
 
-// Stats describes a spool's content.
-type Stats struct {
+// BatchStats describes a batch spool's content.
+type BatchStats struct {
 	Batches  int    `json:"batches"`
 	Entries  int    `json:"entries"`
 	Bytes    int64  `json:"bytes"`
 	Released uint64 `json:"released"`
 }
 
-// Inspect reads what a spool folder holds without opening it for use: it
+// InspectBatches reads what a spool folder holds without opening it for use: it
 // takes no lock, so a host may be appending at the same time and the
 // numbers are a snapshot. A missing folder is an empty spool.
-func Inspect(dir string) (Stats, error) {
-	var st Stats
-	s := &Spool{dir: dir}
+func InspectBatches(dir string) (BatchStats, error) {
+	var st BatchStats
+	s := &Batches{dir: dir}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}

@@ -1,4 +1,4 @@
-package sinkhelper
+package spool
 
 import (
 	"bytes"
@@ -31,18 +31,18 @@ func FuzzSpoolDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		defer s.close(false)
-		var recs []record
+		defer s.Close(false)
+		var recs []Record
 		for range 1 << 16 {
-			batch, err := s.read(0, 1024, 1<<20)
+			batch, err := s.Read(0, 1024, 1<<20)
 			if err != nil || len(batch) == 0 {
 				break
 			}
 			recs = append(recs, batch...)
 		}
 		for i := 1; i < len(recs); i++ {
-			if recs[i].seq <= recs[i-1].seq {
-				t.Fatalf("records out of order: seq %d after %d", recs[i].seq, recs[i-1].seq)
+			if recs[i].Seq <= recs[i-1].Seq {
+				t.Fatalf("records out of order: seq %d after %d", recs[i].Seq, recs[i-1].Seq)
 			}
 		}
 		if len(recs) == 0 {
@@ -53,8 +53,8 @@ func FuzzSpoolDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s2.close(false)
-		if err := s2.append(recs); err != nil {
+		defer s2.Close(false)
+		if err := s2.Append(recs); err != nil {
 			t.Fatal(err)
 		}
 		enc, err := os.ReadFile(s2.segs[0].path)

@@ -1,0 +1,163 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/e0dc0000/scribe/internal/durable"
+)
+
+// StoredSession is one session of the store, found by StoredSessions.
+type StoredSession struct {
+	ID         string // lower case
+	ProjectDir string // the project folder that holds it
+}
+
+// StoredSessions lists every session of the store: each <uuid>.jsonl of a
+// project folder, and each <uuid>/ folder (subagents or a sidecar without
+// a main file). A session in two project folders is taken from the first
+// in name order, as FindSession does. A store without projects/ has none.
+func (l Layout) StoredSessions() ([]StoredSession, error) {
+	projects, err := os.ReadDir(l.ProjectsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []StoredSession
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		dir := filepath.Join(l.ProjectsDir(), p.Name())
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			id := e.Name()
+			if e.Type().IsRegular() {
+				var ok bool
+				if id, ok = strings.CutSuffix(id, ".jsonl"); !ok {
+					continue
+				}
+			} else if !e.IsDir() {
+				continue
+			}
+			if !IsSessionID(id) {
+				continue
+			}
+			id = strings.ToLower(id)
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, StoredSession{ID: id, ProjectDir: dir})
+			}
+		}
+	}
+	return out, nil
+}
+
+// TranscriptFile is one file of a session: its main transcript, a
+// subagent's (AgentID), or the sidecar of scribe's lifecycle records and
+// checkpoints (Sidecar).
+type TranscriptFile struct {
+	Path    string
+	AgentID string
+	Sidecar bool
+	Size    int64
+}
+
+// TranscriptFiles lists a session's files in projectDir: the main file (if
+// any), the subagents under <id>/subagents/, depth first in name order as
+// the SDK lists them, then the sidecar (if any); and their total size.
+func TranscriptFiles(projectDir, id string) ([]TranscriptFile, int64) {
+	var files []TranscriptFile
+	var size int64
+	add := func(path string, f TranscriptFile) {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+			f.Path, f.Size = path, fi.Size()
+			files = append(files, f)
+			size += fi.Size()
+		}
+	}
+	main := MainFile(projectDir, id)
+	add(main, TranscriptFile{})
+	agents, _ := walkAgents(context.Background(), main, "")
+	for _, a := range agents {
+		if a.id != "" {
+			add(a.path, TranscriptFile{AgentID: a.id})
+		}
+	}
+	add(SidecarFile(projectDir, id), TranscriptFile{Sidecar: true})
+	return files, size
+}
+
+// OpenTranscript opens a session's main transcript for reading, looking
+// first in the project folder of cwd (when given). A session the store
+// does not hold is ErrNotFound.
+func (l Layout) OpenTranscript(id, cwd string) (*os.File, error) {
+	if !IsSessionID(id) {
+		return nil, fmt.Errorf("%w: %q is not a session id", ErrNotFound, id)
+	}
+	dir, err := l.FindSession(id, cwd)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: no transcript of %s", ErrNotFound, id)
+	}
+	path := MainFile(dir, id)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s is gone", ErrNotFound, path)
+	}
+	return f, err
+}
+
+// Replace statuses.
+const (
+	ReplaceUnchanged = "unchanged"
+	ReplaceCreated   = "created"
+	ReplaceReplaced  = "replaced"
+)
+
+// ReplaceTranscript makes a file of the store (a path under ProjectsDir,
+// as MainFile, AgentFile and SidecarFile give) hold data atomically, as
+// durable.Replace does; folders made on the way are synced. It leaves a
+// file that already holds data alone (ReplaceUnchanged); else what the
+// file held is kept as <path>.bak-<stamp> (backup). The caller holds the
+// session's lock (LockSession).
+func (l Layout) ReplaceTranscript(path string, data []byte, stamp string) (status, backup string, err error) {
+	if rel, rerr := filepath.Rel(l.ProjectsDir(), path); rerr != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", "", fmt.Errorf("replace %s: not a file of the store %s", path, l.ProjectsDir())
+	}
+	if err := durable.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+		return "", "", err
+	}
+	old, err := os.ReadFile(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", "", err
+	}
+	if exists && bytes.Equal(old, data) {
+		return ReplaceUnchanged, "", nil
+	}
+	backup, err = durable.Replace(path, durable.Options{Perm: fileMode, DirPerm: dirMode, Backup: stamp},
+		func(w io.Writer) error { _, err := w.Write(data); return err })
+	if err != nil {
+		return "", "", err
+	}
+	if exists {
+		return ReplaceReplaced, backup, nil
+	}
+	return ReplaceCreated, "", nil
+}
