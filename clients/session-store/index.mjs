@@ -21,6 +21,8 @@
 
 const ROUTE = '/v1/session_store/';
 const SUBPATH = /^subagents\/agent-[A-Za-z0-9_-]{1,64}$/;
+// The server takes at most this many entries in one request.
+const MAX_ENTRIES = 10000;
 
 /** An answer of scribe serve that is an error, or no answer at all. */
 export class ScribeStoreError extends Error {
@@ -37,6 +39,22 @@ function randomId() {
   const b = new Uint8Array(12);
   globalThis.crypto.getRandomValues(b);
   return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// utf8Length is the length of s in UTF-8 bytes, what the server counts
+// (s.length counts UTF-16 units: a third of the bytes of CJK text).
+function utf8Length(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      n += 4; // a surrogate pair
+      i++;
+    } else n += 3;
+  }
+  return n;
 }
 
 function sleep(ms) {
@@ -137,21 +155,23 @@ export class ScribeSessionStore {
     return r.subkeys;
   }
 
-  // #split cuts entries into request bodies of at most maxRequestBytes
-  // (an entry larger than that goes alone; the server may refuse it: 413).
+  // #split cuts entries into request bodies of at most maxRequestBytes of
+  // UTF-8 and MAX_ENTRIES entries (an entry larger than that goes alone;
+  // the server may refuse it: 413).
   #split(entries) {
     const parts = [];
     let cur = [];
     let size = 2;
     for (const e of entries) {
       const s = JSON.stringify(e);
-      if (cur.length > 0 && size + s.length + 1 > this.#maxRequestBytes) {
+      const n = utf8Length(s);
+      if (cur.length > 0 && (size + n + 1 > this.#maxRequestBytes || cur.length >= MAX_ENTRIES)) {
         parts.push('[' + cur.join(',') + ']');
         cur = [];
         size = 2;
       }
       cur.push(s);
-      size += s.length + 1;
+      size += n + 1;
     }
     parts.push('[' + cur.join(',') + ']');
     return parts;

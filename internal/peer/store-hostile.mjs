@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// store-hostile.mjs — hostile cases for the SessionStore package
+// (clients/session-store) against a running `scribe serve` with its default
+// max_body_bytes (8 MiB). Test-only; driven from Go
+// (cmd/scribe/sessionstore_hostile_test.go).
+//
+// Usage: node store-hostile.mjs <baseUrl> <token>
+// Prints {"results":[{"name","ok","error"?}]}: one line per case.
+//
+//   - sdk-retry-after-lost: the first append's request is applied but its
+//     answers are lost (every attempt of the client); the SDK then calls
+//     append again with the same entries, as its mirror does. Nothing is
+//     stored twice, the entries without a uuid included.
+//   - utf8-parts: three entries of about 4.5 MB of UTF-8 each (1.5 M
+//     characters): each fits under the server's limit alone, so the
+//     append succeeds and loads back whole.
+//   - many-entries: 12,000 entries in one append (the server takes at most
+//     10,000 per request) load back whole and in order.
+//   - oversize-entry: an entry larger than the limit among small ones:
+//     the append fails with 413 and nothing of it is stored.
+
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const pkgPath = path.join(here, '..', '..', 'clients', 'session-store', 'index.mjs');
+const { ScribeSessionStore } = await import(pathToFileURL(pkgPath).href);
+
+const [baseUrl, token] = process.argv.slice(2);
+if (!baseUrl || !token) {
+  process.stderr.write('usage: store-hostile.mjs <baseUrl> <token>\n');
+  process.exit(2);
+}
+
+const key = () => ({ projectKey: '-hostile', sessionId: randomUUID() });
+const user = (i) => ({ type: 'user', uuid: randomUUID(), message: { role: 'user', content: `m${i}` } });
+
+function expect(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
+const cases = {
+  async 'sdk-retry-after-lost'() {
+    let drop = true;
+    const fetchDrop = async (url, init) => {
+      const r = await fetch(url, init);
+      if (drop && init.method === 'POST') {
+        await r.text();
+        throw new TypeError('fetch failed (the answer was lost)');
+      }
+      return r;
+    };
+    const s = new ScribeSessionStore({ baseUrl, token, fetch: fetchDrop, retries: 1 });
+    const k = key();
+    const entries = [user(1), { type: 'custom-title', customTitle: 't', sessionId: k.sessionId }, user(2)];
+    let lost = false;
+    try {
+      await s.append(k, entries);
+    } catch (err) {
+      lost = err.lost === true;
+    }
+    expect(lost, 'the first append did not fail as lost');
+    drop = false;
+    await s.append(k, entries); // the SDK's retry: the same entries again
+    const got = (await s.load(k)).map((e) => e.type);
+    expect(JSON.stringify(got) === JSON.stringify(['user', 'custom-title', 'user']), `loaded ${JSON.stringify(got)}`);
+  },
+
+  async 'utf8-parts'() {
+    const s = new ScribeSessionStore({ baseUrl, token });
+    const k = key();
+    const big = (c) => ({ type: 'user', uuid: randomUUID(), text: c.repeat(1500000) });
+    await s.append(k, [big('字'), big('語'), big('文')]);
+    const got = await s.load(k);
+    expect(got?.length === 3 && got[2].text.length === 1500000, `loaded ${got?.length} entries`);
+  },
+
+  async 'many-entries'() {
+    const s = new ScribeSessionStore({ baseUrl, token });
+    const k = key();
+    const entries = Array.from({ length: 12000 }, (_, i) => (i % 4 === 0 ? { type: 'x', i } : { ...user(i), i }));
+    await s.append(k, entries);
+    const got = await s.load(k);
+    expect(got?.length === 12000 && got.every((e, i) => e.i === i), `loaded ${got?.length} entries, not in order or not all`);
+  },
+
+  async 'oversize-entry'() {
+    const s = new ScribeSessionStore({ baseUrl, token });
+    const k = key();
+    let status = 0;
+    try {
+      await s.append(k, [user(1), { type: 'user', uuid: randomUUID(), blob: 'x'.repeat(9 << 20) }, user(3)]);
+    } catch (err) {
+      status = err.status;
+    }
+    expect(status === 413, `append: status ${status}, want 413`);
+    const got = await s.load(k);
+    expect(got === null, `after the 413, load returned ${got?.length} entries`);
+  },
+};
+
+const results = [];
+for (const [name, run] of Object.entries(cases)) {
+  try {
+    await run();
+    results.push({ name, ok: true });
+  } catch (err) {
+    results.push({ name, ok: false, error: String(err?.message ?? err).slice(0, 300) });
+  }
+}
+process.stdout.write(JSON.stringify({ results }) + '\n');
