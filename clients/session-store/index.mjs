@@ -23,6 +23,8 @@ const ROUTE = '/v1/session_store/';
 const SUBPATH = /^subagents\/agent-[A-Za-z0-9_-]{1,64}$/;
 // The server takes at most this many entries in one request.
 const MAX_ENTRIES = 10000;
+// How many failed appends the store remembers for the SDK's retries.
+const MAX_UNSURE = 64;
 
 /** An answer of scribe serve that is an error, or no answer at all. */
 export class ScribeStoreError extends Error {
@@ -57,6 +59,12 @@ function utf8Length(s) {
   return n;
 }
 
+// fingerprint is the SHA-256 of s, in hex.
+async function fingerprint(s) {
+  const d = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(s));
+  return Array.from(new Uint8Array(d), (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -86,6 +94,7 @@ export class ScribeSessionStore {
   #retries;
   #maxRequestBytes;
   #fold;
+  #unsure = new Map(); // fingerprint of a failed append → its batch and fold ids
 
   /**
    * @param {object} options
@@ -123,13 +132,25 @@ export class ScribeSessionStore {
     checkKey(key);
     if (!Array.isArray(entries)) throw new TypeError('append: entries must be an array');
     if (entries.length === 0) return;
-    const batch = randomId();
     const parts = this.#split(entries);
-    for (let i = 0; i < parts.length; i++) {
-      const q = { ...keyQuery(key), batch: parts.length === 1 ? batch : `${batch}-p${i}` };
-      await this.#call('POST', 'entries', q, parts[i]);
+    // An append that failed may have been applied in whole or in part, and
+    // the SDK sends the same entries again: that retry takes the failed
+    // append's batch and fold ids, so the server stores it once (entries
+    // without a uuid too) and the summary folds it once.
+    const fp = await fingerprint(JSON.stringify(keyQuery(key)) + '\n' + parts.join('\n'));
+    const ids = this.#unsure.get(fp) ?? { batch: randomId(), fold: randomId() };
+    this.#unsure.delete(fp);
+    try {
+      for (let i = 0; i < parts.length; i++) {
+        const q = { ...keyQuery(key), batch: parts.length === 1 ? ids.batch : `${ids.batch}-p${i}` };
+        await this.#call('POST', 'entries', q, parts[i]);
+      }
+      if (this.#fold && key.subpath === undefined) await this.#foldSummary(key, entries, ids.fold);
+    } catch (err) {
+      this.#unsure.set(fp, ids);
+      if (this.#unsure.size > MAX_UNSURE) this.#unsure.delete(this.#unsure.keys().next().value);
+      throw err;
     }
-    if (this.#fold && key.subpath === undefined) await this.#foldSummary(key, entries);
   }
 
   async load(key) {
@@ -177,26 +198,26 @@ export class ScribeSessionStore {
     return parts;
   }
 
-  async #foldSummary(key, entries) {
+  // #foldSummary folds entries into the summary once: the write carries
+  // foldId, and a summary that holds it already is left as is.
+  async #foldSummary(key, entries, foldId) {
     const q = keyQuery(key);
     for (let attempt = 0; attempt < 20; attempt++) {
       const cur = await this.#call('GET', 'summary', q);
+      // A write of this fold whose answer was lost (this call's or a failed
+      // append's that this one retries) may have landed: not twice.
+      if (cur.folds.includes(foldId)) return;
       const next = this.#fold(cur.summary ?? undefined, key, entries, { mtime: Date.now() });
-      const foldId = randomId();
       const body = JSON.stringify({ revision: cur.revision, data: next.data, fold_id: foldId });
       try {
         await this.#call('PUT', 'summary', q, body, { once: true });
         return;
       } catch (err) {
         if (!(err instanceof ScribeStoreError)) throw err;
-        if (err.status === 409) continue; // another write came first: fold again
+        if (err.status === 409) continue; // another write came first (or this one, late): read again
         if (!err.lost) throw err;
-        // The answer was lost: the write may have landed. Sent again it
-        // could fold the batch twice, so look for its fold id instead.
-        const after = await this.#call('GET', 'summary', q);
-        if (after.folds.includes(foldId)) return;
-        // Not there: either it never landed, or it will be refused (its
-        // revision is stale once anything else is written). Fold again.
+        // The answer was lost: the next read tells whether it landed. If it
+        // lands later, its revision is stale by then, or ours is: one 409.
       }
       await sleep(Math.min(1000, 10 * 2 ** attempt) * Math.random());
     }

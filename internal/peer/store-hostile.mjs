@@ -11,6 +11,10 @@
 //     answers are lost (every attempt of the client); the SDK then calls
 //     append again with the same entries, as its mirror does. Nothing is
 //     stored twice, the entries without a uuid included.
+//   - sdk-retry-fold: with foldSessionSummary, the summary's write is
+//     applied but its answer lost, and the read that would tell is lost
+//     too; the SDK's retry of the append folds nothing twice (a counting
+//     fold shows it).
 //   - utf8-parts: three entries of about 4.5 MB of UTF-8 each (1.5 M
 //     characters): each fits under the server's limit alone, so the
 //     append succeeds and loads back whole.
@@ -65,6 +69,40 @@ const cases = {
     await s.append(k, entries); // the SDK's retry: the same entries again
     const got = (await s.load(k)).map((e) => e.type);
     expect(JSON.stringify(got) === JSON.stringify(['user', 'custom-title', 'user']), `loaded ${JSON.stringify(got)}`);
+  },
+
+  async 'sdk-retry-fold'() {
+    let drop = true;
+    const fetchDrop = async (url, init) => {
+      if (drop && init.method === 'GET' && url.includes('/summary?') && dropGets-- <= 0) {
+        throw new TypeError('fetch failed (no answer)');
+      }
+      const r = await fetch(url, init);
+      if (drop && init.method === 'PUT') {
+        await r.text();
+        throw new TypeError('fetch failed (the answer was lost)');
+      }
+      return r;
+    };
+    let dropGets = 1; // the first read of the summary goes through
+    const fold = (prev, k, entries) => ({ sessionId: k.sessionId, mtime: Date.now(), data: { n: (prev?.data?.n ?? 0) + entries.length } });
+    const s = new ScribeSessionStore({ baseUrl, token, fetch: fetchDrop, retries: 0, foldSessionSummary: fold });
+    const k = key();
+    const entries = [user(1), { type: 'x' }, user(2)];
+    let failed = false;
+    try {
+      await s.append(k, entries);
+    } catch {
+      failed = true;
+    }
+    expect(failed, 'the first append did not fail');
+    drop = false;
+    await s.append(k, entries);
+    const sums = await s.listSessionSummaries(k.projectKey);
+    const n = sums.find((x) => x.sessionId === k.sessionId)?.data?.n;
+    expect(n === 3, `summary counts ${n} entries, want 3`);
+    const got = await s.load(k);
+    expect(got.length === 3, `loaded ${got.length} entries`);
   },
 
   async 'utf8-parts'() {
