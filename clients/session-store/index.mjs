@@ -104,10 +104,11 @@ export class ScribeSessionStore {
    *   store keeps a summary per session and has listSessionSummaries
    * @param {number} [options.timeoutMs=30000] per request
    * @param {number} [options.retries=3] attempts after the first, for what is safe to send again
-   * @param {number} [options.maxRequestBytes=4194304] an append larger than this is sent in parts
+   * @param {number} [options.maxRequestBytes=8388608] an append larger than this is sent in parts
+   *   (at most the server's max_body_bytes, 8 MiB by default); an entry larger fails it
    * @param {typeof fetch} [options.fetch]
    */
-  constructor({ baseUrl, token, foldSessionSummary, timeoutMs = 30000, retries = 3, maxRequestBytes = 4 << 20, fetch } = {}) {
+  constructor({ baseUrl, token, foldSessionSummary, timeoutMs = 30000, retries = 3, maxRequestBytes = 8 << 20, fetch } = {}) {
     if (typeof baseUrl !== 'string' || baseUrl === '') throw new TypeError('ScribeSessionStore: baseUrl is required');
     if (typeof token !== 'string' || token === '') throw new TypeError('ScribeSessionStore: token is required');
     this.#base = baseUrl.replace(/\/+$/, '') + ROUTE;
@@ -177,15 +178,19 @@ export class ScribeSessionStore {
   }
 
   // #split cuts entries into request bodies of at most maxRequestBytes of
-  // UTF-8 and MAX_ENTRIES entries (an entry larger than that goes alone;
-  // the server may refuse it: 413).
+  // UTF-8 and MAX_ENTRIES entries. An entry that fits in no request fails
+  // the append (413) before anything of it is sent: none of it is stored.
   #split(entries) {
     const parts = [];
     let cur = [];
     let size = 2;
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       const s = JSON.stringify(e);
       const n = utf8Length(s);
+      if (n + 2 > this.#maxRequestBytes) {
+        throw new ScribeStoreError(`append: entries[${i}] is ${n} bytes of JSON, over maxRequestBytes (${this.#maxRequestBytes}): nothing of this append was stored`,
+          { status: 413, type: 'request_too_large' });
+      }
       if (cur.length > 0 && (size + n + 1 > this.#maxRequestBytes || cur.length >= MAX_ENTRIES)) {
         parts.push('[' + cur.join(',') + ']');
         cur = [];
