@@ -129,6 +129,13 @@ func validProjectKey(p string) error {
 // parseStoreKey reads the key of a request from its query; withSession
 // false reads only the project key, subpath false refuses a subpath.
 func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
+	// A parameter given twice is refused: read as its first value here and
+	// its last by a proxy or a log, it would be two keys.
+	for _, name := range []string{"project_key", "session_id", "subpath", "batch"} {
+		if len(q[name]) > 1 {
+			return storeKey{}, fmt.Errorf("%s is given %d times; once at most", name, len(q[name]))
+		}
+	}
 	k := storeKey{project: q.Get("project_key")}
 	if err := validProjectKey(k.project); err != nil {
 		return k, err
