@@ -65,6 +65,15 @@ async function fingerprint(s) {
   return Array.from(new Uint8Array(d), (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
+// why says what a failed fetch met: Node's 'fetch failed' keeps the cause
+// (ECONNREFUSED, a timeout, …) in err.cause.
+function why(err) {
+  const msg = err?.message ?? String(err);
+  const cause = err?.cause;
+  if (!cause) return msg;
+  return `${msg} (${[cause.code, cause.message].filter(Boolean).join(': ')})`;
+}
+
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -88,6 +97,7 @@ function keyQuery(key) {
 
 export class ScribeSessionStore {
   #base;
+  #origin;
   #token;
   #fetch;
   #timeoutMs;
@@ -111,7 +121,8 @@ export class ScribeSessionStore {
   constructor({ baseUrl, token, foldSessionSummary, timeoutMs = 30000, retries = 3, maxRequestBytes = 8 << 20, fetch } = {}) {
     if (typeof baseUrl !== 'string' || baseUrl === '') throw new TypeError('ScribeSessionStore: baseUrl is required');
     if (typeof token !== 'string' || token === '') throw new TypeError('ScribeSessionStore: token is required');
-    this.#base = baseUrl.replace(/\/+$/, '') + ROUTE;
+    this.#origin = baseUrl.replace(/\/+$/, '');
+    this.#base = this.#origin + ROUTE;
     this.#token = token;
     this.#fetch = fetch ?? globalThis.fetch;
     this.#timeoutMs = timeoutMs;
@@ -245,14 +256,14 @@ export class ScribeSessionStore {
           await sleep(100 * 2 ** attempt);
           continue;
         }
-        throw new ScribeStoreError(`${method} ${route}: no answer from scribe serve: ${err?.message ?? err}`, { lost: true });
+        throw new ScribeStoreError(`${method} ${route}: no answer from scribe serve at ${this.#origin}: ${why(err)}`, { lost: true });
       }
       let text = '';
       try {
         text = await resp.text();
       } catch (err) {
         if (retry) continue;
-        throw new ScribeStoreError(`${method} ${route}: answer cut: ${err?.message ?? err}`, { lost: true, status: resp.status });
+        throw new ScribeStoreError(`${method} ${route}: answer cut: ${why(err)}`, { lost: true, status: resp.status });
       }
       if (resp.ok) {
         try {

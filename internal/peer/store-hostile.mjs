@@ -20,11 +20,14 @@
 //     append succeeds and loads back whole.
 //   - many-entries: 12,000 entries in one append (the server takes at most
 //     10,000 per request) load back whole and in order.
+//   - server-away: nothing listens at the base URL: the append fails as
+//     lost (status 0), and its message names the URL and the cause.
 //   - oversize-entry: an entry larger than the limit among small ones:
 //     the append fails with 413 and nothing of it is stored.
 
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -121,6 +124,22 @@ const cases = {
     await s.append(k, entries);
     const got = await s.load(k);
     expect(got?.length === 12000 && got.every((e, i) => e.i === i), `loaded ${got?.length} entries, not in order or not all`);
+  },
+
+  async 'server-away'() {
+    const srv = net.createServer();
+    await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const away = `http://127.0.0.1:${srv.address().port}`;
+    await new Promise((resolve) => srv.close(resolve));
+    const s = new ScribeSessionStore({ baseUrl: away, token, retries: 1 });
+    let err;
+    try {
+      await s.append(key(), [user(1)]);
+    } catch (e) {
+      err = e;
+    }
+    expect(err?.lost === true && err.status === 0, `append: ${err?.status} lost=${err?.lost}`);
+    expect(err.message.includes(away) && err.message.includes('ECONNREFUSED'), `message: ${err.message}`);
   },
 
   async 'oversize-entry'() {
