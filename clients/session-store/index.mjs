@@ -104,6 +104,7 @@ export class ScribeSessionStore {
   #retries;
   #maxRequestBytes;
   #fold;
+  #tails = new Map(); // key → its last append, settled or not
   #unsure = new Map(); // fingerprint of a failed append → its batch and fold ids
 
   /**
@@ -144,6 +145,20 @@ export class ScribeSessionStore {
     checkKey(key);
     if (!Array.isArray(entries)) throw new TypeError('append: entries must be an array');
     if (entries.length === 0) return;
+    // Appends to one key go one after the other, each once the one before
+    // it has settled: the SDK may stop waiting on an append (its
+    // sendTimeoutMs) and send the next while the first is still under way.
+    const k = JSON.stringify(keyQuery(key));
+    const run = (this.#tails.get(k) ?? Promise.resolve()).then(() => this.#append(key, entries));
+    const tail = run.catch(() => {});
+    this.#tails.set(k, tail);
+    tail.then(() => {
+      if (this.#tails.get(k) === tail) this.#tails.delete(k);
+    });
+    return run;
+  }
+
+  async #append(key, entries) {
     const parts = this.#split(entries);
     // An append that failed may have been applied in whole or in part, and
     // the SDK sends the same entries again: that retry takes the failed

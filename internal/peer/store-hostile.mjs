@@ -15,6 +15,10 @@
 //     applied but its answer lost, and the read that would tell is lost
 //     too; the SDK's retry of the append folds nothing twice (a counting
 //     fold shows it).
+//   - abandoned-append: the SDK gives up waiting on an append (its
+//     sendTimeoutMs) and sends the next batch while the first is still
+//     on its way (here: held before it is sent); the batches land in the
+//     order they were appended all the same.
 //   - utf8-parts: three entries of about 4.5 MB of UTF-8 each (1.5 M
 //     characters): each fits under the server's limit alone, so the
 //     append succeeds and loads back whole.
@@ -106,6 +110,26 @@ const cases = {
     expect(n === 3, `summary counts ${n} entries, want 3`);
     const got = await s.load(k);
     expect(got.length === 3, `loaded ${got.length} entries`);
+  },
+
+  async 'abandoned-append'() {
+    let hold = true;
+    const slowFirst = async (url, init) => {
+      if (init.method === 'POST' && hold) {
+        hold = false;
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+      }
+      return fetch(url, init);
+    };
+    const s = new ScribeSessionStore({ baseUrl, token, fetch: slowFirst });
+    const k = key();
+    const first = s.append(k, [{ ...user(1), n: 1 }]);
+    // The SDK's timeout, much shorter than the hold: it moves on.
+    await Promise.race([first.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 50))]);
+    await s.append(k, [{ ...user(2), n: 2 }]);
+    await first;
+    const got = (await s.load(k)).map((e) => e.n);
+    expect(JSON.stringify(got) === '[1,2]', `loaded in the order ${JSON.stringify(got)}`);
   },
 
   async 'utf8-parts'() {
