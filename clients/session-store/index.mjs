@@ -20,7 +20,13 @@
 //     write's fold id, so a batch is folded once.
 
 const ROUTE = '/v1/session_store/';
-const SUBPATH = /^subagents\/agent-[A-Za-z0-9_-]{1,64}$/;
+// A subpath is opaque to a store (subagents/agent-<id>, and the SDK's
+// subagents/workflows/<run>/agent-<id>, …/journal): '/'-separated segments
+// of letters, digits, '-', '_' and '.', none "." or "..", at most 512 bytes.
+const SEGMENT = /^[A-Za-z0-9_.-]{1,128}$/;
+function validSubpath(sub) {
+  return typeof sub === 'string' && sub.length <= 512 && sub.split('/').every((g) => SEGMENT.test(g) && g !== '.' && g !== '..');
+}
 // The server takes at most this many entries in one request.
 const MAX_ENTRIES = 10000;
 // How many failed appends the store remembers for the SDK's retries.
@@ -84,8 +90,8 @@ function checkKey(key, withSubpath = true) {
   if (typeof projectKey !== 'string' || projectKey === '') throw new TypeError('SessionStore key: projectKey must be a non-empty string');
   if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('SessionStore key: sessionId must be a non-empty string');
   if (!withSubpath || subpath === undefined) return;
-  if (typeof subpath !== 'string' || !SUBPATH.test(subpath)) {
-    throw new TypeError(`SessionStore key: subpath ${JSON.stringify(subpath)} is not subagents/agent-<id> (omit it for the main transcript)`);
+  if (!validSubpath(subpath)) {
+    throw new TypeError(`SessionStore key: subpath ${JSON.stringify(subpath)} is not a path of letters, digits, '-', '_' and '.' (omit it for the main transcript)`);
   }
 }
 

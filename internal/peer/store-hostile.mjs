@@ -19,6 +19,10 @@
 //     sendTimeoutMs) and sends the next batch while the first is still
 //     on its way (here: held before it is sent); the batches land in the
 //     order they were appended all the same.
+//   - nested-subpaths: the subpaths the SDK makes for workflow subagents
+//     (subagents/workflows/<run>/agent-<id>, …/journal) are stored,
+//     loaded and listed like subagents/agent-<id>, and the SDK's
+//     listSubagents and getSubagentMessages find the nested agent.
 //   - utf8-parts: three entries of about 4.5 MB of UTF-8 each (1.5 M
 //     characters): each fits under the server's limit alone, so the
 //     append succeeds and loads back whole.
@@ -130,6 +134,29 @@ const cases = {
     await first;
     const got = (await s.load(k)).map((e) => e.n);
     expect(JSON.stringify(got) === '[1,2]', `loaded in the order ${JSON.stringify(got)}`);
+  },
+
+  async 'nested-subpaths'() {
+    const sdk = await import(pathToFileURL(path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs')).href);
+    const s = new ScribeSessionStore({ baseUrl, token });
+    const k = { projectKey: '-hostile-nested', sessionId: randomUUID() };
+    const wf = 'subagents/workflows/wf-1/agent-abc123';
+    const journal = 'subagents/workflows/wf-1/journal';
+    const main = { type: 'user', uuid: randomUUID(), sessionId: k.sessionId, parentUuid: null, isSidechain: false,
+      timestamp: new Date().toISOString(), message: { role: 'user', content: 'main' } };
+    const agent = { ...main, uuid: randomUUID(), isSidechain: true, agentId: 'abc123', message: { role: 'user', content: 'nested' } };
+    await s.append(k, [main]);
+    await s.append({ ...k, subpath: wf }, [agent]);
+    await s.append({ ...k, subpath: journal }, [{ type: 'x', n: 1 }]);
+    const keys = await s.listSubkeys(k);
+    expect(JSON.stringify(keys) === JSON.stringify([wf, journal]), `listSubkeys ${JSON.stringify(keys)}`);
+    const j = await s.load({ ...k, subpath: journal });
+    expect(j?.length === 1 && j[0].n === 1, `load ${journal}: ${JSON.stringify(j)}`);
+    const opts = { sessionStore: s, dir: '/hostile/nested' }; // the project key '-hostile-nested'
+    const agents = await sdk.listSubagents(k.sessionId, opts);
+    expect(JSON.stringify(agents) === '["abc123"]', `the SDK's listSubagents: ${JSON.stringify(agents)}`);
+    const msgs = await sdk.getSubagentMessages(k.sessionId, 'abc123', opts);
+    expect(msgs.length === 1 && msgs[0].uuid === agent.uuid, `the SDK's getSubagentMessages: ${JSON.stringify(msgs).slice(0, 200)}`);
   },
 
   async 'utf8-parts'() {
