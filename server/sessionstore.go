@@ -5,8 +5,11 @@ package server
 // the key of a request is in its query: project_key (1 to 512 bytes of
 // UTF-8, no control characters, no '/' or '\', not "." or ".."),
 // session_id (a UUID) and, for a subagent, subpath=subagents/agent-<id>
-// (<id>: 1 to 64 of letters, digits, '-' and '_'; an empty subpath is
-// refused, the main transcript has none).
+// (<id>: 1 to 64 of letters, digits, '-' and '_'), or any other path of
+// segments the SDK makes (subagents/workflows/<run>/agent-<id>, …), kept
+// as an agent named after its hash (_sp-<32 hex>: the name the History
+// API and `scribe pull` show it under); an empty subpath is refused, the
+// main transcript has none.
 //
 //   POST   /v1/session_store/entries?<key>&batch=<id>        write
 //          body: a JSON array of entries. Entries with a uuid are stored
@@ -38,6 +41,7 @@ package server
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -129,6 +133,13 @@ func validProjectKey(p string) error {
 // parseStoreKey reads the key of a request from its query; withSession
 // false reads only the project key, subpath false refuses a subpath.
 func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
+	// A parameter given twice is refused: read as its first value here and
+	// its last by a proxy or a log, it would be two keys.
+	for _, name := range []string{"project_key", "session_id", "subpath", "batch"} {
+		if len(q[name]) > 1 {
+			return storeKey{}, fmt.Errorf("%s is given %d times; once at most", name, len(q[name]))
+		}
+	}
 	k := storeKey{project: q.Get("project_key")}
 	if err := validProjectKey(k.project); err != nil {
 		return k, err
@@ -151,11 +162,38 @@ func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
 		return k, errors.New("this route takes no subpath")
 	case sub == "":
 		return k, errors.New("subpath is empty: leave it out for the main transcript")
-	case !ok || !isToken(agent, 64):
-		return k, fmt.Errorf("subpath %q: want subagents/agent-<id>, <id> 1 to 64 of letters, digits, '-' and '_'", truncate(sub, 100))
+	case ok && isToken(agent, 64) && !strings.HasPrefix(agent, nestedAgent):
+		k.agent = agent
+		return k, nil
 	}
-	k.agent = agent
+	if err := validSubpath(sub); err != nil {
+		return k, err
+	}
+	// Any other subpath (the SDK's are opaque: subagents/workflows/<run>/
+	// agent-<id>, …/journal) is stored as an agent named after its hash;
+	// its name is kept beside its markers (see nameSubpath).
+	sum := sha256.Sum256([]byte(sub))
+	k.agent, k.subpath = nestedAgent+hex.EncodeToString(sum[:16]), sub
 	return k, nil
+}
+
+// nestedAgent starts the agent name of a subpath other than
+// subagents/agent-<id> (an agent id of the route cannot start so).
+const nestedAgent = "_sp-"
+
+// validSubpath reports whether sub can be a subpath: at most 512 bytes,
+// '/'-separated segments of 1 to 128 letters, digits, '-', '_' and '.',
+// none "." or "..".
+func validSubpath(sub string) error {
+	if len(sub) > maxProjectKey {
+		return fmt.Errorf("subpath is %d bytes; at most %d", len(sub), maxProjectKey)
+	}
+	for _, seg := range strings.Split(sub, "/") {
+		if seg == "." || seg == ".." || !isToken(strings.ReplaceAll(seg, ".", "_"), 128) {
+			return fmt.Errorf("subpath %q: want '/'-separated segments of 1 to 128 letters, digits, '-', '_' and '.', none \".\" or \"..\"", truncate(sub, 100))
+		}
+	}
+	return nil
 }
 
 // storeKeyOf answers 400 itself when the key is not valid.
@@ -229,6 +267,10 @@ func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request
 		return
 	}
 	if err := s.st.bindProject(req.ctx, req.tenant, k.session, k.project); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	if err := s.st.nameSubpath(req.ctx, req.tenant, k); err != nil {
 		s.storeError(w, err)
 		return
 	}

@@ -231,8 +231,9 @@ func TestStoreRefusals(t *testing.T) {
 		{"session not a uuid", "GET", "entries", storeQuery(p, "../x", ""), tokACME, 400},
 		{"empty subpath", "GET", "entries", storeQuery(p, storeSID, "") + "&subpath=", tokACME, 400},
 		{"traversal subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/../../x"), tokACME, 400},
-		{"nested subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/agent-a/agent-b"), tokACME, 400},
-		{"other subpath", "GET", "entries", storeQuery(p, storeSID, "journal/agent-a"), tokACME, 400},
+		{"dot segment subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/./agent-b"), tokACME, 400},
+		{"empty segment subpath", "GET", "entries", storeQuery(p, storeSID, "subagents//agent-b"), tokACME, 400},
+		{"backslash subpath", "GET", "entries", storeQuery(p, storeSID, `subagents\agent-b`), tokACME, 400},
 		{"bad method", "PATCH", "entries", storeQuery(p, storeSID, ""), tokACME, 405},
 		{"no such route", "GET", "nothing", "", tokACME, 404},
 	}

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/e0dc0000/scribe/internal/durable"
@@ -50,6 +51,27 @@ type storeKey struct {
 	project string
 	session string
 	agent   string // "" for the main transcript
+	subpath string // a subpath other than subagents/agent-<agent>
+}
+
+// subpathName is the marker key (in the ids bucket, so that the purges of
+// a delete take it with the agent's markers) that keeps the subpath of an
+// agent named after its hash.
+func subpathName(tenant, session, agent string) string {
+	return sessionKey(tenant, session) + ".a." + agent + ".subpath"
+}
+
+// nameSubpath keeps k's subpath, before its first entries are stored.
+func (st *store) nameSubpath(ctx context.Context, tenant string, k storeKey) error {
+	if k.subpath == "" {
+		return nil
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	if _, err := st.ids.Put(ctx, subpathName(tenant, k.session, k.agent), []byte(k.subpath)); err != nil {
+		return fmt.Errorf("name subpath: %w", err)
+	}
+	return nil
 }
 
 // bindProject binds the session to project at its first append, or checks
@@ -130,7 +152,17 @@ func (st *store) subkeys(ctx context.Context, tenant string, k storeKey) ([]stri
 	}
 	out := []string{}
 	for a, m := range meta.Agents {
-		if m.Count > 0 {
+		switch {
+		case m.Count == 0:
+		case strings.HasPrefix(a, nestedAgent):
+			name, _, err := st.kvGet(ctx, idsBucket, subpathName(tenant, k.session, a))
+			if err != nil {
+				return nil, err
+			}
+			if name != nil {
+				out = append(out, string(name))
+			}
+		default:
 			out = append(out, subagentPrefix+a)
 		}
 	}

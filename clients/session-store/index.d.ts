@@ -28,7 +28,7 @@ export type ScribeSessionStoreOptions = {
   timeoutMs?: number;
   /** Attempts after the first for what is safe to send again. Default 3. */
   retries?: number;
-  /** An append larger than this is sent in parts. Default 4 MiB. */
+  /** An append larger than this is sent in parts; an entry larger fails it (413). Default 8 MiB, the server's default max_body_bytes. */
   maxRequestBytes?: number;
   fetch?: typeof globalThis.fetch;
 };
