@@ -2,6 +2,7 @@ package jsonv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -190,22 +191,42 @@ func TestObjectCallback(t *testing.T) {
 
 func TestSpecialBytes(t *testing.T) {
 	// specialBytes is exact: each byte is flagged iff it is '"', '\\' or a
-	// control character, whatever its neighbours.
+	// control character, whatever its neighbours; maybeSpecial never
+	// misses one.
 	for c := 0; c < 256; c++ {
-		for _, fill := range []byte{0, 'a', '"', 0xff, 0x80, 0x1f, 0x20} {
-			w := bytes.Repeat([]byte{fill}, 8)
-			w[3] = byte(c)
-			var v uint64
-			for i := 7; i >= 0; i-- {
-				v = v<<8 | uint64(w[i])
-			}
-			m := specialBytes(v)
-			for i, x := range w {
-				want := x == '"' || x == '\\' || x < 0x20
-				if got := m>>(8*i+7)&1 == 1; got != want {
-					t.Fatalf("specialBytes(%q) byte %d: %v, want %v", w, i, got, want)
+		for pos := 0; pos < 8; pos++ {
+			for _, fill := range []byte{'a', 0xff, ' ', 0x80, '"', 0x1f} {
+				w := bytes.Repeat([]byte{fill}, 8)
+				w[pos] = byte(c)
+				v := binary.LittleEndian.Uint64(w)
+				m := specialBytes(v)
+				any := false
+				for i, x := range w {
+					want := x == '"' || x == '\\' || x < 0x20
+					any = any || want
+					if got := m>>(8*i+7)&1 == 1; got != want {
+						t.Fatalf("specialBytes(%q) byte %d: %v, want %v", w, i, got, want)
+					}
+				}
+				if any && !maybeSpecial(v) {
+					t.Fatalf("maybeSpecial(%q) missed a special byte", w)
 				}
 			}
+		}
+	}
+}
+
+// TestStrictAsJSONParse: what JSON.parse refuses, Value refuses (a
+// transcript line with a byte-order mark, a trailing comma, a leading
+// zero, a raw tab in a string); a trailing CR is whitespace.
+func TestStrictAsJSONParse(t *testing.T) {
+	for s, want := range map[string]bool{
+		`{"a":1}`: true, ` {"a":[1,2.5e-3,true,null,"x\u00e9"]} `: true, `[1]`: true, `"x"`: true,
+		`{"a":1,}`: false, `{"a":01}`: false, `{"a":"tab	"}`: false, `{"a":"\x"}`: false,
+		`{"a":1}{"b":2}`: false, "\ufeff{\"a\":1}": false, `{"a":1}` + "\r": true,
+	} {
+		if _, got := Value([]byte(s)); got != want {
+			t.Errorf("Value(%q) ok = %v, want %v", s, got, want)
 		}
 	}
 }

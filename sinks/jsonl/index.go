@@ -77,6 +77,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // IndexStats says what a listing with the index did.
@@ -792,14 +793,14 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		if len(line) == 0 {
 			continue
 		}
-		obj, kind := liteParse(line)
-		if kind != liteJSONObject {
+		obj, ok := jsonv.Value(line)
+		if !ok || obj[0] != '{' {
 			continue
 		}
-		liteMembers(obj, keys, vals)
-		typ, _ := liteStringValue(vals[0])
+		jsonv.Lookup(obj, keys, vals)
+		typ, _ := jsonv.String(vals[0])
 		if !lf.lastTSok {
-			if ts, ok := liteStringValue(vals[1]); ok {
+			if ts, ok := jsonv.String(vals[1]); ok {
 				lf.lastTS, lf.lastTSok = liteDateParse(ts)
 			}
 		}
@@ -812,15 +813,15 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		}
 		apiErr := string(vals[4]) == "true"
 		if typ != "attachment" && lf.lastMsg == "" {
-			if u, ok := liteStringValue(vals[2]); ok && u != "" {
+			if u, ok := jsonv.String(vals[2]); ok && u != "" {
 				lf.lastMsg = u
-				if ts, ok := liteStringValue(vals[1]); ok {
+				if ts, ok := jsonv.String(vals[1]); ok {
 					lf.convTS, lf.convTSok = liteDateParse(ts)
 				}
 			}
 		}
 		if typ == "assistant" && lf.model == "" && msg != nil {
-			if m, ok := liteGetString(msg, "model"); ok && m != "" && m != "<synthetic>" {
+			if m, ok := jsonv.GetString(msg, "model"); ok && m != "" && m != "<synthetic>" {
 				lf.model = m
 			}
 		}
@@ -830,7 +831,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		if typ == "assistant" && !apiErr {
 			id := ""
 			if msg != nil {
-				id, _ = liteGetString(msg, "id")
+				id, _ = jsonv.GetString(msg, "id")
 			}
 			if haveFinal && (finalID == "" || id != finalID) {
 				classDone = true
@@ -917,36 +918,35 @@ func ixToolsOf(win []byte) []string {
 		if !bytes.Contains(line, []byte(`"assistant"`)) {
 			continue
 		}
-		obj, kind := liteParse(line)
-		if kind != liteJSONObject {
+		obj, ok := jsonv.Value(line)
+		if !ok || obj[0] != '{' {
 			continue
 		}
-		liteMembers(obj, ixTypeMessage, vals)
-		if t, _ := liteStringValue(vals[0]); t != "assistant" {
+		jsonv.Lookup(obj, ixTypeMessage, vals)
+		if t, _ := jsonv.String(vals[0]); t != "assistant" {
 			continue
 		}
 		msg := vals[1]
 		if len(msg) == 0 || msg[0] != '{' {
 			continue
 		}
-		content, ok := liteGet(msg, "content")
+		content, ok := jsonv.Get(msg, "content")
 		if !ok || content[0] != '[' {
 			continue
 		}
-		liteEachElem(content, func(el []byte) bool {
+		for el := range jsonv.Elems(content) {
 			if el[0] != '{' {
-				return true
+				continue
 			}
-			if t, _ := liteGetString(el, "type"); t == "tool_use" {
-				if name, ok := liteGetString(el, "name"); ok && name != "" {
+			if t, _ := jsonv.GetString(el, "type"); t == "tool_use" {
+				if name, ok := jsonv.GetString(el, "name"); ok && name != "" {
 					if set == nil {
 						set = make(map[string]bool)
 					}
 					set[name] = true
 				}
 			}
-			return true
-		})
+		}
 		if from >= len(win) {
 			break
 		}

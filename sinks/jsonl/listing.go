@@ -37,12 +37,12 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // liteWindow is the size of the head and tail windows (the SDK's 65536).
@@ -358,7 +358,7 @@ func liteIsUUID(s string) bool {
 				return false
 			}
 		default:
-			if !liteIsHex(c) {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
 				return false
 			}
 		}
@@ -1122,20 +1122,20 @@ const (
 // liteFieldOf is JSON.parse(line) then line[key] when it is a string (and
 // line.type === typ when typ is set).
 func liteFieldOf(line []byte, key, typ string) (string, int) {
-	obj, kind := liteParse(line)
-	if kind == liteJSONErr {
+	obj, ok := jsonv.Value(line)
+	if !ok {
 		return "", liteParseErr
 	}
-	if kind != liteJSONObject {
+	if obj[0] != '{' {
 		return "", liteAbsent
 	}
 	if typ != "" {
-		t, ok := liteGetString(obj, "type")
+		t, ok := jsonv.GetString(obj, "type")
 		if !ok || t != typ {
 			return "", liteAbsent
 		}
 	}
-	v, ok := liteGetString(obj, key)
+	v, ok := jsonv.GetString(obj, key)
 	if !ok {
 		return "", liteAbsent
 	}
@@ -1294,10 +1294,8 @@ func liteUnescapeLoose(v []byte) string {
 	if bytes.IndexByte(v, '\\') < 0 {
 		return string(v)
 	}
-	if end := liteSkipString(v, -1); end == len(v) {
-		if s, ok := liteDecodeString(v, true); ok {
-			return s
-		}
+	if s, ok := jsonv.UnquoteInside(v); ok {
+		return s
 	}
 	return string(v)
 }
@@ -1317,11 +1315,11 @@ func liteFirstParsed(win []byte, key string) (string, bool) {
 		if !bytes.Contains(line, pat) {
 			continue
 		}
-		obj, kind := liteParse(line)
-		if kind != liteJSONObject {
+		obj, ok := jsonv.Value(line)
+		if !ok || obj[0] != '{' {
 			continue
 		}
-		if v, ok := liteGetString(obj, key); ok {
+		if v, ok := jsonv.GetString(obj, key); ok {
 			return v, true
 		}
 	}
@@ -1352,8 +1350,8 @@ func liteFirstPrompt(head []byte) string {
 			liteCompactTrue.index(line, 0) >= 0 || liteCompactTrueSp.index(line, 0) >= 0 {
 			continue
 		}
-		obj, kind := liteParse(line)
-		if kind != liteJSONObject {
+		obj, ok := jsonv.Value(line)
+		if !ok || obj[0] != '{' {
 			continue
 		}
 		if p, ok := litePromptOfEntry(obj, &fallback); ok {
@@ -1368,9 +1366,9 @@ func liteFirstPrompt(head []byte) string {
 // string or blocks without a tool_result.
 func litePromptOfEntry(obj []byte, fallback *string) (string, bool) {
 	var vals [4][]byte
-	liteMembers(obj, litePromptKeys[:], vals[:])
+	jsonv.Lookup(obj, litePromptKeys[:], vals[:])
 	typ, isMeta, compact, msg := vals[0], vals[1], vals[2], vals[3]
-	if t, ok := liteStringValue(typ); !ok || t != "user" {
+	if t, ok := jsonv.String(typ); !ok || t != "user" {
 		return "", false
 	}
 	if string(isMeta) == "true" || string(compact) == "true" {
@@ -1381,7 +1379,7 @@ func litePromptOfEntry(obj []byte, fallback *string) (string, bool) {
 	}
 	var content []byte
 	if msg[0] == '{' {
-		content, _ = liteGet(msg, "content")
+		content, _ = jsonv.Get(msg, "content")
 	}
 	return litePromptOfContent(content, fallback)
 }
@@ -1403,31 +1401,22 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 	switch {
 	case len(content) == 0:
 	case content[0] == '"':
-		s, _ := liteDecodeString(content, false)
+		s, _ := jsonv.Unquote(content)
 		texts = append(texts, s)
 	case content[0] == '[':
-		stop := false
-		liteEachElem(content, func(el []byte) bool {
-			if el[0] != '{' && el[0] != '[' {
-				return true
+		for el := range jsonv.Elems(content) {
+			if el[0] != '{' {
+				continue
 			}
-			if el[0] == '[' {
-				return true
-			}
-			t, tok := liteGetString(el, "type")
+			t, tok := jsonv.GetString(el, "type")
 			if tok && t == "tool_result" {
-				stop = true
-				return false
+				return "", false
 			}
 			if tok && t == "text" {
-				if s, ok := liteGetString(el, "text"); ok {
+				if s, ok := jsonv.GetString(el, "text"); ok {
 					texts = append(texts, s)
 				}
 			}
-			return true
-		})
-		if stop {
-			return "", false
 		}
 	}
 	for _, l := range texts {
@@ -1619,11 +1608,11 @@ func (x *liteIdx) continuedIn() (string, bool) {
 		isCont := bytes.Contains(line, []byte(`"type":"continued-in"`))
 		isChat := bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"type":"assistant"`))
 		if isCont || isChat {
-			obj, kind := liteParse(line)
-			if kind == liteJSONObject {
+			obj, ok := jsonv.Value(line)
+			if ok && obj[0] == '{' {
 				if isCont {
-					if t, ok := liteGetString(obj, "type"); ok && t == "continued-in" {
-						if id, ok := liteGetString(obj, "continuedInSessionId"); ok {
+					if t, ok := jsonv.GetString(obj, "type"); ok && t == "continued-in" {
+						if id, ok := jsonv.GetString(obj, "continuedInSessionId"); ok {
 							if IsSessionID(id) {
 								return id, true
 							}
@@ -1646,10 +1635,10 @@ func (x *liteIdx) continuedIn() (string, bool) {
 // liteFinishedTurn: an assistant row that is not an API error and has a
 // string stop_reason, or a user row that yields a prompt.
 func liteFinishedTurn(obj []byte) bool {
-	if t, ok := liteGetString(obj, "type"); ok && t == "assistant" {
+	if t, ok := jsonv.GetString(obj, "type"); ok && t == "assistant" {
 		valid := true
 		apiErr := false
-		if v, ok := liteGet(obj, "isApiErrorMessage"); ok {
+		if v, ok := jsonv.Get(obj, "isApiErrorMessage"); ok {
 			switch string(v) {
 			case "true":
 				apiErr = true
@@ -1659,10 +1648,10 @@ func liteFinishedTurn(obj []byte) bool {
 			}
 		}
 		stop := false
-		if m, ok := liteGet(obj, "message"); ok {
+		if m, ok := jsonv.Get(obj, "message"); ok {
 			if m[0] != '{' {
 				valid = false
-			} else if sr, ok := liteGet(m, "stop_reason"); ok {
+			} else if sr, ok := jsonv.Get(m, "stop_reason"); ok {
 				switch {
 				case sr[0] == '"':
 					stop = true
@@ -1840,11 +1829,11 @@ func (w *liteWorker) sidecarTitle(path string) string {
 	if err != nil {
 		return ""
 	}
-	obj, kind := liteParse(raw)
-	if kind != liteJSONObject {
+	obj, ok := jsonv.Value(raw)
+	if !ok || obj[0] != '{' {
 		return ""
 	}
-	t, ok := liteGetString(obj, "customTitle")
+	t, ok := jsonv.GetString(obj, "customTitle")
 	if !ok {
 		return ""
 	}
@@ -1903,15 +1892,15 @@ func (w *liteWorker) archived(path string, win *liteWin) *bool {
 	if err != nil {
 		return nil
 	}
-	obj, kind := liteParse(w.side[:n])
-	if kind != liteJSONObject {
+	obj, ok := jsonv.Value(w.side[:n])
+	if !ok || obj[0] != '{' {
 		return nil
 	}
-	a, ok := liteGet(obj, "archived")
+	a, ok := jsonv.Get(obj, "archived")
 	if !ok || (string(a) != "true" && string(a) != "false") {
 		return nil
 	}
-	at, ok := liteGetString(obj, "at")
+	at, ok := jsonv.GetString(obj, "at")
 	if !ok || !liteISODateTime.MatchString(at) {
 		return nil
 	}
@@ -1944,8 +1933,8 @@ func litePromptAfter(win []byte, atMs int64) bool {
 		if bytes.Contains(line, []byte(`"tool_result"`)) {
 			continue
 		}
-		obj, kind := liteParse(line)
-		if kind != liteJSONObject {
+		obj, ok := jsonv.Value(line)
+		if !ok || obj[0] != '{' {
 			continue
 		}
 		if t, ok := litePromptTime(obj); ok && t > atMs {
@@ -1958,17 +1947,17 @@ func litePromptAfter(win []byte, atMs int64) bool {
 // litePromptTime is the SDK's "when was this prompt sent": the timestamp of
 // a human prompt row, validated against its schema.
 func litePromptTime(obj []byte) (int64, bool) {
-	typ, ok := liteGetString(obj, "type")
+	typ, ok := jsonv.GetString(obj, "type")
 	if !ok {
 		return 0, false
 	}
-	ts, ok := liteGetString(obj, "timestamp")
+	ts, ok := jsonv.GetString(obj, "timestamp")
 	if !ok {
 		return 0, false
 	}
 	falseOnly := func(o []byte, keys ...string) bool {
 		for _, k := range keys {
-			if v, ok := liteGet(o, k); ok && string(v) != "false" {
+			if v, ok := jsonv.Get(o, k); ok && string(v) != "false" {
 				return false
 			}
 		}
@@ -1978,39 +1967,39 @@ func litePromptTime(obj []byte) (int64, bool) {
 		if v[0] != '{' {
 			return false
 		}
-		_, ok := liteGetString(v, "kind")
+		_, ok := jsonv.GetString(v, "kind")
 		return ok
 	}
 	var content, origin []byte
 	var hasContent bool
 	switch typ {
 	case "user":
-		msg, ok := liteGet(obj, "message")
+		msg, ok := jsonv.Get(obj, "message")
 		if !ok || msg[0] != '{' {
 			return 0, false
 		}
-		content, hasContent = liteGet(msg, "content")
-		if o, ok := liteGet(obj, "origin"); ok {
+		content, hasContent = jsonv.Get(msg, "content")
+		if o, ok := jsonv.Get(obj, "origin"); ok {
 			if !validOrigin(o) {
 				return 0, false
 			}
 			origin = o
 		}
-		if v, ok := liteGet(obj, "promptSource"); ok && v[0] != '"' {
+		if v, ok := jsonv.Get(obj, "promptSource"); ok && v[0] != '"' {
 			return 0, false
 		}
 		for _, k := range []string{"persist", "wakeupSource", "scheduledTaskId"} {
-			if _, ok := liteGet(obj, k); ok {
+			if _, ok := jsonv.Get(obj, k); ok {
 				return 0, false
 			}
 		}
-		if _, ok := liteGet(obj, "turnOrigin"); ok {
-			s, ok := liteGetString(obj, "turnOrigin")
+		if _, ok := jsonv.Get(obj, "turnOrigin"); ok {
+			s, ok := jsonv.GetString(obj, "turnOrigin")
 			if !ok || (s != "human" && s != "sdk" && s != "unknown") {
 				return 0, false
 			}
 		}
-		if v, ok := liteGet(obj, "toolUseResult"); ok && string(v) != "null" {
+		if v, ok := jsonv.Get(obj, "toolUseResult"); ok && string(v) != "null" {
 			return 0, false
 		}
 		if !falseOnly(obj, "isCompactSummary", "isSidechain", "isVirtual", "isVisibleInTranscriptOnly",
@@ -2021,22 +2010,22 @@ func litePromptTime(obj []byte) (int64, bool) {
 		if !falseOnly(obj, "isSidechain") {
 			return 0, false
 		}
-		att, ok := liteGet(obj, "attachment")
+		att, ok := jsonv.Get(obj, "attachment")
 		if !ok || att[0] != '{' {
 			return 0, false
 		}
-		if t, ok := liteGetString(att, "type"); !ok || t != "queued_command" {
+		if t, ok := jsonv.GetString(att, "type"); !ok || t != "queued_command" {
 			return 0, false
 		}
-		content, hasContent = liteGet(att, "prompt")
-		if o, ok := liteGet(att, "origin"); ok {
+		content, hasContent = jsonv.Get(att, "prompt")
+		if o, ok := jsonv.Get(att, "origin"); ok {
 			if !validOrigin(o) {
 				return 0, false
 			}
 			origin = o
 		}
-		if _, ok := liteGet(att, "commandMode"); ok {
-			s, ok := liteGetString(att, "commandMode")
+		if _, ok := jsonv.Get(att, "commandMode"); ok {
+			s, ok := jsonv.GetString(att, "commandMode")
 			if !ok || (s != "prompt" && s != "bash") {
 				return 0, false
 			}
@@ -2048,7 +2037,7 @@ func litePromptTime(obj []byte) (int64, bool) {
 		return 0, false
 	}
 	if origin != nil {
-		if k, _ := liteGetString(origin, "kind"); k != "human" {
+		if k, _ := jsonv.GetString(origin, "kind"); k != "human" {
 			return 0, false
 		}
 	}
@@ -2060,27 +2049,21 @@ func litePromptTime(obj []byte) (int64, bool) {
 	}
 	var blocks []block
 	if hasContent && content[0] == '"' {
-		s, _ := liteDecodeString(content, false)
+		s, _ := jsonv.Unquote(content)
 		blocks = []block{{typ: "text", text: s, hasText: true}}
 	} else if hasContent && content[0] == '[' {
-		valid := true
-		liteEachElem(content, func(el []byte) bool {
-			if el[0] != '{' {
-				valid = false
-				return false
+		for el := range jsonv.Elems(content) {
+			t, ok := "", el[0] == '{'
+			if ok {
+				t, ok = jsonv.GetString(el, "type")
 			}
-			t, ok := liteGetString(el, "type")
 			if !ok {
-				valid = false
-				return false
+				blocks = nil
+				break
 			}
 			b := block{typ: t}
-			b.text, b.hasText = liteGetString(el, "text")
+			b.text, b.hasText = jsonv.GetString(el, "text")
 			blocks = append(blocks, b)
-			return true
-		})
-		if !valid {
-			blocks = nil
 		}
 	}
 	texts := make([]string, len(blocks))
@@ -2136,327 +2119,14 @@ func (x *liteIdx) lastEntry() []byte {
 		limit = ls
 		// (The first line of a tail window may be cut; it does not parse.)
 		line := win[ls:le]
-		if obj, kind := liteParse(line); kind == liteJSONObject {
-			switch t, _ := liteGetString(obj, "type"); t {
+		if obj, ok := jsonv.Value(line); ok && obj[0] == '{' {
+			switch t, _ := jsonv.GetString(obj, "type"); t {
 			case "user", "assistant", "attachment":
 				return bytes.Clone(bytes.TrimRight(line, "\r"))
 			}
 		}
 	}
 	return nil
-}
-
-// ---------------------------------------------------------------------------
-// Minimal JSON: validation as strict as JSON.parse, and lookups on
-// validated text without building values.
-
-const (
-	liteJSONErr = iota
-	liteJSONObject
-	liteJSONOther // valid, but an array, string, number, literal
-)
-
-// liteParse validates line as JSON.parse would and returns the object's
-// text when it is an object.
-func liteParse(line []byte) ([]byte, int) {
-	i := liteWS(line, 0)
-	start := i
-	end := liteSkipValue(line, i)
-	if end < 0 || liteWS(line, end) != len(line) {
-		return nil, liteJSONErr
-	}
-	if line[start] == '{' {
-		return line[start:end], liteJSONObject
-	}
-	return nil, liteJSONOther
-}
-
-func liteWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// liteSkipValue returns the end of the value starting at b[i], or -1.
-func liteSkipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return liteSkipString(b, i)
-	case '{':
-		i = liteWS(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return -1
-			}
-			if i = liteSkipString(b, i); i < 0 {
-				return -1
-			}
-			if i = liteWS(b, i); i >= len(b) || b[i] != ':' {
-				return -1
-			}
-			if i = liteSkipValue(b, liteWS(b, i+1)); i < 0 {
-				return -1
-			}
-			if i = liteWS(b, i); i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ',':
-				i = liteWS(b, i+1)
-			case '}':
-				return i + 1
-			default:
-				return -1
-			}
-		}
-	case '[':
-		i = liteWS(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1
-		}
-		for {
-			if i = liteSkipValue(b, i); i < 0 {
-				return -1
-			}
-			if i = liteWS(b, i); i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ',':
-				i = liteWS(b, i+1)
-			case ']':
-				return i + 1
-			default:
-				return -1
-			}
-		}
-	case 't':
-		return liteLiteral(b, i, "true")
-	case 'f':
-		return liteLiteral(b, i, "false")
-	case 'n':
-		return liteLiteral(b, i, "null")
-	default:
-		return liteSkipNumber(b, i)
-	}
-}
-
-func liteLiteral(b []byte, i int, lit string) int {
-	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
-		return i + len(lit)
-	}
-	return -1
-}
-
-func liteSkipNumber(b []byte, i int) int {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	if i >= len(b) {
-		return -1
-	}
-	switch {
-	case b[i] == '0':
-		i++
-	case b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		st := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == st {
-			return -1
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		st := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == st {
-			return -1
-		}
-	}
-	return i
-}
-
-// liteSkipString returns the end of the string starting at b[i] (i = -1
-// means b is a string's inside without quotes: the end is len(b) when it
-// is valid), or -1.
-func liteSkipString(b []byte, i int) int {
-	inner := i < 0
-	i++
-	for i < len(b) {
-		// Eight bytes at a time while none is '"', '\\' or a control.
-		for i+8 <= len(b) && liteSpecialBytes(binary.LittleEndian.Uint64(b[i:])) == 0 {
-			i += 8
-		}
-		if i >= len(b) {
-			break
-		}
-		c := b[i]
-		switch {
-		case c == '"':
-			if inner {
-				return -1
-			}
-			return i + 1
-		case c == '\\':
-			if i+1 >= len(b) {
-				return -1
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !liteIsHex(b[i+2]) || !liteIsHex(b[i+3]) || !liteIsHex(b[i+4]) || !liteIsHex(b[i+5]) {
-					return -1
-				}
-				i += 6
-			default:
-				return -1
-			}
-		case c < 0x20:
-			return -1
-		default:
-			i++
-		}
-	}
-	if inner {
-		return len(b)
-	}
-	return -1
-}
-
-// liteSpecialBytes has the high bit set in each byte of v that is '"',
-// '\\' or below 0x20 (exact, no false positives).
-func liteSpecialBytes(v uint64) uint64 {
-	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	zero := func(x uint64) uint64 { return ^(((x & lo7) + lo7) | x | lo7) }
-	ctl := ^(((v & lo7) + 0x6060606060606060) | v) & hi
-	return zero(v^0x2222222222222222) | zero(v^0x5c5c5c5c5c5c5c5c) | ctl
-}
-
-func liteIsHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// liteEachMember calls fn for the members of a validated object.
-func liteEachMember(obj []byte, fn func(key, val []byte) bool) {
-	i := liteWS(obj, 1)
-	for i < len(obj) && obj[i] == '"' {
-		ke := liteSkipString(obj, i)
-		key := obj[i:ke]
-		vs := liteWS(obj, liteWS(obj, ke)+1)
-		ve := liteSkipValue(obj, vs)
-		if ve < 0 {
-			return
-		}
-		if !fn(key, obj[vs:ve]) {
-			return
-		}
-		i = liteWS(obj, ve)
-		if i < len(obj) && obj[i] == ',' {
-			i = liteWS(obj, i+1)
-		}
-	}
-}
-
-// liteEachElem calls fn for the elements of a validated array.
-func liteEachElem(arr []byte, fn func(el []byte) bool) {
-	i := liteWS(arr, 1)
-	for i < len(arr) && arr[i] != ']' {
-		e := liteSkipValue(arr, i)
-		if e < 0 {
-			return
-		}
-		if !fn(arr[i:e]) {
-			return
-		}
-		i = liteWS(arr, e)
-		if i < len(arr) && arr[i] == ',' {
-			i = liteWS(arr, i+1)
-		}
-	}
-}
-
-// liteGet returns the value of key in a validated object (the last one
-// when repeated, as JSON.parse keeps the last).
-func liteGet(obj []byte, key string) ([]byte, bool) {
-	var val []byte
-	found := false
-	liteEachMember(obj, func(k, v []byte) bool {
-		if liteKeyIs(k, key) {
-			val, found = v, true
-		}
-		return true
-	})
-	return val, found
-}
-
-func liteKeyIs(raw []byte, key string) bool {
-	in := raw[1 : len(raw)-1]
-	if bytes.IndexByte(in, '\\') < 0 {
-		return string(in) == key
-	}
-	s, ok := liteDecodeString(raw, false)
-	return ok && s == key
-}
-
-// liteMembers sets vals[i] to the value of keys[i] in a validated object
-// (the last one when repeated; nil when absent), in one pass.
-func liteMembers(obj []byte, keys []string, vals [][]byte) {
-	for i := range vals {
-		vals[i] = nil
-	}
-	liteEachMember(obj, func(k, v []byte) bool {
-		for i, key := range keys {
-			if liteKeyIs(k, key) {
-				vals[i] = v
-			}
-		}
-		return true
-	})
-}
-
-// liteStringValue decodes v when it is a string.
-func liteStringValue(v []byte) (string, bool) {
-	if len(v) == 0 || v[0] != '"' {
-		return "", false
-	}
-	return liteDecodeString(v, false)
-}
-
-// liteGetString returns key's value when it is a string.
-func liteGetString(obj []byte, key string) (string, bool) {
-	v, ok := liteGet(obj, key)
-	if !ok || v[0] != '"' {
-		return "", false
-	}
-	return liteDecodeString(v, false)
 }
 
 // liteTruthy is JavaScript truthiness of a JSON value.
@@ -2476,87 +2146,6 @@ func liteTruthy(v []byte) bool {
 		return false
 	}
 	return true
-}
-
-// liteDecodeString decodes a JSON string (with its quotes, or without when
-// bare). Unpaired surrogate escapes become U+FFFD.
-func liteDecodeString(v []byte, bare bool) (string, bool) {
-	in := v
-	if !bare {
-		in = v[1 : len(v)-1]
-	}
-	if bytes.IndexByte(in, '\\') < 0 {
-		return string(in), true
-	}
-	out := make([]byte, 0, len(in))
-	for i := 0; i < len(in); {
-		c := in[i]
-		if c != '\\' {
-			out = append(out, c)
-			i++
-			continue
-		}
-		if i+1 >= len(in) {
-			return "", false
-		}
-		switch in[i+1] {
-		case '"', '\\', '/':
-			out = append(out, in[i+1])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := liteHexRune(in, i+2)
-			if !ok {
-				return "", false
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if r < 0xdc00 && i+6 <= len(in) && in[i] == '\\' && in[i+1] == 'u' {
-					if r2, ok := liteHexRune(in, i+2); ok && r2 >= 0xdc00 && r2 <= 0xdfff {
-						out = utf8.AppendRune(out, utf16.DecodeRune(r, r2))
-						i += 6
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default:
-			return "", false
-		}
-		i += 2
-	}
-	return string(out), true
-}
-
-func liteHexRune(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // ---------------------------------------------------------------------------
