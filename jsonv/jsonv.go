@@ -93,7 +93,8 @@ func end(b []byte, i, depth int) int {
 // Object checks the object that starts at b[i]=='{' and returns the offset
 // after it, or ^off. member, when not nil, is called for each member with
 // the key as it is written (quotes and escapes included; KeyIs compares
-// it, Unquote decodes it) and the offset of the value; it returns the
+// it, Unquote decodes it) and the offset of the value (inside b); it
+// returns the
 // offset after the value (End(b, v) when it has no use for it), or a
 // negative number, which stops the walk and is returned as is.
 func Object(b []byte, i int, member func(key []byte, v int) int) int {
@@ -121,6 +122,9 @@ func object(b []byte, i, depth int, member func(key []byte, v int) int) int {
 			return ^i
 		}
 		v := Space(b, i+1)
+		if v >= len(b) {
+			return ^v
+		}
 		if member != nil {
 			i = member(key, v)
 		} else {
@@ -145,7 +149,7 @@ func object(b []byte, i, depth int, member func(key []byte, v int) int) int {
 
 // Array checks the array that starts at b[i]=='[' and returns the offset
 // after it, or ^off. elem, when not nil, is called with the offset of each
-// element and returns the offset after it (End(b, v) when it has no use
+// element (inside b) and returns the offset after it (End(b, v) when it has no use
 // for it), or a negative number, which stops the walk and is returned.
 func Array(b []byte, i int, elem func(v int) int) int {
 	if i >= len(b) || b[i] != '[' {
@@ -160,6 +164,9 @@ func array(b []byte, i, depth int, elem func(v int) int) int {
 		return i + 1
 	}
 	for {
+		if i >= len(b) {
+			return ^i
+		}
 		if elem != nil {
 			i = elem(i)
 		} else {
