@@ -164,7 +164,6 @@ func (x *ixIndex) close() {
 // the second section; rebuild ignores the index file.
 func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild bool, progress func(done, total int)) ([]SessionInfo, []*ixLife, IndexStats, error) {
 	var st IndexStats
-	limit, offset := max(opt.Limit, 0), max(opt.Offset, 0)
 	var cands []liteCand
 	if opt.Dir != "" {
 		cands = l.liteDirCands(ctx, opt.Dir, opt.IncludeWorktrees)
@@ -175,9 +174,38 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 		return nil, nil, st, err
 	}
 	st.Files = len(cands)
+	x, hadFile := l.ixOpen(rebuild, withLife, &st)
+	defer x.close()
 
-	var x *ixIndex
-	hadFile := false
+	now := time.Now()
+	keys, sides := ixStatAll(ctx, cands)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, st, err
+	}
+	entries, miss := x.lookup(cands, keys, sides, withLife, &st)
+	ixDeriveMisses(ctx, cands, keys, sides, miss, entries, now.Add(-ixRacyWindow).UnixNano(), progress)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, st, err
+	}
+	changed := x.update(cands, entries, opt.Dir == "", &st) || st.Rebuilt
+	// An empty config folder gets no index folder unless asked for.
+	if changed && (rebuild || hadFile || len(x.folders) > 0) {
+		if why := x.loadLife(); why != "" && st.Discarded == "" {
+			st.Discarded = why
+		}
+		if err := l.ixSave(x); err != nil {
+			st.SaveError = err.Error()
+		} else {
+			st.Saved = true
+		}
+	}
+	infos, lives := ixInfos(ixHits(cands, entries, opt), withLife)
+	return infos, lives, st, nil
+}
+
+// ixOpen loads the index (unless rebuild), or starts an empty one, noting
+// why in st; hadFile is whether an index file was there.
+func (l Layout) ixOpen(rebuild, withLife bool, st *IndexStats) (x *ixIndex, hadFile bool) {
 	if rebuild {
 		st.Rebuilt = true
 	} else {
@@ -191,28 +219,23 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 	if x == nil {
 		x = &ixIndex{folders: map[string]map[string]*ixEntry{}, bTried: true}
 	}
-	defer x.close()
 	if withLife {
 		if why := x.loadLife(); why != "" {
 			st.Discarded = why
 		}
 	}
+	return x, hadFile
+}
 
-	// Stat every candidate (and its sidecars), in parallel.
-	now := time.Now()
-	keys := make([]ixKey, len(cands))
-	var sides [][2]ixKey // only when some session has a folder
+// ixStatAll stats every candidate (and its sidecars, in sides, nil when no
+// session has a folder), in parallel.
+func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]ixKey) {
+	keys = make([]ixKey, len(cands))
 	for i := range cands {
 		if cands[i].hasSideDir {
 			sides = make([][2]ixKey, len(cands))
 			break
 		}
-	}
-	side := func(i int) [2]ixKey {
-		if sides == nil {
-			return [2]ixKey{}
-		}
-		return sides[i]
 	}
 	ixParallel(ctx, len(cands), func(i int) {
 		c := &cands[i]
@@ -225,12 +248,14 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 			sides[i] = ixSideKeys(c.projectDir, c.id)
 		}
 	})
-	if err := ctx.Err(); err != nil {
-		return nil, nil, st, err
-	}
+	return keys, sides
+}
 
-	entries := make([]*ixEntry, len(cands))
-	var miss []int
+// lookup returns the entries the index holds for the candidates as they
+// are on disk, and the candidates it has no such entry for (miss),
+// counted in st.
+func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withLife bool, st *IndexStats) (entries []*ixEntry, miss []int) {
+	entries = make([]*ixEntry, len(cands))
 	for i := range cands {
 		c := &cands[i]
 		if !keys[i].present {
@@ -247,17 +272,23 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 		miss = append(miss, i)
 	}
 	st.Misses = len(miss)
+	return entries, miss
+}
 
-	// Read what the index does not know.
+// ixDeriveMisses reads the files of miss into entries; an entry whose file
+// or sidecars changed after racyBefore is marked racy (not saved).
+func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
 	var done atomic.Int64
 	var progMu sync.Mutex
-	racyBefore := now.Add(-ixRacyWindow).UnixNano()
 	liteParallel(ctx, len(miss), func(w *liteWorker, k int) {
 		i := miss[k]
 		e, err := ixDerive(w, &cands[i])
 		if err == nil {
 			e.key, e.sideDir = keys[i], cands[i].hasSideDir
-			sk := side(i)
+			var sk [2]ixKey
+			if sides != nil {
+				sk = sides[i]
+			}
 			if e.sideDir {
 				e.sideTitle, e.sideArch = sk[0], sk[1]
 			}
@@ -271,12 +302,12 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 			progMu.Unlock()
 		}
 	})
-	if err := ctx.Err(); err != nil {
-		return nil, nil, st, err
-	}
+}
 
-	// Update the index: new and changed entries in, vanished ones out.
-	changed := st.Rebuilt
+// update puts new and changed entries in the index and takes vanished ones
+// out (whole folders too when allProjects), counting them in st; changed
+// is whether the file needs writing.
+func (x *ixIndex) update(cands []liteCand, entries []*ixEntry, allProjects bool, st *IndexStats) (changed bool) {
 	scanned := make(map[string]bool)
 	for i := range cands {
 		c := &cands[i]
@@ -296,7 +327,7 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 		if !scanned[folder] {
 			// A folder this listing did not read: with every project
 			// listed, it is gone or holds no session any more.
-			if opt.Dir == "" {
+			if allProjects {
 				st.Dropped += len(m)
 				delete(x.folders, folder)
 			}
@@ -309,25 +340,19 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 			}
 		}
 	}
-	changed = changed || st.Dropped > 0
-	// An empty config folder gets no index folder unless asked for.
-	if changed && (rebuild || hadFile || len(x.folders) > 0) {
-		if why := x.loadLife(); why != "" && st.Discarded == "" {
-			st.Discarded = why
-		}
-		if err := l.ixSave(x); err != nil {
-			st.SaveError = err.Error()
-		} else {
-			st.Saved = true
-		}
-	}
+	return changed || st.Dropped > 0
+}
 
-	// The listing, as List would make it.
-	type hit struct {
-		e *ixEntry
-		c *liteCand
-	}
-	hits := make([]hit, 0, len(cands))
+// ixHit is a listed session: its entry and its candidate.
+type ixHit struct {
+	e *ixEntry
+	c *liteCand
+}
+
+// ixHits is the listing's page of entries, as List makes it: filtered,
+// one copy per id, newest first.
+func ixHits(cands []liteCand, entries []*ixEntry, opt ListOptions) []ixHit {
+	hits := make([]ixHit, 0, len(cands))
 	var cw liteCollision
 	for i := range cands {
 		e := entries[i]
@@ -344,7 +369,7 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 		if c.projectPath != "" && e.recFound && !liteUnderOwn(e.recCwd, c.own) && cw.collides(e.recCwd, c.projectPath) {
 			continue
 		}
-		hits = append(hits, hit{e, c})
+		hits = append(hits, ixHit{e, c})
 	}
 	// Same id in several folders: the newest copy wins, the first one seen
 	// on a tie.
@@ -367,10 +392,16 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 		}
 		return x.SessionID > y.SessionID
 	})
-	out = out[min(offset, len(out)):]
-	if limit > 0 && limit < len(out) {
+	out = out[min(max(opt.Offset, 0), len(out)):]
+	if limit := max(opt.Limit, 0); limit > 0 && limit < len(out) {
 		out = out[:limit]
 	}
+	return out
+}
+
+// ixInfos makes the SessionInfo of each hit (copies: the entries stay the
+// index's), and their lifecycle records when withLife.
+func ixInfos(out []ixHit, withLife bool) ([]SessionInfo, []*ixLife) {
 	infos := make([]SessionInfo, len(out))
 	var lives []*ixLife
 	if withLife {
@@ -399,7 +430,7 @@ func (l Layout) ixList(ctx context.Context, opt ListOptions, withLife, rebuild b
 			}
 		}
 	}
-	return infos, lives, st, nil
+	return infos, lives
 }
 
 // ixSideKeys identifies a session's two sidecars, as derive opens them
