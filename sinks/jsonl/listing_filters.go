@@ -65,31 +65,40 @@ func (x *liteIdx) continuedIn() (string, bool) {
 		ls := bytes.LastIndexByte(tail[:end], '\n')
 		line := tail[ls+1 : end]
 		end = ls
-		isCont := bytes.Contains(line, []byte(`"type":"continued-in"`))
-		isChat := bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"type":"assistant"`))
-		if isCont || isChat {
-			obj, ok := jsonv.Value(line)
-			if ok && obj[0] == '{' {
-				if isCont {
-					if t, ok := jsonv.GetString(obj, "type"); ok && t == "continued-in" {
-						if id, ok := jsonv.GetString(obj, "continuedInSessionId"); ok {
-							if IsSessionID(id) {
-								return id, true
-							}
-							return "", false
-						}
-					}
-				}
-				if isChat && liteFinishedTurn(obj) {
-					return "", false
-				}
-			}
+		if id, decided := liteContinuedLine(line); decided {
+			return id, id != ""
 		}
 		if ls < 0 {
 			break
 		}
 	}
 	return "", false
+}
+
+// liteContinuedLine is continuedIn's test of one line: a continued-in row
+// decides (its id, or "" when the id is not a session id), and so does a
+// finished turn (""); decided is false for any other line.
+func liteContinuedLine(line []byte) (id string, decided bool) {
+	isCont := bytes.Contains(line, []byte(`"type":"continued-in"`))
+	isChat := bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"type":"assistant"`))
+	if !isCont && !isChat {
+		return "", false
+	}
+	obj, ok := jsonv.Value(line)
+	if !ok || obj[0] != '{' {
+		return "", false
+	}
+	if isCont {
+		t, _ := jsonv.GetString(obj, "type")
+		id, ok := jsonv.GetString(obj, "continuedInSessionId")
+		if t == "continued-in" && ok {
+			if !IsSessionID(id) {
+				return "", true
+			}
+			return id, true
+		}
+	}
+	return "", isChat && liteFinishedTurn(obj)
 }
 
 // liteFinishedTurn: an assistant row that is not an API error and has a
