@@ -151,85 +151,17 @@ func litePromptTime(obj []byte) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	falseOnly := func(o []byte, keys ...string) bool {
-		for _, k := range keys {
-			if v, ok := jsonv.Get(o, k); ok && string(v) != "false" {
-				return false
-			}
-		}
-		return true
-	}
-	validOrigin := func(v []byte) bool {
-		if v[0] != '{' {
-			return false
-		}
-		_, ok := jsonv.GetString(v, "kind")
-		return ok
-	}
 	var content, origin []byte
 	var hasContent bool
 	switch typ {
 	case "user":
-		msg, ok := jsonv.Get(obj, "message")
-		if !ok || msg[0] != '{' {
-			return 0, false
-		}
-		content, hasContent = jsonv.Get(msg, "content")
-		if o, ok := jsonv.Get(obj, "origin"); ok {
-			if !validOrigin(o) {
-				return 0, false
-			}
-			origin = o
-		}
-		if v, ok := jsonv.Get(obj, "promptSource"); ok && v[0] != '"' {
-			return 0, false
-		}
-		for _, k := range []string{"persist", "wakeupSource", "scheduledTaskId"} {
-			if _, ok := jsonv.Get(obj, k); ok {
-				return 0, false
-			}
-		}
-		if _, ok := jsonv.Get(obj, "turnOrigin"); ok {
-			s, ok := jsonv.GetString(obj, "turnOrigin")
-			if !ok || (s != "human" && s != "sdk" && s != "unknown") {
-				return 0, false
-			}
-		}
-		if v, ok := jsonv.Get(obj, "toolUseResult"); ok && string(v) != "null" {
-			return 0, false
-		}
-		if !falseOnly(obj, "isCompactSummary", "isSidechain", "isVirtual", "isVisibleInTranscriptOnly",
-			"isMeta", "textNotTyped", "handedOff", "queueSkipAttachments") {
-			return 0, false
-		}
+		content, hasContent, origin, ok = litePromptUser(obj)
 	case "attachment":
-		if !falseOnly(obj, "isSidechain") {
-			return 0, false
-		}
-		att, ok := jsonv.Get(obj, "attachment")
-		if !ok || att[0] != '{' {
-			return 0, false
-		}
-		if t, ok := jsonv.GetString(att, "type"); !ok || t != "queued_command" {
-			return 0, false
-		}
-		content, hasContent = jsonv.Get(att, "prompt")
-		if o, ok := jsonv.Get(att, "origin"); ok {
-			if !validOrigin(o) {
-				return 0, false
-			}
-			origin = o
-		}
-		if _, ok := jsonv.Get(att, "commandMode"); ok {
-			s, ok := jsonv.GetString(att, "commandMode")
-			if !ok || (s != "prompt" && s != "bash") {
-				return 0, false
-			}
-		}
-		if !falseOnly(att, "isMeta") {
-			return 0, false
-		}
+		content, hasContent, origin, ok = litePromptAttachment(obj)
 	default:
+		return 0, false
+	}
+	if !ok {
 		return 0, false
 	}
 	if origin != nil {
@@ -237,6 +169,104 @@ func litePromptTime(obj []byte) (int64, bool) {
 			return 0, false
 		}
 	}
+	if !litePromptOfBlocks(content, hasContent, origin) {
+		return 0, false
+	}
+	return liteDateParse(ts)
+}
+
+// litePromptUser is litePromptTime's test of a user row: its content and
+// origin, and whether it may be a prompt.
+func litePromptUser(obj []byte) (content []byte, hasContent bool, origin []byte, ok bool) {
+	msg, ok := jsonv.Get(obj, "message")
+	if !ok || msg[0] != '{' {
+		return nil, false, nil, false
+	}
+	content, hasContent = jsonv.Get(msg, "content")
+	if o, ok := jsonv.Get(obj, "origin"); ok {
+		if !liteValidOrigin(o) {
+			return nil, false, nil, false
+		}
+		origin = o
+	}
+	if v, ok := jsonv.Get(obj, "promptSource"); ok && v[0] != '"' {
+		return nil, false, nil, false
+	}
+	for _, k := range []string{"persist", "wakeupSource", "scheduledTaskId"} {
+		if _, ok := jsonv.Get(obj, k); ok {
+			return nil, false, nil, false
+		}
+	}
+	if _, ok := jsonv.Get(obj, "turnOrigin"); ok {
+		s, ok := jsonv.GetString(obj, "turnOrigin")
+		if !ok || (s != "human" && s != "sdk" && s != "unknown") {
+			return nil, false, nil, false
+		}
+	}
+	if v, ok := jsonv.Get(obj, "toolUseResult"); ok && string(v) != "null" {
+		return nil, false, nil, false
+	}
+	if !liteFalseOnly(obj, "isCompactSummary", "isSidechain", "isVirtual", "isVisibleInTranscriptOnly",
+		"isMeta", "textNotTyped", "handedOff", "queueSkipAttachments") {
+		return nil, false, nil, false
+	}
+	return content, hasContent, origin, true
+}
+
+// litePromptAttachment is litePromptTime's test of an attachment row (a
+// queued command): its prompt and origin, and whether it may be a prompt.
+func litePromptAttachment(obj []byte) (content []byte, hasContent bool, origin []byte, ok bool) {
+	if !liteFalseOnly(obj, "isSidechain") {
+		return nil, false, nil, false
+	}
+	att, ok := jsonv.Get(obj, "attachment")
+	if !ok || att[0] != '{' {
+		return nil, false, nil, false
+	}
+	if t, ok := jsonv.GetString(att, "type"); !ok || t != "queued_command" {
+		return nil, false, nil, false
+	}
+	content, hasContent = jsonv.Get(att, "prompt")
+	if o, ok := jsonv.Get(att, "origin"); ok {
+		if !liteValidOrigin(o) {
+			return nil, false, nil, false
+		}
+		origin = o
+	}
+	if _, ok := jsonv.Get(att, "commandMode"); ok {
+		s, ok := jsonv.GetString(att, "commandMode")
+		if !ok || (s != "prompt" && s != "bash") {
+			return nil, false, nil, false
+		}
+	}
+	if !liteFalseOnly(att, "isMeta") {
+		return nil, false, nil, false
+	}
+	return content, hasContent, origin, true
+}
+
+// liteFalseOnly reports whether each of keys is absent from o or false.
+func liteFalseOnly(o []byte, keys ...string) bool {
+	for _, k := range keys {
+		if v, ok := jsonv.Get(o, k); ok && string(v) != "false" {
+			return false
+		}
+	}
+	return true
+}
+
+// liteValidOrigin: an origin is an object with a string kind.
+func liteValidOrigin(v []byte) bool {
+	if v[0] != '{' {
+		return false
+	}
+	_, ok := jsonv.GetString(v, "kind")
+	return ok
+}
+
+// litePromptOfBlocks is litePromptTime's test of the content: whether it
+// makes the row a prompt.
+func litePromptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
 	// The blocks: a string is one text block; otherwise an array of
 	// objects with a string type, else none.
 	type block struct {
@@ -265,7 +295,7 @@ func litePromptTime(obj []byte) (int64, bool) {
 	texts := make([]string, len(blocks))
 	for i, b := range blocks {
 		if b.typ == "tool_result" {
-			return 0, false
+			return false
 		}
 		if b.hasText {
 			texts[i] = strings.TrimLeftFunc(b.text, core.IsJSSpace)
@@ -291,10 +321,7 @@ func litePromptTime(obj []byte) (int64, bool) {
 	for _, b := range blocks {
 		prompt = prompt || b.typ == "image" || b.typ == "document"
 	}
-	if !prompt {
-		return 0, false
-	}
-	return liteDateParse(ts)
+	return prompt
 }
 
 // lastEntry returns a copy of the last complete conversation row of the
