@@ -15,123 +15,25 @@ import (
 // without an offset local time. Other text gives false (V8's fallback
 // parser for free-form dates is not reproduced).
 func liteDateParse(s string) (int64, bool) {
-	i := 0
-	num := func(n int) (int, bool) {
-		if i+n > len(s) {
-			return 0, false
-		}
-		v := 0
-		for _, c := range []byte(s[i : i+n]) {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		i += n
-		return v, true
-	}
-	var year int
-	var ok bool
-	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-		neg := s[0] == '-'
-		i++
-		if year, ok = num(6); !ok {
-			return 0, false
-		}
-		if neg {
-			if year == 0 {
-				return 0, false
-			}
-			year = -year
-		}
-	} else if year, ok = num(4); !ok {
+	d := liteDateScan{s: s}
+	year, month, day, ok := d.date()
+	if !ok {
 		return 0, false
-	}
-	month, day := 1, 1
-	if i < len(s) && s[i] == '-' {
-		i++
-		if month, ok = num(2); !ok {
-			return 0, false
-		}
-		if i < len(s) && s[i] == '-' {
-			i++
-			if day, ok = num(2); !ok {
-				return 0, false
-			}
-		}
 	}
 	hour, minute, sec, ms := 0, 0, 0, 0
 	hasTime, utc := false, true
-	offset := 0
-	if i < len(s) && (s[i] == 'T' || s[i] == 't' || s[i] == ' ') {
-		i++
-		hasTime = true
-		if hour, ok = num(2); !ok {
+	if d.i < len(s) && (s[d.i] == 'T' || s[d.i] == 't' || s[d.i] == ' ') {
+		d.i++
+		hasTime, utc = true, false
+		if hour, minute, sec, ms, ok = d.clock(); !ok {
 			return 0, false
-		}
-		if i >= len(s) || s[i] != ':' {
-			return 0, false
-		}
-		i++
-		if minute, ok = num(2); !ok {
-			return 0, false
-		}
-		if i < len(s) && s[i] == ':' {
-			i++
-			if sec, ok = num(2); !ok {
-				return 0, false
-			}
-			if i < len(s) && s[i] == '.' {
-				i++
-				st := i
-				for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-					if i-st < 3 {
-						ms = ms*10 + int(s[i]-'0')
-					}
-					i++
-				}
-				if i == st {
-					return 0, false
-				}
-				for d := i - st; d < 3; d++ {
-					ms *= 10
-				}
-			}
-		}
-		utc = false
-	}
-	if i < len(s) {
-		switch s[i] {
-		case 'Z', 'z':
-			i++
-			utc = true
-		case '+', '-':
-			if !hasTime {
-				return 0, false
-			}
-			sign := 1
-			if s[i] == '-' {
-				sign = -1
-			}
-			i++
-			oh, ok := num(2)
-			if !ok {
-				return 0, false
-			}
-			if i < len(s) && s[i] == ':' {
-				i++
-			}
-			om, ok := num(2)
-			if !ok || oh > 23 || om > 59 {
-				return 0, false
-			}
-			offset = sign * (oh*60 + om)
-			utc = true
 		}
 	}
-	if i != len(s) {
+	offset, zoned, ok := d.zone(hasTime)
+	if !ok || d.i != len(s) {
 		return 0, false
 	}
+	utc = utc || zoned
 	if month < 1 || month > 12 || day < 1 || day > 31 || minute > 59 || sec > 59 {
 		return 0, false
 	}
@@ -147,4 +49,131 @@ func liteDateParse(s string) (int64, bool) {
 		return 0, false
 	}
 	return t, true
+}
+
+// liteDateScan reads liteDateParse's text from i on.
+type liteDateScan struct {
+	s string
+	i int
+}
+
+// num reads n digits.
+func (d *liteDateScan) num(n int) (int, bool) {
+	if d.i+n > len(d.s) {
+		return 0, false
+	}
+	v := 0
+	for _, c := range []byte(d.s[d.i : d.i+n]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	d.i += n
+	return v, true
+}
+
+// date reads YYYY[-MM[-DD]] or ±YYYYYY[-MM[-DD]].
+func (d *liteDateScan) date() (year, month, day int, ok bool) {
+	s := d.s
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg := s[0] == '-'
+		d.i++
+		if year, ok = d.num(6); !ok || neg && year == 0 {
+			return 0, 0, 0, false
+		}
+		if neg {
+			year = -year
+		}
+	} else if year, ok = d.num(4); !ok {
+		return 0, 0, 0, false
+	}
+	month, day = 1, 1
+	if d.i < len(s) && s[d.i] == '-' {
+		d.i++
+		if month, ok = d.num(2); !ok {
+			return 0, 0, 0, false
+		}
+		if d.i < len(s) && s[d.i] == '-' {
+			d.i++
+			if day, ok = d.num(2); !ok {
+				return 0, 0, 0, false
+			}
+		}
+	}
+	return year, month, day, true
+}
+
+// clock reads HH:mm[:ss[.f…]] (milliseconds from the first three digits
+// of the fraction).
+func (d *liteDateScan) clock() (hour, minute, sec, ms int, ok bool) {
+	s := d.s
+	if hour, ok = d.num(2); !ok || d.i >= len(s) || s[d.i] != ':' {
+		return 0, 0, 0, 0, false
+	}
+	d.i++
+	if minute, ok = d.num(2); !ok {
+		return 0, 0, 0, 0, false
+	}
+	if d.i >= len(s) || s[d.i] != ':' {
+		return hour, minute, 0, 0, true
+	}
+	d.i++
+	if sec, ok = d.num(2); !ok {
+		return 0, 0, 0, 0, false
+	}
+	if d.i >= len(s) || s[d.i] != '.' {
+		return hour, minute, sec, 0, true
+	}
+	d.i++
+	st := d.i
+	for d.i < len(s) && s[d.i] >= '0' && s[d.i] <= '9' {
+		if d.i-st < 3 {
+			ms = ms*10 + int(s[d.i]-'0')
+		}
+		d.i++
+	}
+	if d.i == st {
+		return 0, 0, 0, 0, false
+	}
+	for n := d.i - st; n < 3; n++ {
+		ms *= 10
+	}
+	return hour, minute, sec, ms, true
+}
+
+// zone reads Z or ±HH[:]mm (an offset only after a time), if there:
+// offset in minutes, zoned whether one was there.
+func (d *liteDateScan) zone(hasTime bool) (offset int, zoned, ok bool) {
+	s := d.s
+	if d.i >= len(s) {
+		return 0, false, true
+	}
+	switch s[d.i] {
+	case 'Z', 'z':
+		d.i++
+		return 0, true, true
+	case '+', '-':
+		if !hasTime {
+			return 0, false, false
+		}
+		sign := 1
+		if s[d.i] == '-' {
+			sign = -1
+		}
+		d.i++
+		oh, ok := d.num(2)
+		if !ok {
+			return 0, false, false
+		}
+		if d.i < len(s) && s[d.i] == ':' {
+			d.i++
+		}
+		om, ok := d.num(2)
+		if !ok || oh > 23 || om > 59 {
+			return 0, false, false
+		}
+		return sign * (oh*60 + om), true, true
+	}
+	return 0, false, true
 }
