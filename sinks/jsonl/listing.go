@@ -135,46 +135,56 @@ func (l Layout) List(ctx context.Context, opt ListOptions) ([]SessionInfo, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var cw liteCollision
 	if !paginated {
-		res := make([]SessionInfo, len(cands))
-		ok := make([]bool, len(cands))
-		liteParallel(ctx, len(cands), func(w *liteWorker, i int) {
-			w.noTail = opt.SkipLastEntryTail
-			res[i], ok[i] = w.process(&cands[i], opt.IncludeProgrammatic, &cw)
-			w.noTail = false
-		})
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		// Same id in several folders: the newest copy wins, the first one
-		// seen on a tie.
-		idx := make(map[string]int, len(cands))
-		out := make([]SessionInfo, 0, len(cands))
-		for i := range res {
-			if !ok[i] {
-				continue
-			}
-			if j, seen := idx[res[i].SessionID]; seen {
-				if res[i].LastModified > out[j].LastModified {
-					out[j] = res[i]
-				}
-				continue
-			}
-			idx[res[i].SessionID] = len(out)
-			out = append(out, res[i])
-		}
-		sort.Slice(out, func(a, b int) bool {
-			if out[a].LastModified != out[b].LastModified {
-				return out[a].LastModified > out[b].LastModified
-			}
-			return out[a].SessionID > out[b].SessionID
-		})
-		return out, nil
+		return liteListAll(ctx, cands, opt)
 	}
+	return liteListPage(ctx, cands, opt, limit, offset)
+}
 
-	// Paginated: stat everything, sort by mtime, read in order until the
-	// page is full.
+// liteListAll is List without a page: every file read, one copy per id,
+// newest first.
+func liteListAll(ctx context.Context, cands []liteCand, opt ListOptions) ([]SessionInfo, error) {
+	var cw liteCollision
+	res := make([]SessionInfo, len(cands))
+	ok := make([]bool, len(cands))
+	liteParallel(ctx, len(cands), func(w *liteWorker, i int) {
+		w.noTail = opt.SkipLastEntryTail
+		res[i], ok[i] = w.process(&cands[i], opt.IncludeProgrammatic, &cw)
+		w.noTail = false
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Same id in several folders: the newest copy wins, the first one
+	// seen on a tie.
+	idx := make(map[string]int, len(cands))
+	out := make([]SessionInfo, 0, len(cands))
+	for i := range res {
+		if !ok[i] {
+			continue
+		}
+		if j, seen := idx[res[i].SessionID]; seen {
+			if res[i].LastModified > out[j].LastModified {
+				out[j] = res[i]
+			}
+			continue
+		}
+		idx[res[i].SessionID] = len(out)
+		out = append(out, res[i])
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].LastModified != out[b].LastModified {
+			return out[a].LastModified > out[b].LastModified
+		}
+		return out[a].SessionID > out[b].SessionID
+	})
+	return out, nil
+}
+
+// liteListPage is List with a page: stat everything, sort by mtime, read
+// in order until the page is full.
+func liteListPage(ctx context.Context, cands []liteCand, opt ListOptions, limit, offset int) ([]SessionInfo, error) {
+	var cw liteCollision
 	keep := make([]bool, len(cands))
 	liteParallel(ctx, len(cands), func(_ *liteWorker, i int) {
 		var st unix.Stat_t
