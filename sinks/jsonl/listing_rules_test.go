@@ -47,11 +47,218 @@ func TestListRules(t *testing.T) {
 	surrogateKept := strings.Repeat("x", 198) + "😀" + strings.Repeat("y", 20)
 	hugeText := strings.Repeat("0123456789abcdef", 200<<10/16)
 
-	var cases []lstCase
-	add := func(c lstCase) { cases = append(cases, c) }
+	r := &lstRules{t: t, root: root, cfg: cfg, l: l, proj: proj, collA: collA, collB: collB, longProj: longProj, big: big, ts: ts,
+		longPrompt: longPrompt, surrogateCut: surrogateCut, surrogateKept: surrogateKept, hugeText: hugeText}
+	r.titleCases()
+	r.promptCases()
+	r.parsingCases()
+	r.filterCases()
+	cases, target := r.cases, r.target
 
+	ids, byID := r.write()
+	// A symlinked transcript is not followed.
+	linked := lstNew(proj).user("via a symlink", "")
+	lp := lstWrite(t, filepath.Join(root, "elsewhere"), linked.id+".jsonl", linked.text(), time.Now())
+	if err := os.Symlink(lp, filepath.Join(l.ProjectDir(proj), linked.id+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	ids[linked.id] = proj
+
+	ctx := context.Background()
+	all, err := l.List(ctx, ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]any{}
+	for _, si := range all {
+		b, _ := json.Marshal(si)
+		got[si.SessionID] = lstDecode(t, b).(map[string]any)
+	}
+	lstCheckCases(t, cases, got)
+	if _, ok := got[linked.id]; ok {
+		t.Errorf("a symlinked transcript was listed")
+	}
+
+	r.checkFilters(ctx, all, byID)
+	// Info: the sidechain-first, empty and unknown files give nil; the
+	// listing's filters do not apply.
+	for i := range cases {
+		c := &cases[i]
+		if c.s == nil || !strings.HasPrefix(c.name, "skip: sidechain") && !strings.HasPrefix(c.name, "continued-in: hidden") {
+			continue
+		}
+		info, err := l.Info(ctx, c.s.id, proj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (info != nil) != strings.HasPrefix(c.name, "continued-in") {
+			t.Errorf("Info(%s) = %+v", c.name, info)
+		}
+	}
+	if info, _ := l.Info(ctx, lstID(), ""); info != nil {
+		t.Errorf("Info(unknown) = %+v", info)
+	}
+	if info, _ := l.Info(ctx, "not-a-uuid", ""); info != nil {
+		t.Errorf("Info(not-a-uuid) = %+v", info)
+	}
+
+	// ReadLite on one file, and the scribe-only fields.
+	rl, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), target.id+".jsonl"), proj)
+	if err != nil || !ok || rl.Summary != "the continuation" || rl.Entrypoint != "cli" || rl.ProjectDir != l.ProjectDir(proj) {
+		t.Errorf("ReadLite = %+v, %v, %v", rl, ok, err)
+	}
+	if !bytes.Contains(rl.LastEntryTail, []byte(`"the continuation"`)) {
+		t.Errorf("LastEntryTail = %s", rl.LastEntryTail)
+	}
+	if _, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), "agent-1234abcd.jsonl"), proj); ok || err != nil {
+		t.Errorf("ReadLite(non-UUID) ok=%v err=%v", ok, err)
+	}
+
+	// And the SDK agrees on all of it.
+	p := peer.Find(t)
+	lstCompare(t, p, cfg, lstQueriesFor([]string{proj, collA, collB, longProj}, ids))
+}
+
+// checkFilters checks the listing's filters and pages against all, the
+// listing with every session.
+func (r *lstRules) checkFilters(ctx context.Context, all []SessionInfo, byID map[string]*lstCase) {
+	t, l, proj, collA, collB, longProj := r.t, r.l, r.proj, r.collA, r.collB, r.longProj
+	// Filters.
+	noProg, err := l.List(ctx, ListOptions{IncludeProgrammatic: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, si := range noProg {
+		if c := byID[si.SessionID]; c != nil && strings.HasPrefix(c.name, "programmatic") {
+			t.Errorf("%s: listed with IncludeProgrammatic false", c.name)
+		}
+	}
+	if len(noProg) != len(all)-2 {
+		t.Errorf("IncludeProgrammatic false hid %d sessions, want 2", len(all)-len(noProg))
+	}
+	names := func(dir string) []string {
+		t.Helper()
+		ls, err := l.List(ctx, ListOptions{Dir: dir, IncludeWorktrees: true, IncludeProgrammatic: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, si := range ls {
+			out = append(out, byID[si.SessionID].name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got, want := names(collA), []string{"collision: missing folder kept", "collision: proj-a", "duplicate: new copy"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List(proj-a) = %q, want %q", got, want)
+	}
+	if got, want := names(collB), []string{"collision: missing folder kept", "collision: proj/a"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List(proj/a) = %q, want %q", got, want)
+	}
+	if got, want := names(longProj), []string{"long path: hashed folder", "long path: other hash"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List(long path) = %q, want %q", got, want)
+	}
+	// Pages are slices of the full listing.
+	full, _ := l.List(ctx, ListOptions{Dir: proj, IncludeProgrammatic: true})
+	page, _ := l.List(ctx, ListOptions{Dir: proj, IncludeProgrammatic: true, Limit: 5, Offset: 3})
+	if len(full) < 8 || !reflect.DeepEqual(lstIDs(page), lstIDs(full[3:8])) {
+		t.Errorf("page 3..8 = %v, want %v", lstIDs(page), lstIDs(full[min(3, len(full)):min(8, len(full))]))
+	}
+}
+
+// write writes every case's transcript (and sidecars) and returns the
+// project path of each id and its case.
+func (r *lstRules) write() (ids map[string]string, byID map[string]*lstCase) {
+	t, l, proj, cases := r.t, r.l, r.proj, r.cases
+	ids = map[string]string{}
+	byID = map[string]*lstCase{}
+	for i := range cases {
+		c := &cases[i]
+		pp := c.proj
+		if pp == "" {
+			pp = proj
+		}
+		dir := l.ProjectDir(pp)
+		if base, ok := strings.CutSuffix(pp, "\x00other"); ok {
+			dir = filepath.Join(l.ProjectsDir(), SanitizePath(base)[:maxProjectName]+"-otherhash")
+			pp = base
+		}
+		data := c.file
+		id := c.id
+		if c.s != nil {
+			if data == "" {
+				data = c.s.text()
+			}
+			if id == "" {
+				id = c.s.id
+			}
+		}
+		mt := c.mtime
+		if mt.IsZero() {
+			mt = time.Date(2026, 3, 2, 0, 0, i, i*1_000_123, time.UTC)
+		}
+		lstWrite(t, dir, id+".jsonl", data, mt)
+		for name, content := range c.side {
+			lstWrite(t, filepath.Join(dir, id), name, content.(string), time.Now())
+		}
+		ids[id] = pp
+		byID[id] = c
+	}
+	return ids, byID
+}
+
+// lstCheckCases checks the listing (got, by id) against each case.
+func lstCheckCases(t *testing.T, cases []lstCase, got map[string]map[string]any) {
+	t.Helper()
+	for i := range cases {
+		c := &cases[i]
+		id := c.id
+		if id == "" && c.s != nil {
+			id = c.s.id
+		}
+		e, listed := got[id]
+		if listed != c.listed {
+			t.Errorf("%s: listed=%v, want %v", c.name, listed, c.listed)
+			continue
+		}
+		for k, v := range c.want {
+			gv, has := e[k]
+			if v == nil {
+				if has {
+					t.Errorf("%s: %s = %#v, want absent", c.name, k, gv)
+				}
+				continue
+			}
+			if !has || !reflect.DeepEqual(gv, v) {
+				t.Errorf("%s: %s = %#v, want %#v", c.name, k, gv, v)
+			}
+		}
+	}
+}
+
+// lstRules is TestListRules's world: its folders, the shared texts and
+// the cases, in the order they are written (their mtimes follow it).
+type lstRules struct {
+	t                                       *testing.T
+	root, cfg                               string
+	l                                       Layout
+	proj, collA, collB, longProj            string
+	big                                     int
+	ts                                      func(string) int64
+	longPrompt, surrogateCut, surrogateKept string
+	hugeText                                string
+	cases                                   []lstCase
+	target                                  *lstSession // the continued-in target
+}
+
+func (r *lstRules) add(c lstCase) { r.cases = append(r.cases, c) }
+
+// titleCases adds the cases of titles and summaries.
+func (r *lstRules) titleCases() {
+	proj, big, add := r.proj, r.big, r.add
+	var s *lstSession
 	// Title precedence: tail custom-title ‖ sidecar ‖ head custom-title ‖ tail ai-title ‖ head ai-title.
-	s := lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").meta("ai-title", "aiTitle", "Head AI").filler(big).
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").meta("ai-title", "aiTitle", "Head AI").filler(big).
 		meta("ai-title", "aiTitle", "Tail AI").meta("custom-title", "customTitle", "Tail title")
 	add(lstCase{name: "title: tail custom-title wins", s: s, listed: true, side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
 		want: map[string]any{"customTitle": "Tail title", "summary": "Tail title", "firstPrompt": "first prompt"}})
@@ -94,6 +301,12 @@ func TestListRules(t *testing.T) {
 	s = lstNew(proj).filler(big).user("late prompt", "")
 	add(lstCase{name: "summary: first prompt past the head is omitted", s: s, listed: false})
 
+}
+
+// promptCases adds the cases of first prompts and tags.
+func (r *lstRules) promptCases() {
+	proj, add, longPrompt, surrogateCut, surrogateKept := r.proj, r.add, r.longPrompt, r.surrogateCut, r.surrogateKept
+	var s *lstSession
 	// firstPrompt.
 	s = lstNew(proj).user("<local-command-caveat>Caveat</local-command-caveat>", "").
 		user("meta prompt", `"isMeta":true,`).
@@ -131,6 +344,12 @@ func TestListRules(t *testing.T) {
 		raw(`{"parentUuid":null,"type":"user","message":{"role":"user","content":"torn wri{"type":"tag","tag":"glued","sessionId":"x"}`)
 	add(lstCase{name: "tag: two rows glued by a torn write", s: s, listed: true, want: map[string]any{"tag": "glued"}})
 
+}
+
+// parsingCases adds the cases of parsing nuances, skips, torn and huge lines, and the recorded fields.
+func (r *lstRules) parsingCases() {
+	proj, big, add, ts, hugeText := r.proj, r.big, r.add, r.ts, r.hugeText
+	var s *lstSession
 	// Parsing nuances.
 	s = lstNew(proj).user("spaced relocated", "").raw(`{"type": "relocated", "relocatedCwd": "/not/used", "sessionId": "x"}`)
 	add(lstCase{name: "relocated: only the compact type form counts", s: s, listed: true, want: map[string]any{"cwd": s.cwd}})
@@ -202,6 +421,12 @@ func TestListRules(t *testing.T) {
 	s = lstNew(proj).user("relocated", "").raw(`{"type":"relocated","relocatedCwd":"/moved/here","sessionId":"x"}`)
 	add(lstCase{name: "cwd: relocated beats head cwd", s: s, listed: true, want: map[string]any{"cwd": "/moved/here"}})
 
+}
+
+// filterCases adds the cases of archives and the listing's filters.
+func (r *lstRules) filterCases() {
+	proj, longProj, collA, collB, add := r.proj, r.longProj, r.collA, r.collB, r.add
+	var s *lstSession
 	// Archive.
 	s = lstNew(proj).user("archived", "").assistant("reply")
 	add(lstCase{name: "archived: after the last prompt", s: s, listed: true,
@@ -236,6 +461,7 @@ func TestListRules(t *testing.T) {
 
 	// continued-in.
 	target := lstNew(proj).user("the continuation", "")
+	r.target = target
 	add(lstCase{name: "continued-in: target", s: target, listed: true})
 	s = lstNew(proj).user("continued", "").assistant("bye").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`)
 	add(lstCase{name: "continued-in: hidden", s: s, listed: false})
@@ -250,7 +476,7 @@ func TestListRules(t *testing.T) {
 	// Collision filter: same folder, recorded cwds differ.
 	add(lstCase{name: "collision: proj-a", s: lstNew(collA).user("from proj-a", ""), proj: collA, listed: true})
 	add(lstCase{name: "collision: proj/a", s: lstNew(collB).user("from proj/a", ""), proj: collA, listed: true})
-	add(lstCase{name: "collision: missing folder kept", s: lstNew(filepath.Join(root, "coll", "proj_a")).user("from proj_a", ""), proj: collA, listed: true})
+	add(lstCase{name: "collision: missing folder kept", s: lstNew(filepath.Join(r.root, "coll", "proj_a")).user("from proj_a", ""), proj: collA, listed: true})
 
 	// A project path over 200 characters: the hashed folder, and another
 	// folder with the same prefix that records the path.
@@ -273,165 +499,6 @@ func TestListRules(t *testing.T) {
 		want: map[string]any{"lastModified": json.Number(fmt.Sprint(tie.UnixMilli() + 1))}})
 	add(lstCase{name: "tie 2", s: lstNew(proj).user("tie two", ""), listed: true, mtime: tie})
 
-	// Write everything.
-	ids := map[string]string{}
-	byID := map[string]*lstCase{}
-	for i := range cases {
-		c := &cases[i]
-		pp := c.proj
-		if pp == "" {
-			pp = proj
-		}
-		dir := l.ProjectDir(pp)
-		if base, ok := strings.CutSuffix(pp, "\x00other"); ok {
-			dir = filepath.Join(l.ProjectsDir(), SanitizePath(base)[:maxProjectName]+"-otherhash")
-			pp = base
-		}
-		data := c.file
-		id := c.id
-		if c.s != nil {
-			if data == "" {
-				data = c.s.text()
-			}
-			if id == "" {
-				id = c.s.id
-			}
-		}
-		mt := c.mtime
-		if mt.IsZero() {
-			mt = time.Date(2026, 3, 2, 0, 0, i, i*1_000_123, time.UTC)
-		}
-		lstWrite(t, dir, id+".jsonl", data, mt)
-		for name, content := range c.side {
-			lstWrite(t, filepath.Join(dir, id), name, content.(string), time.Now())
-		}
-		ids[id] = pp
-		byID[id] = c
-	}
-	// A symlinked transcript is not followed.
-	linked := lstNew(proj).user("via a symlink", "")
-	lp := lstWrite(t, filepath.Join(root, "elsewhere"), linked.id+".jsonl", linked.text(), time.Now())
-	if err := os.Symlink(lp, filepath.Join(l.ProjectDir(proj), linked.id+".jsonl")); err != nil {
-		t.Fatal(err)
-	}
-	ids[linked.id] = proj
-
-	ctx := context.Background()
-	all, err := l.List(ctx, ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]map[string]any{}
-	for _, si := range all {
-		b, _ := json.Marshal(si)
-		got[si.SessionID] = lstDecode(t, b).(map[string]any)
-	}
-	for i := range cases {
-		c := &cases[i]
-		id := c.id
-		if id == "" && c.s != nil {
-			id = c.s.id
-		}
-		e, listed := got[id]
-		if listed != c.listed {
-			t.Errorf("%s: listed=%v, want %v", c.name, listed, c.listed)
-			continue
-		}
-		for k, v := range c.want {
-			gv, has := e[k]
-			if v == nil {
-				if has {
-					t.Errorf("%s: %s = %#v, want absent", c.name, k, gv)
-				}
-				continue
-			}
-			if !has || !reflect.DeepEqual(gv, v) {
-				t.Errorf("%s: %s = %#v, want %#v", c.name, k, gv, v)
-			}
-		}
-	}
-	if _, ok := got[linked.id]; ok {
-		t.Errorf("a symlinked transcript was listed")
-	}
-
-	// Filters.
-	noProg, err := l.List(ctx, ListOptions{IncludeProgrammatic: false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, si := range noProg {
-		if c := byID[si.SessionID]; c != nil && strings.HasPrefix(c.name, "programmatic") {
-			t.Errorf("%s: listed with IncludeProgrammatic false", c.name)
-		}
-	}
-	if len(noProg) != len(all)-2 {
-		t.Errorf("IncludeProgrammatic false hid %d sessions, want 2", len(all)-len(noProg))
-	}
-	names := func(dir string) []string {
-		t.Helper()
-		ls, err := l.List(ctx, ListOptions{Dir: dir, IncludeWorktrees: true, IncludeProgrammatic: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, si := range ls {
-			out = append(out, byID[si.SessionID].name)
-		}
-		sort.Strings(out)
-		return out
-	}
-	if got, want := names(collA), []string{"collision: missing folder kept", "collision: proj-a", "duplicate: new copy"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("List(proj-a) = %q, want %q", got, want)
-	}
-	if got, want := names(collB), []string{"collision: missing folder kept", "collision: proj/a"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("List(proj/a) = %q, want %q", got, want)
-	}
-	if got, want := names(longProj), []string{"long path: hashed folder", "long path: other hash"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("List(long path) = %q, want %q", got, want)
-	}
-	// Pages are slices of the full listing.
-	full, _ := l.List(ctx, ListOptions{Dir: proj, IncludeProgrammatic: true})
-	page, _ := l.List(ctx, ListOptions{Dir: proj, IncludeProgrammatic: true, Limit: 5, Offset: 3})
-	if len(full) < 8 || !reflect.DeepEqual(lstIDs(page), lstIDs(full[3:8])) {
-		t.Errorf("page 3..8 = %v, want %v", lstIDs(page), lstIDs(full[min(3, len(full)):min(8, len(full))]))
-	}
-	// Info: the sidechain-first, empty and unknown files give nil; the
-	// listing's filters do not apply.
-	for i := range cases {
-		c := &cases[i]
-		if c.s == nil || !strings.HasPrefix(c.name, "skip: sidechain") && !strings.HasPrefix(c.name, "continued-in: hidden") {
-			continue
-		}
-		info, err := l.Info(ctx, c.s.id, proj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (info != nil) != strings.HasPrefix(c.name, "continued-in") {
-			t.Errorf("Info(%s) = %+v", c.name, info)
-		}
-	}
-	if info, _ := l.Info(ctx, lstID(), ""); info != nil {
-		t.Errorf("Info(unknown) = %+v", info)
-	}
-	if info, _ := l.Info(ctx, "not-a-uuid", ""); info != nil {
-		t.Errorf("Info(not-a-uuid) = %+v", info)
-	}
-
-	// ReadLite on one file, and the scribe-only fields.
-	rl, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), target.id+".jsonl"), proj)
-	if err != nil || !ok || rl.Summary != "the continuation" || rl.Entrypoint != "cli" || rl.ProjectDir != l.ProjectDir(proj) {
-		t.Errorf("ReadLite = %+v, %v, %v", rl, ok, err)
-	}
-	if !bytes.Contains(rl.LastEntryTail, []byte(`"the continuation"`)) {
-		t.Errorf("LastEntryTail = %s", rl.LastEntryTail)
-	}
-	if _, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), "agent-1234abcd.jsonl"), proj); ok || err != nil {
-		t.Errorf("ReadLite(non-UUID) ok=%v err=%v", ok, err)
-	}
-
-	// And the SDK agrees on all of it.
-	p := peer.Find(t)
-	lstCompare(t, p, cfg, lstQueriesFor([]string{proj, collA, collB, longProj}, ids))
 }
 
 func lstIDs(ls []SessionInfo) []string {
