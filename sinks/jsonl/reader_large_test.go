@@ -97,13 +97,7 @@ func TestLargeFileSkipMatchesSDK(t *testing.T) {
 	cfg := t.TempDir()
 	l := Layout{ConfigDir: cfg}
 	proj := filepath.Join(cfg, "projects", "-big")
-	type big struct {
-		name string
-		data []byte
-		skip int64 // expected SkippedBytes
-		bad  int   // expected line of the malformed line (0: none)
-	}
-	var cases []big
+	var cases []largeCase
 
 	// 1. From gen: progress rows, subagents, a boundary near the end.
 	res, err := gen.LargeSession(proj, gen.LargeOptions{Progress: 2100, ProgressBytes: 3000, Subagents: 3, Seed: 7})
@@ -117,94 +111,9 @@ func TestLargeFileSkipMatchesSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases = append(cases, big{"gen", data, res.BoundaryOffset, 0})
+	cases = append(cases, largeCase{"gen", data, res.BoundaryOffset, 0})
 
-	// 2. A plain boundary, a malformed line after it, attribution snapshots
-	//    (one of them really a user row) that the loader moves to the end.
-	var f bigFile
-	f.msg("user", "start")
-	f.fill(3 * mib)
-	f.boundary(false, `{"trigger":"auto"}`)
-	f.msg("assistant", "between")
-	between := f.last
-	f.fill(5*mib + 100)
-	cut := f.boundary(false, `{"trigger":"manual"}`)
-	f.msg("assistant", "after")
-	f.linkBack(between)                                      // cut away: a gap
-	f.add(`{"type":"attribution-snapshot","messageId":"y"}`) // dropped: not the last one
-	// The last snapshot line is really a user row (JSON.parse keeps the
-	// second "type"); moved to the end, it becomes the newest leaf.
-	f.add(`{"type":"attribution-snapshot","messageId":"x","type":"user","uuid":"snap-user","parentUuid":"` + f.last + `","message":{"role":"user","content":"moved"},"sessionId":"s"}`)
-	f.add("{broken")
-	bad := strings.Count(f.b.String(), "\n")
-	f.msg("user", "last")
-	cases = append(cases, big{"snapshots", bytes.Clone(f.b.Bytes()), cut, bad})
-
-	// 3. The last boundary keeps a preserved segment, so the cut is at the
-	//    plain one before it.
-	f = bigFile{}
-	f.msg("user", "start")
-	f.fill(5*mib + 10)
-	cut = f.boundary(false, `{"trigger":"auto"}`)
-	f.msg("assistant", "kept")
-	head := f.last
-	f.msg("user", "kept 2")
-	tail := f.last
-	f.fill(6 * mib)
-	f.boundary(false, `{"preservedSegment":{"headUuid":"`+head+`","anchorUuid":"b-anchor","tailUuid":"`+tail+`"}}`)
-	f.msg("assistant", "after")
-	f.linkBack(tail) // kept
-	cases = append(cases, big{"preserved", bytes.Clone(f.b.Bytes()), cut, 0})
-
-	// 4. A boundary in the CLI's key order that crosses a 1 MiB edge with
-	//    more than 30 bytes before it: the SDK does not see it, so the cut
-	//    is at the earlier boundary.
-	f = bigFile{}
-	f.msg("user", "start")
-	f.fill(2 * mib)
-	cut = f.boundary(false, `{"trigger":"auto"}`)
-	f.msg("assistant", "between")
-	between = f.last
-	f.fill(6*mib - 100)
-	f.boundary(false, `{"trigger":"auto"}`)
-	f.msg("assistant", "after")
-	f.linkBack(between) // kept: the SDK does not cut at the later boundary
-	cases = append(cases, big{"straddle-unseen", bytes.Clone(f.b.Bytes()), cut, 0})
-
-	// 5. A boundary starting {"type":"system" across an edge is seen even
-	//    with its marker past 256 bytes; the same line inside a chunk is not.
-	f = bigFile{}
-	f.msg("user", "start")
-	f.fill(3*mib - 200)
-	f.boundary(true, `{"trigger":"auto"}`) // inside chunk 2: not seen
-	f.msg("assistant", "between")
-	between = f.last
-	f.fill(6*mib - 100)
-	cut = f.boundary(true, `{"trigger":"auto"}`) // across the 6 MiB edge: seen
-	f.msg("assistant", "after")
-	f.linkBack(between) // cut away: a gap
-	cases = append(cases, big{"straddle-system", bytes.Clone(f.b.Bytes()), cut, 0})
-
-	// 6. A boundary starting {"type":"system" inside a chunk with its
-	//    marker past 256 bytes is not seen: the cut is the earlier one.
-	f = bigFile{}
-	f.msg("user", "start")
-	f.fill(4 * mib)
-	cut = f.boundary(false, `{"trigger":"auto"}`)
-	f.msg("assistant", "between")
-	between = f.last
-	f.fill(5*mib + 1000)
-	f.boundary(true, `{"trigger":"auto"}`)
-	f.msg("assistant", "after")
-	f.linkBack(between) // kept
-	cases = append(cases, big{"window", bytes.Clone(f.b.Bytes()), cut, 0})
-
-	// 7. No boundary at all: nothing skipped.
-	f = bigFile{}
-	f.msg("user", "start")
-	f.fill(5*mib + 5000)
-	f.msg("assistant", "end")
-	cases = append(cases, big{"no-boundary", bytes.Clone(f.b.Bytes()), 0, 0})
+	cases = append(cases, largeHandCases()...)
 
 	var qs []sdkQuery
 	for i, c := range cases {
@@ -251,6 +160,107 @@ func TestLargeFileSkipMatchesSDK(t *testing.T) {
 	if err != nil || rep.SkippedBytes != 0 || rep.Compactions != 2 {
 		t.Errorf("NoPrecompactSkip: %+v, %v", rep, err)
 	}
+}
+
+// largeCase is a large transcript of TestLargeFileSkipMatchesSDK.
+type largeCase struct {
+	name string
+	data []byte
+	skip int64 // expected SkippedBytes
+	bad  int   // expected line of the malformed line (0: none)
+}
+
+// largeHandCases are the hand-built large transcripts: where the SDK cuts
+// and where it does not.
+func largeHandCases() []largeCase {
+	// 2. A plain boundary, a malformed line after it, attribution snapshots
+	//    (one of them really a user row) that the loader moves to the end.
+	var cases []largeCase
+	var f bigFile
+	f.msg("user", "start")
+	f.fill(3 * mib)
+	f.boundary(false, `{"trigger":"auto"}`)
+	f.msg("assistant", "between")
+	between := f.last
+	f.fill(5*mib + 100)
+	cut := f.boundary(false, `{"trigger":"manual"}`)
+	f.msg("assistant", "after")
+	f.linkBack(between)                                      // cut away: a gap
+	f.add(`{"type":"attribution-snapshot","messageId":"y"}`) // dropped: not the last one
+	// The last snapshot line is really a user row (JSON.parse keeps the
+	// second "type"); moved to the end, it becomes the newest leaf.
+	f.add(`{"type":"attribution-snapshot","messageId":"x","type":"user","uuid":"snap-user","parentUuid":"` + f.last + `","message":{"role":"user","content":"moved"},"sessionId":"s"}`)
+	f.add("{broken")
+	bad := strings.Count(f.b.String(), "\n")
+	f.msg("user", "last")
+	cases = append(cases, largeCase{"snapshots", bytes.Clone(f.b.Bytes()), cut, bad})
+
+	// 3. The last boundary keeps a preserved segment, so the cut is at the
+	//    plain one before it.
+	f = bigFile{}
+	f.msg("user", "start")
+	f.fill(5*mib + 10)
+	cut = f.boundary(false, `{"trigger":"auto"}`)
+	f.msg("assistant", "kept")
+	head := f.last
+	f.msg("user", "kept 2")
+	tail := f.last
+	f.fill(6 * mib)
+	f.boundary(false, `{"preservedSegment":{"headUuid":"`+head+`","anchorUuid":"b-anchor","tailUuid":"`+tail+`"}}`)
+	f.msg("assistant", "after")
+	f.linkBack(tail) // kept
+	cases = append(cases, largeCase{"preserved", bytes.Clone(f.b.Bytes()), cut, 0})
+
+	// 4. A boundary in the CLI's key order that crosses a 1 MiB edge with
+	//    more than 30 bytes before it: the SDK does not see it, so the cut
+	//    is at the earlier boundary.
+	f = bigFile{}
+	f.msg("user", "start")
+	f.fill(2 * mib)
+	cut = f.boundary(false, `{"trigger":"auto"}`)
+	f.msg("assistant", "between")
+	between = f.last
+	f.fill(6*mib - 100)
+	f.boundary(false, `{"trigger":"auto"}`)
+	f.msg("assistant", "after")
+	f.linkBack(between) // kept: the SDK does not cut at the later boundary
+	cases = append(cases, largeCase{"straddle-unseen", bytes.Clone(f.b.Bytes()), cut, 0})
+
+	// 5. A boundary starting {"type":"system" across an edge is seen even
+	//    with its marker past 256 bytes; the same line inside a chunk is not.
+	f = bigFile{}
+	f.msg("user", "start")
+	f.fill(3*mib - 200)
+	f.boundary(true, `{"trigger":"auto"}`) // inside chunk 2: not seen
+	f.msg("assistant", "between")
+	between = f.last
+	f.fill(6*mib - 100)
+	cut = f.boundary(true, `{"trigger":"auto"}`) // across the 6 MiB edge: seen
+	f.msg("assistant", "after")
+	f.linkBack(between) // cut away: a gap
+	cases = append(cases, largeCase{"straddle-system", bytes.Clone(f.b.Bytes()), cut, 0})
+
+	// 6. A boundary starting {"type":"system" inside a chunk with its
+	//    marker past 256 bytes is not seen: the cut is the earlier one.
+	f = bigFile{}
+	f.msg("user", "start")
+	f.fill(4 * mib)
+	cut = f.boundary(false, `{"trigger":"auto"}`)
+	f.msg("assistant", "between")
+	between = f.last
+	f.fill(5*mib + 1000)
+	f.boundary(true, `{"trigger":"auto"}`)
+	f.msg("assistant", "after")
+	f.linkBack(between) // kept
+	cases = append(cases, largeCase{"window", bytes.Clone(f.b.Bytes()), cut, 0})
+
+	// 7. No boundary at all: nothing skipped.
+	f = bigFile{}
+	f.msg("user", "start")
+	f.fill(5*mib + 5000)
+	f.msg("assistant", "end")
+	cases = append(cases, largeCase{"no-boundary", bytes.Clone(f.b.Bytes()), 0, 0})
+	return cases
 }
 
 // ---------------------------------------------------------------------------
