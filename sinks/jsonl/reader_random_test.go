@@ -148,112 +148,132 @@ func (g *randTranscript) row(sidechain bool) map[string]any {
 	}
 	switch t := g.rng.n(100); {
 	case t < 35:
-		r["type"] = "user"
-		r["message"] = map[string]any{"role": "user", "content": g.userContent()}
-		if g.rng.p(15) {
-			r["sourceToolAssistantUUID"] = g.some()
-		}
-		if g.rng.p(5) {
-			r["isCompactSummary"] = true
-		}
-		if g.rng.p(3) {
-			r["isVisibleInTranscriptOnly"] = true
-		}
-		if g.rng.p(3) {
-			r["promptSource"] = "x"
-		}
-		if g.rng.p(5) {
-			r["toolDenialKind"] = g.rng.pick([]string{"interrupted", "user-rejected", "other"})
-		}
-		if g.rng.p(3) {
-			r["toolCallEnded"] = "not_started"
-		}
-		if g.rng.p(3) {
-			r["toolResultRewritten"] = 1
-		}
-		if g.rng.p(3) {
-			r["toolDenialUnanswered"] = "stream-closed"
-		}
-		if g.rng.p(3) {
-			r["interruptedByShutdown"] = true
-		}
+		g.userRow(r)
 	case t < 65:
-		r["type"] = "assistant"
-		r["message"] = g.assistantMessage()
-		if g.rng.p(4) {
-			r["closesQuietTurn"] = true
-			r["message"] = map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": g.rng.pick([]string{"", "No response requested.", "x"})}}}
-		}
-		if g.rng.p(4) {
-			r["hostHiddenToolUseIds"] = []any{g.tool(), g.tool()}
-			if g.rng.p(50) {
-				r["hostContent"] = []any{map[string]any{"type": "tool_use", "id": g.tool(), "name": "Bash"}}
-			}
-		}
-		if g.rng.p(3) {
-			r["ranByToolUseId"] = g.tool()
-			r["isVirtual"] = g.rng.p(50)
-		}
+		g.assistantRow(r)
 	case t < 75:
 		r["type"] = "progress"
 		r["data"] = map[string]any{"type": "bash_progress"}
 	case t < 87:
-		r["type"] = "system"
-		if g.rng.p(50) {
-			r["subtype"] = "compact_boundary"
-			switch g.rng.n(4) {
-			case 0:
-				r["compactMetadata"] = map[string]any{"preservedSegment": map[string]any{"headUuid": g.some(), "anchorUuid": g.some(), "tailUuid": g.some()}}
-			case 1:
-				var us []any
-				for i := 0; i <= g.rng.n(3); i++ {
-					us = append(us, g.some())
-				}
-				r["compactMetadata"] = map[string]any{"preservedMessages": map[string]any{"anchorUuid": g.some(), "uuids": us}}
-			default:
-				r["compactMetadata"] = map[string]any{"trigger": "auto"}
-			}
-		} else if g.rng.p(20) {
-			r["subtype"] = "voice_call_talk"
-			r["content"] = "spoken"
-			r["origin"] = map[string]any{"kind": "voice-call"}
-			if g.rng.p(50) {
-				r["fold"] = map[string]any{"command": map[string]any{"source_uuid": g.some()}, "isMeta": g.rng.p(50)}
-			}
-		} else {
-			r["subtype"] = "informational"
-			r["content"] = "info"
-		}
+		g.systemRow(r)
 	default:
-		r["type"] = "attachment"
-		a := map[string]any{"type": g.rng.pick([]string{"queued_command", "queued_command", "fork_briefing", "hook_success"})}
-		if g.rng.p(80) {
-			a["prompt"] = g.rng.pick([]string{"queued text", "<command-name>/x</command-name>"})
-		} else {
-			a["prompt"] = []any{map[string]any{"type": "text", "text": "q"}}
-		}
-		if g.rng.p(30) {
-			a["source_uuid"] = g.some()
-		}
-		if g.rng.p(20) {
-			a["delivery_id"] = fmt.Sprintf("d%d", g.rng.n(3))
-		}
-		if g.rng.p(20) {
-			a["isMeta"] = true
-		}
-		if g.rng.p(15) {
-			a["origin"] = randOrigins[g.rng.n(len(randOrigins))]
-		}
-		if g.rng.p(10) {
-			a["commandMode"] = "task-notification"
-			a["runId"] = "r1"
-		}
-		if g.rng.p(5) {
-			a["forwardedIntent"] = map[string]any{"lineage": "l"}
-		}
-		r["attachment"] = a
+		g.attachmentRow(r)
 	}
 	return r
+}
+
+// userRow fills r as a user row.
+func (g *randTranscript) userRow(r map[string]any) {
+	r["type"] = "user"
+	r["message"] = map[string]any{"role": "user", "content": g.userContent()}
+	if g.rng.p(15) {
+		r["sourceToolAssistantUUID"] = g.some()
+	}
+	if g.rng.p(5) {
+		r["isCompactSummary"] = true
+	}
+	if g.rng.p(3) {
+		r["isVisibleInTranscriptOnly"] = true
+	}
+	if g.rng.p(3) {
+		r["promptSource"] = "x"
+	}
+	if g.rng.p(5) {
+		r["toolDenialKind"] = g.rng.pick([]string{"interrupted", "user-rejected", "other"})
+	}
+	if g.rng.p(3) {
+		r["toolCallEnded"] = "not_started"
+	}
+	if g.rng.p(3) {
+		r["toolResultRewritten"] = 1
+	}
+	if g.rng.p(3) {
+		r["toolDenialUnanswered"] = "stream-closed"
+	}
+	if g.rng.p(3) {
+		r["interruptedByShutdown"] = true
+	}
+}
+
+// assistantRow fills r as an assistant row.
+func (g *randTranscript) assistantRow(r map[string]any) {
+	r["type"] = "assistant"
+	r["message"] = g.assistantMessage()
+	if g.rng.p(4) {
+		r["closesQuietTurn"] = true
+		r["message"] = map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": g.rng.pick([]string{"", "No response requested.", "x"})}}}
+	}
+	if g.rng.p(4) {
+		r["hostHiddenToolUseIds"] = []any{g.tool(), g.tool()}
+		if g.rng.p(50) {
+			r["hostContent"] = []any{map[string]any{"type": "tool_use", "id": g.tool(), "name": "Bash"}}
+		}
+	}
+	if g.rng.p(3) {
+		r["ranByToolUseId"] = g.tool()
+		r["isVirtual"] = g.rng.p(50)
+	}
+}
+
+// systemRow fills r as a system row (a compact boundary, a voice call or information).
+func (g *randTranscript) systemRow(r map[string]any) {
+	r["type"] = "system"
+	if g.rng.p(50) {
+		r["subtype"] = "compact_boundary"
+		switch g.rng.n(4) {
+		case 0:
+			r["compactMetadata"] = map[string]any{"preservedSegment": map[string]any{"headUuid": g.some(), "anchorUuid": g.some(), "tailUuid": g.some()}}
+		case 1:
+			var us []any
+			for i := 0; i <= g.rng.n(3); i++ {
+				us = append(us, g.some())
+			}
+			r["compactMetadata"] = map[string]any{"preservedMessages": map[string]any{"anchorUuid": g.some(), "uuids": us}}
+		default:
+			r["compactMetadata"] = map[string]any{"trigger": "auto"}
+		}
+	} else if g.rng.p(20) {
+		r["subtype"] = "voice_call_talk"
+		r["content"] = "spoken"
+		r["origin"] = map[string]any{"kind": "voice-call"}
+		if g.rng.p(50) {
+			r["fold"] = map[string]any{"command": map[string]any{"source_uuid": g.some()}, "isMeta": g.rng.p(50)}
+		}
+	} else {
+		r["subtype"] = "informational"
+		r["content"] = "info"
+	}
+}
+
+// attachmentRow fills r as an attachment row.
+func (g *randTranscript) attachmentRow(r map[string]any) {
+	r["type"] = "attachment"
+	a := map[string]any{"type": g.rng.pick([]string{"queued_command", "queued_command", "fork_briefing", "hook_success"})}
+	if g.rng.p(80) {
+		a["prompt"] = g.rng.pick([]string{"queued text", "<command-name>/x</command-name>"})
+	} else {
+		a["prompt"] = []any{map[string]any{"type": "text", "text": "q"}}
+	}
+	if g.rng.p(30) {
+		a["source_uuid"] = g.some()
+	}
+	if g.rng.p(20) {
+		a["delivery_id"] = fmt.Sprintf("d%d", g.rng.n(3))
+	}
+	if g.rng.p(20) {
+		a["isMeta"] = true
+	}
+	if g.rng.p(15) {
+		a["origin"] = randOrigins[g.rng.n(len(randOrigins))]
+	}
+	if g.rng.p(10) {
+		a["commandMode"] = "task-notification"
+		a["runId"] = "r1"
+	}
+	if g.rng.p(5) {
+		a["forwardedIntent"] = map[string]any{"lineage": "l"}
+	}
+	r["attachment"] = a
 }
 
 func (g *randTranscript) metadata() map[string]any {
