@@ -33,6 +33,23 @@ func TestListMatchesSDKOnRandomSessions(t *testing.T) {
 		fmt.Sscan(v, &seed)
 	}
 	r := lstRand(seed)
+	ids, idDir := lstRandomSessions(t, l, &r, projA, projB)
+	qs := []lstQuery{{Op: "list"}, {Op: "list", NoProgrammatic: true}, {Op: "list", Limit: 10, Offset: 7},
+		{Op: "list", Dir: projA}, {Op: "list", Dir: projB}, {Op: "list", Dir: projB, Limit: 5, Offset: 3}}
+	for _, id := range ids {
+		qs = append(qs, lstQuery{Op: "info", Session: id, Dir: idDir[id]})
+	}
+	all, err := l.List(context.Background(), ListOptions{IncludeProgrammatic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lstLogCoverage(t, all, len(ids), idDir)
+	lstCompare(t, p, cfg, qs)
+}
+
+// lstRandomSessions writes 120 random sessions into projA and projB and
+// returns their ids and the project of each.
+func lstRandomSessions(t *testing.T, l Layout, r *lstRand, projA, projB string) (ids []string, idDir map[string]string) {
 	prompts := []any{
 		"plain prompt", "  padded\nmulti\nline  ", "<command-name>/review</command-name>\n<command-args>x</command-args>",
 		"<bash-input>git log</bash-input>", "<system-reminder>hidden</system-reminder>", "[Request interrupted by user]",
@@ -55,8 +72,7 @@ func TestListMatchesSDKOnRandomSessions(t *testing.T) {
 		func(s *lstSession) { s.user("meta", `"isMeta":true,`) },
 		func(s *lstSession) { s.user("summary of before", `"isCompactSummary":true,`) },
 	}
-	var ids []string
-	idDir := map[string]string{}
+	idDir = map[string]string{}
 	var sessions []*lstSession
 	for n := 0; n < 120; n++ {
 		proj := []string{projA, projB}[r.n(2)]
@@ -108,15 +124,12 @@ func TestListMatchesSDKOnRandomSessions(t *testing.T) {
 		idDir[s.id] = proj
 		sessions = append(sessions, s)
 	}
-	qs := []lstQuery{{Op: "list"}, {Op: "list", NoProgrammatic: true}, {Op: "list", Limit: 10, Offset: 7},
-		{Op: "list", Dir: projA}, {Op: "list", Dir: projB}, {Op: "list", Dir: projB, Limit: 5, Offset: 3}}
-	for _, id := range ids {
-		qs = append(qs, lstQuery{Op: "info", Session: id, Dir: idDir[id]})
-	}
-	all, err := l.List(context.Background(), ListOptions{IncludeProgrammatic: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return ids, idDir
+}
+
+// lstLogCoverage logs how many of the listed sessions have each feature
+// (so that a seed that exercises little shows).
+func lstLogCoverage(t *testing.T, all []SessionInfo, n int, idDir map[string]string) {
 	var titled, tagged, archived, prompted, relocated int
 	for _, si := range all {
 		if si.CustomTitle != "" {
@@ -136,8 +149,7 @@ func TestListMatchesSDKOnRandomSessions(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d sessions listed: %d titled, %d tagged, %d with archived, %d with a first prompt, %d relocated",
-		len(all), len(ids), titled, tagged, archived, prompted, relocated)
-	lstCompare(t, p, cfg, qs)
+		len(all), n, titled, tagged, archived, prompted, relocated)
 }
 
 // lstRand is a small deterministic generator.
