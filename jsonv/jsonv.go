@@ -130,19 +130,8 @@ func object(b []byte, i, depth int, member func(key []byte, v int) int) int {
 		} else {
 			i = end(b, v, depth)
 		}
-		if i < 0 {
+		if i = next(b, i, '}'); i < 0 || b[i-1] == '}' {
 			return i
-		}
-		if i = Space(b, i); i >= len(b) {
-			return ^i
-		}
-		switch b[i] {
-		case ',':
-			i = Space(b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return ^i
 		}
 	}
 }
@@ -172,21 +161,30 @@ func array(b []byte, i, depth int, elem func(v int) int) int {
 		} else {
 			i = end(b, i, depth)
 		}
-		if i < 0 {
+		if i = next(b, i, ']'); i < 0 || b[i-1] == ']' {
 			return i
 		}
-		if i = Space(b, i); i >= len(b) {
-			return ^i
-		}
-		switch b[i] {
-		case ',':
-			i = Space(b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return ^i
-		}
 	}
+}
+
+// next steps from the end i of a member or an element (negative: an
+// error, returned as is) past the comma to the next one, or past closer,
+// the end of the object or array (b[result-1] == closer tells), or gives
+// ^off.
+func next(b []byte, i int, closer byte) int {
+	if i < 0 {
+		return i
+	}
+	if i = Space(b, i); i >= len(b) {
+		return ^i
+	}
+	switch b[i] {
+	case ',':
+		return Space(b, i+1)
+	case closer:
+		return i + 1
+	}
+	return ^i
 }
 
 func literal(b []byte, i int, lit string) int {
