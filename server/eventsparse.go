@@ -3,53 +3,53 @@ package server
 // A fast parser for the body of POST /events. encoding/json reads a batch
 // five times over (validate the body, split it, validate each event,
 // decode it, skip its payload) before core.ParseEntry reads each entry
-// once more; this one walks the body once, finding where each value ends,
-// and leaves the checking of each entry to core.ParseEntry, which
-// validates it anyway. It takes only the usual shapes of a body and gives
-// up (ok false) on anything else or on any error: parseEvents then parses
-// the body with encoding/json, as before, which also words the error. So
-// it accepts exactly the bodies encoding/json accepts, with the same
-// result.
+// once more; this one walks the body once with jsonv, skipping each
+// payload unchecked (jsonv.Skip) and leaving its checking to
+// core.ParseEntry, which validates it anyway. It takes only the usual
+// shapes of a body and gives up (ok false) on anything else or on any
+// error: parseEvents then parses the body with encoding/json, as before,
+// which also words the error. So it accepts exactly the bodies
+// encoding/json accepts, with the same result.
 
 import (
 	"bytes"
-	"encoding/binary"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // parseEventsFast parses body (trimmed) as parseEvents does; ok is false
 // when it leaves the body to parseEvents.
 func parseEventsFast(body []byte, session string) (steps []step, ok bool) {
-	p := &evParser{b: body}
+	end := -1
 	switch {
 	case len(body) > 0 && body[0] == '[':
-		end, ok := p.events(0, session, &steps)
-		if !ok || end != len(body) {
-			return nil, false
-		}
+		end = events(body, 0, session, &steps)
 	case len(body) > 0 && body[0] == '{':
 		// {"events":[...]}; other members are allowed (and ignored).
 		seen := false
-		end, ok := p.object(0, func(key []byte, v int) (int, bool) {
-			if string(key) == "events" {
-				if seen || p.b[v] != '[' {
-					return 0, false // twice, or not an array: let encoding/json decide
+		end = jsonv.Object(body, 0, func(key []byte, v int) int {
+			k, plain := plainKey(key)
+			switch {
+			case !plain:
+				return -1
+			case k == "events":
+				if seen || body[v] != '[' {
+					return -1 // twice, or not an array: let encoding/json decide
 				}
 				seen = true
-				return p.events(v, session, &steps)
+				return events(body, v, session, &steps)
+			case strings.EqualFold(k, "events"):
+				return -1 // encoding/json matches keys regardless of case
 			}
-			if strings.EqualFold(string(key), "events") {
-				return 0, false // encoding/json matches keys regardless of case
-			}
-			return p.skipChecked(v)
+			return jsonv.End(body, v)
 		})
-		if !ok || end != len(body) || !seen {
+		if !seen {
 			return nil, false
 		}
-	default:
+	}
+	if end != len(body) {
 		return nil, false
 	}
 	if steps == nil {
@@ -61,248 +61,88 @@ func parseEventsFast(body []byte, session string) (steps []step, ok bool) {
 // eventKeys are the members of an event that parseEvents reads.
 var eventKeys = [...]string{"type", "agent_id", "event_id", "state", "payload"}
 
-// events parses the array of events at b[i]=='[' into *steps and returns
-// the offset after it.
-func (p *evParser) events(i int, session string, steps *[]step) (int, bool) {
-	body := p.b
-	i = p.ws(i + 1)
-	if i < len(body) && body[i] == ']' {
-		return i + 1, true
-	}
-	*steps = make([]step, 0, 64)
-	for n := 0; ; n++ {
-		if n >= maxBatchEvents || i >= len(body) || body[i] != '{' {
-			return 0, false
+// events parses the array of events at body[i]=='[' into *steps and
+// returns the offset after it (negative when it gives up).
+func events(body []byte, i int, session string, steps *[]step) int {
+	n := 0
+	return jsonv.Array(body, i, func(v int) int {
+		if n >= maxBatchEvents || body[v] != '{' {
+			return -1
 		}
 		var ev event
-		end, ok := p.object(i, func(key []byte, v int) (int, bool) {
-			switch string(key) {
-			case "type":
-				return p.plainStr(v, &ev.Type)
-			case "agent_id":
-				return p.plainStr(v, &ev.AgentID)
-			case "event_id":
-				return p.plainStr(v, &ev.EventID)
-			case "state":
-				return p.plainStr(v, &ev.State)
-			case "payload":
-				end, ok := p.skip(v)
-				if !ok || end == v {
-					return 0, false
-				}
-				ev.Payload = p.b[v:end]
-				return end, true
-			}
-			for _, k := range eventKeys {
-				if strings.EqualFold(string(key), k) {
-					return 0, false
-				}
-			}
-			return p.skipChecked(v)
-		})
-		if !ok {
-			return 0, false
+		end := jsonv.Object(body, v, func(key []byte, v int) int { return eventMember(body, key, v, &ev) })
+		if end < 0 {
+			return -1
 		}
-		raw := body[i:end]
+		raw := body[v:end]
 		hasPayload := len(ev.Payload) > 0 && !bytes.Equal(ev.Payload, []byte("null"))
 		// The payload is checked by core.ParseEntry when it is the entry;
 		// otherwise check it here (the raw event, the entry then, is
 		// checked whole).
-		if len(ev.Payload) > 0 && (ev.Type == "state" || !hasPayload) && !core.ValidJSON(ev.Payload) {
-			return 0, false
+		if len(ev.Payload) > 0 && (ev.Type == "state" || !hasPayload) && !jsonv.Valid(ev.Payload) {
+			return -1
 		}
 		st, err := eventStep(n, raw, &ev, session)
 		if err != nil {
-			return 0, false
+			return -1
+		}
+		if *steps == nil {
+			*steps = make([]step, 0, 64)
 		}
 		*steps = append(*steps, st)
-		i = p.ws(end)
-		if i >= len(body) {
-			return 0, false
-		}
-		switch body[i] {
-		case ',':
-			i = p.ws(i + 1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+		n++
+		return end
+	})
 }
 
-type evParser struct{ b []byte }
-
-func (p *evParser) ws(i int) int {
-	for i < len(p.b) {
-		switch p.b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
+// eventMember reads the member key of an event, whose value is at
+// body[v], into ev and returns the offset after the value (negative when
+// it gives up).
+func eventMember(body, key []byte, v int, ev *event) int {
+	k, plain := plainKey(key)
+	if !plain {
+		return -1
+	}
+	switch k {
+	case "type":
+		return plainStr(body, v, &ev.Type)
+	case "agent_id":
+		return plainStr(body, v, &ev.AgentID)
+	case "event_id":
+		return plainStr(body, v, &ev.EventID)
+	case "state":
+		return plainStr(body, v, &ev.State)
+	case "payload":
+		end := jsonv.Skip(body, v) // checked by core.ParseEntry, or below
+		if end <= v {
+			return -1
+		}
+		ev.Payload = body[v:end]
+		return end
+	}
+	for _, ek := range eventKeys {
+		if strings.EqualFold(k, ek) {
+			return -1
 		}
 	}
-	return i
+	return jsonv.End(body, v)
 }
 
-// object walks the object at b[i]=='{' and returns the offset after it.
-// member is called with each key (one without escapes; any other is given
-// up on) and the offset of its value, and returns the offset after the
-// value.
-func (p *evParser) object(i int, member func(key []byte, v int) (int, bool)) (int, bool) {
-	b := p.b
-	i = p.ws(i + 1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
-		}
-		kend, plain := p.strEnd(i)
-		if kend < 0 || !plain {
-			return 0, false
-		}
-		key := b[i+1 : kend-1]
-		i = p.ws(kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = p.ws(i + 1)
-		if i >= len(b) {
-			return 0, false
-		}
-		var ok bool
-		if i, ok = member(key, i); !ok {
-			return 0, false
-		}
-		i = p.ws(i)
-		if i >= len(b) {
-			return 0, false
-		}
-		switch b[i] {
-		case ',':
-			i = p.ws(i + 1)
-		case '}':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+// plainKey returns a key as written without its quotes, and whether it
+// has no escapes (any other is given up on).
+func plainKey(key []byte) (string, bool) {
+	in := key[1 : len(key)-1]
+	return string(in), bytes.IndexByte(in, '\\') < 0
 }
 
-// plainStr decodes the string at b[i] into *dst when it has no escapes,
-// no control characters and valid UTF-8 (what encoding/json would decode
-// to the same bytes); anything else is given up on.
-func (p *evParser) plainStr(i int, dst *string) (int, bool) {
-	if p.b[i] != '"' {
-		return 0, false
+// plainStr decodes the string at body[i] into *dst when it has no
+// escapes and valid UTF-8 (what encoding/json would decode to the same
+// bytes); anything else is given up on.
+func plainStr(body []byte, i int, dst *string) int {
+	end, escaped := jsonv.StringEnd(body, i)
+	if end < 0 || escaped || !utf8.Valid(body[i+1:end-1]) {
+		return -1
 	}
-	end, plain := p.strEnd(i)
-	if end < 0 || !plain || !utf8.Valid(p.b[i+1:end-1]) {
-		return 0, false
-	}
-	*dst = string(p.b[i+1 : end-1])
-	return end, true
-}
-
-// strEnd returns the offset after the string at b[i]=='"' (-1 when it does
-// not end, or holds a control character) and whether it is free of escapes.
-func (p *evParser) strEnd(i int) (int, bool) {
-	b := p.b
-	plain := true
-	j := i + 1
-	for {
-		for j+8 <= len(b) && !mayBeSpecial(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
-		}
-		if j >= len(b) {
-			return -1, false
-		}
-		switch c := b[j]; {
-		case c == '"':
-			return j + 1, plain
-		case c == '\\':
-			plain = false
-			j++ // the escaped byte; the escape itself is checked later, by the validators
-		case c < 0x20:
-			return -1, false
-		}
-		j++
-	}
-}
-
-// mayBeSpecial reports whether one of the eight bytes of x may be '"',
-// '\\' or a control character (never no for one that is).
-func mayBeSpecial(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q := x ^ (ones * '"')
-	s := x ^ (ones * '\\')
-	return ((q-ones)&^q|(s-ones)&^s|(x-ones*0x20)&^x)&highs != 0
-}
-
-// skip returns the offset after the value at b[i] without checking it
-// (whoever uses it checks it). Inside strings it jumps from quote to
-// quote (bytes.IndexByte), a quote preceded by an odd number of
-// backslashes being escaped.
-func (p *evParser) skip(i int) (int, bool) {
-	b := p.b
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			j := i + 1
-			for {
-				k := bytes.IndexByte(b[j:], '"')
-				if k < 0 {
-					return 0, false
-				}
-				j += k
-				n := 0
-				for n < j-i-1 && b[j-1-n] == '\\' {
-					n++
-				}
-				j++
-				if n%2 == 0 {
-					break
-				}
-			}
-			i = j
-			if depth == 0 {
-				return i, true
-			}
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			if depth == 0 {
-				return i, true // the end of the enclosing value: a scalar before it
-			}
-			depth--
-			i++
-			if depth == 0 {
-				return i, true
-			}
-		case ',', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i, true
-			}
-			i++
-		default:
-			i++
-		}
-	}
-	if depth == 0 {
-		return i, true
-	}
-	return 0, false
-}
-
-// skipChecked is skip for a value nobody else checks.
-func (p *evParser) skipChecked(i int) (int, bool) {
-	end, ok := p.skip(i)
-	if !ok || end == i || !core.ValidJSON(p.b[i:end]) {
-		return 0, false
-	}
-	return end, true
+	*dst = string(body[i+1 : end-1])
+	return end
 }

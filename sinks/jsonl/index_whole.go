@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // The whole-session fields of a session's record: Model and Tools are
@@ -38,22 +40,22 @@ func ixWholeSession(ctx context.Context, path string) (string, []string, error) 
 		if ctx.Err() != nil || !bytes.Contains(line, ixAssistantKey) {
 			return
 		}
-		obj, kind := liteParse(line)
-		if kind != liteJSONObject {
+		obj, ok := jsonv.Value(line)
+		if !ok || obj[0] != '{' {
 			return
 		}
-		liteMembers(obj, ixTypeMessage, vals)
-		if t, _ := liteStringValue(vals[0]); t != "assistant" || len(vals[1]) == 0 || vals[1][0] != '{' {
+		jsonv.Lookup(obj, ixTypeMessage, vals)
+		if t, _ := jsonv.String(vals[0]); t != "assistant" || len(vals[1]) == 0 || vals[1][0] != '{' {
 			return
 		}
 		for _, name := range ixToolsOf(line) {
 			tools[name] = true
 		}
-		m, ok := liteGetString(vals[1], "model")
+		m, ok := jsonv.GetString(vals[1], "model")
 		if !ok || m == "" || m == "<synthetic>" {
 			return
 		}
-		if id, _ := liteGetString(vals[1], "id"); id != "" {
+		if id, _ := jsonv.GetString(vals[1], "id"); id != "" {
 			if turns[id] {
 				return
 			}

@@ -1,0 +1,61 @@
+package jsonl
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+func TestIndexEncodingRoundTrip(t *testing.T) {
+	ixNoRacy(t)
+	l, _ := ixLayRules(t, t.TempDir())
+	if _, err := l.RebuildIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	x := &ixIndex{folders: ixLoadAll(t, l)}
+	a, b, n := ixEncode(x)
+	y, err := ixDecodeA(string(a), uint32(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lives, err := ixDecodeB(b, len(y.listed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range y.listed {
+		e.life = lives[i]
+	}
+	y.listed = nil
+	if !reflect.DeepEqual(x.folders, y.folders) {
+		t.Fatal("the index does not survive encoding")
+	}
+}
+
+func FuzzIndexDecode(f *testing.F) {
+	x := &ixIndex{folders: map[string]map[string]*ixEntry{}}
+	ca := int64(1)
+	x.put("-p", "a.jsonl", &ixEntry{key: ixKey{present: true, size: 10, mtime: 2, ctime: 3, ino: 4}, listed: true,
+		info: SessionInfo{SessionID: "a", Summary: "s", CreatedAt: &ca}, recCwd: "/p", recFound: true,
+		life: &ixLife{tail: []byte(`{"type":"user"}`), model: "m", tools: []string{"Bash"}, lastTSok: true, lastTS: 5, class: core.InterruptedTurn, state: core.StateRunning}})
+	x.put("-p", "b.jsonl", &ixEntry{key: ixKey{present: true}, sideDir: true, sideArch: ixKey{present: true, size: 1}})
+	a, b, n := ixEncode(x)
+	f.Add(a, b, uint32(n), 1)
+	f.Add([]byte{}, []byte{}, uint32(0), 0)
+	f.Add((&ixHeader{count: 1, lenA: 3}).encode(), []byte{0xff, 0xff}, uint32(1), 2)
+	f.Fuzz(func(t *testing.T, a, b []byte, count uint32, listed int) {
+		if x, err := ixDecodeA(string(a), count); err == nil && x == nil {
+			t.Fatal("nil index without an error")
+		}
+		n := listed % 1000
+		lives, err := ixDecodeB(b, n)
+		if err == nil && len(lives) != n {
+			t.Fatalf("decoded %d lives for a count of %d", len(lives), n)
+		}
+		if n < 0 && err == nil {
+			t.Fatal("a negative count was accepted")
+		}
+		_, _ = ixDecodeHeader(a)
+	})
+}

@@ -1,0 +1,336 @@
+package jsonl
+
+// The lite listing's candidates: which transcript files a listing reads (see listing.go).
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// liteAllCands lists the files of every project folder (directories
+// directly under projects/, symlinks not followed).
+func (l Layout) liteAllCands() []liteCand {
+	ents, err := os.ReadDir(l.ProjectsDir())
+	if err != nil {
+		return nil
+	}
+	var out []liteCand
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(l.ProjectsDir(), e.Name())
+		sub, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		out = liteFolderCands(out, dir, sub, "", nil)
+	}
+	return out
+}
+
+// liteFolderCands adds the *.jsonl files of one folder whose base name is a
+// UUID (any case, as the SDK's check is case-insensitive).
+func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath string, own []string) []liteCand {
+	var sideDirs map[string]bool
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			if sideDirs == nil {
+				sideDirs = make(map[string]bool)
+			}
+			sideDirs[e.Name()] = true
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".jsonl") {
+			continue
+		}
+		id := name[:len(name)-len(".jsonl")]
+		if !liteIsUUID(id) {
+			continue
+		}
+		out = append(out, liteCand{
+			id: id, path: filepath.Join(dir, name), projectDir: dir,
+			projectPath: projectPath, own: own, hasSideDir: sideDirs[id],
+		})
+	}
+	return out
+}
+
+// liteIsUUID is IsSessionID without the regexp (8-4-4-4-12 hex digits,
+// any case).
+func liteIsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// liteDir is a project folder with its entries, read once.
+type liteDir struct {
+	path string
+	ents []os.DirEntry
+}
+
+// liteDirCands is the SDK's per-project gathering: the folder of the
+// resolved path (plus, for names over 200 characters, folders with the same
+// prefix that hold a session recorded there), and with worktrees the
+// folders of the repository's other worktrees.
+func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []liteCand {
+	projectPath := liteRealpath(dir)
+	projects := l.ProjectsDir()
+	var trees []string
+	if worktrees {
+		trees = liteGitWorktrees(ctx, projectPath)
+	}
+	var out []liteCand
+	if len(trees) <= 1 {
+		for _, d := range liteProjectDirs(projects, projectPath) {
+			out = liteFolderCands(out, d.path, d.ents, projectPath, nil)
+		}
+		return out
+	}
+	type tree struct {
+		path, exact, prefix string
+	}
+	ts := make([]tree, len(trees))
+	for i, t := range trees {
+		ts[i] = tree{path: t, exact: SanitizePath(t)}
+		if len(ts[i].exact) > maxProjectName {
+			ts[i].prefix = ts[i].exact[:maxProjectName]
+		}
+	}
+	sort.SliceStable(ts, func(a, b int) bool { return len(ts[a].exact) > len(ts[b].exact) })
+	own := append([]string{projectPath}, trees...)
+	ents, err := os.ReadDir(projects)
+	if err != nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, d := range liteProjectDirs(projects, projectPath) {
+		name := filepath.Base(d.path)
+		if done[name] {
+			continue
+		}
+		done[name] = true
+		out = liteFolderCands(out, d.path, d.ents, projectPath, own)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || done[e.Name()] {
+			continue
+		}
+		name := e.Name()
+		full := filepath.Join(projects, name)
+		for _, t := range ts {
+			if name == t.exact || (t.prefix != "" && strings.HasPrefix(name, t.prefix+"-") && liteFolderHasCwd(full, t.path)) {
+				done[name] = true
+				if sub, err := os.ReadDir(full); err == nil {
+					out = liteFolderCands(out, full, sub, t.path, own)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// liteProjectDirs is the SDK's folder lookup for one project path: the
+// exact sanitized folder if it can be read, and for a sanitized name over
+// 200 characters every other folder starting with its first 200 characters
+// and '-' that holds a session recorded in that path.
+func liteProjectDirs(projects, projectPath string) []liteDir {
+	var out []liteDir
+	exact := filepath.Join(projects, SanitizePath(projectPath))
+	if ents, err := os.ReadDir(exact); err == nil {
+		out = append(out, liteDir{exact, ents})
+	}
+	full := liteSanitizeFull(projectPath)
+	if len(full) <= maxProjectName {
+		return out
+	}
+	prefix := full[:maxProjectName] + "-"
+	ents, err := os.ReadDir(projects)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		p := filepath.Join(projects, e.Name())
+		if p == exact || !liteFolderHasCwd(p, projectPath) {
+			continue
+		}
+		if sub, err := os.ReadDir(p); err == nil {
+			out = append(out, liteDir{p, sub})
+		}
+	}
+	return out
+}
+
+// liteFolderHasCwd reports whether any *.jsonl file in dir records
+// projectPath (its tail "relocated" entry, else the first head "cwd"),
+// compared by full sanitized name.
+func liteFolderHasCwd(dir, projectPath string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	want := liteSanitizeFull(projectPath)
+	w := liteNewWorker()
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		win, ok, _ := w.read(filepath.Join(dir, e.Name()))
+		if !ok {
+			continue
+		}
+		w.index(&win)
+		cwd, found := w.tix.lastKeyed(lkRelocatedCwd, liteTypeRelocated, false)
+		if !found {
+			cwd, found = liteFirstParsed(win.head, "cwd")
+		}
+		if found && liteSanitizeFull(cwd) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// liteFind is the SDK's file lookup for getSessionInfo: the first non-empty
+// <id>.jsonl in the project's folders (then its worktrees' folders), or
+// without dir in the project folders in name order.
+func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath string) {
+	name := id + ".jsonl"
+	nonEmpty := func(p string) bool {
+		var st unix.Stat_t
+		return unix.Stat(p, &st) == nil && st.Size > 0
+	}
+	projects := l.ProjectsDir()
+	if dir != "" {
+		real := liteRealpath(dir)
+		for _, d := range liteProjectDirs(projects, real) {
+			if p := filepath.Join(d.path, name); nonEmpty(p) {
+				return p, real
+			}
+		}
+		for _, t := range liteGitWorktrees(ctx, real) {
+			if t == real {
+				continue
+			}
+			for _, d := range liteProjectDirs(projects, t) {
+				if p := filepath.Join(d.path, name); nonEmpty(p) {
+					return p, t
+				}
+			}
+		}
+		return "", ""
+	}
+	ents, err := os.ReadDir(projects)
+	if err != nil {
+		return "", ""
+	}
+	for _, e := range ents {
+		if p := filepath.Join(projects, e.Name(), name); nonEmpty(p) {
+			return p, ""
+		}
+	}
+	return "", ""
+}
+
+// liteRealpath resolves a path as fs.realpath does, falling back to the
+// path as given.
+func liteRealpath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return p
+	}
+	return r
+}
+
+// liteGitWorktrees runs `git worktree list --porcelain` in dir as the SDK
+// does (hooks and fsmonitor off, 5 s timeout) and returns the worktree
+// paths; nil without git or outside a repository.
+func liteGitWorktrees(ctx context.Context, dir string) []string {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, git, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=",
+		"worktree", "list", "--porcelain")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_REFERENCE_BACKEND=files")
+	out, err := cmd.Output()
+	if err != nil || len(out) == 0 {
+		return nil
+	}
+	var trees []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			trees = append(trees, p)
+		}
+	}
+	return trees
+}
+
+// liteWorkers is the size of the read pool.
+func liteWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
+
+var liteWorkerPool = sync.Pool{New: func() any { return liteNewWorker() }}
+
+// liteParallel runs fn(i) for i in [0,n) on the worker pool.
+func liteParallel(ctx context.Context, n int, fn func(w *liteWorker, i int)) {
+	if n == 0 {
+		return
+	}
+	workers := min(liteWorkers(), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := liteWorkerPool.Get().(*liteWorker)
+			defer liteWorkerPool.Put(w)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				fn(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+}

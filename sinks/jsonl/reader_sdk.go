@@ -1,0 +1,426 @@
+package jsonl
+
+// The SDK's offline readers over a config folder (see reader.go).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// ---------------------------------------------------------------------------
+// The SDK's offline readers
+
+// SessionMessage is one element of getSessionMessages' (or
+// getSubagentMessages') result, with the SDK's JSON: its field names, its
+// key order, and its omission rules. Message holds the transcript's own
+// bytes for the message object.
+type SessionMessage = core.SessionMessage
+
+// MessagesOptions are getSessionMessages' options.
+type MessagesOptions struct {
+	// IncludeSystem keeps system rows (includeSystemMessages); main
+	// sessions only.
+	IncludeSystem bool
+	// Limit (when > 0) and Offset slice the result as the SDK does.
+	Limit, Offset int
+}
+
+// MessagesReport tells what was read to answer, and what was wrong with it.
+type MessagesReport struct {
+	// Path is the transcript read ("" when nothing was found).
+	Path string
+	ReadReport
+	// Cycle and Gaps come from the chain rebuild (see core.Chain).
+	Cycle *core.ChainBreak
+	Gaps  []core.ChainBreak
+}
+
+// Messages is the SDK's getSessionMessages: the conversation of a session,
+// found in the project folder of dir, or with dir "" in the first project
+// folder (in name order) holding a non-empty <sessionID>.jsonl. A session
+// that is not there (or a session id that is not a UUID) is ErrNotFound; a
+// session whose only file is empty gives no messages and no error.
+func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt MessagesOptions) ([]SessionMessage, *MessagesReport, error) {
+	rep := &MessagesReport{}
+	path, empty, err := l.findMain(ctx, sessionID, dir)
+	if err != nil {
+		return nil, rep, err
+	}
+	if empty {
+		return nil, rep, nil
+	}
+	rep.Path = path
+	entries, rrep, err := ReadFile(path, ReadOptions{})
+	rep.ReadReport = rrep
+	if err != nil {
+		return nil, rep, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, rep, err
+	}
+	ch := core.BuildChain(entries, core.ChainOptions{})
+	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
+	msgs := ch.Messages(core.MessageOptions{IncludeSystem: opt.IncludeSystem})
+	return page(msgs, opt.Limit, opt.Offset), rep, nil
+}
+
+// Subagents is the SDK's listSubagents: the agent ids of the
+// agent-<id>.jsonl files under <sessionID>/subagents/, searched depth first
+// in name order (so an id may repeat).
+func (l Layout) Subagents(ctx context.Context, sessionID, dir string) ([]string, error) {
+	files, err := l.agentFiles(ctx, sessionID, dir)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(files))
+	for _, a := range files {
+		ids = append(ids, a.id)
+	}
+	return ids, nil
+}
+
+// SubagentMessages is the SDK's getSubagentMessages: the chain of one
+// subagent's transcript, ending at its last user or assistant row, with
+// parent_tool_use_id and parent_agent_id from agent-<id>.meta.json.
+func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir string, opt MessagesOptions) ([]SessionMessage, *MessagesReport, error) {
+	rep := &MessagesReport{}
+	path, err := l.findAgent(ctx, sessionID, agentID, dir)
+	if err != nil || path == "" {
+		return nil, rep, err
+	}
+	rep.Path = path
+	entries, rrep, err := ReadFile(path, ReadOptions{NoPrecompactSkip: true})
+	rep.ReadReport = rrep
+	if err != nil {
+		return nil, rep, err
+	}
+	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: true})
+	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
+	mo := core.MessageOptions{}
+	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
+	msgs := ch.Messages(mo)
+	return page(msgs, opt.Limit, opt.Offset), rep, nil
+}
+
+// readAgentMeta returns the string toolUseId and parentAgentId of a
+// subagent's meta file ("" when absent or not strings).
+func readAgentMeta(path string) (toolUseID, parentAgentID string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return "", ""
+	}
+	_ = json.Unmarshal(m["toolUseId"], &toolUseID)
+	_ = json.Unmarshal(m["parentAgentId"], &parentAgentID)
+	return toolUseID, parentAgentID
+}
+
+// page is the SDK's limit/offset slice (JavaScript's Array.slice, so a
+// negative offset counts from the end).
+func page(msgs []SessionMessage, limit, offset int) []SessionMessage {
+	n := len(msgs)
+	idx := func(i int) int {
+		if i < 0 {
+			i += n
+			if i < 0 {
+				i = 0
+			}
+		}
+		if i > n {
+			i = n
+		}
+		return i
+	}
+	switch {
+	case limit > 0:
+		s, e := idx(offset), idx(offset+limit)
+		if e < s {
+			return msgs[:0]
+		}
+		return msgs[s:e]
+	case offset > 0:
+		return msgs[idx(offset):]
+	}
+	return msgs
+}
+
+// findMain returns the session's main file as the SDK picks it: the
+// non-empty <id>.jsonl in the project folder(s) of dir, or in the first
+// project folder that has one. empty is true when only empty files exist.
+func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path string, empty bool, err error) {
+	if !IsSessionID(sessionID) {
+		return "", false, fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, sessionID)
+	}
+	var dirs []string
+	if dir != "" {
+		dirs = l.projectDirs(dir)
+		// Only when the project's own folders lack it: the folders of the
+		// repository's other git worktrees.
+		defer func() {
+			if path != "" || empty || !errors.Is(err, core.ErrNotFound) {
+				return
+			}
+			real := liteRealpath(dir)
+			for _, wt := range liteGitWorktrees(ctx, real) {
+				if wt == real {
+					continue
+				}
+				for _, d := range l.projectDirs(wt) {
+					if fi, e := os.Stat(MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
+						path, err = MainFile(d, sessionID), nil
+						return
+					}
+				}
+			}
+		}()
+	} else {
+		ents, err := os.ReadDir(l.ProjectsDir())
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", false, fmt.Errorf("find session %s: %w", sessionID, err)
+		}
+		for _, e := range ents {
+			dirs = append(dirs, filepath.Join(l.ProjectsDir(), e.Name()))
+		}
+	}
+	for _, d := range dirs {
+		if err := ctx.Err(); err != nil {
+			return "", false, err
+		}
+		p := MainFile(d, sessionID)
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Size() > 0 {
+			return p, false, nil
+		}
+		empty = true
+	}
+	if empty {
+		return "", true, nil
+	}
+	return "", false, fmt.Errorf("%w: session %s", ErrNotFound, sessionID)
+}
+
+// projectDirs are the folders the SDK reads for project path dir: the
+// sanitized name of its real path when that folder exists, and, for names
+// cut at 200 characters, other folders with the same prefix whose sessions
+// record that path.
+func (l Layout) projectDirs(dir string) []string {
+	p := liteRealpath(dir)
+	var out []string
+	exact := l.ProjectDir(p)
+	if fi, err := os.Stat(exact); err == nil && fi.IsDir() {
+		out = append(out, exact)
+	}
+	full := sanitizeFull(p)
+	if len(full) <= maxProjectName {
+		return out
+	}
+	prefix := full[:maxProjectName] + "-"
+	ents, err := os.ReadDir(l.ProjectsDir())
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		d := filepath.Join(l.ProjectsDir(), e.Name())
+		if d != exact && recordsCwd(d, full) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sanitizeFull is the project-name rule without the length cut.
+func sanitizeFull(p string) string {
+	units := utf16.Encode([]rune(p))
+	out := make([]byte, len(units))
+	for i, u := range units {
+		if (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') {
+			out[i] = byte(u)
+		} else {
+			out[i] = '-'
+		}
+	}
+	return string(out)
+}
+
+// recordsCwd reports whether a session file in folder d records the
+// working directory whose full sanitized name is want: a relocated entry in
+// its last 64 KiB, else the first cwd in its first 64 KiB.
+func recordsCwd(d, want string) bool {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		head, tail, ok := rdHeadTail(filepath.Join(d, e.Name()))
+		if !ok {
+			continue
+		}
+		cwd, found := lastStringField(tail, "relocatedCwd", `"type":"relocated"`)
+		if !found {
+			cwd, found = firstStringField(head, "cwd")
+		}
+		if found && sanitizeFull(cwd) == want {
+			return true
+		}
+	}
+	return false
+}
+
+const rdLiteWindow = 64 << 10
+
+func rdHeadTail(path string) (head, tail string, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", "", false
+	}
+	buf := make([]byte, rdLiteWindow)
+	n, _ := f.ReadAt(buf, 0)
+	if n == 0 {
+		return "", "", false
+	}
+	head = string(buf[:n])
+	tail = head
+	if off := fi.Size() - rdLiteWindow; off > 0 {
+		n, _ = f.ReadAt(buf, off)
+		tail = string(buf[:n])
+	}
+	return head, tail, true
+}
+
+// lastStringField scans text's lines from the end for one holding
+// "key": and marker that parses with a string key.
+func lastStringField(text, key, marker string) (string, bool) {
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		ln := lines[i]
+		if !strings.Contains(ln, `"`+key+`":`) || !strings.Contains(ln, marker) {
+			continue
+		}
+		if s, ok := stringMember(ln, key); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// firstStringField scans text's lines from the start for one holding
+// "key": that parses with a string key.
+func firstStringField(text, key string) (string, bool) {
+	for _, ln := range strings.Split(text, "\n") {
+		if !strings.Contains(ln, `"`+key+`":`) {
+			continue
+		}
+		if s, ok := stringMember(ln, key); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func stringMember(line, key string) (string, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(line), &m) != nil {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(m[key], &s) != nil || len(m[key]) == 0 || m[key][0] != '"' {
+		return "", false
+	}
+	return s, true
+}
+
+type agentFile struct{ id, path string }
+
+// agentFiles lists a session's agent-<id>.jsonl files as the SDK does. A
+// session whose main file is missing is ErrNotFound; one whose main file is
+// empty has none.
+func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentFile, error) {
+	main, empty, err := l.findMain(ctx, sessionID, dir)
+	if err != nil || empty {
+		return nil, err
+	}
+	return walkAgents(ctx, main, "")
+}
+
+// walkAgents lists the agent files under the session folder of main, depth
+// first in name order (the order of the SDK's recursive readdir); with
+// stopAt, it stops at the first file of that agent id.
+func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
+	var out []agentFile
+	var walk func(d string) (bool, error)
+	walk = func(d string) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		ents, err := os.ReadDir(d) // sorted by name, links not followed
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range ents {
+			name := e.Name()
+			switch {
+			case e.Type().IsRegular() && strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl") &&
+				len(name) >= len("agent-")+len(".jsonl"):
+				id := name[len("agent-") : len(name)-len(".jsonl")]
+				out = append(out, agentFile{id: id, path: filepath.Join(d, name)})
+				if stopAt != "" && id == stopAt {
+					return true, nil
+				}
+			case e.IsDir():
+				if done, err := walk(filepath.Join(d, name)); done || err != nil {
+					return done, err
+				}
+			}
+		}
+		return false, nil
+	}
+	if _, err := walk(filepath.Join(strings.TrimSuffix(main, ".jsonl"), "subagents")); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// findAgent returns the transcript of one subagent ("" with no error when
+// the session exists but its main file is empty).
+func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (string, error) {
+	if agentID == "" {
+		return "", fmt.Errorf("%w: empty agent id", ErrNotFound)
+	}
+	main, empty, err := l.findMain(ctx, sessionID, dir)
+	if err != nil || empty {
+		return "", err
+	}
+	files, err := walkAgents(ctx, main, agentID)
+	if err != nil {
+		return "", err
+	}
+	if n := len(files); n > 0 && files[n-1].id == agentID {
+		return files[n-1].path, nil
+	}
+	return "", fmt.Errorf("%w: agent %s of session %s", ErrNotFound, agentID, sessionID)
+}
