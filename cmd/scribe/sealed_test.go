@@ -19,11 +19,11 @@ import (
 // sealedEnv is the same input recorded into a plain and a sealed archive,
 // each the sink "jsonl/archive" of its own configuration.
 type sealedEnv struct {
-	src, plain, sealed     string // the Claude folder recorded, and the archives
-	plainCfg, sealedCfg    string
+	src, plain, sealed      string // the Claude folder recorded, and the archives
+	plainCfg, sealedCfg     string
 	identity, views, claude string
-	ids                    map[string]string
-	env                    []string
+	ids                     map[string]string
+	env                     []string
 }
 
 func archiveHCL(dir, encryption string) string {
