@@ -280,3 +280,68 @@ func snapshot(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// TestSealedTornAndTampered: a torn last frame (what a kill mid-write
+// leaves) is cut by the next record and shown in its report; one byte
+// changed in the last complete frame makes record and show fail, naming
+// the file, and nothing is cut.
+func TestSealedTornAndTampered(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	id := se.ids["withSummaryAndSubagent"]
+	var main string
+	_ = filepath.WalkDir(se.sealed, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && filepath.Base(p) == id+".jsonl.sealed" {
+			main = p
+		}
+		return err
+	})
+	if main == "" {
+		t.Fatal("no sealed main transcript")
+	}
+	whole, err := os.ReadFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"one more"},"uuid":"0e0e0e0e-0000-4000-8000-000000000001","timestamp":"2026-01-10T12:00:00.000Z","cwd":"/home/alice/src/shop","sessionId":"` + id + `"}` + "\n"
+	// The frame that record would add, torn: whole frames, then part of one.
+	if _, errs, code := testenv.RunScribe(t, se.env, nil, next, "record", "--config", se.sealedCfg); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, errs)
+	}
+	grown, _ := os.ReadFile(main)
+	torn := grown[:len(whole)+(len(grown)-len(whole))/2]
+	if err := os.WriteFile(main, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := se.ok(t, "show", id, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg); strings.Contains(out, "one more") {
+		t.Error("show printed the torn frame's line")
+	}
+	out, errs, code := testenv.RunScribe(t, se.env, nil, next, "record", "--config", se.sealedCfg)
+	if code != 0 || !strings.Contains(out+errs, "1 torn frames cut") {
+		t.Fatalf("record after a torn frame: exit %d, want 0 and \"1 torn frames cut\" in its report\n%s%s", code, out, errs)
+	}
+	if out := se.ok(t, "show", id, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg); !strings.Contains(out, "one more") {
+		t.Error("the line of the torn frame was not written again")
+	}
+
+	// One byte of the last complete frame changed.
+	b, _ := os.ReadFile(main)
+	b[len(b)-20] ^= 0x10
+	if err := os.WriteFile(main, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"record", "--config", se.sealedCfg},
+		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
+		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
+	} {
+		_, errs, code := testenv.RunScribe(t, se.env, nil, next, args...)
+		if code == 0 || !strings.Contains(errs, main) || !strings.Contains(errs, "damaged") {
+			t.Errorf("%v on a changed frame: exit %d, want a failure naming %s\n%s", args, code, main, errs)
+		}
+	}
+	if after, _ := os.ReadFile(main); !bytes.Equal(after, b) {
+		t.Errorf("the damaged file changed (%d bytes, was %d): a complete frame was cut", len(after), len(b))
+	}
+	se.noViewsLeft(t, "the damaged archive")
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -75,6 +77,9 @@ func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Cont
 		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed view: %w", err)}
 	}
 	viewCleanups = append(viewCleanups, func() { os.RemoveAll(view) })
+	// A closed pipe (scribe export ... | head) makes writes fail instead of
+	// killing the process, so the view is removed as the command ends.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := os.Chmod(view, 0o700); err != nil {
 		return jsonl.Layout{}, err
 	}

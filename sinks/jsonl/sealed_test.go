@@ -385,3 +385,62 @@ func FuzzOpenSealed(f *testing.F) {
 		}
 	})
 }
+
+// sealedFrames makes a sealed file of n frames in memory and returns it
+// with the plain text of each frame.
+func sealedFrames(t *testing.T, n int) (*seal.RecordKey, []byte, [][]byte) {
+	t.Helper()
+	o := sealKey(t)
+	sl, err := seal.New(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := sl.RecordKey(filepath.Join(t.TempDir(), ArchiveKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	var plains [][]byte
+	for i := 0; i < n; i++ {
+		p := []byte(strings.Repeat(fmt.Sprintf(`{"uuid":"u-%d"}`+"\n", i), 1+i%3))
+		b = appendFrame(b, key, "projects/p/x.jsonl", uint64(i), int64(len(b)), p)
+		plains = append(plains, p)
+	}
+	return key, b, plains
+}
+
+// TestSealedTruncatedAnywhere: a file cut at any offset opens as its whole
+// frames, the rest reported as a torn tail to cut, never as an error.
+func TestSealedTruncatedAnywhere(t *testing.T) {
+	key, b, plains := sealedFrames(t, 6)
+	for cut := 0; cut <= len(b); cut++ {
+		got, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:cut])
+		if err != nil {
+			t.Fatalf("cut at %d of %d: %v", cut, len(b), err)
+		}
+		var want []byte
+		for _, p := range plains[:tail.frames] {
+			want = append(want, p...)
+		}
+		if !bytes.Equal(got, want) || tail.end+tail.cut != int64(cut) {
+			t.Fatalf("cut at %d: %d frames, end %d, cut %d", cut, tail.frames, tail.end, tail.cut)
+		}
+	}
+}
+
+// TestSealedBitFlipsNeverPass: one flipped bit anywhere in a sealed file
+// (headers, bodies, tags, the file's magic) is an error, never plain text
+// and never a tail to cut.
+func TestSealedBitFlipsNeverPass(t *testing.T) {
+	key, b, _ := sealedFrames(t, 4)
+	for i := range b {
+		for _, bit := range []byte{0x01, 0x80} {
+			bad := bytes.Clone(b)
+			bad[i] ^= bit
+			_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", bad)
+			if !errors.Is(err, ErrSealedDamaged) || tail.cut != 0 {
+				t.Fatalf("bit %#x of byte %d flipped: err %v, cut %d", bit, i, err, tail.cut)
+			}
+		}
+	}
+}

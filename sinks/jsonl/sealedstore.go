@@ -260,7 +260,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 		// A part may have reached the file: cut it, so that the frame
 		// written next starts where this one should have.
 		_ = f.fd.Truncate(f.sf.off)
-		return j.buf, j.seal, fmt.Errorf("write %s: %w", disk, err)
+		return j.buf, j.seal, err // an *fs.PathError: it names the file
 	}
 	f.sf.off += int64(len(frame))
 	f.sf.index++
