@@ -31,20 +31,10 @@ func mainRedact(ctx context.Context, o options) {
 }
 
 func runRedactBench(ctx context.Context, o options) error {
-	tmp, err := os.MkdirTemp(o.Dir, "scribe-bench-redact-")
-	if err != nil {
-		return err
+	tmp, path, p, err := pairedWorkload(o, "redact")
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
 	}
-	defer os.RemoveAll(tmp)
-	path := filepath.Join(tmp, "workload.jsonl")
-	if err := generate(path, o.Sessions, int64(o.MB)<<20, o.Seed); err != nil {
-		return fmt.Errorf("generate: %w", err)
-	}
-	cwd, err := workDir(tmp)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan([]string{path}, cwd)
 	if err != nil {
 		return err
 	}
@@ -86,6 +76,23 @@ func scanSpeed(red *redact.Redactor, data []byte) (float64, int) {
 		n += len(red.Scan(line))
 	}
 	return mibps(int64(len(data)), time.Since(start)), n
+}
+
+// pairedWorkload makes a folder for a paired case (the caller removes
+// it) and the generated workload in it, planned.
+func pairedWorkload(o options, name string) (tmp, path string, p *plan, err error) {
+	if tmp, err = os.MkdirTemp(o.Dir, "scribe-bench-"+name+"-"); err != nil {
+		return "", "", nil, err
+	}
+	path = filepath.Join(tmp, "workload.jsonl")
+	if err = generate(path, o.Sessions, int64(o.MB)<<20, o.Seed); err != nil {
+		return tmp, "", nil, fmt.Errorf("generate: %w", err)
+	}
+	cwd, err := workDir(tmp)
+	if err == nil {
+		p, err = makePlan([]string{path}, cwd)
+	}
+	return tmp, path, p, err
 }
 
 // pairedRuns records the plan o.Runs times (after o.Warmup) without and

@@ -30,20 +30,10 @@ func mainSealed(ctx context.Context, o options) {
 }
 
 func runSealedBench(ctx context.Context, o options) error {
-	tmp, err := os.MkdirTemp(o.Dir, "scribe-bench-sealed-")
-	if err != nil {
-		return err
+	tmp, _, p, err := pairedWorkload(o, "sealed")
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
 	}
-	defer os.RemoveAll(tmp)
-	path := filepath.Join(tmp, "workload.jsonl")
-	if err := generate(path, o.Sessions, int64(o.MB)<<20, o.Seed); err != nil {
-		return fmt.Errorf("generate: %w", err)
-	}
-	cwd, err := workDir(tmp)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan([]string{path}, cwd)
 	if err != nil {
 		return err
 	}

@@ -37,23 +37,7 @@ func TestWatchSealedSurvivesKill9(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	sim := watchsim.New(we.projects, 3, seed)
-	stop, simErr := make(chan struct{}), make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(sim.Interval)
-		defer tick.Stop()
-		for step := 0; ; step++ {
-			select {
-			case <-stop:
-				simErr <- nil
-				return
-			case <-tick.C:
-			}
-			if err := sim.Step(step); err != nil {
-				simErr <- err
-				return
-			}
-		}
-	}()
+	stopSim := runSim(sim)
 	for i := 0; i < 4; i++ {
 		cmd, stderr := we.start(t)
 		time.Sleep(time.Duration(100+rng.Intn(500)) * time.Millisecond)
@@ -65,8 +49,7 @@ func TestWatchSealedSurvivesKill9(t *testing.T) {
 			t.Fatalf("watch run %d:\n%s", i, stderr)
 		}
 	}
-	close(stop)
-	if err := <-simErr; err != nil {
+	if err := stopSim(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sim.Finish(); err != nil {

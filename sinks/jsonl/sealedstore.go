@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,14 +271,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 	s.linesWritten.Add(int64(j.buf.lines))
 	f.unsynced = true
 	s.toSync[f] = struct{}{}
-	s.writes.Add(1)
-	if err := s.sync(f); err != nil {
-		return wqueue{}, false, err
-	}
-	if s.filesOpen > int64(s.fileBudget) {
-		s.closeFile(f)
-	}
-	return wqueue{}, false, nil
+	return s.written(f)
 }
 
 // reportSealed adds a sealed archive's counters to the sink's report.
@@ -313,39 +305,23 @@ func (s *Sink) loadSealed(ctx context.Context, ref core.SessionRef) (*core.Trans
 	return checkedTranscript(tr, path, entries, rep)
 }
 
-// find returns the plain name of ref's sealed transcript: in the project
-// folder of ref.CWD first, then in every project folder; ErrNotFound on a
-// miss.
+// find returns the plain name of ref's sealed transcript, in the project
+// folder FindSession finds; ErrNotFound on a miss.
 func (st *sealedStore) find(ctx context.Context, l Layout, ref core.SessionRef) (string, error) {
 	if !IsSessionID(ref.SessionID) {
 		return "", fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, ref.SessionID)
 	}
-	var dirs []string
-	if ref.CWD != "" {
-		dirs = append(dirs, l.ProjectDir(ref.CWD))
+	d, err := l.FindSession(ref.SessionID, ref.CWD)
+	if err != nil {
+		return "", err
 	}
-	ents, err := os.ReadDir(l.ProjectsDir())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("find session %s: %w", ref.SessionID, err)
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		dirs = append(dirs, filepath.Join(l.ProjectsDir(), n))
-	}
-	for _, d := range dirs {
+	if d != "" && ref.AgentID == "" {
 		main := MainFile(d, ref.SessionID)
-		if ref.AgentID == "" {
-			if _, err := os.Stat(main + SealedSuffix); err == nil {
-				return main, nil
-			}
-			continue
+		if _, err := os.Stat(main + SealedSuffix); err == nil {
+			return main, nil
 		}
+	}
+	if d != "" && ref.AgentID != "" {
 		var found string
 		want := "agent-" + ref.AgentID + ".jsonl" + SealedSuffix
 		err := filepath.WalkDir(filepath.Join(d, ref.SessionID, "subagents"), func(p string, de fs.DirEntry, err error) error {
@@ -361,11 +337,8 @@ func (st *sealedStore) find(ctx context.Context, l Layout, ref core.SessionRef) 
 			}
 			return nil
 		})
-		if err != nil {
-			return "", err
-		}
-		if found != "" {
-			return found, nil
+		if err != nil || found != "" {
+			return found, err
 		}
 	}
 	if ref.AgentID != "" {

@@ -840,6 +840,12 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	if err != nil {
 		return left, false, fmt.Errorf("write %s: %w", f.path, err)
 	}
+	return s.written(f)
+}
+
+// written ends a successful write of f: counted, synced per the policy,
+// and its descriptor closed when over the budget. Called with s.io held.
+func (s *Sink) written(f *file) (rest wqueue, sealLeft bool, err error) {
 	s.writes.Add(1)
 	if err := s.sync(f); err != nil {
 		return wqueue{}, false, err
