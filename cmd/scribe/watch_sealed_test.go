@@ -57,6 +57,12 @@ func TestWatchSealedSurvivesKill9(t *testing.T) {
 	}
 
 	cmd, stderr := we.start(t)
+	// Up (its signal handler set) once it has said what it copies.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "not copied into them"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch did not say that sidecars are not copied into the sealed archive:\n%s", stderr)
+		}
+	}
 	// The archive decrypted (here, in the test's own folder) is what
 	// watchsim checks.
 	decrypted := func() string {
@@ -87,9 +93,6 @@ func TestWatchSealedSurvivesKill9(t *testing.T) {
 	}
 	if _, err := sim.Verify(decrypted(), true); err != nil {
 		t.Fatal(err)
-	}
-	if !strings.Contains(stderr.String(), "not copied into them") {
-		t.Errorf("watch did not say that sidecars are not copied into the sealed archive:\n%s", stderr)
 	}
 	_ = filepath.WalkDir(filepath.Join(we.archive, "projects"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".jsonl"+jsonl.SealedSuffix) {

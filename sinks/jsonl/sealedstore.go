@@ -51,15 +51,16 @@ type sealedFile struct {
 // (sealed with keys, plain without) and returns its store, nil for a
 // plain archive. No key is read yet.
 func newSealedStore(root string, o seal.Options, environ []string, log hclog.Logger) (*sealedStore, error) {
-	sealed, plain, err := (Layout{ConfigDir: root}).archiveKinds()
-	if err != nil {
-		return nil, err
-	}
 	if o.IsZero() {
-		if sealed {
+		// A plain store (Claude's own folder, too) costs one stat here.
+		if (Layout{ConfigDir: root}).IsSealed() {
 			return nil, fmt.Errorf("%w: %s is a sealed archive; give this sink its encryption block", ErrMixedArchive, root)
 		}
 		return nil, nil
+	}
+	_, plain, err := (Layout{ConfigDir: root}).archiveKinds()
+	if err != nil {
+		return nil, err
 	}
 	if plain {
 		return nil, fmt.Errorf("%w: %s holds plain transcripts; seal a new folder", ErrMixedArchive, root)
@@ -84,8 +85,8 @@ func (l Layout) archiveKinds() (sealed, plain bool, err error) {
 	}
 	err = filepath.WalkDir(l.ProjectsDir(), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
+			if p == l.ProjectsDir() {
+				return filepath.SkipAll // no tree (yet): writes will say what is wrong
 			}
 			return err
 		}
