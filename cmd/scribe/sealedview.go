@@ -85,7 +85,10 @@ func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Cont
 	}
 	rep, err := decrypt(cmd.Context(), view)
 	if err != nil {
-		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed archive %s: %w", dir, err)}
+		if !strings.Contains(err.Error(), dir) {
+			err = fmt.Errorf("sealed archive %s: %w", dir, err)
+		}
+		return jsonl.Layout{}, &exitError{code: 1, err: err}
 	}
 	for _, p := range rep.TornFrames {
 		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the last frame of %s is torn (a write was cut short); skipped (the writer cuts it at its next start)\n", p)
