@@ -46,7 +46,7 @@ func runViewCleanups() {
 // refuseSealed is the answer of a command that does not read a sealed
 // archive yet.
 func refuseSealed(cmd *cobra.Command, dir string) error {
-	return &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: scribe %s does not read sealed archives yet (ls, show, info, fork, export and resume --from its sink do)", dir, cmd.Name())}
+	return &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: scribe %s does not read sealed archives yet (ls, show, info, fork, export and resume --from its sink do, and copy)", dir, cmd.Name())}
 }
 
 // sealedViewFor returns the decrypted view of the sealed archive in dir,
