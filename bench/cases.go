@@ -184,10 +184,17 @@ func runPlain(p *plan, root string) (runResult, error) {
 // core.ParseEntry and submitted, then Flush and Shutdown. Each Submit call
 // is timed.
 func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPolicy, procs ...core.NamedProcessor) (runResult, error) {
+	return runLibraryWith(ctx, p, root, jsonl.Options{Fsync: fsync}, procs...)
+}
+
+// runLibraryWith is runLibrary with the store's options (its folder and
+// default cwd are set here).
+func runLibraryWith(ctx context.Context, p *plan, root string, so jsonl.Options, procs ...core.NamedProcessor) (runResult, error) {
 	lat := make([]time.Duration, 0, p.Entries)
 	m := startMeter()
 
-	sink, err := jsonl.New(jsonl.Options{ConfigDir: root, DefaultCWD: p.DefaultCWD, Fsync: fsync})
+	so.ConfigDir, so.DefaultCWD = root, p.DefaultCWD
+	sink, err := jsonl.New(so)
 	if err != nil {
 		return runResult{}, err
 	}

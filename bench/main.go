@@ -83,7 +83,7 @@ func main() {
 	flag.IntVar(&o.Warmup, "warmup", 1, "untimed (but verified) rounds of every case before the timed runs")
 	flag.BoolVar(&o.CLI, "cli", true, "include the scribe CLI case (builds ./cmd/scribe)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the temporary work folder")
-	flag.StringVar(&o.Case, "case", "record", "what to measure: record (the local store against a plain append), cloud (scribe serve against raw JetStream publishes; see cloud.go), read (scribe ls and show against the Claude Agent SDK; see read.go), backends (the postgres and s3 stores against COPY and PutObject; see backends.go), redact (record with the redact processor against without it, and scan MB/s; see redact.go) or watch (live intake; see watch.go)")
+	flag.StringVar(&o.Case, "case", "record", "what to measure: record (the local store against a plain append), cloud (scribe serve against raw JetStream publishes; see cloud.go), read (scribe ls and show against the Claude Agent SDK; see read.go), backends (the postgres and s3 stores against COPY and PutObject; see backends.go), redact (record with the redact processor against without it, and scan MB/s; see redact.go), sealed (record into a sealed archive against a plain one; see sealed.go) or watch (live intake; see watch.go)")
 	flag.IntVar(&o.CloudMB, "cloud-mb", 16, "-case cloud and -case backends: size of the generated workload, in MiB")
 	flag.IntVar(&o.CloudWorkers, "cloud-workers", 8, "-case cloud: sessions posted side by side")
 	flag.Parse()
@@ -113,8 +113,12 @@ func main() {
 		mainWatch(ctx, o)
 		return
 	}
+	if o.Case == "sealed" {
+		mainSealed(ctx, o)
+		return
+	}
 	if o.Case != "record" {
-		fmt.Fprintf(os.Stderr, "bench: -case %q: want record, cloud, read, backends, redact or watch\n", o.Case)
+		fmt.Fprintf(os.Stderr, "bench: -case %q: want record, cloud, read, backends, redact, sealed or watch\n", o.Case)
 		os.Exit(2)
 	}
 	rep, err := run(ctx, o)

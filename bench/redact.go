@@ -31,20 +31,10 @@ func mainRedact(ctx context.Context, o options) {
 }
 
 func runRedactBench(ctx context.Context, o options) error {
-	tmp, err := os.MkdirTemp(o.Dir, "scribe-bench-redact-")
-	if err != nil {
-		return err
+	tmp, path, p, err := pairedWorkload(o, "redact")
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
 	}
-	defer os.RemoveAll(tmp)
-	path := filepath.Join(tmp, "workload.jsonl")
-	if err := generate(path, o.Sessions, int64(o.MB)<<20, o.Seed); err != nil {
-		return fmt.Errorf("generate: %w", err)
-	}
-	cwd, err := workDir(tmp)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan([]string{path}, cwd)
 	if err != nil {
 		return err
 	}
@@ -53,38 +43,16 @@ func runRedactBench(ctx context.Context, o options) error {
 		return err
 	}
 	proc := core.NamedProcessor{ID: core.MustParseID("redact/default"), Processor: redact.New(core.MustParseID("redact/default"), red)}
-	var off, on []float64
-	for i := -o.Warmup; i < o.Runs; i++ {
-		for _, with := range []bool{i%2 == 0, i%2 != 0} {
-			root := filepath.Join(tmp, fmt.Sprintf("run-%d-%v", i, with))
-			var procs []core.NamedProcessor
-			if with {
-				procs = append(procs, proc)
-			}
-			res, err := runLibrary(ctx, p, root, jsonl.FsyncBatch, procs...)
-			if err != nil {
-				return fmt.Errorf("record (redaction %v): %w", with, err)
-			}
-			os.RemoveAll(root)
-			if i < 0 {
-				continue
-			}
-			v := mibps(p.Bytes, res.Wall)
-			if with {
-				on = append(on, v)
-			} else {
-				off = append(off, v)
-			}
+	off, on, ratios, sorted, err := pairedRuns(o, tmp, p, func(root string, with bool) (runResult, error) {
+		var procs []core.NamedProcessor
+		if with {
+			procs = append(procs, proc)
 		}
+		return runLibrary(ctx, p, root, jsonl.FsyncBatch, procs...)
+	})
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
 	}
-	// The machine is shared: each pair (one run with, one without, back
-	// to back) gives a ratio, and the median ratio is the figure.
-	var ratios []float64
-	for i := range on {
-		ratios = append(ratios, 100*on[i]/off[i])
-	}
-	sorted := append([]float64(nil), ratios...)
-	sort.Float64s(sorted)
 	fmt.Printf("workload: %d MiB generated, %d sessions, seed %d, %d runs each (median)\n", o.MB, o.Sessions, o.Seed, o.Runs)
 	fmt.Printf("record, library pipeline:  redaction off %.0f MiB/s   on %.0f MiB/s   ratio %.0f %% (median of pairs; %.0f-%.0f %%; goal 50 %%)\n",
 		median(off), median(on), median(ratios), sorted[0], sorted[len(sorted)-1])
@@ -108,6 +76,56 @@ func scanSpeed(red *redact.Redactor, data []byte) (float64, int) {
 		n += len(red.Scan(line))
 	}
 	return mibps(int64(len(data)), time.Since(start)), n
+}
+
+// pairedWorkload makes a folder for a paired case (the caller removes
+// it) and the generated workload in it, planned.
+func pairedWorkload(o options, name string) (tmp, path string, p *plan, err error) {
+	if tmp, err = os.MkdirTemp(o.Dir, "scribe-bench-"+name+"-"); err != nil {
+		return "", "", nil, err
+	}
+	path = filepath.Join(tmp, "workload.jsonl")
+	if err = generate(path, o.Sessions, int64(o.MB)<<20, o.Seed); err != nil {
+		return tmp, "", nil, fmt.Errorf("generate: %w", err)
+	}
+	cwd, err := workDir(tmp)
+	if err == nil {
+		p, err = makePlan([]string{path}, cwd)
+	}
+	return tmp, path, p, err
+}
+
+// pairedRuns records the plan o.Runs times (after o.Warmup) without and
+// with the thing measured, one pair at a time in alternating order, each
+// into a fresh folder under tmp. The machine is shared: each pair (one run
+// with, one without, back to back) gives a ratio (with/without, in %), and
+// the median ratio is the figure; sorted holds the ratios in order.
+func pairedRuns(o options, tmp string, p *plan, run func(root string, with bool) (runResult, error)) (off, on, ratios, sorted []float64, err error) {
+	for i := -o.Warmup; i < o.Runs; i++ {
+		for _, with := range []bool{i%2 == 0, i%2 != 0} {
+			root := filepath.Join(tmp, fmt.Sprintf("run-%d-%v", i, with))
+			res, err := run(root, with)
+			if err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("with %v: %w", with, err)
+			}
+			os.RemoveAll(root)
+			if i < 0 {
+				continue
+			}
+			v := mibps(p.Bytes, res.Wall)
+			if with {
+				on = append(on, v)
+			} else {
+				off = append(off, v)
+			}
+		}
+	}
+	for i := range on {
+		ratios = append(ratios, 100*on[i]/off[i])
+	}
+	sorted = append([]float64(nil), ratios...)
+	sort.Float64s(sorted)
+	return off, on, ratios, sorted, nil
 }
 
 func median(xs []float64) float64 {

@@ -84,6 +84,16 @@ sink "jsonl" "local" {
   # larger than this is refused, so the summary loader serves it from its
   # last compaction. 0: no limit. Default: 0.
   load_max_bytes = 0
+
+  # Seal this store at rest (an archive only: Claude Code's own folder, dir
+  # = "", is never sealed). Each transcript becomes <name>.jsonl.sealed,
+  # authenticated frames under one data key kept sealed with age in
+  # <dir>/archive.key.age; file and folder names stay in the clear. Give
+  # { identity = { file = PATH } } (and recipients = ["age1..."] to seal the
+  # data key to more keys) or { passphrase = { env = NAME } }; keys by file,
+  # env or command, never here. ls, show, info, fork, export and resume
+  # read it with --from; other commands refuse it. Default: {} (plain).
+  encryption = {}
 }
 
 # Resume tries its loaders in this order; the first that has the session

@@ -85,6 +85,14 @@ func writeSinkMetrics(b *strings.Builder, st core.Stats) {
 			fmt.Fprintf(b, "%s{sink=%q} %d\n", f.name, s.ID, f.val(s))
 		}
 	}
+	head := "# HELP scribe_sink_torn_frames_cut_total Torn last frames (a write cut short) a sealed archive cut.\n# TYPE scribe_sink_torn_frames_cut_total counter\n"
+	for _, s := range sinks {
+		if v, ok := s.Counters["torn_frames_cut"]; ok {
+			b.WriteString(head)
+			head = ""
+			fmt.Fprintf(b, "scribe_sink_torn_frames_cut_total{sink=%q} %d\n", s.ID, v)
+		}
+	}
 	fmt.Fprintf(b, "# HELP scribe_pipeline_entries_total Entries the pipeline saw, by outcome.\n# TYPE scribe_pipeline_entries_total counter\n")
 	fmt.Fprintf(b, "scribe_pipeline_entries_total{result=\"accepted\"} %d\nscribe_pipeline_entries_total{result=\"duplicate\"} %d\n", st.Accepted, st.Duplicates)
 }

@@ -26,8 +26,10 @@ type store struct {
 	lister backend.Lister
 	sink   core.Sink // nil when the block is a loader
 	// layout is set for the local store, whose own readers serve ls and
-	// show directly.
+	// show directly (for a sealed archive: its decrypted view, and sealed
+	// is set: what is written goes through the sink).
 	layout *jsonl.Layout
+	sealed bool
 	start  func(context.Context) error
 	stop   func(context.Context) error
 }
@@ -101,6 +103,13 @@ func openStore(ctx context.Context, cfg *config.Config, arg string, tweak func(a
 	}
 	if id.Type == "jsonl" {
 		l := jsonl.Layout{ConfigDir: dir}
+		if js, ok := comp.(*jsonl.Sink); ok && js.Sealed() {
+			if l, err = sealedViewFor(activeCmd, dir, js.DecryptTo); err != nil {
+				st.stop(ctx)
+				return nil, err
+			}
+			st.sealed = true
+		}
 		st.layout, st.lister = &l, layoutLister{l}
 	}
 	if st.loader == nil || st.lister == nil {

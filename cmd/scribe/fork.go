@@ -64,7 +64,7 @@ writes the fork into that store; "path" is then the store's type/name.`,
 			if err != nil {
 				return err
 			}
-			if st != nil && st.layout == nil {
+			if st != nil && (st.layout == nil || st.sealed) {
 				// The fork goes where its source is, as the SDK's
 				// forkSession with a sessionStore does.
 				if err := writeFork(cmd.Context(), st, path, newID); err != nil {

@@ -41,6 +41,7 @@ func newRoot() *cobra.Command {
 	pf.String("trace", "", "write an execution trace of the command to this file (for bench/)")
 	_ = pf.MarkHidden("trace")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		activeCmd = cmd
 		if tp, _ := cmd.Flags().GetString("trace"); tp != "" {
 			f, err := os.Create(tp)
 			if err != nil {
@@ -124,6 +125,7 @@ var stopProfile = func() {}
 
 func main() {
 	err := newRoot().Execute()
+	runViewCleanups()
 	stopProfile()
 	if err == nil {
 		return
@@ -133,7 +135,7 @@ func main() {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	fmt.Fprintln(os.Stderr, "scribe:", err)
+	fmt.Fprintln(os.Stderr, "scribe:", viewToArchive(err.Error()))
 	os.Exit(code)
 }
 

@@ -36,7 +36,13 @@ func layoutFor(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
 	if err != nil {
 		return jsonl.Layout{}, nil, err
 	}
-	return jsonl.Layout{ConfigDir: dir}, cfg, nil
+	l := jsonl.Layout{ConfigDir: dir}
+	if l.IsSealed() {
+		// Claude Code's folder is never sealed: this is an archive, read
+		// through its sink (--from).
+		return jsonl.Layout{}, nil, refuseSealed(cmd, dir)
+	}
+	return l, cfg, nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -664,6 +664,9 @@ func printSinkLine(w io.Writer, s core.SinkStats) {
 	case hasKey(c, "files_created"):
 		fmt.Fprintf(w, ", %d files created, %d torn tails sealed, %d metadata re-appends, %d held",
 			c["files_created"], c["torn_tails_sealed"], c["metadata_reappends"], c["held"])
+		if hasKey(c, "frames_written") { // a sealed archive
+			fmt.Fprintf(w, ", %d frames sealed, %d torn frames cut", c["frames_written"], c["torn_frames_cut"])
+		}
 	case hasKey(c, "delivered"):
 		fmt.Fprintf(w, ", %d delivered", c["delivered"])
 		if left := max(c["queued"], c["shutdown_spilled"]); left > 0 {

@@ -77,7 +77,11 @@ type watchSetup struct {
 	configDir string
 	roots     []string
 	archives  []string
-	stateDir  string
+	// sealed are the sealed archives: the sink seals what it writes there,
+	// and watch copies no sidecar file (.meta.json, tool results) into
+	// them, since that copy would be plain text.
+	sealed   []string
+	stateDir string
 }
 
 // resolveWatch checks the configuration for watching: no sink may be a
@@ -121,11 +125,15 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 					id, store, r, id)
 			}
 		}
+		if !jc.Encryption.IsZero() {
+			ws.sealed = append(ws.sealed, store)
+			continue
+		}
 		ws.archives = append(ws.archives, store)
 	}
 	ws.stateDir = stateDir
 	if ws.stateDir == "" {
-		ws.stateDir = defaultStateDir(ws.archives)
+		ws.stateDir = defaultStateDir(append(append([]string{}, ws.archives...), ws.sealed...))
 	}
 	return ws, nil
 }
@@ -211,6 +219,10 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 		defer srv.Close()
 	}
 	log.Info("watching", "roots", strings.Join(ws.roots, ","), "archives", strings.Join(ws.archives, ","), "state_dir", ws.stateDir)
+	if len(ws.sealed) > 0 {
+		log.Warn("sealed archives get the transcripts, sealed; sidecar files (subagents' .meta.json, tool results) are not copied into them, as they would be plain text",
+			"sealed_archives", strings.Join(ws.sealed, ","))
+	}
 	var runErr error
 	if o.once {
 		runErr = w.CatchUp(ctx)
@@ -410,12 +422,30 @@ func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, er
 		return jsonl.Layout{}, true, &exitError{code: 2, err: err}
 	}
 	dir := jc.Dir
+	if !jc.Encryption.IsZero() {
+		if err := jc.Validate(); err != nil {
+			return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("sink %s: %w", id, err)}
+		}
+	}
 	if dir == "" {
 		d, err := claudeConfigDir(cfg)
 		return jsonl.Layout{ConfigDir: d}, true, err
 	}
 	abs, err := filepath.Abs(expandHome(dir))
-	return jsonl.Layout{ConfigDir: abs}, true, err
+	if err != nil {
+		return jsonl.Layout{}, true, err
+	}
+	l := jsonl.Layout{ConfigDir: abs}
+	if jc.Encryption.IsZero() && !l.IsSealed() {
+		return l, true, nil
+	}
+	if jc.Encryption.IsZero() {
+		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("sink %s: %w: %s is sealed; give the sink its encryption block", id, jsonl.ErrMixedArchive, abs)}
+	}
+	l, err = sealedViewFor(cmd, abs, func(ctx context.Context, view string) (jsonl.ViewReport, error) {
+		return jsonl.DecryptArchive(ctx, abs, jc.Encryption, os.Environ(), view)
+	})
+	return l, true, err
 }
 
 // addFromFlags gives show, info and fork a --from flag for reading a
@@ -423,7 +453,7 @@ func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, er
 func addFromFlags(root *cobra.Command) {
 	for _, c := range root.Commands() {
 		switch c.Name() {
-		case "show", "info", "fork":
+		case "show", "info", "fork", "export":
 			if c.Flags().Lookup("from") == nil {
 				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
 			}

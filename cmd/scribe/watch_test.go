@@ -200,26 +200,7 @@ func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*w
 	t.Logf("seed %d, %d kills", seed, kills)
 	rng := rand.New(rand.NewSource(seed))
 	sim := watchsim.New(we.projects, 5, seed)
-	stop := make(chan struct{})
-	simErr := make(chan error, 1)
-	go func() {
-		step := 0
-		tick := time.NewTicker(sim.Interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				simErr <- nil
-				return
-			case <-tick.C:
-			}
-			if err := sim.Step(step); err != nil {
-				simErr <- err
-				return
-			}
-			step++
-		}
-	}()
+	stopSim := runSim(sim)
 	minSteps := time.Now().Add(16 * sim.Interval) // every special case happens
 	for i := 0; i < kills || time.Now().Before(minSteps); i++ {
 		cmd, stderr := we.start(t)
@@ -232,8 +213,7 @@ func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*w
 			t.Fatalf("watch panicked:\n%s", stderr)
 		}
 	}
-	close(stop)
-	if err := <-simErr; err != nil {
+	if err := stopSim(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sim.Finish(); err != nil {
@@ -286,6 +266,29 @@ func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*w
 	}
 
 	return sim, strings.TrimSpace(stderr.String())
+}
+
+// runSim steps the simulator every sim.Interval until the returned stop
+// is called, which returns the first error of a step.
+func runSim(sim *watchsim.Sim) (stop func() error) {
+	done, simErr := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(sim.Interval)
+		defer tick.Stop()
+		for step := 0; ; step++ {
+			select {
+			case <-done:
+				simErr <- nil
+				return
+			case <-tick.C:
+			}
+			if err := sim.Step(step); err != nil {
+				simErr <- err
+				return
+			}
+		}
+	}()
+	return func() error { close(done); return <-simErr }
 }
 
 func waitArchive(t *testing.T, sim *watchsim.Sim, archiveProjects string, stderr *bytes.Buffer) {

@@ -49,7 +49,7 @@ func (s *Sink) sideFor(ss *session) (*file, error) {
 	f := ss.side
 	if f.scanned == nil && ss.dir != "" {
 		f.path = SidecarFile(ss.dir, ss.id)
-		sc, err := scanFile(f.path)
+		sc, err := s.scanOf(f)
 		if err != nil {
 			return nil, err
 		}

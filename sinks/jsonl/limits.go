@@ -116,7 +116,8 @@ func (s *Sink) recheck(ss *session) error {
 		if f.path == "" || f.scanned == nil {
 			continue
 		}
-		st, err := os.Stat(f.path)
+		disk, want := s.onDisk(f)
+		st, err := os.Stat(disk)
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
@@ -124,15 +125,15 @@ func (s *Sink) recheck(ss *session) error {
 		if err == nil {
 			size = st.Size()
 		}
-		if size == f.size {
+		if size == want {
 			continue
 		}
-		sc, err := scanFile(f.path)
+		sc, err := s.scanOf(f)
 		if err != nil {
 			return err
 		}
 		s.rescans.Add(1)
-		s.log.Warn("session file changed while its lock was given up; scanned it again", "file", f.path, "want_size", f.size, "size", size)
+		s.log.Warn("session file changed while its lock was given up; scanned it again", "file", f.path, "want_size", want, "size", size)
 		if len(sc.uuids) > 0 {
 			f.foreign = make(map[string]struct{}, len(sc.uuids))
 			for _, u := range sc.uuids {

@@ -124,6 +124,9 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 		if _, err := os.Stat(MainFile(dir, sessionID)); err == nil {
 			return true
 		}
+		if _, err := os.Stat(MainFile(dir, sessionID) + SealedSuffix); err == nil {
+			return true
+		}
 		if fi, err := os.Stat(filepath.Join(dir, sessionID)); err == nil && fi.IsDir() {
 			return true
 		}

@@ -87,10 +87,17 @@ func ReadFile(path string, opt ReadOptions) ([]core.Entry, ReadReport, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, rep, fmt.Errorf("read %s: not a regular file", path)
 	}
-	size := fi.Size()
+	return readTranscript(f, fi.Size(), path, opt)
+}
+
+// readTranscript is ReadFile on size bytes of f (a file, or a sealed
+// transcript decrypted in memory); path names it in errors.
+func readTranscript(f io.ReaderAt, size int64, path string, opt ReadOptions) ([]core.Entry, ReadReport, error) {
+	var rep ReadReport
 	large := size > precompactSkipSize && !opt.NoPrecompactSkip
 	var start int64
 	if large {
+		var err error
 		start, err = findCut(f, size)
 		if err != nil {
 			return nil, rep, fmt.Errorf("read %s: %w", path, err)
@@ -172,7 +179,7 @@ func parseLines(buf []byte, moveSnapshots bool, rep *ReadReport) ([]core.Entry, 
 }
 
 // countLines counts the newlines in the first n bytes of f.
-func countLines(f *os.File, n int64) (int, error) {
+func countLines(f io.ReaderAt, n int64) (int, error) {
 	buf := make([]byte, loadChunk)
 	count := 0
 	for off := int64(0); off < n; {
@@ -195,7 +202,7 @@ func countLines(f *os.File, n int64) (int, error) {
 
 // backReader reads a file backwards one aligned chunk at a time.
 type backReader struct {
-	f     *os.File
+	f     io.ReaderAt
 	size  int64
 	buf   []byte
 	start int64 // file offset of buf[0]; -1 when empty
@@ -256,7 +263,7 @@ func (b *backReader) readAt(off int64, n int) ([]byte, error) {
 // findCut returns the offset of the last line of the file's first size
 // bytes that the SDK's large-file loader takes as a plain compact boundary
 // (0 when there is none), reading from the end.
-func findCut(f *os.File, size int64) (int64, error) {
+func findCut(f io.ReaderAt, size int64) (int64, error) {
 	b := &backReader{f: f, size: size, start: -1}
 	nl, err := b.lastNewline(size)
 	if err != nil {

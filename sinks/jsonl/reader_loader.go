@@ -79,6 +79,14 @@ func (ld *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcri
 	if err != nil {
 		return nil, err
 	}
+	return checkedTranscript(tr, path, entries, rep)
+}
+
+// checkedTranscript fills tr with the entries read from path, refusing a
+// conversation that cannot be rebuilt (ErrDamaged), with notes on what
+// the read skipped.
+func checkedTranscript(tr *core.Transcript, path string, entries []core.Entry, rep ReadReport) (*core.Transcript, error) {
+	ref := tr.Ref
 	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: ref.AgentID != ""})
 	if ch.Cycle != nil {
 		return nil, fmt.Errorf("%w: %s: parentUuid cycle at %s", ErrDamaged, path, ch.Cycle.UUID)

@@ -44,16 +44,22 @@ type existing struct {
 // scanFile reads a transcript from start to end. A missing file is an
 // empty result. Lines of any length are read; malformed ones are counted.
 func scanFile(path string) (*existing, error) {
-	res := &existing{latest: make([][]byte, len(reappendTypes)), latestEnd: make([]int64, len(reappendTypes))}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return res, nil
+		return scanReader(path, bytes.NewReader(nil))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	err = EachLine(f, func(line []byte, terminated bool) {
+	return scanReader(path, f)
+}
+
+// scanReader is scanFile on r (a file, or a sealed transcript decrypted in
+// memory); path names it in errors.
+func scanReader(path string, r io.Reader) (*existing, error) {
+	res := &existing{latest: make([][]byte, len(reappendTypes)), latestEnd: make([]int64, len(reappendTypes))}
+	err := EachLine(r, func(line []byte, terminated bool) {
 		res.size += int64(len(line))
 		if terminated {
 			res.size++

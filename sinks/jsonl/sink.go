@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 )
 
 // FsyncPolicy says when the store calls fsync. It is decided in one place,
@@ -61,6 +62,10 @@ type Config struct {
 	// LoadMaxBytes, when positive, makes resume refuse transcripts larger
 	// than this from this store, so the summary loader serves them.
 	LoadMaxBytes int64 `json:"load_max_bytes"`
+	// Encryption seals the archive at rest (sealed.go): age recipients and
+	// an identity, or a passphrase, from a file, a variable or a command.
+	// Claude Code's own folder (dir = "") can never be sealed.
+	Encryption seal.Options `json:"encryption"`
 }
 
 // DefaultConfig returns the defaults.
@@ -104,6 +109,15 @@ func (c *Config) options(host core.HostInfo) (Options, error) {
 		return o, fmt.Errorf("load_max_bytes %d: want 0 (no limit) or a number of bytes", c.LoadMaxBytes)
 	}
 	o.LoadMaxBytes = c.LoadMaxBytes
+	if !c.Encryption.IsZero() {
+		if c.Dir == "" {
+			return o, errors.New(`encryption: Claude Code's own folder (dir = "") is never sealed: Claude Code reads it; give the archive a folder of its own`)
+		}
+		if err := c.Encryption.Validate(); err != nil {
+			return o, fmt.Errorf("encryption: %w", err)
+		}
+		o.Encryption = c.Encryption
+	}
 	if c.ReappendBytes <= 0 {
 		return o, fmt.Errorf("reappend_bytes %d: want a positive number of bytes", c.ReappendBytes)
 	}
@@ -136,6 +150,10 @@ type Options struct {
 	// ID names the store in the transcripts it loads.
 	ID     core.ID
 	Logger hclog.Logger
+	// Encryption, when set, seals every transcript (sealedstore.go);
+	// Environ is where its key variables are looked up.
+	Encryption seal.Options
+	Environ    []string
 }
 
 // Sink is the local store's write side. Entries are routed by their
@@ -183,6 +201,9 @@ type Sink struct {
 	eventsSkipped                                 atomic.Int64
 	locksReleased, filesClosed, rescans           atomic.Int64
 	foreignDups, rejected, unwritten              atomic.Int64
+
+	// sealed is set for an archive sealed at rest (sealedstore.go).
+	sealed *sealedStore
 }
 
 var (
@@ -198,6 +219,9 @@ var (
 // Load implements core.Loader: the local store is also the local loader
 // (resume { loaders = ["jsonl/local", ...] } names the sink).
 func (s *Sink) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
+	if s.sealed != nil {
+		return s.loadSealed(ctx, ref)
+	}
 	ld := Loader{Layout: s.layout, ID: s.opts.ID, MaxBytes: s.opts.LoadMaxBytes}
 	return ld.Load(ctx, ref)
 }
@@ -232,7 +256,8 @@ type file struct {
 	materialized bool      // the file exists or will on the next drain
 	held         []held
 	pending      wqueue
-	seal         bool // the file ends in a torn line: prefix "\n"
+	seal         bool        // the file ends in a torn line: prefix "\n"
+	sf           *sealedFile // a sealed file's next frame (sealedstore.go)
 	// Owned by the drain (s.io):
 	fd       *os.File
 	created  bool // created by this sink: its folder must be synced
@@ -281,11 +306,21 @@ func New(opts Options) (*Sink, error) {
 		kick:     make(chan struct{}, 1),
 	}
 	s.lockBudget, s.fileBudget = fdBudgets(opts.MaxOpenFiles)
+	sealed, err := newSealedStore(opts.ConfigDir, opts.Encryption, opts.Environ, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: %w", err)
+	}
+	s.sealed = sealed
 	return s, nil
 }
 
-// Start starts the drain timer.
-func (s *Sink) Start(context.Context) error {
+// Start starts the drain timer (after opening a sealed archive's key).
+func (s *Sink) Start(ctx context.Context) error {
+	if s.sealed != nil {
+		if _, err := s.sealed.dataKey(ctx); err != nil {
+			return fmt.Errorf("jsonl: %w", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
@@ -413,7 +448,7 @@ func (s *Sink) fileFor(ss *session, agentID string) (*file, error) {
 	}
 	if f.scanned == nil && ss.dir != "" {
 		f.path = s.path(ss, agentID)
-		sc, err := scanFile(f.path)
+		sc, err := s.scanOf(f)
 		if err != nil {
 			return nil, err
 		}
@@ -623,7 +658,7 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 	}
 	if f.scanned == nil {
 		f.path = s.path(ss, agent)
-		sc, err := scanFile(f.path)
+		sc, err := s.scanOf(f)
 		if err != nil {
 			return err
 		}
@@ -766,6 +801,9 @@ func (ss *session) files() []*file {
 // and whether the torn tail is still to be sealed. Called with s.io held.
 func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	f := j.f
+	if s.sealed != nil {
+		return s.writeSealed(j)
+	}
 	if f.fd == nil {
 		if err := os.MkdirAll(filepath.Dir(f.path), dirMode); err != nil {
 			return j.buf, j.seal, fmt.Errorf("create folder for %s: %w", f.path, err)
@@ -802,6 +840,12 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	if err != nil {
 		return left, false, fmt.Errorf("write %s: %w", f.path, err)
 	}
+	return s.written(f)
+}
+
+// written ends a successful write of f: counted, synced per the policy,
+// and its descriptor closed when over the budget. Called with s.io held.
+func (s *Sink) written(f *file) (rest wqueue, sealLeft bool, err error) {
 	s.writes.Add(1)
 	if err := s.sync(f); err != nil {
 		return wqueue{}, false, err
@@ -959,7 +1003,7 @@ func (s *Sink) Report() map[string]int64 {
 	}
 	pending := s.pending
 	s.mu.Unlock()
-	return map[string]int64{
+	m := map[string]int64{
 		"lines_written":      s.linesWritten.Load(),
 		"bytes_written":      s.bytesWritten.Load(),
 		"writes":             s.writes.Load(),
@@ -979,6 +1023,8 @@ func (s *Sink) Report() map[string]int64 {
 		"foreign_duplicates": s.foreignDups.Load(),
 		"unwritten_lines":    s.unwritten.Load(),
 	}
+	s.reportSealed(m)
+	return m
 }
 
 // Factory makes jsonl sinks.
@@ -1001,6 +1047,7 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 	}
 	o.Logger = set.Logger
 	o.ID = set.ID
+	o.Environ = set.Environ
 	o.DefaultCWD = set.Host.WorkDir
 	if set.Host.LockWait > 0 {
 		o.LockWait = set.Host.LockWait

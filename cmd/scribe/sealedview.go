@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// A sealed archive (a jsonl sink with an encryption block) is read by ls,
+// show, info, fork, export and resume through a decrypted view: the
+// archive's transcripts decrypted into a private folder on memory-backed
+// storage (never on disk), removed when the command ends; a view left by a
+// killed command is removed by the next one. Other commands refuse a
+// sealed archive rather than act on ciphertext as if it were a transcript.
+
+// sealedReaders are the commands that read a sealed archive.
+var sealedReaders = map[string]bool{"ls": true, "show": true, "info": true, "fork": true, "export": true, "resume": true, "copy": true}
+
+// views holds this process's decrypted views by archive folder, and
+// viewCleanups what removes them (runViewCleanups, at exit).
+var (
+	views        = map[string]jsonl.Layout{}
+	viewCleanups []func()
+)
+
+func runViewCleanups() {
+	for i := len(viewCleanups) - 1; i >= 0; i-- {
+		viewCleanups[i]()
+	}
+	viewCleanups = nil
+}
+
+// refuseSealed is the answer of a command that does not read a sealed
+// archive yet.
+func refuseSealed(cmd *cobra.Command, dir string) error {
+	return &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: scribe %s does not read sealed archives yet (ls, show, info, fork, export and resume --from its sink do, and copy)", dir, cmd.Name())}
+}
+
+// sealedViewFor returns the decrypted view of the sealed archive in dir,
+// made once per process: decrypt makes the archive's files in the folder it
+// is given. The view's folder replaces itself by the archive's in what the
+// command prints.
+func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Context, view string) (jsonl.ViewReport, error)) (jsonl.Layout, error) {
+	if cmd == nil {
+		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: no command to read it for", dir)}
+	}
+	if !sealedReaders[cmd.Name()] {
+		return jsonl.Layout{}, refuseSealed(cmd, dir)
+	}
+	if l, ok := views[dir]; ok {
+		return l, nil
+	}
+	base, err := memoryDir()
+	if err != nil {
+		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: %w", dir, err)}
+	}
+	root := filepath.Join(base, "scribe-sealed-views")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed view: %w", err)}
+	}
+	removeStaleViews(root)
+	view, err := os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed view: %w", err)}
+	}
+	viewCleanups = append(viewCleanups, func() { os.RemoveAll(view) })
+	// A closed pipe (scribe export ... | head) makes writes fail instead of
+	// killing the process, so the view is removed as the command ends.
+	signal.Ignore(syscall.SIGPIPE)
+	if err := os.Chmod(view, 0o700); err != nil {
+		return jsonl.Layout{}, err
+	}
+	rep, err := decrypt(cmd.Context(), view)
+	if err != nil {
+		if !strings.Contains(err.Error(), dir) {
+			err = fmt.Errorf("sealed archive %s: %w", dir, err)
+		}
+		return jsonl.Layout{}, &exitError{code: 1, err: err}
+	}
+	for _, p := range rep.TornFrames {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the last frame of %s is torn (a write was cut short); skipped (the writer cuts it at its next start)\n", p)
+	}
+	l := jsonl.Layout{ConfigDir: view}
+	views[dir] = l
+	// What the command prints names the archive, not the view.
+	out := &viewPaths{w: cmd.OutOrStdout(), view: view, dir: dir}
+	errw := &viewPaths{w: cmd.ErrOrStderr(), view: view, dir: dir}
+	cmd.SetOut(out)
+	cmd.SetErr(errw)
+	viewCleanups = append(viewCleanups, func() { out.flush(); errw.flush() })
+	return l, nil
+}
+
+// memoryDir is where views go: SCRIBE_SEALED_VIEW_DIR, else
+// $XDG_RUNTIME_DIR, else /dev/shm; the first that is set and exists must be
+// memory-backed (tmpfs or ramfs), or none is used.
+func memoryDir() (string, error) {
+	var tried []string
+	if d := os.Getenv("SCRIBE_SEALED_VIEW_DIR"); d != "" {
+		if !memoryBacked(d) {
+			return "", fmt.Errorf("SCRIBE_SEALED_VIEW_DIR %s is not on memory-backed storage (tmpfs or ramfs): a decrypted view never goes to disk", d)
+		}
+		return d, nil
+	}
+	for _, d := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/dev/shm"} {
+		if d == "" {
+			continue
+		}
+		if memoryBacked(d) {
+			return d, nil
+		}
+		tried = append(tried, d)
+	}
+	return "", fmt.Errorf("no memory-backed folder to decrypt into (tried %s; set SCRIBE_SEALED_VIEW_DIR to a tmpfs): a decrypted view never goes to disk",
+		strings.Join(append(tried, "SCRIBE_SEALED_VIEW_DIR unset"), ", "))
+}
+
+const ramfsMagic = 0x858458f6
+
+func memoryBacked(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.TMPFS_MAGIC || st.Type == ramfsMagic
+}
+
+// removeStaleViews removes the views of processes that are gone (killed
+// before they could remove theirs).
+func removeStaleViews(root string) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pidStr, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+}
+
+// viewPaths writes through to w, line by line, with the view's folder
+// replaced by the archive's.
+type viewPaths struct {
+	w         io.Writer
+	view, dir string
+	buf       []byte
+}
+
+func (v *viewPaths) Write(p []byte) (int, error) {
+	v.buf = append(v.buf, p...)
+	if i := bytes.LastIndexByte(v.buf, '\n'); i >= 0 {
+		line := bytes.ReplaceAll(v.buf[:i+1], []byte(v.view), []byte(v.dir))
+		if _, err := v.w.Write(line); err != nil {
+			return 0, err
+		}
+		v.buf = append(v.buf[:0], v.buf[i+1:]...)
+	}
+	return len(p), nil
+}
+
+func (v *viewPaths) flush() {
+	if len(v.buf) > 0 {
+		v.w.Write(bytes.ReplaceAll(v.buf, []byte(v.view), []byte(v.dir)))
+		v.buf = nil
+	}
+}
+
+// activeCmd is the command running (set by the root's pre-run), for the
+// store openers that make a sealed archive's view.
+var activeCmd *cobra.Command
+
+// viewToArchive names the archive where a message names its view.
+func viewToArchive(msg string) string {
+	for dir, l := range views {
+		msg = strings.ReplaceAll(msg, l.ConfigDir, dir)
+	}
+	return msg
+}

@@ -1,0 +1,349 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
+)
+
+// ErrMixedArchive is returned when a folder would hold sealed and plain
+// transcripts side by side: a sealed archive configured without
+// encryption, or encryption configured over plain transcripts.
+var ErrMixedArchive = errors.New("sealed and plain transcripts cannot share an archive")
+
+// ErrArchiveKey is returned when a sealed archive's key cannot be had: no
+// identity, a wrong one, a key source that fails.
+var ErrArchiveKey = errors.New("sealed archive key")
+
+// sealedStore is a sealed archive: its folder, how to get its data key,
+// and what reading and writing its frames counted.
+type sealedStore struct {
+	root    string
+	opts    seal.Options
+	environ []string
+	log     hclog.Logger
+
+	mu  sync.Mutex
+	key *seal.RecordKey
+
+	tornCut, framesWritten atomic.Int64
+}
+
+// sealedFile is where a sealed transcript's next frame goes.
+type sealedFile struct {
+	off   int64  // the file's size on disk
+	index uint64 // the next frame's index
+}
+
+// newSealedStore checks that the archive at root is what the options say
+// (sealed with keys, plain without) and returns its store, nil for a
+// plain archive. No key is read yet.
+func newSealedStore(root string, o seal.Options, environ []string, log hclog.Logger) (*sealedStore, error) {
+	if o.IsZero() {
+		// A plain store (Claude's own folder, too) costs one stat here.
+		if (Layout{ConfigDir: root}).IsSealed() {
+			return nil, fmt.Errorf("%w: %s is a sealed archive; give this sink its encryption block", ErrMixedArchive, root)
+		}
+		return nil, nil
+	}
+	_, plain, err := (Layout{ConfigDir: root}).archiveKinds()
+	if err != nil {
+		return nil, err
+	}
+	if plain {
+		return nil, fmt.Errorf("%w: %s holds plain transcripts; seal a new folder", ErrMixedArchive, root)
+	}
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("encryption: %w", err)
+	}
+	if o.Identity.IsZero() && o.Passphrase.IsZero() {
+		return nil, errors.New("encryption: an archive is read to deduplicate and resume: give an identity (or a passphrase), not only recipients")
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &sealedStore{root: root, opts: o, environ: environ, log: log}, nil
+}
+
+// archiveKinds reports whether the folder holds a sealed archive (its key,
+// or sealed transcripts) and whether it holds plain transcripts.
+func (l Layout) archiveKinds() (sealed, plain bool, err error) {
+	if _, err := os.Stat(filepath.Join(l.ConfigDir, ArchiveKeyName)); err == nil {
+		sealed = true
+	}
+	err = filepath.WalkDir(l.ProjectsDir(), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == l.ProjectsDir() {
+				return filepath.SkipAll // no tree (yet): writes will say what is wrong
+			}
+			return err
+		}
+		switch n := d.Name(); {
+		case d.IsDir():
+		case strings.HasSuffix(n, ".jsonl"+SealedSuffix):
+			sealed = true
+		case strings.HasSuffix(n, ".jsonl"):
+			plain = true
+		}
+		if sealed && plain {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("look at %s: %w", l.ConfigDir, err)
+	}
+	return sealed, plain, nil
+}
+
+// IsSealed reports whether the folder is a sealed archive (it has the
+// archive's key), which only the readers that support one may read.
+func (l Layout) IsSealed() bool {
+	_, err := os.Stat(filepath.Join(l.ConfigDir, ArchiveKeyName))
+	return err == nil
+}
+
+// dataKey opens the archive's data key (making it the first time).
+func (st *sealedStore) dataKey(ctx context.Context) (*seal.RecordKey, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.key != nil {
+		return st.key, nil
+	}
+	sl, err := seal.New(ctx, st.opts, st.environ)
+	if err != nil {
+		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
+	}
+	if err := os.MkdirAll(st.root, dirMode); err != nil {
+		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
+	}
+	k, err := sl.RecordKey(filepath.Join(st.root, ArchiveKeyName))
+	if err != nil {
+		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
+	}
+	st.key = k
+	return k, nil
+}
+
+// rel is the name a frame of the transcript at path is bound to.
+func (st *sealedStore) rel(path string) string {
+	r, err := filepath.Rel(st.root, path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(r)
+}
+
+// read decrypts the sealed transcript whose plain name is path (a missing
+// file is empty). With cut, a torn last frame is cut off the file (synced,
+// counted, logged); without, it is only skipped and reported.
+func (st *sealedStore) read(path string, cut bool) ([]byte, *sealedFile, sealedTail, error) {
+	disk := path + SealedSuffix
+	data, err := os.ReadFile(disk)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &sealedFile{}, sealedTail{}, nil
+	}
+	if err != nil {
+		return nil, nil, sealedTail{}, fmt.Errorf("read %s: %w", disk, err)
+	}
+	key, err := st.dataKey(context.Background())
+	if err != nil {
+		return nil, nil, sealedTail{}, err
+	}
+	plain, t, err := openSealed(make([]byte, 0, len(data)), key, disk, st.rel(path), data)
+	if err != nil {
+		return nil, nil, t, err
+	}
+	if t.cut > 0 && cut {
+		if err := truncateSync(disk, t.end); err != nil {
+			return nil, nil, t, err
+		}
+		st.tornCut.Add(1)
+		st.log.Warn("cut a torn last frame (a write was interrupted)", "file", disk, "bytes", t.cut, "frames_kept", t.frames)
+	}
+	return plain, &sealedFile{off: t.end, index: t.frames}, t, nil
+}
+
+func truncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("cut torn frame of %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("cut torn frame of %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+// scanOf scans a file of the sink as scanFile does, decrypting it in
+// memory when the archive is sealed (and cutting a torn last frame).
+func (s *Sink) scanOf(f *file) (*existing, error) {
+	if s.sealed == nil {
+		return scanFile(f.path)
+	}
+	plain, sf, _, err := s.sealed.read(f.path, true)
+	if err != nil {
+		return nil, err
+	}
+	f.sf = sf
+	return scanReader(f.path, bytes.NewReader(plain))
+}
+
+// onDisk is the file's path on disk and the size it has there once what
+// the sink wrote is written (recheck compares it with the file's).
+func (s *Sink) onDisk(f *file) (string, int64) {
+	if s.sealed == nil {
+		return f.path, f.size
+	}
+	if f.sf == nil {
+		return f.path + SealedSuffix, 0
+	}
+	return f.path + SealedSuffix, f.sf.off
+}
+
+// writeSealed is writeJob for a sealed archive: the taken queue becomes one
+// frame, written whole at the file's end (a failed write is cut back, so
+// the next one starts there again), then synced per the policy. Called
+// with s.io held.
+func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
+	f := j.f
+	disk, _ := s.onDisk(f)
+	if f.sf == nil {
+		return j.buf, j.seal, fmt.Errorf("write %s: the file was not read first", disk)
+	}
+	key, err := s.sealed.dataKey(context.Background())
+	if err != nil {
+		return j.buf, j.seal, err
+	}
+	if f.fd == nil {
+		if err := os.MkdirAll(filepath.Dir(disk), dirMode); err != nil {
+			return j.buf, j.seal, fmt.Errorf("create folder for %s: %w", disk, err)
+		}
+		_, statErr := os.Stat(disk)
+		fd, err := os.OpenFile(disk, os.O_WRONLY|os.O_CREATE, fileMode)
+		if err != nil {
+			return j.buf, j.seal, fmt.Errorf("open %s: %w", disk, err)
+		}
+		f.fd = fd
+		s.filesOpen++
+		if errors.Is(statErr, os.ErrNotExist) {
+			f.created = true
+			s.filesCreated.Add(1)
+		}
+	}
+	plain := make([]byte, 0, j.buf.len()+1)
+	if j.seal {
+		plain = append(plain, '\n')
+	}
+	for _, b := range j.buf.blocks {
+		plain = append(plain, b...)
+	}
+	frame := appendFrame(nil, key, s.sealed.rel(f.path), f.sf.index, f.sf.off, plain)
+	clear(plain)
+	if _, err := f.fd.WriteAt(frame, f.sf.off); err != nil {
+		// A part may have reached the file: cut it, so that the frame
+		// written next starts where this one should have.
+		_ = f.fd.Truncate(f.sf.off)
+		return j.buf, j.seal, err // an *fs.PathError: it names the file
+	}
+	f.sf.off += int64(len(frame))
+	f.sf.index++
+	s.sealed.framesWritten.Add(1)
+	if j.seal {
+		s.tornSealed.Add(1)
+	}
+	s.bytesWritten.Add(int64(len(frame)))
+	s.linesWritten.Add(int64(j.buf.lines))
+	f.unsynced = true
+	s.toSync[f] = struct{}{}
+	return s.written(f)
+}
+
+// reportSealed adds a sealed archive's counters to the sink's report.
+func (s *Sink) reportSealed(m map[string]int64) {
+	if s.sealed == nil {
+		return
+	}
+	m["torn_frames_cut"] = s.sealed.tornCut.Load()
+	m["frames_written"] = s.sealed.framesWritten.Load()
+}
+
+// loadSealed is Load on a sealed archive: the transcript is decrypted in
+// memory and read as ReadFile reads a plain one.
+func (s *Sink) loadSealed(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
+	path, err := s.sealed.find(ctx, s.layout, ref)
+	if err != nil {
+		return nil, err
+	}
+	tr := &core.Transcript{Ref: ref, Source: s.opts.ID}
+	plain, _, _, err := s.sealed.read(path, false)
+	if err != nil {
+		return nil, err
+	}
+	if m := s.opts.LoadMaxBytes; m > 0 && int64(len(plain)) > m {
+		return nil, fmt.Errorf("%w: %s is %d bytes, max_bytes %d", ErrTooLarge, path, len(plain), m)
+	}
+	entries, rep, err := readTranscript(bytes.NewReader(plain), int64(len(plain)), path, ReadOptions{NoPrecompactSkip: ref.AgentID != ""})
+	if err != nil {
+		return nil, err
+	}
+	return checkedTranscript(tr, path, entries, rep)
+}
+
+// find returns the plain name of ref's sealed transcript, in the project
+// folder FindSession finds; ErrNotFound on a miss.
+func (st *sealedStore) find(ctx context.Context, l Layout, ref core.SessionRef) (string, error) {
+	if !IsSessionID(ref.SessionID) {
+		return "", fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, ref.SessionID)
+	}
+	d, err := l.FindSession(ref.SessionID, ref.CWD)
+	if err != nil {
+		return "", err
+	}
+	if d != "" && ref.AgentID == "" {
+		main := MainFile(d, ref.SessionID)
+		if _, err := os.Stat(main + SealedSuffix); err == nil {
+			return main, nil
+		}
+	}
+	if d != "" && ref.AgentID != "" {
+		var found string
+		want := "agent-" + ref.AgentID + ".jsonl" + SealedSuffix
+		err := filepath.WalkDir(filepath.Join(d, ref.SessionID, "subagents"), func(p string, de fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !de.IsDir() && de.Name() == want {
+				found = strings.TrimSuffix(p, SealedSuffix)
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if err != nil || found != "" {
+			return found, err
+		}
+	}
+	if ref.AgentID != "" {
+		return "", fmt.Errorf("%w: agent %s of session %s", ErrNotFound, ref.AgentID, ref.SessionID)
+	}
+	return "", fmt.Errorf("%w: session %s", ErrNotFound, ref.SessionID)
+}
