@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -277,66 +278,81 @@ func (s *scanner) objectAt(i, depth int, field func(key []byte, vstart int) (int
 }
 
 // strEnd returns the offset after the string starting at b[i]=='"', and
-// whether it holds escapes. Plain runs are skipped eight bytes at a time:
-// tool output makes strings most of a transcript's bytes.
+// whether it holds escapes. Tool output makes strings most of a
+// transcript's bytes, so the plain runs between escapes are found with
+// bytes.IndexByte (vectorized) and checked for control characters eight
+// bytes at a time. The next quote is remembered until an escape steps past
+// it, so a long string with many escapes is still scanned once.
 func (s *scanner) strEnd(i int) (int, bool, error) {
 	esc := false
 	b := s.b
 	j := i + 1
+	q := -1 // the next '"' at or after j, once known
 	for {
-		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
+		if q < j {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				return 0, false, s.errAt(len(b), "'\"'")
+			}
+			q = j + k
 		}
+		stop := q
+		if k := bytes.IndexByte(b[j:q], '\\'); k >= 0 {
+			stop = j + k
+		}
+		if k := ctlIndex(b[j:stop]); k >= 0 {
+			return 0, false, s.errAt(j+k, "no control character in a string")
+		}
+		if stop == q {
+			return q + 1, esc, nil
+		}
+		esc = true
+		j = stop + 1
 		if j >= len(b) {
-			return 0, false, s.errAt(len(b), "'\"'")
+			return 0, false, s.errAt(j, "an escape")
 		}
-		switch c := b[j]; {
-		case c == '"':
-			return j + 1, esc, nil
-		case c == '\\':
-			esc = true
-			j++
-			if j >= len(b) {
-				return 0, false, s.errAt(j, "an escape")
+		switch b[j] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if j+4 >= len(b) {
+				return 0, false, s.errAt(len(b), "four hex digits")
 			}
-			switch b[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(b) {
-					return 0, false, s.errAt(len(b), "four hex digits")
+			for k := 1; k <= 4; k++ {
+				if !isHex(b[j+k]) {
+					return 0, false, s.errAt(j+k, "a hex digit")
 				}
-				for k := 1; k <= 4; k++ {
-					if !isHex(b[j+k]) {
-						return 0, false, s.errAt(j+k, "a hex digit")
-					}
-				}
-				j += 4
-			default:
-				return 0, false, s.errAt(j, "an escape")
 			}
-		case c < 0x20:
-			return 0, false, s.errAt(j, "no control character in a string")
+			j += 4
+		default:
+			return 0, false, s.errAt(j, "an escape")
 		}
 		j++
 	}
+}
+
+// ctlIndex returns the index of the first control character (below 0x20)
+// in p, or -1.
+func ctlIndex(p []byte) int {
+	i := 0
+	for ; i+16 <= len(p); i += 16 {
+		x := binary.LittleEndian.Uint64(p[i:])
+		y := binary.LittleEndian.Uint64(p[i+8:])
+		if ((x-ones*0x20)&^x|(y-ones*0x20)&^y)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(p); i++ {
+		if p[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
 }
 
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
-
-// special8 reports whether one of the eight bytes of x may be '"', '\\' or
-// a control character (it may say yes for a byte after a real one, never
-// no for a real one).
-func special8(x uint64) bool {
-	quote := x ^ (ones * '"')
-	slash := x ^ (ones * '\\')
-	zeroQ := (quote - ones) &^ quote
-	zeroS := (slash - ones) &^ slash
-	ctl := (x - ones*0x20) &^ x
-	return (zeroQ|zeroS|ctl)&highs != 0
-}
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
