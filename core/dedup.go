@@ -170,4 +170,3 @@ func (p *Pipeline) SeedSession(ctx context.Context, ref SessionRef, uuids []stri
 	}
 	return nil
 }
-

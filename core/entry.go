@@ -1,11 +1,11 @@
 package core
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -279,74 +279,60 @@ func (s *scanner) objectAt(i, depth int, field func(key []byte, vstart int) (int
 
 // strEnd returns the offset after the string starting at b[i]=='"', and
 // whether it holds escapes. Tool output makes strings most of a
-// transcript's bytes, so the plain runs between escapes are found with
-// bytes.IndexByte (vectorized) and checked for control characters eight
-// bytes at a time. The next quote is remembered until an escape steps past
-// it, so a long string with many escapes is still scanned once.
+// transcript's bytes: plain runs are checked eight bytes at a time, and a
+// word holding a special byte jumps straight to it (escapes come every few
+// dozen bytes in tool output, so no byte-by-byte walk to reach it).
 func (s *scanner) strEnd(i int) (int, bool, error) {
 	esc := false
 	b := s.b
 	j := i + 1
-	q := -1 // the next '"' at or after j, once known
 	for {
-		if q < j {
-			k := bytes.IndexByte(b[j:], '"')
-			if k < 0 {
-				return 0, false, s.errAt(len(b), "'\"'")
+		for j+8 <= len(b) {
+			// A byte of m is set for each '"', '\\' or control character
+			// (and maybe for bytes after one, never before): the lowest
+			// set byte is the first special one.
+			x := binary.LittleEndian.Uint64(b[j:])
+			q := x ^ (ones * '"')
+			sl := x ^ (ones * '\\')
+			m := ((q - ones) &^ q) | ((sl - ones) &^ sl) | ((x - ones*0x20) &^ x)
+			if m &= highs; m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
 			}
-			q = j + k
+			j += 8
 		}
-		stop := q
-		if k := bytes.IndexByte(b[j:q], '\\'); k >= 0 {
-			stop = j + k
-		}
-		if k := ctlIndex(b[j:stop]); k >= 0 {
-			return 0, false, s.errAt(j+k, "no control character in a string")
-		}
-		if stop == q {
-			return q + 1, esc, nil
-		}
-		esc = true
-		j = stop + 1
 		if j >= len(b) {
-			return 0, false, s.errAt(j, "an escape")
+			return 0, false, s.errAt(len(b), "'\"'")
 		}
-		switch b[j] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		case 'u':
-			if j+4 >= len(b) {
-				return 0, false, s.errAt(len(b), "four hex digits")
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, esc, nil
+		case c == '\\':
+			esc = true
+			j++
+			if j >= len(b) {
+				return 0, false, s.errAt(j, "an escape")
 			}
-			for k := 1; k <= 4; k++ {
-				if !isHex(b[j+k]) {
-					return 0, false, s.errAt(j+k, "a hex digit")
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return 0, false, s.errAt(len(b), "four hex digits")
 				}
+				for k := 1; k <= 4; k++ {
+					if !isHex(b[j+k]) {
+						return 0, false, s.errAt(j+k, "a hex digit")
+					}
+				}
+				j += 4
+			default:
+				return 0, false, s.errAt(j, "an escape")
 			}
-			j += 4
-		default:
-			return 0, false, s.errAt(j, "an escape")
+		case c < 0x20:
+			return 0, false, s.errAt(j, "no control character in a string")
 		}
 		j++
 	}
-}
-
-// ctlIndex returns the index of the first control character (below 0x20)
-// in p, or -1.
-func ctlIndex(p []byte) int {
-	i := 0
-	for ; i+16 <= len(p); i += 16 {
-		x := binary.LittleEndian.Uint64(p[i:])
-		y := binary.LittleEndian.Uint64(p[i+8:])
-		if ((x-ones*0x20)&^x|(y-ones*0x20)&^y)&highs != 0 {
-			break
-		}
-	}
-	for ; i < len(p); i++ {
-		if p[i] < 0x20 {
-			return i
-		}
-	}
-	return -1
 }
 
 const (
