@@ -51,9 +51,10 @@ func (c *chunk) parse() {
 }
 
 // readInputs parses every line of the files (or stdin) and sends the
-// entries on, then an eof marker per file; malformed and blank lines are
-// counted in rep. seq numbers every line of the whole input.
-func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<- input, rep *recordReport) error {
+// entries on, a chunk's at a time (one hand-off per chunk, not per line),
+// then an eof marker per file; malformed and blank lines are counted in
+// rep. seq numbers every line of the whole input.
+func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<- []input, rep *recordReport) error {
 	defer close(out)
 	if len(files) == 0 {
 		files = []string{"-"}
@@ -80,7 +81,7 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 		}
 	}()
 	var seq int64
-	send := func(in input) error {
+	send := func(in []input) error {
 		select {
 		case out <- in:
 			return nil
@@ -98,11 +99,12 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 			return c.err
 		}
 		if c.eof {
-			if send(input{file: c.file, eof: true, seq: seq}) != nil {
+			if send([]input{{file: c.file, eof: true, seq: seq}}) != nil {
 				return nil // the intake stopped
 			}
 			continue
 		}
+		batch := make([]input, 0, len(c.res))
 		for i := range c.res {
 			seq++
 			rep.Lines++
@@ -117,10 +119,11 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 					rep.Malformed = append(rep.Malformed, badLine{File: c.file, Line: n, Error: r.err.Error()})
 				}
 			default:
-				if send(input{entry: r.entry, file: c.file, line: n, seq: seq}) != nil {
-					return nil
-				}
+				batch = append(batch, input{entry: r.entry, file: c.file, line: n, seq: seq})
 			}
+		}
+		if len(batch) > 0 && send(batch) != nil {
+			return nil
 		}
 	}
 	return nil
