@@ -138,11 +138,8 @@ func (id ID) String() string { return id.Type + "/" + id.Name }
 type Sink interface {
 	Start(ctx context.Context) error
 	// Write hands the sink a batch in submission order. The sink must not
-	// change the slice or the entries' Raw bytes, nor keep the slice after
-	// it returns. It may keep an entry's Raw by reference, unchanged, until
-	// its next Flush returns nil (a caller changes no Raw it wrote before
-	// then; Pipeline.Submit's caller never does); it copies what it keeps
-	// longer.
+	// keep or change the slice or the entries' Raw bytes after it returns;
+	// it copies what it keeps.
 	Write(ctx context.Context, entries []Entry) error
 	// Flush returns nil only when every entry written before the call is
 	// durable: it survives the process being killed.

@@ -11,8 +11,8 @@ import (
 // them: a line is a slice of its block, its capacity ending at the line,
 // and a new block is started (the unfinished line moved to it) instead of
 // reusing one. The garbage collector frees a block once no line of it is
-// referenced, which is what makes keeping Raw by reference safe
-// (core.Sink, jsonl's write queue).
+// referenced. That is what Pipeline.Submit asks of Raw: its caller never
+// changes it afterwards, since the sinks' queues read it later.
 type LineReader struct {
 	r     io.Reader
 	block []byte

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,14 +12,13 @@ import (
 	"github.com/e0dc0000/scribe/core"
 )
 
-// queueLines returns lines of mixed lengths: short ones (copied) and long
-// ones (queued by reference), each in a buffer of its own.
+// queueLines returns lines of mixed lengths, each in a buffer of its own.
 func queueLines(n int) [][]byte {
 	var out [][]byte
 	for i := range n {
-		size := 10 + i%7*300 // 10 .. 1810 bytes: both sides of refMin
+		size := 10 + i%7*300 // 10 .. 1810 bytes
 		if i%5 == 0 {
-			size = refMin
+			size = 1 << 10
 		}
 		out = append(out, bytes.Repeat([]byte{byte('a' + i%26)}, size))
 	}
@@ -34,47 +31,6 @@ func joined(lines [][]byte) []byte {
 		b = append(append(b, l...), '\n')
 	}
 	return b
-}
-
-// A long line is written from the entry's own bytes, not a copy; short
-// lines share blocks; the file gets every line in order.
-func TestQueueWritesLongLinesByReference(t *testing.T) {
-	lines := queueLines(200)
-	var q wqueue
-	for _, l := range lines {
-		q.add(l)
-	}
-	job := q.take()
-	refs := 0
-	for _, l := range lines {
-		for _, b := range job.bufs {
-			if len(l) >= refMin && len(b) > 0 && &b[0] == &l[0] {
-				refs++
-			}
-		}
-	}
-	long := 0
-	for _, l := range lines {
-		if len(l) >= refMin {
-			long++
-		}
-	}
-	if refs != long {
-		t.Fatalf("%d of %d long lines queued by reference", refs, long)
-	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rest, n, nlines, err := job.writeTo(int(f.Fd()))
-	if err != nil || rest.n != 0 || nlines != len(lines) || n != len(joined(lines)) {
-		t.Fatalf("writeTo: rest %d, %d bytes, %d lines, %v", rest.n, n, nlines, err)
-	}
-	job.release()
-	if got, _ := os.ReadFile(f.Name()); !bytes.Equal(got, joined(lines)) {
-		t.Fatal("file differs from the lines queued")
-	}
 }
 
 // A write that stops part-way (a full pipe here) leaves exactly the
@@ -139,10 +95,10 @@ func TestQueueResumesWhereAWriteStopped(t *testing.T) {
 	}
 }
 
-// The sink keeps an entry's Raw by reference only until Flush returns: a
-// host that reuses its buffers after a Flush (core.Sink allows it) must
-// not change what reaches the file later, such as the metadata block the
-// store appends again, and the sink never changes Raw itself.
+// The sink keeps no entry's Raw (core.Sink): a host that reuses its
+// buffers after a Flush must not change what reaches the file later, such
+// as the metadata block the store appends again, and the sink never
+// changes Raw itself.
 func TestSinkKeepsNoRawAfterFlush(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -150,7 +106,7 @@ func TestSinkKeepsNoRawAfterFlush(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pad := strings.Repeat("p", 2*refMin)
+	pad := strings.Repeat("p", 2048)
 	mk := func(i int, typ string) core.Entry {
 		var line string
 		if typ == "custom-title" {
