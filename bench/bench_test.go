@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -81,5 +83,28 @@ func TestVerifyCatchesMissingWork(t *testing.T) {
 	}
 	if err := verifyStore(p, root, &runResult{}); err == nil {
 		t.Fatal("verification passed on an altered line")
+	}
+}
+
+// BenchmarkParseWorkload parses the generated workload's lines in place
+// (what `scribe record` does per line), to compare scanner changes on the
+// bytes the record benchmark uses.
+func BenchmarkParseWorkload(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "w.jsonl")
+	if err := generate(path, 5, 8<<20, 1); err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		for _, l := range lines {
+			if _, err := core.ParseEntryOwned(l); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -180,9 +182,10 @@ func runPlain(p *plan, root string) (runResult, error) {
 }
 
 // runLibrary is scribe in process: jsonl sink (default options: fsync
-// batch, 100 ms drain) as sink and seeder, every line parsed with
-// core.ParseEntry and submitted, then Flush and Shutdown. Each Submit call
-// is timed.
+// batch, 100 ms drain) as sink and seeder, every line read with
+// core.LineReader, parsed in place with core.ParseEntryOwned (on a
+// goroutine of its own) and submitted, then Flush and Shutdown. Each
+// Submit call is timed.
 func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPolicy, procs ...core.NamedProcessor) (runResult, error) {
 	return runLibraryWith(ctx, p, root, jsonl.Options{Fsync: fsync}, procs...)
 }
@@ -212,34 +215,44 @@ func runLibraryWith(ctx context.Context, p *plan, root string, so jsonl.Options,
 	rt := newRouter(len(p.Inputs))
 	var ready []core.Entry
 	var accepted, dups int
-	err = eachLine(p.Inputs, func(fi int, line []byte) error {
-		if blank(line) {
-			return nil
-		}
-		e, err := core.ParseEntry(line)
+	submit := func(e core.Entry) error {
+		t0 := time.Now()
+		res, err := pl.Submit(ctx, e)
+		lat = append(lat, time.Since(t0))
 		if err != nil {
-			return nil // counted by the plan
+			return fmt.Errorf("submit: %w", err)
 		}
-		ready = rt.route(fi, e, ready)
-		for _, e := range ready {
-			t0 := time.Now()
-			res, err := pl.Submit(ctx, e)
-			lat = append(lat, time.Since(t0))
-			if err != nil {
-				return fmt.Errorf("submit: %w", err)
-			}
-			switch res.Status {
-			case core.Accepted:
-				accepted++
-			case core.Duplicate:
-				dups++
-			default:
-				return fmt.Errorf("submit: %s (%v)", res.Status, res.Reason)
-			}
+		switch res.Status {
+		case core.Accepted:
+			accepted++
+		case core.Duplicate:
+			dups++
+		default:
+			return fmt.Errorf("submit: %s (%v)", res.Status, res.Reason)
 		}
 		return nil
-	})
+	}
+	// The host reads and parses on a goroutine of its own (the input's
+	// lines parsed in place, no copy) and submits on this one.
+	batches := make(chan parsedBatch, 8)
+	go parseInputs(p.Inputs, batches)
+batches:
+	for b := range batches {
+		if err = b.err; err != nil {
+			break
+		}
+		for _, l := range b.lines {
+			ready = rt.route(l.file, l.e, ready)
+			for _, e := range ready {
+				if err = submit(e); err != nil {
+					break batches
+				}
+			}
+		}
+	}
 	if err != nil {
+		for range batches { // let the reader end
+		}
 		_ = pl.Shutdown(ctx)
 		return runResult{}, err
 	}
@@ -524,4 +537,57 @@ func summarize(lat []time.Duration) latencySummary {
 		sum += d
 	}
 	return latencySummary{Count: len(s), P50: q(0.50), P99: q(0.99), P999: q(0.999), Max: s[len(s)-1], Mean: sum / time.Duration(len(s))}
+}
+
+// parsedBatch is a run of parsed input lines, or the error that ended the
+// input.
+type parsedBatch struct {
+	lines []parsedLine
+	err   error
+}
+
+type parsedLine struct {
+	file int
+	e    core.Entry
+}
+
+// parseInputs reads the files with core.LineReader, parses every line in
+// place (blank and malformed lines are skipped: the plan counts them) and
+// sends the entries on in batches, in input order.
+func parseInputs(files []string, out chan<- parsedBatch) {
+	defer close(out)
+	const batch = 512
+	for fi, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			out <- parsedBatch{err: err}
+			return
+		}
+		lr := core.NewLineReader(f)
+		var lines [][]byte
+		cur := make([]parsedLine, 0, batch)
+		for err == nil {
+			lines, err = lr.Read(lines[:0])
+			for _, l := range lines {
+				if blank(l) {
+					continue
+				}
+				if e, perr := core.ParseEntryOwned(l); perr == nil {
+					cur = append(cur, parsedLine{file: fi, e: e})
+				}
+				if len(cur) == batch {
+					out <- parsedBatch{lines: cur}
+					cur = make([]parsedLine, 0, batch)
+				}
+			}
+		}
+		f.Close()
+		if len(cur) > 0 {
+			out <- parsedBatch{lines: cur}
+		}
+		if !errors.Is(err, io.EOF) {
+			out <- parsedBatch{err: fmt.Errorf("read %s: %w", name, err)}
+			return
+		}
+	}
 }

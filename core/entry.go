@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -277,14 +278,27 @@ func (s *scanner) objectAt(i, depth int, field func(key []byte, vstart int) (int
 }
 
 // strEnd returns the offset after the string starting at b[i]=='"', and
-// whether it holds escapes. Plain runs are skipped eight bytes at a time:
-// tool output makes strings most of a transcript's bytes.
+// whether it holds escapes. Tool output makes strings most of a
+// transcript's bytes: plain runs are checked eight bytes at a time, and a
+// word holding a special byte jumps straight to it (escapes come every few
+// dozen bytes in tool output, so no byte-by-byte walk to reach it).
 func (s *scanner) strEnd(i int) (int, bool, error) {
 	esc := false
 	b := s.b
 	j := i + 1
 	for {
-		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+		for j+8 <= len(b) {
+			// A byte of m is set for each '"', '\\' or control character
+			// (and maybe for bytes after one, never before): the lowest
+			// set byte is the first special one.
+			x := binary.LittleEndian.Uint64(b[j:])
+			q := x ^ (ones * '"')
+			sl := x ^ (ones * '\\')
+			m := ((q - ones) &^ q) | ((sl - ones) &^ sl) | ((x - ones*0x20) &^ x)
+			if m &= highs; m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			j += 8
 		}
 		if j >= len(b) {
@@ -325,18 +339,6 @@ const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
-
-// special8 reports whether one of the eight bytes of x may be '"', '\\' or
-// a control character (it may say yes for a byte after a real one, never
-// no for a real one).
-func special8(x uint64) bool {
-	quote := x ^ (ones * '"')
-	slash := x ^ (ones * '\\')
-	zeroQ := (quote - ones) &^ quote
-	zeroS := (slash - ones) &^ slash
-	ctl := (x - ones*0x20) &^ x
-	return (zeroQ|zeroS|ctl)&highs != 0
-}
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')

@@ -121,7 +121,7 @@ func TestParseID(t *testing.T) {
 	}
 }
 
-// The eight-byte skip in strEnd must see a quote, a backslash or a control
+// The vectorized runs in strEnd must see a quote, a backslash or a control
 // character at every offset.
 func TestStringScanAtEveryOffset(t *testing.T) {
 	for n := range 24 {

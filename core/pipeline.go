@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -205,21 +204,6 @@ type namedChecker struct {
 	id ID
 	c  EntryChecker
 }
-
-type sessionSeen struct {
-	mu     sync.Mutex
-	seeded bool
-	// uuids maps each uuid to true once this run submitted it, false while
-	// only the seeding store is known to hold it.
-	uuids map[string]bool
-	// meta holds hashes of the uuid-less lines the store already had. While
-	// no new chain entry has arrived for the session (live is false), an
-	// identical metadata line is a replay of stored input, not a new fact.
-	meta map[uint64]struct{}
-	live bool
-}
-
-var metaSeed = maphash.MakeSeed()
 
 // NewPipeline checks the options and builds a pipeline. Call Start before
 // Submit.
@@ -480,82 +464,6 @@ func (p *Pipeline) fanout(ctx context.Context, e Entry) {
 	for _, r := range p.sinks {
 		r.enqueue(ctx, e)
 	}
-}
-
-// duplicate reports whether dedup drops e, and records it otherwise.
-// replay is true when e is a duplicate only of what the seeding store
-// held (not of an entry of this run): idempotent sinks still get it, since
-// that store having it says nothing of theirs. Called with s.mu held.
-func (s *sessionSeen) duplicate(e *Entry) (dup, replay bool) {
-	if e.UUID == "" {
-		if !s.live && len(s.meta) > 0 {
-			if _, ok := s.meta[maphash.Bytes(metaSeed, e.Raw)]; ok {
-				return true, true
-			}
-		}
-		return false, false
-	}
-	if live, ok := s.uuids[e.UUID]; ok {
-		s.uuids[e.UUID] = true
-		return true, !live
-	}
-	s.uuids[e.UUID] = true
-	// Only new conversation rows end a replay: a state event or a uuid'd
-	// metadata line may precede stored lines in a replayed stream.
-	if e.IsChain() {
-		s.live = true
-	}
-	return false, false
-}
-
-// session returns the dedup state of ref, seeded, with its lock held.
-func (p *Pipeline) session(ctx context.Context, ref SessionRef) (*sessionSeen, error) {
-	key := ref.Key()
-	p.seenMu.Lock()
-	s := p.seen[key]
-	if s == nil {
-		s = &sessionSeen{uuids: make(map[string]bool)}
-		p.seen[key] = s
-	}
-	p.seenMu.Unlock()
-	s.mu.Lock()
-	if s.seeded || p.seeder == nil {
-		s.seeded = true
-		return s, nil
-	}
-	seed, err := p.seeder.Seed(ctx, ref)
-	if err != nil {
-		s.mu.Unlock()
-		p.seedErrors.Add(1)
-		return nil, fmt.Errorf("seed dedup for session %s: %w", key, err)
-	}
-	for _, u := range seed.UUIDs {
-		s.uuids[u] = false
-	}
-	if len(seed.Metadata) > 0 {
-		s.meta = make(map[uint64]struct{}, len(seed.Metadata))
-		for _, m := range seed.Metadata {
-			s.meta[maphash.Bytes(metaSeed, m)] = struct{}{}
-		}
-	}
-	s.seeded = true
-	return s, nil
-}
-
-// SeedSession adds uuids to a session's dedup set, for hosts that loaded a
-// session some other way (resume) and will append to it.
-func (p *Pipeline) SeedSession(ctx context.Context, ref SessionRef, uuids []string) error {
-	s, err := p.session(ctx, ref)
-	if err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	for _, u := range uuids {
-		if _, ok := s.uuids[u]; !ok {
-			s.uuids[u] = false
-		}
-	}
-	return nil
 }
 
 // lost records that a durable sink will never have the entry of seq.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,10 +18,6 @@ import (
 //	split (one goroutine) ──► chunk ──┬──► parse worker ──┐
 //	                          │       └──► parse worker ──┤ (each closes chunk.done)
 //	                          └──► ordered ───────────────┴──► readInputs: counts, sends inputs in order
-
-// readBlock is the size of the blocks the input is read in; a line longer
-// than the rest of a block moves to a new block of at least its size.
-const readBlock = 4 << 20
 
 // chunkLines bounds the lines one parse job holds.
 const chunkLines = 512
@@ -56,9 +51,10 @@ func (c *chunk) parse() {
 }
 
 // readInputs parses every line of the files (or stdin) and sends the
-// entries on, then an eof marker per file; malformed and blank lines are
-// counted in rep. seq numbers every line of the whole input.
-func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<- input, rep *recordReport) error {
+// entries on, a chunk's at a time (one hand-off per chunk, not per line),
+// then an eof marker per file; malformed and blank lines are counted in
+// rep. seq numbers every line of the whole input.
+func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<- []input, rep *recordReport) error {
 	defer close(out)
 	if len(files) == 0 {
 		files = []string{"-"}
@@ -85,7 +81,7 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 		}
 	}()
 	var seq int64
-	send := func(in input) error {
+	send := func(in []input) error {
 		select {
 		case out <- in:
 			return nil
@@ -103,11 +99,12 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 			return c.err
 		}
 		if c.eof {
-			if send(input{file: c.file, eof: true, seq: seq}) != nil {
+			if send([]input{{file: c.file, eof: true, seq: seq}}) != nil {
 				return nil // the intake stopped
 			}
 			continue
 		}
+		batch := make([]input, 0, len(c.res))
 		for i := range c.res {
 			seq++
 			rep.Lines++
@@ -122,10 +119,11 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 					rep.Malformed = append(rep.Malformed, badLine{File: c.file, Line: n, Error: r.err.Error()})
 				}
 			default:
-				if send(input{entry: r.entry, file: c.file, line: n, seq: seq}) != nil {
-					return nil
-				}
+				batch = append(batch, input{entry: r.entry, file: c.file, line: n, seq: seq})
 			}
+		}
+		if len(batch) > 0 && send(batch) != nil {
+			return nil
 		}
 	}
 	return nil
@@ -175,32 +173,18 @@ func splitFile(ctx context.Context, name string, stdin io.Reader, work, ordered 
 		cur = &chunk{file: display, first: line, done: make(chan struct{})}
 		return emit(c)
 	}
-	// Reads append to the block; lines are full slices of it that nothing
-	// overwrites. Only when the block is nearly full does the unfinished
-	// line move to a new one.
-	block := make([]byte, 0, readBlock)
-	start := 0
+	lr := core.NewLineReader(r)
+	var lines [][]byte
 	for {
-		if cap(block)-len(block) < minRead {
-			tail := block[start:]
-			nb := make([]byte, len(tail), max(readBlock, 2*len(tail)))
-			copy(nb, tail)
-			block, start = nb, 0
-		}
-		n, err := r.Read(block[len(block):cap(block)])
-		block = block[:len(block)+n]
-		for {
-			i := bytes.IndexByte(block[start:], '\n')
-			if i < 0 {
-				break
-			}
-			end := start + i
-			cur.lines = append(cur.lines, block[start:end:end])
-			start = end + 1
+		var err error
+		lines, err = lr.Read(lines[:0])
+		for _, l := range lines {
+			cur.lines = append(cur.lines, l)
 			if len(cur.lines) == chunkLines && !next() {
 				return false
 			}
 		}
+		clear(lines)
 		// What one read brought goes on now: a live stream must not wait
 		// for a chunk to fill.
 		if !next() {
@@ -208,25 +192,13 @@ func splitFile(ctx context.Context, name string, stdin io.Reader, work, ordered 
 		}
 		switch {
 		case errors.Is(err, io.EOF):
-			if start < len(block) {
-				cur.lines = append(cur.lines, block[start:len(block):len(block)]) // a torn last line
-			}
-			if !next() {
-				return false
-			}
 			return emit(&chunk{file: display, eof: true, done: make(chan struct{})})
 		case err != nil:
-			if !next() {
-				return false
-			}
 			emit(&chunk{file: display, err: fmt.Errorf("read %s: %w", display, err), done: make(chan struct{})})
 			return false
 		}
 	}
 }
-
-// minRead is the least room a block must have for the next read.
-const minRead = 64 << 10
 
 func isBlank(line []byte) bool {
 	for _, c := range line {

@@ -45,7 +45,7 @@ func TestReadInputsCutsEveryLineWhole(t *testing.T) {
 	in.WriteString(torn) // no newline at the end
 	want = append(want, torn)
 
-	out := make(chan input, 16)
+	out := make(chan []input, 16)
 	rep := &recordReport{}
 	errc := make(chan error, 1)
 	go func() {
@@ -54,16 +54,18 @@ func TestReadInputsCutsEveryLineWhole(t *testing.T) {
 	var got []string
 	var lastSeq int64
 	eofs := 0
-	for x := range out {
-		if x.eof {
-			eofs++
-			continue
+	for batch := range out {
+		for _, x := range batch {
+			if x.eof {
+				eofs++
+				continue
+			}
+			if x.seq <= lastSeq || x.seq != x.line {
+				t.Fatalf("line %d has seq %d after %d", x.line, x.seq, lastSeq)
+			}
+			lastSeq = x.seq
+			got = append(got, string(x.entry.Raw))
 		}
-		if x.seq <= lastSeq || x.seq != x.line {
-			t.Fatalf("line %d has seq %d after %d", x.line, x.seq, lastSeq)
-		}
-		lastSeq = x.seq
-		got = append(got, string(x.entry.Raw))
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 		return err
 	}
 	r := newRecorder(cmd, rt, o, log)
-	lines := make(chan input, 1024)
+	lines := make(chan []input, 4)
 	readErr := make(chan error, 1)
 	go func() { readErr <- readInputs(intake, args, cmd.InOrStdin(), lines, r.rep) }()
 	runErr := r.consume(intake, lines)
@@ -273,7 +273,7 @@ func newRecorder(cmd *cobra.Command, rt *runtime, o recordOpts, log hclog.Logger
 // run beside it, one at a time, so a sink that cannot make anything
 // durable holds back acknowledgements, never the intake; a failed flush is
 // reported and tried again at the next tick.
-func (r *recorder) consume(intake context.Context, lines <-chan input) error {
+func (r *recorder) consume(intake context.Context, lines <-chan []input) error {
 	tick := time.NewTicker(r.o.flushInterval)
 	defer tick.Stop()
 	var flushing sync.WaitGroup
@@ -286,12 +286,14 @@ func (r *recorder) consume(intake context.Context, lines <-chan input) error {
 	outErr := make(chan error, 1)
 	for {
 		select {
-		case in, ok := <-lines:
+		case batch, ok := <-lines:
 			if !ok {
 				return nil
 			}
-			if err := r.take(in); err != nil {
-				return err
+			for _, in := range batch {
+				if err := r.take(in); err != nil {
+					return err
+				}
 			}
 			if err := r.flushEvents(len(lines) == 0); err != nil {
 				return err
