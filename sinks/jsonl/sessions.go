@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 )
 
@@ -103,22 +104,22 @@ func TranscriptFiles(projectDir, id string) ([]TranscriptFile, int64) {
 
 // OpenTranscript opens a session's main transcript for reading, looking
 // first in the project folder of cwd (when given). A session the store
-// does not hold is ErrNotFound.
+// does not hold is core.ErrNotFound, worded as the summary loader says it.
 func (l Layout) OpenTranscript(id, cwd string) (*os.File, error) {
 	if !IsSessionID(id) {
-		return nil, fmt.Errorf("%w: %q is not a session id", ErrNotFound, id)
+		return nil, fmt.Errorf("%q is not a session id: %w", id, core.ErrNotFound)
 	}
 	dir, err := l.FindSession(id, cwd)
 	if err != nil {
 		return nil, err
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("%w: no transcript of %s", ErrNotFound, id)
+		return nil, fmt.Errorf("no transcript: %w", core.ErrNotFound)
 	}
 	path := MainFile(dir, id)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s is gone", ErrNotFound, path)
+		return nil, fmt.Errorf("%s is gone: %w", path, core.ErrNotFound)
 	}
 	return f, err
 }

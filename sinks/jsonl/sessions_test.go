@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // TestStoredSessionsAndTheirFiles: every session is found once (the first
@@ -84,7 +86,7 @@ func TestReplaceTranscript(t *testing.T) {
 	if _, _, err := l.ReplaceTranscript(filepath.Join(t.TempDir(), "x.jsonl"), nil, "t"); err == nil {
 		t.Fatal("a path outside the store was replaced")
 	}
-	if _, err := l.OpenTranscript(id, ""); !errors.Is(err, ErrNotFound) {
+	if _, err := l.OpenTranscript(id, ""); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("OpenTranscript of a session with no main file: %v", err)
 	}
 	if err := os.WriteFile(MainFile(l.ProjectDir("/w/c"), id), []byte("m\n"), 0o600); err != nil {
