@@ -14,6 +14,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 var lcAt = time.Date(2026, 1, 10, 11, 0, 2, 267e6, time.UTC)
@@ -360,7 +361,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 	entries := resumeAtEntries(t)
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
 	ref := core.SessionRef{SessionID: sess}
-	plain, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{})
+	plain, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 		"a-3": {"u-1", "a-1", "u-3", "a-3"}, // the current leaf: as a plain resume
 		"u-2": {"u-1", "a-1", "u-2"},        // a prompt: an interrupted prompt
 	} {
-		res, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{UpTo: upTo})
+		res, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: upTo})
 		if err != nil {
 			t.Fatalf("up to %s: %v", upTo, err)
 		}
@@ -389,7 +390,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 			t.Fatalf("up to %s: class %s, leaf %s", upTo, res.Recovery.Class, res.Chain.Leaf)
 		}
 	}
-	if _, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{UpTo: "nope"}); !errors.Is(err, core.ErrMessageNotFound) {
+	if _, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: "nope"}); !errors.Is(err, core.ErrMessageNotFound) {
 		t.Fatalf("unknown message: %v", err)
 	}
 }
@@ -409,7 +410,7 @@ func TestCheckpointResumeUpToRepairsFromTheMessage(t *testing.T) {
 	rec := &coretest.RecordingSink{}
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}})
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{UpTo: "a-t", Recovery: core.RecoveryOptions{Now: lcAt}})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: "a-t", Recovery: core.RecoveryOptions{Now: lcAt}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // SidecarName is the sidecar's file name in the session's folder.
@@ -202,7 +203,7 @@ func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label stri
 	if err != nil {
 		return core.Checkpoint{}, core.Entry{}, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
 	if ch.Leaf == "" {
 		return core.Checkpoint{}, core.Entry{}, fmt.Errorf("checkpoint: session %s has no conversation in %s", sessionID, path)
 	}

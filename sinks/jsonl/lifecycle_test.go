@@ -16,6 +16,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 var lcAt = time.Date(2026, 1, 10, 11, 0, 9, 0, time.UTC)
@@ -276,7 +277,7 @@ func TestCheckpointAppend(t *testing.T) {
 	}
 	// Resume at the first checkpoint: the conversation up to a-1.
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("jsonl/local"), Loader: NewLoader(l)}})
-	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{UpTo: cp.MessageUUID})
+	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: cp.MessageUUID})
 	if err != nil || len(res.Conversation) != 2 || res.Conversation[1].UUID != "a-1" {
 		t.Fatalf("resume at checkpoint: %v %+v", err, res)
 	}

@@ -42,7 +42,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // liteWindow is the size of the head and tail windows (the SDK's 65536).
@@ -1431,7 +1431,7 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 		}
 	}
 	for _, l := range texts {
-		c := core.JSTrim(strings.ReplaceAll(core.UnwrapPastedContent(l), "\n", " "))
+		c := transcript.JSTrim(strings.ReplaceAll(transcript.UnwrapPastedContent(l), "\n", " "))
 		if c == "" {
 			continue
 		}
@@ -1442,13 +1442,13 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 			continue
 		}
 		if in, ok := liteBashInput(c); ok {
-			return "! " + core.JSTrim(in), true
+			return "! " + transcript.JSTrim(in), true
 		}
 		if liteLooksLikeTag(c) {
 			continue
 		}
-		if core.UTF16Len(c) > 200 {
-			c = core.JSTrim(core.TruncateUTF16(c, 200)) + "…"
+		if transcript.UTF16Len(c) > 200 {
+			c = transcript.JSTrim(transcript.TruncateUTF16(c, 200)) + "…"
 		}
 		return c, true
 	}
@@ -1512,7 +1512,7 @@ func liteLooksLikeTag(c string) bool {
 	i := 0
 	for i < len(c) {
 		r, size := utf8.DecodeRuneInString(c[i:])
-		if !core.IsJSSpace(r) {
+		if !transcript.IsJSSpace(r) {
 			break
 		}
 		i += size
@@ -1524,7 +1524,7 @@ func liteLooksLikeTag(c string) bool {
 		}
 		if j < len(c) {
 			r, _ := utf8.DecodeRuneInString(c[j:])
-			if r == '>' || core.IsJSSpace(r) {
+			if r == '>' || transcript.IsJSSpace(r) {
 				return true
 			}
 		}
@@ -1854,7 +1854,7 @@ func (w *liteWorker) sidecarTitle(path string) string {
 // liteCleanTitle: trim, runs of control/format characters and U+2028/2029
 // to one space, drop C0/C1 controls, keep 200 code points, trim.
 func liteCleanTitle(s string) string {
-	s = core.JSTrim(s)
+	s = transcript.JSTrim(s)
 	var b strings.Builder
 	inRun := false
 	for _, r := range s {
@@ -1878,7 +1878,7 @@ func liteCleanTitle(s string) string {
 		}
 		out = append(out, r)
 	}
-	return core.JSTrim(string(out))
+	return transcript.JSTrim(string(out))
 }
 
 var liteISODateTime = regexp.MustCompile(`^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`)
@@ -2089,7 +2089,7 @@ func litePromptTime(obj []byte) (int64, bool) {
 			return 0, false
 		}
 		if b.hasText {
-			texts[i] = strings.TrimLeftFunc(b.text, core.IsJSSpace)
+			texts[i] = strings.TrimLeftFunc(b.text, transcript.IsJSSpace)
 		}
 	}
 	var prompt bool

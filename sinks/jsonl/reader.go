@@ -17,6 +17,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ErrNotFound is returned when a session or subagent transcript is not in
@@ -320,7 +321,7 @@ func cutsHere(b *backReader, start, nl int64) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return e.IsPlainCompactBoundary(), nil
+	return transcript.IsPlainCompactBoundary(&e), nil
 }
 
 // ---------------------------------------------------------------------------
@@ -330,7 +331,7 @@ func cutsHere(b *backReader, start, nl int64) (bool, error) {
 // getSubagentMessages') result, with the SDK's JSON: its field names, its
 // key order, and its omission rules. Message holds the transcript's own
 // bytes for the message object.
-type SessionMessage = core.SessionMessage
+type SessionMessage = transcript.SessionMessage
 
 // MessagesOptions are getSessionMessages' options.
 type MessagesOptions struct {
@@ -346,9 +347,9 @@ type MessagesReport struct {
 	// Path is the transcript read ("" when nothing was found).
 	Path string
 	ReadReport
-	// Cycle and Gaps come from the chain rebuild (see core.Chain).
-	Cycle *core.ChainBreak
-	Gaps  []core.ChainBreak
+	// Cycle and Gaps come from the chain rebuild (see transcript.Chain).
+	Cycle *transcript.ChainBreak
+	Gaps  []transcript.ChainBreak
 }
 
 // Messages is the SDK's getSessionMessages: the conversation of a session,
@@ -374,9 +375,9 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 	if err := ctx.Err(); err != nil {
 		return nil, rep, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
 	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
-	msgs := ch.Messages(core.MessageOptions{IncludeSystem: opt.IncludeSystem})
+	msgs := ch.Messages(transcript.MessageOptions{IncludeSystem: opt.IncludeSystem})
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
 
@@ -410,9 +411,9 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 	if err != nil {
 		return nil, rep, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: true})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: true})
 	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
-	mo := core.MessageOptions{}
+	mo := transcript.MessageOptions{}
 	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
 	msgs := ch.Messages(mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
@@ -756,7 +757,7 @@ var (
 )
 
 // Load returns ref's entries in file order (from the last compact boundary
-// on, for files over 5 MiB), ready for core.BuildChain. The session is
+// on, for files over 5 MiB), ready for transcript.BuildChain. The session is
 // looked for in the project folder of ref.CWD first, then everywhere. A
 // miss is ErrNotFound. A conversation whose walk from the leaf meets a
 // cycle, or a parent that is not in the file, is ErrDamaged rather than
@@ -801,7 +802,7 @@ func (ld *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcri
 	if err != nil {
 		return nil, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: ref.AgentID != ""})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: ref.AgentID != ""})
 	if ch.Cycle != nil {
 		return nil, fmt.Errorf("%w: %s: parentUuid cycle at %s", ErrDamaged, path, ch.Cycle.UUID)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/gen"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
@@ -910,7 +911,7 @@ func damagedFiles() []damaged {
 			}
 			// r02 and r16 are gone: gaps, and the chain starts at r17 as
 			// in the SDK.
-			if !reflect.DeepEqual(rep.Gaps, []core.ChainBreak{{UUID: "r03", Parent: "r02"}, {UUID: "r17", Parent: "r16"}}) {
+			if !reflect.DeepEqual(rep.Gaps, []transcript.ChainBreak{{UUID: "r03", Parent: "r02"}, {UUID: "r17", Parent: "r16"}}) {
 				t.Errorf("malformed: gaps %v", rep.Gaps)
 			}
 		}},
@@ -920,7 +921,7 @@ func damagedFiles() []damaged {
 			}
 		}},
 		{"gap", lines(gap), func(t *testing.T, msgs []SessionMessage, rep *MessagesReport) {
-			if len(rep.Gaps) != 1 || rep.Gaps[0] != (core.ChainBreak{UUID: "r03", Parent: "lost"}) || len(msgs) != 3 {
+			if len(rep.Gaps) != 1 || rep.Gaps[0] != (transcript.ChainBreak{UUID: "r03", Parent: "lost"}) || len(msgs) != 3 {
 				t.Errorf("gap: %v, %d messages", rep.Gaps, len(msgs))
 			}
 		}},
@@ -1352,8 +1353,8 @@ func FuzzReadAndRebuild(f *testing.F) {
 			t.Fatalf("report says %d entries, got %d", rep.Entries, len(entries))
 		}
 		for _, side := range []bool{false, true} {
-			ch := core.BuildChain(entries, core.ChainOptions{Sidechain: side})
-			msgs := ch.Messages(core.MessageOptions{IncludeSystem: true, ParentToolUseID: "t"})
+			ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: side})
+			msgs := ch.Messages(transcript.MessageOptions{IncludeSystem: true, ParentToolUseID: "t"})
 			for _, m := range msgs {
 				if _, err := json.Marshal(m); err != nil {
 					t.Fatalf("message does not encode: %v", err)

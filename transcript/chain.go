@@ -1,4 +1,4 @@
-package core
+package transcript
 
 // The conversation rebuild: from the rows of one transcript file, in file
 // order, the chain of messages that Claude Code's SDK returns from
@@ -36,6 +36,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // ChainOptions selects the rebuild rule.
@@ -55,10 +57,10 @@ type Chain struct {
 	// Entries is the conversation from root to leaf after compact
 	// relinking and split-assistant repair, in the SDK's order. Progress rows
 	// on the path are walked through but left out.
-	Entries []Entry
+	Entries []core.Entry
 	// Trailing holds queued-command attachments below the leaf that the SDK
 	// appends after the chain (main files only).
-	Trailing []Entry
+	Trailing []core.Entry
 	// Leaf is the uuid of the chain's last row ("" for an empty chain).
 	Leaf string
 	// Cycle is set when the walk from the leaf met a uuid twice: UUID is the
@@ -80,7 +82,7 @@ type Chain struct {
 // BuildChain rebuilds the conversation of one file's entries, in file order.
 // It never fails: damaged input gives a shorter chain and a report in Cycle
 // and Gaps.
-func BuildChain(entries []Entry, opt ChainOptions) Chain {
+func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
 	c := Chain{side: opt.Sidechain}
 	var delivery *deliveryState
 	if !opt.Sidechain {
@@ -93,8 +95,8 @@ func BuildChain(entries []Entry, opt ChainOptions) Chain {
 		}
 		r.pos = len(c.all)
 		switch {
-		case r.hasUUID && (r.typ == TypeUser || r.typ == TypeAssistant || r.typ == TypeAttachment ||
-			(!opt.Sidechain && (r.typ == TypeProgress || r.typ == TypeSystem))):
+		case r.hasUUID && (r.typ == core.TypeUser || r.typ == core.TypeAssistant || r.typ == core.TypeAttachment ||
+			(!opt.Sidechain && (r.typ == core.TypeProgress || r.typ == core.TypeSystem))):
 			c.all = append(c.all, r)
 		case r.typ == "host-row" && r.f[fRanBy].isStr():
 			c.hostRows = append(c.hostRows, r)
@@ -112,7 +114,7 @@ func BuildChain(entries []Entry, opt ChainOptions) Chain {
 		c.buildMain()
 	}
 	for _, r := range c.path {
-		if r.typ != TypeProgress {
+		if r.typ != core.TypeProgress {
 			c.Entries = append(c.Entries, *r.e)
 		}
 	}
@@ -234,24 +236,12 @@ func jstr(s string) jv {
 		b = append(b, s...)
 		return append(b, '"')
 	}
-	return AppendJSString(nil, s)
+	return core.AppendJSString(nil, s)
 }
 
 // eachField calls fn for every member of the object v, in order.
 func eachField(v jv, fn func(key []byte, val jv)) bool {
-	if !v.isObj() {
-		return false
-	}
-	s := scanner{b: v}
-	_, err := s.objectAt(0, 1, func(key []byte, vs int) (int, error) {
-		end, err := s.skip(vs, 2)
-		if err != nil {
-			return 0, err
-		}
-		fn(key, jv(s.b[vs:end]))
-		return end, nil
-	})
-	return err == nil
+	return core.JSONFields(v, func(k, val []byte) { fn(k, jv(val)) })
 }
 
 // field returns the member name of the object v (the last one when the key
@@ -268,27 +258,11 @@ func (v jv) field(name string) jv {
 
 // elems returns the elements of the array v.
 func (v jv) elems() []jv {
-	if !v.isArr() {
-		return nil
-	}
-	s := scanner{b: v}
-	i := s.ws(1)
-	if i < len(v) && v[i] == ']' {
-		return nil
-	}
 	var out []jv
-	for {
-		end, err := s.skip(i, 1)
-		if err != nil {
-			return out
-		}
-		out = append(out, v[i:end])
-		i = s.ws(end)
-		if i >= len(v) || v[i] != ',' {
-			return out
-		}
-		i = s.ws(i + 1)
+	for _, e := range core.JSONElems(v) {
+		out = append(out, e)
 	}
+	return out
 }
 
 // objBuilder writes a JSON object member by member.
@@ -427,7 +401,7 @@ var fieldIndex = func() map[string]int {
 // row is one parsed line as the SDK's code sees it. Rows are copied, not
 // changed, when the rebuild gives them another parent or content.
 type row struct {
-	e       *Entry
+	e       *core.Entry
 	pos     int // index among the chain rows, in file order
 	typ     string
 	uuid    string
@@ -444,7 +418,7 @@ func extractFields(v jv, f *[nFields]jv) bool {
 	})
 }
 
-func extractRow(e *Entry) (*row, bool) {
+func extractRow(e *core.Entry) (*row, bool) {
 	r := &row{e: e}
 	raw := bytes.TrimLeft(e.Raw, " \t\r\n")
 	if !extractFields(jv(raw), &r.f) {
@@ -482,7 +456,7 @@ func (r *row) timestamp() string {
 // queued-command attachment it stands for, as the SDK does on parse.
 func voiceTalk(r *row) {
 	f := &r.f
-	if !f[fType].strEq(TypeSystem) || !f[fSubtype].strEq("voice_call_talk") {
+	if !f[fType].strEq(core.TypeSystem) || !f[fSubtype].strEq("voice_call_talk") {
 		return
 	}
 	origin := f[fOrigin]
@@ -498,9 +472,9 @@ func voiceTalk(r *row) {
 		for _, k := range []int{fSubtype, fLevel, fMsgV, fContent, fBlocks, fFold} {
 			f[k] = nil
 		}
-		f[fType] = jstr(TypeUser)
+		f[fType] = jstr(core.TypeUser)
 		var m objBuilder
-		m.add("role", jstr(TypeUser))
+		m.add("role", jstr(core.TypeUser))
 		m.add("content", content)
 		f[fMessage] = m.done()
 		return
@@ -527,7 +501,7 @@ func voiceTalk(r *row) {
 			merged[i] = f[i]
 		}
 	}
-	merged[fType] = jstr(TypeAttachment)
+	merged[fType] = jstr(core.TypeAttachment)
 	merged[fAttachment] = spread(command, nil, "type", jstr("queued_command"), "prompt", content, "origin", origin)
 	*f = merged
 }
@@ -605,7 +579,7 @@ func (r *row) ids(typ, key string) []string {
 
 // messageID is the message.id of an assistant row.
 func (r *row) messageID() (string, bool) {
-	if r.typ != TypeAssistant {
+	if r.typ != core.TypeAssistant {
 		return "", false
 	}
 	mi := r.m()
@@ -615,7 +589,7 @@ func (r *row) messageID() (string, bool) {
 // isToolResultRow: a user row with a parent whose content holds a
 // tool_result block.
 func (r *row) isToolResultRow() bool {
-	if r.typ != TypeUser || !r.f[fParent].truthy() {
+	if r.typ != core.TypeUser || !r.f[fParent].truthy() {
 		return false
 	}
 	mi := r.m()
@@ -631,7 +605,7 @@ func (r *row) isToolResultRow() bool {
 }
 
 func (r *row) attachmentType() (string, bool) {
-	if r.typ != TypeAttachment || !r.f[fAttachment].isObj() {
+	if r.typ != core.TypeAttachment || !r.f[fAttachment].isObj() {
 		return "", false
 	}
 	return r.f[fAttachment].field("type").str()
@@ -672,7 +646,7 @@ func (c *Chain) buildMain() {
 	// Compact relinking.
 	for i := 0; i < len(order); i++ {
 		h := order[i]
-		if h.typ != TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
+		if h.typ != core.TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
 			continue
 		}
 		cm := h.f[fCompactMeta]
@@ -752,7 +726,7 @@ func (c *Chain) buildMain() {
 		}
 	}
 	counts := func(r *row) bool {
-		if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == TypeProgress {
+		if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == core.TypeProgress {
 			return false
 		}
 		if t, _ := r.attachmentType(); t == "fork_briefing" {
@@ -779,7 +753,7 @@ func (c *Chain) buildMain() {
 		var climbed []string
 		seen := map[string]bool{}
 		for cur := h; cur != nil && !done[cur.uuid] && !seen[cur.uuid]; cur = up(cur) {
-			if cur.typ == TypeUser || cur.typ == TypeAssistant {
+			if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
 				leaf = cur
 				break
 			}
@@ -809,7 +783,7 @@ func (c *Chain) buildMain() {
 				if on[cur] {
 					break
 				}
-				if cur.typ == TypeUser || cur.typ == TypeAssistant {
+				if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
 					hit = cur
 					break
 				}
@@ -951,7 +925,7 @@ func (x *parentIndex) matching(v jv) []int {
 func reattachSplit(order, path []*row, onPath map[string]bool) []*row {
 	var assistants []*row
 	for _, r := range path {
-		if r.typ == TypeAssistant {
+		if r.typ == core.TypeAssistant {
 			assistants = append(assistants, r)
 		}
 	}
@@ -1141,7 +1115,7 @@ func trailingQueued(all []*row, relinked map[string]*row, path []*row, leaf *row
 	}
 	children := map[string][]*row{}
 	for _, p := range all {
-		if p.typ == TypeUser || p.typ == TypeAssistant {
+		if p.typ == core.TypeUser || p.typ == core.TypeAssistant {
 			continue
 		}
 		a, aok := p.parent()
@@ -1173,7 +1147,7 @@ func walkTrailing(all []*row, children map[string][]*row, seen map[string]bool, 
 	// other branches.
 	other := map[string]bool{}
 	for _, p := range all {
-		if (p.typ != TypeUser && p.typ != TypeAssistant) || p.f[fSidechain].truthy() || p.f[fTeam].truthy() || seen[p.uuid] {
+		if (p.typ != core.TypeUser && p.typ != core.TypeAssistant) || p.f[fSidechain].truthy() || p.f[fTeam].truthy() || seen[p.uuid] {
 			continue
 		}
 		var f *row
@@ -1232,7 +1206,7 @@ func (c *Chain) buildSidechain() {
 	}
 	var leaf *row
 	for i := len(c.all) - 1; i >= 0; i-- {
-		if t := c.all[i].typ; t == TypeUser || t == TypeAssistant {
+		if t := c.all[i].typ; t == core.TypeUser || t == core.TypeAssistant {
 			leaf = c.all[i]
 			break
 		}
@@ -1292,7 +1266,7 @@ func newDeliveryState() *deliveryState {
 // attachment of a queued_command attachment row, or the fold command of a
 // voice-call talk system row.
 func queuedCommand(typ string, f *[nFields]jv) jv {
-	if typ == TypeSystem && f[fSubtype].strEq("voice_call_talk") {
+	if typ == core.TypeSystem && f[fSubtype].strEq("voice_call_talk") {
 		fold := f[fFold]
 		if fold.objLike() {
 			if c := fold.field("command"); c.objLike() {
@@ -1301,7 +1275,7 @@ func queuedCommand(typ string, f *[nFields]jv) jv {
 		}
 		return nil
 	}
-	if typ == TypeAttachment {
+	if typ == core.TypeAttachment {
 		a := f[fAttachment]
 		if a.isObj() && a.field("type").strEq("queued_command") {
 			return a
@@ -1451,7 +1425,7 @@ func (c Chain) Messages(opt MessageOptions) []SessionMessage {
 	kept := items[:0:0]
 	for _, r := range items {
 		if c.side {
-			if r.typ == TypeUser || r.typ == TypeAssistant {
+			if r.typ == core.TypeUser || r.typ == core.TypeAssistant {
 				kept = append(kept, r)
 			}
 		} else if visible(r, opt.IncludeSystem) {
@@ -1480,8 +1454,8 @@ func (c Chain) Messages(opt MessageOptions) []SessionMessage {
 // visible is the SDK's output filter for main files.
 func visible(r *row, system bool) bool {
 	switch r.typ {
-	case TypeUser, TypeAssistant:
-	case TypeSystem:
+	case core.TypeUser, core.TypeAssistant:
+	case core.TypeSystem:
 		if !system {
 			return false
 		}
@@ -1499,7 +1473,7 @@ func visible(r *row, system bool) bool {
 
 // quietClose: an assistant row that only closes a quiet turn.
 func quietClose(r *row) bool {
-	if r.typ != TypeAssistant || !r.f[fQuiet].isTrue() {
+	if r.typ != core.TypeAssistant || !r.f[fQuiet].isTrue() {
 		return false
 	}
 	mi := r.m()
@@ -1648,7 +1622,7 @@ func hasInterruptPrefix(s string) bool {
 
 // isInterruption: a user row whose content is only interruption notices.
 func isInterruption(r *row) bool {
-	if r.typ != TypeUser {
+	if r.typ != core.TypeUser {
 		return false
 	}
 	if !r.f[fMessage].isObj() {
@@ -1724,16 +1698,16 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 	// the output rows that follow it.
 	local := map[int]bool{}
 	for o, r := range items {
-		if r.typ != TypeUser || !r.f[fMeta].truthy() || commandKind(r) != "caveat" {
+		if r.typ != core.TypeUser || !r.f[fMeta].truthy() || commandKind(r) != "caveat" {
 			continue
 		}
 		rec := false
 		for i := o + 1; i < len(items); i++ {
 			a := items[i]
-			if a.typ == TypeAssistant {
+			if a.typ == core.TypeAssistant {
 				break
 			}
-			if a.typ != TypeUser || a.f[fMeta].truthy() {
+			if a.typ != core.TypeUser || a.f[fMeta].truthy() {
 				continue
 			}
 			k := commandKind(a)
@@ -1751,9 +1725,9 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 	for o := len(items) - 1; o >= 0; o-- {
 		s := items[o]
 		replied[o] = state == "reply"
-		if s.typ == TypeAssistant || s.isToolResultRow() || isInterruption(s) {
+		if s.typ == core.TypeAssistant || s.isToolResultRow() || isInterruption(s) {
 			state = "reply"
-		} else if s.typ == TypeUser && !s.f[fMeta].truthy() && !s.f[fCompactSummary].truthy() && !local[o] {
+		} else if s.typ == core.TypeUser && !s.f[fMeta].truthy() && !s.f[fCompactSummary].truthy() && !local[o] {
 			state = "prompt"
 		}
 	}
@@ -1817,7 +1791,7 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 // queuedToUser turns a delivered queued-command attachment into its user
 // message.
 func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
-	if !use || r.typ != TypeAttachment || !r.f[fAttachment].objLike() {
+	if !use || r.typ != core.TypeAttachment || !r.f[fAttachment].objLike() {
 		return r
 	}
 	a := r.f[fAttachment]
@@ -1876,14 +1850,14 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 		o.field("runId") == nil {
 		o = spread(o, nil, "runId", runID)
 	}
-	n := &row{e: r.e, pos: r.pos, typ: TypeUser, uuid: id, hasUUID: true}
-	n.f[fType] = jstr(TypeUser)
+	n := &row{e: r.e, pos: r.pos, typ: core.TypeUser, uuid: id, hasUUID: true}
+	n.f[fType] = jstr(core.TypeUser)
 	n.f[fUUID] = jstr(id)
 	n.f[fParent] = r.f[fParent]
 	n.f[fSession] = r.f[fSession]
 	n.f[fTimestamp] = r.f[fTimestamp]
 	var msg objBuilder
-	msg.add("role", jstr(TypeUser))
+	msg.add("role", jstr(core.TypeUser))
 	msg.add("content", prompt)
 	n.f[fMessage] = msg.done()
 	if at[fMeta].truthy() {
@@ -1902,7 +1876,7 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 // Host rows: tool calls a host ran for the model, stored beside the chain.
 
 func hostCarrier(r *row) bool {
-	return r.typ == TypeAssistant && (r.f[fHostHidden].isArr() || r.f[fRanBy].isStr())
+	return r.typ == core.TypeAssistant && (r.f[fHostHidden].isArr() || r.f[fRanBy].isStr())
 }
 
 // hostHide follows, after each chain row, the virtual rows that a hidden
@@ -1941,17 +1915,17 @@ func hostHide(path, all []*row) []*row {
 		if i.f[fVirtual].isTrue() || a == nil {
 			continue
 		}
-		if hostCarrier(i) && a.typ == TypeUser {
+		if hostCarrier(i) && a.typ == core.TypeUser {
 			in[a.uuid] = true
 			a = child[a.uuid]
-		} else if a.typ == TypeAttachment && (i.typ != TypeUser || named[i.uuid]) {
+		} else if a.typ == core.TypeAttachment && (i.typ != core.TypeUser || named[i.uuid]) {
 			continue
 		}
 		for a != nil && !in[a.uuid] {
 			in[a.uuid] = true
-			if a.f[fVirtual].isTrue() && (hostCarrier(a) || (a.typ == TypeUser && hostCarrier(out[len(out)-1]))) {
+			if a.f[fVirtual].isTrue() && (hostCarrier(a) || (a.typ == core.TypeUser && hostCarrier(out[len(out)-1]))) {
 				out = append(out, a)
-			} else if a.typ != TypeAttachment {
+			} else if a.typ != core.TypeAttachment {
 				break
 			}
 			a = child[a.uuid]
@@ -2027,10 +2001,10 @@ func hostExpand(items, all, hostRows []*row) []*row {
 			}
 			delete(calls, id)
 			for _, m := range list {
-				out = append(out, virtual(m, TypeAssistant, a))
+				out = append(out, virtual(m, core.TypeAssistant, a))
 				useID, _ := m.f[fBlock].field("id").str()
 				if g := results[useID]; g != nil {
-					out = append(out, virtual(g, TypeUser, a))
+					out = append(out, virtual(g, core.TypeUser, a))
 				}
 			}
 		}
@@ -2052,7 +2026,7 @@ func hostFold(items []*row) []*row {
 	}
 	once, twice := map[string]bool{}, map[string]bool{}
 	for _, r := range items {
-		if r.typ != TypeAssistant || !r.f[fMessage].isObj() {
+		if r.typ != core.TypeAssistant || !r.f[fMessage].isObj() {
 			continue
 		}
 		for _, b := range r.m().blocks {
@@ -2162,7 +2136,7 @@ func hostFold(items []*row) []*row {
 			out = append(out, withMessage(i, base, content))
 			continue
 		}
-		if i.typ != TypeUser {
+		if i.typ != core.TypeUser {
 			out = append(out, i)
 			continue
 		}
@@ -2250,12 +2224,12 @@ func contains(list []string, s string) bool {
 // whose compactMetadata has neither preservedSegment nor preservedMessages:
 // a boundary after which nothing older is needed. The SDK drops everything
 // before the last such line when it loads a large file.
-func (e *Entry) IsPlainCompactBoundary() bool {
+func IsPlainCompactBoundary(e *core.Entry) bool {
 	var f [nFields]jv
 	if !extractFields(jv(bytes.TrimLeft(e.Raw, " \t\r\n")), &f) {
 		return false
 	}
-	if !f[fType].strEq(TypeSystem) || !f[fSubtype].strEq("compact_boundary") {
+	if !f[fType].strEq(core.TypeSystem) || !f[fSubtype].strEq("compact_boundary") {
 		return false
 	}
 	cm := f[fCompactMeta]
@@ -2263,4 +2237,11 @@ func (e *Entry) IsPlainCompactBoundary() bool {
 		return true
 	}
 	return !cm.field("preservedSegment").truthy() && !cm.field("preservedMessages").truthy()
+}
+
+// Rebuild is BuildChain as core.Rebuild: what a host passes to
+// core.ResumeOptions.Rebuild.
+func Rebuild(entries []core.Entry, sidechain bool) core.Rebuilt {
+	c := BuildChain(entries, ChainOptions{Sidechain: sidechain})
+	return core.Rebuilt{Entries: c.Entries, Trailing: c.Trailing, Leaf: c.Leaf}
 }

@@ -1,4 +1,4 @@
-package core
+package transcript
 
 // Forking a session: the rules of the Claude Agent SDK's forkSession
 // (@anthropic-ai/claude-agent-sdk 0.3.332), written anew from its shipped
@@ -40,6 +40,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/e0dc0000/scribe/core"
 	"github.com/google/uuid"
 )
 
@@ -48,9 +49,6 @@ var (
 	// ErrNothingToFork is returned when the source has no main-chain
 	// message to copy (the SDK's "has no messages to fork").
 	ErrNothingToFork = errors.New("no messages to fork")
-	// ErrMessageNotFound is returned (wrapped, naming the uuid) when
-	// ForkOptions.UpTo is not a message of the source.
-	ErrMessageNotFound = errors.New("message not found")
 	// ErrForkUnsupported is returned for sources scribe cannot fork the way
 	// the SDK does: data-flow records (whose merge rules scribe does not
 	// implement; dropping them would lose provenance), and compact
@@ -99,7 +97,7 @@ type ForkResult struct {
 	SessionID string
 	// Entries are the new file's lines in order, each Raw in Claude Code's
 	// key order.
-	Entries []Entry
+	Entries []core.Entry
 }
 
 // Fork copies a session the way the SDK's forkSession does. source is the
@@ -127,7 +125,7 @@ type ForkResult struct {
 // compact boundaries (and what follows them) after the last user or
 // assistant row of the cut; and the rows of branches that a compact
 // boundary cut off from the conversation ending at the cut.
-func Fork(source []Entry, sourceSessionID string, opt ForkOptions) (ForkResult, error) {
+func Fork(source []core.Entry, sourceSessionID string, opt ForkOptions) (ForkResult, error) {
 	f := &forker{src: sourceSessionID, opt: opt, flows: map[string]*fkFlow{}, uncovered: map[string]bool{}}
 	f.newUUID = opt.NewUUID
 	if f.newUUID == nil {
@@ -156,9 +154,9 @@ func Fork(source []Entry, sourceSessionID string, opt ForkOptions) (ForkResult, 
 	if err != nil {
 		return ForkResult{}, err
 	}
-	res := ForkResult{SessionID: f.sid, Entries: make([]Entry, 0, len(lines))}
+	res := ForkResult{SessionID: f.sid, Entries: make([]core.Entry, 0, len(lines))}
 	for _, l := range lines {
-		e, err := ParseEntryOwned(l)
+		e, err := core.ParseEntryOwned(l)
 		if err != nil {
 			return ForkResult{}, fmt.Errorf("fork: built a bad line: %w", err)
 		}
@@ -271,7 +269,7 @@ func (f *forker) take(obj *fkObj) error {
 	if id, ok := fkStr(obj.get("uuid")); ok && typOK && fkChainType(typ) {
 		r := &fkRow{obj: obj, uuid: id, typ: typ}
 		f.transcript = append(f.transcript, r)
-		if typ == TypeSystem && r.subtype() == "compact_boundary" && !fkIsTrue(obj.get("isSidechain")) {
+		if typ == core.TypeSystem && r.subtype() == "compact_boundary" && !fkIsTrue(obj.get("isSidechain")) {
 			if sid, ok := fkStr(obj.get("sessionId")); ok {
 				f.uncovered[sid] = true
 			}
@@ -343,7 +341,7 @@ func (f *forker) take(obj *fkObj) error {
 
 func fkChainType(t string) bool {
 	switch t {
-	case TypeUser, TypeAssistant, TypeAttachment, TypeSystem, TypeProgress:
+	case core.TypeUser, core.TypeAssistant, core.TypeAttachment, core.TypeSystem, core.TypeProgress:
 		return true
 	}
 	return false
@@ -404,9 +402,9 @@ func fkOwner(obj *fkObj) *fkObj {
 		return nil
 	}
 	o := newFkObj()
-	o.set("accountUuid", AppendJSString(nil, acct))
+	o.set("accountUuid", core.AppendJSString(nil, acct))
 	if org, ok := fkStr(obj.get("organizationUuid")); ok {
-		o.set("organizationUuid", AppendJSString(nil, org))
+		o.set("organizationUuid", core.AppendJSString(nil, org))
 	}
 	o.set("restricted", []byte(`["ldr"]`))
 	return o
@@ -507,21 +505,21 @@ func fkDedupSessions(list []fkSession) []fkSession {
 
 func (s fkSession) json() []byte {
 	o := newFkObj()
-	o.set("type", AppendJSString(nil, s.typ))
+	o.set("type", core.AppendJSString(nil, s.typ))
 	if s.id == nil {
 		o.set("id", fkNull)
 	} else {
-		o.set("id", AppendJSString(nil, *s.id))
+		o.set("id", core.AppendJSString(nil, *s.id))
 	}
-	o.set("via", AppendJSString(nil, s.via))
+	o.set("via", core.AppendJSString(nil, s.via))
 	if s.started != "" {
-		o.set("started", AppendJSString(nil, s.started))
+		o.set("started", core.AppendJSString(nil, s.started))
 	}
 	return o.bytes()
 }
 
 // fork builds the new file's lines.
-func (f *forker) fork(source []Entry) ([][]byte, error) {
+func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 	var rows []*fkRow
 	for _, r := range f.transcript {
 		if !fkTruthy(r.obj.get("isSidechain")) {
@@ -549,7 +547,7 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 			newOf[r.uuid] = f.newUUID()
 		}
 		byUUID[r.uuid] = r
-		if r.typ != TypeProgress {
+		if r.typ != core.TypeProgress {
 			kept = append(kept, r)
 		}
 	}
@@ -564,8 +562,8 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 	if f.sid == "" {
 		f.sid = f.newUUID()
 	}
-	sid := AppendJSString(nil, f.sid)
-	now := AppendJSString(nil, f.now)
+	sid := core.AppendJSString(nil, f.sid)
+	now := core.AppendJSString(nil, f.now)
 
 	var out [][]byte
 	meta := func(kv ...any) {
@@ -576,14 +574,14 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		out = append(out, o.bytes())
 	}
 	if f.historySupp {
-		meta("type", AppendJSString(nil, "history-suppression"), "sessionId", sid, "cause", AppendJSString(nil, "fork_inherit"), "ts", now)
+		meta("type", core.AppendJSString(nil, "history-suppression"), "sessionId", sid, "cause", core.AppendJSString(nil, "fork_inherit"), "ts", now)
 	}
 	for _, org := range f.orgs {
-		meta("type", AppendJSString(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", AppendJSString(nil, org))
+		meta("type", core.AppendJSString(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", core.AppendJSString(nil, org))
 	}
 	if f.owner != nil {
 		o := newFkObj()
-		o.set("type", AppendJSString(nil, "session-owner"))
+		o.set("type", core.AppendJSString(nil, "session-owner"))
 		o.set("sessionId", sid)
 		for j, k := range f.owner.keys {
 			o.set(k, f.owner.vals[j])
@@ -594,18 +592,18 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		out = append(out, f.rewrite(r, g == len(kept)-1, newOf, keptNew, byUUID, sid, now))
 	}
 	if len(f.replacements) > 0 {
-		meta("type", AppendJSString(nil, "content-replacement"), "sessionId", sid,
-			"replacements", fkArray(f.replacements), "uuid", AppendJSString(nil, f.newUUID()), "timestamp", now)
+		meta("type", core.AppendJSString(nil, "content-replacement"), "sessionId", sid,
+			"replacements", fkArray(f.replacements), "uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
 	}
 	if f.atis != nil {
-		meta("type", AppendJSString(nil, "atis-latch"), "sessionId", sid, "atis", AppendJSString(nil, *f.atis))
+		meta("type", core.AppendJSString(nil, "atis-latch"), "sessionId", sid, "atis", core.AppendJSString(nil, *f.atis))
 	}
 	if f.toolsSet {
 		tools := make([][]byte, len(f.tools))
 		for i, t := range f.tools {
-			tools[i] = AppendJSString(nil, t)
+			tools[i] = core.AppendJSString(nil, t)
 		}
-		meta("type", AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
+		meta("type", core.AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
 	}
 	var flow *fkFlow
 	if f.flows[f.src] != nil {
@@ -625,9 +623,9 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 			for i, c := range flow.codes {
 				codes[i] = strconv.AppendInt(nil, int64(c), 10)
 			}
-			meta("type", AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
+			meta("type", core.AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
 		}
-		meta("type", AppendJSString(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
+		meta("type", core.AppendJSString(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
 			"records", []byte("[]"), "snapshot", []byte("true"))
 	}
 	if flow != nil || f.derivedSet {
@@ -654,10 +652,10 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		for i, s := range list {
 			els[i] = s.json()
 		}
-		meta("type", AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
+		meta("type", core.AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
 	}
 	if f.relocated != "" {
-		meta("type", AppendJSString(nil, "relocated"), "sessionId", sid, "relocatedCwd", AppendJSString(nil, f.relocated))
+		meta("type", core.AppendJSString(nil, "relocated"), "sessionId", sid, "relocatedCwd", core.AppendJSString(nil, f.relocated))
 	}
 	title := JSTrim(f.opt.Title)
 	if title == "" {
@@ -672,12 +670,12 @@ func (f *forker) fork(source []Entry) ([][]byte, error) {
 		}
 		title = src + " (fork)"
 	}
-	meta("type", AppendJSString(nil, "custom-title"), "sessionId", sid, "customTitle", AppendJSString(nil, title),
-		"uuid", AppendJSString(nil, f.newUUID()), "timestamp", now)
+	meta("type", core.AppendJSString(nil, "custom-title"), "sessionId", sid, "customTitle", core.AppendJSString(nil, title),
+		"uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
 	return out, nil
 }
 
-func fkJoinLines(entries []Entry) []byte {
+func fkJoinLines(entries []core.Entry) []byte {
 	n := 0
 	for i := range entries {
 		n += len(entries[i].Raw) + 1
@@ -719,8 +717,8 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 		if up == nil {
 			break
 		}
-		if up.typ != TypeProgress {
-			parent = AppendJSString(nil, newOf[ps])
+		if up.typ != core.TypeProgress {
+			parent = core.AppendJSString(nil, newOf[ps])
 			break
 		}
 		if seen == nil {
@@ -728,7 +726,7 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 		}
 		if seen[up.uuid] {
 			// A loop of progress rows: the SDK links to the progress row.
-			parent = AppendJSString(nil, newOf[up.uuid])
+			parent = core.AppendJSString(nil, newOf[up.uuid])
 			break
 		}
 		seen[up.uuid] = true
@@ -736,7 +734,7 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	}
 
 	if !keep {
-		if r.typ == TypeSystem && r.subtype() == "model_refusal_fallback" {
+		if r.typ == core.TypeSystem && r.subtype() == "model_refusal_fallback" {
 			o.set("neutralizedByFork", fkTrue)
 		}
 		if v := fkDeferredTools(r, newOf); v != nil {
@@ -759,12 +757,12 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	lp := r.obj.get("logicalParentUuid")
 	if !keep && lp != nil && !fkIsNull(lp) {
 		if s, ok := fkStr(lp); ok && newOf[s] != "" {
-			lp = AppendJSString(nil, newOf[s])
+			lp = core.AppendJSString(nil, newOf[s])
 		} else {
 			lp = fkNull
 		}
 	}
-	o.set("uuid", AppendJSString(nil, newOf[r.uuid]))
+	o.set("uuid", core.AppendJSString(nil, newOf[r.uuid]))
 	o.set("parentUuid", parent)
 	o.set("logicalParentUuid", lp)
 	o.set("sessionId", sid)
@@ -779,8 +777,8 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	}
 	o.set("requestSessionId", fkRequestSession(r))
 	ff := newFkObj()
-	ff.set("sessionId", AppendJSString(nil, f.src))
-	ff.set("messageUuid", AppendJSString(nil, r.uuid))
+	ff.set("sessionId", core.AppendJSString(nil, f.src))
+	ff.set("messageUuid", core.AppendJSString(nil, r.uuid))
 	o.set("forkedFrom", ff.bytes())
 	return o.bytes()
 }
@@ -789,7 +787,7 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 // assistant rows the row's own, else its forkedFrom.sessionId, else its
 // sessionId; none on other rows.
 func fkRequestSession(r *fkRow) []byte {
-	if r.typ != TypeAssistant {
+	if r.typ != core.TypeAssistant {
 		return nil
 	}
 	if v := r.obj.get("requestSessionId"); fkIsStr(v) {
@@ -810,7 +808,7 @@ func fkRequestSession(r *fkRow) []byte {
 // nameOnlyAnnouncements to the fresh uuids, dropping the ones not copied.
 func fkDeferredTools(r *fkRow, newOf map[string]string) []byte {
 	att := r.obj.get("attachment")
-	if r.typ != TypeAttachment || !fkIsObj(att) || !fkStrIs(fkField(att, "type"), "deferred_tools_record") {
+	if r.typ != core.TypeAttachment || !fkIsObj(att) || !fkStrIs(fkField(att, "type"), "deferred_tools_record") {
 		return nil
 	}
 	ann := fkField(att, "nameOnlyAnnouncements")
@@ -820,7 +818,7 @@ func fkDeferredTools(r *fkRow, newOf map[string]string) []byte {
 	var els [][]byte
 	for _, el := range fkElems(ann) {
 		if s, ok := fkStr(el); ok && newOf[s] != "" {
-			els = append(els, AppendJSString(nil, newOf[s]))
+			els = append(els, core.AppendJSString(nil, newOf[s]))
 		}
 	}
 	a, _ := fkParseObj(att)
@@ -834,7 +832,7 @@ func fkDeferredTools(r *fkRow, newOf map[string]string) []byte {
 // progress rows and of rows not copied are left as they are).
 func fkMapCompactMetadata(r *fkRow, keptNew map[string]string) []byte {
 	cm := r.obj.get("compactMetadata")
-	if r.typ != TypeSystem || !fkIsObj(cm) {
+	if r.typ != core.TypeSystem || !fkIsObj(cm) {
 		return nil
 	}
 	src, _ := fkParseObj(cm)
@@ -844,7 +842,7 @@ func fkMapCompactMetadata(r *fkRow, keptNew map[string]string) []byte {
 	}
 	mapOne := func(v []byte) []byte {
 		if s, ok := fkStr(v); ok && keptNew[s] != "" {
-			return AppendJSString(nil, keptNew[s])
+			return core.AppendJSString(nil, keptNew[s])
 		}
 		return v
 	}
@@ -890,7 +888,7 @@ func fkMapCompactMetadata(r *fkRow, keptNew map[string]string) []byte {
 // fkQueued is the object holding a row's queued-command source_uuid: a
 // queued_command attachment, or a voice_call_talk row's fold.command.
 func fkQueued(r *fkRow) (holder []byte, voice bool) {
-	if r.typ == TypeSystem && r.subtype() == "voice_call_talk" {
+	if r.typ == core.TypeSystem && r.subtype() == "voice_call_talk" {
 		fold := r.obj.get("fold")
 		if !fkIsObj(fold) {
 			return nil, false
@@ -901,7 +899,7 @@ func fkQueued(r *fkRow) (holder []byte, voice bool) {
 		}
 		return nil, false
 	}
-	if r.typ == TypeAttachment {
+	if r.typ == core.TypeAttachment {
 		att := r.obj.get("attachment")
 		if fkIsObj(att) && fkStrIs(fkField(att, "type"), "queued_command") {
 			return att, false
@@ -928,7 +926,7 @@ func fkMapSourceUUID(r *fkRow, newOf map[string]string) (string, []byte) {
 	}
 	h, voice := fkQueued(r)
 	obj, _ := fkParseObj(h)
-	obj.set("source_uuid", AppendJSString(nil, newOf[s]))
+	obj.set("source_uuid", core.AppendJSString(nil, newOf[s]))
 	if !voice {
 		return "attachment", obj.bytes()
 	}
@@ -968,7 +966,7 @@ func (f *forker) cut(rows []*fkRow, upTo string) ([]*fkRow, error) {
 		b = fkFind(rows, upTo)
 	}
 	if b < 0 {
-		return nil, fmt.Errorf("%w: %s in session %s", ErrMessageNotFound, upTo, f.src)
+		return nil, fmt.Errorf("%w: %s in session %s", core.ErrMessageNotFound, upTo, f.src)
 	}
 	at := rows[b].uuid
 	rows = fkDropTrailingBoundary(rows[:b+1])
@@ -1065,7 +1063,7 @@ func fkSelfAnchored(r *fkRow) bool {
 }
 
 func fkIsBoundary(r *fkRow) bool {
-	return r.typ == TypeSystem && r.subtype() == "compact_boundary"
+	return r.typ == core.TypeSystem && r.subtype() == "compact_boundary"
 }
 
 // fkRealBoundary is a compact boundary that is not self-anchored.
@@ -1077,7 +1075,7 @@ func fkRealBoundary(r *fkRow) bool { return fkIsBoundary(r) && !fkSelfAnchored(r
 func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
 	t := -1
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].typ == TypeUser || rows[i].typ == TypeAssistant {
+		if rows[i].typ == core.TypeUser || rows[i].typ == core.TypeAssistant {
 			t = i
 			break
 		}
@@ -1134,7 +1132,7 @@ func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
 		u = before[:c+1]
 	}
 	for _, r := range u {
-		if r.typ != TypeProgress {
+		if r.typ != core.TypeProgress {
 			return u
 		}
 	}
@@ -1174,10 +1172,10 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 	}
 	last := rows[len(rows)-1]
 	nodes := fkNodes(rows, true)
-	probe := &fkRow{obj: newFkObj(), uuid: f.newUUID(), typ: TypeSystem}
-	probe.obj.set("type", AppendJSString(nil, TypeSystem))
-	probe.obj.set("uuid", AppendJSString(nil, probe.uuid))
-	withProbe := append(append([]*fkNode(nil), nodes...), &fkNode{r: probe, parent: AppendJSString(nil, last.uuid)})
+	probe := &fkRow{obj: newFkObj(), uuid: f.newUUID(), typ: core.TypeSystem}
+	probe.obj.set("type", core.AppendJSString(nil, core.TypeSystem))
+	probe.obj.set("uuid", core.AppendJSString(nil, probe.uuid))
+	withProbe := append(append([]*fkNode(nil), nodes...), &fkNode{r: probe, parent: core.AppendJSString(nil, last.uuid)})
 	want, _, err := fkBuildChain(withProbe)
 	if err != nil {
 		return nil, err
@@ -1319,7 +1317,7 @@ func (r *fkRow) loadMessage() {
 	if !fkIsObj(msg) {
 		return
 	}
-	if r.typ == TypeAssistant {
+	if r.typ == core.TypeAssistant {
 		r.msgID, _ = fkStr(fkField(msg, "id"))
 	}
 	for _, b := range fkElems(fkField(msg, "content")) {
@@ -1345,7 +1343,7 @@ func (r *fkRow) messageID() string { r.loadMessage(); return r.msgID }
 // hasToolResult reports a user row with a parent whose content holds a
 // tool_result block.
 func (r *fkRow) hasToolResult(parent []byte) bool {
-	if r.typ != TypeUser || !fkTruthy(parent) {
+	if r.typ != core.TypeUser || !fkTruthy(parent) {
 		return false
 	}
 	msg := r.obj.get("message")
@@ -1435,9 +1433,9 @@ func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
 			c := anchor
 			for _, w := range uuids {
 				m[w] = m[w].with(c)
-				c = AppendJSString(nil, w)
+				c = core.AppendJSString(nil, w)
 			}
-			head, tail := uuids[0], AppendJSString(nil, uuids[len(uuids)-1])
+			head, tail := uuids[0], core.AppendJSString(nil, uuids[len(uuids)-1])
 			for _, k := range order {
 				if x := m[k]; fkSame(x.parent, anchor) && k != head {
 					m[k] = x.with(tail)
@@ -1466,10 +1464,10 @@ func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
 		return nil
 	}
 	cand := func(n *fkNode) bool {
-		if fkTruthy(n.get("isSidechain")) || fkTruthy(n.get("teamName")) || n.r.typ == TypeProgress {
+		if fkTruthy(n.get("isSidechain")) || fkTruthy(n.get("teamName")) || n.r.typ == core.TypeProgress {
 			return false
 		}
-		return !(n.r.typ == TypeAttachment && fkStrIs(fkField(n.get("attachment"), "type"), "fork_briefing"))
+		return !(n.r.typ == core.TypeAttachment && fkStrIs(fkField(n.get("attachment"), "type"), "fork_briefing"))
 	}
 	parents := map[string]bool{}
 	candParents := map[string]bool{}
@@ -1489,7 +1487,7 @@ func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
 		}
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return pos[cands[a].r.uuid] > pos[cands[b].r.uuid] })
-	isMsg := func(n *fkNode) bool { return n.r.typ == TypeUser || n.r.typ == TypeAssistant }
+	isMsg := func(n *fkNode) bool { return n.r.typ == core.TypeUser || n.r.typ == core.TypeAssistant }
 	var leaf, terminal *fkNode
 	visited := map[string]bool{}
 	for _, h := range cands {
@@ -1609,7 +1607,7 @@ func fkRelinkList(pm []byte, m map[string]*fkNode, boundary string) ([]string, b
 func fkRepairSplit(order []string, m map[string]*fkNode, chain []*fkNode, onChain map[string]bool) []*fkNode {
 	var asst []*fkNode
 	for _, b := range chain {
-		if b.r.typ == TypeAssistant {
+		if b.r.typ == core.TypeAssistant {
 			asst = append(asst, b)
 		}
 	}
@@ -1842,7 +1840,7 @@ const (
 )
 
 func fkTypedValue(line []byte, key, typ string) (string, int) {
-	if !ValidJSON(line) {
+	if !core.ValidJSON(line) {
 		return "", fkParseFailed
 	}
 	obj, ok := fkParseObj(line)
@@ -1876,7 +1874,7 @@ func fkFirstPrompt(head []byte) string {
 			bytes.Contains(s, []byte(`"isCompactSummary":true`)) || bytes.Contains(s, []byte(`"isCompactSummary": true`)) {
 			continue
 		}
-		if !ValidJSON(s) {
+		if !core.ValidJSON(s) {
 			continue
 		}
 		obj, ok := fkParseObj(s)
@@ -2003,21 +2001,8 @@ func newFkObj() *fkObj { return &fkObj{at: map[string]int{}} }
 // fkParseObj parses an object; a repeated key keeps its first place and
 // its last value, as JSON.parse does.
 func fkParseObj(b []byte) (*fkObj, bool) {
-	s := scanner{b: b}
-	i := s.ws(0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false
-	}
 	o := newFkObj()
-	end, err := s.objectAt(i, 0, func(key []byte, vs int) (int, error) {
-		ve, err := s.skip(vs, 1)
-		if err != nil {
-			return 0, err
-		}
-		o.set(string(key), b[vs:ve])
-		return ve, nil
-	})
-	if err != nil || s.ws(end) != len(b) {
+	if !core.JSONObjectEnd(b, func(k, v []byte) { o.set(string(k), v) }) {
 		return nil, false
 	}
 	return o, true
@@ -2066,7 +2051,7 @@ func (o *fkObj) bytes() []byte {
 			b = append(b, ',')
 		}
 		count++
-		b = AppendJSString(b, o.keys[j])
+		b = core.AppendJSString(b, o.keys[j])
 		b = append(b, ':')
 		b = append(b, o.vals[j]...)
 	}
@@ -2123,17 +2108,7 @@ func fkIsArr(v []byte) bool  { return len(v) > 0 && v[0] == '[' }
 func fkIsNull(v []byte) bool { return string(v) == "null" }
 func fkIsTrue(v []byte) bool { return string(v) == "true" }
 
-func fkStr(v []byte) (string, bool) {
-	if !fkIsStr(v) {
-		return "", false
-	}
-	s := scanner{b: v}
-	var out string
-	if _, err := s.str(0, &out); err != nil {
-		return "", false
-	}
-	return out, true
-}
+func fkStr(v []byte) (string, bool) { return core.JSONString(v) }
 
 func fkStrIs(v []byte, want string) bool {
 	s, ok := fkStr(v)
@@ -2186,52 +2161,19 @@ func fkSame(a, b []byte) bool {
 // fkField is an object's member (the last one of that name), nil when v is
 // not an object or has none.
 func fkField(v []byte, key string) []byte {
-	if !fkIsObj(v) {
-		return nil
-	}
-	s := scanner{b: v}
 	var out []byte
-	_, err := s.objectAt(0, 0, func(k []byte, vs int) (int, error) {
-		ve, err := s.skip(vs, 1)
-		if err != nil {
-			return 0, err
-		}
+	if !core.JSONFields(v, func(k, val []byte) {
 		if string(k) == key {
-			out = v[vs:ve]
+			out = val
 		}
-		return ve, nil
-	})
-	if err != nil {
+	}) {
 		return nil
 	}
 	return out
 }
 
 // fkElems are an array's elements (nil when v is not an array).
-func fkElems(v []byte) [][]byte {
-	if !fkIsArr(v) {
-		return nil
-	}
-	s := scanner{b: v}
-	var out [][]byte
-	i := s.ws(1)
-	if i < len(v) && v[i] == ']' {
-		return out
-	}
-	for i < len(v) {
-		end, err := s.skip(i, 1)
-		if err != nil {
-			return out
-		}
-		out = append(out, v[i:end])
-		i = s.ws(end)
-		if i >= len(v) || v[i] != ',' {
-			break
-		}
-		i = s.ws(i + 1)
-	}
-	return out
-}
+func fkElems(v []byte) [][]byte { return core.JSONElems(v) }
 
 // fkISOTime is Date.prototype.toISOString.
 func fkISOTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
