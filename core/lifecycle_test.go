@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -274,55 +271,6 @@ func TestCheckpointResolve(t *testing.T) {
 	}
 }
 
-func lcGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// A checkpoint's commit: HEAD in a repository; nothing outside one, in a
-// repository without commits, or in a folder that does not exist.
-func TestCheckpointGitHead(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	ctx := context.Background()
-	repo := t.TempDir()
-	lcGit(t, repo, "init", "-q")
-	if sha, err := core.GitHead(ctx, repo); sha != "" || err != nil {
-		t.Fatalf("repository without commits: %q %v", sha, err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lcGit(t, repo, "add", "a.txt")
-	lcGit(t, repo, "commit", "-q", "-m", "first")
-	want := lcGit(t, repo, "rev-parse", "HEAD")
-	sub := filepath.Join(repo, "sub")
-	if err := os.Mkdir(sub, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{repo, sub} {
-		if sha, err := core.GitHead(ctx, dir); sha != want || err != nil {
-			t.Fatalf("%s: %q %v, want %s", dir, sha, err, want)
-		}
-	}
-	for _, dir := range []string{"", t.TempDir(), filepath.Join(repo, "missing")} {
-		if sha, err := core.GitHead(ctx, dir); sha != "" || err != nil {
-			t.Fatalf("%q: %q %v", dir, sha, err)
-		}
-	}
-	if core.ShortCommit(want) != want[:12] {
-		t.Fatal("short commit")
-	}
-}
-
 // resumeAtLines: a session that went on after the checkpoint (a-2) and
 // then rewound to u-1 and branched (u-3 → a-3, the current leaf).
 func resumeAtEntries(t *testing.T) []core.Entry {
@@ -427,5 +375,12 @@ func TestCheckpointResumeUpToRepairsFromTheMessage(t *testing.T) {
 	out, err := p.Submit(ctx, entries[3])
 	if err != nil || out.Status != core.Duplicate {
 		t.Fatalf("a-9 after resume at a-t: %v %v", out.Status, err)
+	}
+}
+
+func TestShortCommit(t *testing.T) {
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	if core.ShortCommit(sha) != sha[:12] || core.ShortCommit("abc") != "abc" {
+		t.Fatal("short commit")
 	}
 }
