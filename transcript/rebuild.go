@@ -1,0 +1,590 @@
+package transcript
+
+import (
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Main files
+
+func (c *Chain) buildMain() {
+	// The map by uuid: first-seen order, last value.
+	byUUID := make(map[string]*row, len(c.all))
+	var order []*row
+	slot := make(map[string]int, len(c.all))
+	lastPos := make(map[string]int, len(c.all))
+	for _, r := range c.all {
+		if i, ok := slot[r.uuid]; ok {
+			order[i] = r
+		} else {
+			slot[r.uuid] = len(order)
+			order = append(order, r)
+		}
+		byUUID[r.uuid] = r
+		lastPos[r.uuid] = r.pos
+	}
+	set := func(r *row) {
+		byUUID[r.uuid] = r
+		order[slot[r.uuid]] = r
+	}
+	parents := newParentIndex(order)
+	reparent := func(r *row, p jv) *row {
+		n := r.clone()
+		n.f[fParent] = p
+		set(n)
+		parents.add(slot[r.uuid], p)
+		return n
+	}
+
+	// Compact relinking.
+	for i := 0; i < len(order); i++ {
+		h := order[i]
+		if h.typ != core.TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
+			continue
+		}
+		cm := h.f[fCompactMeta]
+		var pm, ps jv
+		if cm.isObj() {
+			pm, ps = cm.field("preservedMessages"), cm.field("preservedSegment")
+		}
+		switch {
+		case pm.truthy():
+			uuids := pm.field("uuids").elems()
+			if len(uuids) == 0 {
+				continue
+			}
+			ok := true
+			for _, u := range uuids {
+				s, isStr := u.str()
+				if _, in := byUUID[s]; !isStr || !in {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			anchor := pm.field("anchorUuid")
+			p := anchor
+			for _, u := range uuids {
+				s, _ := u.str()
+				reparent(byUUID[s], p)
+				p = jstr(s)
+			}
+			first, _ := uuids[0].str()
+			last := uuids[len(uuids)-1]
+			for _, i := range parents.matching(anchor) {
+				if r := order[i]; r.uuid != first {
+					reparent(r, last)
+				}
+			}
+		case ps.truthy():
+			head, anchor, tail := ps.field("headUuid"), ps.field("anchorUuid"), ps.field("tailUuid")
+			hs, headIsStr := head.str()
+			if hr, ok := byUUID[hs]; ok && headIsStr {
+				reparent(hr, anchor)
+			}
+			for _, i := range parents.matching(anchor) {
+				if r := order[i]; !(headIsStr && r.uuid == hs) {
+					reparent(r, tail)
+				}
+			}
+		}
+	}
+
+	// Gaps: parents named but absent.
+	for _, r := range order {
+		if p, ok := r.parent(); ok {
+			if _, in := byUUID[p]; !in {
+				c.Gaps = append(c.Gaps, ChainBreak{UUID: r.uuid, Parent: p})
+			}
+		}
+	}
+	sort.SliceStable(c.Gaps, func(i, j int) bool {
+		return lastPos[c.Gaps[i].UUID] < lastPos[c.Gaps[j].UUID]
+	})
+
+	up := func(r *row) *row {
+		if p, ok := r.parent(); ok {
+			return byUUID[p]
+		}
+		return nil
+	}
+
+	// Leaf choice.
+	named := make(map[string]bool, len(order))
+	for _, r := range order {
+		if p, ok := r.parent(); ok {
+			named[p] = true
+		}
+	}
+	counts := func(r *row) bool {
+		if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == core.TypeProgress {
+			return false
+		}
+		if t, _ := r.attachmentType(); t == "fork_briefing" {
+			return false
+		}
+		return true
+	}
+	namedByCounted := make(map[string]bool, len(order))
+	for _, r := range order {
+		if p, ok := r.parent(); ok && counts(r) {
+			namedByCounted[p] = true
+		}
+	}
+	var cands []*row
+	for _, r := range order {
+		if counts(r) && !namedByCounted[r.uuid] {
+			cands = append(cands, r)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return lastPos[cands[i].uuid] > lastPos[cands[j].uuid] })
+	var leaf *row
+	done := map[string]bool{}
+	for _, h := range cands {
+		var climbed []string
+		seen := map[string]bool{}
+		for cur := h; cur != nil && !done[cur.uuid] && !seen[cur.uuid]; cur = up(cur) {
+			if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
+				leaf = cur
+				break
+			}
+			seen[cur.uuid] = true
+			climbed = append(climbed, cur.uuid)
+		}
+		if leaf != nil {
+			break
+		}
+		for _, u := range climbed {
+			done[u] = true
+		}
+	}
+	if leaf == nil {
+		// Each terminal climbs to its nearest user/assistant row; climbs
+		// share their results, so a comb of long paths stays linear.
+		memo := map[*row]*row{}
+		climb := func(t *row) *row {
+			var path []*row
+			on := map[*row]bool{}
+			var hit *row
+			for cur := t; cur != nil; cur = up(cur) {
+				if r, ok := memo[cur]; ok {
+					hit = r
+					break
+				}
+				if on[cur] {
+					break
+				}
+				if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
+					hit = cur
+					break
+				}
+				on[cur] = true
+				path = append(path, cur)
+			}
+			for _, p := range path {
+				memo[p] = hit
+			}
+			return hit
+		}
+		var hits []*row
+		for _, t := range order {
+			if named[t.uuid] {
+				continue
+			}
+			if h := climb(t); h != nil {
+				hits = append(hits, h)
+			}
+		}
+		if len(hits) == 0 {
+			return
+		}
+		newest := func(rs []*row) *row {
+			best := rs[0]
+			for _, r := range rs[1:] {
+				if lastPos[r.uuid] > lastPos[best.uuid] {
+					best = r
+				}
+			}
+			return best
+		}
+		var plain []*row
+		for _, r := range hits {
+			if !r.f[fSidechain].truthy() && !r.f[fTeam].truthy() && !r.f[fMeta].truthy() {
+				plain = append(plain, r)
+			}
+		}
+		if len(plain) > 0 {
+			leaf = newest(plain)
+		} else {
+			leaf = newest(hits)
+		}
+	}
+
+	// The walk.
+	var path []*row
+	onPath := map[string]bool{}
+	for cur := byUUID[leaf.uuid]; cur != nil; {
+		if onPath[cur.uuid] {
+			prev := path[len(path)-1]
+			p, _ := prev.parent()
+			c.Cycle = &ChainBreak{UUID: prev.uuid, Parent: p}
+			break
+		}
+		onPath[cur.uuid] = true
+		path = append(path, cur)
+		cur = up(cur)
+	}
+	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
+		path[i], path[j] = path[j], path[i]
+	}
+	path = reattachSplit(order, path, onPath)
+	c.path = path
+	c.trailing = trailingQueued(c.all, byUUID, path, leaf)
+}
+
+// parentIndex finds the rows whose parentUuid is strictly equal to a value
+// without scanning them all. Entries go stale when a row is given another
+// parent; matching drops those.
+type parentIndex struct {
+	order []*row
+	by    map[string][]int
+}
+
+func newParentIndex(order []*row) *parentIndex {
+	x := &parentIndex{order: order, by: make(map[string][]int, len(order))}
+	for i, r := range order {
+		x.add(i, r.f[fParent])
+	}
+	return x
+}
+
+// parentKey is a key under which values that are === share an entry;
+// objects and arrays have none (they equal nothing).
+func parentKey(v jv) (string, bool) {
+	switch {
+	case v == nil:
+		return "\x00", true
+	case v.isStr():
+		s, _ := v.str()
+		return "s" + s, true
+	case v.objLike():
+		return "", false
+	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return "", false
+		}
+		if f == 0 {
+			f = 0 // -0 === 0
+		}
+		return "#" + strconv.FormatFloat(f, 'g', -1, 64), true
+	}
+	return "\x01" + string(v), true // null, true, false
+}
+
+func (x *parentIndex) add(i int, v jv) {
+	if k, ok := parentKey(v); ok {
+		x.by[k] = append(x.by[k], i)
+	}
+}
+
+// matching returns, in map order, the rows whose parent === v now.
+func (x *parentIndex) matching(v jv) []int {
+	k, ok := parentKey(v)
+	if !ok {
+		return nil
+	}
+	var out []int
+	seen := map[int]bool{}
+	for _, i := range x.by[k] {
+		if seen[i] {
+			continue
+		}
+		if pk, ok := parentKey(x.order[i].f[fParent]); ok && pk == k {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	x.by[k] = append(x.by[k][:0], out...)
+	sort.Ints(out)
+	return out
+}
+
+// reattachSplit puts back the rows of split assistant messages (one row per
+// content block, sharing message.id) that are off the chain, and the
+// tool_result rows answering them, after the chain row with that message id.
+func reattachSplit(order, path []*row, onPath map[string]bool) []*row {
+	var assistants []*row
+	for _, r := range path {
+		if r.typ == core.TypeAssistant {
+			assistants = append(assistants, r)
+		}
+	}
+	if len(assistants) == 0 {
+		return path
+	}
+	holder := map[string]*row{}
+	for _, r := range assistants {
+		if id, ok := r.messageID(); ok {
+			holder[id] = r
+		}
+	}
+	byUUID := make(map[string]*row, len(order))
+	for _, r := range order {
+		byUUID[r.uuid] = r
+	}
+	sameMsg := map[string][]*row{}
+	toolUse := map[string]*row{} // nil: claimed by two messages
+	var results []*row
+	for _, r := range order {
+		if id, ok := r.messageID(); ok {
+			sameMsg[id] = append(sameMsg[id], r)
+			for _, x := range r.ids("tool_use", "id") {
+				w, seen := toolUse[x]
+				if !seen {
+					toolUse[x] = r
+				} else if w != nil {
+					if wid, ok := w.messageID(); ok && wid == id {
+						toolUse[x] = r
+					} else {
+						toolUse[x] = nil
+					}
+				}
+			}
+		} else if r.isToolResultRow() {
+			results = append(results, r)
+		}
+	}
+	answers := map[string][]*row{}
+	answered := map[string]bool{}
+	attach := func(key string, r *row) {
+		k := key + "\n" + r.uuid
+		if answered[k] {
+			return
+		}
+		answered[k] = true
+		answers[key] = append(answers[key], r)
+	}
+	sameSide := func(a, b *row) bool {
+		sa, sb := a.f[fSidechain], b.f[fSidechain]
+		if sa.nullish() {
+			sa = jv("false")
+		}
+		if sb.nullish() {
+			sb = jv("false")
+		}
+		return strictEq(sa, sb) && strictEq(a.f[fAgent], b.f[fAgent])
+	}
+	for _, b := range results {
+		if p, ok := b.f[fParent].str(); ok {
+			attach(p, b)
+		}
+		if src, ok := b.f[fSourceTool].str(); ok && !strictEq(b.f[fSourceTool], b.f[fParent]) {
+			if a := byUUID[src]; a != nil && sameSide(b, a) {
+				attach(a.uuid, b)
+			}
+		}
+		for _, id := range b.ids("tool_result", "tool_use_id") {
+			if a := toolUse[id]; a != nil && sameSide(b, a) {
+				attach(a.uuid, b)
+			}
+		}
+	}
+	pathResults := map[string]bool{}
+	for _, r := range path {
+		for _, id := range r.ids("tool_result", "tool_use_id") {
+			pathResults[id] = true
+		}
+	}
+	pos := make(map[string]int, len(order))
+	for i, r := range order {
+		pos[r.uuid] = i
+	}
+	posOf := func(r *row) int {
+		if p, ok := pos[r.uuid]; ok {
+			return p
+		}
+		return math.MaxInt
+	}
+	handled := map[string]bool{}
+	insert := map[string][]*row{}
+	total := 0
+	byTime := func(rs []*row) {
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].timestamp() < rs[j].timestamp() })
+	}
+	for _, b := range assistants {
+		id, ok := b.messageID()
+		if !ok || handled[id] {
+			continue
+		}
+		handled[id] = true
+		group := sameMsg[id]
+		if group == nil {
+			group = []*row{b}
+		}
+		inGroup := map[string]bool{}
+		for _, r := range group {
+			inGroup[r.uuid] = true
+		}
+		var off, kept, other []*row
+		for _, r := range group {
+			if !onPath[r.uuid] {
+				off = append(off, r)
+			}
+		}
+		seen := map[string]bool{}
+		for _, r := range group {
+			for _, a := range answers[r.uuid] {
+				if onPath[a.uuid] || seen[a.uuid] {
+					continue
+				}
+				seen[a.uuid] = true
+				if p, ok := a.f[fParent].str(); ok && inGroup[p] {
+					kept = append(kept, a)
+				} else {
+					other = append(other, a)
+				}
+			}
+		}
+		if len(other) > 0 {
+			have := map[string]bool{}
+			for k := range pathResults {
+				have[k] = true
+			}
+			for _, a := range kept {
+				for _, x := range a.ids("tool_result", "tool_use_id") {
+					have[x] = true
+				}
+			}
+			sort.SliceStable(other, func(i, j int) bool { return posOf(other[i]) < posOf(other[j]) })
+			for _, a := range other {
+				ids := a.ids("tool_result", "tool_use_id")
+				useful := false
+				for _, x := range ids {
+					if t := toolUse[x]; !have[x] && t != nil && inGroup[t.uuid] {
+						useful = true
+						break
+					}
+				}
+				if !useful {
+					continue
+				}
+				for _, x := range ids {
+					have[x] = true
+				}
+				kept = append(kept, a)
+			}
+		}
+		if len(off) == 0 && len(kept) == 0 {
+			continue
+		}
+		byTime(off)
+		byTime(kept)
+		add := append(off, kept...)
+		for _, r := range add {
+			onPath[r.uuid] = true
+		}
+		total += len(add)
+		insert[holder[id].uuid] = add
+	}
+	if total == 0 {
+		return path
+	}
+	out := make([]*row, 0, len(path)+total)
+	for _, r := range path {
+		out = append(out, r)
+		out = append(out, insert[r.uuid]...)
+	}
+	return out
+}
+
+// trailingQueued finds queued-command attachments that hang below the leaf
+// through non-message rows and are not on another branch.
+func trailingQueued(all []*row, relinked map[string]*row, path []*row, leaf *row) []*row {
+	if leaf == nil {
+		return nil
+	}
+	children := map[string][]*row{}
+	for _, p := range all {
+		if p.typ == core.TypeUser || p.typ == core.TypeAssistant {
+			continue
+		}
+		a, aok := p.parent()
+		var b string
+		bok := false
+		if rl := relinked[p.uuid]; rl != nil {
+			b, bok = rl.parent()
+		}
+		if aok {
+			children[a] = append(children[a], p)
+		}
+		if bok && !(aok && a == b) {
+			children[b] = append(children[b], p)
+		}
+	}
+	seen := make(map[string]bool, len(path))
+	for _, r := range path {
+		seen[r.uuid] = true
+	}
+	last := make(map[string]*row, len(all))
+	for _, r := range all {
+		last[r.uuid] = r
+	}
+	return walkTrailing(all, children, seen, last, leaf)
+}
+
+func walkTrailing(all []*row, children map[string][]*row, seen map[string]bool, last map[string]*row, leaf *row) []*row {
+	// Rows above user/assistant rows that are off the chain belong to
+	// other branches.
+	other := map[string]bool{}
+	for _, p := range all {
+		if (p.typ != core.TypeUser && p.typ != core.TypeAssistant) || p.f[fSidechain].truthy() || p.f[fTeam].truthy() || seen[p.uuid] {
+			continue
+		}
+		var f *row
+		if s, ok := p.parent(); ok {
+			f = last[s]
+		}
+		for f != nil && !seen[f.uuid] && !other[f.uuid] {
+			other[f.uuid] = true
+			var next *row
+			if s, ok := f.parent(); ok {
+				next = last[s]
+			}
+			f = next
+		}
+	}
+	var out []*row
+	stack := []*row{leaf}
+	first := true
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !first {
+			if seen[p.uuid] {
+				continue
+			}
+			seen[p.uuid] = true
+			if t, _ := p.attachmentType(); t == "queued_command" && !other[p.uuid] {
+				out = append(out, p)
+			}
+		}
+		first = false
+		kids := children[p.uuid]
+		if len(kids) > 1 {
+			kids = append([]*row(nil), kids...)
+			sort.SliceStable(kids, func(i, j int) bool { return kids[i].timestamp() < kids[j].timestamp() })
+		}
+		for i := len(kids) - 1; i >= 0; i-- {
+			if !seen[kids[i].uuid] {
+				stack = append(stack, kids[i])
+			}
+		}
+	}
+	return out
+}
