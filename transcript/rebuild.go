@@ -10,241 +10,284 @@ import (
 
 // Main files
 
-func (c *Chain) buildMain() {
-	// The map by uuid: first-seen order, last value.
-	byUUID := make(map[string]*row, len(c.all))
-	var order []*row
-	slot := make(map[string]int, len(c.all))
-	lastPos := make(map[string]int, len(c.all))
-	for _, r := range c.all {
-		if i, ok := slot[r.uuid]; ok {
-			order[i] = r
+// rowMap is the SDK's map of a main file's rows by uuid: first-seen order,
+// last value, and the last file position of each uuid (which ranks leaves).
+type rowMap struct {
+	byUUID  map[string]*row
+	order   []*row
+	slot    map[string]int
+	lastPos map[string]int
+	parents *parentIndex
+}
+
+func newRowMap(all []*row) *rowMap {
+	m := &rowMap{
+		byUUID:  make(map[string]*row, len(all)),
+		slot:    make(map[string]int, len(all)),
+		lastPos: make(map[string]int, len(all)),
+	}
+	for _, r := range all {
+		if i, ok := m.slot[r.uuid]; ok {
+			m.order[i] = r
 		} else {
-			slot[r.uuid] = len(order)
-			order = append(order, r)
+			m.slot[r.uuid] = len(m.order)
+			m.order = append(m.order, r)
 		}
-		byUUID[r.uuid] = r
-		lastPos[r.uuid] = r.pos
+		m.byUUID[r.uuid] = r
+		m.lastPos[r.uuid] = r.pos
 	}
-	set := func(r *row) {
-		byUUID[r.uuid] = r
-		order[slot[r.uuid]] = r
-	}
-	parents := newParentIndex(order)
-	reparent := func(r *row, p jv) *row {
-		n := r.clone()
-		n.f[fParent] = p
-		set(n)
-		parents.add(slot[r.uuid], p)
-		return n
-	}
+	m.parents = newParentIndex(m.order)
+	return m
+}
 
-	// Compact relinking.
-	for i := 0; i < len(order); i++ {
-		h := order[i]
-		if h.typ != core.TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
-			continue
+// reparent replaces r by a copy whose parentUuid is p.
+func (m *rowMap) reparent(r *row, p jv) *row {
+	n := r.clone()
+	n.f[fParent] = p
+	m.byUUID[n.uuid] = n
+	m.order[m.slot[n.uuid]] = n
+	m.parents.add(m.slot[r.uuid], p)
+	return n
+}
+
+// up is r's parent row, or nil.
+func (m *rowMap) up(r *row) *row {
+	if p, ok := r.parent(); ok {
+		return m.byUUID[p]
+	}
+	return nil
+}
+
+func (c *Chain) buildMain() {
+	m := newRowMap(c.all)
+	for i := 0; i < len(m.order); i++ {
+		m.relinkCompact(m.order[i])
+	}
+	c.Gaps = m.gaps()
+	leaf := m.newestTerminalLeaf()
+	if leaf == nil {
+		if leaf = m.fallbackLeaf(); leaf == nil {
+			return
 		}
-		cm := h.f[fCompactMeta]
-		var pm, ps jv
-		if cm.isObj() {
-			pm, ps = cm.field("preservedMessages"), cm.field("preservedSegment")
+	}
+	path, onPath, cycle := m.walk(leaf)
+	c.Cycle = cycle
+	path = reattachSplit(m.order, path, onPath)
+	c.path = path
+	c.trailing = trailingQueued(c.all, m.byUUID, path, leaf)
+}
+
+// relinkCompact relinks the rows a compact boundary h kept
+// (compactMetadata.preservedMessages or preservedSegment) to its anchor.
+func (m *rowMap) relinkCompact(h *row) {
+	if h.typ != core.TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
+		return
+	}
+	cm := h.f[fCompactMeta]
+	var pm, ps jv
+	if cm.isObj() {
+		pm, ps = cm.field("preservedMessages"), cm.field("preservedSegment")
+	}
+	switch {
+	case pm.truthy():
+		m.relinkPreserved(pm)
+	case ps.truthy():
+		head, anchor, tail := ps.field("headUuid"), ps.field("anchorUuid"), ps.field("tailUuid")
+		hs, headIsStr := head.str()
+		if hr, ok := m.byUUID[hs]; ok && headIsStr {
+			m.reparent(hr, anchor)
 		}
-		switch {
-		case pm.truthy():
-			uuids := pm.field("uuids").elems()
-			if len(uuids) == 0 {
-				continue
-			}
-			ok := true
-			for _, u := range uuids {
-				s, isStr := u.str()
-				if _, in := byUUID[s]; !isStr || !in {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				continue
-			}
-			anchor := pm.field("anchorUuid")
-			p := anchor
-			for _, u := range uuids {
-				s, _ := u.str()
-				reparent(byUUID[s], p)
-				p = jstr(s)
-			}
-			first, _ := uuids[0].str()
-			last := uuids[len(uuids)-1]
-			for _, i := range parents.matching(anchor) {
-				if r := order[i]; r.uuid != first {
-					reparent(r, last)
-				}
-			}
-		case ps.truthy():
-			head, anchor, tail := ps.field("headUuid"), ps.field("anchorUuid"), ps.field("tailUuid")
-			hs, headIsStr := head.str()
-			if hr, ok := byUUID[hs]; ok && headIsStr {
-				reparent(hr, anchor)
-			}
-			for _, i := range parents.matching(anchor) {
-				if r := order[i]; !(headIsStr && r.uuid == hs) {
-					reparent(r, tail)
-				}
+		for _, i := range m.parents.matching(anchor) {
+			if r := m.order[i]; !(headIsStr && r.uuid == hs) {
+				m.reparent(r, tail)
 			}
 		}
 	}
+}
 
-	// Gaps: parents named but absent.
-	for _, r := range order {
+// relinkPreserved chains preservedMessages.uuids below the anchor, and the
+// anchor's other children below the last of them, when every uuid is a row.
+func (m *rowMap) relinkPreserved(pm jv) {
+	uuids := pm.field("uuids").elems()
+	if len(uuids) == 0 {
+		return
+	}
+	for _, u := range uuids {
+		s, isStr := u.str()
+		if _, in := m.byUUID[s]; !isStr || !in {
+			return
+		}
+	}
+	anchor := pm.field("anchorUuid")
+	p := anchor
+	for _, u := range uuids {
+		s, _ := u.str()
+		m.reparent(m.byUUID[s], p)
+		p = jstr(s)
+	}
+	first, _ := uuids[0].str()
+	last := uuids[len(uuids)-1]
+	for _, i := range m.parents.matching(anchor) {
+		if r := m.order[i]; r.uuid != first {
+			m.reparent(r, last)
+		}
+	}
+}
+
+// gaps lists the rows whose parent is named but absent, in file order.
+func (m *rowMap) gaps() []ChainBreak {
+	var gaps []ChainBreak
+	for _, r := range m.order {
 		if p, ok := r.parent(); ok {
-			if _, in := byUUID[p]; !in {
-				c.Gaps = append(c.Gaps, ChainBreak{UUID: r.uuid, Parent: p})
+			if _, in := m.byUUID[p]; !in {
+				gaps = append(gaps, ChainBreak{UUID: r.uuid, Parent: p})
 			}
 		}
 	}
-	sort.SliceStable(c.Gaps, func(i, j int) bool {
-		return lastPos[c.Gaps[i].UUID] < lastPos[c.Gaps[j].UUID]
+	sort.SliceStable(gaps, func(i, j int) bool {
+		return m.lastPos[gaps[i].UUID] < m.lastPos[gaps[j].UUID]
 	})
+	return gaps
+}
 
-	up := func(r *row) *row {
-		if p, ok := r.parent(); ok {
-			return byUUID[p]
-		}
-		return nil
+// countsForLeaf reports whether r takes part in the leaf choice.
+func countsForLeaf(r *row) bool {
+	if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == core.TypeProgress {
+		return false
 	}
+	if t, _ := r.attachmentType(); t == "fork_briefing" {
+		return false
+	}
+	return true
+}
 
-	// Leaf choice.
-	named := make(map[string]bool, len(order))
-	for _, r := range order {
-		if p, ok := r.parent(); ok {
-			named[p] = true
-		}
-	}
-	counts := func(r *row) bool {
-		if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == core.TypeProgress {
-			return false
-		}
-		if t, _ := r.attachmentType(); t == "fork_briefing" {
-			return false
-		}
-		return true
-	}
-	namedByCounted := make(map[string]bool, len(order))
-	for _, r := range order {
-		if p, ok := r.parent(); ok && counts(r) {
+// newestTerminalLeaf is the leaf: the newest terminal row (no counted row
+// names it) that climbs to a user or assistant row, or nil.
+func (m *rowMap) newestTerminalLeaf() *row {
+	namedByCounted := make(map[string]bool, len(m.order))
+	for _, r := range m.order {
+		if p, ok := r.parent(); ok && countsForLeaf(r) {
 			namedByCounted[p] = true
 		}
 	}
 	var cands []*row
-	for _, r := range order {
-		if counts(r) && !namedByCounted[r.uuid] {
+	for _, r := range m.order {
+		if countsForLeaf(r) && !namedByCounted[r.uuid] {
 			cands = append(cands, r)
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return lastPos[cands[i].uuid] > lastPos[cands[j].uuid] })
-	var leaf *row
+	sort.SliceStable(cands, func(i, j int) bool { return m.lastPos[cands[i].uuid] > m.lastPos[cands[j].uuid] })
 	done := map[string]bool{}
 	for _, h := range cands {
 		var climbed []string
 		seen := map[string]bool{}
-		for cur := h; cur != nil && !done[cur.uuid] && !seen[cur.uuid]; cur = up(cur) {
+		for cur := h; cur != nil && !done[cur.uuid] && !seen[cur.uuid]; cur = m.up(cur) {
 			if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
-				leaf = cur
-				break
+				return cur
 			}
 			seen[cur.uuid] = true
 			climbed = append(climbed, cur.uuid)
-		}
-		if leaf != nil {
-			break
 		}
 		for _, u := range climbed {
 			done[u] = true
 		}
 	}
-	if leaf == nil {
-		// Each terminal climbs to its nearest user/assistant row; climbs
-		// share their results, so a comb of long paths stays linear.
-		memo := map[*row]*row{}
-		climb := func(t *row) *row {
-			var path []*row
-			on := map[*row]bool{}
-			var hit *row
-			for cur := t; cur != nil; cur = up(cur) {
-				if r, ok := memo[cur]; ok {
-					hit = r
-					break
-				}
-				if on[cur] {
-					break
-				}
-				if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
-					hit = cur
-					break
-				}
-				on[cur] = true
-				path = append(path, cur)
-			}
-			for _, p := range path {
-				memo[p] = hit
-			}
-			return hit
-		}
-		var hits []*row
-		for _, t := range order {
-			if named[t.uuid] {
-				continue
-			}
-			if h := climb(t); h != nil {
-				hits = append(hits, h)
-			}
-		}
-		if len(hits) == 0 {
-			return
-		}
-		newest := func(rs []*row) *row {
-			best := rs[0]
-			for _, r := range rs[1:] {
-				if lastPos[r.uuid] > lastPos[best.uuid] {
-					best = r
-				}
-			}
-			return best
-		}
-		var plain []*row
-		for _, r := range hits {
-			if !r.f[fSidechain].truthy() && !r.f[fTeam].truthy() && !r.f[fMeta].truthy() {
-				plain = append(plain, r)
-			}
-		}
-		if len(plain) > 0 {
-			leaf = newest(plain)
-		} else {
-			leaf = newest(hits)
+	return nil
+}
+
+// fallbackLeaf is the newest user/assistant row that a row no one names
+// climbs to, plain rows (not sidechain, team or meta) first; nil if none.
+func (m *rowMap) fallbackLeaf() *row {
+	named := make(map[string]bool, len(m.order))
+	for _, r := range m.order {
+		if p, ok := r.parent(); ok {
+			named[p] = true
 		}
 	}
+	// Each terminal climbs to its nearest user/assistant row; climbs share
+	// their results, so a comb of long paths stays linear.
+	memo := map[*row]*row{}
+	var hits []*row
+	for _, t := range m.order {
+		if named[t.uuid] {
+			continue
+		}
+		if h := m.climb(t, memo); h != nil {
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	var plain []*row
+	for _, r := range hits {
+		if !r.f[fSidechain].truthy() && !r.f[fTeam].truthy() && !r.f[fMeta].truthy() {
+			plain = append(plain, r)
+		}
+	}
+	if len(plain) > 0 {
+		return m.newest(plain)
+	}
+	return m.newest(hits)
+}
 
-	// The walk.
+// climb is the nearest user/assistant row at or above t (nil at a missing
+// parent or a loop), remembered in memo for every row climbed.
+func (m *rowMap) climb(t *row, memo map[*row]*row) *row {
 	var path []*row
-	onPath := map[string]bool{}
-	for cur := byUUID[leaf.uuid]; cur != nil; {
+	on := map[*row]bool{}
+	var hit *row
+	for cur := t; cur != nil; cur = m.up(cur) {
+		if r, ok := memo[cur]; ok {
+			hit = r
+			break
+		}
+		if on[cur] {
+			break
+		}
+		if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
+			hit = cur
+			break
+		}
+		on[cur] = true
+		path = append(path, cur)
+	}
+	for _, p := range path {
+		memo[p] = hit
+	}
+	return hit
+}
+
+// newest is the row of rs written last.
+func (m *rowMap) newest(rs []*row) *row {
+	best := rs[0]
+	for _, r := range rs[1:] {
+		if m.lastPos[r.uuid] > m.lastPos[best.uuid] {
+			best = r
+		}
+	}
+	return best
+}
+
+// walk climbs from the leaf to the root, stopping at a missing parent or a
+// uuid seen twice (the cycle), and returns the path root first.
+func (m *rowMap) walk(leaf *row) (path []*row, onPath map[string]bool, cycle *ChainBreak) {
+	onPath = map[string]bool{}
+	for cur := m.byUUID[leaf.uuid]; cur != nil; {
 		if onPath[cur.uuid] {
 			prev := path[len(path)-1]
 			p, _ := prev.parent()
-			c.Cycle = &ChainBreak{UUID: prev.uuid, Parent: p}
+			cycle = &ChainBreak{UUID: prev.uuid, Parent: p}
 			break
 		}
 		onPath[cur.uuid] = true
 		path = append(path, cur)
-		cur = up(cur)
+		cur = m.up(cur)
 	}
 	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
 		path[i], path[j] = path[j], path[i]
 	}
-	path = reattachSplit(order, path, onPath)
-	c.path = path
-	c.trailing = trailingQueued(c.all, byUUID, path, leaf)
+	return path, onPath, cycle
 }
 
 // parentIndex finds the rows whose parentUuid is strictly equal to a value
