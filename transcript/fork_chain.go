@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/e0dc0000/scribe/core"
@@ -119,163 +118,199 @@ func (n *fkNode) with(parent []byte) *fkNode {
 // split-assistant repair. It returns the chain and the terminal row the
 // leaf was found from (nil when the fallback chose the leaf).
 func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
-	order := make([]string, 0, len(in))
-	m := make(map[string]*fkNode, len(in))
-	pos := make(map[string]int, len(in))
-	for i, n := range in {
-		if _, ok := m[n.r.uuid]; !ok {
-			order = append(order, n.r.uuid)
-		}
-		m[n.r.uuid] = n
-		pos[n.r.uuid] = i
-	}
-	for _, key := range order {
-		h := m[key]
-		if !fkIsBoundary(h.r) {
-			continue
-		}
-		cm := h.get("compactMetadata")
-		var pm, ps []byte
-		if fkIsObj(cm) {
-			pm, ps = fkField(cm, "preservedMessages"), fkField(cm, "preservedSegment")
-		}
-		switch {
-		case fkTruthy(pm):
-			uuids, skip, err := fkRelinkList(pm, m, h.r.uuid)
-			if err != nil {
-				return nil, nil, err
-			}
-			if skip {
-				continue
-			}
-			anchor := fkField(pm, "anchorUuid")
-			c := anchor
-			for _, w := range uuids {
-				m[w] = m[w].with(c)
-				c = core.AppendJSString(nil, w)
-			}
-			head, tail := uuids[0], core.AppendJSString(nil, uuids[len(uuids)-1])
-			for _, k := range order {
-				if x := m[k]; fkSame(x.parent, anchor) && k != head {
-					m[k] = x.with(tail)
-				}
-			}
-		case fkTruthy(ps):
-			var head, anchor, tail []byte
-			if fkIsObj(ps) {
-				head, anchor, tail = fkField(ps, "headUuid"), fkField(ps, "anchorUuid"), fkField(ps, "tailUuid")
-			}
-			hs, hok := fkStr(head)
-			if hok && m[hs] != nil {
-				m[hs] = m[hs].with(anchor)
-			}
-			for _, k := range order {
-				if x := m[k]; fkSame(x.parent, anchor) && !(hok && k == hs) {
-					m[k] = x.with(tail)
-				}
-			}
+	fm := newFkMap(in)
+	for _, key := range fm.order {
+		if err := fm.relinkCompact(fm.m[key]); err != nil {
+			return nil, nil, err
 		}
 	}
-	up := func(n *fkNode) *fkNode {
-		if s, ok := fkStr(n.parent); ok && s != "" {
-			return m[s]
-		}
-		return nil
-	}
-	cand := func(n *fkNode) bool {
-		if fkTruthy(n.get("isSidechain")) || fkTruthy(n.get("teamName")) || n.r.typ == core.TypeProgress {
-			return false
-		}
-		return !(n.r.typ == core.TypeAttachment && fkStrIs(fkField(n.get("attachment"), "type"), "fork_briefing"))
-	}
-	parents := map[string]bool{}
-	candParents := map[string]bool{}
-	for _, k := range order {
-		x := m[k]
-		if s, ok := fkStr(x.parent); ok && s != "" {
-			parents[s] = true
-			if cand(x) {
-				candParents[s] = true
-			}
-		}
-	}
-	var cands []*fkNode
-	for _, k := range order {
-		if x := m[k]; cand(x) && !candParents[k] {
-			cands = append(cands, x)
-		}
-	}
-	sort.SliceStable(cands, func(a, b int) bool { return pos[cands[a].r.uuid] > pos[cands[b].r.uuid] })
-	isMsg := func(n *fkNode) bool { return n.r.typ == core.TypeUser || n.r.typ == core.TypeAssistant }
-	var leaf, terminal *fkNode
-	visited := map[string]bool{}
-	for _, h := range cands {
-		var path []string
-		here := map[string]bool{}
-		for c := h; c != nil && !visited[c.r.uuid] && !here[c.r.uuid]; c = up(c) {
-			if isMsg(c) {
-				leaf, terminal = c, h
-				break
-			}
-			here[c.r.uuid] = true
-			path = append(path, c.r.uuid)
-		}
-		if leaf != nil {
-			break
-		}
-		for _, u := range path {
-			visited[u] = true
-		}
-	}
+	leaf, terminal := fm.newestTerminalLeaf()
 	if leaf == nil {
-		var found []*fkNode
-		for _, k := range order {
-			if parents[k] {
-				continue
-			}
-			seen := map[string]bool{}
-			for c := m[k]; c != nil && !seen[c.r.uuid]; c = up(c) {
-				seen[c.r.uuid] = true
-				if isMsg(c) {
-					found = append(found, c)
-					break
-				}
-			}
-		}
-		if len(found) == 0 {
+		if leaf = fm.fallbackLeaf(); leaf == nil {
 			return nil, nil, nil
-		}
-		latest := func(list []*fkNode) *fkNode {
-			best := list[0]
-			for _, x := range list[1:] {
-				if pos[x.r.uuid] > pos[best.r.uuid] {
-					best = x
-				}
-			}
-			return best
-		}
-		var main []*fkNode
-		for _, c := range found {
-			if !fkTruthy(c.get("isSidechain")) && !fkTruthy(c.get("teamName")) && !fkTruthy(c.get("isMeta")) {
-				main = append(main, c)
-			}
-		}
-		if len(main) > 0 {
-			leaf = latest(main)
-		} else {
-			leaf = latest(found)
 		}
 	}
 	var chain []*fkNode
 	onChain := map[string]bool{}
-	for y := m[leaf.r.uuid]; y != nil && !onChain[y.r.uuid]; y = up(y) {
+	for y := fm.m[leaf.r.uuid]; y != nil && !onChain[y.r.uuid]; y = fm.up(y) {
 		onChain[y.r.uuid] = true
 		chain = append(chain, y)
 	}
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
-	return fkRepairSplit(order, m, chain, onChain), terminal, nil
+	return fkRepairSplit(fm.order, fm.m, chain, onChain), terminal, nil
+}
+
+// fkMap is the fork's map of rows by uuid: first-seen order, last value,
+// last position.
+type fkMap struct {
+	order []string
+	m     map[string]*fkNode
+	pos   map[string]int
+}
+
+func newFkMap(in []*fkNode) *fkMap {
+	fm := &fkMap{
+		order: make([]string, 0, len(in)),
+		m:     make(map[string]*fkNode, len(in)),
+		pos:   make(map[string]int, len(in)),
+	}
+	for i, n := range in {
+		if _, ok := fm.m[n.r.uuid]; !ok {
+			fm.order = append(fm.order, n.r.uuid)
+		}
+		fm.m[n.r.uuid] = n
+		fm.pos[n.r.uuid] = i
+	}
+	return fm
+}
+
+func (fm *fkMap) up(n *fkNode) *fkNode {
+	if s, ok := fkStr(n.parent); ok && s != "" {
+		return fm.m[s]
+	}
+	return nil
+}
+
+// relinkCompact relinks the rows a compact boundary h kept to its anchor;
+// a boundary the SDK fails on is an error.
+func (fm *fkMap) relinkCompact(h *fkNode) error {
+	if !fkIsBoundary(h.r) {
+		return nil
+	}
+	m := fm.m
+	cm := h.get("compactMetadata")
+	var pm, ps []byte
+	if fkIsObj(cm) {
+		pm, ps = fkField(cm, "preservedMessages"), fkField(cm, "preservedSegment")
+	}
+	switch {
+	case fkTruthy(pm):
+		uuids, skip, err := fkRelinkList(pm, m, h.r.uuid)
+		if err != nil || skip {
+			return err
+		}
+		anchor := fkField(pm, "anchorUuid")
+		c := anchor
+		for _, w := range uuids {
+			m[w] = m[w].with(c)
+			c = core.AppendJSString(nil, w)
+		}
+		head, tail := uuids[0], core.AppendJSString(nil, uuids[len(uuids)-1])
+		for _, k := range fm.order {
+			if x := m[k]; fkSame(x.parent, anchor) && k != head {
+				m[k] = x.with(tail)
+			}
+		}
+	case fkTruthy(ps):
+		var head, anchor, tail []byte
+		if fkIsObj(ps) {
+			head, anchor, tail = fkField(ps, "headUuid"), fkField(ps, "anchorUuid"), fkField(ps, "tailUuid")
+		}
+		hs, hok := fkStr(head)
+		if hok && m[hs] != nil {
+			m[hs] = m[hs].with(anchor)
+		}
+		for _, k := range fm.order {
+			if x := m[k]; fkSame(x.parent, anchor) && !(hok && k == hs) {
+				m[k] = x.with(tail)
+			}
+		}
+	}
+	return nil
+}
+
+func fkCountsForLeaf(n *fkNode) bool {
+	if fkTruthy(n.get("isSidechain")) || fkTruthy(n.get("teamName")) || n.r.typ == core.TypeProgress {
+		return false
+	}
+	return !(n.r.typ == core.TypeAttachment && fkStrIs(fkField(n.get("attachment"), "type"), "fork_briefing"))
+}
+
+func fkIsMessage(n *fkNode) bool { return n.r.typ == core.TypeUser || n.r.typ == core.TypeAssistant }
+
+// newestTerminalLeaf is the leaf (and the terminal row it was climbed
+// from): the newest terminal that climbs to a user or assistant row.
+func (fm *fkMap) newestTerminalLeaf() (leaf, terminal *fkNode) {
+	candParents := map[string]bool{}
+	for _, k := range fm.order {
+		x := fm.m[k]
+		if s, ok := fkStr(x.parent); ok && s != "" && fkCountsForLeaf(x) {
+			candParents[s] = true
+		}
+	}
+	var cands []*fkNode
+	for _, k := range fm.order {
+		if x := fm.m[k]; fkCountsForLeaf(x) && !candParents[k] {
+			cands = append(cands, x)
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return fm.pos[cands[a].r.uuid] > fm.pos[cands[b].r.uuid] })
+	visited := map[string]bool{}
+	for _, h := range cands {
+		var path []string
+		here := map[string]bool{}
+		for c := h; c != nil && !visited[c.r.uuid] && !here[c.r.uuid]; c = fm.up(c) {
+			if fkIsMessage(c) {
+				return c, h
+			}
+			here[c.r.uuid] = true
+			path = append(path, c.r.uuid)
+		}
+		for _, u := range path {
+			visited[u] = true
+		}
+	}
+	return nil, nil
+}
+
+// fallbackLeaf is the newest user/assistant row a row no one names climbs
+// to, main rows (not sidechain, team or meta) first; nil if none.
+func (fm *fkMap) fallbackLeaf() *fkNode {
+	parents := map[string]bool{}
+	for _, k := range fm.order {
+		if s, ok := fkStr(fm.m[k].parent); ok && s != "" {
+			parents[s] = true
+		}
+	}
+	var found []*fkNode
+	for _, k := range fm.order {
+		if parents[k] {
+			continue
+		}
+		seen := map[string]bool{}
+		for c := fm.m[k]; c != nil && !seen[c.r.uuid]; c = fm.up(c) {
+			seen[c.r.uuid] = true
+			if fkIsMessage(c) {
+				found = append(found, c)
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	var main []*fkNode
+	for _, c := range found {
+		if !fkTruthy(c.get("isSidechain")) && !fkTruthy(c.get("teamName")) && !fkTruthy(c.get("isMeta")) {
+			main = append(main, c)
+		}
+	}
+	if len(main) > 0 {
+		return fm.latest(main)
+	}
+	return fm.latest(found)
+}
+
+func (fm *fkMap) latest(list []*fkNode) *fkNode {
+	best := list[0]
+	for _, x := range list[1:] {
+		if fm.pos[x.r.uuid] > fm.pos[best.r.uuid] {
+			best = x
+		}
+	}
+	return best
 }
 
 // fkRelinkList checks a compact boundary's preservedMessages as the SDK
@@ -324,184 +359,47 @@ func fkRelinkList(pm []byte, m map[string]*fkNode, boundary string) ([]string, b
 // content block) and the tool_result rows answering them, ordered by
 // timestamp.
 func fkRepairSplit(order []string, m map[string]*fkNode, chain []*fkNode, onChain map[string]bool) []*fkNode {
-	var asst []*fkNode
-	for _, b := range chain {
-		if b.r.typ == core.TypeAssistant {
-			asst = append(asst, b)
+	nodes := make([]*fkNode, len(order))
+	for i, k := range order {
+		nodes[i] = m[k]
+	}
+	return reattach(fkSplitRules, nodes, chain, onChain)
+}
+
+// fkSplitRules read the split-assistant repair's facts off a fork node.
+// They differ from rowSplitRules where the SDK's fork reads a row
+// differently from its getSessionMessages: an empty message.id is no id,
+// the tool_use and tool_result ids are those of message.content whatever
+// message's shape, and a timestamp that is not a string sorts by its JSON
+// text (the read path sorts it as "").
+var fkSplitRules = splitRules[*fkNode]{
+	uuid:        func(n *fkNode) string { return n.r.uuid },
+	isAssistant: func(n *fkNode) bool { return n.r.typ == core.TypeAssistant },
+	messageID: func(n *fkNode) (string, bool) {
+		id := n.r.messageID()
+		return id, id != ""
+	},
+	toolUses:    func(n *fkNode) []string { n.r.loadMessage(); return n.r.uses },
+	toolResults: func(n *fkNode) []string { n.r.loadMessage(); return n.r.results },
+	isResultRow: func(n *fkNode) bool { return n.r.hasToolResult(n.parent) },
+	parent:      func(n *fkNode) (string, bool) { return fkStr(n.parent) },
+	sourceTool: func(n *fkNode) (string, bool) {
+		st := n.get("sourceToolAssistantUUID")
+		if !fkIsStr(st) || fkSame(st, n.parent) {
+			return "", false
 		}
-	}
-	if len(asst) == 0 {
-		return chain
-	}
-	chainByMsg := map[string]*fkNode{}
-	for _, b := range asst {
-		if id := b.r.messageID(); id != "" {
-			chainByMsg[id] = b
-		}
-	}
-	byMsg := map[string][]*fkNode{}
-	toolUse := map[string]*fkNode{} // nil value: claimed by two messages
-	var results []*fkNode
-	for _, k := range order {
-		b := m[k]
-		if id := b.r.messageID(); id != "" {
-			byMsg[id] = append(byMsg[id], b)
-			b.r.loadMessage()
-			for _, x := range b.r.uses {
-				w, had := toolUse[x]
-				if !had || (w != nil && w.r.messageID() == id) {
-					toolUse[x] = b
-				} else {
-					toolUse[x] = nil
-				}
-			}
-		} else if b.r.hasToolResult(b.parent) {
-			results = append(results, b)
-		}
-	}
-	children := map[string][]*fkNode{}
-	dedup := map[[2]string]bool{}
-	add := func(key string, c *fkNode) {
-		k := [2]string{key, c.r.uuid}
-		if dedup[k] {
-			return
-		}
-		dedup[k] = true
-		children[key] = append(children[key], c)
-	}
-	same := func(b, c *fkNode) bool {
+		return fkStr(st)
+	},
+	sameSide: func(a, b *fkNode) bool {
 		side := func(n *fkNode) []byte {
 			if v := n.get("isSidechain"); v != nil && !fkIsNull(v) {
 				return v
 			}
 			return fkFalse
 		}
-		return fkSame(side(b), side(c)) && fkSame(b.get("agentId"), c.get("agentId"))
-	}
-	for _, b := range results {
-		if s, ok := fkStr(b.parent); ok {
-			add(s, b)
-		}
-		if st := b.get("sourceToolAssistantUUID"); fkIsStr(st) && !fkSame(st, b.parent) {
-			s, _ := fkStr(st)
-			if c := m[s]; c != nil && same(b, c) {
-				add(c.r.uuid, b)
-			}
-		}
-		b.r.loadMessage()
-		for _, id := range b.r.results {
-			if x := toolUse[id]; x != nil && same(b, x) {
-				add(x.r.uuid, b)
-			}
-		}
-	}
-	answered := map[string]bool{}
-	for _, b := range chain {
-		b.r.loadMessage()
-		for _, id := range b.r.results {
-			answered[id] = true
-		}
-	}
-	idx := make(map[string]int, len(order))
-	for i, k := range order {
-		idx[k] = i
-	}
-	at := func(n *fkNode) int {
-		if i, ok := idx[n.r.uuid]; ok {
-			return i
-		}
-		return math.MaxInt
-	}
-	byTime := func(list []*fkNode) {
-		sort.SliceStable(list, func(a, b int) bool { return fkTimeKey(list[a]) < fkTimeKey(list[b]) })
-	}
-	done := map[string]bool{}
-	extra := map[string][]*fkNode{}
-	total := 0
-	for _, b := range asst {
-		id := b.r.messageID()
-		if id == "" || done[id] {
-			continue
-		}
-		done[id] = true
-		rs := byMsg[id]
-		if len(rs) == 0 {
-			rs = []*fkNode{b}
-		}
-		inMsg := map[string]bool{}
-		for _, x := range rs {
-			inMsg[x.r.uuid] = true
-		}
-		var w, k, other []*fkNode
-		for _, x := range rs {
-			if !onChain[x.r.uuid] {
-				w = append(w, x)
-			}
-		}
-		q := map[string]bool{}
-		for _, x := range rs {
-			for _, c := range children[x.r.uuid] {
-				if onChain[c.r.uuid] || q[c.r.uuid] {
-					continue
-				}
-				q[c.r.uuid] = true
-				if s, ok := fkStr(c.parent); ok && inMsg[s] {
-					k = append(k, c)
-				} else {
-					other = append(other, c)
-				}
-			}
-		}
-		if len(other) > 0 {
-			seen := make(map[string]bool, len(answered))
-			for id := range answered {
-				seen[id] = true
-			}
-			for _, c := range k {
-				for _, id := range c.r.results {
-					seen[id] = true
-				}
-			}
-			sort.SliceStable(other, func(a, b int) bool { return at(other[a]) < at(other[b]) })
-			for _, c := range other {
-				hit := false
-				for _, id := range c.r.results {
-					if x := toolUse[id]; !seen[id] && x != nil && inMsg[x.r.uuid] {
-						hit = true
-						break
-					}
-				}
-				if !hit {
-					continue
-				}
-				for _, id := range c.r.results {
-					seen[id] = true
-				}
-				k = append(k, c)
-			}
-		}
-		if len(w) == 0 && len(k) == 0 {
-			continue
-		}
-		byTime(w)
-		byTime(k)
-		all := append(w, k...)
-		for _, x := range all {
-			onChain[x.r.uuid] = true
-		}
-		total += len(all)
-		a := chainByMsg[id]
-		extra[a.r.uuid] = all
-	}
-	if total == 0 {
-		return chain
-	}
-	out := make([]*fkNode, 0, len(chain)+total)
-	for _, b := range chain {
-		out = append(out, b)
-		out = append(out, extra[b.r.uuid]...)
-	}
-	return out
+		return fkSame(side(a), side(b)) && fkSame(a.get("agentId"), b.get("agentId"))
+	},
+	timeKey: fkTimeKey,
 }
 
 // fkTimeKey is a row's timestamp for ordering ("" when absent or null).

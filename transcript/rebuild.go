@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"math"
 	"sort"
 	"strconv"
 
@@ -362,58 +361,23 @@ func (x *parentIndex) matching(v jv) []int {
 // content block, sharing message.id) that are off the chain, and the
 // tool_result rows answering them, after the chain row with that message id.
 func reattachSplit(order, path []*row, onPath map[string]bool) []*row {
-	var assistants []*row
-	for _, r := range path {
-		if r.typ == core.TypeAssistant {
-			assistants = append(assistants, r)
-		}
-	}
-	if len(assistants) == 0 {
-		return path
-	}
-	holder := map[string]*row{}
-	for _, r := range assistants {
-		if id, ok := r.messageID(); ok {
-			holder[id] = r
-		}
-	}
-	byUUID := make(map[string]*row, len(order))
-	for _, r := range order {
-		byUUID[r.uuid] = r
-	}
-	sameMsg := map[string][]*row{}
-	toolUse := map[string]*row{} // nil: claimed by two messages
-	var results []*row
-	for _, r := range order {
-		if id, ok := r.messageID(); ok {
-			sameMsg[id] = append(sameMsg[id], r)
-			for _, x := range r.ids("tool_use", "id") {
-				w, seen := toolUse[x]
-				if !seen {
-					toolUse[x] = r
-				} else if w != nil {
-					if wid, ok := w.messageID(); ok && wid == id {
-						toolUse[x] = r
-					} else {
-						toolUse[x] = nil
-					}
-				}
-			}
-		} else if r.isToolResultRow() {
-			results = append(results, r)
-		}
-	}
-	answers := map[string][]*row{}
-	answered := map[string]bool{}
-	attach := func(key string, r *row) {
-		k := key + "\n" + r.uuid
-		if answered[k] {
-			return
-		}
-		answered[k] = true
-		answers[key] = append(answers[key], r)
-	}
-	sameSide := func(a, b *row) bool {
+	return reattach(rowSplitRules, order, path, onPath)
+}
+
+// rowSplitRules read the split-assistant repair's facts off a row.
+var rowSplitRules = splitRules[*row]{
+	uuid:        func(r *row) string { return r.uuid },
+	isAssistant: func(r *row) bool { return r.typ == core.TypeAssistant },
+	messageID:   (*row).messageID,
+	toolUses:    func(r *row) []string { return r.ids("tool_use", "id") },
+	toolResults: func(r *row) []string { return r.ids("tool_result", "tool_use_id") },
+	isResultRow: (*row).isToolResultRow,
+	parent:      func(r *row) (string, bool) { return r.f[fParent].str() },
+	sourceTool: func(r *row) (string, bool) {
+		src, ok := r.f[fSourceTool].str()
+		return src, ok && !strictEq(r.f[fSourceTool], r.f[fParent])
+	},
+	sameSide: func(a, b *row) bool {
 		sa, sb := a.f[fSidechain], b.f[fSidechain]
 		if sa.nullish() {
 			sa = jv("false")
@@ -422,128 +386,8 @@ func reattachSplit(order, path []*row, onPath map[string]bool) []*row {
 			sb = jv("false")
 		}
 		return strictEq(sa, sb) && strictEq(a.f[fAgent], b.f[fAgent])
-	}
-	for _, b := range results {
-		if p, ok := b.f[fParent].str(); ok {
-			attach(p, b)
-		}
-		if src, ok := b.f[fSourceTool].str(); ok && !strictEq(b.f[fSourceTool], b.f[fParent]) {
-			if a := byUUID[src]; a != nil && sameSide(b, a) {
-				attach(a.uuid, b)
-			}
-		}
-		for _, id := range b.ids("tool_result", "tool_use_id") {
-			if a := toolUse[id]; a != nil && sameSide(b, a) {
-				attach(a.uuid, b)
-			}
-		}
-	}
-	pathResults := map[string]bool{}
-	for _, r := range path {
-		for _, id := range r.ids("tool_result", "tool_use_id") {
-			pathResults[id] = true
-		}
-	}
-	pos := make(map[string]int, len(order))
-	for i, r := range order {
-		pos[r.uuid] = i
-	}
-	posOf := func(r *row) int {
-		if p, ok := pos[r.uuid]; ok {
-			return p
-		}
-		return math.MaxInt
-	}
-	handled := map[string]bool{}
-	insert := map[string][]*row{}
-	total := 0
-	byTime := func(rs []*row) {
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].timestamp() < rs[j].timestamp() })
-	}
-	for _, b := range assistants {
-		id, ok := b.messageID()
-		if !ok || handled[id] {
-			continue
-		}
-		handled[id] = true
-		group := sameMsg[id]
-		if group == nil {
-			group = []*row{b}
-		}
-		inGroup := map[string]bool{}
-		for _, r := range group {
-			inGroup[r.uuid] = true
-		}
-		var off, kept, other []*row
-		for _, r := range group {
-			if !onPath[r.uuid] {
-				off = append(off, r)
-			}
-		}
-		seen := map[string]bool{}
-		for _, r := range group {
-			for _, a := range answers[r.uuid] {
-				if onPath[a.uuid] || seen[a.uuid] {
-					continue
-				}
-				seen[a.uuid] = true
-				if p, ok := a.f[fParent].str(); ok && inGroup[p] {
-					kept = append(kept, a)
-				} else {
-					other = append(other, a)
-				}
-			}
-		}
-		if len(other) > 0 {
-			have := map[string]bool{}
-			for k := range pathResults {
-				have[k] = true
-			}
-			for _, a := range kept {
-				for _, x := range a.ids("tool_result", "tool_use_id") {
-					have[x] = true
-				}
-			}
-			sort.SliceStable(other, func(i, j int) bool { return posOf(other[i]) < posOf(other[j]) })
-			for _, a := range other {
-				ids := a.ids("tool_result", "tool_use_id")
-				useful := false
-				for _, x := range ids {
-					if t := toolUse[x]; !have[x] && t != nil && inGroup[t.uuid] {
-						useful = true
-						break
-					}
-				}
-				if !useful {
-					continue
-				}
-				for _, x := range ids {
-					have[x] = true
-				}
-				kept = append(kept, a)
-			}
-		}
-		if len(off) == 0 && len(kept) == 0 {
-			continue
-		}
-		byTime(off)
-		byTime(kept)
-		add := append(off, kept...)
-		for _, r := range add {
-			onPath[r.uuid] = true
-		}
-		total += len(add)
-		insert[holder[id].uuid] = add
-	}
-	if total == 0 {
-		return path
-	}
-	out := make([]*row, 0, len(path)+total)
-	for _, r := range path {
-		out = append(out, r)
-		out = append(out, insert[r.uuid]...)
-	}
-	return out
+	},
+	timeKey: (*row).timestamp,
 }
 
 // trailingQueued finds queued-command attachments that hang below the leaf
