@@ -346,28 +346,9 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 			return nil, err
 		}
 	}
-	// Fresh uuids for every row, progress rows included (a repeated uuid
-	// gets the one drawn last), then the session id.
-	newOf := make(map[string]string, len(rows))
-	byUUID := make(map[string]*fkRow, len(rows))
-	var kept []*fkRow
-	for _, r := range rows {
-		if f.opt.KeepUUIDs {
-			newOf[r.uuid] = r.uuid
-		} else {
-			newOf[r.uuid] = f.newUUID()
-		}
-		byUUID[r.uuid] = r
-		if r.typ != core.TypeProgress {
-			kept = append(kept, r)
-		}
-	}
-	if len(kept) == 0 {
+	ids := f.drawUUIDs(rows)
+	if len(ids.kept) == 0 {
 		return nil, fmt.Errorf("%w: session %s", ErrNothingToFork, f.src)
-	}
-	keptNew := make(map[string]string, len(kept))
-	for _, r := range kept {
-		keptNew[r.uuid] = newOf[r.uuid]
 	}
 	f.sid = f.opt.NewSessionID
 	if f.sid == "" {
@@ -375,20 +356,82 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 	}
 	sid := core.AppendJSString(nil, f.sid)
 	now := core.AppendJSString(nil, f.now)
-
-	var out [][]byte
-	meta := func(kv ...any) {
-		o := newFkObj()
-		for i := 0; i+1 < len(kv); i += 2 {
-			o.set(kv[i].(string), kv[i+1].([]byte))
-		}
-		out = append(out, o.bytes())
+	var out fkLines
+	f.headMeta(&out, sid, now)
+	for g, r := range ids.kept {
+		out = append(out, f.rewrite(r, g == len(ids.kept)-1, ids.newOf, ids.keptNew, ids.byUUID, sid, now))
 	}
+	if len(f.replacements) > 0 {
+		out.meta("type", core.AppendJSString(nil, "content-replacement"), "sessionId", sid,
+			"replacements", fkArray(f.replacements), "uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
+	}
+	if f.atis != nil {
+		out.meta("type", core.AppendJSString(nil, "atis-latch"), "sessionId", sid, "atis", core.AppendJSString(nil, *f.atis))
+	}
+	if f.toolsSet {
+		tools := make([][]byte, len(f.tools))
+		for i, t := range f.tools {
+			tools[i] = core.AppendJSString(nil, t)
+		}
+		out.meta("type", core.AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
+	}
+	f.provenanceMeta(&out, sid)
+	if f.relocated != "" {
+		out.meta("type", core.AppendJSString(nil, "relocated"), "sessionId", sid, "relocatedCwd", core.AppendJSString(nil, f.relocated))
+	}
+	out.meta("type", core.AppendJSString(nil, "custom-title"), "sessionId", sid, "customTitle", core.AppendJSString(nil, f.title(source)),
+		"uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
+	return out, nil
+}
+
+// fkLines are the fork's lines.
+type fkLines [][]byte
+
+// meta appends a metadata line of these key/value pairs (values are JSON).
+func (out *fkLines) meta(kv ...any) {
+	o := newFkObj()
+	for i := 0; i+1 < len(kv); i += 2 {
+		o.set(kv[i].(string), kv[i+1].([]byte))
+	}
+	*out = append(*out, o.bytes())
+}
+
+// fkIDs are the fork's uuids: new by old for every row, and the rows kept.
+type fkIDs struct {
+	newOf, keptNew map[string]string
+	byUUID         map[string]*fkRow
+	kept           []*fkRow
+}
+
+// drawUUIDs draws fresh uuids for every row, progress rows included (a
+// repeated uuid gets the one drawn last), in the SDK's order.
+func (f *forker) drawUUIDs(rows []*fkRow) fkIDs {
+	ids := fkIDs{newOf: make(map[string]string, len(rows)), byUUID: make(map[string]*fkRow, len(rows))}
+	for _, r := range rows {
+		if f.opt.KeepUUIDs {
+			ids.newOf[r.uuid] = r.uuid
+		} else {
+			ids.newOf[r.uuid] = f.newUUID()
+		}
+		ids.byUUID[r.uuid] = r
+		if r.typ != core.TypeProgress {
+			ids.kept = append(ids.kept, r)
+		}
+	}
+	ids.keptNew = make(map[string]string, len(ids.kept))
+	for _, r := range ids.kept {
+		ids.keptNew[r.uuid] = ids.newOf[r.uuid]
+	}
+	return ids
+}
+
+// headMeta writes the metadata lines that go before the rows.
+func (f *forker) headMeta(out *fkLines, sid, now []byte) {
 	if f.historySupp {
-		meta("type", core.AppendJSString(nil, "history-suppression"), "sessionId", sid, "cause", core.AppendJSString(nil, "fork_inherit"), "ts", now)
+		out.meta("type", core.AppendJSString(nil, "history-suppression"), "sessionId", sid, "cause", core.AppendJSString(nil, "fork_inherit"), "ts", now)
 	}
 	for _, org := range f.orgs {
-		meta("type", core.AppendJSString(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", core.AppendJSString(nil, org))
+		out.meta("type", core.AppendJSString(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", core.AppendJSString(nil, org))
 	}
 	if f.owner != nil {
 		o := newFkObj()
@@ -397,25 +440,12 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 		for j, k := range f.owner.keys {
 			o.set(k, f.owner.vals[j])
 		}
-		out = append(out, o.bytes())
+		*out = append(*out, o.bytes())
 	}
-	for g, r := range kept {
-		out = append(out, f.rewrite(r, g == len(kept)-1, newOf, keptNew, byUUID, sid, now))
-	}
-	if len(f.replacements) > 0 {
-		meta("type", core.AppendJSString(nil, "content-replacement"), "sessionId", sid,
-			"replacements", fkArray(f.replacements), "uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
-	}
-	if f.atis != nil {
-		meta("type", core.AppendJSString(nil, "atis-latch"), "sessionId", sid, "atis", core.AppendJSString(nil, *f.atis))
-	}
-	if f.toolsSet {
-		tools := make([][]byte, len(f.tools))
-		for i, t := range f.tools {
-			tools[i] = core.AppendJSString(nil, t)
-		}
-		meta("type", core.AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
-	}
+}
+
+// provenanceMeta writes the data-flow and derived-from lines.
+func (f *forker) provenanceMeta(out *fkLines, sid []byte) {
 	var flow *fkFlow
 	if f.flows[f.src] != nil {
 		// Every session's codes, merged in the order they were met.
@@ -434,56 +464,55 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 			for i, c := range flow.codes {
 				codes[i] = strconv.AppendInt(nil, int64(c), 10)
 			}
-			meta("type", core.AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
+			out.meta("type", core.AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
 		}
-		meta("type", core.AppendJSString(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
+		out.meta("type", core.AppendJSString(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
 			"records", []byte("[]"), "snapshot", []byte("true"))
 	}
-	if flow != nil || f.derivedSet {
-		list := fkDedupSessions(f.derived)
-		seen := map[string]bool{}
-		for _, s := range list {
-			if s.id != nil {
-				seen[*s.id] = true
-			}
-		}
-		for _, r := range f.transcript {
-			ff := r.obj.get("forkedFrom")
-			if !fkIsObj(ff) {
-				continue
-			}
-			if id, ok := fkStr(fkField(ff, "sessionId")); ok && fkValidID(id) && !seen[id] {
-				seen[id] = true
-				list = append(list, fkSession{typ: "claude_code_session", id: &id, via: "fork"})
-			}
-		}
-		src := f.src
-		list = fkDedupSessions(append(list, fkSession{typ: "claude_code_session", id: &src, via: "fork"}))
-		els := make([][]byte, len(list))
-		for i, s := range list {
-			els[i] = s.json()
-		}
-		meta("type", core.AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
+	if flow == nil && !f.derivedSet {
+		return
 	}
-	if f.relocated != "" {
-		meta("type", core.AppendJSString(nil, "relocated"), "sessionId", sid, "relocatedCwd", core.AppendJSString(nil, f.relocated))
-	}
-	title := JSTrim(f.opt.Title)
-	if title == "" {
-		var src string
-		if f.opt.SourceTitle != nil {
-			src = f.opt.SourceTitle()
-		} else {
-			src = ForkSourceTitle(fkJoinLines(source), "")
+	list := fkDedupSessions(f.derived)
+	seen := map[string]bool{}
+	for _, s := range list {
+		if s.id != nil {
+			seen[*s.id] = true
 		}
-		if src == "" {
-			src = "Forked session"
-		}
-		title = src + " (fork)"
 	}
-	meta("type", core.AppendJSString(nil, "custom-title"), "sessionId", sid, "customTitle", core.AppendJSString(nil, title),
-		"uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
-	return out, nil
+	for _, r := range f.transcript {
+		ff := r.obj.get("forkedFrom")
+		if !fkIsObj(ff) {
+			continue
+		}
+		if id, ok := fkStr(fkField(ff, "sessionId")); ok && fkValidID(id) && !seen[id] {
+			seen[id] = true
+			list = append(list, fkSession{typ: "claude_code_session", id: &id, via: "fork"})
+		}
+	}
+	src := f.src
+	list = fkDedupSessions(append(list, fkSession{typ: "claude_code_session", id: &src, via: "fork"}))
+	els := make([][]byte, len(list))
+	for i, s := range list {
+		els[i] = s.json()
+	}
+	out.meta("type", core.AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
+}
+
+// title is the fork's title: ForkOptions.Title, else "<source title> (fork)".
+func (f *forker) title(source []core.Entry) string {
+	if title := JSTrim(f.opt.Title); title != "" {
+		return title
+	}
+	var src string
+	if f.opt.SourceTitle != nil {
+		src = f.opt.SourceTitle()
+	} else {
+		src = ForkSourceTitle(fkJoinLines(source), "")
+	}
+	if src == "" {
+		src = "Forked session"
+	}
+	return src + " (fork)"
 }
 
 func fkJoinLines(entries []core.Entry) []byte {
