@@ -274,3 +274,11 @@ func (s *storeLoader) Load(_ context.Context, ref core.SessionRef) (*core.Transc
 	}
 	return tr, nil
 }
+
+// core knows no rebuild rules: a Resume without one is refused, not guessed.
+func TestResumeNeedsARebuild(t *testing.T) {
+	r := core.NewResumer(nil)
+	if _, err := core.Resume(context.Background(), r, nil, core.SessionRef{SessionID: "s"}, core.ResumeOptions{}); !errors.Is(err, core.ErrNoRebuild) {
+		t.Fatalf("Resume without Rebuild: %v, want ErrNoRebuild", err)
+	}
+}
