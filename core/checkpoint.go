@@ -15,12 +15,10 @@ package core
 // to the session's sidecar file.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 )
@@ -185,41 +183,11 @@ func ResolveCheckpoint(list []Checkpoint, name string) (Checkpoint, error) {
 		ErrCheckpointNotFound, name, len(uniq))
 }
 
-// GitHead returns the commit checked out in dir (`git -C dir rev-parse
-// HEAD`), or "" when dir is not in a git repository, the repository has no
-// commit yet, or git is not installed. Only a cancelled ctx is an error.
-func GitHead(ctx context.Context, dir string) (string, error) {
-	if dir == "" {
-		return "", nil
-	}
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return "", nil
-	}
-	cmd := exec.CommandContext(ctx, git, "-C", dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
-	if ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	if err != nil {
-		return "", nil
-	}
-	sha := string(bytes.TrimSpace(out))
-	if !isHexString(sha) || (len(sha) != 40 && len(sha) != 64) {
-		return "", nil
-	}
-	return sha, nil
-}
-
-func isHexString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isHex(s[i]) {
-			return false
-		}
-	}
-	return s != ""
-}
+// CommitLookup returns the commit checked out in dir, or "" when there is
+// none (dir is not in a repository, the repository has no commit, the tool
+// is missing); only a cancelled ctx is an error. core runs no version
+// control: the host passes one (gitrev.Head).
+type CommitLookup func(ctx context.Context, dir string) (string, error)
 
 // ShortCommit is the first twelve characters of a commit id.
 func ShortCommit(sha string) string {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 var lcAt = time.Date(2026, 1, 10, 11, 0, 2, 267e6, time.UTC)
@@ -273,55 +271,6 @@ func TestCheckpointResolve(t *testing.T) {
 	}
 }
 
-func lcGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// A checkpoint's commit: HEAD in a repository; nothing outside one, in a
-// repository without commits, or in a folder that does not exist.
-func TestCheckpointGitHead(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	ctx := context.Background()
-	repo := t.TempDir()
-	lcGit(t, repo, "init", "-q")
-	if sha, err := core.GitHead(ctx, repo); sha != "" || err != nil {
-		t.Fatalf("repository without commits: %q %v", sha, err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lcGit(t, repo, "add", "a.txt")
-	lcGit(t, repo, "commit", "-q", "-m", "first")
-	want := lcGit(t, repo, "rev-parse", "HEAD")
-	sub := filepath.Join(repo, "sub")
-	if err := os.Mkdir(sub, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{repo, sub} {
-		if sha, err := core.GitHead(ctx, dir); sha != want || err != nil {
-			t.Fatalf("%s: %q %v, want %s", dir, sha, err, want)
-		}
-	}
-	for _, dir := range []string{"", t.TempDir(), filepath.Join(repo, "missing")} {
-		if sha, err := core.GitHead(ctx, dir); sha != "" || err != nil {
-			t.Fatalf("%q: %q %v", dir, sha, err)
-		}
-	}
-	if core.ShortCommit(want) != want[:12] {
-		t.Fatal("short commit")
-	}
-}
-
 // resumeAtLines: a session that went on after the checkpoint (a-2) and
 // then rewound to u-1 and branched (u-3 → a-3, the current leaf).
 func resumeAtEntries(t *testing.T) []core.Entry {
@@ -360,7 +309,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 	entries := resumeAtEntries(t)
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
 	ref := core.SessionRef{SessionID: sess}
-	plain, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{})
+	plain, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +323,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 		"a-3": {"u-1", "a-1", "u-3", "a-3"}, // the current leaf: as a plain resume
 		"u-2": {"u-1", "a-1", "u-2"},        // a prompt: an interrupted prompt
 	} {
-		res, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{UpTo: upTo})
+		res, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: upTo})
 		if err != nil {
 			t.Fatalf("up to %s: %v", upTo, err)
 		}
@@ -389,7 +338,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 			t.Fatalf("up to %s: class %s, leaf %s", upTo, res.Recovery.Class, res.Chain.Leaf)
 		}
 	}
-	if _, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{UpTo: "nope"}); !errors.Is(err, core.ErrMessageNotFound) {
+	if _, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: "nope"}); !errors.Is(err, core.ErrMessageNotFound) {
 		t.Fatalf("unknown message: %v", err)
 	}
 }
@@ -409,7 +358,7 @@ func TestCheckpointResumeUpToRepairsFromTheMessage(t *testing.T) {
 	rec := &coretest.RecordingSink{}
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}})
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{UpTo: "a-t", Recovery: core.RecoveryOptions{Now: lcAt}})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: "a-t", Recovery: core.RecoveryOptions{Now: lcAt}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,5 +375,12 @@ func TestCheckpointResumeUpToRepairsFromTheMessage(t *testing.T) {
 	out, err := p.Submit(ctx, entries[3])
 	if err != nil || out.Status != core.Duplicate {
 		t.Fatalf("a-9 after resume at a-t: %v %v", out.Status, err)
+	}
+}
+
+func TestShortCommit(t *testing.T) {
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	if core.ShortCommit(sha) != sha[:12] || core.ShortCommit("abc") != "abc" {
+		t.Fatal("short commit")
 	}
 }

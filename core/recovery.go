@@ -79,8 +79,8 @@ type RecoveryOptions struct {
 	// and agentId from the last row.
 	SessionID, CWD string
 	// Leaf is the uuid the first repair hangs from. Empty means the last
-	// row of the conversation. Pass Chain.Leaf when the conversation comes
-	// from BuildChain: the split-assistant repair can place off-chain rows
+	// row of the conversation. Pass the rebuilt Leaf when the conversation comes
+	// from a Rebuild: the split-assistant repair can place off-chain rows
 	// after the leaf.
 	Leaf string
 	// NewUUID makes the repairs' uuids. Nil means a random (version 4) uuid.
@@ -119,7 +119,7 @@ type Recovery struct {
 }
 
 // ClassifyAndRepair classifies a conversation (rows in chain order, root
-// first, as BuildChain returns them) and builds the rows that repair it.
+// first, as a Rebuild returns them) and builds the rows that repair it.
 // It never changes conv.
 func ClassifyAndRepair(conv []Entry, opt RecoveryOptions) Recovery {
 	if opt.Now.IsZero() {

@@ -24,6 +24,11 @@ type Miss struct {
 // nothing to resume: resume treats it as a miss, never as a fresh session.
 var ErrEmptyTranscript = errors.New("transcript has no conversation entries")
 
+// ErrMessageNotFound is returned (wrapped, naming the uuid) when a message
+// uuid asked for (ResumeOptions.UpTo, a fork's UpTo) is not in the
+// transcript.
+var ErrMessageNotFound = errors.New("message not found")
+
 // LoadResult is what Resumer.Load found.
 type LoadResult struct {
 	Transcript *Transcript
@@ -127,8 +132,29 @@ func containsID(ids []ID, id ID) bool {
 	return false
 }
 
+// Rebuilt is a conversation rebuilt from one transcript's entries.
+type Rebuilt struct {
+	// Entries is the conversation from root to leaf.
+	Entries []Entry
+	// Trailing holds the queued commands a host sends after the leaf.
+	Trailing []Entry
+	// Leaf is the uuid of the chain's last row ("" for an empty chain).
+	Leaf string
+}
+
+// Rebuild rebuilds the conversation of one file's entries, in file order,
+// as Claude Code reads it back (sidechain selects a subagent file's rule).
+// core does not know Claude Code's rebuild rules: the host passes
+// transcript.Rebuild.
+type Rebuild func(entries []Entry, sidechain bool) Rebuilt
+
+// ErrNoRebuild is returned by Resume when ResumeOptions.Rebuild is nil.
+var ErrNoRebuild = errors.New("resume: ResumeOptions.Rebuild is not set")
+
 // ResumeOptions tune Resume.
 type ResumeOptions struct {
+	// Rebuild rebuilds the conversation (required; transcript.Rebuild).
+	Rebuild Rebuild
 	// Recovery tunes classification and repair; SessionID, CWD and Leaf
 	// are filled from the session when empty.
 	Recovery RecoveryOptions
@@ -150,7 +176,7 @@ type ResumeOptions struct {
 // ResumeResult is what Resume did.
 type ResumeResult struct {
 	*LoadResult
-	Chain    Chain
+	Chain    Rebuilt
 	Recovery Recovery
 	// Conversation is what a host sends to the model: the rebuilt chain,
 	// the queued commands after it, then the repairs.
@@ -178,6 +204,9 @@ type ResumeResult struct {
 // and a second resume finds it there. Either way a resumed session never
 // writes a loaded entry twice. An empty or failed resume is an error.
 func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt ResumeOptions) (*ResumeResult, error) {
+	if opt.Rebuild == nil {
+		return &ResumeResult{}, ErrNoRebuild
+	}
 	lr, err := r.Load(ctx, ref, opt.From...)
 	if err != nil {
 		return &ResumeResult{LoadResult: lr}, err
@@ -196,7 +225,7 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 		}
 		entries = entries[:k+1]
 	}
-	ch := BuildChain(entries, ChainOptions{Sidechain: ref.AgentID != ""})
+	ch := opt.Rebuild(entries, ref.AgentID != "")
 	if opt.UpTo != "" {
 		cutChainAt(&ch, opt.UpTo)
 	}
@@ -344,7 +373,7 @@ func indexOfUUID(entries []Entry, uuid string) int {
 // follows the row on the chain, and the queued commands below the other
 // leaf, are dropped. A uuid not on the chain (a row the rebuild climbs
 // over, such as a system row) leaves the chain as it is.
-func cutChainAt(ch *Chain, uuid string) {
+func cutChainAt(ch *Rebuilt, uuid string) {
 	if ch.Leaf == uuid {
 		// Split-assistant siblings put back after the leaf belong to it.
 		return

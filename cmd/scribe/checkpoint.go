@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/gitrev"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -106,7 +107,7 @@ func takeCheckpoint(ctx context.Context, p *core.Pipeline, l jsonl.Layout, id, l
 	if err := p.SeedSession(ctx, core.SessionRef{SessionID: id}, nil); err != nil {
 		return fail(err)
 	}
-	cp, e, err := l.CheckpointAtLeaf(ctx, id, "", label, time.Now())
+	cp, e, err := l.CheckpointAtLeaf(ctx, id, "", label, time.Now(), gitrev.Head)
 	if err != nil {
 		return fail(err)
 	}

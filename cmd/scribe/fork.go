@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 func newForkCmd() *cobra.Command {
@@ -60,7 +61,7 @@ writes the fork into that store; "path" is then the store's type/name.`,
 				}
 				cp, upTo = &c, c.MessageUUID
 			}
-			newID, path, err := l.ForkSession(cmd.Context(), id, "", core.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
+			newID, path, err := l.ForkSession(cmd.Context(), id, "", transcript.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // layoutFor resolves Claude's config folder from the configuration, or
@@ -640,7 +641,7 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 	})
 	// How the conversation ends, judged on the whole rebuilt chain exactly
 	// as resume judges it (ls judges from the tail window's rows).
-	ch := core.BuildChain(entries, core.ChainOptions{})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
 	conv := append(ch.Entries, ch.Trailing...)
 	rec := core.ClassifyAndRepair(conv, core.RecoveryOptions{NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" }})
 	r.Interrupted, r.State = "no", string(core.StateFromTail(conv))

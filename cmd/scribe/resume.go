@@ -15,6 +15,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // resumeReport is `scribe resume --json`.
@@ -118,6 +119,7 @@ from there would); --dry-run leaves the session as it is.`,
 				}
 			}
 			opt := core.ResumeOptions{
+				Rebuild:  transcript.Rebuild,
 				DryRun:   dryRun,
 				Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
 			}

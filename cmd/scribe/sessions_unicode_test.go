@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // tag and rename write, for tricky Unicode, exactly what the SDK's
@@ -92,7 +92,7 @@ var trickyRanges = [][2]rune{
 	{0x2F800, 0x2FA1D}, {0xE0000, 0xE01EF}, {0xF0000, 0xF0010}, {0x10FFF0, 0x10FFFF},
 }
 
-// core.SanitizeJSTag and the SDK's tagSession agree on thousands of random
+// transcript.SanitizeJSTag and the SDK's tagSession agree on thousands of random
 // tags drawn from tricky blocks (NUL included: JSON carries it to the SDK);
 // tags scribe refuses as unreproducible are counted, and must be few.
 func TestSanitizeJSTagMatchesTheSDKOnRandomTags(t *testing.T) {
@@ -137,15 +137,15 @@ func TestSanitizeJSTagMatchesTheSDKOnRandomTags(t *testing.T) {
 			}
 			want, k = written[k], k+1
 		}
-		clean, err := core.SanitizeJSTag(tag)
-		if errors.Is(err, core.ErrUnreproducibleUnicode) {
+		clean, err := transcript.SanitizeJSTag(tag)
+		if errors.Is(err, transcript.ErrUnreproducibleUnicode) {
 			refused++
 			continue
 		}
 		if err != nil {
 			t.Fatalf("SanitizeJSTag(%+q): %v", tag, err)
 		}
-		got := core.JSTrim(clean)
+		got := transcript.JSTrim(clean)
 		compared++
 		if (got != "") != sdkOK || got != want {
 			t.Errorf("tag %+q: scribe %+q, the SDK %+q (ok %v, %s)", tag, got, want, sdkOK, res[i].Error)

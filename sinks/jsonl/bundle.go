@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // BundleFormat names scribe's bundles in their manifest; BundleVersion is
@@ -281,8 +282,8 @@ func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, 
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
-	title := core.ForkSourceTitle(buf, forkSidecarTitle(stage, m.SessionID))
-	fk, err := core.Fork(forkParseLines(buf), m.SessionID, core.ForkOptions{SourceTitle: func() string { return title }})
+	title := transcript.ForkSourceTitle(buf, forkSidecarTitle(stage, m.SessionID))
+	fk, err := transcript.Fork(forkParseLines(buf), m.SessionID, transcript.ForkOptions{SourceTitle: func() string { return title }})
 	if err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)
 	}

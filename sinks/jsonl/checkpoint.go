@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // SidecarName is the sidecar's file name in the session's folder.
@@ -186,11 +187,12 @@ func (l Layout) Checkpoints(ctx context.Context, sessionID, dir string) ([]core.
 // CheckpointAtLeaf builds a checkpoint of a session as it stands: after the
 // leaf of its conversation (as getSessionMessages rebuilds it), with the
 // commit checked out in the session's cwd (the cwd of the conversation's
-// last row that has one) when that is a git repository. It writes nothing:
+// last row that has one) as commitOf finds it (nil: no commit; hosts pass
+// gitrev.Head). It writes nothing:
 // submit the entry (or use AppendCheckpoint). A writer should hold the
 // session's lock while it reads, so the leaf is still the leaf when the
 // checkpoint is written.
-func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label string, at time.Time) (core.Checkpoint, core.Entry, error) {
+func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label string, at time.Time, commitOf core.CommitLookup) (core.Checkpoint, core.Entry, error) {
 	path, _, err := l.findMain(ctx, sessionID, dir)
 	if err != nil {
 		return core.Checkpoint{}, core.Entry{}, err
@@ -202,7 +204,7 @@ func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label stri
 	if err != nil {
 		return core.Checkpoint{}, core.Entry{}, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
 	if ch.Leaf == "" {
 		return core.Checkpoint{}, core.Entry{}, fmt.Errorf("checkpoint: session %s has no conversation in %s", sessionID, path)
 	}
@@ -210,9 +212,11 @@ func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label stri
 	for i := len(ch.Entries) - 1; i >= 0 && cwd == ""; i-- {
 		cwd = ch.Entries[i].CWD
 	}
-	commit, err := core.GitHead(ctx, cwd)
-	if err != nil {
-		return core.Checkpoint{}, core.Entry{}, err
+	commit := ""
+	if commitOf != nil {
+		if commit, err = commitOf(ctx, cwd); err != nil {
+			return core.Checkpoint{}, core.Entry{}, err
+		}
 	}
 	cp, e, err := core.NewCheckpoint(core.Checkpoint{
 		SessionID: sessionID, Label: label, Commit: commit, MessageUUID: ch.Leaf, CWD: cwd,
@@ -229,7 +233,7 @@ func (l Layout) CheckpointAtLeaf(ctx context.Context, sessionID, dir, label stri
 // lockWait for another writer), builds the checkpoint after the current
 // leaf (CheckpointAtLeaf), appends it to the sidecar through a sink, syncs
 // it and releases the lock.
-func (l Layout) AppendCheckpoint(ctx context.Context, sessionID, label string, lockWait time.Duration) (cp core.Checkpoint, err error) {
+func (l Layout) AppendCheckpoint(ctx context.Context, sessionID, label string, lockWait time.Duration, commitOf core.CommitLookup) (cp core.Checkpoint, err error) {
 	s, err := New(Options{ConfigDir: l.ConfigDir, LockWait: lockWait, Fsync: FsyncBatch})
 	if err != nil {
 		return cp, err
@@ -246,7 +250,7 @@ func (l Layout) AppendCheckpoint(ctx context.Context, sessionID, label string, l
 	if _, err := s.Seed(ctx, core.SessionRef{SessionID: sessionID}); err != nil {
 		return cp, fmt.Errorf("checkpoint: %w", err)
 	}
-	cp, e, err := l.CheckpointAtLeaf(ctx, sessionID, "", label, time.Time{})
+	cp, e, err := l.CheckpointAtLeaf(ctx, sessionID, "", label, time.Time{}, commitOf)
 	if err != nil {
 		return cp, err
 	}

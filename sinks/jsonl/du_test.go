@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // duChain writes a linked conversation of n rows.
@@ -62,11 +62,11 @@ func TestDiskUsageKindsAndForkDuplicates(t *testing.T) {
 	}
 	arch, _ := os.Stat(filepath.Join(dir, src, "archived.json"))
 
-	fresh, freshPath, err := l.ForkSession(ctx, src, "", core.ForkOptions{})
+	fresh, freshPath, err := l.ForkSession(ctx, src, "", transcript.ForkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, keptPath, err := l.ForkSession(ctx, src, "", core.ForkOptions{KeepUUIDs: true})
+	kept, keptPath, err := l.ForkSession(ctx, src, "", transcript.ForkOptions{KeepUUIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

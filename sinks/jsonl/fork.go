@@ -12,10 +12,12 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/internal/durable"
 	"io"
 	"io/fs"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ErrSessionExists is returned by ForkSession when the new session id is
@@ -24,7 +26,7 @@ var ErrSessionExists = errors.New("session already exists")
 
 // ForkSession copies a session into a new one in the same project folder,
 // as the Claude Agent SDK's forkSession(sessionID, {dir, upToMessageId,
-// title}) does (see core.Fork for the rules), and returns the new id and
+// title}) does (see transcript.Fork for the rules), and returns the new id and
 // file.
 //
 // The source is found as the SDK finds it: the first non-empty
@@ -37,7 +39,7 @@ var ErrSessionExists = errors.New("session already exists")
 // then linked into place, which fails rather than replace an existing
 // file; a session id already present in any project folder is
 // ErrSessionExists.
-func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt core.ForkOptions) (newID, path string, err error) {
+func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (newID, path string, err error) {
 	if !IsSessionID(sessionID) {
 		return "", "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
 	}
@@ -61,10 +63,10 @@ func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt core
 	projectDir := filepath.Dir(src)
 	if opt.SourceTitle == nil {
 		opt.SourceTitle = func() string {
-			return core.ForkSourceTitle(buf, forkSidecarTitle(projectDir, sessionID))
+			return transcript.ForkSourceTitle(buf, forkSidecarTitle(projectDir, sessionID))
 		}
 	}
-	res, err := core.Fork(forkParseLines(buf), sessionID, opt)
+	res, err := transcript.Fork(forkParseLines(buf), sessionID, opt)
 	if err != nil {
 		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
 	}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
+	"github.com/e0dc0000/scribe/internal/gitrev"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 var lcAt = time.Date(2026, 1, 10, 11, 0, 9, 0, time.UTC)
@@ -248,7 +250,7 @@ func TestCheckpointAppend(t *testing.T) {
 	}
 	lcPipeline(t, dir, line("user", "u-1", ""), line("assistant", "a-1", "u-1"))
 	l := Layout{dir}
-	cp, err := l.AppendCheckpoint(ctx, sess, "tests pass", 0)
+	cp, err := l.AppendCheckpoint(ctx, sess, "tests pass", 0, gitrev.Head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func TestCheckpointAppend(t *testing.T) {
 	lcGit(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
 	head2 := lcGit(t, repo, "rev-parse", "HEAD")
 	lcPipeline(t, dir, line("user", "u-2", "a-1"), line("assistant", "a-2", "u-2"))
-	cp2, err := l.AppendCheckpoint(ctx, sess, "refactor", 0)
+	cp2, err := l.AppendCheckpoint(ctx, sess, "refactor", 0, gitrev.Head)
 	if err != nil || cp2.Commit != head2 || cp2.MessageUUID != "a-2" {
 		t.Fatalf("second checkpoint %+v %v", cp2, err)
 	}
@@ -276,7 +278,7 @@ func TestCheckpointAppend(t *testing.T) {
 	}
 	// Resume at the first checkpoint: the conversation up to a-1.
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("jsonl/local"), Loader: NewLoader(l)}})
-	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{UpTo: cp.MessageUUID})
+	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: cp.MessageUUID})
 	if err != nil || len(res.Conversation) != 2 || res.Conversation[1].UUID != "a-1" {
 		t.Fatalf("resume at checkpoint: %v %+v", err, res)
 	}
@@ -285,22 +287,22 @@ func TestCheckpointAppend(t *testing.T) {
 	if _, err := holder.Seed(ctx, core.SessionRef{SessionID: sess}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.AppendCheckpoint(ctx, sess, "late", 30*time.Millisecond); !errors.Is(err, ErrLocked) {
+	if _, err := l.AppendCheckpoint(ctx, sess, "late", 30*time.Millisecond, gitrev.Head); !errors.Is(err, ErrLocked) {
 		t.Fatalf("checkpoint while locked: %v", err)
 	}
 	if err := holder.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.AppendCheckpoint(ctx, sess, "late", 0); err != nil {
+	if _, err := l.AppendCheckpoint(ctx, sess, "late", 0, gitrev.Head); err != nil {
 		t.Fatalf("after the writer left: %v", err)
 	}
 	// Outside a repository: no commit.
 	plain := t.TempDir()
 	lcPipeline(t, plain, lcConversation(t)...)
-	if cp, err := (Layout{plain}).AppendCheckpoint(ctx, sess, "x", 0); err != nil || cp.Commit != "" || cp.MessageUUID != "a-2" {
+	if cp, err := (Layout{plain}).AppendCheckpoint(ctx, sess, "x", 0, gitrev.Head); err != nil || cp.Commit != "" || cp.MessageUUID != "a-2" {
 		t.Fatalf("outside a repository: %+v %v", cp, err)
 	}
-	if _, err := l.AppendCheckpoint(ctx, "99999999-9999-4999-8999-999999999999", "x", 0); err == nil {
+	if _, err := l.AppendCheckpoint(ctx, "99999999-9999-4999-8999-999999999999", "x", 0, gitrev.Head); err == nil {
 		t.Fatal("checkpoint of an unknown session")
 	}
 }
@@ -334,7 +336,7 @@ func lcDecorate(t *testing.T, dir string, ids []string) {
 	}
 	lcPipeline(t, dir, es...)
 	for _, id := range ids {
-		if _, err := (Layout{dir}).AppendCheckpoint(context.Background(), id, "checkpoint of "+id[:8], 0); err != nil {
+		if _, err := (Layout{dir}).AppendCheckpoint(context.Background(), id, "checkpoint of "+id[:8], 0, gitrev.Head); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
@@ -105,7 +105,7 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 		}
 	}
 	for _, l := range texts {
-		c := core.JSTrim(strings.ReplaceAll(core.UnwrapPastedContent(l), "\n", " "))
+		c := transcript.JSTrim(strings.ReplaceAll(transcript.UnwrapPastedContent(l), "\n", " "))
 		if c == "" {
 			continue
 		}
@@ -116,13 +116,13 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 			continue
 		}
 		if in, ok := liteBashInput(c); ok {
-			return "! " + core.JSTrim(in), true
+			return "! " + transcript.JSTrim(in), true
 		}
 		if liteLooksLikeTag(c) {
 			continue
 		}
-		if core.UTF16Len(c) > 200 {
-			c = core.JSTrim(core.TruncateUTF16(c, 200)) + "…"
+		if transcript.UTF16Len(c) > 200 {
+			c = transcript.JSTrim(transcript.TruncateUTF16(c, 200)) + "…"
 		}
 		return c, true
 	}
@@ -186,7 +186,7 @@ func liteLooksLikeTag(c string) bool {
 	i := 0
 	for i < len(c) {
 		r, size := utf8.DecodeRuneInString(c[i:])
-		if !core.IsJSSpace(r) {
+		if !transcript.IsJSSpace(r) {
 			break
 		}
 		i += size
@@ -198,7 +198,7 @@ func liteLooksLikeTag(c string) bool {
 		}
 		if j < len(c) {
 			r, _ := utf8.DecodeRuneInString(c[j:])
-			if r == '>' || core.IsJSSpace(r) {
+			if r == '>' || transcript.IsJSSpace(r) {
 				return true
 			}
 		}

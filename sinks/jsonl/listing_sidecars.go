@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
@@ -39,7 +39,7 @@ func (w *liteWorker) sidecarTitle(path string) string {
 // liteCleanTitle: trim, runs of control/format characters and U+2028/2029
 // to one space, drop C0/C1 controls, keep 200 code points, trim.
 func liteCleanTitle(s string) string {
-	s = core.JSTrim(s)
+	s = transcript.JSTrim(s)
 	var b strings.Builder
 	inRun := false
 	for _, r := range s {
@@ -63,7 +63,7 @@ func liteCleanTitle(s string) string {
 		}
 		out = append(out, r)
 	}
-	return core.JSTrim(string(out))
+	return transcript.JSTrim(string(out))
 }
 
 var liteISODateTime = regexp.MustCompile(`^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`)
@@ -298,7 +298,7 @@ func litePromptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
 			return false
 		}
 		if b.hasText {
-			texts[i] = strings.TrimLeftFunc(b.text, core.IsJSSpace)
+			texts[i] = strings.TrimLeftFunc(b.text, transcript.IsJSSpace)
 		}
 	}
 	var prompt bool

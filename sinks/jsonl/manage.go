@@ -8,7 +8,7 @@ package jsonl
 //     "customTitle":<title trimmed>,"sessionId":id} and a newline to the
 //     first non-empty <id>.jsonl of the project folders;
 //   - tagSession(id, tag) appends {"type":"tag","tag":<tag cleaned by the
-//     SDK's Unicode sanitizer (core.SanitizeJSTag) and trimmed>,
+//     SDK's Unicode sanitizer (transcript.SanitizeJSTag) and trimmed>,
 //     "sessionId":id}; tagSession(id, null) appends "tag":"";
 //   - archiveSession / unarchiveSession write <project>/<id>/archived.json
 //     = {"archived":true|false,"at":<ISO time>,"by":...} (0600, folder
@@ -30,13 +30,14 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ErrEmptyValue is returned for a title or tag that is empty once trimmed.
 var ErrEmptyValue = errors.New("empty value")
 
 // ErrUnsupportedTag is returned for a tag whose sanitized form scribe
-// cannot reproduce exactly (core.ErrUnreproducibleUnicode: characters
+// cannot reproduce exactly (transcript.ErrUnreproducibleUnicode: characters
 // newer than Go's Unicode tables, runs of more than 30 combining marks,
 // invalid UTF-8): rather than write a different tag than the SDK, it refuses.
 var ErrUnsupportedTag = errors.New("tag the SDK would write differently")
@@ -199,7 +200,7 @@ func (l Layout) lockSession(ctx context.Context, id string, wait time.Duration) 
 
 // RenameSession gives a session a custom title, as renameSession does.
 func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageOptions) (ManageResult, error) {
-	t := core.JSTrim(title)
+	t := transcript.JSTrim(title)
 	if t == "" {
 		return ManageResult{}, fmt.Errorf("rename %s: %w: the title is empty", id, ErrEmptyValue)
 	}
@@ -212,11 +213,11 @@ func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageO
 func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt ManageOptions) (ManageResult, error) {
 	t := ""
 	if !clear {
-		clean, err := core.SanitizeJSTag(tag)
+		clean, err := transcript.SanitizeJSTag(tag)
 		if err != nil {
 			return ManageResult{}, fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
 		}
-		if t = core.JSTrim(clean); t == "" {
+		if t = transcript.JSTrim(clean); t == "" {
 			return ManageResult{}, fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ErrNotFound is returned when a session or subagent transcript is not in
@@ -322,5 +323,5 @@ func cutsHere(b *backReader, start, nl int64) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return e.IsPlainCompactBoundary(), nil
+	return transcript.IsPlainCompactBoundary(&e), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -101,7 +102,7 @@ func damagedFiles() []damaged {
 			}
 			// r02 and r16 are gone: gaps, and the chain starts at r17 as
 			// in the SDK.
-			if !reflect.DeepEqual(rep.Gaps, []core.ChainBreak{{UUID: "r03", Parent: "r02"}, {UUID: "r17", Parent: "r16"}}) {
+			if !reflect.DeepEqual(rep.Gaps, []transcript.ChainBreak{{UUID: "r03", Parent: "r02"}, {UUID: "r17", Parent: "r16"}}) {
 				t.Errorf("malformed: gaps %v", rep.Gaps)
 			}
 		}},
@@ -111,7 +112,7 @@ func damagedFiles() []damaged {
 			}
 		}},
 		{"gap", lines(gap), func(t *testing.T, msgs []SessionMessage, rep *MessagesReport) {
-			if len(rep.Gaps) != 1 || rep.Gaps[0] != (core.ChainBreak{UUID: "r03", Parent: "lost"}) || len(msgs) != 3 {
+			if len(rep.Gaps) != 1 || rep.Gaps[0] != (transcript.ChainBreak{UUID: "r03", Parent: "lost"}) || len(msgs) != 3 {
 				t.Errorf("gap: %v, %d messages", rep.Gaps, len(msgs))
 			}
 		}},

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/gen"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // bigFile builds a transcript over 5 MiB line by line, so tests can place a
@@ -294,8 +294,8 @@ func FuzzReadAndRebuild(f *testing.F) {
 			t.Fatalf("report says %d entries, got %d", rep.Entries, len(entries))
 		}
 		for _, side := range []bool{false, true} {
-			ch := core.BuildChain(entries, core.ChainOptions{Sidechain: side})
-			msgs := ch.Messages(core.MessageOptions{IncludeSystem: true, ParentToolUseID: "t"})
+			ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: side})
+			msgs := ch.Messages(transcript.MessageOptions{IncludeSystem: true, ParentToolUseID: "t"})
 			for _, m := range msgs {
 				if _, err := json.Marshal(m); err != nil {
 					t.Fatalf("message does not encode: %v", err)

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
@@ -34,7 +35,7 @@ var (
 )
 
 // Load returns ref's entries in file order (from the last compact boundary
-// on, for files over 5 MiB), ready for core.BuildChain. The session is
+// on, for files over 5 MiB), ready for transcript.BuildChain. The session is
 // looked for in the project folder of ref.CWD first, then everywhere. A
 // miss is ErrNotFound. A conversation whose walk from the leaf meets a
 // cycle, or a parent that is not in the file, is ErrDamaged rather than
@@ -87,7 +88,7 @@ func (ld *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcri
 // the read skipped.
 func checkedTranscript(tr *core.Transcript, path string, entries []core.Entry, rep ReadReport) (*core.Transcript, error) {
 	ref := tr.Ref
-	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: ref.AgentID != ""})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: ref.AgentID != ""})
 	if ch.Cycle != nil {
 		return nil, fmt.Errorf("%w: %s: parentUuid cycle at %s", ErrDamaged, path, ch.Cycle.UUID)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
@@ -22,7 +23,7 @@ import (
 // getSubagentMessages') result, with the SDK's JSON: its field names, its
 // key order, and its omission rules. Message holds the transcript's own
 // bytes for the message object.
-type SessionMessage = core.SessionMessage
+type SessionMessage = transcript.SessionMessage
 
 // MessagesOptions are getSessionMessages' options.
 type MessagesOptions struct {
@@ -38,9 +39,9 @@ type MessagesReport struct {
 	// Path is the transcript read ("" when nothing was found).
 	Path string
 	ReadReport
-	// Cycle and Gaps come from the chain rebuild (see core.Chain).
-	Cycle *core.ChainBreak
-	Gaps  []core.ChainBreak
+	// Cycle and Gaps come from the chain rebuild (see transcript.Chain).
+	Cycle *transcript.ChainBreak
+	Gaps  []transcript.ChainBreak
 }
 
 // Messages is the SDK's getSessionMessages: the conversation of a session,
@@ -66,9 +67,9 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 	if err := ctx.Err(); err != nil {
 		return nil, rep, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
 	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
-	msgs := ch.Messages(core.MessageOptions{IncludeSystem: opt.IncludeSystem})
+	msgs := ch.Messages(transcript.MessageOptions{IncludeSystem: opt.IncludeSystem})
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
 
@@ -102,9 +103,9 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 	if err != nil {
 		return nil, rep, err
 	}
-	ch := core.BuildChain(entries, core.ChainOptions{Sidechain: true})
+	ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: true})
 	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
-	mo := core.MessageOptions{}
+	mo := transcript.MessageOptions{}
 	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
 	msgs := ch.Messages(mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil

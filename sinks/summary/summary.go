@@ -20,6 +20,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // Config is the block of a summary loader. It has no options.
@@ -73,7 +74,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 			return
 		}
 		switch {
-		case e.IsPlainCompactBoundary():
+		case transcript.IsPlainCompactBoundary(&e):
 			boundary = true
 			skipped = offset
 			after = append(after[:0:0], e)
@@ -94,7 +95,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	if !boundary {
 		return nil, fmt.Errorf("summary: %s has no compaction (no compact boundary): %w", f.Name(), core.ErrNotFound)
 	}
-	if ch := core.BuildChain(after, core.ChainOptions{}); len(ch.Entries) == 0 {
+	if ch := transcript.BuildChain(after, transcript.ChainOptions{}); len(ch.Entries) == 0 {
 		return nil, fmt.Errorf("summary: %s: no conversation follows its last compact boundary: %w", f.Name(), core.ErrNotFound)
 	}
 	t.Entries = after

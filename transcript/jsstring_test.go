@@ -1,7 +1,6 @@
-package core
+package transcript
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -37,19 +36,6 @@ func TestJSTrimAndUnwrap(t *testing.T) {
 
 // AppendJSString writes what JSON.stringify writes: valid JSON that
 // decodes to the same string, U+2028 and HTML characters left as they are.
-func TestAppendJSString(t *testing.T) {
-	for _, s := range []string{"", "plain", "q\"b\\n\n\t\x01", "<a&b>", "\u2028\u2029", "é😀"} {
-		b := AppendJSString(nil, s)
-		var back string
-		if err := json.Unmarshal(b, &back); err != nil || back != s {
-			t.Errorf("%q -> %s -> %q (%v)", s, b, back, err)
-		}
-	}
-	if got := string(AppendJSString(nil, "<\u2028>")); got != "\"<\u2028>\"" {
-		t.Errorf("AppendJSString escaped what JSON.stringify keeps: %s", got)
-	}
-}
-
 func TestSanitizeJSTag(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"plain\x01ascii\t", "plain\x01ascii\t"}, // ASCII: as it is
@@ -89,6 +75,6 @@ func TestJSUnicodeTableIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(out) != string(have) {
-		t.Fatal("core/jsunicode_table.go is stale: go run ./core/internal/jsunicodegen > core/jsunicode_table.go")
+		t.Fatal("transcript/jsunicode_table.go is stale: go run ./transcript/internal/jsunicodegen > transcript/jsunicode_table.go")
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package transcript
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // The SDK's own output for these rules is compared line by line in
@@ -18,11 +20,11 @@ const (
 
 var forkTestNow = time.Date(2026, 3, 4, 5, 6, 7, 890e6, time.UTC)
 
-func forkTestEntries(t *testing.T, lines ...string) []Entry {
+func forkTestEntries(t *testing.T, lines ...string) []core.Entry {
 	t.Helper()
-	var out []Entry
+	var out []core.Entry
 	for _, l := range lines {
-		e, err := ParseEntry([]byte(l))
+		e, err := core.ParseEntry([]byte(l))
 		if err != nil {
 			t.Fatalf("parse %s: %v", l, err)
 		}
@@ -188,7 +190,7 @@ func TestForkUpTo(t *testing.T) {
 		}
 	}
 	_, err := Fork(forkTestEntries(t, rows...), forkTestSrc, ForkOptions{UpTo: "nowhere-1234"})
-	if !errors.Is(err, ErrMessageNotFound) || !strings.Contains(err.Error(), "nowhere-1234") {
+	if !errors.Is(err, core.ErrMessageNotFound) || !strings.Contains(err.Error(), "nowhere-1234") {
 		t.Errorf("unknown UpTo: %v", err)
 	}
 }
@@ -345,7 +347,7 @@ func TestForkJSValues(t *testing.T) {
 		!fkSame([]byte("1"), []byte("1.0")) || fkSame([]byte("{}"), []byte("{}")) {
 		t.Error("fkSame disagrees with ===")
 	}
-	if got := string(AppendJSString(nil, "a\"\\\n\x01<>&\u2028é")); got != `"a\"\\\n\u0001<>&`+"\u2028é\"" {
+	if got := string(core.AppendJSString(nil, "a\"\\\n\x01<>&\u2028é")); got != `"a\"\\\n\u0001<>&`+"\u2028é\"" {
 		t.Errorf("AppendJSString: %s", got)
 	}
 }
@@ -357,9 +359,9 @@ func FuzzFork(f *testing.F) {
 	f.Add(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t"}]},"uuid":"a","parentUuid":"a"}`+"\n"+
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]},"uuid":"r","parentUuid":"x","sourceToolAssistantUUID":"a"}`, "r")
 	f.Fuzz(func(t *testing.T, file, upTo string) {
-		var entries []Entry
+		var entries []core.Entry
 		for _, l := range strings.Split(file, "\n") {
-			if e, err := ParseEntry([]byte(l)); err == nil {
+			if e, err := core.ParseEntry([]byte(l)); err == nil {
 				entries = append(entries, e)
 			}
 		}
@@ -368,7 +370,7 @@ func FuzzFork(f *testing.F) {
 			return
 		}
 		for _, e := range res.Entries {
-			if !ValidJSON(e.Raw) {
+			if !core.ValidJSON(e.Raw) {
 				t.Fatalf("invalid line %s", e.Raw)
 			}
 		}
@@ -377,17 +379,17 @@ func FuzzFork(f *testing.F) {
 
 // forkBenchEntries is a session of n rows of about 1 KiB: user and
 // assistant turns with a progress row in each, and a rewind every 50 rows.
-func forkBenchEntries(b *testing.B, n int) []Entry {
+func forkBenchEntries(b *testing.B, n int) []core.Entry {
 	b.Helper()
 	pad := strings.Repeat("x", 900)
-	var out []Entry
+	var out []core.Entry
 	parent := "null"
 	for i := 0; i < n; i++ {
 		typ := []string{"user", "progress", "assistant"}[i%3]
 		id := fmt.Sprintf("r-%d", i)
 		line := fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,"type":%q,"message":{"role":%q,"id":"m%d","content":[{"type":"text","text":%q}]},"uuid":%q,"timestamp":"2026-01-10T11:00:00.000Z","cwd":"/w","sessionId":"s"}`,
 			parent, typ, typ, i, pad, id)
-		e, err := ParseEntry([]byte(line))
+		e, err := core.ParseEntry([]byte(line))
 		if err != nil {
 			b.Fatal(err)
 		}

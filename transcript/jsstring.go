@@ -1,4 +1,4 @@
-package core
+package transcript
 
 // JavaScript's string rules, shared by everything that must produce or judge
 // text exactly as Claude Code's readers do: the fork writer, the listing's
@@ -126,48 +126,6 @@ func TruncateUTF16(s string, n int) string {
 		units += w
 	}
 	return s
-}
-
-// AppendJSString appends s as JSON.stringify writes a string (invalid
-// UTF-8 becomes U+FFFD; U+2028/U+2029 and <, >, & are left as they are).
-func AppendJSString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"':
-				b = append(b, '\\', '"')
-			case c == '\\':
-				b = append(b, '\\', '\\')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, "\uFFFD"...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
 
 // ErrUnreproducibleUnicode is returned by SanitizeJSTag for input whose

@@ -1,4 +1,4 @@
-package core
+package transcript
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // row builders for hand-made transcripts. Every expectation below was also
@@ -72,11 +74,11 @@ func boundary(id string, meta map[string]any) string {
 		"content", "Conversation compacted", "uuid", id, "timestamp", "2026-01-10T11:00:00.000Z", "compactMetadata", meta, "sessionId", "s1")
 }
 
-func entries(t *testing.T, lines ...string) []Entry {
+func entries(t *testing.T, lines ...string) []core.Entry {
 	t.Helper()
-	var out []Entry
+	var out []core.Entry
 	for _, l := range lines {
-		e, err := ParseEntry([]byte(l))
+		e, err := core.ParseEntry([]byte(l))
 		if err != nil {
 			t.Fatalf("parse %s: %v", l, err)
 		}
@@ -85,7 +87,7 @@ func entries(t *testing.T, lines ...string) []Entry {
 	return out
 }
 
-func uuids(es []Entry) []string {
+func uuids(es []core.Entry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.UUID
@@ -329,7 +331,7 @@ func TestLocalAndQueuedCommands(t *testing.T) {
 	if !ms[0].IsCompletedLocalCommand || !ms[1].IsCompletedLocalCommand || ms[2].IsCompletedLocalCommand {
 		t.Errorf("local command flags: %+v", ms[:3])
 	}
-	if last := ms[4]; !last.IsQueuedCommand || last.Type != TypeUser || string(last.Message) != `{"role":"user","content":"also lint"}` {
+	if last := ms[4]; !last.IsQueuedCommand || last.Type != core.TypeUser || string(last.Message) != `{"role":"user","content":"also lint"}` {
 		t.Errorf("queued command: %+v %s", last, last.Message)
 	}
 }
@@ -392,7 +394,7 @@ func TestBuildChainSurvivesOddInput(t *testing.T) {
 		`{"type":"assistant","uuid":"w","message":[1,2],"hostHiddenToolUseIds":[1,"a"]}`,
 		`{"type":"host-row","ranByToolUseId":"a","rowUuid":"h","block":{"type":"tool_use","id":"a"}}`,
 	}
-	var es []Entry
+	var es []core.Entry
 	for _, l := range odd {
 		es = append(es, entries(t, l)...)
 	}

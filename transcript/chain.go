@@ -1,0 +1,156 @@
+package transcript
+
+// The conversation rebuild: from the rows of one transcript file, in file
+// order, the chain of messages that Claude Code's SDK returns from
+// getSessionMessages (main files) and getSubagentMessages (subagent files).
+//
+// The rules follow the SDK's shipped code (@anthropic-ai/claude-agent-sdk
+// 0.3.332), written anew here:
+//
+//   - Only user, assistant, progress, system and attachment rows with a
+//     string uuid take part (user, assistant and attachment in a subagent
+//     file). A later row with the same uuid replaces the earlier one but keeps
+//     its place in the map's order; the file position used to rank leaves is
+//     the last one.
+//   - Compact boundaries with compactMetadata.preservedMessages or
+//     preservedSegment relink the kept rows to the pre-compact anchor.
+//   - The leaf is the latest "terminal" row (no non-progress, non-sidechain
+//     row names it as parent) that climbs to a user or assistant row; a
+//     fallback takes the newest user/assistant row above any terminal.
+//   - The walk from the leaf to the root stops at a missing parent or at a
+//     uuid seen twice.
+//   - Rows of a split assistant message (same message.id) that are off the
+//     chain, and their tool_result rows, are put back after the chain row
+//     holding that message id.
+//   - Queued-command attachments hanging below the leaf are appended.
+//
+// JSON values keep JavaScript's meaning: a flag is "set" when the SDK's
+// test would be truthy, equality is strict equality, and so on.
+
+import (
+	"bytes"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// ChainOptions selects the rebuild rule.
+type ChainOptions struct {
+	// Sidechain selects the subagent rule (getSubagentMessages): only user,
+	// assistant and attachment rows count, the chain ends at the last user or
+	// assistant row in the file, and there is no compact relinking and no
+	// split-assistant repair.
+	Sidechain bool
+}
+
+// ChainBreak names a row and the parent it points at.
+type ChainBreak struct{ UUID, Parent string }
+
+// Chain is a rebuilt conversation.
+type Chain struct {
+	// Entries is the conversation from root to leaf after compact
+	// relinking and split-assistant repair, in the SDK's order. Progress rows
+	// on the path are walked through but left out.
+	Entries []core.Entry
+	// Trailing holds queued-command attachments below the leaf that the SDK
+	// appends after the chain (main files only).
+	Trailing []core.Entry
+	// Leaf is the uuid of the chain's last row ("" for an empty chain).
+	Leaf string
+	// Cycle is set when the walk from the leaf met a uuid twice: UUID is the
+	// row whose parent closed the loop, Parent that parent. The chain ends
+	// there, as in the SDK.
+	Cycle *ChainBreak
+	// Gaps lists rows whose parentUuid names a row that is not in the file,
+	// in file order. A gap on the path ends the chain.
+	Gaps []ChainBreak
+
+	side      bool
+	path      []*row // the chain with progress rows
+	trailing  []*row
+	all       []*row
+	hostRows  []*row
+	delivered map[string]int
+}
+
+// BuildChain rebuilds the conversation of one file's entries, in file order.
+// It never fails: damaged input gives a shorter chain and a report in Cycle
+// and Gaps.
+func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
+	c := Chain{side: opt.Sidechain}
+	var delivery *deliveryState
+	if !opt.Sidechain {
+		delivery = newDeliveryState()
+	}
+	for i := range entries {
+		r, ok := extractRow(&entries[i])
+		if !ok {
+			continue
+		}
+		r.pos = len(c.all)
+		switch {
+		case r.hasUUID && (r.typ == core.TypeUser || r.typ == core.TypeAssistant || r.typ == core.TypeAttachment ||
+			(!opt.Sidechain && (r.typ == core.TypeProgress || r.typ == core.TypeSystem))):
+			c.all = append(c.all, r)
+		case r.typ == "host-row" && r.f[fRanBy].isStr():
+			c.hostRows = append(c.hostRows, r)
+		}
+		if delivery != nil {
+			delivery.add(r)
+		}
+	}
+	if delivery != nil {
+		c.delivered = delivery.counts()
+	}
+	if opt.Sidechain {
+		c.buildSidechain()
+	} else {
+		c.buildMain()
+	}
+	for _, r := range c.path {
+		if r.typ != core.TypeProgress {
+			c.Entries = append(c.Entries, *r.e)
+		}
+	}
+	for _, r := range c.trailing {
+		c.Trailing = append(c.Trailing, *r.e)
+	}
+	if n := len(c.path); n > 0 {
+		c.Leaf = c.path[n-1].uuid
+	}
+	return c
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// IsPlainCompactBoundary reports whether e is a system compact_boundary row
+// whose compactMetadata has neither preservedSegment nor preservedMessages:
+// a boundary after which nothing older is needed. The SDK drops everything
+// before the last such line when it loads a large file.
+func IsPlainCompactBoundary(e *core.Entry) bool {
+	var f [nFields]jv
+	if !extractFields(jv(bytes.TrimLeft(e.Raw, " \t\r\n")), &f) {
+		return false
+	}
+	if !f[fType].strEq(core.TypeSystem) || !f[fSubtype].strEq("compact_boundary") {
+		return false
+	}
+	cm := f[fCompactMeta]
+	if !cm.isObj() {
+		return true
+	}
+	return !cm.field("preservedSegment").truthy() && !cm.field("preservedMessages").truthy()
+}
+
+// Rebuild is BuildChain as core.Rebuild: what a host passes to
+// core.ResumeOptions.Rebuild.
+func Rebuild(entries []core.Entry, sidechain bool) core.Rebuilt {
+	c := BuildChain(entries, ChainOptions{Sidechain: sidechain})
+	return core.Rebuilt{Entries: c.Entries, Trailing: c.Trailing, Leaf: c.Leaf}
+}

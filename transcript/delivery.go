@@ -1,0 +1,173 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Subagent files
+
+func (c *Chain) buildSidechain() {
+	if len(c.all) == 0 {
+		return
+	}
+	byUUID := make(map[string]*row, len(c.all))
+	for _, r := range c.all {
+		byUUID[r.uuid] = r
+	}
+	var leaf *row
+	for i := len(c.all) - 1; i >= 0; i-- {
+		if t := c.all[i].typ; t == core.TypeUser || t == core.TypeAssistant {
+			leaf = c.all[i]
+			break
+		}
+	}
+	if leaf == nil {
+		return
+	}
+	for _, r := range c.all {
+		if p, ok := r.parent(); ok {
+			if _, in := byUUID[p]; !in {
+				c.Gaps = append(c.Gaps, ChainBreak{UUID: r.uuid, Parent: p})
+			}
+		}
+	}
+	var path []*row
+	seen := map[string]bool{}
+	for cur := leaf; cur != nil; {
+		if seen[cur.uuid] {
+			prev := path[len(path)-1]
+			p, _ := prev.parent()
+			c.Cycle = &ChainBreak{UUID: prev.uuid, Parent: p}
+			break
+		}
+		seen[cur.uuid] = true
+		path = append(path, cur)
+		var next *row
+		if p, ok := cur.parent(); ok {
+			next = byUUID[p]
+		}
+		cur = next
+	}
+	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
+		path[i], path[j] = path[j], path[i]
+	}
+	c.path = path
+}
+
+// Queued-command delivery bookkeeping (main files)
+
+type deliveryState struct {
+	counts_    map[string]int
+	copies     map[string]string
+	mixed      map[string]bool
+	mixedOrder []string
+	dcopies    map[string][]string
+	dorder     []string
+	dseen      map[string]bool
+}
+
+func newDeliveryState() *deliveryState {
+	return &deliveryState{counts_: map[string]int{}, copies: map[string]string{}, mixed: map[string]bool{},
+		dcopies: map[string][]string{}, dseen: map[string]bool{}}
+}
+
+// queuedCommand returns the queued command object behind a row: the
+// attachment of a queued_command attachment row, or the fold command of a
+// voice-call talk system row.
+func queuedCommand(typ string, f *[nFields]jv) jv {
+	if typ == core.TypeSystem && f[fSubtype].strEq("voice_call_talk") {
+		fold := f[fFold]
+		if fold.objLike() {
+			if c := fold.field("command"); c.objLike() {
+				return c
+			}
+		}
+		return nil
+	}
+	if typ == core.TypeAttachment {
+		a := f[fAttachment]
+		if a.isObj() && a.field("type").strEq("queued_command") {
+			return a
+		}
+	}
+	return nil
+}
+
+func commandField(cmd jv, key string) (string, bool) {
+	if cmd == nil {
+		return "", false
+	}
+	s, ok := cmd.field(key).str()
+	return s, ok && s != ""
+}
+
+func (d *deliveryState) add(r *row) {
+	f := &r.f
+	if r.typ == "queue-operation" && f[fOperation].strEq("remove") && f[fReason].strEq("absorbed_mid_turn") &&
+		(f[fDeliveryID].isStr() || f[fCommandUUID].isStr()) {
+		key := ""
+		if s, _ := f[fDeliveryID].str(); s != "" {
+			key = "delivery:" + s
+		} else if s, ok := f[fCommandUUID].str(); ok {
+			key = "uuid:" + s
+		}
+		if key != "" {
+			d.counts_[key]++
+		}
+		return
+	}
+	if !f[fType].isStr() || !r.hasUUID {
+		return
+	}
+	var only [nFields]jv
+	only[fAttachment] = f[fAttachment]
+	cmd := queuedCommand(r.typ, &only)
+	if id, ok := commandField(cmd, "delivery_id"); ok {
+		if !d.dseen[r.uuid] {
+			d.dseen[r.uuid] = true
+			key := "delivery:" + id
+			if _, ok := d.dcopies[key]; !ok {
+				d.dorder = append(d.dorder, key)
+			}
+			d.dcopies[key] = append(d.dcopies[key], r.uuid)
+		}
+		return
+	}
+	src, ok := commandField(cmd, "source_uuid")
+	if !ok {
+		return
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, f[fAttachment]) != nil {
+		buf.Reset()
+		buf.Write(f[fAttachment])
+	}
+	s := buf.String()
+	if prev, ok := d.copies[src]; !ok {
+		d.copies[src] = s
+	} else if prev != s && !d.mixed[src] {
+		d.mixed[src] = true
+		d.mixedOrder = append(d.mixedOrder, src)
+	}
+}
+
+func (d *deliveryState) counts() map[string]int {
+	for _, s := range d.mixedOrder {
+		delete(d.counts_, "uuid:"+s)
+	}
+	for _, key := range d.dorder {
+		uuids := d.dcopies[key]
+		n := d.counts_[key]
+		start := len(uuids) - n
+		if start < 0 {
+			start = 0
+		}
+		for _, u := range uuids[start:] {
+			d.counts_["entry:"+u] = 1
+		}
+	}
+	return d.counts_
+}

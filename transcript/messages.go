@@ -1,0 +1,241 @@
+package transcript
+
+import (
+	"encoding/json"
+	"regexp"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Projection to the SDK's SessionMessage
+
+// MessageOptions select what Messages returns.
+type MessageOptions struct {
+	// IncludeSystem keeps system rows (main files only), as the SDK's
+	// includeSystemMessages.
+	IncludeSystem bool
+	// ParentToolUseID and ParentAgentID come from a subagent's
+	// agent-<id>.meta.json (toolUseId, parentAgentId). Values the SDK would
+	// reject are dropped.
+	ParentToolUseID string
+	ParentAgentID   string
+}
+
+// SessionMessage is one element of the SDK's getSessionMessages or
+// getSubagentMessages result, with the SDK's JSON: the field order, names
+// and omission rules of its output object.
+type SessionMessage struct {
+	Type                    string           `json:"type"`
+	UUID                    string           `json:"uuid"`
+	SessionID               json.RawMessage  `json:"session_id,omitempty"`
+	Message                 json.RawMessage  `json:"message,omitempty"`
+	ParentToolUseID         *string          `json:"parent_tool_use_id"`
+	ParentAgentID           *string          `json:"parent_agent_id"`
+	InterruptedByShutdown   bool             `json:"interruptedByShutdown,omitempty"`
+	ToolDenialUnanswered    string           `json:"toolDenialUnanswered,omitempty"`
+	ToolResultMeta          []ToolResultMeta `json:"tool_result_meta,omitempty"`
+	IsCompactSummary        bool             `json:"isCompactSummary,omitempty"`
+	IsMeta                  bool             `json:"is_meta,omitempty"`
+	IsQueuedCommand         bool             `json:"isQueuedCommand,omitempty"`
+	IsCompletedLocalCommand bool             `json:"isCompletedLocalCommand,omitempty"`
+	Timestamp               json.RawMessage  `json:"timestamp,omitempty"`
+	Origin                  json.RawMessage  `json:"origin,omitempty"`
+}
+
+// ToolResultMeta describes a tool_result that was not an execution result.
+type ToolResultMeta struct {
+	ID                string `json:"id"`
+	NonExecutionKind  string `json:"non_execution_kind,omitempty"`
+	CallEnded         string `json:"call_ended,omitempty"`
+	RewrittenByPlugin bool   `json:"rewritten_by_plugin,omitempty"`
+}
+
+var (
+	runIDRE   = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	agentIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+)
+
+// Messages returns the chain as the SDK's session-message objects, in
+// order, before any limit or offset.
+func (c Chain) Messages(opt MessageOptions) []SessionMessage {
+	items := hostExpand(hostHide(c.path, c.all), c.all, c.hostRows)
+	var trailingIDs map[string]bool
+	if !c.side {
+		items = append(items, c.trailing...)
+		trailingIDs = make(map[string]bool, len(c.trailing))
+		for _, r := range c.trailing {
+			trailingIDs[r.uuid] = true
+		}
+	}
+	items = markCommands(items, !c.side, trailingIDs, c.delivered)
+	kept := items[:0:0]
+	for _, r := range items {
+		if c.side {
+			if r.typ == core.TypeUser || r.typ == core.TypeAssistant {
+				kept = append(kept, r)
+			}
+		} else if visible(r, opt.IncludeSystem) {
+			kept = append(kept, r)
+		}
+	}
+	kept = hostFold(kept)
+	var tool, agent *string
+	if c.side {
+		if runIDRE.MatchString(opt.ParentToolUseID) {
+			s := opt.ParentToolUseID
+			tool = &s
+		}
+		if agentIDRE.MatchString(opt.ParentAgentID) {
+			s := opt.ParentAgentID
+			agent = &s
+		}
+	}
+	out := make([]SessionMessage, 0, len(kept))
+	for _, r := range kept {
+		out = append(out, toMessage(r, tool, agent))
+	}
+	return out
+}
+
+// visible is the SDK's output filter for main files.
+func visible(r *row, system bool) bool {
+	switch r.typ {
+	case core.TypeUser, core.TypeAssistant:
+	case core.TypeSystem:
+		if !system {
+			return false
+		}
+	default:
+		return false
+	}
+	if quietClose(r) {
+		return false
+	}
+	if r.f[fMeta].truthy() && !channelOrigin(r.f[fOrigin]) {
+		return false
+	}
+	return !r.f[fSidechain].truthy() && !r.f[fTeam].truthy()
+}
+
+// quietClose: an assistant row that only closes a quiet turn.
+func quietClose(r *row) bool {
+	if r.typ != core.TypeAssistant || !r.f[fQuiet].isTrue() {
+		return false
+	}
+	mi := r.m()
+	if !mi.objLike || mi.content == nil || !mi.content.isArr() {
+		return false
+	}
+	if len(mi.blocks) != 1 || !mi.blocks[0].obj || mi.blocks[0].typ != "text" {
+		return false
+	}
+	s, ok := mi.blocks[0].text.str()
+	return ok && (s == "" || s == "No response requested.")
+}
+
+// channelOrigin: meta rows from these origins are shown.
+func channelOrigin(o jv) bool {
+	if !o.isObj() {
+		return false
+	}
+	k, _ := o.field("kind").str()
+	switch k {
+	case "channel", "observer", "observer-activity", "slack-ping", "voice-call", "peer":
+		return true
+	}
+	return false
+}
+
+var denialKinds = []string{"user-rejected", "permission-rule", "automode-blocked", "automode-unavailable",
+	"automode-parsing-error", "interrupted", "cancelled"}
+
+func toMessage(r *row, tool, agent *string) SessionMessage {
+	f := &r.f
+	m := SessionMessage{
+		Type:            r.typ,
+		UUID:            r.uuid,
+		SessionID:       json.RawMessage(f[fSession]),
+		Message:         json.RawMessage(f[fMessage]),
+		ParentToolUseID: tool,
+		ParentAgentID:   agent,
+		Timestamp:       json.RawMessage(f[fTimestamp]),
+	}
+	m.InterruptedByShutdown = f[fInterruptedByShutdown].isTrue()
+	if f[fDenialUnanswered].strEq("stream-closed") {
+		m.ToolDenialUnanswered = "stream-closed"
+	}
+	var ids []jv
+	msg := f[fMessage]
+	if msg.isObj() {
+		for _, b := range r.m().blocks {
+			if b.obj && b.typ == "tool_result" {
+				ids = append(ids, b.f["tool_use_id"])
+			}
+		}
+	}
+	kind, ended := "", ""
+	if len(ids) == 1 {
+		for _, k := range denialKinds {
+			if f[fDenialKind].strEq(k) {
+				kind = k
+			}
+		}
+		if f[fCallEnded].strEq("not_started") {
+			ended = "not_started"
+		}
+	}
+	rewritten := f[fResultRewritten].truthy()
+	if kind != "" || ended != "" || rewritten {
+		for _, id := range ids {
+			if s, ok := id.str(); ok {
+				m.ToolResultMeta = append(m.ToolResultMeta, ToolResultMeta{ID: s, NonExecutionKind: kind,
+					CallEnded: ended, RewrittenByPlugin: rewritten})
+			}
+		}
+	}
+	m.IsCompactSummary = f[fCompactSummary].isTrue()
+	m.IsMeta = f[fMeta].isTrue() || m.IsCompactSummary || f[fVisibleOnly].isTrue()
+	m.IsQueuedCommand = f[fQueuedCommand].isTrue()
+	m.IsCompletedLocalCommand = f[fCompletedLocal].isTrue()
+	if o := f[fOrigin]; !o.nullish() {
+		if o = normalizeOrigin(o); o.truthy() {
+			m.Origin = json.RawMessage(o)
+		}
+	}
+	return m
+}
+
+// normalizeOrigin rebuilds a task-notification origin with only the keys
+// the SDK keeps; other origins pass through.
+func normalizeOrigin(o jv) jv {
+	if !o.isObj() || !o.field("kind").strEq("task-notification") {
+		return o
+	}
+	var b objBuilder
+	b.add("kind", jstr("task-notification"))
+	var sub, fire, prod, run, kind jv
+	eachField(o, func(k []byte, v jv) {
+		switch string(k) {
+		case "subkind":
+			sub = v
+		case "fireReason":
+			fire = v
+		case "producer":
+			prod = v
+		case "runId":
+			run = v
+		case "taskKind":
+			kind = v
+		}
+	})
+	b.add("subkind", sub)
+	b.add("fireReason", fire)
+	b.add("producer", prod)
+	if s, ok := run.str(); ok && runIDRE.MatchString(s) {
+		b.add("runId", run)
+	}
+	if kind.strEq("mcp-task") {
+		b.add("taskKind", kind)
+	}
+	return b.done()
+}

@@ -1,0 +1,477 @@
+package transcript
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/e0dc0000/scribe/core"
+)
+
+// Main files
+
+// rowMap is the SDK's map of a main file's rows by uuid: first-seen order,
+// last value, and the last file position of each uuid (which ranks leaves).
+type rowMap struct {
+	byUUID  map[string]*row
+	order   []*row
+	slot    map[string]int
+	lastPos map[string]int
+	parents *parentIndex
+}
+
+func newRowMap(all []*row) *rowMap {
+	m := &rowMap{
+		byUUID:  make(map[string]*row, len(all)),
+		slot:    make(map[string]int, len(all)),
+		lastPos: make(map[string]int, len(all)),
+	}
+	for _, r := range all {
+		if i, ok := m.slot[r.uuid]; ok {
+			m.order[i] = r
+		} else {
+			m.slot[r.uuid] = len(m.order)
+			m.order = append(m.order, r)
+		}
+		m.byUUID[r.uuid] = r
+		m.lastPos[r.uuid] = r.pos
+	}
+	m.parents = newParentIndex(m.order)
+	return m
+}
+
+// reparent replaces r by a copy whose parentUuid is p.
+func (m *rowMap) reparent(r *row, p jv) *row {
+	n := r.clone()
+	n.f[fParent] = p
+	m.byUUID[n.uuid] = n
+	m.order[m.slot[n.uuid]] = n
+	m.parents.add(m.slot[r.uuid], p)
+	return n
+}
+
+// up is r's parent row, or nil.
+func (m *rowMap) up(r *row) *row {
+	if p, ok := r.parent(); ok {
+		return m.byUUID[p]
+	}
+	return nil
+}
+
+func (c *Chain) buildMain() {
+	m := newRowMap(c.all)
+	for i := 0; i < len(m.order); i++ {
+		m.relinkCompact(m.order[i])
+	}
+	c.Gaps = m.gaps()
+	leaf := m.newestTerminalLeaf()
+	if leaf == nil {
+		if leaf = m.fallbackLeaf(); leaf == nil {
+			return
+		}
+	}
+	path, onPath, cycle := m.walk(leaf)
+	c.Cycle = cycle
+	path = reattachSplit(m.order, path, onPath)
+	c.path = path
+	c.trailing = trailingQueued(c.all, m.byUUID, path, leaf)
+}
+
+// relinkCompact relinks the rows a compact boundary h kept
+// (compactMetadata.preservedMessages or preservedSegment) to its anchor.
+func (m *rowMap) relinkCompact(h *row) {
+	if h.typ != core.TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
+		return
+	}
+	cm := h.f[fCompactMeta]
+	var pm, ps jv
+	if cm.isObj() {
+		pm, ps = cm.field("preservedMessages"), cm.field("preservedSegment")
+	}
+	switch {
+	case pm.truthy():
+		m.relinkPreserved(pm)
+	case ps.truthy():
+		head, anchor, tail := ps.field("headUuid"), ps.field("anchorUuid"), ps.field("tailUuid")
+		hs, headIsStr := head.str()
+		if hr, ok := m.byUUID[hs]; ok && headIsStr {
+			m.reparent(hr, anchor)
+		}
+		for _, i := range m.parents.matching(anchor) {
+			if r := m.order[i]; !(headIsStr && r.uuid == hs) {
+				m.reparent(r, tail)
+			}
+		}
+	}
+}
+
+// relinkPreserved chains preservedMessages.uuids below the anchor, and the
+// anchor's other children below the last of them, when every uuid is a row.
+func (m *rowMap) relinkPreserved(pm jv) {
+	uuids := pm.field("uuids").elems()
+	if len(uuids) == 0 {
+		return
+	}
+	for _, u := range uuids {
+		s, isStr := u.str()
+		if _, in := m.byUUID[s]; !isStr || !in {
+			return
+		}
+	}
+	anchor := pm.field("anchorUuid")
+	p := anchor
+	for _, u := range uuids {
+		s, _ := u.str()
+		m.reparent(m.byUUID[s], p)
+		p = jstr(s)
+	}
+	first, _ := uuids[0].str()
+	last := uuids[len(uuids)-1]
+	for _, i := range m.parents.matching(anchor) {
+		if r := m.order[i]; r.uuid != first {
+			m.reparent(r, last)
+		}
+	}
+}
+
+// gaps lists the rows whose parent is named but absent, in file order.
+func (m *rowMap) gaps() []ChainBreak {
+	var gaps []ChainBreak
+	for _, r := range m.order {
+		if p, ok := r.parent(); ok {
+			if _, in := m.byUUID[p]; !in {
+				gaps = append(gaps, ChainBreak{UUID: r.uuid, Parent: p})
+			}
+		}
+	}
+	sort.SliceStable(gaps, func(i, j int) bool {
+		return m.lastPos[gaps[i].UUID] < m.lastPos[gaps[j].UUID]
+	})
+	return gaps
+}
+
+// countsForLeaf reports whether r takes part in the leaf choice.
+func countsForLeaf(r *row) bool {
+	if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == core.TypeProgress {
+		return false
+	}
+	if t, _ := r.attachmentType(); t == "fork_briefing" {
+		return false
+	}
+	return true
+}
+
+// newestTerminalLeaf is the leaf: the newest terminal row (no counted row
+// names it) that climbs to a user or assistant row, or nil.
+func (m *rowMap) newestTerminalLeaf() *row {
+	namedByCounted := make(map[string]bool, len(m.order))
+	for _, r := range m.order {
+		if p, ok := r.parent(); ok && countsForLeaf(r) {
+			namedByCounted[p] = true
+		}
+	}
+	var cands []*row
+	for _, r := range m.order {
+		if countsForLeaf(r) && !namedByCounted[r.uuid] {
+			cands = append(cands, r)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return m.lastPos[cands[i].uuid] > m.lastPos[cands[j].uuid] })
+	done := map[string]bool{}
+	for _, h := range cands {
+		var climbed []string
+		seen := map[string]bool{}
+		for cur := h; cur != nil && !done[cur.uuid] && !seen[cur.uuid]; cur = m.up(cur) {
+			if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
+				return cur
+			}
+			seen[cur.uuid] = true
+			climbed = append(climbed, cur.uuid)
+		}
+		for _, u := range climbed {
+			done[u] = true
+		}
+	}
+	return nil
+}
+
+// fallbackLeaf is the newest user/assistant row that a row no one names
+// climbs to, plain rows (not sidechain, team or meta) first; nil if none.
+func (m *rowMap) fallbackLeaf() *row {
+	named := make(map[string]bool, len(m.order))
+	for _, r := range m.order {
+		if p, ok := r.parent(); ok {
+			named[p] = true
+		}
+	}
+	// Each terminal climbs to its nearest user/assistant row; climbs share
+	// their results, so a comb of long paths stays linear.
+	memo := map[*row]*row{}
+	var hits []*row
+	for _, t := range m.order {
+		if named[t.uuid] {
+			continue
+		}
+		if h := m.climb(t, memo); h != nil {
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	var plain []*row
+	for _, r := range hits {
+		if !r.f[fSidechain].truthy() && !r.f[fTeam].truthy() && !r.f[fMeta].truthy() {
+			plain = append(plain, r)
+		}
+	}
+	if len(plain) > 0 {
+		return m.newest(plain)
+	}
+	return m.newest(hits)
+}
+
+// climb is the nearest user/assistant row at or above t (nil at a missing
+// parent or a loop), remembered in memo for every row climbed.
+func (m *rowMap) climb(t *row, memo map[*row]*row) *row {
+	var path []*row
+	on := map[*row]bool{}
+	var hit *row
+	for cur := t; cur != nil; cur = m.up(cur) {
+		if r, ok := memo[cur]; ok {
+			hit = r
+			break
+		}
+		if on[cur] {
+			break
+		}
+		if cur.typ == core.TypeUser || cur.typ == core.TypeAssistant {
+			hit = cur
+			break
+		}
+		on[cur] = true
+		path = append(path, cur)
+	}
+	for _, p := range path {
+		memo[p] = hit
+	}
+	return hit
+}
+
+// newest is the row of rs written last.
+func (m *rowMap) newest(rs []*row) *row {
+	best := rs[0]
+	for _, r := range rs[1:] {
+		if m.lastPos[r.uuid] > m.lastPos[best.uuid] {
+			best = r
+		}
+	}
+	return best
+}
+
+// walk climbs from the leaf to the root, stopping at a missing parent or a
+// uuid seen twice (the cycle), and returns the path root first.
+func (m *rowMap) walk(leaf *row) (path []*row, onPath map[string]bool, cycle *ChainBreak) {
+	onPath = map[string]bool{}
+	for cur := m.byUUID[leaf.uuid]; cur != nil; {
+		if onPath[cur.uuid] {
+			prev := path[len(path)-1]
+			p, _ := prev.parent()
+			cycle = &ChainBreak{UUID: prev.uuid, Parent: p}
+			break
+		}
+		onPath[cur.uuid] = true
+		path = append(path, cur)
+		cur = m.up(cur)
+	}
+	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
+		path[i], path[j] = path[j], path[i]
+	}
+	return path, onPath, cycle
+}
+
+// parentIndex finds the rows whose parentUuid is strictly equal to a value
+// without scanning them all. Entries go stale when a row is given another
+// parent; matching drops those.
+type parentIndex struct {
+	order []*row
+	by    map[string][]int
+}
+
+func newParentIndex(order []*row) *parentIndex {
+	x := &parentIndex{order: order, by: make(map[string][]int, len(order))}
+	for i, r := range order {
+		x.add(i, r.f[fParent])
+	}
+	return x
+}
+
+// parentKey is a key under which values that are === share an entry;
+// objects and arrays have none (they equal nothing).
+func parentKey(v jv) (string, bool) {
+	switch {
+	case v == nil:
+		return "\x00", true
+	case v.isStr():
+		s, _ := v.str()
+		return "s" + s, true
+	case v.objLike():
+		return "", false
+	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return "", false
+		}
+		if f == 0 {
+			f = 0 // -0 === 0
+		}
+		return "#" + strconv.FormatFloat(f, 'g', -1, 64), true
+	}
+	return "\x01" + string(v), true // null, true, false
+}
+
+func (x *parentIndex) add(i int, v jv) {
+	if k, ok := parentKey(v); ok {
+		x.by[k] = append(x.by[k], i)
+	}
+}
+
+// matching returns, in map order, the rows whose parent === v now.
+func (x *parentIndex) matching(v jv) []int {
+	k, ok := parentKey(v)
+	if !ok {
+		return nil
+	}
+	var out []int
+	seen := map[int]bool{}
+	for _, i := range x.by[k] {
+		if seen[i] {
+			continue
+		}
+		if pk, ok := parentKey(x.order[i].f[fParent]); ok && pk == k {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	x.by[k] = append(x.by[k][:0], out...)
+	sort.Ints(out)
+	return out
+}
+
+// reattachSplit puts back the rows of split assistant messages (one row per
+// content block, sharing message.id) that are off the chain, and the
+// tool_result rows answering them, after the chain row with that message id.
+func reattachSplit(order, path []*row, onPath map[string]bool) []*row {
+	return reattach(rowSplitRules, order, path, onPath)
+}
+
+// rowSplitRules read the split-assistant repair's facts off a row.
+var rowSplitRules = splitRules[*row]{
+	uuid:        func(r *row) string { return r.uuid },
+	isAssistant: func(r *row) bool { return r.typ == core.TypeAssistant },
+	messageID:   (*row).messageID,
+	toolUses:    func(r *row) []string { return r.ids("tool_use", "id") },
+	toolResults: func(r *row) []string { return r.ids("tool_result", "tool_use_id") },
+	isResultRow: (*row).isToolResultRow,
+	parent:      func(r *row) (string, bool) { return r.f[fParent].str() },
+	sourceTool: func(r *row) (string, bool) {
+		src, ok := r.f[fSourceTool].str()
+		return src, ok && !strictEq(r.f[fSourceTool], r.f[fParent])
+	},
+	sameSide: func(a, b *row) bool {
+		sa, sb := a.f[fSidechain], b.f[fSidechain]
+		if sa.nullish() {
+			sa = jv("false")
+		}
+		if sb.nullish() {
+			sb = jv("false")
+		}
+		return strictEq(sa, sb) && strictEq(a.f[fAgent], b.f[fAgent])
+	},
+	timeKey: (*row).timestamp,
+}
+
+// trailingQueued finds queued-command attachments that hang below the leaf
+// through non-message rows and are not on another branch.
+func trailingQueued(all []*row, relinked map[string]*row, path []*row, leaf *row) []*row {
+	if leaf == nil {
+		return nil
+	}
+	children := map[string][]*row{}
+	for _, p := range all {
+		if p.typ == core.TypeUser || p.typ == core.TypeAssistant {
+			continue
+		}
+		a, aok := p.parent()
+		var b string
+		bok := false
+		if rl := relinked[p.uuid]; rl != nil {
+			b, bok = rl.parent()
+		}
+		if aok {
+			children[a] = append(children[a], p)
+		}
+		if bok && !(aok && a == b) {
+			children[b] = append(children[b], p)
+		}
+	}
+	seen := make(map[string]bool, len(path))
+	for _, r := range path {
+		seen[r.uuid] = true
+	}
+	last := make(map[string]*row, len(all))
+	for _, r := range all {
+		last[r.uuid] = r
+	}
+	return walkTrailing(all, children, seen, last, leaf)
+}
+
+func walkTrailing(all []*row, children map[string][]*row, seen map[string]bool, last map[string]*row, leaf *row) []*row {
+	// Rows above user/assistant rows that are off the chain belong to
+	// other branches.
+	other := map[string]bool{}
+	for _, p := range all {
+		if (p.typ != core.TypeUser && p.typ != core.TypeAssistant) || p.f[fSidechain].truthy() || p.f[fTeam].truthy() || seen[p.uuid] {
+			continue
+		}
+		var f *row
+		if s, ok := p.parent(); ok {
+			f = last[s]
+		}
+		for f != nil && !seen[f.uuid] && !other[f.uuid] {
+			other[f.uuid] = true
+			var next *row
+			if s, ok := f.parent(); ok {
+				next = last[s]
+			}
+			f = next
+		}
+	}
+	var out []*row
+	stack := []*row{leaf}
+	first := true
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !first {
+			if seen[p.uuid] {
+				continue
+			}
+			seen[p.uuid] = true
+			if t, _ := p.attachmentType(); t == "queued_command" && !other[p.uuid] {
+				out = append(out, p)
+			}
+		}
+		first = false
+		kids := children[p.uuid]
+		if len(kids) > 1 {
+			kids = append([]*row(nil), kids...)
+			sort.SliceStable(kids, func(i, j int) bool { return kids[i].timestamp() < kids[j].timestamp() })
+		}
+		for i := len(kids) - 1; i >= 0; i-- {
+			if !seen[kids[i].uuid] {
+				stack = append(stack, kids[i])
+			}
+		}
+	}
+	return out
+}
