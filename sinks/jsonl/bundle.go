@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -274,7 +275,7 @@ func (l Layout) placeStaged(stage, folder, id string) error {
 			return fmt.Errorf("import %s: place %s: %w", id, n, err)
 		}
 	}
-	return syncDir(dst)
+	return durable.SyncDir(dst)
 }
 
 func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, res ImportResult) (ImportResult, error) {

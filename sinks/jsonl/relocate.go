@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // RelocateOptions tune a relocation.
@@ -269,11 +270,11 @@ func (l Layout) restoreItem(it TrashItem) (TrashItem, error) {
 			return it, fmt.Errorf("move %s back: %w", n, err)
 		}
 	}
-	if err := syncDir(projectDir); err != nil {
+	if err := durable.SyncDir(projectDir); err != nil {
 		return it, err
 	}
 	if err := os.RemoveAll(itemDir); err != nil {
 		return it, fmt.Errorf("remove the emptied trash item: %w", err)
 	}
-	return it, syncDir(l.TrashDir())
+	return it, durable.SyncDir(l.TrashDir())
 }

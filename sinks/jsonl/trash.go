@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -267,10 +268,10 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 			return it, fmt.Errorf("move %s to the trash: %w", n, err)
 		}
 	}
-	if err := syncDir(projectDir); err != nil {
+	if err := durable.SyncDir(projectDir); err != nil {
 		return it, err
 	}
-	if err := syncDir(data); err != nil {
+	if err := durable.SyncDir(data); err != nil {
 		return it, err
 	}
 	it.Complete = true
@@ -449,7 +450,7 @@ func (l Layout) EmptyTrash(olderThan time.Duration, dryRun bool, now time.Time) 
 		out = append(out, it)
 	}
 	if len(out) > 0 && !dryRun {
-		return out, syncDir(l.TrashDir())
+		return out, durable.SyncDir(l.TrashDir())
 	}
 	return out, nil
 }

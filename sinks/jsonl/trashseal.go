@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // A sealed trash item: with TrashOptions.Seal, every regular file of the
@@ -51,7 +53,7 @@ func (l Layout) sealItem(it *TrashItem, seal func([]byte) ([]byte, error)) error
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("seal %s: %w", f.Path, err)
 		}
-		if err := syncDir(filepath.Dir(p)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(p)); err != nil {
 			return err
 		}
 	}

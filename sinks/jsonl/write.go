@@ -1,0 +1,205 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/e0dc0000/scribe/internal/durable"
+)
+
+// The write side of the sink: queued lines drained into their files (plain
+// or sealed), fsync by policy, Flush and what it promises.
+
+// appendBlock queues the latest line of each re-append type, so that
+// listings, which read only the last 64 KiB, find them.
+func (s *Sink) appendBlock(f *file) {
+	for i, l := range f.latest {
+		if l != nil {
+			s.queueRaw(f, l)
+			f.latestEnd[i] = f.size
+		}
+	}
+	s.reappends.Add(1)
+}
+
+// drain writes every file's queue with one write each, then syncs as the
+// policy says. The routing lock is held only to swap each file's queue for
+// its spare buffer, so Write goes on while the disk works. A failed write
+// puts what was not written back at the front of the queue and backs off;
+// the error is returned, counted and logged.
+func (s *Sink) drain() error {
+	s.io.Lock()
+	defer s.io.Unlock()
+	return s.drainIO()
+}
+
+// job is one file's queue taken for writing.
+type job struct {
+	f    *file
+	buf  wqueue
+	seal bool
+}
+
+func (s *Sink) drainIO() error {
+	s.mu.Lock()
+	var jobs []job
+	for f := range s.dirty {
+		if f.pending.len() == 0 {
+			continue
+		}
+		s.pending -= int64(f.pending.len())
+		jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal})
+		f.seal = false
+	}
+	clear(s.dirty)
+	s.mu.Unlock()
+	var errs []error
+	for _, j := range jobs {
+		rest, sealLeft, err := s.writeJob(j)
+		s.mu.Lock()
+		f := j.f
+		if err != nil {
+			errs = append(errs, err)
+			s.pending += int64(rest.len())
+			f.pending.prepend(rest)
+			f.seal = f.seal || sealLeft
+			s.dirty[f] = struct{}{}
+		} else {
+			j.buf.release()
+		}
+		s.mu.Unlock()
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		s.writeErrors.Add(1)
+		s.retryWait = min(max(2*s.retryWait, 50*time.Millisecond), 5*time.Second)
+		s.retryAt = time.Now().Add(s.retryWait)
+		s.log.Error("write failed; keeping the entries queued and retrying", "retry_in", s.retryWait, "error", err)
+	} else {
+		s.retryWait = 0
+	}
+	return err
+}
+
+func (ss *session) files() []*file {
+	out := make([]*file, 0, 2+len(ss.agents))
+	out = append(out, ss.main)
+	for _, f := range ss.agents {
+		out = append(out, f)
+	}
+	if ss.side != nil {
+		out = append(out, ss.side)
+	}
+	return out
+}
+
+// writeJob writes a taken queue with as few write calls as it can (one,
+// below 100 MiB) and syncs per the policy. It returns what was not written
+// and whether the torn tail is still to be sealed. Called with s.io held.
+func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
+	f := j.f
+	if s.sealed != nil {
+		return s.writeSealed(j)
+	}
+	if f.fd == nil {
+		if err := os.MkdirAll(filepath.Dir(f.path), dirMode); err != nil {
+			return j.buf, j.seal, fmt.Errorf("create folder for %s: %w", f.path, err)
+		}
+		_, statErr := os.Stat(f.path)
+		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+		if err != nil {
+			return j.buf, j.seal, fmt.Errorf("open %s: %w", f.path, err)
+		}
+		f.fd = fd
+		s.filesOpen++
+		if errors.Is(statErr, os.ErrNotExist) {
+			f.created = true
+			s.filesCreated.Add(1)
+		}
+	}
+	if j.seal {
+		// The last line was torn (a crash mid-write); end it so the next
+		// line starts on a line of its own.
+		n, err := f.fd.Write([]byte{'\n'})
+		if n != 1 {
+			return j.buf, true, fmt.Errorf("seal torn tail of %s: %w", f.path, err)
+		}
+		s.tornSealed.Add(1)
+		s.log.Warn("sealed a torn last line", "file", f.path)
+	}
+	left, n, lines, err := j.buf.writeTo(int(f.fd.Fd()))
+	s.bytesWritten.Add(int64(n))
+	s.linesWritten.Add(int64(lines))
+	if n > 0 {
+		f.unsynced = true
+		s.toSync[f] = struct{}{}
+	}
+	if err != nil {
+		return left, false, fmt.Errorf("write %s: %w", f.path, err)
+	}
+	return s.written(f)
+}
+
+// written ends a successful write of f: counted, synced per the policy,
+// and its descriptor closed when over the budget. Called with s.io held.
+func (s *Sink) written(f *file) (rest wqueue, sealLeft bool, err error) {
+	s.writes.Add(1)
+	if err := s.sync(f); err != nil {
+		return wqueue{}, false, err
+	}
+	if s.filesOpen > int64(s.fileBudget) {
+		s.closeFile(f)
+	}
+	return wqueue{}, false, nil
+}
+
+// sync is the one place the fsync policy is applied: batch and always
+// sync after every drain (always drains at every Write), never leaves it to
+// the OS. Called with s.io held.
+func (s *Sink) sync(f *file) error {
+	if !f.unsynced || s.opts.Fsync == FsyncNever {
+		return nil
+	}
+	if err := f.fd.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", f.path, err)
+	}
+	s.fsyncs.Add(1)
+	f.unsynced = false
+	if f.created {
+		if err := durable.SyncDir(filepath.Dir(f.path)); err != nil {
+			return err
+		}
+		f.created = false
+	}
+	return nil
+}
+
+// Flush writes every queue now and syncs it (unless the policy is never).
+func (s *Sink) Flush(context.Context) error {
+	s.io.Lock()
+	defer s.io.Unlock()
+	return s.flushIO()
+}
+
+func (s *Sink) flushIO() error {
+	if err := s.drainIO(); err != nil {
+		return err
+	}
+	var errs []error
+	for f := range s.toSync {
+		if f.unsynced && f.fd != nil {
+			if err := s.sync(f); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if !f.unsynced || s.opts.Fsync == FsyncNever {
+			delete(s.toSync, f)
+		}
+	}
+	return errors.Join(errs...)
+}
