@@ -649,6 +649,7 @@ func forEachUnit(t *testing.T, c *corpus, fn func(t *testing.T, u *unit)) {
 }
 
 func TestCompatRecordCorpus(t *testing.T) {
+	t.Parallel() // a long, self-contained run: it overlaps the others
 	p := peer.Find(t)
 	c := loadCorpus(t)
 	logCorpus(t, c)

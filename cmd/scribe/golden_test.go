@@ -199,6 +199,7 @@ func parallel(n int, fn func(i int)) {
 }
 
 func TestGoldenOutputs(t *testing.T) {
+	t.Parallel() // a long, self-contained run: it overlaps the others
 	got := goldenOutputs(t)
 	if *updateGolden {
 		body := "# cmd id sha256 exit-code: go test ./cmd/scribe -run TestGoldenOutputs -update\n" + strings.Join(got, "\n") + "\n"

@@ -20,6 +20,7 @@ import (
 // listSessions equal. (NUL cannot be carried by argv, nor a lone surrogate
 // by a Go string: neither reaches either side from a shell.)
 func TestTagAndRenameUnicodeMatchTheSDK(t *testing.T) {
+	t.Parallel() // a long, self-contained run: it overlaps the others
 	p := peer.Find(t)
 	sdkDir, ourDir := t.TempDir(), t.TempDir()
 	ids := p.GenFixture(t, sdkDir, "/home/alice/src/shop")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSessionStoreHostile(t *testing.T) {
+	t.Parallel() // a long, self-contained run: it overlaps the others
 	p := peer.Find(t)
 	srv := startStoreServer(t)
 	out := p.Run(t, "store-hostile.mjs", srv.url(), cloudToken)

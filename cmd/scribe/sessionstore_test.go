@@ -95,6 +95,7 @@ func runContracts(t *testing.T, p *peer.Peer, srv *cloudServer, flags ...string)
 }
 
 func TestSessionStoreContracts(t *testing.T) {
+	t.Parallel() // a long, self-contained run: it overlaps the others
 	p := peer.Find(t)
 	srv := startStoreServer(t)
 	if failed, res := runContracts(t, p, srv); len(failed) != 0 {
@@ -180,6 +181,7 @@ func runCorpus(t *testing.T, p *peer.Peer, srv *cloudServer, token string, flags
 }
 
 func TestSessionStoreCorpus(t *testing.T) {
+	t.Parallel() // a long, self-contained run: it overlaps the others
 	p := peer.Find(t)
 	p.Timeout = 5 * time.Minute
 	srv := startStoreServer(t)
