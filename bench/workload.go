@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // The synthetic workload: N Claude Code sessions, each a parentUuid chain of
@@ -186,7 +188,7 @@ func (s *genSession) head() {
 	if s.parent == "" {
 		s.buf = append(s.buf, "null"...)
 	} else {
-		s.buf = appendStr(s.buf, s.parent)
+		s.buf = core.AppendJSString(s.buf, s.parent)
 	}
 	s.buf = append(s.buf, `,"isSidechain":false`...)
 }
@@ -194,11 +196,11 @@ func (s *genSession) head() {
 // tail writes the keys every chain row ends with and queues the line.
 func (s *genSession) tail(uuid string) {
 	s.buf = append(s.buf, `,"userType":"external","entrypoint":"cli","cwd":`...)
-	s.buf = appendStr(s.buf, s.cwd)
+	s.buf = core.AppendJSString(s.buf, s.cwd)
 	s.buf = append(s.buf, `,"sessionId":`...)
-	s.buf = appendStr(s.buf, s.id)
+	s.buf = core.AppendJSString(s.buf, s.id)
 	s.buf = append(s.buf, `,"version":"`+claudeVersion+`","gitBranch":`...)
-	s.buf = appendStr(s.buf, s.branch)
+	s.buf = core.AppendJSString(s.buf, s.branch)
 	s.buf = append(s.buf, '}')
 	s.queue = append(s.queue, append([]byte(nil), s.buf...))
 	s.parent = uuid
@@ -207,9 +209,9 @@ func (s *genSession) tail(uuid string) {
 
 func (s *genSession) uuidTS(uuid string) {
 	s.buf = append(s.buf, `,"uuid":`...)
-	s.buf = appendStr(s.buf, uuid)
+	s.buf = core.AppendJSString(s.buf, uuid)
 	s.buf = append(s.buf, `,"timestamp":`...)
-	s.buf = appendStr(s.buf, s.tick())
+	s.buf = core.AppendJSString(s.buf, s.tick())
 }
 
 func (s *genSession) userPrompt() {
@@ -217,9 +219,9 @@ func (s *genSession) userPrompt() {
 	uuid := s.uuid()
 	s.head()
 	s.buf = append(s.buf, `,"promptId":`...)
-	s.buf = appendStr(s.buf, s.uuid())
+	s.buf = core.AppendJSString(s.buf, s.uuid())
 	s.buf = append(s.buf, `,"type":"user","message":{"role":"user","content":`...)
-	s.buf = appendStr(s.buf, s.prompt)
+	s.buf = core.AppendJSString(s.buf, s.prompt)
 	s.buf = append(s.buf, '}')
 	s.uuidTS(uuid)
 	s.tail(uuid)
@@ -253,30 +255,30 @@ func (s *genSession) toolRound() {
 
 	s.head()
 	s.assistantStart()
-	s.buf = appendStr(s.buf, s.prose(40+s.r.IntN(360)))
+	s.buf = core.AppendJSString(s.buf, s.prose(40+s.r.IntN(360)))
 	s.buf = append(s.buf, `},{"type":"tool_use","id":`...)
-	s.buf = appendStr(s.buf, toolID)
+	s.buf = core.AppendJSString(s.buf, toolID)
 	s.buf = append(s.buf, `,"name":"`+tool+`","input":{`...)
 	switch tool {
 	case "Bash":
 		s.buf = append(s.buf, `"command":`...)
-		s.buf = appendStr(s.buf, "cd /home/dev/src && npm test -- "+path+" 2>&1 | tail -n 80")
+		s.buf = core.AppendJSString(s.buf, "cd /home/dev/src && npm test -- "+path+" 2>&1 | tail -n 80")
 		s.buf = append(s.buf, `,"description":"Run the tests"`...)
 	case "Read":
 		s.buf = append(s.buf, `"file_path":`...)
-		s.buf = appendStr(s.buf, s.cwd+"/"+path)
+		s.buf = core.AppendJSString(s.buf, s.cwd+"/"+path)
 	case "Edit":
 		s.buf = append(s.buf, `"file_path":`...)
-		s.buf = appendStr(s.buf, s.cwd+"/"+path)
+		s.buf = core.AppendJSString(s.buf, s.cwd+"/"+path)
 		s.buf = append(s.buf, `,"old_string":`...)
-		s.buf = appendStr(s.buf, s.output(80+s.r.IntN(300)))
+		s.buf = core.AppendJSString(s.buf, s.output(80+s.r.IntN(300)))
 		s.buf = append(s.buf, `,"new_string":`...)
-		s.buf = appendStr(s.buf, s.output(80+s.r.IntN(300)))
+		s.buf = core.AppendJSString(s.buf, s.output(80+s.r.IntN(300)))
 	case "Grep":
 		s.buf = append(s.buf, `"pattern":`...)
-		s.buf = appendStr(s.buf, identifiers[s.r.IntN(len(identifiers))]+`\(`)
+		s.buf = core.AppendJSString(s.buf, identifiers[s.r.IntN(len(identifiers))]+`\(`)
 		s.buf = append(s.buf, `,"path":`...)
-		s.buf = appendStr(s.buf, s.cwd)
+		s.buf = core.AppendJSString(s.buf, s.cwd)
 	}
 	s.buf = append(s.buf, "}}"...)
 	s.assistantEnd("tool_use", asst)
@@ -285,26 +287,26 @@ func (s *genSession) toolRound() {
 	res := s.uuid()
 	s.head()
 	s.buf = append(s.buf, `,"type":"user","message":{"role":"user","content":[{"tool_use_id":`...)
-	s.buf = appendStr(s.buf, toolID)
+	s.buf = core.AppendJSString(s.buf, toolID)
 	s.buf = append(s.buf, `,"type":"tool_result","content":`...)
-	s.buf = appendStr(s.buf, out)
+	s.buf = core.AppendJSString(s.buf, out)
 	s.buf = append(s.buf, `,"is_error":false}]}`...)
 	s.uuidTS(res)
 	s.buf = append(s.buf, `,"toolUseResult":`...)
 	if tool == "Read" {
 		s.buf = append(s.buf, `{"type":"text","file":{"filePath":`...)
-		s.buf = appendStr(s.buf, s.cwd+"/"+path)
+		s.buf = core.AppendJSString(s.buf, s.cwd+"/"+path)
 		s.buf = append(s.buf, `,"content":`...)
-		s.buf = appendStr(s.buf, out)
+		s.buf = core.AppendJSString(s.buf, out)
 		n := strings.Count(out, "\n") + 1
 		s.buf = fmt.Appendf(s.buf, `,"numLines":%d,"startLine":1,"totalLines":%d}}`, n, n+s.r.IntN(400))
 	} else {
 		s.buf = append(s.buf, `{"stdout":`...)
-		s.buf = appendStr(s.buf, out)
+		s.buf = core.AppendJSString(s.buf, out)
 		s.buf = append(s.buf, `,"stderr":"","interrupted":false,"isImage":false}`...)
 	}
 	s.buf = append(s.buf, `,"sourceToolAssistantUUID":`...)
-	s.buf = appendStr(s.buf, asst)
+	s.buf = core.AppendJSString(s.buf, asst)
 	s.tail(res)
 }
 
@@ -312,20 +314,20 @@ func (s *genSession) finalReply() {
 	uuid := s.uuid()
 	s.head()
 	s.assistantStart()
-	s.buf = appendStr(s.buf, s.prose(100+s.r.IntN(1400)))
+	s.buf = core.AppendJSString(s.buf, s.prose(100+s.r.IntN(1400)))
 	s.buf = append(s.buf, '}')
 	s.assistantEnd("end_turn", uuid)
 }
 
 func (s *genSession) meta(typ, key, val string, leaf bool) {
 	s.buf = append(s.buf[:0], `{"type":"`+typ+`","`+key+`":`...)
-	s.buf = appendStr(s.buf, val)
+	s.buf = core.AppendJSString(s.buf, val)
 	if leaf {
 		s.buf = append(s.buf, `,"leafUuid":`...)
-		s.buf = appendStr(s.buf, s.lastID)
+		s.buf = core.AppendJSString(s.buf, s.lastID)
 	}
 	s.buf = append(s.buf, `,"sessionId":`...)
-	s.buf = appendStr(s.buf, s.id)
+	s.buf = core.AppendJSString(s.buf, s.id)
 	s.buf = append(s.buf, '}')
 	s.queue = append(s.queue, append([]byte(nil), s.buf...))
 }
@@ -388,31 +390,4 @@ func generate(path string, sessions int, size int64, seed uint64) error {
 		return err
 	}
 	return f.Close()
-}
-
-// appendStr appends s as a JSON string the way JSON.stringify writes it:
-// quote, backslash and control characters escaped, everything else as is.
-func appendStr(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"':
-			b = append(b, '\\', '"')
-		case c == '\\':
-			b = append(b, '\\', '\\')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }

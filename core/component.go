@@ -307,3 +307,26 @@ type GuardFactory interface {
 type Validator interface {
 	Validate() error
 }
+
+// IsUUID reports whether s is a UUID written as 8-4-4-4-12 hex digits, in
+// either case: what a session id must be. It is the one check of that
+// shape; it runs per entry, so it is written without a regexp.
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -259,12 +259,7 @@ func (s *Sink) Status() Status {
 		ID: s.id.String(), Kind: string(core.KindSink), State: s.state,
 		LastError: s.lastErr, Queued: s.queued, Spooled: s.spooled,
 	}
-	if in := s.inst; in != nil {
-		st.PID = in.pid()
-		st.Reattached = in.reattached
-		st.PluginType = in.desc.GetType()
-		st.PluginVersion = in.desc.GetVersion()
-	}
+	s.inst.describe(&st)
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()
 	st.Counters = s.Report()

@@ -127,15 +127,22 @@ func (sv *supervisor) close() {
 	}
 }
 
+// describe fills in what st says of the running process (nothing when in
+// is nil: no process runs).
+func (in *instance) describe(st *Status) {
+	if in == nil {
+		return
+	}
+	st.PID = in.pid()
+	st.Reattached = in.reattached
+	st.PluginType = in.desc.GetType()
+	st.PluginVersion = in.desc.GetVersion()
+}
+
 func (sv *supervisor) status(id core.ID, kind core.Kind) Status {
 	sv.mu.Lock()
 	st := Status{ID: id.String(), Kind: string(kind), State: sv.state, LastError: sv.lastErr}
-	if in := sv.in; in != nil {
-		st.PID = in.pid()
-		st.Reattached = in.reattached
-		st.PluginType = in.desc.GetType()
-		st.PluginVersion = in.desc.GetVersion()
-	}
+	sv.in.describe(&st)
 	sv.mu.Unlock()
 	st.Restarts = sv.restarts.Load()
 	st.Counters = sv.report()

@@ -121,27 +121,6 @@ var (
 	reHash    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
-// validSession reports whether s is a UUID (8-4-4-4-12 hex digits).
-func validSession(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // Validate implements core.Validator: it checks every value and reports all
 // problems together.
 func (c *Config) Validate() error {

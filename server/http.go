@@ -59,6 +59,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // Route names, as they appear in metrics.
@@ -209,7 +211,7 @@ func (s *Server) withSession(w http.ResponseWriter, r *http.Request, scope, esca
 	req := request{tenant: p.tenant}
 	if r.URL.Path != "/v1/sessions" && !strings.HasPrefix(r.URL.Path, storePrefix) {
 		id, err := url.PathUnescape(escapedID)
-		if err != nil || !validSession(id) {
+		if err != nil || !core.IsUUID(id) {
 			if err != nil {
 				id = escapedID
 			}

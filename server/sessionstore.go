@@ -51,6 +51,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 const (
@@ -148,7 +150,7 @@ func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
 		return k, nil
 	}
 	id := q.Get("session_id")
-	if !validSession(id) {
+	if !core.IsUUID(id) {
 		return k, fmt.Errorf("session_id %q is not a UUID (want 8-4-4-4-12 hex digits)", truncate(id, 100))
 	}
 	k.session = strings.ToLower(id)

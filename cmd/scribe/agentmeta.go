@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -99,10 +100,8 @@ func writeAgentMeta(path string, e core.Entry) (bool, error) {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
 		return false, nil
 	}
-	err = indexWriteAtomic(path, func(w io.Writer) error { _, err := w.Write(b); return err })
-	if err == nil {
-		err = os.Chmod(path, 0o600) // as Claude Code makes its files
-	}
+	// 0600 from the start, as Claude Code makes its files.
+	_, err = durable.Replace(path, durable.Options{Perm: 0o600}, func(w io.Writer) error { _, err := w.Write(b); return err })
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", path, err)
 	}

@@ -58,18 +58,6 @@ func cpOK(t *testing.T, v any, stdin string, args ...string) string {
 	return out
 }
 
-func cpGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 type cpResume struct {
 	Classification string            `json:"classification"`
 	Persisted      int               `json:"persisted"`
@@ -100,13 +88,13 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 	repo := t.TempDir()
-	cpGit(t, repo, "init", "-q")
+	testenv.Git(t, repo, "init", "-q")
 	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cpGit(t, repo, "add", ".")
-	cpGit(t, repo, "commit", "-q", "-m", "first")
-	head := cpGit(t, repo, "rev-parse", "HEAD")
+	testenv.Git(t, repo, "add", ".")
+	testenv.Git(t, repo, "commit", "-q", "-m", "first")
+	head := testenv.Git(t, repo, "rev-parse", "HEAD")
 	dir := t.TempDir()
 
 	// A session recorded in the repository, then a checkpoint.
@@ -133,8 +121,8 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	}
 
 	// The work goes on: new commit, new turn, a second checkpoint.
-	cpGit(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
-	head2 := cpGit(t, repo, "rev-parse", "HEAD")
+	testenv.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
+	head2 := testenv.Git(t, repo, "rev-parse", "HEAD")
 	more := cpRow("user", 3, 2, "Now add tests", repo) + "\n" + cpRow("assistant", 4, 3, "Tests added", repo) + "\n"
 	cpOK(t, nil, more, "record", "--config-dir", dir)
 	out := cpOK(t, nil, "", "checkpoint", "--config-dir", dir, cpSession, "--label", "tests added")

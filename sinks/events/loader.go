@@ -494,7 +494,7 @@ var reAgentID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // subagent's sidechain (session_agent_id). A session the server does not
 // have is core.ErrNotFound; so is an id the server could not hold.
 func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcript, error) {
-	if !isUUID(ref.SessionID) {
+	if !core.IsUUID(ref.SessionID) {
 		return nil, fmt.Errorf("%w: session %q is not a UUID", core.ErrNotFound, ref.SessionID)
 	}
 	if ref.AgentID != "" && !reAgentID.MatchString(ref.AgentID) {
@@ -528,27 +528,6 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 		tr.Notes = append(tr.Notes, fmt.Sprintf("%d rows from the server are not JSON objects; skipped", malformed))
 	}
 	return tr, nil
-}
-
-// isUUID reports whether s is 8-4-4-4-12 hex digits.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // LoaderFactory makes cloud loaders.

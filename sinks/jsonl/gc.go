@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // GCMinIdle is how long a session must have been quiet before gc may
@@ -260,7 +262,7 @@ func (l Layout) gcScan(opt GCOptions) ([]GCSession, error) {
 }
 
 func cutJSONL(name string) (string, bool) {
-	if len(name) != 36+len(".jsonl") || name[36:] != ".jsonl" || !liteIsUUID(name[:36]) {
+	if len(name) != 36+len(".jsonl") || name[36:] != ".jsonl" || !core.IsUUID(name[:36]) {
 		return "", false
 	}
 	return name[:36], true

@@ -17,6 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/gitrev"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -211,18 +212,6 @@ func TestLifecycleSealsATornSidecar(t *testing.T) {
 	}
 }
 
-func lcGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // lcRepo makes a git repository with one commit and returns it and HEAD.
 func lcRepo(t *testing.T) (string, string) {
 	t.Helper()
@@ -230,13 +219,13 @@ func lcRepo(t *testing.T) (string, string) {
 		t.Skip("git is not installed")
 	}
 	repo := t.TempDir()
-	lcGit(t, repo, "init", "-q")
+	testenv.Git(t, repo, "init", "-q")
 	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lcGit(t, repo, "add", ".")
-	lcGit(t, repo, "commit", "-q", "-m", "first")
-	return repo, lcGit(t, repo, "rev-parse", "HEAD")
+	testenv.Git(t, repo, "add", ".")
+	testenv.Git(t, repo, "commit", "-q", "-m", "first")
+	return repo, testenv.Git(t, repo, "rev-parse", "HEAD")
 }
 
 // AppendCheckpoint: after the current leaf, with the commit of the
@@ -258,8 +247,8 @@ func TestCheckpointAppend(t *testing.T) {
 		t.Fatalf("checkpoint %+v, want commit %s after a-1", cp, head)
 	}
 	// The session goes on; a second checkpoint follows the new leaf.
-	lcGit(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
-	head2 := lcGit(t, repo, "rev-parse", "HEAD")
+	testenv.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
+	head2 := testenv.Git(t, repo, "rev-parse", "HEAD")
 	lcPipeline(t, dir, line("user", "u-2", "a-1"), line("assistant", "a-2", "u-2"))
 	cp2, err := l.AppendCheckpoint(ctx, sess, "refactor", 0, gitrev.Head)
 	if err != nil || cp2.Commit != head2 || cp2.MessageUUID != "a-2" {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/e0dc0000/scribe/core"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,7 @@ func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath
 			continue
 		}
 		id := name[:len(name)-len(".jsonl")]
-		if !liteIsUUID(id) {
+		if !core.IsUUID(id) {
 			continue
 		}
 		out = append(out, liteCand{
@@ -66,28 +67,6 @@ func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath
 		})
 	}
 	return out
-}
-
-// liteIsUUID is IsSessionID without the regexp (8-4-4-4-12 hex digits,
-// any case).
-func liteIsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // liteDir is a project folder with its entries, read once.

@@ -5,6 +5,7 @@ package jsonl
 import (
 	"bytes"
 	"encoding/binary"
+	"iter"
 	"strings"
 	"unicode/utf8"
 
@@ -203,6 +204,29 @@ func (x *liteIdx) buildTitles() {
 	x.titles = true
 }
 
+// linesBack yields, from the last to the first, each line of win that
+// holds one of the offsets occ (ascending), once however many it holds.
+func linesBack(win []byte, occ []int) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		limit := len(win) + 1
+		for j := len(occ) - 1; j >= 0; j-- {
+			p := occ[j]
+			if p >= limit {
+				continue
+			}
+			ls := bytes.LastIndexByte(win[:p], '\n') + 1
+			le := len(win)
+			if e := bytes.IndexByte(win[p:], '\n'); e >= 0 {
+				le = p + e
+			}
+			limit = ls
+			if !yield(win[ls:le]) {
+				return
+			}
+		}
+	}
+}
+
 // lastKeyed is the SDK's backward line scan: going from the last line of
 // the window to the first, the first line that contains `"key":` (and,
 // when typ is set, `"type":"typ"`, or with older also `"type": "typ"`) and
@@ -226,19 +250,7 @@ func (x *liteIdx) lastKeyed(k int, typ string, older bool) (string, bool) {
 			nt = 2
 		}
 	}
-	limit := len(win) + 1
-	for j := len(occ) - 1; j >= 0; j-- {
-		p := occ[j]
-		if p >= limit {
-			continue
-		}
-		ls := bytes.LastIndexByte(win[:p], '\n') + 1
-		le := len(win)
-		if e := bytes.IndexByte(win[p:], '\n'); e >= 0 {
-			le = p + e
-		}
-		limit = ls
-		line := win[ls:le]
+	for line := range linesBack(win, occ) {
 		if nt > 0 {
 			has := false
 			for _, tp := range typePats[:nt] {

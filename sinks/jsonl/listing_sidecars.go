@@ -328,20 +328,8 @@ func litePromptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
 // tail window (see SessionInfo.LastEntryTail).
 func (x *liteIdx) lastEntry() []byte {
 	win, occ := x.win, x.pos[lkParentUUID]
-	limit := len(win) + 1
-	for j := len(occ) - 1; j >= 0; j-- {
-		p := occ[j]
-		if p >= limit {
-			continue
-		}
-		ls := bytes.LastIndexByte(win[:p], '\n') + 1
-		le := len(win)
-		if e := bytes.IndexByte(win[p:], '\n'); e >= 0 {
-			le = p + e
-		}
-		limit = ls
-		// (The first line of a tail window may be cut; it does not parse.)
-		line := win[ls:le]
+	// (The first line of a tail window may be cut; it does not parse.)
+	for line := range linesBack(win, occ) {
 		if obj, ok := jsonv.Value(line); ok && obj[0] == '{' {
 			switch t, _ := jsonv.GetString(obj, "type"); t {
 			case "user", "assistant", "attachment":

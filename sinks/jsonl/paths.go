@@ -19,10 +19,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"unicode/utf16"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 const (
@@ -53,11 +54,9 @@ func SanitizePath(p string) string {
 	return out[:maxProjectName] + "-" + strconv.FormatInt(abs, 36)
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // IsSessionID reports whether s is a UUID, the only names Claude Code's
 // readers accept for session files.
-func IsSessionID(s string) bool { return uuidRE.MatchString(s) }
+func IsSessionID(s string) bool { return core.IsUUID(s) }
 
 // safeName reports whether s matches ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$
 // (by hand: it runs for every entry).
