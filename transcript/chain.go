@@ -29,6 +29,8 @@ package transcript
 
 import (
 	"bytes"
+	"runtime"
+	"sync"
 
 	"github.com/e0dc0000/scribe/core"
 )
@@ -76,14 +78,37 @@ type Chain struct {
 // It never fails: damaged input gives a shorter chain and a report in Cycle
 // and Gaps.
 func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
+	c := buildChain(extractRows(len(entries), func(i int) (*row, bool) { return extractRow(&entries[i]) }), opt)
+	for _, r := range c.path {
+		if r.typ != core.TypeProgress {
+			c.Entries = append(c.Entries, *r.e)
+		}
+	}
+	for _, r := range c.trailing {
+		c.Trailing = append(c.Trailing, *r.e)
+	}
+	return c
+}
+
+// LinesMessages is BuildChain followed by Messages, for a reader that
+// kept only each row's line (or only the members RebuildReads names): the
+// SDK's getSessionMessages (getSubagentMessages with opt.Sidechain) over
+// the rows of one file, in file order, with the walk's cycle and gaps.
+func LinesMessages(lines [][]byte, opt ChainOptions, mopt MessageOptions) ([]SessionMessage, *ChainBreak, []ChainBreak) {
+	c := buildChain(extractRows(len(lines), func(i int) (*row, bool) { return extractLine(lines[i], nil) }), opt)
+	return c.Messages(mopt), c.Cycle, c.Gaps
+}
+
+// buildChain rebuilds the conversation of rows (nil for lines that are not
+// objects), leaving Entries and Trailing to the caller.
+func buildChain(rows []*row, opt ChainOptions) Chain {
 	c := Chain{side: opt.Sidechain}
 	var delivery *deliveryState
 	if !opt.Sidechain {
 		delivery = newDeliveryState()
 	}
-	for i := range entries {
-		r, ok := extractRow(&entries[i])
-		if !ok {
+	for _, r := range rows {
+		if r == nil {
 			continue
 		}
 		r.pos = len(c.all)
@@ -91,7 +116,7 @@ func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
 		case r.hasUUID && (r.typ == core.TypeUser || r.typ == core.TypeAssistant || r.typ == core.TypeAttachment ||
 			(!opt.Sidechain && (r.typ == core.TypeProgress || r.typ == core.TypeSystem))):
 			c.all = append(c.all, r)
-		case r.typ == "host-row" && r.f[fRanBy].isStr():
+		case r.typ == "host-row" && r.f.get(fRanBy).isStr():
 			c.hostRows = append(c.hostRows, r)
 		}
 		if delivery != nil {
@@ -106,18 +131,39 @@ func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
 	} else {
 		c.buildMain()
 	}
-	for _, r := range c.path {
-		if r.typ != core.TypeProgress {
-			c.Entries = append(c.Entries, *r.e)
-		}
-	}
-	for _, r := range c.trailing {
-		c.Trailing = append(c.Trailing, *r.e)
-	}
 	if n := len(c.path); n > 0 {
 		c.Leaf = c.path[n-1].uuid
 	}
 	return c
+}
+
+// extractRows reads n rows with extract (nil for a line that is not an
+// object), on every core for a long transcript: rows are independent of
+// each other.
+func extractRows(n int, extract func(i int) (*row, bool)) []*row {
+	rows := make([]*row, n)
+	const perWorker = 4096
+	workers := min(runtime.GOMAXPROCS(0), (n+perWorker-1)/perWorker)
+	if workers <= 1 {
+		for i := range rows {
+			rows[i], _ = extract(i)
+		}
+		return rows
+	}
+	var wg sync.WaitGroup
+	step := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += step {
+		hi := min(lo+step, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				rows[i], _ = extract(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return rows
 }
 
 func contains(list []string, s string) bool {

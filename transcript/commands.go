@@ -36,7 +36,7 @@ func isInterruption(r *row) bool {
 	if r.typ != core.TypeUser {
 		return false
 	}
-	if !r.f[fMessage].isObj() {
+	if !r.f.get(fMessage).isObj() {
 		return false // message?.content of a non-object is undefined
 	}
 	mi := r.m()
@@ -68,10 +68,10 @@ func isInterruption(r *row) bool {
 // commandKind classifies a user row's text: "record" (<command-name>),
 // "output" (local command stdout/stderr) or "caveat".
 func commandKind(r *row) string {
-	if r.f[fPromptSource] != nil {
+	if r.f.get(fPromptSource) != nil {
 		return ""
 	}
-	if !r.f[fMessage].isObj() {
+	if !r.f.get(fMessage).isObj() {
 		return ""
 	}
 	mi := r.m()
@@ -109,7 +109,7 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 	// the output rows that follow it.
 	local := map[int]bool{}
 	for o, r := range items {
-		if r.typ != core.TypeUser || !r.f[fMeta].truthy() || commandKind(r) != "caveat" {
+		if r.typ != core.TypeUser || !r.f.get(fMeta).truthy() || commandKind(r) != "caveat" {
 			continue
 		}
 		rec := false
@@ -118,7 +118,7 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 			if a.typ == core.TypeAssistant {
 				break
 			}
-			if a.typ != core.TypeUser || a.f[fMeta].truthy() {
+			if a.typ != core.TypeUser || a.f.get(fMeta).truthy() {
 				continue
 			}
 			k := commandKind(a)
@@ -138,7 +138,7 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 		replied[o] = state == "reply"
 		if s.typ == core.TypeAssistant || s.isToolResultRow() || isInterruption(s) {
 			state = "reply"
-		} else if s.typ == core.TypeUser && !s.f[fMeta].truthy() && !s.f[fCompactSummary].truthy() && !local[o] {
+		} else if s.typ == core.TypeUser && !s.f.get(fMeta).truthy() && !s.f.get(fCompactSummary).truthy() && !local[o] {
 			state = "prompt"
 		}
 	}
@@ -186,7 +186,7 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 	for i, r := range items {
 		if local[i] {
 			n := r.clone()
-			n.f[fCompletedLocal] = jv("true")
+			n.f.set(fCompletedLocal, jv("true"))
 			out[i] = n
 			continue
 		}
@@ -202,10 +202,10 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 // queuedToUser turns a delivered queued-command attachment into its user
 // message.
 func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
-	if !use || r.typ != core.TypeAttachment || !r.f[fAttachment].objLike() {
+	if !use || r.typ != core.TypeAttachment || !r.f.get(fAttachment).objLike() {
 		return r
 	}
-	a := r.f[fAttachment]
+	a := r.f.get(fAttachment)
 	var at [nFields]jv
 	var prompt, srcUUID, forwarded, mode, runID jv
 	eachField(a, func(k []byte, v jv) {
@@ -262,23 +262,24 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 		o = spread(o, nil, "runId", runID)
 	}
 	n := &row{e: r.e, pos: r.pos, typ: core.TypeUser, uuid: id, hasUUID: true}
-	n.f[fType] = jstr(core.TypeUser)
-	n.f[fUUID] = jstr(id)
-	n.f[fParent] = r.f[fParent]
-	n.f[fSession] = r.f[fSession]
-	n.f[fTimestamp] = r.f[fTimestamp]
+	n.f.set(fType, jstr(core.TypeUser))
+	n.f.set(fUUID, jstr(id))
+	n.f.set(fParent, r.f.get(fParent))
+	n.syncParent()
+	n.f.set(fSession, r.f.get(fSession))
+	n.f.set(fTimestamp, r.f.get(fTimestamp))
 	var msg objBuilder
 	msg.add("role", jstr(core.TypeUser))
 	msg.add("content", prompt)
-	n.f[fMessage] = msg.done()
+	n.f.set(fMessage, msg.done())
 	if at[fMeta].truthy() {
-		n.f[fMeta] = jv("true")
+		n.f.set(fMeta, jv("true"))
 	} else {
-		n.f[fMeta] = jv("false")
+		n.f.set(fMeta, jv("false"))
 	}
-	n.f[fOrigin] = o
-	n.f[fQueuedCommand] = jv("true")
-	n.f[fSidechain] = r.f[fSidechain]
-	n.f[fTeam] = r.f[fTeam]
+	n.f.set(fOrigin, o)
+	n.f.set(fQueuedCommand, jv("true"))
+	n.f.set(fSidechain, r.f.get(fSidechain))
+	n.f.set(fTeam, r.f.get(fTeam))
 	return n
 }

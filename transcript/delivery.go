@@ -77,9 +77,9 @@ func newDeliveryState() *deliveryState {
 // queuedCommand returns the queued command object behind a row: the
 // attachment of a queued_command attachment row, or the fold command of a
 // voice-call talk system row.
-func queuedCommand(typ string, f *[nFields]jv) jv {
-	if typ == core.TypeSystem && f[fSubtype].strEq("voice_call_talk") {
-		fold := f[fFold]
+func queuedCommand(typ string, f *fields) jv {
+	if typ == core.TypeSystem && f.get(fSubtype).strEq("voice_call_talk") {
+		fold := f.get(fFold)
 		if fold.objLike() {
 			if c := fold.field("command"); c.objLike() {
 				return c
@@ -88,7 +88,7 @@ func queuedCommand(typ string, f *[nFields]jv) jv {
 		return nil
 	}
 	if typ == core.TypeAttachment {
-		a := f[fAttachment]
+		a := f.get(fAttachment)
 		if a.isObj() && a.field("type").strEq("queued_command") {
 			return a
 		}
@@ -105,7 +105,7 @@ func commandField(cmd jv, key string) (string, bool) {
 }
 
 func (d *deliveryState) add(r *row) {
-	f := &r.f
+	f := r.f.full()
 	if r.typ == "queue-operation" && f[fOperation].strEq("remove") && f[fReason].strEq("absorbed_mid_turn") &&
 		(f[fDeliveryID].isStr() || f[fCommandUUID].isStr()) {
 		key := ""
@@ -122,8 +122,8 @@ func (d *deliveryState) add(r *row) {
 	if !f[fType].isStr() || !r.hasUUID {
 		return
 	}
-	var only [nFields]jv
-	only[fAttachment] = f[fAttachment]
+	var only fields
+	only.set(fAttachment, f[fAttachment])
 	cmd := queuedCommand(r.typ, &only)
 	if id, ok := commandField(cmd, "delivery_id"); ok {
 		if !d.dseen[r.uuid] {

@@ -7,7 +7,7 @@ import (
 // Host rows: tool calls a host ran for the model, stored beside the chain.
 
 func hostCarrier(r *row) bool {
-	return r.typ == core.TypeAssistant && (r.f[fHostHidden].isArr() || r.f[fRanBy].isStr())
+	return r.typ == core.TypeAssistant && (r.f.get(fHostHidden).isArr() || r.f.get(fRanBy).isStr())
 }
 
 // hostHide follows, after each chain row, the virtual rows that a hidden
@@ -27,14 +27,14 @@ func hostHide(path, all []*row) []*row {
 	named := make(map[string]bool, len(path))
 	for _, r := range path {
 		in[r.uuid] = true
-		if p, ok := r.f[fParent].str(); ok {
+		if p, ok := r.f.get(fParent).str(); ok {
 			named[p] = true
 		}
 	}
 	child := map[string]*row{}
 	for _, r := range all {
 		if !in[r.uuid] {
-			if p, ok := r.f[fParent].str(); ok {
+			if p, ok := r.f.get(fParent).str(); ok {
 				child[p] = r
 			}
 		}
@@ -43,7 +43,7 @@ func hostHide(path, all []*row) []*row {
 	for _, i := range path {
 		out = append(out, i)
 		a := child[i.uuid]
-		if i.f[fVirtual].isTrue() || a == nil {
+		if i.f.get(fVirtual).isTrue() || a == nil {
 			continue
 		}
 		if hostCarrier(i) && a.typ == core.TypeUser {
@@ -54,7 +54,7 @@ func hostHide(path, all []*row) []*row {
 		}
 		for a != nil && !in[a.uuid] {
 			in[a.uuid] = true
-			if a.f[fVirtual].isTrue() && (hostCarrier(a) || (a.typ == core.TypeUser && hostCarrier(out[len(out)-1]))) {
+			if a.f.get(fVirtual).isTrue() && (hostCarrier(a) || (a.typ == core.TypeUser && hostCarrier(out[len(out)-1]))) {
 				out = append(out, a)
 			} else if a.typ != core.TypeAttachment {
 				break
@@ -79,11 +79,11 @@ func hostExpand(items, all, hostRows []*row) []*row {
 	results := map[string]*row{}
 	calls := map[string][]*row{}
 	for _, h := range hostRows {
-		ran, _ := h.f[fRanBy].str()
-		rowUUID, isStr := h.f[fRowUUID].str()
-		block := h.f[fBlock]
+		ran, _ := h.f.get(fRanBy).str()
+		rowUUID, isStr := h.f.get(fRowUUID).str()
+		block := h.f.get(fBlock)
 		switch {
-		case h.f[fWithheld].isTrue():
+		case h.f.get(fWithheld).isTrue():
 			withheld[ran] = true
 		case !isStr || known[rowUUID]:
 		case block.isObj() && block.field("type").strEq("tool_result"):
@@ -98,30 +98,31 @@ func hostExpand(items, all, hostRows []*row) []*row {
 		}
 	}
 	virtual := func(h *row, role string, owner *row) *row {
-		rowUUID, _ := h.f[fRowUUID].str()
+		rowUUID, _ := h.f.get(fRowUUID).str()
 		n := &row{e: owner.e, pos: owner.pos, typ: role, uuid: rowUUID, hasUUID: true}
-		n.f[fType] = jstr(role)
-		n.f[fUUID] = jstr(rowUUID)
-		n.f[fParent] = jv("null")
-		n.f[fSession] = owner.f[fSession]
-		if h.f[fTimestamp].isStr() {
-			n.f[fTimestamp] = h.f[fTimestamp]
+		n.f.set(fType, jstr(role))
+		n.f.set(fUUID, jstr(rowUUID))
+		n.f.set(fParent, jv("null"))
+		n.syncParent()
+		n.f.set(fSession, owner.f.get(fSession))
+		if h.f.get(fTimestamp).isStr() {
+			n.f.set(fTimestamp, h.f.get(fTimestamp))
 		}
-		n.f[fVirtual] = jv("true")
-		n.f[fRanBy] = h.f[fRanBy]
+		n.f.set(fVirtual, jv("true"))
+		n.f.set(fRanBy, h.f.get(fRanBy))
 		var m objBuilder
 		m.add("role", jstr(role))
-		m.add("content", jv("["+string(h.f[fBlock])+"]"))
-		n.f[fMessage] = m.done()
+		m.add("content", jv("["+string(h.f.get(fBlock))+"]"))
+		n.f.set(fMessage, m.done())
 		return n
 	}
 	var out []*row
 	for _, a := range items {
 		out = append(out, a)
-		if a.f[fVirtual].isTrue() || !a.f[fHostHidden].isArr() {
+		if a.f.get(fVirtual).isTrue() || !a.f.get(fHostHidden).isArr() {
 			continue
 		}
-		for _, idv := range a.f[fHostHidden].elems() {
+		for _, idv := range a.f.get(fHostHidden).elems() {
 			id, ok := idv.str()
 			if !ok {
 				continue
@@ -133,7 +134,7 @@ func hostExpand(items, all, hostRows []*row) []*row {
 			delete(calls, id)
 			for _, m := range list {
 				out = append(out, virtual(m, core.TypeAssistant, a))
-				useID, _ := m.f[fBlock].field("id").str()
+				useID, _ := m.f.get(fBlock).field("id").str()
 				if g := results[useID]; g != nil {
 					out = append(out, virtual(g, core.TypeUser, a))
 				}
@@ -162,7 +163,7 @@ func hostFold(items []*row) []*row {
 		ranShown:  map[string]bool{},
 	}
 	for _, i := range items {
-		msg := i.f[fMessage]
+		msg := i.f.get(fMessage)
 		if !msg.isObj() {
 			f.out = append(f.out, i)
 			continue
@@ -198,7 +199,7 @@ type hostFolder struct {
 func repeatedToolUses(items []*row) map[string]bool {
 	once, twice := map[string]bool{}, map[string]bool{}
 	for _, r := range items {
-		if r.typ != core.TypeAssistant || !r.f[fMessage].isObj() {
+		if r.typ != core.TypeAssistant || !r.f.get(fMessage).isObj() {
 			continue
 		}
 		for _, b := range r.m().blocks {
@@ -218,7 +219,7 @@ func repeatedToolUses(items []*row) map[string]bool {
 // withMessage is a copy of r whose message is msg with this content.
 func withMessage(r *row, msg jv, content jv) *row {
 	n := r.clone()
-	n.f[fMessage] = spread(msg, nil, "content", content)
+	n.f.set(fMessage, spread(msg, nil, "content", content))
 	n.msg = nil
 	return n
 }
@@ -239,7 +240,7 @@ func joinBlocks(bs []blockInfo) jv {
 // hostContent is r's hostContent when its one block of blk's type matches
 // blk on key and name, else nil.
 func hostContent(r *row, blk blockInfo, key string) jv {
-	hc := r.f[fHostContent]
+	hc := r.f.get(fHostContent)
 	if !hc.isArr() {
 		return nil
 	}
@@ -259,7 +260,7 @@ func hostContent(r *row, blk blockInfo, key string) jv {
 // go, a virtual host call is shown with its host content.
 func (f *hostFolder) carrier(i *row, msg jv, l []blockInfo) {
 	var hidden []string
-	for _, x := range i.f[fHostHidden].elems() {
+	for _, x := range i.f.get(fHostHidden).elems() {
 		if s, ok := x.str(); ok {
 			hidden = append(hidden, s)
 		}
@@ -275,8 +276,8 @@ func (f *hostFolder) carrier(i *row, msg jv, l []blockInfo) {
 		}
 	}
 	if len(keep) < len(l) {
-		if len(l) == 1 && l[0].obj && l[0].typ == "tool_use" && i.f[fHostContent].isArr() {
-			if hc := i.f[fHostContent].elems(); len(hc) > 0 && hc[0].isObj() && hc[0].field("type").strEq("tool_use") &&
+		if len(l) == 1 && l[0].obj && l[0].typ == "tool_use" && i.f.get(fHostContent).isArr() {
+			if hc := i.f.get(fHostContent).elems(); len(hc) > 0 && hc[0].isObj() && hc[0].field("type").strEq("tool_use") &&
 				strictEq(hc[0].field("id"), l[0].f["id"]) {
 				id, _ := l[0].f["id"].str()
 				f.shown[id] = withMessage(i, msg, jv("["+string(hc[0])+"]"))
@@ -287,14 +288,14 @@ func (f *hostFolder) carrier(i *row, msg jv, l []blockInfo) {
 		}
 		return
 	}
-	if !i.f[fRanBy].isStr() || !i.f[fVirtual].isTrue() || len(l) != 1 || !l[0].obj || l[0].typ != "tool_use" {
+	if !i.f.get(fRanBy).isStr() || !i.f.get(fVirtual).isTrue() || len(l) != 1 || !l[0].obj || l[0].typ != "tool_use" {
 		f.out = append(f.out, i)
 		return
 	}
 	id, _ := l[0].f["id"].str()
 	f.ranShown[id] = true
 	base := msg
-	ran, _ := i.f[fRanBy].str()
+	ran, _ := i.f.get(fRanBy).str()
 	if hm, ok := f.hiddenMsg[ran]; ok {
 		base = hm
 	}
@@ -328,7 +329,7 @@ func (f *hostFolder) user(i *row, msg jv, l []blockInfo) {
 			if u.f["is_error"].isTrue() {
 				fc = hostContent(i, *u, "tool_use_id")
 			}
-		} else if i.f[fVirtual].isTrue() && f.ranShown[uid] {
+		} else if i.f.get(fVirtual).isTrue() && f.ranShown[uid] {
 			fc = hostContent(i, *u, "tool_use_id")
 		}
 	}
@@ -376,7 +377,7 @@ func (f *hostFolder) dropHiddenResults(i *row, msg jv, l, results []blockInfo) {
 		}
 	}
 	n := withMessage(i, msg, joinBlocks(keep))
-	n.f[fDenialKind] = nil
-	n.f[fDenialUnanswered] = nil
+	n.f.set(fDenialKind, nil)
+	n.f.set(fDenialUnanswered, nil)
 	f.out = append(f.out, n)
 }

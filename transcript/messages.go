@@ -111,15 +111,15 @@ func visible(r *row, system bool) bool {
 	if quietClose(r) {
 		return false
 	}
-	if r.f[fMeta].truthy() && !channelOrigin(r.f[fOrigin]) {
+	if r.f.get(fMeta).truthy() && !channelOrigin(r.f.get(fOrigin)) {
 		return false
 	}
-	return !r.f[fSidechain].truthy() && !r.f[fTeam].truthy()
+	return !r.f.get(fSidechain).truthy() && !r.f.get(fTeam).truthy()
 }
 
 // quietClose: an assistant row that only closes a quiet turn.
 func quietClose(r *row) bool {
-	if r.typ != core.TypeAssistant || !r.f[fQuiet].isTrue() {
+	if r.typ != core.TypeAssistant || !r.f.get(fQuiet).isTrue() {
 		return false
 	}
 	mi := r.m()
@@ -150,7 +150,7 @@ var denialKinds = []string{"user-rejected", "permission-rule", "automode-blocked
 	"automode-parsing-error", "interrupted", "cancelled"}
 
 func toMessage(r *row, tool, agent *string) SessionMessage {
-	f := &r.f
+	f := r.f.full()
 	m := SessionMessage{
 		Type:            r.typ,
 		UUID:            r.uuid,

@@ -42,7 +42,8 @@ func newRowMap(all []*row) *rowMap {
 // reparent replaces r by a copy whose parentUuid is p.
 func (m *rowMap) reparent(r *row, p jv) *row {
 	n := r.clone()
-	n.f[fParent] = p
+	n.f.set(fParent, p)
+	n.syncParent()
 	m.byUUID[n.uuid] = n
 	m.order[m.slot[n.uuid]] = n
 	m.parents.add(m.slot[r.uuid], p)
@@ -79,10 +80,10 @@ func (c *Chain) buildMain() {
 // relinkCompact relinks the rows a compact boundary h kept
 // (compactMetadata.preservedMessages or preservedSegment) to its anchor.
 func (m *rowMap) relinkCompact(h *row) {
-	if h.typ != core.TypeSystem || !h.f[fSubtype].strEq("compact_boundary") {
+	if h.typ != core.TypeSystem || !h.f.get(fSubtype).strEq("compact_boundary") {
 		return
 	}
-	cm := h.f[fCompactMeta]
+	cm := h.f.get(fCompactMeta)
 	var pm, ps jv
 	if cm.isObj() {
 		pm, ps = cm.field("preservedMessages"), cm.field("preservedSegment")
@@ -151,7 +152,7 @@ func (m *rowMap) gaps() []ChainBreak {
 
 // countsForLeaf reports whether r takes part in the leaf choice.
 func countsForLeaf(r *row) bool {
-	if r.f[fSidechain].truthy() || r.f[fTeam].truthy() || r.typ == core.TypeProgress {
+	if r.f.get(fSidechain).truthy() || r.f.get(fTeam).truthy() || r.typ == core.TypeProgress {
 		return false
 	}
 	if t, _ := r.attachmentType(); t == "fork_briefing" {
@@ -220,7 +221,7 @@ func (m *rowMap) fallbackLeaf() *row {
 	}
 	var plain []*row
 	for _, r := range hits {
-		if !r.f[fSidechain].truthy() && !r.f[fTeam].truthy() && !r.f[fMeta].truthy() {
+		if !r.f.get(fSidechain).truthy() && !r.f.get(fTeam).truthy() && !r.f.get(fMeta).truthy() {
 			plain = append(plain, r)
 		}
 	}
@@ -300,7 +301,7 @@ type parentIndex struct {
 func newParentIndex(order []*row) *parentIndex {
 	x := &parentIndex{order: order, by: make(map[string][]int, len(order))}
 	for i, r := range order {
-		x.add(i, r.f[fParent])
+		x.add(i, r.f.get(fParent))
 	}
 	return x
 }
@@ -347,7 +348,7 @@ func (x *parentIndex) matching(v jv) []int {
 		if seen[i] {
 			continue
 		}
-		if pk, ok := parentKey(x.order[i].f[fParent]); ok && pk == k {
+		if pk, ok := parentKey(x.order[i].f.get(fParent)); ok && pk == k {
 			seen[i] = true
 			out = append(out, i)
 		}
@@ -372,20 +373,20 @@ var rowSplitRules = splitRules[*row]{
 	toolUses:    func(r *row) []string { return r.ids("tool_use", "id") },
 	toolResults: func(r *row) []string { return r.ids("tool_result", "tool_use_id") },
 	isResultRow: (*row).isToolResultRow,
-	parent:      func(r *row) (string, bool) { return r.f[fParent].str() },
+	parent:      func(r *row) (string, bool) { return r.f.get(fParent).str() },
 	sourceTool: func(r *row) (string, bool) {
-		src, ok := r.f[fSourceTool].str()
-		return src, ok && !strictEq(r.f[fSourceTool], r.f[fParent])
+		src, ok := r.f.get(fSourceTool).str()
+		return src, ok && !strictEq(r.f.get(fSourceTool), r.f.get(fParent))
 	},
 	sameSide: func(a, b *row) bool {
-		sa, sb := a.f[fSidechain], b.f[fSidechain]
+		sa, sb := a.f.get(fSidechain), b.f.get(fSidechain)
 		if sa.nullish() {
 			sa = jv("false")
 		}
 		if sb.nullish() {
 			sb = jv("false")
 		}
-		return strictEq(sa, sb) && strictEq(a.f[fAgent], b.f[fAgent])
+		return strictEq(sa, sb) && strictEq(a.f.get(fAgent), b.f.get(fAgent))
 	},
 	timeKey: (*row).timestamp,
 }
@@ -394,6 +395,18 @@ var rowSplitRules = splitRules[*row]{
 // through non-message rows and are not on another branch.
 func trailingQueued(all []*row, relinked map[string]*row, path []*row, leaf *row) []*row {
 	if leaf == nil {
+		return nil
+	}
+	// Only queued-command attachments are ever appended: without one,
+	// there is nothing to walk.
+	queued := false
+	for _, p := range all {
+		if t, _ := p.attachmentType(); t == "queued_command" {
+			queued = true
+			break
+		}
+	}
+	if !queued {
 		return nil
 	}
 	children := map[string][]*row{}
@@ -430,7 +443,7 @@ func walkTrailing(all []*row, children map[string][]*row, seen map[string]bool, 
 	// other branches.
 	other := map[string]bool{}
 	for _, p := range all {
-		if (p.typ != core.TypeUser && p.typ != core.TypeAssistant) || p.f[fSidechain].truthy() || p.f[fTeam].truthy() || seen[p.uuid] {
+		if (p.typ != core.TypeUser && p.typ != core.TypeAssistant) || p.f.get(fSidechain).truthy() || p.f.get(fTeam).truthy() || seen[p.uuid] {
 			continue
 		}
 		var f *row

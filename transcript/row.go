@@ -87,8 +87,65 @@ type row struct {
 	typ     string
 	uuid    string
 	hasUUID bool
-	f       [nFields]jv
+	par     string // parentUuid when a string (syncParent keeps it)
+	parStr  bool
+	f       fields
 	msg     *msgInfo
+}
+
+// fields holds the members of a row that the rebuild reads, sparsely: a
+// row has a handful of the nFields keys, and a long transcript has tens of
+// thousands of rows.
+type fields struct {
+	at   [nFields]uint8 // 1 + the member's index in vals; 0 when absent
+	vals []jv
+}
+
+func (f *fields) get(i int) jv {
+	if k := f.at[i]; k != 0 {
+		return f.vals[k-1]
+	}
+	return nil
+}
+
+func (f *fields) set(i int, v jv) {
+	if k := f.at[i]; k != 0 {
+		f.vals[k-1] = v
+		return
+	}
+	if v == nil {
+		return
+	}
+	f.vals = append(f.vals, v)
+	f.at[i] = uint8(len(f.vals))
+}
+
+// full returns every field, absent ones nil.
+func (f *fields) full() (a [nFields]jv) {
+	for i, k := range f.at {
+		if k != 0 {
+			a[i] = f.vals[k-1]
+		}
+	}
+	return a
+}
+
+// packFields keeps the present fields of a.
+func packFields(a *[nFields]jv) fields {
+	n := 0
+	for _, v := range a {
+		if v != nil {
+			n++
+		}
+	}
+	f := fields{vals: make([]jv, 0, n)}
+	for i, v := range a {
+		if v != nil {
+			f.vals = append(f.vals, v)
+			f.at[i] = uint8(len(f.vals))
+		}
+	}
+	return f
 }
 
 func extractFields(v jv, f *[nFields]jv) bool {
@@ -100,43 +157,56 @@ func extractFields(v jv, f *[nFields]jv) bool {
 }
 
 func extractRow(e *core.Entry) (*row, bool) {
+	return extractLine(e.Raw, e)
+}
+
+// extractLine reads the row of line; e (nil for a reader that has only the
+// line) is what Chain.Entries returns for it.
+func extractLine(line []byte, e *core.Entry) (*row, bool) {
 	r := &row{e: e}
-	raw := bytes.TrimLeft(e.Raw, " \t\r\n")
-	if !extractFields(jv(raw), &r.f) {
+	raw := bytes.TrimLeft(line, " \t\r\n")
+	var f [nFields]jv
+	if !extractFields(jv(raw), &f) {
 		return nil, false
 	}
-	voiceTalk(r)
+	voiceTalk(&f)
+	r.f = packFields(&f)
 	r.sync()
 	return r, true
 }
 
 // sync refreshes the decoded type and uuid after f changed.
 func (r *row) sync() {
-	r.typ, _ = r.f[fType].str()
-	r.uuid, r.hasUUID = r.f[fUUID].str()
+	r.typ, _ = r.f.get(fType).str()
+	r.uuid, r.hasUUID = r.f.get(fUUID).str()
+	r.syncParent()
+}
+
+// syncParent refreshes the decoded parentUuid after f[fParent] changed.
+func (r *row) syncParent() {
+	r.par, r.parStr = r.f.get(fParent).str()
 }
 
 func (r *row) clone() *row {
 	c := *r
+	c.f.vals = append([]jv(nil), r.f.vals...)
 	return &c
 }
 
 // parent returns parentUuid when it is a non-empty string: the only kind
 // the SDK can look up.
 func (r *row) parent() (string, bool) {
-	s, ok := r.f[fParent].str()
-	return s, ok && s != ""
+	return r.par, r.parStr && r.par != ""
 }
 
 func (r *row) timestamp() string {
-	s, _ := r.f[fTimestamp].str()
+	s, _ := r.f.get(fTimestamp).str()
 	return s
 }
 
 // voiceTalk turns a voice-call talk system row into the user row or
 // queued-command attachment it stands for, as the SDK does on parse.
-func voiceTalk(r *row) {
-	f := &r.f
+func voiceTalk(f *[nFields]jv) {
 	if !f[fType].strEq(core.TypeSystem) || !f[fSubtype].strEq("voice_call_talk") {
 		return
 	}
@@ -209,7 +279,7 @@ func (r *row) m() *msgInfo {
 		return r.msg
 	}
 	mi := &msgInfo{}
-	msg := r.f[fMessage]
+	msg := r.f.get(fMessage)
 	mi.objLike = msg.objLike()
 	if msg.isObj() {
 		eachField(msg, func(k []byte, val jv) {
@@ -270,7 +340,7 @@ func (r *row) messageID() (string, bool) {
 // isToolResultRow: a user row with a parent whose content holds a
 // tool_result block.
 func (r *row) isToolResultRow() bool {
-	if r.typ != core.TypeUser || !r.f[fParent].truthy() {
+	if r.typ != core.TypeUser || !r.f.get(fParent).truthy() {
 		return false
 	}
 	mi := r.m()
@@ -286,8 +356,18 @@ func (r *row) isToolResultRow() bool {
 }
 
 func (r *row) attachmentType() (string, bool) {
-	if r.typ != core.TypeAttachment || !r.f[fAttachment].isObj() {
+	if r.typ != core.TypeAttachment || !r.f.get(fAttachment).isObj() {
 		return "", false
 	}
-	return r.f[fAttachment].field("type").str()
+	return r.f.get(fAttachment).field("type").str()
+}
+
+// RebuildReads reports whether the conversation rebuild and the message
+// projection read the top-level member key (as decoded) of a row. A row
+// holding only these members, in their order, rebuilds and projects exactly
+// as the whole row: readers that only answer getSessionMessages keep no
+// more (tool output in toolUseResult, progress data).
+func RebuildReads(key []byte) bool {
+	_, ok := fieldIndex[string(key)]
+	return ok
 }

@@ -311,8 +311,8 @@ func FuzzReadAndRebuild(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer fh.Close()
-		if cut, err := findCut(fh, int64(len(data))); err != nil || cut < 0 || cut > int64(len(data)) {
-			t.Fatalf("findCut: %d, %v", cut, err)
+		if cut, err := oracleCut(fh, int64(len(data))); err != nil || cut < 0 || cut > int64(len(data)) {
+			t.Fatalf("oracleCut: %d, %v", cut, err)
 		}
 	})
 }

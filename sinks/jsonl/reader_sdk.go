@@ -59,7 +59,7 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 		return nil, rep, nil
 	}
 	rep.Path = path
-	entries, rrep, err := ReadFile(path, ReadOptions{})
+	out, rrep, err := readFile(path, ReadOptions{}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
 		return nil, rep, err
@@ -67,9 +67,9 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 	if err := ctx.Err(); err != nil {
 		return nil, rep, err
 	}
-	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
-	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
-	msgs := ch.Messages(transcript.MessageOptions{IncludeSystem: opt.IncludeSystem})
+	var msgs []SessionMessage
+	msgs, rep.Cycle, rep.Gaps = transcript.LinesMessages(out.rows, transcript.ChainOptions{},
+		transcript.MessageOptions{IncludeSystem: opt.IncludeSystem})
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
 
@@ -98,16 +98,15 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 		return nil, rep, err
 	}
 	rep.Path = path
-	entries, rrep, err := ReadFile(path, ReadOptions{NoPrecompactSkip: true})
+	out, rrep, err := readFile(path, ReadOptions{NoPrecompactSkip: true}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
 		return nil, rep, err
 	}
-	ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: true})
-	rep.Cycle, rep.Gaps = ch.Cycle, ch.Gaps
 	mo := transcript.MessageOptions{}
 	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
-	msgs := ch.Messages(mo)
+	var msgs []SessionMessage
+	msgs, rep.Cycle, rep.Gaps = transcript.LinesMessages(out.rows, transcript.ChainOptions{Sidechain: true}, mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
 

@@ -1,0 +1,194 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
+)
+
+// chunkInputs are files that put every rule of the reader at chunk edges:
+// random transcripts, damaged ones, and hand-made lines (blank, indented,
+// CRLF, torn, malformed, snapshots, plain and preserved compact
+// boundaries, one line longer than every chunk).
+func chunkInputs() map[string][]byte {
+	in := map[string][]byte{}
+	for i := 0; i < 40; i++ {
+		in[fmt.Sprintf("random-%d", i)] = randomTranscript(uint64(i), i%5 == 0)
+	}
+	for _, d := range damagedFiles() {
+		if len(d.data) < 1<<20 {
+			in["damaged-"+d.name] = d.data
+		}
+	}
+	var b strings.Builder
+	parent := ""
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("h-%03d", i)
+		switch i % 12 {
+		case 0:
+			b.WriteString(`{"type":"attribution-snapshot","n":` + fmt.Sprint(i) + "}\n")
+		case 1:
+			b.WriteString("\n   \n")
+		case 2:
+			b.WriteString("  \t" + jrow("user", id, parent, "indented") + "\r\n")
+			parent = id
+		case 3:
+			b.WriteString(`{"type":"user","uuid":"broken` + "\n")
+		case 4:
+			b.WriteString(boundaryLine(id, parent, i%24 == 4, `{"trigger":"auto"}`) + "\n")
+			parent = id
+		case 5:
+			b.WriteString(boundaryLine(id, parent, false, `{"preservedSegment":{"headUuid":"x","anchorUuid":"y","tailUuid":"z"}}`) + "\n")
+			parent = id
+		case 6:
+			b.WriteString(jrow("progress", id, parent, nil, "data", map[string]any{"out": strings.Repeat("p", 700)}, "toolUseResult", strings.Repeat("r", 300)) + "\n")
+			parent = id
+		case 7:
+			b.WriteString(`{"t\u0079pe":"assistant","uuid":"` + id + `","parentUuid":"` + parent + `","message":{"role":"assistant","id":"m1","content":[{"type":"text","text":"esc\"aped \\ key"}]},"type":"assistant"}` + "\n")
+			parent = id
+		default:
+			b.WriteString(jrow([]string{"user", "assistant"}[i%2], id, parent, strings.Repeat("word ", i*3)) + "\n")
+			parent = id
+		}
+	}
+	hand := b.String()
+	in["hand"] = []byte(hand)
+	in["hand-torn"] = []byte(hand + `{"type":"user","uuid":"torn`)
+	in["hand-torn-valid"] = []byte(hand + jrow("user", "last", parent, "no newline"))
+	in["long-line"] = []byte(hand + jrow("user", "long", parent, strings.Repeat("L", 5000)) + "\n" + hand)
+	for _, c := range largeHandCases() {
+		in["large-"+c.name] = c.data
+	}
+	// Boundaries crossing the SDK's 1 MiB read edge with 29, 30 and 31
+	// bytes before it, and one starting on the edge, in both key orders.
+	for _, before := range []int64{0, 29, 30, 31} {
+		for _, systemFirst := range []bool{false, true} {
+			var f bigFile
+			f.msg("user", "start")
+			f.boundary(systemFirst, `{"trigger":"auto"}`)
+			f.fill(mib - before)
+			f.boundary(systemFirst, `{"trigger":"auto"}`)
+			f.msg("assistant", "after")
+			in[fmt.Sprintf("edge-%d-%v", before, systemFirst)] = bytes.Clone(f.b.Bytes())
+		}
+	}
+	in["empty"] = nil
+	in["newlines"] = []byte("\n\n\n")
+	return in
+}
+
+// TestChunkedReadMatchesWholeFile: the chunked engine, with chunks from a
+// few bytes to the whole file, and with the large-file rules on and off,
+// returns exactly what the whole-file reader (the oracle) returned: the
+// same entries with the same bytes, the same report. The rebuild-only
+// mode gives the same conversation as the whole rows.
+func TestChunkedReadMatchesWholeFile(t *testing.T) {
+	first, most := chunkFirst, chunkMax
+	defer func() { chunkFirst, chunkMax = first, most }()
+	all := [][2]int64{{1, 1}, {7, 13}, {64, 256}, {300, 4096}, {1 << 20, 4 << 20}}
+	for name, data := range chunkInputs() {
+		for _, large := range []bool{false, true} {
+			want, wantRep, err := oracleRead(bytes.NewReader(data), int64(len(data)), "f", large)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantMsgs := messagesJSON(t, want)
+			sizes := all
+			if len(data) > 1<<20 {
+				sizes = [][2]int64{{4093, 65536}, {100_003, 300_007}, {1 << 20, 4 << 20}}
+			}
+			for _, sz := range sizes {
+				chunkFirst, chunkMax = sz[0], sz[1]
+				what := fmt.Sprintf("%s large=%v chunks=%v", name, large, sz)
+				r := &chunkReader{f: bytes.NewReader(data), size: int64(len(data)), large: large, mode: keepLine}
+				var rep ReadReport
+				out, cut, err := r.read(&rep)
+				got := out.entries
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				rep.SkippedBytes = cut
+				fixLines(t, data, cut, &rep)
+				if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+					t.Fatalf("%s: entries differ:\n got %d: %s\nwant %d: %s", what, len(got), rawsOf(got), len(want), rawsOf(want))
+				}
+				if !reflect.DeepEqual(rep, wantRep) {
+					t.Fatalf("%s: report differs:\n got %+v\nwant %+v", what, rep, wantRep)
+				}
+				r.mode = keepRebuild
+				var srep ReadReport
+				sout, scut, err := r.read(&srep)
+				slim := sout.rows
+				if err != nil {
+					t.Fatalf("%s rebuild: %v", what, err)
+				}
+				srep.SkippedBytes = scut
+				fixLines(t, data, scut, &srep)
+				if !reflect.DeepEqual(srep, wantRep) {
+					t.Fatalf("%s rebuild: report differs:\n got %+v\nwant %+v", what, srep, wantRep)
+				}
+				if g := linesJSON(t, slim); g != wantMsgs {
+					t.Fatalf("%s rebuild: messages differ:\n got %s\nwant %s", what, g, wantMsgs)
+				}
+				for i := range slim {
+					if len(slim[i]) > len(want[i].Raw)+2 {
+						t.Fatalf("%s: rebuild row %d is longer than its line: %s", what, i, slim[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// fixLines does what readEntries does after the engine: line numbers from
+// the file's start.
+func fixLines(t *testing.T, data []byte, cut int64, rep *ReadReport) {
+	if len(rep.Malformed) > 0 && cut > 0 {
+		before := bytes.Count(data[:cut], []byte{'\n'})
+		for i := range rep.Malformed {
+			rep.Malformed[i].Line += before
+		}
+	}
+}
+
+func messagesJSON(t *testing.T, entries []core.Entry) string {
+	var out []string
+	for _, side := range []bool{false, true} {
+		ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: side})
+		b, err := json.Marshal(ch.Messages(transcript.MessageOptions{IncludeSystem: true, ParentToolUseID: "t"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b), fmt.Sprint(ch.Cycle, ch.Gaps))
+	}
+	return strings.Join(out, "\n")
+}
+
+// linesJSON is messagesJSON through LinesMessages.
+func linesJSON(t *testing.T, lines [][]byte) string {
+	var out []string
+	for _, side := range []bool{false, true} {
+		msgs, cycle, gaps := transcript.LinesMessages(lines, transcript.ChainOptions{Sidechain: side},
+			transcript.MessageOptions{IncludeSystem: true, ParentToolUseID: "t"})
+		b, err := json.Marshal(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b), fmt.Sprint(cycle, gaps))
+	}
+	return strings.Join(out, "\n")
+}
+
+func rawsOf(es []core.Entry) string {
+	var b strings.Builder
+	for _, e := range es {
+		b.WriteString("\n  " + string(e.Raw))
+	}
+	return b.String()
+}
