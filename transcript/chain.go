@@ -93,9 +93,10 @@ func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
 // LinesMessages is BuildChain followed by Messages, for a reader that
 // kept only each row's line (or only the members RebuildReads names): the
 // SDK's getSessionMessages (getSubagentMessages with opt.Sidechain) over
-// the rows of one file, in file order, with the walk's cycle and gaps.
+// the rows of one file, in file order, with the walk's cycle and gaps. The
+// messages share the lines' bytes: the lines must not change afterwards.
 func LinesMessages(lines [][]byte, opt ChainOptions, mopt MessageOptions) ([]SessionMessage, *ChainBreak, []ChainBreak) {
-	c := buildChain(extractRows(len(lines), func(i int) (*row, bool) { return extractLine(lines[i], nil) }), opt)
+	c := buildChain(extractRows(len(lines), func(i int) (*row, bool) { return extractLine(lines[i], nil, true) }), opt)
 	return c.Messages(mopt), c.Cycle, c.Gaps
 }
 

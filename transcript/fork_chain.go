@@ -363,7 +363,7 @@ func fkRepairSplit(order []string, m map[string]*fkNode, chain []*fkNode, onChai
 	for i, k := range order {
 		nodes[i] = m[k]
 	}
-	return reattach(fkSplitRules, nodes, chain, onChain)
+	return reattach(fkSplitRules, nodes, chain, mapSet(onChain), nil)
 }
 
 // fkSplitRules read the split-assistant repair's facts off a fork node.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/e0dc0000/scribe/core"
 )
@@ -40,6 +41,19 @@ func (v jv) str() (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// strShared is str sharing v's bytes when the string has no escapes: v
+// must never change afterwards.
+func (v jv) strShared() (string, bool) {
+	if !v.isStr() {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	if len(in) > 0 && bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return unsafe.String(&in[0], len(in)), true
+	}
+	return v.str()
 }
 
 // truthy is JavaScript's Boolean(v).

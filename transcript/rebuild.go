@@ -12,48 +12,65 @@ import (
 // rowMap is the SDK's map of a main file's rows by uuid: first-seen order,
 // last value, and the last file position of each uuid (which ranks leaves).
 type rowMap struct {
-	byUUID  map[string]*row
-	order   []*row
-	slot    map[string]int
-	lastPos map[string]int
-	parents *parentIndex
+	slot    map[string]int // uuid -> index in order
+	order   []*row         // each uuid's last row, in first-seen order
+	lastPos []int          // by slot
+	parents *parentIndex   // made when a compact boundary first needs it
 }
 
 func newRowMap(all []*row) *rowMap {
-	m := &rowMap{
-		byUUID:  make(map[string]*row, len(all)),
-		slot:    make(map[string]int, len(all)),
-		lastPos: make(map[string]int, len(all)),
-	}
+	m := &rowMap{slot: make(map[string]int, len(all))}
 	for _, r := range all {
 		if i, ok := m.slot[r.uuid]; ok {
 			m.order[i] = r
+			m.lastPos[i] = r.pos
+			r.slot = i
 		} else {
-			m.slot[r.uuid] = len(m.order)
+			r.slot = len(m.order)
+			m.slot[r.uuid] = r.slot
 			m.order = append(m.order, r)
+			m.lastPos = append(m.lastPos, r.pos)
 		}
-		m.byUUID[r.uuid] = r
-		m.lastPos[r.uuid] = r.pos
 	}
-	m.parents = newParentIndex(m.order)
 	return m
 }
+
+// get is the row of uuid u (its last one in the file).
+func (m *rowMap) get(u string) (*row, bool) {
+	if i, ok := m.slot[u]; ok {
+		return m.order[i], true
+	}
+	return nil, false
+}
+
+// posOf is the last file position of r's uuid (which ranks leaves).
+func (m *rowMap) posOf(r *row) int { return m.lastPos[r.slot] }
 
 // reparent replaces r by a copy whose parentUuid is p.
 func (m *rowMap) reparent(r *row, p jv) *row {
 	n := r.clone()
 	n.f.set(fParent, p)
 	n.syncParent()
-	m.byUUID[n.uuid] = n
-	m.order[m.slot[n.uuid]] = n
-	m.parents.add(m.slot[r.uuid], p)
+	m.order[n.slot] = n
+	if m.parents != nil {
+		m.parents.add(n.slot, p)
+	}
 	return n
+}
+
+// matching returns, in map order, the rows whose parent === v now.
+func (m *rowMap) matching(v jv) []int {
+	if m.parents == nil {
+		m.parents = newParentIndex(m.order)
+	}
+	return m.parents.matching(v)
 }
 
 // up is r's parent row, or nil.
 func (m *rowMap) up(r *row) *row {
 	if p, ok := r.parent(); ok {
-		return m.byUUID[p]
+		r, _ := m.get(p)
+		return r
 	}
 	return nil
 }
@@ -72,9 +89,14 @@ func (c *Chain) buildMain() {
 	}
 	path, onPath, cycle := m.walk(leaf)
 	c.Cycle = cycle
-	path = reattachSplit(m.order, path, onPath)
+	path = reattach(rowSplitRules, m.order, path, onPath, func(u string) (*row, int, bool) {
+		if i, ok := m.slot[u]; ok {
+			return m.order[i], i, true
+		}
+		return nil, 0, false
+	})
 	c.path = path
-	c.trailing = trailingQueued(c.all, m.byUUID, path, leaf)
+	c.trailing = trailingQueued(c.all, m, path, leaf)
 }
 
 // relinkCompact relinks the rows a compact boundary h kept
@@ -94,10 +116,10 @@ func (m *rowMap) relinkCompact(h *row) {
 	case ps.truthy():
 		head, anchor, tail := ps.field("headUuid"), ps.field("anchorUuid"), ps.field("tailUuid")
 		hs, headIsStr := head.str()
-		if hr, ok := m.byUUID[hs]; ok && headIsStr {
+		if hr, ok := m.get(hs); ok && headIsStr {
 			m.reparent(hr, anchor)
 		}
-		for _, i := range m.parents.matching(anchor) {
+		for _, i := range m.matching(anchor) {
 			if r := m.order[i]; !(headIsStr && r.uuid == hs) {
 				m.reparent(r, tail)
 			}
@@ -114,7 +136,7 @@ func (m *rowMap) relinkPreserved(pm jv) {
 	}
 	for _, u := range uuids {
 		s, isStr := u.str()
-		if _, in := m.byUUID[s]; !isStr || !in {
+		if _, in := m.get(s); !isStr || !in {
 			return
 		}
 	}
@@ -122,12 +144,13 @@ func (m *rowMap) relinkPreserved(pm jv) {
 	p := anchor
 	for _, u := range uuids {
 		s, _ := u.str()
-		m.reparent(m.byUUID[s], p)
+		r, _ := m.get(s)
+		m.reparent(r, p)
 		p = jstr(s)
 	}
 	first, _ := uuids[0].str()
 	last := uuids[len(uuids)-1]
-	for _, i := range m.parents.matching(anchor) {
+	for _, i := range m.matching(anchor) {
 		if r := m.order[i]; r.uuid != first {
 			m.reparent(r, last)
 		}
@@ -139,13 +162,13 @@ func (m *rowMap) gaps() []ChainBreak {
 	var gaps []ChainBreak
 	for _, r := range m.order {
 		if p, ok := r.parent(); ok {
-			if _, in := m.byUUID[p]; !in {
+			if _, in := m.get(p); !in {
 				gaps = append(gaps, ChainBreak{UUID: r.uuid, Parent: p})
 			}
 		}
 	}
 	sort.SliceStable(gaps, func(i, j int) bool {
-		return m.lastPos[gaps[i].UUID] < m.lastPos[gaps[j].UUID]
+		return m.lastPos[m.slot[gaps[i].UUID]] < m.lastPos[m.slot[gaps[j].UUID]]
 	})
 	return gaps
 }
@@ -164,19 +187,21 @@ func countsForLeaf(r *row) bool {
 // newestTerminalLeaf is the leaf: the newest terminal row (no counted row
 // names it) that climbs to a user or assistant row, or nil.
 func (m *rowMap) newestTerminalLeaf() *row {
-	namedByCounted := make(map[string]bool, len(m.order))
+	namedByCounted := make([]bool, len(m.order)) // by slot
 	for _, r := range m.order {
 		if p, ok := r.parent(); ok && countsForLeaf(r) {
-			namedByCounted[p] = true
+			if i, in := m.slot[p]; in {
+				namedByCounted[i] = true
+			}
 		}
 	}
 	var cands []*row
 	for _, r := range m.order {
-		if countsForLeaf(r) && !namedByCounted[r.uuid] {
+		if countsForLeaf(r) && !namedByCounted[r.slot] {
 			cands = append(cands, r)
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return m.lastPos[cands[i].uuid] > m.lastPos[cands[j].uuid] })
+	sort.SliceStable(cands, func(i, j int) bool { return m.posOf(cands[i]) > m.posOf(cands[j]) })
 	done := map[string]bool{}
 	for _, h := range cands {
 		var climbed []string
@@ -262,7 +287,7 @@ func (m *rowMap) climb(t *row, memo map[*row]*row) *row {
 func (m *rowMap) newest(rs []*row) *row {
 	best := rs[0]
 	for _, r := range rs[1:] {
-		if m.lastPos[r.uuid] > m.lastPos[best.uuid] {
+		if m.posOf(r) > m.posOf(best) {
 			best = r
 		}
 	}
@@ -271,16 +296,16 @@ func (m *rowMap) newest(rs []*row) *row {
 
 // walk climbs from the leaf to the root, stopping at a missing parent or a
 // uuid seen twice (the cycle), and returns the path root first.
-func (m *rowMap) walk(leaf *row) (path []*row, onPath map[string]bool, cycle *ChainBreak) {
-	onPath = map[string]bool{}
-	for cur := m.byUUID[leaf.uuid]; cur != nil; {
-		if onPath[cur.uuid] {
+func (m *rowMap) walk(leaf *row) (path []*row, onPath *slotSet, cycle *ChainBreak) {
+	onPath = &slotSet{m: m, on: make([]bool, len(m.order))}
+	for cur, _ := m.get(leaf.uuid); cur != nil; {
+		if onPath.on[cur.slot] {
 			prev := path[len(path)-1]
 			p, _ := prev.parent()
 			cycle = &ChainBreak{UUID: prev.uuid, Parent: p}
 			break
 		}
-		onPath[cur.uuid] = true
+		onPath.on[cur.slot] = true
 		path = append(path, cur)
 		cur = m.up(cur)
 	}
@@ -358,11 +383,30 @@ func (x *parentIndex) matching(v jv) []int {
 	return out
 }
 
-// reattachSplit puts back the rows of split assistant messages (one row per
-// content block, sharing message.id) that are off the chain, and the
-// tool_result rows answering them, after the chain row with that message id.
-func reattachSplit(order, path []*row, onPath map[string]bool) []*row {
-	return reattach(rowSplitRules, order, path, onPath)
+// slotSet is the uuidSet of a main file's chain: the rowMap's uuids by
+// slot, any other in a map.
+type slotSet struct {
+	m     *rowMap
+	on    []bool
+	other mapSet
+}
+
+func (s *slotSet) has(u string) bool {
+	if i, ok := s.m.slot[u]; ok {
+		return s.on[i]
+	}
+	return s.other[u]
+}
+
+func (s *slotSet) add(u string) {
+	if i, ok := s.m.slot[u]; ok {
+		s.on[i] = true
+		return
+	}
+	if s.other == nil {
+		s.other = mapSet{}
+	}
+	s.other[u] = true
 }
 
 // rowSplitRules read the split-assistant repair's facts off a row.
@@ -393,7 +437,7 @@ var rowSplitRules = splitRules[*row]{
 
 // trailingQueued finds queued-command attachments that hang below the leaf
 // through non-message rows and are not on another branch.
-func trailingQueued(all []*row, relinked map[string]*row, path []*row, leaf *row) []*row {
+func trailingQueued(all []*row, relinked *rowMap, path []*row, leaf *row) []*row {
 	if leaf == nil {
 		return nil
 	}
@@ -417,7 +461,7 @@ func trailingQueued(all []*row, relinked map[string]*row, path []*row, leaf *row
 		a, aok := p.parent()
 		var b string
 		bok := false
-		if rl := relinked[p.uuid]; rl != nil {
+		if rl, _ := relinked.get(p.uuid); rl != nil {
 			b, bok = rl.parent()
 		}
 		if aok {

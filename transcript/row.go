@@ -83,7 +83,9 @@ var fieldIndex = func() map[string]int {
 // changed, when the rebuild gives them another parent or content.
 type row struct {
 	e       *core.Entry
-	pos     int // index among the chain rows, in file order
+	pos     int  // index among the chain rows, in file order
+	slot    int  // index of its uuid in the rowMap's order (main files)
+	shared  bool // its decoded strings may share the line's bytes
 	typ     string
 	uuid    string
 	hasUUID bool
@@ -157,13 +159,15 @@ func extractFields(v jv, f *[nFields]jv) bool {
 }
 
 func extractRow(e *core.Entry) (*row, bool) {
-	return extractLine(e.Raw, e)
+	return extractLine(e.Raw, e, false)
 }
 
 // extractLine reads the row of line; e (nil for a reader that has only the
-// line) is what Chain.Entries returns for it.
-func extractLine(line []byte, e *core.Entry) (*row, bool) {
-	r := &row{e: e}
+// line) is what Chain.Entries returns for it. With shared, the row's uuid,
+// type and parent share line's bytes instead of copies: only for lines
+// that no one changes afterwards (LinesMessages' callers promise it).
+func extractLine(line []byte, e *core.Entry, shared bool) (*row, bool) {
+	r := &row{e: e, shared: shared}
 	raw := bytes.TrimLeft(line, " \t\r\n")
 	var f [nFields]jv
 	if !extractFields(jv(raw), &f) {
@@ -177,14 +181,23 @@ func extractLine(line []byte, e *core.Entry) (*row, bool) {
 
 // sync refreshes the decoded type and uuid after f changed.
 func (r *row) sync() {
-	r.typ, _ = r.f.get(fType).str()
-	r.uuid, r.hasUUID = r.f.get(fUUID).str()
+	r.typ, _ = r.str(fType)
+	r.uuid, r.hasUUID = r.str(fUUID)
 	r.syncParent()
 }
 
 // syncParent refreshes the decoded parentUuid after f[fParent] changed.
 func (r *row) syncParent() {
-	r.par, r.parStr = r.f.get(fParent).str()
+	r.par, r.parStr = r.str(fParent)
+}
+
+// str decodes the string field i, sharing the line's bytes when the row
+// may (see extractLine).
+func (r *row) str(i int) (string, bool) {
+	if r.shared {
+		return r.f.get(i).strShared()
+	}
+	return r.f.get(i).str()
 }
 
 func (r *row) clone() *row {
@@ -274,8 +287,15 @@ type blockInfo struct {
 	text jv
 }
 
+// noMessage is the msgInfo of every row without a message.
+var noMessage = &msgInfo{}
+
 func (r *row) m() *msgInfo {
 	if r.msg != nil {
+		return r.msg
+	}
+	if r.f.get(fMessage) == nil {
+		r.msg = noMessage
 		return r.msg
 	}
 	mi := &msgInfo{}

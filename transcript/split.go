@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// The split-assistant repair, shared by the read rebuild (reattachSplit,
+// The split-assistant repair, shared by the read rebuild (buildMain,
 // on rows) and the fork's rebuild (fkRepairSplit, on fork nodes): older CLIs
 // wrote one row per content block of an assistant message, all with the
 // same message.id; the rows of such a message that are off the chain, and
@@ -31,10 +31,26 @@ type splitRules[T comparable] struct {
 	timeKey    func(T) string    // what rows put back are sorted by
 }
 
+// uuidSet is a set of uuids: the chain's, grown with the rows put back.
+type uuidSet interface {
+	has(u string) bool
+	add(u string)
+}
+
+// mapSet is a uuidSet in a map.
+type mapSet map[string]bool
+
+func (s mapSet) has(u string) bool { return s[u] }
+func (s mapSet) add(u string)      { s[u] = true }
+
+// lookup finds a row of order by uuid, with its index in order; nil makes
+// the repair map order itself when it first needs to.
+type lookup[T any] func(u string) (T, int, bool)
+
 // reattach is the repair over rows of type T: order is the file's rows (the
 // map's order), path the chain root first, onPath its uuids (grown with the
-// rows put back).
-func reattach[T comparable](rules splitRules[T], order, path []T, onPath map[string]bool) []T {
+// rows put back), find (or nil) order by uuid.
+func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet, find lookup[T]) []T {
 	var assistants []T
 	for _, r := range path {
 		if rules.isAssistant(r) {
@@ -50,7 +66,7 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath map[str
 			holder[id] = r
 		}
 	}
-	x := newSplitIndex(rules, order, path)
+	x := newSplitIndex(rules, order, path, find)
 	handled := map[string]bool{}
 	insert := map[string][]T{}
 	total := 0
@@ -65,7 +81,7 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath map[str
 			continue
 		}
 		for _, r := range add {
-			onPath[rules.uuid(r)] = true
+			onPath.add(rules.uuid(r))
 		}
 		total += len(add)
 		insert[rules.uuid(holder[id])] = add
@@ -86,31 +102,47 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath map[str
 // and the tool_use ids answered on the path.
 type splitIndex[T comparable] struct {
 	rules       splitRules[T]
-	byUUID      map[string]T
+	order       []T
+	find        lookup[T]    // order by uuid: given, or made by index()
+	byUUID      map[string]T // by index()
 	sameMsg     map[string][]T
 	toolUse     map[string]T
 	conflict    map[string]bool // tool_use ids claimed by two messages
 	answers     map[string][]T
 	answered    map[string]bool
 	pathResults map[string]bool
-	pos         map[string]int
+	pos         map[string]int // by index()
 }
 
-func newSplitIndex[T comparable](rules splitRules[T], order, path []T) *splitIndex[T] {
+// index maps the file's rows by uuid and position, once: most files never
+// need it.
+func (x *splitIndex[T]) index() {
+	if x.find != nil {
+		return
+	}
+	x.byUUID = make(map[string]T, len(x.order))
+	x.pos = make(map[string]int, len(x.order))
+	for i, r := range x.order {
+		x.byUUID[x.rules.uuid(r)] = r
+		x.pos[x.rules.uuid(r)] = i
+	}
+	x.find = func(u string) (T, int, bool) {
+		r, ok := x.byUUID[u]
+		return r, x.pos[u], ok
+	}
+}
+
+func newSplitIndex[T comparable](rules splitRules[T], order, path []T, find lookup[T]) *splitIndex[T] {
 	x := &splitIndex[T]{
 		rules:       rules,
-		byUUID:      make(map[string]T, len(order)),
+		order:       order,
+		find:        find,
 		sameMsg:     map[string][]T{},
 		toolUse:     map[string]T{},
 		conflict:    map[string]bool{},
 		answers:     map[string][]T{},
 		answered:    map[string]bool{},
 		pathResults: map[string]bool{},
-		pos:         make(map[string]int, len(order)),
-	}
-	for i, r := range order {
-		x.byUUID[rules.uuid(r)] = r
-		x.pos[rules.uuid(r)] = i
 	}
 	var results []T
 	for _, r := range order {
@@ -164,7 +196,8 @@ func (x *splitIndex[T]) attachResult(b T) {
 		x.attach(p, b)
 	}
 	if src, ok := x.rules.sourceTool(b); ok {
-		if a, in := x.byUUID[src]; in && x.rules.sameSide(b, a) {
+		x.index()
+		if a, _, in := x.find(src); in && x.rules.sameSide(b, a) {
 			x.attach(x.rules.uuid(a), b)
 		}
 	}
@@ -185,7 +218,8 @@ func (x *splitIndex[T]) attach(key string, r T) {
 }
 
 func (x *splitIndex[T]) posOf(r T) int {
-	if p, ok := x.pos[x.rules.uuid(r)]; ok {
+	x.index()
+	if _, p, ok := x.find(x.rules.uuid(r)); ok {
 		return p
 	}
 	return math.MaxInt
@@ -193,7 +227,7 @@ func (x *splitIndex[T]) posOf(r T) int {
 
 // putBack returns the rows to put back after the path's holder b of message
 // id: the message's rows off the path, then their answers, each by time.
-func (x *splitIndex[T]) putBack(b T, id string, onPath map[string]bool) []T {
+func (x *splitIndex[T]) putBack(b T, id string, onPath uuidSet) []T {
 	group := x.sameMsg[id]
 	if group == nil {
 		group = []T{b}
@@ -204,7 +238,7 @@ func (x *splitIndex[T]) putBack(b T, id string, onPath map[string]bool) []T {
 	}
 	var off, kept, other []T
 	for _, r := range group {
-		if !onPath[x.rules.uuid(r)] {
+		if !onPath.has(x.rules.uuid(r)) {
 			off = append(off, r)
 		}
 	}
@@ -212,7 +246,7 @@ func (x *splitIndex[T]) putBack(b T, id string, onPath map[string]bool) []T {
 	for _, r := range group {
 		for _, a := range x.answers[x.rules.uuid(r)] {
 			au := x.rules.uuid(a)
-			if onPath[au] || seen[au] {
+			if onPath.has(au) || seen[au] {
 				continue
 			}
 			seen[au] = true

@@ -53,6 +53,44 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeJSONList prints list as writeJSON does, one element at a time: a
+// long conversation is never held again in memory as JSON.
+func writeJSONList[T any](w io.Writer, list []T) error {
+	if len(list) == 0 {
+		return writeJSON(w, list)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	bw.WriteString("[\n  ")
+	for i := range list {
+		b.Reset()
+		if err := enc.Encode(&list[i]); err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteString(",\n  ")
+		}
+		if err := indentTo(bw, bytes.TrimSuffix(b.Bytes(), []byte("\n"))); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n]\n")
+	return bw.Flush()
+}
+
+// indentTo writes the compact JSON value v indented as an element of a
+// list printed by writeJSON.
+func indentTo(w *bufio.Writer, v []byte) error {
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, v, "  ", "  "); err != nil {
+		return err
+	}
+	_, err := w.Write(ind.Bytes())
+	return err
+}
+
 func newLsCmd() *cobra.Command {
 	var (
 		all, asJSON, noIndex bool
@@ -381,7 +419,7 @@ stderr.`,
 					msgs = []jsonl.SessionMessage{}
 				}
 				if !subagents {
-					return writeJSON(out, msgs)
+					return writeJSONList(out, msgs)
 				}
 				doc := map[string]any{"messages": msgs, "subagents": map[string]any{}}
 				for _, a := range agents {

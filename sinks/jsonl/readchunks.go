@@ -29,7 +29,7 @@ import (
 // chunkMax. Tests set them smaller to put chunk edges everywhere.
 var (
 	chunkFirst int64 = 256 << 10
-	chunkMax   int64 = 1 << 20
+	chunkMax   int64 = 512 << 10
 )
 
 // readMode says what an entry keeps of its line.
@@ -95,7 +95,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
+			var buf, arena []byte
 			if r.mode == keepRebuild {
 				// One buffer a worker, with room for the line running past
 				// a chunk's end in most files.
@@ -109,7 +109,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 				if r.mode == keepLine {
 					buf = nil // entries keep their chunk's bytes
 				}
-				res[j], buf = r.chunk(bounds[j], bounds[j+1], buf)
+				res[j], buf, arena = r.chunk(bounds[j], bounds[j+1], buf, arena)
 				if res[j].cut {
 					for {
 						c := cutAt.Load()
@@ -209,8 +209,9 @@ func chunkBounds(size int64) []int64 {
 }
 
 // chunk reads the lines starting in [a, b), with buf as its buffer (reused
-// in keepRebuild mode), and returns it for the next chunk.
-func (r *chunkReader) chunk(a, b int64, buf []byte) (chunkResult, []byte) {
+// in keepRebuild mode) and arena for rows (appended to, never overwritten),
+// and returns both for the next chunk.
+func (r *chunkReader) chunk(a, b int64, buf, arena []byte) (chunkResult, []byte, []byte) {
 	var c chunkResult
 	// Read from a-1: whether byte a-1 is a newline says if a line starts
 	// at a.
@@ -221,34 +222,35 @@ func (r *chunkReader) chunk(a, b int64, buf []byte) (chunkResult, []byte) {
 	buf, err := readRange(r.f, from, b, buf[:0])
 	if err != nil {
 		c.err = err
-		return c, buf
+		return c, buf, arena
 	}
 	pos := int64(0) // offset in buf of the next line's start
 	if a > 0 {
 		nl := bytes.IndexByte(buf, '\n')
 		if nl < 0 {
 			// A line that started before a runs past b: nothing starts here.
-			return c, buf
+			return c, buf, arena
 		}
 		pos = int64(nl) + 1
 	}
-	var arena []byte
 	for from+pos < b {
 		start := from + pos
 		nl := bytes.IndexByte(buf[pos:], '\n')
+		more := int64(64 << 10)
 		for nl < 0 && from+int64(len(buf)) < r.size {
-			// The line runs past what was read: read on until its newline.
-			more := int64(len(buf)-int(pos)) + 64<<10
+			// The line runs past what was read: read on until its newline,
+			// in steps doubling from 64 KiB.
 			grown, err := readRange(r.f, from+int64(len(buf)), min(from+int64(len(buf))+more, r.size), buf)
 			if err != nil {
 				c.err = err
-				return c, buf
+				return c, buf, arena
 			}
 			scanned := len(buf) - int(pos)
 			buf = grown
 			if i := bytes.IndexByte(buf[int(pos)+scanned:], '\n'); i >= 0 {
 				nl = scanned + i
 			}
+			more *= 2
 		}
 		var line []byte
 		if nl < 0 {
@@ -261,7 +263,6 @@ func (r *chunkReader) chunk(a, b int64, buf []byte) (chunkResult, []byte) {
 			if r.large && cutsAt(line, start) {
 				// Everything before this line is not loaded.
 				c = chunkResult{cut: true, cutStart: start}
-				arena = nil
 			}
 		}
 		c.lines++
@@ -286,7 +287,7 @@ func (r *chunkReader) chunk(a, b int64, buf []byte) (chunkResult, []byte) {
 			c.entries = append(c.entries, e)
 		}
 	}
-	return c, buf
+	return c, buf, arena
 }
 
 // readRange appends the bytes [from, to) of f to buf.
