@@ -78,7 +78,7 @@ type Chain struct {
 // It never fails: damaged input gives a shorter chain and a report in Cycle
 // and Gaps.
 func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
-	c := buildChain(extractRows(len(entries), func(i int) (*row, bool) { return extractRow(&entries[i]) }), opt)
+	c := buildChain(extractRows(entries), opt)
 	for _, r := range c.path {
 		if r.typ != core.TypeProgress {
 			c.Entries = append(c.Entries, *r.e)
@@ -90,13 +90,16 @@ func BuildChain(entries []core.Entry, opt ChainOptions) Chain {
 	return c
 }
 
-// LinesMessages is BuildChain followed by Messages, for a reader that
-// kept only each row's line (or only the members RebuildReads names): the
-// SDK's getSessionMessages (getSubagentMessages with opt.Sidechain) over
-// the rows of one file, in file order, with the walk's cycle and gaps. The
-// messages share the lines' bytes: the lines must not change afterwards.
-func LinesMessages(lines [][]byte, opt ChainOptions, mopt MessageOptions) ([]SessionMessage, *ChainBreak, []ChainBreak) {
-	c := buildChain(extractRows(len(lines), func(i int) (*row, bool) { return extractLine(lines[i], nil, true) }), opt)
+// RowsMessages is BuildChain followed by Messages, for a reader that made
+// Rows as it read (RowBuilder) instead of keeping entries: the SDK's
+// getSessionMessages (getSubagentMessages with opt.Sidechain) over the rows
+// of one file, in file order, with the walk's cycle and gaps.
+func RowsMessages(rows []Row, opt ChainOptions, mopt MessageOptions) ([]SessionMessage, *ChainBreak, []ChainBreak) {
+	rs := make([]*row, len(rows))
+	for i, r := range rows {
+		rs[i] = r.r
+	}
+	c := buildChain(rs, opt)
 	return c.Messages(mopt), c.Cycle, c.Gaps
 }
 
@@ -138,16 +141,17 @@ func buildChain(rows []*row, opt ChainOptions) Chain {
 	return c
 }
 
-// extractRows reads n rows with extract (nil for a line that is not an
+// extractRows reads the row of each entry (nil for a line that is not an
 // object), on every core for a long transcript: rows are independent of
 // each other.
-func extractRows(n int, extract func(i int) (*row, bool)) []*row {
+func extractRows(entries []core.Entry) []*row {
+	n := len(entries)
 	rows := make([]*row, n)
 	const perWorker = 4096
 	workers := min(runtime.GOMAXPROCS(0), (n+perWorker-1)/perWorker)
 	if workers <= 1 {
 		for i := range rows {
-			rows[i], _ = extract(i)
+			rows[i], _ = extractRow(&entries[i])
 		}
 		return rows
 	}
@@ -159,7 +163,7 @@ func extractRows(n int, extract func(i int) (*row, bool)) []*row {
 		go func() {
 			defer wg.Done()
 			for i := lo; i < hi; i++ {
-				rows[i], _ = extract(i)
+				rows[i], _ = extractRow(&entries[i])
 			}
 		}()
 	}

@@ -159,16 +159,8 @@ func extractFields(v jv, f *[nFields]jv) bool {
 }
 
 func extractRow(e *core.Entry) (*row, bool) {
-	return extractLine(e.Raw, e, false)
-}
-
-// extractLine reads the row of line; e (nil for a reader that has only the
-// line) is what Chain.Entries returns for it. With shared, the row's uuid,
-// type and parent share line's bytes instead of copies: only for lines
-// that no one changes afterwards (LinesMessages' callers promise it).
-func extractLine(line []byte, e *core.Entry, shared bool) (*row, bool) {
-	r := &row{e: e, shared: shared}
-	raw := bytes.TrimLeft(line, " \t\r\n")
+	r := &row{e: e}
+	raw := bytes.TrimLeft(e.Raw, " \t\r\n")
 	var f [nFields]jv
 	if !extractFields(jv(raw), &f) {
 		return nil, false
@@ -382,12 +374,40 @@ func (r *row) attachmentType() (string, bool) {
 	return r.f.get(fAttachment).field("type").str()
 }
 
-// RebuildReads reports whether the conversation rebuild and the message
-// projection read the top-level member key (as decoded) of a row. A row
-// holding only these members, in their order, rebuilds and projects exactly
-// as the whole row: readers that only answer getSessionMessages keep no
-// more (tool output in toolUseResult, progress data).
-func RebuildReads(key []byte) bool {
-	_, ok := fieldIndex[string(key)]
-	return ok
+// Row is one row of a transcript as the rebuild reads it, made by a
+// RowBuilder.
+type Row struct{ r *row }
+
+// RowBuilder makes Rows from the top-level members of a line as a reader
+// meets them, so that a reader that keeps no entries reads each line once.
+// Values given to Set are kept, and the strings decoded from them share
+// their bytes: they must not change afterwards.
+type RowBuilder struct {
+	f [nFields]jv
 }
+
+// Field returns the rebuild's index of the top-level member key (as
+// decoded), or -1 when the rebuild does not read it.
+func Field(key []byte) int {
+	if i, ok := fieldIndex[string(key)]; ok {
+		return i
+	}
+	return -1
+}
+
+// Set records the value of member i (from Field); a repeated member keeps
+// its last value, as JSON.parse does.
+func (b *RowBuilder) Set(i int, val []byte) { b.f[i] = val }
+
+// Row returns the row of the members set since the last Row or Reset.
+func (b *RowBuilder) Row() Row {
+	r := &row{shared: true}
+	voiceTalk(&b.f)
+	r.f = packFields(&b.f)
+	r.sync()
+	b.Reset()
+	return Row{r}
+}
+
+// Reset forgets the members set, for a line found malformed.
+func (b *RowBuilder) Reset() { b.f = [nFields]jv{} }

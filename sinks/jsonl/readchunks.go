@@ -38,19 +38,20 @@ type readMode int
 const (
 	// keepLine: the entry's Raw is its whole line (ReadFile).
 	keepLine readMode = iota
-	// keepRebuild: no entries, only lines holding the members the
-	// conversation rebuild reads (transcript.RebuildReads): enough for the
-	// SDK's message readers, a fraction of the memory when tool output or
-	// progress rows make up the file.
+	// keepRebuild: no entries, only the rows of the conversation rebuild
+	// (transcript.RowBuilder), holding copies of the members it reads:
+	// enough for the SDK's message readers, a fraction of the memory when
+	// tool output or progress rows make up the file, and each line is read
+	// once.
 	keepRebuild
 )
 
 // chunkResult is what one worker made of the lines starting in its chunk,
 // from its last cut on (large files) or from its first line.
 type chunkResult struct {
-	entries   []core.Entry    // keepLine
-	rows      [][]byte        // keepRebuild
-	malformed []MalformedLine // numbered from the chunk's first line (or its cut) as 1
+	entries   []core.Entry     // keepLine
+	rows      []transcript.Row // keepRebuild
+	malformed []MalformedLine  // numbered from the chunk's first line (or its cut) as 1
 	lines     int
 	torn      bool
 	compact   int
@@ -71,7 +72,7 @@ type chunkReader struct {
 // readOut is what read returns: entries (keepLine) or rows (keepRebuild).
 type readOut struct {
 	entries []core.Entry
-	rows    [][]byte
+	rows    []transcript.Row
 }
 
 // read returns what the file holds and the offset of the line reading
@@ -96,6 +97,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 		go func() {
 			defer wg.Done()
 			var buf, arena []byte
+			var rb transcript.RowBuilder
 			if r.mode == keepRebuild {
 				// One buffer a worker, with room for the line running past
 				// a chunk's end in most files.
@@ -109,7 +111,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 				if r.mode == keepLine {
 					buf = nil // entries keep their chunk's bytes
 				}
-				res[j], buf, arena = r.chunk(bounds[j], bounds[j+1], buf, arena)
+				res[j], buf, arena = r.chunk(bounds[j], bounds[j+1], buf, arena, &rb)
 				if res[j].cut {
 					for {
 						c := cutAt.Load()
@@ -138,7 +140,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 	if r.mode == keepLine {
 		out.entries = make([]core.Entry, 0, total+1)
 	} else {
-		out.rows = make([][]byte, 0, total+1)
+		out.rows = make([]transcript.Row, 0, total+1)
 	}
 	var snap []byte
 	snapLine, base := 0, 0
@@ -167,7 +169,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 				}
 				out.entries = append(out.entries, e)
 			}
-		} else if row, _, compaction, ok := r.parseRebuild(snap, snapLine, nil, &rep.Malformed); ok {
+		} else if row, _, compaction, ok := r.parseRebuild(snap, snapLine, nil, new(transcript.RowBuilder), &rep.Malformed); ok {
 			if compaction {
 				rep.Compactions++
 			}
@@ -211,7 +213,7 @@ func chunkBounds(size int64) []int64 {
 // chunk reads the lines starting in [a, b), with buf as its buffer (reused
 // in keepRebuild mode) and arena for rows (appended to, never overwritten),
 // and returns both for the next chunk.
-func (r *chunkReader) chunk(a, b int64, buf, arena []byte) (chunkResult, []byte, []byte) {
+func (r *chunkReader) chunk(a, b int64, buf, arena []byte, rb *transcript.RowBuilder) (chunkResult, []byte, []byte) {
 	var c chunkResult
 	// Read from a-1: whether byte a-1 is a newline says if a line starts
 	// at a.
@@ -271,9 +273,9 @@ func (r *chunkReader) chunk(a, b int64, buf, arena []byte) (chunkResult, []byte,
 			continue
 		}
 		if r.mode == keepRebuild {
-			var row []byte
+			var row transcript.Row
 			var compaction, ok bool
-			row, arena, compaction, ok = r.parseRebuild(line, c.lines, arena, &c.malformed)
+			row, arena, compaction, ok = r.parseRebuild(line, c.lines, arena, rb, &c.malformed)
 			if ok {
 				if compaction {
 					c.compact++
@@ -339,35 +341,32 @@ func (r *chunkReader) parseLine(line []byte, no int, bad *[]MalformedLine) (core
 	return e, true
 }
 
-// parseRebuild checks the line as ParseEntryOwned does and returns, in
-// arena, an object of only the members the rebuild reads, and whether the
+// parseRebuild checks the line as ParseEntryOwned does and returns its
+// row, the members the rebuild reads copied into arena, and whether the
 // line is a compact boundary.
-func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, bad *[]MalformedLine) (row, _ []byte, compaction, ok bool) {
+func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transcript.RowBuilder, bad *[]MalformedLine) (row transcript.Row, _ []byte, compaction, ok bool) {
 	line = trimLine(line)
 	if len(line) == 0 {
-		return nil, arena, false, false
+		return row, arena, false, false
 	}
 	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
 		line = line[:len(line)-1]
 	}
 	if len(arena)+len(line) > cap(arena) {
-		// A new arena; rows before keep theirs.
-		arena = make([]byte, 0, max(64<<10, len(line)+2))
+		// A new arena, so that the line's values never move; rows before
+		// keep theirs.
+		arena = make([]byte, 0, max(64<<10, len(line)))
 	}
 	start := len(arena)
-	arena = append(arena, '{')
 	var typ, subtype string
 	ok = core.JSONObjectEnd(line, func(key, val []byte) {
-		if !transcript.RebuildReads(key) {
+		i := transcript.Field(key)
+		if i < 0 {
 			return
 		}
-		if len(arena) > start+1 {
-			arena = append(arena, ',')
-		}
-		arena = append(arena, '"')
-		arena = append(arena, key...)
-		arena = append(arena, '"', ':')
+		at := len(arena)
 		arena = append(arena, val...)
+		rb.Set(i, arena[at:len(arena):len(arena)])
 		switch string(key) {
 		case "type":
 			typ, _ = core.JSONString(val)
@@ -376,13 +375,13 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, bad *[]Mal
 		}
 	})
 	if !ok {
+		rb.Reset()
 		_, err := core.ParseEntryOwned(line)
 		if err == nil {
 			err = errors.New("malformed entry")
 		}
 		*bad = append(*bad, MalformedLine{Line: no, Err: err.Error()})
-		return nil, arena[:start], false, false
+		return row, arena[:start], false, false
 	}
-	arena = append(arena, '}')
-	return arena[start:len(arena):len(arena)], arena, typ == core.TypeSystem && subtype == "compact_boundary", true
+	return rb.Row(), arena, typ == core.TypeSystem && subtype == "compact_boundary", true
 }

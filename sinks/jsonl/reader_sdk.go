@@ -68,7 +68,7 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 		return nil, rep, err
 	}
 	var msgs []SessionMessage
-	msgs, rep.Cycle, rep.Gaps = transcript.LinesMessages(out.rows, transcript.ChainOptions{},
+	msgs, rep.Cycle, rep.Gaps = transcript.RowsMessages(out.rows, transcript.ChainOptions{},
 		transcript.MessageOptions{IncludeSystem: opt.IncludeSystem})
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
@@ -106,7 +106,7 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 	mo := transcript.MessageOptions{}
 	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
 	var msgs []SessionMessage
-	msgs, rep.Cycle, rep.Gaps = transcript.LinesMessages(out.rows, transcript.ChainOptions{Sidechain: true}, mo)
+	msgs, rep.Cycle, rep.Gaps = transcript.RowsMessages(out.rows, transcript.ChainOptions{Sidechain: true}, mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
 
