@@ -19,6 +19,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/transcript"
 )
@@ -53,42 +54,30 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeJSONList prints list as writeJSON does, one element at a time: a
-// long conversation is never held again in memory as JSON.
-func writeJSONList[T any](w io.Writer, list []T) error {
-	if len(list) == 0 {
-		return writeJSON(w, list)
+// writeMessages prints msgs as writeJSON does, byte for byte, a message at
+// a time (SessionMessage.AppendJSON, jsonv.AppendIndent): a long
+// conversation is never held again in memory as JSON, and encoding/json's
+// compaction and indentation, which dominated printing it, are skipped.
+func writeMessages(w io.Writer, msgs []jsonl.SessionMessage) error {
+	if len(msgs) == 0 {
+		return writeJSON(w, []jsonl.SessionMessage{})
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
+	var flat, ind []byte
 	bw.WriteString("[\n  ")
-	for i := range list {
-		b.Reset()
-		if err := enc.Encode(&list[i]); err != nil {
+	for i := range msgs {
+		var err error
+		if flat, err = msgs[i].AppendJSON(flat[:0]); err != nil {
 			return err
 		}
 		if i > 0 {
 			bw.WriteString(",\n  ")
 		}
-		if err := indentTo(bw, bytes.TrimSuffix(b.Bytes(), []byte("\n"))); err != nil {
-			return err
-		}
+		ind = jsonv.AppendIndent(ind[:0], flat, "  ", "  ")
+		bw.Write(ind)
 	}
 	bw.WriteString("\n]\n")
 	return bw.Flush()
-}
-
-// indentTo writes the compact JSON value v indented as an element of a
-// list printed by writeJSON.
-func indentTo(w *bufio.Writer, v []byte) error {
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, v, "  ", "  "); err != nil {
-		return err
-	}
-	_, err := w.Write(ind.Bytes())
-	return err
 }
 
 func newLsCmd() *cobra.Command {
@@ -419,7 +408,7 @@ stderr.`,
 					msgs = []jsonl.SessionMessage{}
 				}
 				if !subagents {
-					return writeJSONList(out, msgs)
+					return writeMessages(out, msgs)
 				}
 				doc := map[string]any{"messages": msgs, "subagents": map[string]any{}}
 				for _, a := range agents {

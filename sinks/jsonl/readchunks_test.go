@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -189,4 +190,51 @@ func rawsOf(es []core.Entry) string {
 		b.WriteString("\n  " + string(e.Raw))
 	}
 	return b.String()
+}
+
+// TestMessageJSONMatchesEncodingJSON: the show command's fast printing of a
+// message (SessionMessage.AppendJSON, then jsonv.AppendIndent) writes what
+// encoding/json's indenting Encoder writes, on every message of the random
+// and hand-made transcripts, and on messages with every optional field and
+// strings encoding/json escapes.
+func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
+	tool, agent := "toolu_\u2028<&>", "agent\x01\"é"
+	msgs := []SessionMessage{{
+		Type: "user", UUID: "u\u2029\t\b\f\\", SessionID: json.RawMessage(`"s"`),
+		Message:         json.RawMessage(` { "role" : "user", "content" : [ {"type":"text","text":"a\u2028 <b> \"q\""} , [], {} ] } `),
+		ParentToolUseID: &tool, ParentAgentID: &agent, InterruptedByShutdown: true, ToolDenialUnanswered: "stream-closed\x7f",
+		ToolResultMeta:   []transcript.ToolResultMeta{{ID: "t<1>", NonExecutionKind: "k", CallEnded: "c", RewrittenByPlugin: true}, {ID: "t2"}},
+		IsCompactSummary: true, IsMeta: true, IsQueuedCommand: true, IsCompletedLocalCommand: true,
+		Timestamp: json.RawMessage(`"2026-01-10T11:00:00.000Z"`), Origin: json.RawMessage(`{"kind":"x"}`),
+	}, {Type: "assistant", UUID: "a"}}
+	for name, data := range chunkInputs() {
+		for _, side := range []bool{false, true} {
+			entries, _, err := oracleRead(bytes.NewReader(data), int64(len(data)), name, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := transcript.BuildChain(entries, transcript.ChainOptions{Sidechain: side})
+			msgs = append(msgs, ch.Messages(transcript.MessageOptions{IncludeSystem: true, ParentToolUseID: "t", ParentAgentID: "p"})...)
+		}
+	}
+	for i := range msgs {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		if err := enc.Encode(&msgs[i]); err != nil {
+			t.Fatal(err)
+		}
+		flat, err := msgs[i].AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := jsonv.AppendIndent(nil, flat, "  ", "  ")
+		if w := bytes.TrimSuffix(want.Bytes(), []byte("\n")); !bytes.Equal(got, w) {
+			t.Fatalf("message %d:\n got %s\nwant %s", i, got, w)
+		}
+	}
+	if len(msgs) < 300 {
+		t.Fatalf("only %d messages compared", len(msgs))
+	}
 }
