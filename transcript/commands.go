@@ -178,9 +178,15 @@ func markCommands(items []*row, mainFile bool, trailingIDs map[string]bool, deli
 			}
 		}
 	}
-	uuids := make(map[string]bool, len(items))
+	var uuids map[string]bool // made when an attachment may need it
 	for _, r := range items {
-		uuids[r.uuid] = true
+		if r.typ == core.TypeAttachment {
+			uuids = make(map[string]bool, len(items))
+			for _, r := range items {
+				uuids[r.uuid] = true
+			}
+			break
+		}
 	}
 	out := make([]*row, len(items))
 	for i, r := range items {

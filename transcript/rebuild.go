@@ -32,7 +32,21 @@ func newRowMap(all []*row) *rowMap {
 			m.lastPos = append(m.lastPos, r.pos)
 		}
 	}
+	for _, r := range all {
+		m.linkUp(r)
+	}
 	return m
+}
+
+// linkUp notes the slot of r's parent (-1: none, or not in the file), so
+// that climbing the chain looks no uuid up.
+func (m *rowMap) linkUp(r *row) {
+	r.upSlot, r.upKnown = -1, true
+	if p, ok := r.parent(); ok {
+		if i, in := m.slot[p]; in {
+			r.upSlot = i
+		}
+	}
 }
 
 // get is the row of uuid u (its last one in the file).
@@ -51,6 +65,7 @@ func (m *rowMap) reparent(r *row, p jv) *row {
 	n := r.clone()
 	n.f.set(fParent, p)
 	n.syncParent()
+	m.linkUp(n)
 	m.order[n.slot] = n
 	if m.parents != nil {
 		m.parents.add(n.slot, p)
@@ -68,11 +83,13 @@ func (m *rowMap) matching(v jv) []int {
 
 // up is r's parent row, or nil.
 func (m *rowMap) up(r *row) *row {
-	if p, ok := r.parent(); ok {
-		r, _ := m.get(p)
-		return r
+	if !r.upKnown {
+		m.linkUp(r)
 	}
-	return nil
+	if r.upSlot < 0 {
+		return nil
+	}
+	return m.order[r.upSlot]
 }
 
 func (c *Chain) buildMain() {

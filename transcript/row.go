@@ -86,6 +86,8 @@ type row struct {
 	pos     int  // index among the chain rows, in file order
 	slot    int  // index of its uuid in the rowMap's order (main files)
 	shared  bool // its decoded strings may share the line's bytes
+	upSlot  int  // the slot of its parent (see rowMap.linkUp)
+	upKnown bool
 	typ     string
 	uuid    string
 	hasUUID bool
