@@ -18,6 +18,7 @@ package jsonv
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects End accepts, as
@@ -249,7 +250,13 @@ func StringEnd(b []byte, i int) (end int, escaped bool) {
 	}
 	j := i + 1
 	for {
-		for j+8 <= len(b) && !maybeSpecial(binary.LittleEndian.Uint64(b[j:])) {
+		for j+8 <= len(b) {
+			// The lowest byte set in firstSpecial is the first special one
+			// (bytes after it may be set too): jump straight to it.
+			if m := firstSpecial(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			j += 8
 		}
 		if j >= len(b) {
@@ -303,15 +310,14 @@ func specialBytes(v uint64) uint64 {
 	return zero(v^0x2222222222222222) | zero(v^0x5c5c5c5c5c5c5c5c) | ctl
 }
 
-// maybeSpecial reports whether one of the eight bytes of x may be '"',
-// '\\' or a control character: never false for one that is, sometimes
-// true for a byte after one above 0x7f (cheaper than specialBytes; the
-// byte loop then decides).
-func maybeSpecial(x uint64) bool {
+// firstSpecial has the high bit set in the byte of x that is the first
+// '"', '\\' or control character, if any, and maybe in bytes after it,
+// never before.
+func firstSpecial(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := x ^ (ones * '"')
 	s := x ^ (ones * '\\')
-	return ((q-ones)&^q|(s-ones)&^s|(x-ones*0x20)&^x)&highs != 0
+	return ((q-ones)&^q | (s-ones)&^s | (x-ones*0x20)&^x) & highs
 }
 
 func isHex(c byte) bool {

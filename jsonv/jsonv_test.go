@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"reflect"
 	"strings"
 	"testing"
@@ -200,16 +201,20 @@ func TestSpecialBytes(t *testing.T) {
 				w[pos] = byte(c)
 				v := binary.LittleEndian.Uint64(w)
 				m := specialBytes(v)
-				any := false
+				first := -1
 				for i, x := range w {
 					want := x == '"' || x == '\\' || x < 0x20
-					any = any || want
+					if want && first < 0 {
+						first = i
+					}
 					if got := m>>(8*i+7)&1 == 1; got != want {
 						t.Fatalf("specialBytes(%q) byte %d: %v, want %v", w, i, got, want)
 					}
 				}
-				if any && !maybeSpecial(v) {
-					t.Fatalf("maybeSpecial(%q) missed a special byte", w)
+				// firstSpecial's lowest set byte is the first special one.
+				f := firstSpecial(v)
+				if got := bits.TrailingZeros64(f) >> 3; (f == 0) != (first < 0) || (f != 0 && got != first) {
+					t.Fatalf("firstSpecial(%q) = %#x (byte %d), want byte %d", w, f, got, first)
 				}
 			}
 		}

@@ -171,3 +171,44 @@ func skipString(b []byte, i int) int {
 		}
 	}
 }
+
+// EachMember checks that b (with whitespace around it or not) is one JSON
+// object and calls fn with each member's key, decoded, and value, in order
+// (a repeated key each time). It reports false when b is not one valid
+// object; fn may have been called for the members before the damage.
+func EachMember(b []byte, fn func(key, val []byte)) bool {
+	i := Space(b, 0)
+	end := Object(b, i, func(key []byte, v int) int {
+		ve := End(b, v)
+		if ve >= 0 {
+			fn(decodeKey(key), b[v:ve])
+		}
+		return ve
+	})
+	return end >= 0 && Space(b, end) == len(b)
+}
+
+// EachElem returns the elements of the array v, up to the first one that
+// is not valid JSON (nil when v is not an array or is empty).
+func EachElem(v []byte) [][]byte {
+	var out [][]byte
+	Array(v, 0, func(i int) int {
+		e := End(v, i)
+		if e >= 0 {
+			out = append(out, v[i:e])
+		}
+		return e
+	})
+	return out
+}
+
+// decodeKey is a key as written (with its quotes) decoded: a view of it
+// when it has no escape.
+func decodeKey(key []byte) []byte {
+	in := key[1 : len(key)-1]
+	if bytes.IndexByte(in, '\\') < 0 {
+		return in
+	}
+	k, _ := UnquoteInside(in)
+	return []byte(k)
+}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // JSON values, read and written with JavaScript's meaning
@@ -28,7 +29,7 @@ func newFkObj() *fkObj { return &fkObj{at: map[string]int{}} }
 // its last value, as JSON.parse does.
 func fkParseObj(b []byte) (*fkObj, bool) {
 	o := newFkObj()
-	if !core.JSONObjectEnd(b, func(k, v []byte) { o.set(string(k), v) }) {
+	if !jsonv.EachMember(b, func(k, v []byte) { o.set(string(k), v) }) {
 		return nil, false
 	}
 	return o, true
@@ -134,7 +135,7 @@ func fkIsArr(v []byte) bool  { return len(v) > 0 && v[0] == '[' }
 func fkIsNull(v []byte) bool { return string(v) == "null" }
 func fkIsTrue(v []byte) bool { return string(v) == "true" }
 
-func fkStr(v []byte) (string, bool) { return core.JSONString(v) }
+func fkStr(v []byte) (string, bool) { return jsonv.String(v) }
 
 func fkStrIs(v []byte, want string) bool {
 	s, ok := fkStr(v)
@@ -188,7 +189,7 @@ func fkSame(a, b []byte) bool {
 // not an object or has none.
 func fkField(v []byte, key string) []byte {
 	var out []byte
-	if !core.JSONFields(v, func(k, val []byte) {
+	if len(v) == 0 || v[0] != '{' || !jsonv.EachMember(v, func(k, val []byte) {
 		if string(k) == key {
 			out = val
 		}
@@ -199,7 +200,7 @@ func fkField(v []byte, key string) []byte {
 }
 
 // fkElems are an array's elements (nil when v is not an array).
-func fkElems(v []byte) [][]byte { return core.JSONElems(v) }
+func fkElems(v []byte) [][]byte { return jsonv.EachElem(v) }
 
 // fkISOTime is Date.prototype.toISOString.
 func fkISOTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

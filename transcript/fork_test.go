@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // The SDK's own output for these rules is compared line by line in
@@ -370,7 +371,7 @@ func FuzzFork(f *testing.F) {
 			return
 		}
 		for _, e := range res.Entries {
-			if !core.ValidJSON(e.Raw) {
+			if !jsonv.Valid(e.Raw) {
 				t.Fatalf("invalid line %s", e.Raw)
 			}
 		}

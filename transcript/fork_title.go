@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // Titles
@@ -48,7 +48,7 @@ const (
 )
 
 func fkTypedValue(line []byte, key, typ string) (string, int) {
-	if !core.ValidJSON(line) {
+	if !jsonv.Valid(line) {
 		return "", fkParseFailed
 	}
 	obj, ok := fkParseObj(line)
@@ -82,7 +82,7 @@ func fkFirstPrompt(head []byte) string {
 			bytes.Contains(s, []byte(`"isCompactSummary":true`)) || bytes.Contains(s, []byte(`"isCompactSummary": true`)) {
 			continue
 		}
-		if !core.ValidJSON(s) {
+		if !jsonv.Valid(s) {
 			continue
 		}
 		obj, ok := fkParseObj(s)

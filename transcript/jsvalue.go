@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // JSON values
@@ -137,7 +138,7 @@ func jstr(s string) jv {
 
 // eachField calls fn for every member of the object v, in order.
 func eachField(v jv, fn func(key []byte, val jv)) bool {
-	return core.JSONFields(v, func(k, val []byte) { fn(k, jv(val)) })
+	return len(v) > 0 && v[0] == '{' && jsonv.EachMember(v, func(k, val []byte) { fn(k, jv(val)) })
 }
 
 // field returns the member name of the object v (the last one when the key
@@ -155,7 +156,7 @@ func (v jv) field(name string) jv {
 // elems returns the elements of the array v.
 func (v jv) elems() []jv {
 	var out []jv
-	for _, e := range core.JSONElems(v) {
+	for _, e := range jsonv.EachElem(v) {
 		out = append(out, e)
 	}
 	return out

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -359,7 +360,7 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 	}
 	start := len(arena)
 	var typ, subtype string
-	ok = core.JSONObjectEnd(line, func(key, val []byte) {
+	ok = jsonv.EachMember(line, func(key, val []byte) {
 		i := transcript.Field(key)
 		if i < 0 {
 			return
@@ -369,9 +370,9 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 		rb.Set(i, arena[at:len(arena):len(arena)])
 		switch string(key) {
 		case "type":
-			typ, _ = core.JSONString(val)
+			typ, _ = jsonv.String(val)
 		case "subtype":
-			subtype, _ = core.JSONString(val)
+			subtype, _ = jsonv.String(val)
 		}
 	})
 	if !ok {
