@@ -248,24 +248,53 @@ func (v *sdkView) load(t *testing.T, p *peer.Peer, configDir, sid string) {
 // listFieldsSkipped are SDKSessionInfo fields that naturally differ.
 var listFieldsSkipped = map[string]bool{"fileSize": true, "lastModified": true}
 
-// compareUnit lays out ORIGINAL, records RECORDED with rec, and compares
-// what the SDK sees in both.
-func compareUnit(t *testing.T, p *peer.Peer, rec recorder, u *unit, exc *exceptions) {
+// preparedUnit is a unit laid out as ORIGINAL and recorded as RECORDED.
+type preparedUnit struct {
+	u               *unit
+	origDir, recDir string
+}
+
+// prepareUnit lays out ORIGINAL and records RECORDED with rec, in folders
+// that live as long as the test.
+func prepareUnit(t *testing.T, base string, rec recorder, u *unit) preparedUnit {
 	if u.main == nil {
 		u = withStubMain(t, u)
 	}
-	origDir := filepath.Join(t.TempDir(), "original")
-	recDir := filepath.Join(t.TempDir(), "recorded")
-	if err := os.Mkdir(recDir, 0o700); err != nil {
+	dir, err := os.MkdirTemp(base, "unit-")
+	if err != nil {
 		t.Fatal(err)
 	}
-	layOriginal(t, origDir, u)
-	recordUnit(t, rec, recDir, u)
-	checkModes(t, u.name, recDir)
+	pu := preparedUnit{u: u, origDir: filepath.Join(dir, "original"), recDir: filepath.Join(dir, "recorded")}
+	if err := os.Mkdir(pu.recDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	layOriginal(t, pu.origDir, u)
+	recordUnit(t, rec, pu.recDir, u)
+	checkModes(t, u.name, pu.recDir)
+	return pu
+}
 
-	orig := listView(t, p, origDir)
-	recd := listView(t, p, recDir)
+// viewOf is a peer.View as the comparisons read it.
+func viewOf(t *testing.T, v peer.View) *sdkView {
+	sv := &sdkView{list: map[string]peer.SessionInfo{}, messages: v.Messages, subagents: map[string][]string{}, subMsgs: v.SubMessages}
+	for _, s := range v.List {
+		if _, dup := sv.list[s.SessionID]; dup {
+			t.Errorf("listSessions returned session %s twice", s.SessionID)
+		}
+		sv.list[s.SessionID] = s
+		sv.order = append(sv.order, s.SessionID)
+	}
+	for sid, agents := range v.Subagents {
+		agents = slices.Clone(agents)
+		sort.Strings(agents)
+		sv.subagents[sid] = agents
+	}
+	return sv
+}
 
+// compareUnit compares what the SDK sees in a unit's ORIGINAL and RECORDED
+// folders (views read for every session either lists, and the unit's own).
+func compareUnit(t *testing.T, u *unit, orig, recd *sdkView, exc *exceptions) {
 	ids := map[string]bool{u.sid: true}
 	for id := range orig.list {
 		ids[id] = true
@@ -305,8 +334,6 @@ func compareUnit(t *testing.T, p *peer.Peer, rec recorder, u *unit, exc *excepti
 	}
 	// messages and subagents
 	for _, sid := range sids {
-		orig.load(t, p, origDir, sid)
-		recd.load(t, p, recDir, sid)
 		compareMessages(t, fmt.Sprintf("%s: session %s getSessionMessages", u.mainName(), sid), orig.messages[sid], recd.messages[sid])
 		if !slices.Equal(orig.subagents[sid], recd.subagents[sid]) {
 			t.Errorf("%s: session %s listSubagents: ORIGINAL %q, RECORDED %q", u.name, sid, orig.subagents[sid], recd.subagents[sid])
@@ -668,7 +695,45 @@ func TestCompatRecordCorpus(t *testing.T) {
 	rec := scribeRecorder(testenv.BuildScribe(t))
 	exc := &exceptions{}
 	start := time.Now()
-	forEachUnit(t, c, func(t *testing.T, u *unit) { compareUnit(t, p, rec, u, exc) })
+	// Lay out and record every unit (in parallel), read what the SDK sees
+	// in all of them in two node processes (one per core), then compare.
+	base := t.TempDir()
+	prepared := make([]preparedUnit, len(c.units))
+	index := make(map[*unit]int, len(c.units))
+	for i, u := range c.units {
+		index[u] = i
+	}
+	forEachUnit(t, c, func(t *testing.T, u *unit) { prepared[index[u]] = prepareUnit(t, base, rec, u) })
+	if t.Failed() {
+		return
+	}
+	groups := make([]peer.ViewGroup, len(prepared))
+	for i, pu := range prepared {
+		groups[i] = peer.ViewGroup{Dirs: []string{pu.origDir, pu.recDir}, Sids: []string{pu.u.sid}}
+	}
+	half := (len(groups) + 1) / 2
+	parts := make([][][]peer.View, 2)
+	t.Run("sdk", func(t *testing.T) {
+		for k, part := range [][]peer.ViewGroup{groups[:half], groups[half:]} {
+			t.Run(fmt.Sprint(k), func(t *testing.T) {
+				t.Parallel()
+				if len(part) > 0 {
+					parts[k] = p.Views(t, part)
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	views := append(parts[0], parts[1]...)
+	t.Run("compare", func(t *testing.T) {
+		for i, pu := range prepared {
+			t.Run(pu.u.name, func(t *testing.T) {
+				compareUnit(t, pu.u, viewOf(t, views[i][0]), viewOf(t, views[i][1]), exc)
+			})
+		}
+	})
 	sort.Strings(exc.cases)
 	t.Logf("%d units compared in %v; %d accepted deliberate differences (metadata-only sessions; title/tag/last-prompt outside the original's 64 KiB windows):\n%s",
 		len(c.units), time.Since(start).Round(time.Millisecond), len(exc.cases), strings.Join(exc.cases, "\n"))

@@ -201,6 +201,60 @@ func (p *Peer) List(t testing.TB, configDir, projectCwd string, args ...string) 
 	return out
 }
 
+// ViewGroup names config folders to look at side by side (see Views), and
+// session ids to read in them even when no listing shows them.
+type ViewGroup struct {
+	Dirs []string `json:"dirs"`
+	Sids []string `json:"sids"`
+}
+
+// View is what the SDK sees in one config folder: listSessions, and for
+// each session of its group, getSessionMessages (system messages
+// included), listSubagents and getSubagentMessages.
+type View struct {
+	List        []SessionInfo
+	Messages    map[string][]json.RawMessage
+	Subagents   map[string][]string
+	SubMessages map[string]map[string][]json.RawMessage
+}
+
+// Views reads every group in one process (peer.mjs views): for each group,
+// a View per folder, over the sessions listed in any of its folders or
+// named in Sids. It answers what List, Messages, Subagents and
+// SubagentMessages would, without a process for each call.
+func (p *Peer) Views(t testing.TB, groups []ViewGroup) [][]View {
+	t.Helper()
+	in, err := json.Marshal(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "groups.json")
+	if err := os.WriteFile(file, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var raw [][]struct {
+		List        []json.RawMessage                       `json:"list"`
+		Messages    map[string][]json.RawMessage            `json:"messages"`
+		Subagents   map[string][]string                     `json:"subagents"`
+		SubMessages map[string]map[string][]json.RawMessage `json:"subMessages"`
+	}
+	p.runJSON(t, &raw, "views", file)
+	if len(raw) != len(groups) {
+		t.Fatalf("peer: views answered %d groups of %d", len(raw), len(groups))
+	}
+	out := make([][]View, len(raw))
+	for i, g := range raw {
+		for _, v := range g {
+			list := make([]SessionInfo, 0, len(v.List))
+			for _, r := range v.List {
+				list = append(list, decodeInfo(t, r))
+			}
+			out[i] = append(out[i], View{List: list, Messages: v.Messages, Subagents: v.Subagents, SubMessages: v.SubMessages})
+		}
+	}
+	return out
+}
+
 // Info is getSessionInfo; nil when the SDK returns undefined (unknown,
 // sidechain-only or untitled session).
 func (p *Peer) Info(t testing.TB, configDir, sessionID, projectCwd string) *SessionInfo {

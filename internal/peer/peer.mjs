@@ -85,9 +85,12 @@ if (cmd === 'sanitize') {
   process.exit(0);
 }
 
-const configDir = pos.shift();
-if (!configDir) usage('missing <configDir>');
-process.env.CLAUDE_CONFIG_DIR = path.resolve(configDir);
+// views reads its config folders from a file; every other command takes one.
+const configDir = cmd === 'views' ? undefined : pos.shift();
+if (cmd !== 'views') {
+  if (!configDir) usage('missing <configDir>');
+  process.env.CLAUDE_CONFIG_DIR = path.resolve(configDir);
+}
 // The SDK never needs these for local reads; make sure nothing leaks in.
 delete process.env.ANTHROPIC_API_KEY;
 
@@ -124,6 +127,44 @@ const opt = (o) => {
 };
 
 switch (cmd) {
+  case 'views': {
+    // views <groups.json>: for each group {dirs, sids}, what the SDK sees in
+    // each of its config folders: listSessions (worktrees and programmatic
+    // sessions included, as 'list'), and for every session listed in any of
+    // the group's folders or named in sids, getSessionMessages (system
+    // messages included), listSubagents and getSubagentMessages of each
+    // agent. One process for what 'list', 'messages', 'subagents' and
+    // 'subagent-messages' would take hundreds of.
+    const file = pos.shift();
+    if (!file) usage('missing <groups.json>');
+    const groups = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const res = [];
+    for (const g of groups) {
+      const lists = [];
+      for (const d of g.dirs) {
+        process.env.CLAUDE_CONFIG_DIR = path.resolve(d);
+        lists.push(await sdk.listSessions({ includeWorktrees: true, includeProgrammatic: true }));
+      }
+      const sids = new Set(g.sids ?? []);
+      for (const l of lists) for (const s of l) sids.add(s.sessionId);
+      const views = [];
+      for (let i = 0; i < g.dirs.length; i++) {
+        process.env.CLAUDE_CONFIG_DIR = path.resolve(g.dirs[i]);
+        const v = { list: lists[i], messages: {}, subagents: {}, subMessages: {} };
+        for (const sid of [...sids].sort()) {
+          v.messages[sid] = await sdk.getSessionMessages(sid, { includeSystemMessages: true });
+          const agents = await sdk.listSubagents(sid, {});
+          v.subagents[sid] = agents;
+          v.subMessages[sid] = {};
+          for (const a of agents) v.subMessages[sid][a] = await sdk.getSubagentMessages(sid, a, {});
+        }
+        views.push(v);
+      }
+      res.push(views);
+    }
+    out(res);
+    break;
+  }
   case 'list': {
     const dir = pos.shift();
     const r = await sdk.listSessions(
