@@ -563,7 +563,12 @@ func TestCloudRecordPullReadsTheSame(t *testing.T) {
 			checkModes(t, "machine B", dirB)
 
 			// The SDK sees the same in both folders.
-			viewA, viewB := listView(t, p, dirA), listView(t, p, dirB)
+			var sids []string
+			for _, u := range units {
+				sids = append(sids, u.sid)
+			}
+			vs := p.Views(t, []peer.ViewGroup{{Dirs: []string{dirA, dirB}, Sids: sids}})
+			viewA, viewB := viewOf(t, vs[0][0]), viewOf(t, vs[0][1])
 			for _, u := range units {
 				a, inA := viewA.list[u.sid]
 				b, inB := viewB.list[u.sid]
@@ -582,8 +587,6 @@ func TestCloudRecordPullReadsTheSame(t *testing.T) {
 						t.Errorf("session %s: listSessions field %s: A %v, B %v", u.sid, k, a.Raw[k], b.Raw[k])
 					}
 				}
-				viewA.load(t, p, dirA, u.sid)
-				viewB.load(t, p, dirB, u.sid)
 				compareMessages(t, u.sid+" getSessionMessages", viewA.messages[u.sid], viewB.messages[u.sid])
 				if len(viewA.subagents[u.sid]) != len(u.agents) || !slices.Equal(viewA.subagents[u.sid], viewB.subagents[u.sid]) {
 					t.Errorf("session %s: listSubagents: A %q, B %q (the corpus has %d)", u.sid, viewA.subagents[u.sid], viewB.subagents[u.sid], len(u.agents))

@@ -215,36 +215,6 @@ type sdkView struct {
 	subMsgs   map[string]map[string][]json.RawMessage
 }
 
-func listView(t *testing.T, p *peer.Peer, configDir string) *sdkView {
-	t.Helper()
-	v := &sdkView{
-		list:      map[string]peer.SessionInfo{},
-		messages:  map[string][]json.RawMessage{},
-		subagents: map[string][]string{},
-		subMsgs:   map[string]map[string][]json.RawMessage{},
-	}
-	for _, s := range p.List(t, configDir, "") {
-		if _, dup := v.list[s.SessionID]; dup {
-			t.Errorf("listSessions(%s) returned session %s twice", configDir, s.SessionID)
-		}
-		v.list[s.SessionID] = s
-		v.order = append(v.order, s.SessionID)
-	}
-	return v
-}
-
-func (v *sdkView) load(t *testing.T, p *peer.Peer, configDir, sid string) {
-	t.Helper()
-	v.messages[sid] = p.Messages(t, configDir, sid, "", true)
-	agents := p.Subagents(t, configDir, sid, "")
-	sort.Strings(agents)
-	v.subagents[sid] = agents
-	v.subMsgs[sid] = map[string][]json.RawMessage{}
-	for _, a := range agents {
-		v.subMsgs[sid][a] = p.SubagentMessages(t, configDir, sid, a, "")
-	}
-}
-
 // listFieldsSkipped are SDKSessionInfo fields that naturally differ.
 var listFieldsSkipped = map[string]bool{"fileSize": true, "lastModified": true}
 
