@@ -336,6 +336,39 @@ func (p *Peer) Fork(t testing.TB, configDir, sessionID, projectCwd, upToUUID, ti
 	return r.SessionID
 }
 
+// ForkRequest is one forkSession call of ForkMany ("" leaves an option
+// unset).
+type ForkRequest struct {
+	Session string `json:"session"`
+	UpTo    string `json:"upTo"`
+	Title   string `json:"title"`
+}
+
+// ForkMany is Fork for each request, in order, in one process (it WRITES
+// the new sessions into configDir); the new session ids.
+func (p *Peer) ForkMany(t testing.TB, configDir string, forks []ForkRequest) []string {
+	t.Helper()
+	in, err := json.Marshal(forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "forks.json")
+	if err := os.WriteFile(file, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	p.runJSON(t, &ids, "fork-many", configDir, file)
+	if len(ids) != len(forks) {
+		t.Fatalf("peer: fork-many returned %d ids for %d forks", len(ids), len(forks))
+	}
+	for i, id := range ids {
+		if id == "" {
+			t.Fatalf("peer: forkSession(%s) returned no sessionId", forks[i].Session)
+		}
+	}
+	return ids
+}
+
 // Mutate runs one of the SDK's session mutators on configDir (it WRITES):
 // op is "rename" or "tag" (value is the title or tag; a tag of nil clears
 // it) or "archive", "unarchive", "delete" (value unused).

@@ -223,6 +223,19 @@ switch (cmd) {
     );
     break;
   }
+  case 'fork-many': {
+    // fork-many <forks.json>: forkSession for each {session, upTo, title},
+    // in order, in one process; the new session ids.
+    const file = pos.shift();
+    if (!file) usage('missing <forks.json>');
+    const ids = [];
+    for (const f of JSON.parse(fs.readFileSync(file, 'utf8'))) {
+      const r = await sdk.forkSession(f.session, opt({ upToMessageId: f.upTo || undefined, title: f.title || undefined }));
+      ids.push(r.sessionId);
+    }
+    out(ids);
+    break;
+  }
   case 'fork': {
     const sid = pos.shift();
     if (!sid) usage('missing <sessionId>');

@@ -386,6 +386,15 @@ func forkCompare(t *testing.T, sdkCfg, ourCfg string, c *forkCase, sdkInfo, ourI
 	}
 }
 
+// viewListing is a view's listing by session id.
+func viewListing(v peer.View) map[string]peer.SessionInfo {
+	m := map[string]peer.SessionInfo{}
+	for _, si := range v.List {
+		m[si.SessionID] = si
+	}
+	return m
+}
+
 func forkListing(t *testing.T, p *peer.Peer, cfg string) map[string]peer.SessionInfo {
 	t.Helper()
 	m := map[string]peer.SessionInfo{}
@@ -432,10 +441,11 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 
 	var cases []*forkCase
 	srcMsgs := map[string][]string{}
+	srcView := p.Views(t, []peer.ViewGroup{{Dirs: []string{base}, Sids: sources}})[0][0]
 	for _, id := range sources {
 		src := forkFile(t, base, id)
 		rows := forkChainRows(src)
-		msgs := peer.UUIDs(p.Messages(t, base, id, "", false))
+		msgs := peer.UUIDs(withoutSystem(t, srcView.Messages[id]))
 		srcMsgs[id] = msgs
 		cases = append(cases,
 			&forkCase{name: id + "/whole", source: id},
@@ -448,17 +458,13 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 			cases = append(cases, &forkCase{name: id + "/first-row", source: id, upTo: rows[0]})
 		}
 	}
-	for _, c := range cases {
-		c.sdkID = p.Fork(t, sdkCfg, c.source, "", c.upTo, c.title)
-		forkOurs(t, sdkCfg, ourCfg, c)
+	reqs := make([]peer.ForkRequest, len(cases))
+	for i, c := range cases {
+		reqs[i] = peer.ForkRequest{Session: c.source, UpTo: c.upTo, Title: c.title}
 	}
-	sdkList, ourList := forkListing(t, p, sdkCfg), forkListing(t, p, ourCfg)
-	for _, c := range cases {
-		var sm, om []json.RawMessage
-		if c.ourErr == "" {
-			sm, om = p.Messages(t, sdkCfg, c.sdkID, "", true), p.Messages(t, ourCfg, c.ourID, "", true)
-		}
-		forkCompare(t, sdkCfg, ourCfg, c, sdkList[c.sdkID].Raw, ourList[c.ourID].Raw, sm, om)
+	for i, id := range p.ForkMany(t, sdkCfg, reqs) {
+		cases[i].sdkID = id
+		forkOurs(t, sdkCfg, ourCfg, cases[i])
 	}
 
 	// --keep-uuids: listed and read by the SDK, with the source's message
@@ -485,7 +491,25 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 			ks = append(ks, kept{id + "/keep-cut", fid, "", msgs[:cut+1]})
 		}
 	}
-	keepList := forkListing(t, p, keepCfg)
+	// What the SDK sees of all three folders, in one process.
+	var sdkIDs, ourIDs, keepIDs []string
+	for _, c := range cases {
+		sdkIDs, ourIDs = append(sdkIDs, c.sdkID), append(ourIDs, c.ourID)
+	}
+	for _, k := range ks {
+		keepIDs = append(keepIDs, k.id)
+	}
+	views := p.Views(t, []peer.ViewGroup{{Dirs: []string{sdkCfg}, Sids: sdkIDs}, {Dirs: []string{ourCfg}, Sids: ourIDs},
+		{Dirs: []string{keepCfg}, Sids: keepIDs}})
+	sdkView, ourView, keepView := views[0][0], views[1][0], views[2][0]
+	sdkList, ourList, keepList := viewListing(sdkView), viewListing(ourView), viewListing(keepView)
+	for _, c := range cases {
+		var sm, om []json.RawMessage
+		if c.ourErr == "" {
+			sm, om = sdkView.Messages[c.sdkID], ourView.Messages[c.ourID]
+		}
+		forkCompare(t, sdkCfg, ourCfg, c, sdkList[c.sdkID].Raw, ourList[c.ourID].Raw, sm, om)
+	}
 	for _, k := range ks {
 		si, ok := keepList[k.id]
 		if !ok {
@@ -495,7 +519,7 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 		if k.title != "" && si.CustomTitle != k.title {
 			t.Errorf("%s: listed with title %q, want %q", k.name, si.CustomTitle, k.title)
 		}
-		got := peer.UUIDs(p.Messages(t, keepCfg, k.id, "", false))
+		got := peer.UUIDs(withoutSystem(t, keepView.Messages[k.id]))
 		if strings.Join(got, " ") != strings.Join(k.want, " ") {
 			t.Errorf("%s: SDK reads uuids\n %v\nwant\n %v", k.name, got, k.want)
 		}
