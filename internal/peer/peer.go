@@ -209,10 +209,11 @@ type ViewGroup struct {
 }
 
 // View is what the SDK sees in one config folder: listSessions, and for
-// each session of its group, getSessionMessages (system messages
-// included), listSubagents and getSubagentMessages.
+// each session of its group, getSessionInfo, getSessionMessages (system
+// messages included), listSubagents and getSubagentMessages.
 type View struct {
 	List        []SessionInfo
+	Info        map[string]*SessionInfo // getSessionInfo; nil when undefined
 	Messages    map[string][]json.RawMessage
 	Subagents   map[string][]string
 	SubMessages map[string]map[string][]json.RawMessage
@@ -234,6 +235,7 @@ func (p *Peer) Views(t testing.TB, groups []ViewGroup) [][]View {
 	}
 	var raw [][]struct {
 		List        []json.RawMessage                       `json:"list"`
+		Info        map[string]json.RawMessage              `json:"info"`
 		Messages    map[string][]json.RawMessage            `json:"messages"`
 		Subagents   map[string][]string                     `json:"subagents"`
 		SubMessages map[string]map[string][]json.RawMessage `json:"subMessages"`
@@ -249,7 +251,16 @@ func (p *Peer) Views(t testing.TB, groups []ViewGroup) [][]View {
 			for _, r := range v.List {
 				list = append(list, decodeInfo(t, r))
 			}
-			out[i] = append(out[i], View{List: list, Messages: v.Messages, Subagents: v.Subagents, SubMessages: v.SubMessages})
+			info := make(map[string]*SessionInfo, len(v.Info))
+			for sid, r := range v.Info {
+				if !bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
+					si := decodeInfo(t, r)
+					info[sid] = &si
+				} else {
+					info[sid] = nil
+				}
+			}
+			out[i] = append(out[i], View{List: list, Info: info, Messages: v.Messages, Subagents: v.Subagents, SubMessages: v.SubMessages})
 		}
 	}
 	return out

@@ -131,9 +131,9 @@ switch (cmd) {
     // views <groups.json>: for each group {dirs, sids}, what the SDK sees in
     // each of its config folders: listSessions (worktrees and programmatic
     // sessions included, as 'list'), and for every session listed in any of
-    // the group's folders or named in sids, getSessionMessages (system
-    // messages included), listSubagents and getSubagentMessages of each
-    // agent. One process for what 'list', 'messages', 'subagents' and
+    // the group's folders or named in sids, getSessionInfo,
+    // getSessionMessages (system messages included), listSubagents and
+    // getSubagentMessages of each agent. One process for what 'list', 'messages', 'subagents' and
     // 'subagent-messages' would take hundreds of.
     const file = pos.shift();
     if (!file) usage('missing <groups.json>');
@@ -150,8 +150,9 @@ switch (cmd) {
       const views = [];
       for (let i = 0; i < g.dirs.length; i++) {
         process.env.CLAUDE_CONFIG_DIR = path.resolve(g.dirs[i]);
-        const v = { list: lists[i], messages: {}, subagents: {}, subMessages: {} };
+        const v = { list: lists[i], info: {}, messages: {}, subagents: {}, subMessages: {} };
         for (const sid of [...sids].sort()) {
+          v.info[sid] = (await sdk.getSessionInfo(sid, {})) ?? null;
           v.messages[sid] = await sdk.getSessionMessages(sid, { includeSystemMessages: true });
           const agents = await sdk.listSubagents(sid, {});
           v.subagents[sid] = agents;

@@ -388,29 +388,45 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range append(sessions, ids["sidechainOnly"]) {
+	all := append(sessions, ids["sidechainOnly"])
+	vs := p.Views(t, []peer.ViewGroup{{Dirs: []string{plain, with}, Sids: all}})[0]
+	for _, id := range all {
 		for _, system := range []bool{false, true} {
-			a, b := p.Messages(t, plain, id, "", system), p.Messages(t, with, id, project, system)
+			a, b := vs[0].Messages[id], vs[1].Messages[id]
+			if !system {
+				a, b = withoutSystem(t, a), withoutSystem(t, b)
+			}
 			ja, _ := json.Marshal(a)
 			jb, _ := json.Marshal(b)
 			if !bytes.Equal(ja, jb) {
 				t.Fatalf("messages of %s (system %v) differ:\n%s\n%s", id, system, ja, jb)
 			}
 		}
-		ia, ib := p.Info(t, plain, id, ""), p.Info(t, with, id, "")
+		ia, ib := vs[0].Info[id], vs[1].Info[id]
 		if (ia == nil) != (ib == nil) || ia != nil && !reflect.DeepEqual(ia.Raw, ib.Raw) {
 			t.Fatalf("info of %s: %+v / %+v", id, ia, ib)
 		}
 	}
+	// With a project folder given, as the SDK reads one project.
+	id := ids["withSummaryAndSubagent"]
+	if a, b := p.Messages(t, plain, id, "", true), p.Messages(t, with, id, project, true); !reflect.DeepEqual(a, b) || len(a) == 0 {
+		t.Fatalf("messages of %s in its project differ: %d / %d", id, len(a), len(b))
+	}
 	sub := ids["withSummaryAndSubagent"]
-	if a, b := p.Subagents(t, plain, sub, ""), p.Subagents(t, with, sub, ""); !reflect.DeepEqual(a, b) || len(a) != 1 {
+	if a, b := vs[0].Subagents[sub], vs[1].Subagents[sub]; !reflect.DeepEqual(a, b) || len(a) != 1 {
 		t.Fatalf("subagents %v / %v", a, b)
 	}
 	// The SDK's fork of a session with a sidecar copies what it copies
 	// without one, and no scribe record.
-	for _, id := range []string{ids["withSummaryAndSubagent"], ids["withCompactBoundary"], ids["branched"]} {
-		fa := p.Fork(t, plain, id, "", "", "")
-		fb := p.Fork(t, with, id, "", "", "")
+	forked := []string{ids["withSummaryAndSubagent"], ids["withCompactBoundary"], ids["branched"]}
+	var reqs []peer.ForkRequest
+	for _, id := range forked {
+		reqs = append(reqs, peer.ForkRequest{Session: id})
+	}
+	fas, fbs := p.ForkMany(t, plain, reqs), p.ForkMany(t, with, reqs)
+	fvs := p.Views(t, []peer.ViewGroup{{Dirs: []string{plain}, Sids: fas}, {Dirs: []string{with}, Sids: fbs}})
+	for i, id := range forked {
+		fa, fb := fas[i], fbs[i]
 		ba, _ := os.ReadFile(MainFile(filepath.Join(plain, ids["projectDir"]), fa))
 		bb, _ := os.ReadFile(MainFile(filepath.Join(with, ids["projectDir"]), fb))
 		if bytes.Contains(bb, []byte("scribe-")) {
@@ -419,7 +435,7 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 		if na, nb := bytes.Count(ba, []byte("\n")), bytes.Count(bb, []byte("\n")); na != nb {
 			t.Fatalf("fork of %s: %d lines without, %d with", id, na, nb)
 		}
-		ma, mb := p.Messages(t, plain, fa, "", false), p.Messages(t, with, fb, "", false)
+		ma, mb := withoutSystem(t, fvs[0][0].Messages[fa]), withoutSystem(t, fvs[1][0].Messages[fb])
 		if len(ma) != len(mb) {
 			t.Fatalf("fork of %s: %d messages without, %d with", id, len(ma), len(mb))
 		}
