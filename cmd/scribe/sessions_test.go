@@ -120,6 +120,13 @@ func sameProjects(t *testing.T, what, sdkDir, ourDir string) {
 // session's file mtime aside (the two were written at different times).
 func sameListing(t *testing.T, p *peer.Peer, what, sdkDir, ourDir string) {
 	t.Helper()
+	sameLists(t, what, p.List(t, sdkDir, ""), p.List(t, ourDir, ""))
+}
+
+// sameLists wants the SDK's listing of scribe's folder (b) to be its
+// listing of its own (a), but for lastModified.
+func sameLists(t *testing.T, what string, a, b []peer.SessionInfo) {
+	t.Helper()
 	strip := func(in []peer.SessionInfo) []map[string]any {
 		out := make([]map[string]any, 0, len(in))
 		for _, s := range in {
@@ -128,7 +135,6 @@ func sameListing(t *testing.T, p *peer.Peer, what, sdkDir, ourDir string) {
 		}
 		return out
 	}
-	a, b := p.List(t, sdkDir, ""), p.List(t, ourDir, "")
 	bySID := func(in []peer.SessionInfo) map[string]any {
 		m := map[string]any{}
 		for i, s := range strip(in) {

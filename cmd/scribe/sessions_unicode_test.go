@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -41,15 +42,27 @@ func TestTagAndRenameUnicodeMatchTheSDK(t *testing.T) {
 		"x\u0323\u0307 q\u0307\u0323",                                                       // canonical reordering
 		strings.Repeat("ñ", 150) + strings.Repeat("🎉", 80) + strings.Repeat("e\u0301", 150), // long: the SDK normalizes in chunks
 	}
+	// Each step on both sides, the folders copied after it: the SDK's steps
+	// in one process, then what the SDK sees of every pair of copies in one.
+	snaps := t.TempDir()
+	var steps []peer.MutateStep
+	var groups []peer.ViewGroup
+	var whats []string
 	for i, v := range values {
 		for _, op := range []string{"tag", "rename"} {
-			v := v
-			p.Mutate(t, sdkDir, op, id, &v)
+			n := len(steps)
+			sdkSnap, ourSnap := filepath.Join(snaps, fmt.Sprint("sdk-", n)), filepath.Join(snaps, fmt.Sprint("ours-", n))
+			steps = append(steps, peer.MutateStep{Op: op, Session: id, Value: v, Snapshot: sdkSnap})
 			cpOK(t, nil, "", op, id, v, "--config-dir", ourDir)
-			what := op + " #" + string(rune('a'+i))
-			sameProjects(t, what, sdkDir, ourDir)
-			sameListing(t, p, what, sdkDir, ourDir)
+			copyTree(t, ourDir, ourSnap)
+			groups = append(groups, peer.ViewGroup{Dirs: []string{sdkSnap, ourSnap}})
+			whats = append(whats, op+" #"+string(rune('a'+i)))
 		}
+	}
+	p.MutateSteps(t, sdkDir, steps)
+	for i, vs := range p.Views(t, groups) {
+		sameProjects(t, whats[i], groups[i].Dirs[0], groups[i].Dirs[1])
+		sameLists(t, whats[i], vs[0].List, vs[1].List)
 	}
 	// What scribe cannot reproduce it refuses as a usage error, writing
 	// nothing; a tag that sanitizes to nothing is refused as the SDK does.

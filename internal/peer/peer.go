@@ -401,6 +401,37 @@ func (p *Peer) Mutate(t testing.TB, configDir, op, sessionID string, value *stri
 	}
 }
 
+// MutateStep is one step of MutateSteps: renameSession or tagSession
+// (Op "rename" or "tag") of Session with Value, then a copy of the config
+// folder into Snapshot.
+type MutateStep struct {
+	Op       string `json:"op"`
+	Session  string `json:"session"`
+	Value    string `json:"value"`
+	Snapshot string `json:"snapshot"`
+}
+
+// MutateSteps runs the steps in order in one process (it WRITES configDir
+// and every snapshot folder).
+func (p *Peer) MutateSteps(t testing.TB, configDir string, steps []MutateStep) {
+	t.Helper()
+	in, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "steps.json")
+	if err := os.WriteFile(file, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		OK bool `json:"ok"`
+	}
+	p.runJSON(t, &r, "mutate-steps", configDir, file)
+	if !r.OK {
+		t.Fatal("peer: mutate-steps did not report ok")
+	}
+}
+
 // TagResult is what tagSession did with one tag of TagMany.
 type TagResult struct {
 	OK    bool   `json:"ok"`

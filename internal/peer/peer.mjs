@@ -260,6 +260,20 @@ switch (cmd) {
     out({ ok: true });
     break;
   }
+  case 'mutate-steps': {
+    // mutate-steps <steps.json>: renameSession or tagSession for each
+    // {op, session, value}, in order, each followed by a copy of the whole
+    // config folder to the step's snapshot folder.
+    const file = pos.shift();
+    if (!file) usage('missing <steps.json>');
+    for (const s of JSON.parse(fs.readFileSync(file, 'utf8'))) {
+      const fn = s.op === 'tag' ? sdk.tagSession : sdk.renameSession;
+      await fn(s.session, s.value, {});
+      fs.cpSync(process.env.CLAUDE_CONFIG_DIR, s.snapshot, { recursive: true, preserveTimestamps: true });
+    }
+    out({ ok: true });
+    break;
+  }
   case 'tag-many': {
     const sid = pos.shift();
     const file = pos.shift();
