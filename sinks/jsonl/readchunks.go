@@ -236,7 +236,7 @@ func (r *chunkReader) chunk(a, b int64, buf, arena []byte, rb *transcript.RowBui
 		}
 		pos = int64(nl) + 1
 	}
-	for from+pos < b {
+	for from+pos < b && pos < int64(len(buf)) {
 		start := from + pos
 		nl := bytes.IndexByte(buf[pos:], '\n')
 		more := int64(64 << 10)
@@ -249,6 +249,9 @@ func (r *chunkReader) chunk(a, b int64, buf, arena []byte, rb *transcript.RowBui
 				return c, buf, arena
 			}
 			scanned := len(buf) - int(pos)
+			if len(grown) == len(buf) {
+				break // the file ends sooner than it did: a torn last line
+			}
 			buf = grown
 			if i := bytes.IndexByte(buf[int(pos)+scanned:], '\n'); i >= 0 {
 				nl = scanned + i
@@ -293,7 +296,9 @@ func (r *chunkReader) chunk(a, b int64, buf, arena []byte, rb *transcript.RowBui
 	return c, buf, arena
 }
 
-// readRange appends the bytes [from, to) of f to buf.
+// readRange appends the bytes [from, to) of f to buf: fewer when the file
+// ends before to (it was cut while being read: what is there is read, as
+// a whole-file read would).
 func readRange(f io.ReaderAt, from, to int64, buf []byte) ([]byte, error) {
 	n := int(to - from)
 	if n <= 0 {
@@ -301,13 +306,10 @@ func readRange(f io.ReaderAt, from, to int64, buf []byte) ([]byte, error) {
 	}
 	buf = growTo(buf, len(buf)+n)
 	got, err := f.ReadAt(buf[len(buf)-n:], from)
-	if got < n {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+	if got < n && err != nil && !errors.Is(err, io.EOF) {
 		return buf[:len(buf)-n+got], fmt.Errorf("read at %d: %w", from, err)
 	}
-	return buf, nil
+	return buf[:len(buf)-n+got], nil
 }
 
 func growTo(buf []byte, n int) []byte {

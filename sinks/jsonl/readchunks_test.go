@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -236,5 +237,51 @@ func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
 	}
 	if len(msgs) < 300 {
 		t.Fatalf("only %d messages compared", len(msgs))
+	}
+}
+
+// shortReader is a file cut to n bytes while being read: it says it has
+// size bytes but reads end at n.
+type shortReader struct {
+	data []byte
+	n    int64
+}
+
+func (r shortReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.n {
+		return 0, io.EOF
+	}
+	k := copy(p, r.data[off:r.n])
+	if k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+// TestChunkedReadOfAFileCutWhileRead: a file that shrinks under the reader
+// reads as the bytes that are there (the last line torn), with every chunk
+// size, and never hangs or invents a line.
+func TestChunkedReadOfAFileCutWhileRead(t *testing.T) {
+	first, most := chunkFirst, chunkMax
+	defer func() { chunkFirst, chunkMax = first, most }()
+	data := chunkInputs()["hand"]
+	for _, cut := range []int64{0, 1, 100, int64(len(data)) / 2, int64(len(data)) - 1} {
+		for _, sz := range [][2]int64{{7, 13}, {64, 256}, {1 << 20, 4 << 20}} {
+			chunkFirst, chunkMax = sz[0], sz[1]
+			for _, mode := range []readMode{keepLine, keepRebuild} {
+				r := &chunkReader{f: shortReader{data, cut}, size: int64(len(data)), large: true, mode: mode}
+				var rep ReadReport
+				if _, _, err := r.read(&rep); err != nil {
+					t.Fatalf("cut %d chunks %v: %v", cut, sz, err)
+				}
+				_, want, err := oracleRead(bytes.NewReader(data[:cut]), cut, "f", true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Lines != want.Lines || rep.Entries != want.Entries || rep.Torn != want.Torn || len(rep.Malformed) != len(want.Malformed) {
+					t.Fatalf("cut %d chunks %v mode %d: %+v, want %+v", cut, sz, mode, rep, want)
+				}
+			}
+		}
 	}
 }
