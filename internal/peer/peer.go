@@ -135,12 +135,53 @@ func peerEnv() []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-			"NODE_OPTIONS", "CLAUDE_CODE_PROJECT_DIR_NAME", "PEER_SDK":
+			"NODE_OPTIONS", "CLAUDE_CODE_PROJECT_DIR_NAME", "CLAUDE_CODE_DISABLE_PRECOMPACT_SKIP", "PEER_SDK":
 			continue
 		}
 		env = append(env, kv)
 	}
 	return env
+}
+
+// Script runs script, the source of an ES module, with node in the peer
+// folder, the SDK reading configDir, and decodes what it prints into out.
+// The script finds the SDK module's path in SCRIBE_SDK_MJS and queries (as
+// JSON, in a file) in SCRIBE_SDK_QUERIES: one process for many SDK calls.
+func (p *Peer) Script(t testing.TB, configDir, script string, queries, out any) {
+	t.Helper()
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.Node, "--input-type=module", "-e", script)
+	cmd.Dir = p.Dir
+	cmd.Env = append(peerEnv(), "CLAUDE_CONFIG_DIR="+configDir, "SCRIBE_SDK_MJS="+filepath.Join(p.SDKDir, "sdk.mjs"),
+		"SCRIBE_SDK_QUERIES="+jsonFile(t, "queries.json", queries))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("peer: sdk script: %v\n%s", err, stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("peer: sdk script printed %.2000s: %v", stdout.Bytes(), err)
+	}
+}
+
+// jsonFile writes v as JSON into a file named name in a temporary folder
+// of t's, and returns its path.
+func jsonFile(t testing.TB, name string, v any) string {
+	t.Helper()
+	in, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // runJSON runs peer.mjs with --compact and decodes its stdout into v.
@@ -225,14 +266,7 @@ type View struct {
 // SubagentMessages would, without a process for each call.
 func (p *Peer) Views(t testing.TB, groups []ViewGroup) [][]View {
 	t.Helper()
-	in, err := json.Marshal(groups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "groups.json")
-	if err := os.WriteFile(file, in, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := jsonFile(t, "groups.json", groups)
 	var raw [][]struct {
 		List        []json.RawMessage                       `json:"list"`
 		Info        map[string]json.RawMessage              `json:"info"`
@@ -359,14 +393,7 @@ type ForkRequest struct {
 // the new sessions into configDir); the new session ids.
 func (p *Peer) ForkMany(t testing.TB, configDir string, forks []ForkRequest) []string {
 	t.Helper()
-	in, err := json.Marshal(forks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "forks.json")
-	if err := os.WriteFile(file, in, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := jsonFile(t, "forks.json", forks)
 	var ids []string
 	p.runJSON(t, &ids, "fork-many", configDir, file)
 	if len(ids) != len(forks) {
@@ -415,14 +442,7 @@ type MutateStep struct {
 // and every snapshot folder).
 func (p *Peer) MutateSteps(t testing.TB, configDir string, steps []MutateStep) {
 	t.Helper()
-	in, err := json.Marshal(steps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "steps.json")
-	if err := os.WriteFile(file, in, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := jsonFile(t, "steps.json", steps)
 	var r struct {
 		OK bool `json:"ok"`
 	}

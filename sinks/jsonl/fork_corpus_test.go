@@ -2,12 +2,10 @@ package jsonl
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -91,7 +89,7 @@ const forkBatchScript = `
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 const sdk = await import(pathToFileURL(process.env.SCRIBE_SDK_MJS).href);
-const qs = JSON.parse(fs.readFileSync(process.env.SCRIBE_FORK_QUERIES, 'utf8'));
+const qs = JSON.parse(fs.readFileSync(process.env.SCRIBE_SDK_QUERIES, 'utf8'));
 const out = [];
 for (const q of qs) {
   try {
@@ -126,37 +124,10 @@ type forkAnswer struct {
 
 func forkBatch(t *testing.T, p *peer.Peer, cfg string, qs []forkQuery) []forkAnswer {
 	t.Helper()
-	in, err := json.Marshal(qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qfile := filepath.Join(t.TempDir(), "queries.json")
-	if err := os.WriteFile(qfile, in, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, p.Node, "--input-type=module", "-e", forkBatchScript)
-	cmd.Dir = p.Dir
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-			"NODE_OPTIONS", "CLAUDE_CODE_PROJECT_DIR_NAME":
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	cmd.Env = append(cmd.Env, "CLAUDE_CONFIG_DIR="+cfg, "SCRIBE_SDK_MJS="+filepath.Join(p.SDKDir, "sdk.mjs"),
-		"SCRIBE_FORK_QUERIES="+qfile)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sdk batch: %v\n%s", err, stderr.String())
-	}
 	var out []forkAnswer
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out) != len(qs) {
-		t.Fatalf("sdk batch: %d answers for %d queries: %v", len(out), len(qs), err)
+	p.Script(t, cfg, forkBatchScript, qs, &out)
+	if len(out) != len(qs) {
+		t.Fatalf("sdk batch: %d answers for %d queries", len(out), len(qs))
 	}
 	return out
 }

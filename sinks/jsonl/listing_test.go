@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -43,8 +42,8 @@ func (q lstQuery) String() string {
 const lstBatchScript = `
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
-const sdk = await import(pathToFileURL(process.env.LST_SDK_MJS).href);
-const qs = JSON.parse(fs.readFileSync(process.env.LST_QUERIES, 'utf8'));
+const sdk = await import(pathToFileURL(process.env.SCRIBE_SDK_MJS).href);
+const qs = JSON.parse(fs.readFileSync(process.env.SCRIBE_SDK_QUERIES, 'utf8'));
 const res = [];
 for (const q of qs) {
   if (q.op === 'info') {
@@ -65,37 +64,10 @@ process.stdout.write(JSON.stringify(res));
 // lstSDK answers the queries with the real SDK.
 func lstSDK(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) []json.RawMessage {
 	t.Helper()
-	in, err := json.Marshal(qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qfile := filepath.Join(t.TempDir(), "queries.json")
-	if err := os.WriteFile(qfile, in, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, p.Node, "--input-type=module", "-e", lstBatchScript)
-	cmd.Dir = p.Dir
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-			"NODE_OPTIONS", "CLAUDE_CODE_PROJECT_DIR_NAME":
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	cmd.Env = append(cmd.Env, "CLAUDE_CONFIG_DIR="+configDir,
-		"LST_SDK_MJS="+filepath.Join(p.SDKDir, "sdk.mjs"), "LST_QUERIES="+qfile)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sdk batch: %v\n%s", err, stderr.String())
-	}
 	var out []json.RawMessage
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out) != len(qs) {
-		t.Fatalf("sdk batch: %d answers for %d queries: %v", len(out), len(qs), err)
+	p.Script(t, configDir, lstBatchScript, qs, &out)
+	if len(out) != len(qs) {
+		t.Fatalf("sdk batch: %d answers for %d queries", len(out), len(qs))
 	}
 	return out
 }

@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
@@ -142,37 +140,10 @@ type sdkAnswer struct {
 
 func sdkBatch(t *testing.T, p *peer.Peer, configDir string, qs []sdkQuery) []sdkAnswer {
 	t.Helper()
-	in, err := json.Marshal(qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, p.Node, "--input-type=module", "-e", sdkBatchScript)
-	cmd.Dir = p.Dir
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-			"NODE_OPTIONS", "CLAUDE_CODE_PROJECT_DIR_NAME", "CLAUDE_CODE_DISABLE_PRECOMPACT_SKIP":
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	qfile := filepath.Join(t.TempDir(), "queries.json")
-	if err := os.WriteFile(qfile, in, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(cmd.Env, "CLAUDE_CONFIG_DIR="+configDir, "SCRIBE_SDK_MJS="+filepath.Join(p.SDKDir, "sdk.mjs"),
-		"SCRIBE_SDK_QUERIES="+qfile)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sdk batch: %v\n%s", err, stderr.String())
-	}
 	var out []sdkAnswer
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out) != len(qs) {
-		t.Fatalf("sdk batch: decode %d answers for %d queries: %v", len(out), len(qs), err)
+	p.Script(t, configDir, sdkBatchScript, qs, &out)
+	if len(out) != len(qs) {
+		t.Fatalf("sdk batch: %d answers for %d queries", len(out), len(qs))
 	}
 	for i, a := range out {
 		if a.Err != "" {
