@@ -98,16 +98,20 @@ func find(root string) (*Peer, error) {
 	return &Peer{Node: node, Dir: dir, SDKDir: sdkDir, Version: pkg.Version, Timeout: DefaultTimeout}, nil
 }
 
+// timeout is how long one node process may run.
+func (p *Peer) timeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultTimeout
+}
+
 // Run runs `node <script> args...` in the peer folder and returns its stdout.
 // A non-zero exit, a timeout or a start failure fails the test and shows the
 // command and its stderr.
 func (p *Peer) Run(t testing.TB, script string, args ...string) []byte {
 	t.Helper()
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.Node, append([]string{filepath.Join(p.Dir, script)}, args...)...)
 	cmd.Dir = p.Dir
@@ -118,7 +122,7 @@ func (p *Peer) Run(t testing.TB, script string, args ...string) []byte {
 	start := time.Now()
 	err := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
-		t.Fatalf("peer: node %s %s: timed out after %v\nstderr:\n%s", script, strings.Join(args, " "), timeout, stderr.String())
+		t.Fatalf("peer: node %s %s: timed out after %v\nstderr:\n%s", script, strings.Join(args, " "), p.timeout(), stderr.String())
 	}
 	if err != nil {
 		t.Fatalf("peer: node %s %s: %v (after %v)\nstderr:\n%s", script, strings.Join(args, " "), err,
@@ -149,11 +153,7 @@ func peerEnv() []string {
 // JSON, in a file) in SCRIBE_SDK_QUERIES: one process for many SDK calls.
 func (p *Peer) Script(t testing.TB, configDir, script string, queries, out any) {
 	t.Helper()
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.Node, "--input-type=module", "-e", script)
 	cmd.Dir = p.Dir
