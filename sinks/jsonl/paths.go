@@ -101,12 +101,12 @@ func (l Layout) ProjectDir(cwd string) string {
 
 // MainFile is a session's transcript in a project folder.
 func MainFile(projectDir, sessionID string) string {
-	return filepath.Join(projectDir, sessionID+".jsonl")
+	return filepath.Join(projectDir, sessionID+transcriptExt)
 }
 
 // AgentFile is a subagent's transcript.
 func AgentFile(projectDir, sessionID, agentID string) string {
-	return filepath.Join(projectDir, sessionID, "subagents", "agent-"+agentID+".jsonl")
+	return filepath.Join(SubagentDir(projectDir, sessionID), agentPrefix+agentID+transcriptExt)
 }
 
 // LockFile is where the writer of a session holds its lock.
@@ -126,7 +126,7 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 		if _, err := os.Stat(MainFile(dir, sessionID) + SealedSuffix); err == nil {
 			return true
 		}
-		if fi, err := os.Stat(filepath.Join(dir, sessionID)); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(SessionDir(dir, sessionID)); err == nil && fi.IsDir() {
 			return true
 		}
 		return false
