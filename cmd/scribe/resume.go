@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,17 +98,11 @@ func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
 		return &exitError{code: 2, err: err}
 	}
 	log := newLogger(cfg, "scribe")
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{})
+	ctx, rt, done, err := buildForCommand(cmd, cfg, log, buildOpts{})
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = rt.close(cctx)
-	}()
+	defer done()
 	if len(rt.loaders) == 0 {
 		return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
 	}
