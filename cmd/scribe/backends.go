@@ -188,7 +188,7 @@ func (ll layoutLister) ListSessions(_ context.Context, projectKey string) ([]bac
 		if !p.IsDir() || (projectKey != "" && p.Name() != projectKey) {
 			continue
 		}
-		files, _ := os.ReadDir(filepath.Join(ll.l.ProjectsDir(), p.Name()))
+		files, _ := os.ReadDir(ll.l.ProjectFolder(p.Name()))
 		for _, f := range files {
 			id, ok := jsonl.MainFileID(f.Name())
 			if !ok {
@@ -256,7 +256,7 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 		return os.Chtimes(path, mt, mt)
 	}
 	for _, s := range sessions {
-		pdir := filepath.Join(l.ProjectsDir(), s.ProjectKey)
+		pdir := l.ProjectFolder(s.ProjectKey)
 		t, err := st.loader.Load(ctx, core.SessionRef{SessionID: s.SessionID})
 		if err != nil {
 			cleanup()

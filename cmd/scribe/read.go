@@ -304,7 +304,7 @@ func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 		if !p.IsDir() {
 			continue
 		}
-		files, _ := os.ReadDir(filepath.Join(l.ProjectsDir(), p.Name()))
+		files, _ := os.ReadDir(l.ProjectFolder(p.Name()))
 		for _, f := range files {
 			id, ok := jsonl.MainFileID(f.Name())
 			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {

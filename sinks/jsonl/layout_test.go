@@ -32,6 +32,9 @@ func TestLayoutNames(t *testing.T) {
 	if _, ok := MainFileID("x.jsonl"); ok {
 		t.Error("MainFileID accepts a name that is not a uuid")
 	}
+	if l := (Layout{ConfigDir: "c"}); l.ProjectFolder("-p") != filepath.Join("c", "projects", "-p") || l.ProjectFolder(SanitizePath("/p")) != l.ProjectDir("/p") {
+		t.Errorf("ProjectFolder = %s", l.ProjectFolder("-p"))
+	}
 	j := func(s ...string) string { return filepath.Join(s...) }
 	for _, c := range []struct {
 		rel            string

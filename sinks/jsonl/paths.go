@@ -94,6 +94,10 @@ type Layout struct {
 // ProjectsDir is <config dir>/projects.
 func (l Layout) ProjectsDir() string { return filepath.Join(l.ConfigDir, "projects") }
 
+// ProjectFolder is the project folder of that name (as listed under
+// ProjectsDir, or a SessionFile's Project), not derived from a cwd.
+func (l Layout) ProjectFolder(name string) string { return filepath.Join(l.ProjectsDir(), name) }
+
 // ProjectDir is the folder for sessions started in cwd.
 func (l Layout) ProjectDir(cwd string) string {
 	return filepath.Join(l.ProjectsDir(), SanitizePath(cwd))
@@ -151,7 +155,7 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if d := filepath.Join(l.ProjectsDir(), n); has(d) {
+		if d := l.ProjectFolder(n); has(d) {
 			return d, nil
 		}
 	}

@@ -190,7 +190,7 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 			return "", false, fmt.Errorf("find session %s: %w", sessionID, err)
 		}
 		for _, e := range ents {
-			dirs = append(dirs, filepath.Join(l.ProjectsDir(), e.Name()))
+			dirs = append(dirs, l.ProjectFolder(e.Name()))
 		}
 	}
 	for _, d := range dirs {
@@ -237,7 +237,7 @@ func (l Layout) projectDirs(dir string) []string {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		d := filepath.Join(l.ProjectsDir(), e.Name())
+		d := l.ProjectFolder(e.Name())
 		if d != exact && recordsCwd(d, full) {
 			out = append(out, d)
 		}
