@@ -31,15 +31,7 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 
 	res := &appendResult{duplicate: make([]bool, len(items))}
 	done := make([]bool, len(items))
-	// Duplicates inside the request.
-	seen := make(map[string]bool, len(items))
-	for i, it := range items {
-		if seen[it.id] {
-			res.duplicate[i], done[i] = true, true
-			res.dups++
-		}
-		seen[it.id] = true
-	}
+	res.markDuplicatesWithin(items, done)
 
 	reconciled := false
 	var ps publishState
@@ -55,31 +47,9 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 		if err != nil {
 			return nil, err
 		}
-		var todo []int
-		var ids []string
-		for i := range items {
-			if !done[i] {
-				todo = append(todo, i)
-				ids = append(ids, items[i].id)
-			}
-		}
-		// Without meta the lookup is skipped: a marker exists only for a
-		// message in the stream, and the publish is fenced on 0 (none).
-		if len(todo) > 0 && meta != nil {
-			exists, err := st.markers(ctx, tenant, session, ids)
-			if err != nil {
-				return nil, err
-			}
-			rest := todo[:0]
-			for k, i := range todo {
-				if exists[k] {
-					res.duplicate[i], done[i] = true, true
-					res.dups++
-					continue
-				}
-				rest = append(rest, i)
-			}
-			todo = rest
+		todo, err := st.pending(ctx, tenant, session, items, done, meta != nil, res)
+		if err != nil {
+			return nil, err
 		}
 		if lastUUID != nil && len(todo) == 1 && items[todo[0]].e.UUID != "" && meta != nil && meta.LastUUID != "" &&
 			*lastUUID != meta.LastUUID {
@@ -97,37 +67,9 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 			return res, nil
 		}
 
-		var last uint64
-		if meta != nil {
-			last = meta.LastSeq
-		}
-		mw := st.newMarkerWriter(tenant, session)
-		// A session without metadata yet may be one deleted within the
-		// duplicate window: its first entries get an epoch of their own.
-		epoch := newEpoch()
-		if meta != nil {
-			epoch = meta.Epoch
-		}
-		recs, fenced, pubErr := st.publishTodo(ctx, tenant, session, items, todo, last, epoch, done, &ps, mw)
-		res.stored += len(recs)
-		if len(recs) > 0 {
-			st.m.stored.Add(int64(len(recs)))
-			err := mw.wait(ctx)
-			var next *sessionMeta
-			if err == nil {
-				next, _, err = st.advanceMeta(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
-			}
-			switch {
-			case errors.Is(err, errMetaMismatch):
-				fenced = true // someone indexed past us: reconcile
-			case err != nil:
-				return nil, err
-			default:
-				meta = next
-			}
-		}
-		if pubErr != nil {
-			return nil, pubErr
+		meta, fenced, err := st.publishRound(ctx, tenant, session, items, todo, done, meta, rev, &ps, res)
+		if err != nil {
+			return nil, err
 		}
 		if !fenced {
 			res.meta = meta
@@ -144,6 +86,93 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 			}
 		}
 	}
+}
+
+// markDuplicatesWithin marks the items whose id an earlier item of the
+// same request has, as duplicates and done.
+func (res *appendResult) markDuplicatesWithin(items []item, done []bool) {
+	seen := make(map[string]bool, len(items))
+	for i, it := range items {
+		if seen[it.id] {
+			res.duplicate[i], done[i] = true, true
+			res.dups++
+		}
+		seen[it.id] = true
+	}
+}
+
+// pending returns the indexes of the items not done yet, marking as
+// duplicates (and done) those whose marker says the session holds them.
+// Without meta (hasMeta false) the lookup is skipped: a marker exists only
+// for a message in the stream, and the publish is fenced on 0 (none).
+func (st *store) pending(ctx context.Context, tenant, session string, items []item, done []bool, hasMeta bool, res *appendResult) ([]int, error) {
+	var todo []int
+	var ids []string
+	for i := range items {
+		if !done[i] {
+			todo = append(todo, i)
+			ids = append(ids, items[i].id)
+		}
+	}
+	if len(todo) == 0 || !hasMeta {
+		return todo, nil
+	}
+	exists, err := st.markers(ctx, tenant, session, ids)
+	if err != nil {
+		return nil, err
+	}
+	rest := todo[:0]
+	for k, i := range todo {
+		if exists[k] {
+			res.duplicate[i], done[i] = true, true
+			res.dups++
+			continue
+		}
+		rest = append(rest, i)
+	}
+	return rest, nil
+}
+
+// publishRound publishes the todo items fenced on meta's last sequence,
+// waits for their markers and advances the metadata (rev) past them; it
+// returns the metadata after the round and whether the fence (or a
+// metadata mismatch) refused part of it, so the caller reconciles and
+// tries again.
+func (st *store) publishRound(ctx context.Context, tenant, session string, items []item, todo []int, done []bool,
+	meta *sessionMeta, rev uint64, ps *publishState, res *appendResult) (*sessionMeta, bool, error) {
+	var last uint64
+	if meta != nil {
+		last = meta.LastSeq
+	}
+	mw := st.newMarkerWriter(tenant, session)
+	// A session without metadata yet may be one deleted within the
+	// duplicate window: its first entries get an epoch of their own.
+	epoch := newEpoch()
+	if meta != nil {
+		epoch = meta.Epoch
+	}
+	recs, fenced, pubErr := st.publishTodo(ctx, tenant, session, items, todo, last, epoch, done, ps, mw)
+	res.stored += len(recs)
+	if len(recs) > 0 {
+		st.m.stored.Add(int64(len(recs)))
+		err := mw.wait(ctx)
+		var next *sessionMeta
+		if err == nil {
+			next, _, err = st.advanceMeta(ctx, tenant, session, meta, rev, recs, time.Now().UTC())
+		}
+		switch {
+		case errors.Is(err, errMetaMismatch):
+			fenced = true // someone indexed past us: reconcile
+		case err != nil:
+			return nil, false, err
+		default:
+			meta = next
+		}
+	}
+	if pubErr != nil {
+		return nil, false, pubErr
+	}
+	return meta, fenced, nil
 }
 
 // setState sets the session's state in its metadata (a state event).

@@ -250,7 +250,7 @@ func readAllFrom(fh *os.File) ([]byte, error) {
 // sessionCWD is the cwd the session's main transcript recorded, if known.
 func (w *Watcher) sessionCWD(f *follower) string {
 	project, _ := sessionDirRel(f.root, f.st.Path)
-	if m := w.files[filepath.Join(f.root, project, f.st.Session+".jsonl")]; m != nil {
+	if m := w.files[jsonl.MainFile(filepath.Join(f.root, project), f.st.Session)]; m != nil {
 		return m.st.CWD
 	}
 	return ""
@@ -266,6 +266,6 @@ func projectOf(root, path string) string {
 }
 
 func (w *Watcher) mainMirrored(root, project, session string) bool {
-	m := w.files[filepath.Join(root, project, session+".jsonl")]
+	m := w.files[jsonl.MainFile(filepath.Join(root, project), session)]
 	return m != nil && m.st.Messages
 }

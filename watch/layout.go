@@ -9,42 +9,25 @@ import (
 )
 
 // classify says what a path under a projects root is, in Claude Code's
-// layout; ok is false for anything watch does not follow (memory/, a
+// layout as jsonl.ClassifyPath reads it; ok is false for anything watch does not follow (memory/, a
 // folder's own sidecars such as <id>.ccr-tip.json, temporary files).
 func classify(root, path string) (kind, session, agent string, ok bool) {
 	rel, err := filepath.Rel(root, path)
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return "", "", "", false
 	}
-	parts := strings.Split(rel, string(filepath.Separator))
-	if len(parts) < 2 {
-		return "", "", "", false
-	}
-	base := parts[len(parts)-1]
-	if strings.HasPrefix(base, ".") {
-		return "", "", "", false // temporary files (ours and others')
-	}
-	if len(parts) == 2 {
-		id, isJSONL := strings.CutSuffix(base, ".jsonl")
-		if isJSONL && jsonl.IsSessionID(id) {
-			return KindMain, id, "", true
-		}
-		return "", "", "", false
-	}
-	session = parts[1]
-	if !jsonl.IsSessionID(session) {
-		return "", "", "", false
-	}
-	if len(parts) == 3 && base == "scribe-lifecycle.jsonl" {
+	k, session, agent := jsonl.ClassifyPath(rel)
+	switch k {
+	case jsonl.PathMain:
+		return KindMain, session, "", true
+	case jsonl.PathAgent:
+		return KindAgent, session, agent, true
+	case jsonl.PathLifecycle:
 		return KindLifecycle, session, "", true
+	case jsonl.PathSidecar:
+		return KindSidecar, session, "", true
 	}
-	if len(parts) >= 4 && parts[2] == "subagents" && strings.HasPrefix(base, "agent-") && strings.HasSuffix(base, ".jsonl") {
-		return KindAgent, session, strings.TrimSuffix(strings.TrimPrefix(base, "agent-"), ".jsonl"), true
-	}
-	if strings.HasSuffix(base, ".jsonl") || strings.Contains(base, ".tmp") {
-		return "", "", "", false
-	}
-	return KindSidecar, session, "", true
+	return "", "", "", false
 }
 
 // sessionDirRel is the part of path below <project>/<sessionId>/, for a

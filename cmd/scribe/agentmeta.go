@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
@@ -24,11 +23,6 @@ import (
 const typeAgentMetadata = "agent_metadata"
 
 const agentMetaPrefix = `{"type":"` + typeAgentMetadata + `"`
-
-// metaPath is the meta file beside a subagent's transcript.
-func metaPath(agentFile string) string {
-	return strings.TrimSuffix(agentFile, ".jsonl") + ".meta.json"
-}
 
 // agentMetaEntry reads a subagent's meta file as the SDK's entry; ok is
 // false when there is no meta file.

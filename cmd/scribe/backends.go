@@ -188,10 +188,10 @@ func (ll layoutLister) ListSessions(_ context.Context, projectKey string) ([]bac
 		if !p.IsDir() || (projectKey != "" && p.Name() != projectKey) {
 			continue
 		}
-		files, _ := os.ReadDir(filepath.Join(ll.l.ProjectsDir(), p.Name()))
+		files, _ := os.ReadDir(ll.l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := strings.CutSuffix(f.Name(), ".jsonl")
-			if !ok || !jsonl.IsSessionID(id) {
+			id, ok := jsonl.MainFileID(f.Name())
+			if !ok {
 				continue
 			}
 			fi, err := f.Info()
@@ -256,7 +256,7 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 		return os.Chtimes(path, mt, mt)
 	}
 	for _, s := range sessions {
-		pdir := filepath.Join(l.ProjectsDir(), s.ProjectKey)
+		pdir := l.ProjectFolder(s.ProjectKey)
 		t, err := st.loader.Load(ctx, core.SessionRef{SessionID: s.SessionID})
 		if err != nil {
 			cleanup()
@@ -296,7 +296,7 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 				return jsonl.Layout{}, nil, err
 			}
 			if meta != nil {
-				if _, err := writeAgentMeta(metaPath(path), *meta); err != nil {
+				if _, err := writeAgentMeta(jsonl.AgentMetaFile(path), *meta); err != nil {
 					cleanup()
 					return jsonl.Layout{}, nil, err
 				}
@@ -347,7 +347,7 @@ func writeFork(ctx context.Context, st *store, path, newID string) error {
 		return &exitError{code: 2, err: fmt.Errorf("%s is a loader block: the fork cannot be written there (name its sink block)", st.id)}
 	}
 	files := []string{path}
-	agents, _ := filepath.Glob(filepath.Join(filepath.Dir(path), newID, "subagents", "agent-*.jsonl"))
+	agents, _ := filepath.Glob(jsonl.AgentFileGlob(filepath.Dir(path), newID))
 	files = append(files, agents...)
 	if err := st.sink.Start(ctx); err != nil {
 		return fmt.Errorf("start %s: %w", st.id, err)

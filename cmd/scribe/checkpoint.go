@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -52,17 +49,11 @@ named by its id, a unique prefix of it, or its label.`,
 				return &exitError{code: 2, err: errors.New("checkpoint needs the local store: list a jsonl sink in pipeline { sinks = [...] }")}
 			}
 			log := newLogger(cfg, "scribe")
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{lockWait: lockWait})
+			ctx, rt, done, err := buildForCommand(cmd, cfg, log, buildOpts{lockWait: lockWait})
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return err
 			}
-			defer func() {
-				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_ = rt.close(cctx)
-			}()
+			defer done()
 			l := jsonl.Layout{ConfigDir: rt.host.ConfigDir}
 			id, err := resolveSession(ctx, l, args[0])
 			if err != nil {

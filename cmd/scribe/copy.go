@@ -240,7 +240,7 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		if err != nil {
 			return written, 0, err
 		}
-		wrote, err := writeAgentMeta(metaPath(path), meta)
+		wrote, err := writeAgentMeta(jsonl.AgentMetaFile(path), meta)
 		if err != nil {
 			return written, 0, err
 		}
@@ -279,7 +279,7 @@ func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.E
 	if err != nil {
 		return nil, nil, err
 	}
-	meta, ok, err := agentMetaEntry(metaPath(path), ref)
+	meta, ok, err := agentMetaEntry(jsonl.AgentMetaFile(path), ref)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
 )
 
@@ -135,10 +135,10 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 	paths := []string{ev.TranscriptPath}
 	switch ev.Event {
 	case "SubagentStop":
-		paths = append(paths, ev.AgentTranscriptPath, strings.TrimSuffix(ev.AgentTranscriptPath, ".jsonl")+".meta.json")
+		paths = append(paths, ev.AgentTranscriptPath, jsonl.AgentMetaFile(ev.AgentTranscriptPath))
 	case "Stop", "SessionEnd", "PreCompact":
 		// The session's folder: subagents, their .meta.json, tool results.
-		paths = append(paths, strings.TrimSuffix(ev.TranscriptPath, ".jsonl"))
+		paths = append(paths, jsonl.SessionDirOf(ev.TranscriptPath))
 	}
 	err = w.Once(ctx, paths...)
 	log.Debug("hook event recorded", "event", ev.Event, "session", ev.SessionID, "lines", w.Stats.Lines.Load(), "accepted", w.Stats.Accepted.Load(), "took", time.Since(received).String())

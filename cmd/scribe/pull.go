@@ -302,7 +302,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			return rep, err
 		}
 		if m := agents[a].meta; m != nil {
-			changed, err := writeAgentMeta(metaPath(path), *m)
+			changed, err := writeAgentMeta(jsonl.AgentMetaFile(path), *m)
 			if err != nil {
 				return rep, err
 			}
@@ -310,7 +310,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			if changed {
 				status = "written"
 			}
-			rep.Files = append(rep.Files, pullFile{Path: metaPath(path), Agent: a, Meta: true, Status: status})
+			rep.Files = append(rep.Files, pullFile{Path: jsonl.AgentMetaFile(path), Agent: a, Meta: true, Status: status})
 		}
 	}
 	if side.entries > 0 {

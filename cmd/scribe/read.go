@@ -331,10 +331,10 @@ func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 		if !p.IsDir() {
 			continue
 		}
-		files, _ := os.ReadDir(filepath.Join(l.ProjectsDir(), p.Name()))
+		files, _ := os.ReadDir(l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := strings.CutSuffix(f.Name(), ".jsonl")
-			if ok && jsonl.IsSessionID(id) && strings.HasPrefix(strings.ToLower(id), prefix) {
+			id, ok := jsonl.MainFileID(f.Name())
+			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
 				found[id] = append(found[id], p.Name())
 			}
 		}
@@ -657,7 +657,7 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 	if r.Subagents == nil {
 		r.Subagents = []string{}
 	}
-	sub := filepath.Join(filepath.Dir(rep.Path), id, "subagents")
+	sub := jsonl.SubagentDir(filepath.Dir(rep.Path), id)
 	_ = filepath.WalkDir(sub, func(_ string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if fi, err := d.Info(); err == nil {

@@ -222,7 +222,7 @@ func (rd *redactor) file(s localSession, path string) (redactFile, error) {
 	if err != nil {
 		rel = filepath.Base(path)
 	}
-	dst := filepath.Join(rd.trash, "projects", rel)
+	dst := filepath.Join(jsonl.Layout{ConfigDir: rd.trash}.ProjectsDir(), rel) // the trash mirrors the store
 	if err := rd.toTrash(backup, dst, old, &rf); err != nil {
 		return rf, err
 	}

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/transcript"
@@ -53,11 +51,14 @@ type repairReport struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 }
 
+// resumeFlags are resume's flags.
+type resumeFlags struct {
+	asJSON, check, dryRun bool
+	from, at              string
+}
+
 func newResumeCmd() *cobra.Command {
-	var (
-		asJSON, check, dryRun bool
-		from, at              string
-	)
+	var fl resumeFlags
 	c := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Load a session from the first loader that has it, repair it so the model API accepts it, and print it",
@@ -78,115 +79,128 @@ branched away since, and the commit to check out. Repairs at a checkpoint hang
 from its message, so persisting them makes it the session's leaf (as continuing
 from there would); --dry-run leaves the session as it is.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			log := newLogger(cfg, "scribe")
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rt, err := build(ctx, cfg, log, os.Args[1:], buildOpts{})
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			defer func() {
-				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_ = rt.close(cctx)
-			}()
-			if len(rt.loaders) == 0 {
-				return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
-			}
-			id := args[0]
-			var fromStore *store
-			if from != "" {
-				if fromStore, err = resumeFrom(ctx, cfg, rt, from); err != nil {
-					return err
-				}
-				if fromStore != nil {
-					defer fromStore.stop(context.WithoutCancel(ctx))
-				}
-			}
-			if fromStore != nil {
-				if id, err = resolveIn(ctx, fromStore, args[0]); err != nil {
-					return err
-				}
-			} else if !jsonl.IsSessionID(id) {
-				remote := func() (*cloudTarget, error) { return resumeRemote(cfg, from) }
-				if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, args[0], remote, cmd.ErrOrStderr()); err != nil {
-					return err
-				}
-			}
-			opt := core.ResumeOptions{
-				Rebuild:  transcript.Rebuild,
-				DryRun:   dryRun,
-				Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
-			}
-			var cp *core.Checkpoint
-			if at != "" {
-				c, err := checkpointOf(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, id, at)
-				if err != nil {
-					return err
-				}
-				cp, opt.UpTo = &c, c.MessageUUID
-			}
-			if from != "" {
-				fid, err := core.ParseID(from)
-				if err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--from: %w", err)}
-				}
-				opt.From = []core.ID{fid}
-			}
-			var p *core.Pipeline
-			if !dryRun {
-				if err := rt.pipeline.Start(ctx); err != nil {
-					return err
-				}
-				p = rt.pipeline
-				defer func() {
-					sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					_ = rt.pipeline.Shutdown(sctx)
-				}()
-			}
-			res, err := core.Resume(ctx, core.NewResumer(rt.loaders), p, core.SessionRef{SessionID: id}, opt)
-			if err != nil {
-				if res != nil && res.LoadResult != nil && !asJSON {
-					for _, m := range res.Misses {
-						fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %s missed: %v\n", m.Loader, m.Err)
-					}
-				}
-				return err
-			}
-			if p != nil {
-				if err := recordResumed(ctx, p, id, res, cp); err != nil {
-					log.Warn("could not record the resume in the session's lifecycle", "error", err)
-				}
-			}
-			rep := newResumeReport(id, res, dryRun)
-			rep.Checkpoint = cp
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := writeJSON(out, rep); err != nil {
-					return err
-				}
-			} else {
-				printResume(out, rep, res)
-			}
-			if check && len(res.Violations) > 0 {
-				return &exitError{code: 3, err: fmt.Errorf("the repaired conversation breaks %d of the model API's rules", len(res.Violations))}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runResume(cmd, args[0], fl) },
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	f.BoolVar(&check, "check", false, "validate the repaired conversation against the model API's rules; exit 3 if it breaks one")
-	f.BoolVar(&dryRun, "dry-run", false, "show the repairs without persisting them")
-	f.StringVar(&from, "from", "", "ask only this loader (type/name)")
-	f.StringVar(&at, "at", "", "resume from this checkpoint (id, unique id prefix or label) and print its commit")
+	f.BoolVar(&fl.asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&fl.check, "check", false, "validate the repaired conversation against the model API's rules; exit 3 if it breaks one")
+	f.BoolVar(&fl.dryRun, "dry-run", false, "show the repairs without persisting them")
+	f.StringVar(&fl.from, "from", "", "ask only this loader (type/name)")
+	f.StringVar(&fl.at, "at", "", "resume from this checkpoint (id, unique id prefix or label) and print its commit")
 	return c
+}
+
+// runResume is scribe resume: the runtime, the session's id, the resume
+// through the pipeline (none with --dry-run), its record and its report.
+func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log := newLogger(cfg, "scribe")
+	ctx, rt, done, err := buildForCommand(cmd, cfg, log, buildOpts{})
+	if err != nil {
+		return err
+	}
+	defer done()
+	if len(rt.loaders) == 0 {
+		return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
+	}
+	id := arg
+	var fromStore *store
+	if fl.from != "" {
+		if fromStore, err = resumeFrom(ctx, cfg, rt, fl.from); err != nil {
+			return err
+		}
+		if fromStore != nil {
+			defer fromStore.stop(context.WithoutCancel(ctx))
+		}
+	}
+	if fromStore != nil {
+		if id, err = resolveIn(ctx, fromStore, arg); err != nil {
+			return err
+		}
+	} else if !jsonl.IsSessionID(id) {
+		remote := func() (*cloudTarget, error) { return resumeRemote(cfg, fl.from) }
+		if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+	}
+	opt, cp, err := resumeOptions(ctx, cfg, rt, id, fl)
+	if err != nil {
+		return err
+	}
+	var p *core.Pipeline
+	if !fl.dryRun {
+		if err := rt.pipeline.Start(ctx); err != nil {
+			return err
+		}
+		p = rt.pipeline
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = rt.pipeline.Shutdown(sctx)
+		}()
+	}
+	res, err := core.Resume(ctx, core.NewResumer(rt.loaders), p, core.SessionRef{SessionID: id}, opt)
+	if err != nil {
+		if res != nil && res.LoadResult != nil && !fl.asJSON {
+			for _, m := range res.Misses {
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %s missed: %v\n", m.Loader, m.Err)
+			}
+		}
+		return err
+	}
+	if p != nil {
+		if err := recordResumed(ctx, p, id, res, cp); err != nil {
+			log.Warn("could not record the resume in the session's lifecycle", "error", err)
+		}
+	}
+	return reportResume(cmd.OutOrStdout(), id, res, cp, fl)
+}
+
+// resumeOptions are the options of core.Resume for the flags: the
+// configured recovery, the checkpoint of --at and the loader of --from.
+func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id string, fl resumeFlags) (core.ResumeOptions, *core.Checkpoint, error) {
+	opt := core.ResumeOptions{
+		Rebuild:  transcript.Rebuild,
+		DryRun:   fl.dryRun,
+		Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
+	}
+	var cp *core.Checkpoint
+	if fl.at != "" {
+		c, err := checkpointOf(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, id, fl.at)
+		if err != nil {
+			return opt, nil, err
+		}
+		cp, opt.UpTo = &c, c.MessageUUID
+	}
+	if fl.from != "" {
+		fid, err := core.ParseID(fl.from)
+		if err != nil {
+			return opt, nil, &exitError{code: 2, err: fmt.Errorf("--from: %w", err)}
+		}
+		opt.From = []core.ID{fid}
+	}
+	return opt, cp, nil
+}
+
+// reportResume prints the result (as JSON with --json); with --check a
+// repaired conversation that breaks the model API's rules is exit 3.
+func reportResume(out io.Writer, id string, res *core.ResumeResult, cp *core.Checkpoint, fl resumeFlags) error {
+	rep := newResumeReport(id, res, fl.dryRun)
+	rep.Checkpoint = cp
+	if fl.asJSON {
+		if err := writeJSON(out, rep); err != nil {
+			return err
+		}
+	} else {
+		printResume(out, rep, res)
+	}
+	if fl.check && len(res.Violations) > 0 {
+		return &exitError{code: 3, err: fmt.Errorf("the repaired conversation breaks %d of the model API's rules", len(res.Violations))}
+	}
+	return nil
 }
 
 func newResumeReport(id string, res *core.ResumeResult, dryRun bool) *resumeReport {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -12,6 +14,25 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/service"
 )
+
+// buildForCommand builds the runtime of a command that SIGINT or SIGTERM
+// ends: ctx is cancelled by the signal; done closes the runtime (30 s at
+// most), then stops watching for the signal. A build error is a usage
+// error (exit 2).
+func buildForCommand(cmd *cobra.Command, cfg *config.Config, log hclog.Logger, bo buildOpts) (ctx context.Context, rt *runtime, done func(), err error) {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	rt, err = build(ctx, cfg, log, os.Args[1:], bo)
+	if err != nil {
+		stop()
+		return nil, nil, nil, &exitError{code: 2, err: err}
+	}
+	return ctx, rt, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = rt.close(cctx)
+		stop()
+	}, nil
+}
 
 // loadConfig reads --config (or the embedded default) with env and flag
 // overrides.

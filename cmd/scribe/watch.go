@@ -91,7 +91,7 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 	if err != nil {
 		return nil, err
 	}
-	ws := &watchSetup{configDir: dir, roots: []string{filepath.Join(dir, "projects")}}
+	ws := &watchSetup{configDir: dir, roots: []string{jsonl.Layout{ConfigDir: dir}.ProjectsDir()}}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
@@ -117,7 +117,7 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 				return nil, fmt.Errorf("sink %s: dir %q: %w", id, jc.Dir, err)
 			}
 		}
-		projects := filepath.Join(store, "projects")
+		projects := jsonl.Layout{ConfigDir: store}.ProjectsDir()
 		for _, r := range ws.roots {
 			if within(projects, r) || within(r, projects) {
 				return nil, fmt.Errorf("sink %s writes into %s, a folder watch follows (%s): it would write back into what it reads; "+

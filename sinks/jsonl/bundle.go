@@ -257,7 +257,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 
 // placeStaged moves the staged names of a session into a project folder.
 func (l Layout) placeStaged(stage, folder, id string) error {
-	dst := filepath.Join(l.ProjectsDir(), folder)
+	dst := l.ProjectFolder(folder)
 	if err := os.MkdirAll(dst, dirMode); err != nil {
 		return fmt.Errorf("import %s: %w", id, err)
 	}
@@ -291,7 +291,7 @@ func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, 
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	path := MainFile(filepath.Join(l.ProjectsDir(), res.Project), fk.SessionID)
+	path := MainFile(l.ProjectFolder(res.Project), fk.SessionID)
 	if err := forkWriteNew(path, fk.Entries); err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)
 	}

@@ -38,7 +38,7 @@ const SidecarName = "scribe-lifecycle.jsonl"
 
 // SidecarFile is a session's sidecar in a project folder.
 func SidecarFile(projectDir, sessionID string) string {
-	return filepath.Join(projectDir, sessionID, SidecarName)
+	return filepath.Join(SessionDir(projectDir, sessionID), SidecarName)
 }
 
 // sideFor returns the session's sidecar queue, scanning the file the first

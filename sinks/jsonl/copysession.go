@@ -28,7 +28,7 @@ func (l Layout) CopySession(ctx context.Context, id string, dst Layout, line fun
 	if err != nil {
 		return err
 	}
-	to := filepath.Join(dst.ProjectsDir(), filepath.Base(dir))
+	to := dst.ProjectFolder(filepath.Base(dir))
 	for _, n := range names {
 		root := filepath.Join(dir, n)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

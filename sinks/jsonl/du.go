@@ -162,7 +162,7 @@ func duSession(dir, folder, id string) (DUSession, error) {
 func (l Layout) duForks(ctx context.Context, all []DUSession, progress func(done, total int)) error {
 	where := map[string]string{}
 	for _, s := range all {
-		where[s.SessionID] = filepath.Join(l.ProjectsDir(), s.Project)
+		where[s.SessionID] = l.ProjectFolder(s.Project)
 	}
 	for i := range all {
 		if err := ctx.Err(); err != nil {

@@ -25,7 +25,7 @@ type SessionFile struct {
 func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile, error) {
 	var out []SessionFile
 	err := l.eachTranscriptIn(project, func(folder, dir, id string, fi os.FileInfo, hasFolder bool) error {
-		main := dir + string(filepath.Separator) + id + ".jsonl" // MainFile, without Join's cleaning
+		main := dir + string(filepath.Separator) + id + transcriptExt // MainFile, without Join's cleaning
 		out = append(out, sessionFile(main, folder, id, "", fi))
 		if !hasFolder { // a session without a folder has no subagents to look for
 			return nil

@@ -30,7 +30,7 @@ func (l Layout) liteAllCands() []liteCand {
 		if !e.IsDir() {
 			continue
 		}
-		dir := filepath.Join(l.ProjectsDir(), e.Name())
+		dir := l.ProjectFolder(e.Name())
 		sub, err := os.ReadDir(dir)
 		if err != nil {
 			continue

@@ -74,7 +74,7 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 	}
 	var out []string
 	for _, folder := range folders {
-		p := MainFile(filepath.Join(l.ProjectsDir(), folder), id)
+		p := MainFile(l.ProjectFolder(folder), id)
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 			out = append(out, p)
 		}
@@ -133,7 +133,7 @@ func (l Layout) eachTranscriptIn(project string, fn func(folder, dir, id string,
 		e  os.DirEntry
 	}
 	for _, folder := range folders {
-		dir := filepath.Join(l.ProjectsDir(), folder)
+		dir := l.ProjectFolder(folder)
 		ents, err := readDirUnsorted(dir)
 		if errors.Is(err, os.ErrNotExist) && project != "" {
 			return fmt.Errorf("%w: project folder %s", ErrNotFound, dir)

@@ -94,6 +94,10 @@ type Layout struct {
 // ProjectsDir is <config dir>/projects.
 func (l Layout) ProjectsDir() string { return filepath.Join(l.ConfigDir, "projects") }
 
+// ProjectFolder is the project folder of that name (as listed under
+// ProjectsDir, or a SessionFile's Project), not derived from a cwd.
+func (l Layout) ProjectFolder(name string) string { return filepath.Join(l.ProjectsDir(), name) }
+
 // ProjectDir is the folder for sessions started in cwd.
 func (l Layout) ProjectDir(cwd string) string {
 	return filepath.Join(l.ProjectsDir(), SanitizePath(cwd))
@@ -101,12 +105,12 @@ func (l Layout) ProjectDir(cwd string) string {
 
 // MainFile is a session's transcript in a project folder.
 func MainFile(projectDir, sessionID string) string {
-	return filepath.Join(projectDir, sessionID+".jsonl")
+	return filepath.Join(projectDir, sessionID+transcriptExt)
 }
 
 // AgentFile is a subagent's transcript.
 func AgentFile(projectDir, sessionID, agentID string) string {
-	return filepath.Join(projectDir, sessionID, "subagents", "agent-"+agentID+".jsonl")
+	return filepath.Join(SubagentDir(projectDir, sessionID), agentPrefix+agentID+transcriptExt)
 }
 
 // LockFile is where the writer of a session holds its lock.
@@ -126,7 +130,7 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 		if _, err := os.Stat(MainFile(dir, sessionID) + SealedSuffix); err == nil {
 			return true
 		}
-		if fi, err := os.Stat(filepath.Join(dir, sessionID)); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(SessionDir(dir, sessionID)); err == nil && fi.IsDir() {
 			return true
 		}
 		return false
@@ -151,7 +155,7 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if d := filepath.Join(l.ProjectsDir(), n); has(d) {
+		if d := l.ProjectFolder(n); has(d) {
 			return d, nil
 		}
 	}

@@ -190,7 +190,7 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 			return "", false, fmt.Errorf("find session %s: %w", sessionID, err)
 		}
 		for _, e := range ents {
-			dirs = append(dirs, filepath.Join(l.ProjectsDir(), e.Name()))
+			dirs = append(dirs, l.ProjectFolder(e.Name()))
 		}
 	}
 	for _, d := range dirs {
@@ -237,7 +237,7 @@ func (l Layout) projectDirs(dir string) []string {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		d := filepath.Join(l.ProjectsDir(), e.Name())
+		d := l.ProjectFolder(e.Name())
 		if d != exact && recordsCwd(d, full) {
 			out = append(out, d)
 		}
@@ -384,9 +384,11 @@ func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
 		for _, e := range ents {
 			name := e.Name()
 			switch {
-			case e.Type().IsRegular() && strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl") &&
-				len(name) >= len("agent-")+len(".jsonl"):
-				id := name[len("agent-") : len(name)-len(".jsonl")]
+			case e.Type().IsRegular():
+				id, ok := AgentFileID(name)
+				if !ok {
+					continue
+				}
 				out = append(out, agentFile{id: id, path: filepath.Join(d, name)})
 				if stopAt != "" && id == stopAt {
 					return true, nil
@@ -399,7 +401,7 @@ func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
 		}
 		return false, nil
 	}
-	if _, err := walk(filepath.Join(strings.TrimSuffix(main, ".jsonl"), "subagents")); err != nil {
+	if _, err := walk(filepath.Join(SessionDirOf(main), subagentsDir)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -118,8 +118,8 @@ func underPath(p, base string) (string, bool) {
 }
 
 func (l Layout) relocateOne(ctx context.Context, s *RelocatedSession, oldPath, newPath string, opt RelocateOptions) error {
-	src := filepath.Join(l.ProjectsDir(), s.From)
-	dst := filepath.Join(l.ProjectsDir(), s.To)
+	src := l.ProjectFolder(s.From)
+	dst := l.ProjectFolder(s.To)
 	if s.From != s.To {
 		if names, _ := sessionEntries(dst, s.SessionID); len(names) > 0 {
 			return fmt.Errorf("%w: %s already has %s", ErrSessionExists, dst, names[0])
@@ -260,7 +260,7 @@ func (l Layout) restoreItem(it TrashItem) (TrashItem, error) {
 	if err := l.verifyTrash(it); err != nil {
 		return it, err
 	}
-	projectDir := filepath.Join(l.ProjectsDir(), it.Project)
+	projectDir := l.ProjectFolder(it.Project)
 	if err := os.MkdirAll(projectDir, dirMode); err != nil {
 		return it, err
 	}

@@ -39,7 +39,7 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 		if !p.IsDir() {
 			continue
 		}
-		dir := filepath.Join(l.ProjectsDir(), p.Name())
+		dir := l.ProjectFolder(p.Name())
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, err

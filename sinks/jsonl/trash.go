@@ -120,7 +120,7 @@ func (l Layout) sessionFolders(id string) ([]string, error) {
 	}
 	var out []string
 	for _, folder := range folders {
-		if names, _ := sessionEntries(filepath.Join(l.ProjectsDir(), folder), id); len(names) > 0 {
+		if names, _ := sessionEntries(l.ProjectFolder(folder), id); len(names) > 0 {
 			out = append(out, folder)
 		}
 	}
@@ -220,7 +220,7 @@ func (l Layout) MoveToTrash(ctx context.Context, id string, opt TrashOptions) ([
 }
 
 func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (TrashItem, error) {
-	projectDir := filepath.Join(l.ProjectsDir(), folder)
+	projectDir := l.ProjectFolder(folder)
 	names, err := sessionEntries(projectDir, id)
 	if err != nil {
 		return TrashItem{}, err
@@ -412,7 +412,7 @@ func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Dura
 	if it.Sealed {
 		return it, fmt.Errorf("restore %s: %w: give the identity or the passphrase it was sealed with (nothing restored)", it.ID, ErrTrashSealed)
 	}
-	projectDir := filepath.Join(l.ProjectsDir(), it.Project)
+	projectDir := l.ProjectFolder(it.Project)
 	for _, n := range it.Entries {
 		if _, err := os.Lstat(filepath.Join(projectDir, n)); err == nil {
 			return it, fmt.Errorf("restore %s: %w: %s (nothing restored)", it.ID, ErrSessionExists, filepath.Join(projectDir, n))
