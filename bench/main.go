@@ -180,7 +180,62 @@ func run(ctx context.Context, o options) (*report, error) {
 		Dir:      o.Dir,
 		Runs:     o.Runs,
 		TargetPc: targetPct,
+		Warmup:   o.Warmup,
 	}
+	p, err := prepareWorkload(o, tmp, rep)
+	if err != nil {
+		return nil, err
+	}
+	cases := []string{casePlain, caseLibrary}
+	var bin string
+	if o.CLI {
+		var took time.Duration
+		bin, took, err = buildCLI(ctx, filepath.Join(tmp, "bin"))
+		if err != nil {
+			return nil, err
+		}
+		rep.CLIBuild = took
+		o.logf("built ./cmd/scribe in %v", took.Round(time.Millisecond))
+		cases = append(cases, caseCLI)
+	}
+	switch jsonl.FsyncPolicy(o.Fsync) {
+	case "":
+		o.Fsync = string(jsonl.FsyncBatch)
+	case jsonl.FsyncBatch, jsonl.FsyncAlways, jsonl.FsyncNever:
+	default:
+		return nil, fmt.Errorf("-fsync %q: want batch, always or never", o.Fsync)
+	}
+	rep.Fsync = o.Fsync
+	results, err := recordRounds(ctx, o, p, tmp, bin, cases)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range cases {
+		cs := summarizeCase(name, p, results[name])
+		if name == caseLibrary && o.Fsync != string(jsonl.FsyncBatch) {
+			cs.Name += " (fsync " + o.Fsync + ")"
+		}
+		rep.Cases = append(rep.Cases, cs)
+	}
+	plain := rep.Cases[0].MiBps
+	for i := range rep.Cases {
+		rep.Cases[i].RatioPct = 100 * rep.Cases[i].MiBps / plain
+	}
+
+	if o.Profile != "" || o.BlockProfile != "" || o.MutexProfile != "" {
+		pi, err := profiledRun(ctx, o, p, filepath.Join(tmp, "profile-library"))
+		if err != nil {
+			return nil, fmt.Errorf("profiled run: %w", err)
+		}
+		rep.Profile = pi
+		o.logf("profiled library run (not in the table): %.1f MiB/s; profiles: %s", pi.MiBps, strings.Join(pi.Files, ", "))
+	}
+	return rep, nil
+}
+
+// prepareWorkload generates the workload (or takes -input files) and plans
+// what a correct store holds.
+func prepareWorkload(o options, tmp string, rep *report) (*plan, error) {
 	inputs := o.Inputs
 	if len(inputs) == 0 {
 		if o.MB < 1 || o.Sessions < 1 {
@@ -219,63 +274,23 @@ func run(ctx context.Context, o options) (*report, error) {
 	rep.Workload.fill(p)
 	o.logf("workload: %d bytes, %d lines, %d entries to accept, %d sessions, %d transcript files",
 		p.Bytes, p.Lines, p.Accepted, p.Sessions, len(p.Files))
+	return p, nil
+}
 
-	cases := []string{casePlain, caseLibrary}
-	var bin string
-	if o.CLI {
-		var took time.Duration
-		bin, took, err = buildCLI(ctx, filepath.Join(tmp, "bin"))
-		if err != nil {
-			return nil, err
-		}
-		rep.CLIBuild = took
-		o.logf("built ./cmd/scribe in %v", took.Round(time.Millisecond))
-		cases = append(cases, caseCLI)
-	}
-
-	switch jsonl.FsyncPolicy(o.Fsync) {
-	case "":
-		o.Fsync = string(jsonl.FsyncBatch)
-	case jsonl.FsyncBatch, jsonl.FsyncAlways, jsonl.FsyncNever:
-	default:
-		return nil, fmt.Errorf("-fsync %q: want batch, always or never", o.Fsync)
-	}
-	rep.Fsync = o.Fsync
-	rep.Warmup = o.Warmup
+// recordRounds runs -warmup untimed rounds and -runs timed ones of every
+// case, rotating the order so that every case takes every position, and
+// verifies each run.
+func recordRounds(ctx context.Context, o options, p *plan, tmp, bin string, cases []string) (map[string][]runResult, error) {
 	results := map[string][]runResult{}
 	for i := -o.Warmup; i < o.Runs; i++ {
 		warm := i < 0
-		// Rotate the order so that every case takes every position.
 		for slot := range cases {
 			name := cases[(i+o.Warmup+slot)%len(cases)]
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			dir := filepath.Join(tmp, fmt.Sprintf("run%d-%s", i+o.Warmup, slug(name)))
-			// Start every case with no dirty pages of the previous one
-			// waiting to be written back, and with the previous case's
-			// heap collected and returned to the OS (else the runtime's
-			// scavenger does it on the next case's time).
-			debug.FreeOSMemory()
-			syscall.Sync()
-			var res runResult
-			switch name {
-			case casePlain:
-				res, err = runPlain(p, dir)
-				if err == nil {
-					err = verifyPlain(p, dir, &res)
-				}
-			case caseLibrary:
-				res, err = runLibrary(ctx, p, dir, jsonl.FsyncPolicy(o.Fsync))
-				if err == nil {
-					err = verifyStore(p, dir, &res)
-				}
-			case caseCLI:
-				res, err = runCLI(ctx, p, bin, dir)
-				if err == nil {
-					err = verifyStore(p, dir, &res)
-				}
-			}
+			res, err := recordOnce(ctx, o, p, name, bin, dir)
 			label := fmt.Sprintf("run %d/%d", i+1, o.Runs)
 			if warm {
 				label = "warm-up"
@@ -295,27 +310,34 @@ func run(ctx context.Context, o options) (*report, error) {
 			}
 		}
 	}
-	for _, name := range cases {
-		cs := summarizeCase(name, p, results[name])
-		if name == caseLibrary && o.Fsync != string(jsonl.FsyncBatch) {
-			cs.Name += " (fsync " + o.Fsync + ")"
-		}
-		rep.Cases = append(rep.Cases, cs)
-	}
-	plain := rep.Cases[0].MiBps
-	for i := range rep.Cases {
-		rep.Cases[i].RatioPct = 100 * rep.Cases[i].MiBps / plain
-	}
+	return results, nil
+}
 
-	if o.Profile != "" || o.BlockProfile != "" || o.MutexProfile != "" {
-		pi, err := profiledRun(ctx, o, p, filepath.Join(tmp, "profile-library"))
-		if err != nil {
-			return nil, fmt.Errorf("profiled run: %w", err)
+// recordOnce runs one case into dir and verifies what it stored.
+func recordOnce(ctx context.Context, o options, p *plan, name, bin, dir string) (runResult, error) {
+	// Start every case with no dirty pages of the previous one waiting to
+	// be written back, and with the previous case's heap collected and
+	// returned to the OS (else the runtime's scavenger does it on the next
+	// case's time).
+	debug.FreeOSMemory()
+	syscall.Sync()
+	var res runResult
+	var err error
+	switch name {
+	case casePlain:
+		if res, err = runPlain(p, dir); err == nil {
+			err = verifyPlain(p, dir, &res)
 		}
-		rep.Profile = pi
-		o.logf("profiled library run (not in the table): %.1f MiB/s; profiles: %s", pi.MiBps, strings.Join(pi.Files, ", "))
+	case caseLibrary:
+		if res, err = runLibrary(ctx, p, dir, jsonl.FsyncPolicy(o.Fsync)); err == nil {
+			err = verifyStore(p, dir, &res)
+		}
+	case caseCLI:
+		if res, err = runCLI(ctx, p, bin, dir); err == nil {
+			err = verifyStore(p, dir, &res)
+		}
 	}
-	return rep, nil
+	return res, err
 }
 
 // profiledRun is one extra library run with the requested profilers on.

@@ -21,6 +21,10 @@ package main
 //     generator without the boundary, one inserted after the first line)
 //     and a small one (about 6 MB, still over the 5 MiB where the skip
 //     starts) with the boundary near the end.
+//   - show with no boundary: the same generator with no compact boundary at
+//     all, about 50 MB and about 200 MB, so that the whole file is the
+//     conversation: the SDK's getSessionMessages against `scribe show
+//     --json`, which must give the same JSON.
 //
 // scribe is built once (go build ./cmd/scribe, not timed). Every output is
 // verified: scribe's ls and show JSON equal the SDK's (as JSON values); the
@@ -43,6 +47,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +59,7 @@ var (
 	readSessions = flag.Int("read-sessions", 2000, "-case read: sessions in the ls corpus")
 	readBytes    = flag.Int("read-bytes", 200_000, "-case read: bytes per session of the ls corpus")
 	readSmall    = flag.Int("read-small-progress", 2000, "-case read: progress rows of the small show file (2000 ≈ 6 MB)")
+	readNB       = flag.String("read-no-boundary", "17000,68000", "-case read: progress rows of each session with no boundary (17000 ≈ 50 MB, 68000 ≈ 200 MB)")
 )
 
 // The read goals (issue 3).
@@ -65,7 +71,29 @@ const (
 	// readGoalShowGrowth: scribe's RSS may grow by at most this share of
 	// the bytes added before the boundary.
 	readGoalShowGrowth = 0.05
+	// With no boundary at all (issue 11): at most 1/10 of the SDK's time
+	// and 1/4 of its peak memory.
+	readGoalNBShow = 10
+	readGoalNBRSS  = 4
 )
+
+const readShowCwd = "/home/dev/src/app"
+
+// readNBSizes parses -read-no-boundary.
+func readNBSizes() ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(*readNB, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-read-no-boundary: %q is not a count of progress rows", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // Case names.
 const (
@@ -80,6 +108,7 @@ const (
 	readFloor      = "scribe version (the process's floor, for reference)"
 	readGroupLs    = "ls"
 	readGroupShow  = "show"
+	readSDKPrefix  = "SDK"
 	readIndexCheck = "index not rewritten"
 )
 
@@ -122,6 +151,14 @@ type readGoal struct {
 	Met  bool   `json:"met"`
 }
 
+// readFile is one generated session with no boundary.
+type readFile struct {
+	Group     string `json:"group"`
+	Bytes     int64  `json:"bytes"`
+	Progress  int    `json:"progress_rows"`
+	Subagents int    `json:"subagents"`
+}
+
 type readReport struct {
 	Date       string        `json:"date"`
 	Command    string        `json:"command"`
@@ -142,6 +179,7 @@ type readReport struct {
 	SmallFile  int64         `json:"show_small_bytes"`
 	SmallBound int64         `json:"show_small_boundary_offset"`
 	Subagents  int           `json:"show_subagents"`
+	NoBoundary []readFile    `json:"no_boundary"`
 	Cases      []readCase    `json:"cases"`
 	Goals      []readGoal    `json:"goals"`
 }
@@ -221,6 +259,18 @@ func readNodeEnv() []string {
 	return env
 }
 
+// readBench is one run of the read benchmark: where it works, the binaries
+// it times and the SDK's answers every scribe run is checked against.
+type readBench struct {
+	ctx                context.Context
+	o                  options
+	pr                 *readPeer
+	rep                *readReport
+	tmp, bin, launcher string
+	peerMjs            string
+	nodeEnv, scribeEnv []string
+}
+
 func runReadBench(ctx context.Context, o options) (*readReport, error) {
 	if o.Runs < 1 {
 		return nil, errors.New("-runs must be at least 1")
@@ -241,36 +291,113 @@ func runReadBench(ctx context.Context, o options) (*readReport, error) {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-	tmp, err = filepath.EvalSymlinks(tmp)
+	b, err := newReadBench(ctx, o, pr, tmp)
 	if err != nil {
 		return nil, err
 	}
-	rep := &readReport{
+	ls, err := b.lsCases()
+	if err != nil {
+		return nil, err
+	}
+	show, err := b.showCases()
+	if err != nil {
+		return nil, err
+	}
+	groups := [][]*readCase{ls, show}
+	nbs, err := readNBSizes()
+	if err != nil {
+		return nil, err
+	}
+	for _, progress := range nbs {
+		g, err := b.noBoundaryCases(progress)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+	if err := b.rounds(groups); err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		for _, c := range g {
+			c.summarize()
+			b.rep.Cases = append(b.rep.Cases, *c)
+		}
+	}
+	b.rep.Goals = readGoals(b.rep)
+	return b.rep, nil
+}
+
+// newReadBench builds scribe and the launcher into tmp (not timed).
+func newReadBench(ctx context.Context, o options, pr *readPeer, tmp string) (*readBench, error) {
+	tmp, err := filepath.EvalSymlinks(tmp)
+	if err != nil {
+		return nil, err
+	}
+	b := &readBench{ctx: ctx, o: o, pr: pr, tmp: tmp, peerMjs: filepath.Join(pr.dir, "peer.mjs"),
+		nodeEnv: readNodeEnv(), scribeEnv: cliEnv()}
+	b.rep = &readReport{
 		Date: time.Now().Format("2006-01-02"), Command: o.Command, Go: runtime.Version(),
 		OS: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), Dir: o.Dir,
 		Runs: o.Runs, Warmup: o.Warmup, Node: pr.nodeVersion, SDK: pr.version,
 	}
-	bin, took, err := buildCLI(ctx, filepath.Join(tmp, "bin"))
-	if err != nil {
+	var took time.Duration
+	if b.bin, took, err = buildCLI(ctx, filepath.Join(tmp, "bin")); err != nil {
 		return nil, err
 	}
-	rep.Build = took
+	b.rep.Build = took
 	o.logf("built ./cmd/scribe in %v", took.Round(time.Millisecond))
-	launcher, err := buildReadLauncher(ctx, tmp)
-	if err != nil {
+	if b.launcher, err = buildReadLauncher(ctx, tmp); err != nil {
 		return nil, err
 	}
+	return b, nil
+}
 
-	// The ls corpus.
-	lsCfg := filepath.Join(tmp, "ls", "cfg")
-	lsCwd := filepath.Join(tmp, "ls", "proj")
+// readSameAs verifies scribe's output against the SDK's answer *want (as
+// JSON values).
+func readSameAs(what string, want *[]byte) func([]byte) error {
+	return func(out []byte) error {
+		if *want == nil {
+			return fmt.Errorf("%s: no SDK answer to compare with", what)
+		}
+		var g, w any
+		if err := json.Unmarshal(out, &g); err != nil {
+			return fmt.Errorf("%s: %v: %.300s", what, err, out)
+		}
+		if err := json.Unmarshal(*want, &w); err != nil {
+			return fmt.Errorf("%s: SDK: %v", what, err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			return fmt.Errorf("%s differs from the SDK's answer:\nscribe: %.500s\nSDK:    %.500s", what, out, *want)
+		}
+		return nil
+	}
+}
+
+// readKeep keeps the SDK's answer in *dst.
+func readKeep(dst *[]byte) func([]byte) error {
+	return func(out []byte) error {
+		if !json.Valid(out) {
+			return fmt.Errorf("the SDK printed no JSON: %.300s", out)
+		}
+		*dst = bytes.Clone(out)
+		return nil
+	}
+}
+
+// lsCases makes the ls corpus (gen-corpus.mjs bulk) and its cases: the SDK,
+// scribe without the index, with it warm, with it deleted, and the floor.
+func (b *readBench) lsCases() ([]*readCase, error) {
+	ctx, pr := b.ctx, b.pr
+	lsCfg := filepath.Join(b.tmp, "ls", "cfg")
+	lsCwd := filepath.Join(b.tmp, "ls", "proj")
 	if err := os.MkdirAll(lsCwd, 0o700); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	gc := exec.CommandContext(ctx, pr.node, filepath.Join(pr.dir, "gen-corpus.mjs"), "bulk", lsCfg, lsCwd,
 		fmt.Sprint(*readSessions), fmt.Sprint(*readBytes), "1")
-	gc.Dir, gc.Env = pr.dir, readNodeEnv()
+	gc.Dir, gc.Env = pr.dir, b.nodeEnv
 	genOut, err := gc.Output()
 	if err != nil {
 		return nil, fmt.Errorf("gen-corpus.mjs bulk: %v", err)
@@ -282,32 +409,103 @@ func runReadBench(ctx context.Context, o options) (*readReport, error) {
 	if err := json.Unmarshal(genOut, &bulk); err != nil {
 		return nil, fmt.Errorf("gen-corpus.mjs bulk printed %q: %v", genOut, err)
 	}
-	rep.LsSessions, rep.LsBytes = bulk.Sessions, bulk.TotalBytes
-	o.logf("ls corpus: %d sessions, %.1f MiB in %v", bulk.Sessions, float64(bulk.TotalBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
+	b.rep.LsSessions, b.rep.LsBytes = bulk.Sessions, bulk.TotalBytes
+	b.o.logf("ls corpus: %d sessions, %.1f MiB in %v", bulk.Sessions, float64(bulk.TotalBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
 
-	// The show files, each in its own config folder.
-	showCwd := "/home/dev/src/app"
-	large := func(name string, lo gen.LargeOptions) (string, gen.LargeResult, error) {
-		cfg := filepath.Join(tmp, name, "cfg")
-		lo.CWD = showCwd
-		lo.Seed = 1
-		res, err := gen.LargeSession(jsonl.Layout{ConfigDir: cfg}.ProjectDir(showCwd), lo)
-		return cfg, res, err
+	var sdkList []byte
+	index := jsonl.Layout{ConfigDir: lsCfg}.IndexFile()
+	var indexBefore os.FileInfo
+	lsArgs := []string{"ls", "--config-dir", lsCfg, "--project", lsCwd, "--json"}
+	scribe := func(name string, args []string) *readCase {
+		return &readCase{Group: readGroupLs, Name: name, bin: b.bin, dir: lsCwd, env: b.scribeEnv, args: args}
 	}
-	start = time.Now()
-	endCfg, endRes, err := large("show-end", gen.LargeOptions{})
+	sdk := &readCase{Group: readGroupLs, Name: readLsSDK, bin: pr.node, dir: pr.dir, env: b.nodeEnv,
+		args: []string{b.peerMjs, "list", lsCfg, lsCwd, "--compact"}, verify: readKeep(&sdkList)}
+	noIndex := scribe(readLsNoIndex, append(slices.Clone(lsArgs), "--no-index"))
+	noIndex.verify = readSameAs("ls --no-index", &sdkList)
+	warm := scribe(readLsWarm, lsArgs)
+	warm.prepare = func() error {
+		// Make sure it is there and current (untimed), then note it.
+		c := exec.CommandContext(ctx, b.bin, lsArgs...)
+		c.Env = b.scribeEnv
+		if err := c.Run(); err != nil {
+			return err
+		}
+		indexBefore, err = os.Stat(index)
+		return err
+	}
+	warm.verify = func(out []byte) error {
+		if err := readSameAs("ls (index warm)", &sdkList)(out); err != nil {
+			return err
+		}
+		after, err := os.Stat(index)
+		if err != nil || !os.SameFile(after, indexBefore) || !after.ModTime().Equal(indexBefore.ModTime()) {
+			return fmt.Errorf("%s: the warm listing rewrote the index (some file was read again)", readIndexCheck)
+		}
+		return nil
+	}
+	cold := scribe(readLsCold, lsArgs)
+	cold.prepare = func() error {
+		if err := os.Remove(index); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	cold.verify = func(out []byte) error {
+		if err := readSameAs("ls (index deleted)", &sdkList)(out); err != nil {
+			return err
+		}
+		if _, err := os.Stat(index); err != nil {
+			return fmt.Errorf("the listing wrote no index: %v", err)
+		}
+		return nil
+	}
+	floor := scribe(readFloor, []string{"version"})
+	floor.verify = func(out []byte) error {
+		if !bytes.HasPrefix(out, []byte("scribe ")) {
+			return fmt.Errorf("printed %q", out)
+		}
+		return nil
+	}
+	return b.named([]*readCase{sdk, noIndex, warm, cold, floor}), nil
+}
+
+// named fills every case's command line.
+func (b *readBench) named(cases []*readCase) []*readCase {
+	for _, c := range cases {
+		c.Command = readCommandLine(c.bin, c.args, b.tmp, b.pr.dir)
+		c.Verified = true
+	}
+	return cases
+}
+
+// large writes a gen.LargeSession into its own config folder.
+func (b *readBench) large(name string, lo gen.LargeOptions) (string, gen.LargeResult, error) {
+	cfg := filepath.Join(b.tmp, name, "cfg")
+	lo.CWD = readShowCwd
+	lo.Seed = 1
+	res, err := gen.LargeSession(jsonl.Layout{ConfigDir: cfg}.ProjectDir(readShowCwd), lo)
+	return cfg, res, err
+}
+
+// showCases makes the three boundary files and their cases: the SDK and
+// scribe on the large file with the boundary near the end, scribe alone on
+// the same size with it near the start and on a small file.
+func (b *readBench) showCases() ([]*readCase, error) {
+	start := time.Now()
+	endCfg, endRes, err := b.large("show-end", gen.LargeOptions{})
 	if err != nil {
 		return nil, err
 	}
-	startCfg, startRes, err := large("show-start", gen.LargeOptions{NoBoundary: true})
+	startCfg, startRes, err := b.large("show-start", gen.LargeOptions{NoBoundary: true})
 	if err != nil {
 		return nil, err
 	}
-	summaryUUID, err := readBoundaryNearStart(startRes.Path, startRes.SessionID, showCwd)
+	summaryUUID, err := readBoundaryNearStart(startRes.Path, startRes.SessionID, readShowCwd)
 	if err != nil {
 		return nil, err
 	}
-	smallCfg, smallRes, err := large("show-small", gen.LargeOptions{Progress: *readSmall})
+	smallCfg, smallRes, err := b.large("show-small", gen.LargeOptions{Progress: *readSmall})
 	if err != nil {
 		return nil, err
 	}
@@ -315,129 +513,68 @@ func runReadBench(ctx context.Context, o options) (*readReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep := b.rep
 	rep.ShowFile, rep.Boundary, rep.Subagents = endRes.Size, endRes.BoundaryOffset, len(endRes.AgentIDs)
 	rep.StartFile, rep.SmallFile, rep.SmallBound = fi.Size(), smallRes.Size, smallRes.BoundaryOffset
-	o.logf("show files: %.1f MB (boundary at %.1f MB), %.1f MB (boundary near the start), %.1f MB, in %v",
+	b.o.logf("show files: %.1f MB (boundary at %.1f MB), %.1f MB (boundary near the start), %.1f MB, in %v",
 		float64(endRes.Size)/1e6, float64(endRes.BoundaryOffset)/1e6, float64(fi.Size())/1e6, float64(smallRes.Size)/1e6,
 		time.Since(start).Round(time.Millisecond))
 
-	// The SDK's answers, once, to verify every run against.
-	var sdkList, sdkMsgs []byte
-	nodeEnv, scribeEnv := readNodeEnv(), cliEnv()
-	peerMjs := filepath.Join(pr.dir, "peer.mjs")
-	sameAs := func(what string, want *[]byte) func([]byte) error {
-		return func(out []byte) error {
-			if *want == nil {
-				return fmt.Errorf("%s: no SDK answer to compare with", what)
-			}
-			var g, w any
-			if err := json.Unmarshal(out, &g); err != nil {
-				return fmt.Errorf("%s: %v: %.300s", what, err, out)
-			}
-			if err := json.Unmarshal(*want, &w); err != nil {
-				return fmt.Errorf("%s: SDK: %v", what, err)
-			}
-			if !reflect.DeepEqual(g, w) {
-				return fmt.Errorf("%s differs from the SDK's answer:\nscribe: %.500s\nSDK:    %.500s", what, out, *want)
-			}
-			return nil
-		}
+	var sdkMsgs []byte
+	show := func(name, cfg, id string, verify func([]byte) error) *readCase {
+		return &readCase{Group: readGroupShow, Name: name, bin: b.bin, dir: b.tmp, env: b.scribeEnv,
+			args: []string{"show", "--config-dir", cfg, id, "--json"}, verify: verify}
 	}
-	keep := func(dst *[]byte) func([]byte) error {
-		return func(out []byte) error {
-			if !json.Valid(out) {
-				return fmt.Errorf("the SDK printed no JSON: %.300s", out)
-			}
-			*dst = bytes.Clone(out)
-			return nil
-		}
-	}
-	index := jsonl.Layout{ConfigDir: lsCfg}.IndexFile()
-	var indexBefore os.FileInfo
-	lsArgs := []string{"ls", "--config-dir", lsCfg, "--project", lsCwd, "--json"}
-	cases := []*readCase{
-		{Group: readGroupLs, Name: readLsSDK, bin: pr.node, dir: pr.dir, env: nodeEnv,
-			args: []string{peerMjs, "list", lsCfg, lsCwd, "--compact"}, verify: keep(&sdkList)},
-		{Group: readGroupLs, Name: readLsNoIndex, bin: bin, dir: lsCwd, env: scribeEnv,
-			args: append(slices.Clone(lsArgs), "--no-index"), verify: sameAs("ls --no-index", &sdkList)},
-		{Group: readGroupLs, Name: readLsWarm, bin: bin, dir: lsCwd, env: scribeEnv, args: lsArgs,
-			prepare: func() error {
-				// Make sure it is there and current (untimed), then note it.
-				c := exec.CommandContext(ctx, bin, lsArgs...)
-				c.Env = scribeEnv
-				if err := c.Run(); err != nil {
-					return err
-				}
-				indexBefore, err = os.Stat(index)
-				return err
-			},
-			verify: func(out []byte) error {
-				if err := sameAs("ls (index warm)", &sdkList)(out); err != nil {
-					return err
-				}
-				after, err := os.Stat(index)
-				if err != nil || !os.SameFile(after, indexBefore) || !after.ModTime().Equal(indexBefore.ModTime()) {
-					return fmt.Errorf("%s: the warm listing rewrote the index (some file was read again)", readIndexCheck)
-				}
-				return nil
-			}},
-		{Group: readGroupLs, Name: readLsCold, bin: bin, dir: lsCwd, env: scribeEnv, args: lsArgs,
-			prepare: func() error {
-				if err := os.Remove(index); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return err
-				}
-				return nil
-			},
-			verify: func(out []byte) error {
-				if err := sameAs("ls (index deleted)", &sdkList)(out); err != nil {
-					return err
-				}
-				if _, err := os.Stat(index); err != nil {
-					return fmt.Errorf("the listing wrote no index: %v", err)
-				}
-				return nil
-			}},
-		{Group: readGroupLs, Name: readFloor, bin: bin, dir: lsCwd, env: scribeEnv, args: []string{"version"},
-			verify: func(out []byte) error {
-				if !bytes.HasPrefix(out, []byte("scribe ")) {
-					return fmt.Errorf("printed %q", out)
-				}
-				return nil
-			}},
-		{Group: readGroupShow, Name: readShowSDK, bin: pr.node, dir: pr.dir, env: nodeEnv,
-			args: []string{peerMjs, "messages", endCfg, endRes.SessionID, "--compact"}, verify: keep(&sdkMsgs)},
-		{Group: readGroupShow, Name: readShowEnd, bin: bin, dir: tmp, env: scribeEnv,
-			args:   []string{"show", "--config-dir", endCfg, endRes.SessionID, "--json"},
-			verify: sameAs("show --json", &sdkMsgs)},
-		{Group: readGroupShow, Name: readShowStart, bin: bin, dir: tmp, env: scribeEnv,
-			args:   []string{"show", "--config-dir", startCfg, startRes.SessionID, "--json"},
-			verify: readStartsAt(summaryUUID, len(startRes.AgentIDs))},
-		{Group: readGroupShow, Name: readShowSmall, bin: bin, dir: tmp, env: scribeEnv,
-			args:   []string{"show", "--config-dir", smallCfg, smallRes.SessionID, "--json"},
-			verify: readConversation(1)},
-	}
-	for _, c := range cases {
-		c.Command = readCommandLine(c.bin, c.args, tmp, pr.dir)
-		c.Verified = true
-	}
+	return b.named([]*readCase{
+		{Group: readGroupShow, Name: readShowSDK, bin: b.pr.node, dir: b.pr.dir, env: b.nodeEnv,
+			args: []string{b.peerMjs, "messages", endCfg, endRes.SessionID, "--compact"}, verify: readKeep(&sdkMsgs)},
+		show(readShowEnd, endCfg, endRes.SessionID, readSameAs("show --json", &sdkMsgs)),
+		show(readShowStart, startCfg, startRes.SessionID, readStartsAt(summaryUUID, len(startRes.AgentIDs))),
+		show(readShowSmall, smallCfg, smallRes.SessionID, readConversation(1)),
+	}), nil
+}
 
-	// The SDK cases go first in the first round so that every scribe run
-	// has an answer to be checked against; after that the order rotates.
-	groups := [][]*readCase{cases[:5], cases[5:]}
+// noBoundaryCases makes a session with no compact boundary at all (every
+// row is the conversation's) of `progress` progress rows and its two
+// cases: the SDK and scribe, whose JSON must equal the SDK's.
+func (b *readBench) noBoundaryCases(progress int) ([]*readCase, error) {
+	start := time.Now()
+	cfg, res, err := b.large(fmt.Sprintf("no-boundary-%d", progress), gen.LargeOptions{NoBoundary: true, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	group := fmt.Sprintf("no boundary, %.0f MB", float64(res.Size)/1e6)
+	b.rep.NoBoundary = append(b.rep.NoBoundary, readFile{Group: group, Bytes: res.Size, Progress: progress, Subagents: len(res.AgentIDs)})
+	b.o.logf("%s: %.1f MB, no boundary, in %v", group, float64(res.Size)/1e6, time.Since(start).Round(time.Millisecond))
+	var sdkMsgs []byte
+	return b.named([]*readCase{
+		{Group: group, Name: readSDKPrefix + " getSessionMessages (" + group + ")", bin: b.pr.node, dir: b.pr.dir, env: b.nodeEnv,
+			args: []string{b.peerMjs, "messages", cfg, res.SessionID, "--compact"}, verify: readKeep(&sdkMsgs)},
+		{Group: group, Name: "scribe show (" + group + ")", bin: b.bin, dir: b.tmp, env: b.scribeEnv,
+			args: []string{"show", "--config-dir", cfg, res.SessionID, "--json"}, verify: readSameAs("show --json, "+group, &sdkMsgs)},
+	}), nil
+}
+
+// rounds runs every group: -warmup untimed rounds, then -runs timed ones.
+// The SDK cases go first in the first round so that every scribe run has
+// an answer to be checked against; after that the order rotates within
+// each group.
+func (b *readBench) rounds(groups [][]*readCase) error {
+	o := b.o
 	for i := -o.Warmup; i < o.Runs; i++ {
 		warm := i < 0
 		for _, g := range groups {
 			for slot := range g {
 				c := g[(max(i, 0)+slot)%len(g)]
-				if err := ctx.Err(); err != nil {
-					return nil, err
+				if err := b.ctx.Err(); err != nil {
+					return err
 				}
 				if c.prepare != nil {
 					if err := c.prepare(); err != nil {
-						return nil, fmt.Errorf("%s: prepare: %w", c.Name, err)
+						return fmt.Errorf("%s: prepare: %w", c.Name, err)
 					}
 				}
-				run, out, err := readMeasure(ctx, launcher, c)
+				run, out, err := readMeasure(b.ctx, b.launcher, c)
 				if err == nil {
 					err = c.verify(out)
 				}
@@ -446,7 +583,7 @@ func runReadBench(ctx context.Context, o options) (*readReport, error) {
 					label = "warm-up"
 				}
 				if err != nil {
-					return nil, fmt.Errorf("%s, %s: %w", label, c.Name, err)
+					return fmt.Errorf("%s, %s: %w", label, c.Name, err)
 				}
 				o.logf("%-9s %-50s wall %8v  peak RSS %6.1f MB  (verified)", label, c.Name, run.Wall.Round(time.Millisecond), float64(run.RSSKB)/1024)
 				if !warm {
@@ -456,110 +593,7 @@ func runReadBench(ctx context.Context, o options) (*readReport, error) {
 			}
 		}
 	}
-	for _, c := range cases {
-		c.summarize()
-		rep.Cases = append(rep.Cases, *c)
-	}
-	rep.Goals = readGoals(rep)
-	return rep, nil
-}
-
-// readMeasure runs a case once through the launcher, which reports the
-// child's wall time (start to exit), CPU and peak RSS.
-func readMeasure(ctx context.Context, launcher string, c *readCase) (readRun, []byte, error) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return readRun{}, nil, err
-	}
-	defer pr.Close()
-	cmd := exec.CommandContext(ctx, launcher, append([]string{c.bin}, c.args...)...)
-	cmd.Dir, cmd.Env = c.dir, c.env
-	cmd.ExtraFiles = []*os.File{pw}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		return readRun{}, nil, err
-	}
-	report, rerr := io.ReadAll(pr)
-	err = cmd.Wait()
-	var r struct {
-		Error   string `json:"error"`
-		Wall    int64  `json:"wall_ns"`
-		CPU     int64  `json:"cpu_ns"`
-		MaxRSS  int64  `json:"max_rss_kb"`
-		Started bool   `json:"started"`
-	}
-	if rerr == nil {
-		rerr = json.Unmarshal(report, &r)
-	}
-	switch {
-	case err != nil || rerr != nil || r.Error != "":
-		return readRun{}, nil, fmt.Errorf("%s: %v %v %s\nstderr:\n%s", c.Command, err, rerr, r.Error, tail(errb.String()))
-	case !r.Started:
-		return readRun{}, nil, fmt.Errorf("%s: the launcher did not start it", c.Command)
-	}
-	return readRun{Wall: time.Duration(r.Wall), CPU: time.Duration(r.CPU), RSSKB: r.MaxRSS}, out.Bytes(), nil
-}
-
-// readLauncherSource is a tiny program that runs a command and reports its
-// rusage on fd 3. The measured processes are its children, not the
-// harness's: Linux carries the address space's high-water mark over execve,
-// and Go starts children with vfork, so a child of this (large) process
-// would report at least this process's peak RSS. The launcher's own peak
-// is a couple of MB, below anything measured.
-const readLauncherSource = `package main
-
-import (
-	"encoding/json"
-	"os"
-	"os/exec"
-	"syscall"
-	"time"
-)
-
-func main() {
-	rep := map[string]any{}
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	start := time.Now()
-	err := cmd.Run()
-	rep["wall_ns"] = time.Since(start).Nanoseconds()
-	if ps := cmd.ProcessState; ps != nil {
-		rep["started"] = true
-		rep["cpu_ns"] = (ps.UserTime() + ps.SystemTime()).Nanoseconds()
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			rep["max_rss_kb"] = ru.Maxrss
-		}
-	}
-	if err != nil {
-		rep["error"] = err.Error()
-	}
-	json.NewEncoder(os.NewFile(3, "report")).Encode(rep)
-}
-`
-
-// buildReadLauncher builds the launcher into tmp/bin.
-func buildReadLauncher(ctx context.Context, tmp string) (string, error) {
-	src := filepath.Join(tmp, "launcher")
-	if err := os.MkdirAll(src, 0o700); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module launcher\n\ngo 1.22\n"), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(readLauncherSource), 0o600); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(tmp, "bin", "launcher")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the launcher: %v\n%s", err, b)
-	}
-	return bin, nil
+	return nil
 }
 
 func (c *readCase) summarize() {
