@@ -166,6 +166,34 @@ func twoWriters(t *testing.T, cl *cluster, urlA, urlB string, replicas, perSessi
 	pb := &pushClient{client: newClient(t, b, tokACME), deadline: deadline}
 
 	sessions := []string{newUUID(), newUUID(), newUUID()}
+	want := twoWritersChains(sessions, perSession)
+
+	var done atomic.Int64
+	total := int64(perSession * 4) // session 0 is pushed twice
+	killed := runChaos(t, cl, steps, &done, total, deadline)
+	errs := pushTwoWays(pa, pb, sessions, want, &done)
+	<-killed
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	for _, p := range []*pushClient{pa, pb} {
+		for i, sess := range sessions {
+			checkItems(t, readHistory(t, p, sess, i, deadline), want[i])
+		}
+	}
+	if n := streamMsgs(t, b); n != uint64(3*perSession) {
+		t.Errorf("stream holds %d messages, want %d", n, 3*perSession)
+	}
+	t.Logf("fence retries: a %d, b %d; repaired: a %d, b %d", a.m.fenceRetries.Load(), b.m.fenceRetries.Load(),
+		a.m.repaired.Load(), b.m.repaired.Load())
+}
+
+// twoWritersChains makes perSession chained entries for each session.
+func twoWritersChains(sessions []string, perSession int) [][][]byte {
 	want := make([][][]byte, len(sessions))
 	for i, sess := range sessions {
 		parent := ""
@@ -175,9 +203,12 @@ func twoWriters(t *testing.T, cl *cluster, urlA, urlB string, replicas, perSessi
 			parent = id
 		}
 	}
+	return want
+}
 
-	var done atomic.Int64
-	total := int64(perSession * 4) // session 0 is pushed twice
+// runChaos does each step to cl once its share of total pushes is done (or
+// the deadline passed), and closes the returned channel after the last.
+func runChaos(t *testing.T, cl *cluster, steps []chaos, done *atomic.Int64, total int64, deadline time.Time) <-chan struct{} {
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
@@ -189,7 +220,14 @@ func twoWriters(t *testing.T, cl *cluster, urlA, urlB string, replicas, perSessi
 			st.do(cl)
 		}
 	}()
+	return killed
+}
 
+// pushTwoWays pushes the three sessions' entries at once, counting each in
+// done, and returns the pushers' errors once all are finished: session 0
+// by PUTs through pa and the same entries in batches through pb, session 1
+// by PUTs alternating between pa and pb, session 2 in batches through pa.
+func pushTwoWays(pa, pb *pushClient, sessions []string, want [][][]byte, done *atomic.Int64) []error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	// Session 0: PUTs through a, and the same entries in batches through b.
@@ -250,38 +288,27 @@ func twoWriters(t *testing.T, cl *cluster, urlA, urlB string, replicas, perSessi
 		}
 	}()
 	wg.Wait()
-	<-killed
 	close(errs)
+	var out []error
 	for err := range errs {
-		t.Error(err)
+		out = append(out, err)
 	}
-	if t.Failed() {
-		return
-	}
+	return out
+}
 
-	for _, p := range []*pushClient{pa, pb} {
-		for i, sess := range sessions {
-			var items []teleportItem
-			// Reads may also meet a leader election: retry them.
-			for attempt := 0; ; attempt++ {
-				page, r := p.teleportTry(sess)
-				if r == nil {
-					items = page
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("history of session %d: %v", i, r)
-				}
-				time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
-			}
-			checkItems(t, items, want[i])
+// readHistory reads session i's history through p, retrying until the
+// deadline, since reads may also meet a leader election.
+func readHistory(t *testing.T, p *pushClient, sess string, i int, deadline time.Time) []teleportItem {
+	for attempt := 0; ; attempt++ {
+		page, r := p.teleportTry(sess)
+		if r == nil {
+			return page
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history of session %d: %v", i, r)
+		}
+		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
 	}
-	if n := streamMsgs(t, b); n != uint64(3*perSession) {
-		t.Errorf("stream holds %d messages, want %d", n, 3*perSession)
-	}
-	t.Logf("fence retries: a %d, b %d; repaired: a %d, b %d", a.m.fenceRetries.Load(), b.m.fenceRetries.Load(),
-		a.m.repaired.Load(), b.m.repaired.Load())
 }
 
 // teleportTry reads all of a session's history, or returns an error.

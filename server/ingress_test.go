@@ -10,26 +10,51 @@ import (
 	"time"
 )
 
-func TestPutGet(t *testing.T) {
+// putGetFixture is the server, client and session of TestPutGet, with the
+// five chained entries stored first.
+type putGetFixture struct {
+	s       *Server
+	c       *client
+	sess    string
+	entries [][]byte
+	ids     []string
+}
+
+// newPutGetFixture starts a server with a 100ms duplicate window and PUTs
+// a chain of five entries into a new session.
+func newPutGetFixture(t *testing.T) *putGetFixture {
+	t.Helper()
 	cfg := testConfig(t)
 	cfg.DuplicateWindow = "100ms"
 	s := startServer(t, cfg)
-	c := newClient(t, s, tokACME)
-	sess := newUUID()
-
-	var entries [][]byte
-	var ids []string
+	f := &putGetFixture{s: s, c: newClient(t, s, tokACME), sess: newUUID()}
 	parent := ""
 	for i := 0; i < 5; i++ {
 		id := newUUID()
-		e := chainEntry(sess, id, parent, fmt.Sprintf("prompt %d", i))
-		r := c.put(sess, e, parent)
+		e := chainEntry(f.sess, id, parent, fmt.Sprintf("prompt %d", i))
+		r := f.c.put(f.sess, e, parent)
 		if r.code != http.StatusCreated {
 			t.Fatalf("PUT %d: %s", i, r)
 		}
-		entries, ids, parent = append(entries, e), append(ids, id), id
+		f.entries, f.ids, parent = append(f.entries, e), append(f.ids, id), id
 	}
+	return f
+}
 
+func TestPutGet(t *testing.T) {
+	f := newPutGetFixture(t)
+	putGetConflicts(t, f)
+	putGetMetadata(t, f)
+	putGetSubagentAndCompaction(t, f)
+	putGetListing(t, f)
+	putGetMetrics(t, f)
+}
+
+// putGetConflicts wants a stale or missing Last-Uuid and every resend,
+// within the duplicate window and after it, answered 409, and the log and
+// the stream to hold each entry once.
+func putGetConflicts(t *testing.T, f *putGetFixture) {
+	c, sess, entries, ids := f.c, f.sess, f.entries, f.ids
 	// A stale Last-Uuid: 409 with the server's last uuid.
 	stale := chainEntry(sess, newUUID(), ids[1], "stale")
 	r := c.put(sess, stale, ids[1])
@@ -68,10 +93,15 @@ func TestPutGet(t *testing.T) {
 			t.Errorf("logline %d:\n got %s\nwant %s", i, got[i], entries[i])
 		}
 	}
-	if n := streamMsgs(t, s); n != uint64(len(entries)) {
+	if n := streamMsgs(t, f.s); n != uint64(len(entries)) {
 		t.Errorf("stream holds %d messages, want %d", n, len(entries))
 	}
+}
 
+// putGetMetadata stores a title (once per content) and tags (once per
+// idempotency key).
+func putGetMetadata(t *testing.T, f *putGetFixture) {
+	c, sess, ids := f.c, f.sess, f.ids
 	// Uuid-less metadata: stored once per content; Last-Uuid is not checked.
 	title := []byte(`{"type":"custom-title","customTitle":"Login bug","sessionId":"` + sess + `"}`)
 	if r := c.put(sess, title, "whatever"); r.code != http.StatusCreated {
@@ -92,7 +122,13 @@ func TestPutGet(t *testing.T) {
 			t.Fatalf("tag with key %s: %s, want %d", key, r, want)
 		}
 	}
+}
 
+// putGetSubagentAndCompaction stores a subagent's entry, a compact boundary
+// and an entry after it, and wants the main log, the log with subagents and
+// the log after the last compaction to show each where it belongs.
+func putGetSubagentAndCompaction(t *testing.T, f *putGetFixture) {
+	c, sess, ids := f.c, f.sess, f.ids
 	// A subagent's entries are stored under the agent, outside the main log.
 	agentID := "a1b2c3d4e5f6a7b8c"
 	ae := agentEntry(sess, agentID, newUUID(), "search")
@@ -128,9 +164,14 @@ func TestPutGet(t *testing.T) {
 	if len(compacted) != 2 || !bytes.Equal(compacted[0], boundary) || !bytes.Equal(compacted[1], after) {
 		t.Errorf("after_last_compact: %q", compacted)
 	}
+}
 
+// putGetListing wants the session listing to carry the title, the tag and
+// the counts, the tag filter to work, and an unknown session to be 404.
+func putGetListing(t *testing.T, f *putGetFixture) {
+	c, sess := f.c, f.sess
 	// The listing has the title and the counts.
-	r = c.do(http.MethodGet, "/v1/sessions", nil)
+	r := c.do(http.MethodGet, "/v1/sessions", nil)
 	var list struct {
 		Data []sessionInfo `json:"data"`
 	}
@@ -149,8 +190,12 @@ func TestPutGet(t *testing.T) {
 	if r := c.do(http.MethodGet, "/v1/session_ingress/session/"+newUUID(), nil); r.code != http.StatusNotFound {
 		t.Errorf("GET unknown session: %s", r)
 	}
+}
 
-	metrics := string(c.do(http.MethodGet, "/metrics", nil).body)
+// putGetMetrics wants /metrics to count what TestPutGet stored, refused
+// and found duplicate.
+func putGetMetrics(t *testing.T, f *putGetFixture) {
+	metrics := string(f.c.do(http.MethodGet, "/metrics", nil).body)
 	for _, want := range []string{
 		"scribe_entries_stored_total 11",
 		`scribe_http_requests_total{route="session_ingress_put",code="409"}`,
