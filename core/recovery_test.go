@@ -114,21 +114,26 @@ func rcKinds(rs []Repair) string {
 	return strings.Join(k, ",")
 }
 
-func TestClassifyAndRepair(t *testing.T) {
+// rcClassifyCase is a conversation, the options to classify it with, and
+// what ClassifyAndRepair should make of it.
+type rcClassifyCase struct {
+	name  string
+	build func(f *rcConvFixture)
+	opt   func(o *RecoveryOptions)
+	class Interruption
+	// repairs is "kind:toolUseID,…".
+	repairs    string
+	promptRow  int // 1-based row of PromptUUID; -1 = the continue rcPrompt; 0 = none
+	unrepaired string
+}
+
+// rcClassifyCases are TestClassifyAndRepair's cases, in order.
+func rcClassifyCases() []rcClassifyCase {
 	const (
 		tr = RepairToolResult
 		cp = RepairContinue
 	)
-	for _, tc := range []struct {
-		name  string
-		build func(f *rcConvFixture)
-		opt   func(o *RecoveryOptions)
-		class Interruption
-		// repairs is "kind:toolUseID,…".
-		repairs    string
-		promptRow  int // 1-based row of PromptUUID; -1 = the continue rcPrompt; 0 = none
-		unrepaired string
-	}{
+	return []rcClassifyCase{
 		{name: "empty", build: func(f *rcConvFixture) {}, class: InterruptionNone},
 		{name: "finished turn", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello")))
@@ -216,41 +221,50 @@ func TestClassifyAndRepair(t *testing.T) {
 		{name: "prompt after an orphan keeps its class", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).row(rcPrompt("hello?"))
 		}, class: InterruptedPrompt, repairs: tr + ":toolu_a", promptRow: 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := rcNewConv(t)
-			tc.build(f)
-			opt := rcRecoveryOpts()
-			if tc.opt != nil {
-				tc.opt(&opt)
-			}
-			conv := f.entries()
-			rec := ClassifyAndRepair(conv, opt)
-			if rec.Class != tc.class {
-				t.Errorf("Class = %s, want %s (reason %q)", rec.Class, tc.class, rec.Reason)
-			}
-			if got := rcKinds(rec.Repairs); got != tc.repairs {
-				t.Errorf("repairs = %q, want %q (reason %q)", got, tc.repairs, rec.Reason)
-			}
-			if got := strings.Join(rec.Unrepaired, ","); got != tc.unrepaired {
-				t.Errorf("Unrepaired = %q, want %q", got, tc.unrepaired)
-			}
-			if rec.Reason == "" {
-				t.Error("no reason")
-			}
-			wantPrompt := ""
-			switch {
-			case tc.promptRow > 0:
-				wantPrompt = rcRowUUID(tc.promptRow)
-			case tc.promptRow < 0:
-				wantPrompt = rec.Repairs[len(rec.Repairs)-1].Entry.UUID
-			}
-			if rec.PromptUUID != wantPrompt {
-				t.Errorf("PromptUUID = %q, want %q", rec.PromptUUID, wantPrompt)
-			}
-			rcCheckRepairChain(t, conv, rec.Repairs, "")
-		})
 	}
+}
+
+func TestClassifyAndRepair(t *testing.T) {
+	for _, tc := range rcClassifyCases() {
+		t.Run(tc.name, func(t *testing.T) { rcCheckClassification(t, tc) })
+	}
+}
+
+// rcCheckClassification builds tc's conversation, classifies and repairs
+// it, and checks the class, repairs, unrepaired calls, reason, prompt and
+// the repairs' chain.
+func rcCheckClassification(t *testing.T, tc rcClassifyCase) {
+	f := rcNewConv(t)
+	tc.build(f)
+	opt := rcRecoveryOpts()
+	if tc.opt != nil {
+		tc.opt(&opt)
+	}
+	conv := f.entries()
+	rec := ClassifyAndRepair(conv, opt)
+	if rec.Class != tc.class {
+		t.Errorf("Class = %s, want %s (reason %q)", rec.Class, tc.class, rec.Reason)
+	}
+	if got := rcKinds(rec.Repairs); got != tc.repairs {
+		t.Errorf("repairs = %q, want %q (reason %q)", got, tc.repairs, rec.Reason)
+	}
+	if got := strings.Join(rec.Unrepaired, ","); got != tc.unrepaired {
+		t.Errorf("Unrepaired = %q, want %q", got, tc.unrepaired)
+	}
+	if rec.Reason == "" {
+		t.Error("no reason")
+	}
+	wantPrompt := ""
+	switch {
+	case tc.promptRow > 0:
+		wantPrompt = rcRowUUID(tc.promptRow)
+	case tc.promptRow < 0:
+		wantPrompt = rec.Repairs[len(rec.Repairs)-1].Entry.UUID
+	}
+	if rec.PromptUUID != wantPrompt {
+		t.Errorf("PromptUUID = %q, want %q", rec.PromptUUID, wantPrompt)
+	}
+	rcCheckRepairChain(t, conv, rec.Repairs, "")
 }
 
 // rcCheckRepairChain checks that the repairs hang from leaf (default the last
