@@ -80,6 +80,17 @@ func cpConvUUIDs(t *testing.T, rows []json.RawMessage) []string {
 	return out
 }
 
+// cpGitFixture is a git repository, a config folder with cpSession
+// recorded in the repository, and the checkpoints taken so far.
+type cpGitFixture struct {
+	repo, dir  string
+	head       string // the commit of the first checkpoint
+	head2      string // the commit of the second
+	transcript string
+	cp         core.Checkpoint   // the first checkpoint, "main added"
+	cps        []core.Checkpoint // both checkpoints, as listed
+}
+
 // A checkpoint taken in a git repository records its commit; resume and
 // fork at it give the conversation up to its message and print the
 // commit; the SDK lists and reads the fork.
@@ -87,6 +98,21 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
+	f := cpNewGitRepo(t)
+	cpFirstCheckpoint(t, f)
+	cpSecondCheckpoint(t, f)
+	cpCheckResumeAt(t, f)
+	fork := cpCheckForkAt(t, f)
+	cpCheckShowSystem(t, f)
+	cpCheckErrors(t, f)
+	// Last: without the SDK, the test ends there as skipped.
+	cpCheckSDKReadsFork(t, f, fork)
+}
+
+// cpNewGitRepo makes a git repository with one commit and an empty config
+// folder.
+func cpNewGitRepo(t *testing.T) *cpGitFixture {
+	t.Helper()
 	repo := t.TempDir()
 	testenv.Git(t, repo, "init", "-q")
 	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o600); err != nil {
@@ -94,10 +120,13 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	}
 	testenv.Git(t, repo, "add", ".")
 	testenv.Git(t, repo, "commit", "-q", "-m", "first")
-	head := testenv.Git(t, repo, "rev-parse", "HEAD")
-	dir := t.TempDir()
+	return &cpGitFixture{repo: repo, dir: t.TempDir(), head: testenv.Git(t, repo, "rev-parse", "HEAD")}
+}
 
-	// A session recorded in the repository, then a checkpoint.
+// cpFirstCheckpoint records a session in the repository, then takes a
+// checkpoint, which records the commit and stays out of the transcript.
+func cpFirstCheckpoint(t *testing.T, f *cpGitFixture) {
+	repo, dir := f.repo, f.dir
 	start, err := core.LifecycleEntry(core.LifecycleMeta{SessionID: cpSession, CWD: repo, At: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)},
 		core.SessionStart{Model: "claude-sonnet-4-5", Tools: []string{"Bash", "Edit"}, Branch: "main"})
 	if err != nil {
@@ -105,45 +134,55 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	}
 	first := strings.Join([]string{string(start.Raw), cpRow("user", 1, 0, "Add a main package", repo), cpRow("assistant", 2, 1, "Added main.go", repo)}, "\n") + "\n"
 	cpOK(t, nil, first, "record", "--config-dir", dir)
-	transcript := filepath.Join(dir, "projects", strings.Map(func(r rune) rune {
+	f.transcript = filepath.Join(dir, "projects", strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '-'
 	}, repo), cpSession+".jsonl")
-	if b, err := os.ReadFile(transcript); err != nil || bytes.Contains(b, []byte("scribe-")) {
-		t.Fatalf("transcript %s: %v\n%s", transcript, err, b)
+	if b, err := os.ReadFile(f.transcript); err != nil || bytes.Contains(b, []byte("scribe-")) {
+		t.Fatalf("transcript %s: %v\n%s", f.transcript, err, b)
 	}
-	var cp core.Checkpoint
-	cpOK(t, &cp, "", "checkpoint", "--config-dir", dir, cpSession[:8], "--label", "main added", "--json")
-	if cp.Commit != head || cp.MessageUUID != cpUUID(2) || cp.CWD != repo || cp.Label != "main added" || cp.SessionID != cpSession || cp.ID == "" {
-		t.Fatalf("checkpoint %+v, want commit %s after %s", cp, head, cpUUID(2))
+	cp := &f.cp
+	cpOK(t, cp, "", "checkpoint", "--config-dir", dir, cpSession[:8], "--label", "main added", "--json")
+	if cp.Commit != f.head || cp.MessageUUID != cpUUID(2) || cp.CWD != repo || cp.Label != "main added" || cp.SessionID != cpSession || cp.ID == "" {
+		t.Fatalf("checkpoint %+v, want commit %s after %s", *cp, f.head, cpUUID(2))
 	}
+}
 
-	// The work goes on: new commit, new turn, a second checkpoint.
+// cpSecondCheckpoint goes on with the work (a new commit, a new turn) and
+// takes a second checkpoint; checkpoints lists both, and neither went into
+// the transcript.
+func cpSecondCheckpoint(t *testing.T, f *cpGitFixture) {
+	repo, dir, cp := f.repo, f.dir, f.cp
 	testenv.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
-	head2 := testenv.Git(t, repo, "rev-parse", "HEAD")
+	f.head2 = testenv.Git(t, repo, "rev-parse", "HEAD")
+	head2 := f.head2
 	more := cpRow("user", 3, 2, "Now add tests", repo) + "\n" + cpRow("assistant", 4, 3, "Tests added", repo) + "\n"
 	cpOK(t, nil, more, "record", "--config-dir", dir)
 	out := cpOK(t, nil, "", "checkpoint", "--config-dir", dir, cpSession, "--label", "tests added")
 	if !strings.Contains(out, head2) || !strings.Contains(out, "checkout "+head2) || !strings.Contains(out, cpUUID(4)) {
 		t.Fatalf("checkpoint printed:\n%s", out)
 	}
-	var cps []core.Checkpoint
-	cpOK(t, &cps, "", "checkpoints", "--config-dir", dir, cpSession, "--json")
-	if len(cps) != 2 || cps[0] != cp || cps[1].Commit != head2 || cps[1].MessageUUID != cpUUID(4) {
+	cpOK(t, &f.cps, "", "checkpoints", "--config-dir", dir, cpSession, "--json")
+	if cps := f.cps; len(cps) != 2 || cps[0] != cp || cps[1].Commit != head2 || cps[1].MessageUUID != cpUUID(4) {
 		t.Fatalf("checkpoints %+v", cps)
 	}
 	out = cpOK(t, nil, "", "checkpoints", "--config-dir", dir, cpSession)
-	if !strings.Contains(out, "main added") || !strings.Contains(out, head[:12]) || !strings.Contains(out, cp.ID) {
+	if !strings.Contains(out, "main added") || !strings.Contains(out, f.head[:12]) || !strings.Contains(out, cp.ID) {
 		t.Fatalf("checkpoints printed:\n%s", out)
 	}
-	if b, _ := os.ReadFile(transcript); bytes.Contains(b, []byte("scribe-")) {
+	if b, _ := os.ReadFile(f.transcript); bytes.Contains(b, []byte("scribe-")) {
 		t.Fatalf("a checkpoint went into the transcript:\n%s", b)
 	}
+}
 
-	// resume --at: the conversation up to the checkpoint, and its commit.
-	before, _ := os.ReadFile(transcript)
+// cpCheckResumeAt wants resume --at (by label, id and id prefix) to give
+// the conversation up to the checkpoint and its commit, plain resume the
+// whole conversation, and neither to change the transcript.
+func cpCheckResumeAt(t *testing.T, f *cpGitFixture) {
+	dir, cp, head := f.dir, f.cp, f.head
+	before, _ := os.ReadFile(f.transcript)
 	for _, name := range []string{"main added", cp.ID, cp.ID[:6]} {
 		var r cpResume
 		cpOK(t, &r, "", "resume", "--config-dir", dir, cpSession, "--at", name, "--json")
@@ -152,8 +191,8 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 			t.Fatalf("resume --at %q: %v, class %s, checkpoint %+v", name, got, r.Classification, r.Checkpoint)
 		}
 	}
-	out = cpOK(t, nil, "", "resume", "--config-dir", dir, cpSession, "--at", "main added")
-	if !strings.Contains(out, "git -C "+repo+" checkout "+head) || strings.Contains(out, "Tests added") || !strings.Contains(out, "Added main.go") {
+	out := cpOK(t, nil, "", "resume", "--config-dir", dir, cpSession, "--at", "main added")
+	if !strings.Contains(out, "git -C "+f.repo+" checkout "+head) || strings.Contains(out, "Tests added") || !strings.Contains(out, "Added main.go") {
 		t.Fatalf("resume --at printed:\n%s", out)
 	}
 	var plain cpResume
@@ -161,31 +200,39 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	if got := cpConvUUIDs(t, plain.Conversation); len(got) != 4 || plain.Checkpoint != nil {
 		t.Fatalf("plain resume: %v %+v", got, plain.Checkpoint)
 	}
-	if after, _ := os.ReadFile(transcript); !bytes.Equal(before, after) {
+	if after, _ := os.ReadFile(f.transcript); !bytes.Equal(before, after) {
 		t.Fatal("resume --at a finished turn changed the transcript")
 	}
+}
 
-	// fork --at: a new session up to the checkpoint's message, which the
-	// SDK lists and reads.
+// cpCheckForkAt forks at the first checkpoint, wanting its commit named,
+// and at the second by an id prefix; it returns the first fork's session.
+func cpCheckForkAt(t *testing.T, f *cpGitFixture) string {
 	var fk struct {
 		SessionID  string           `json:"sessionId"`
 		ForkedFrom string           `json:"forkedFrom"`
 		Checkpoint *core.Checkpoint `json:"checkpoint"`
 	}
-	cpOK(t, &fk, "", "fork", "--config-dir", dir, cpSession, "--at", "main added", "--json")
-	if fk.ForkedFrom != cpSession || fk.SessionID == "" || fk.Checkpoint == nil || fk.Checkpoint.Commit != head {
+	cpOK(t, &fk, "", "fork", "--config-dir", f.dir, cpSession, "--at", "main added", "--json")
+	if fk.ForkedFrom != cpSession || fk.SessionID == "" || fk.Checkpoint == nil || fk.Checkpoint.Commit != f.head {
 		t.Fatalf("fork --at: %+v", fk)
 	}
-	out = cpOK(t, nil, "", "fork", "--config-dir", dir, cpSession, "--at", cps[1].ID[:8])
-	if !strings.Contains(out, "checkout "+head2) {
+	out := cpOK(t, nil, "", "fork", "--config-dir", f.dir, cpSession, "--at", f.cps[1].ID[:8])
+	if !strings.Contains(out, "checkout "+f.head2) {
 		t.Fatalf("fork --at printed:\n%s", out)
 	}
-	// show --system lists the lifecycle records and checkpoints after the
-	// conversation; --json stays the SDK's answer.
-	out = cpOK(t, nil, "", "show", "--config-dir", dir, cpSession, "--system")
+	return fk.SessionID
+}
+
+// cpCheckShowSystem wants show --system to list the lifecycle records and
+// checkpoints after the conversation, in text and markdown, while plain
+// show leaves them out and --json stays the SDK's answer.
+func cpCheckShowSystem(t *testing.T, f *cpGitFixture) {
+	dir, cp := f.dir, f.cp
+	out := cpOK(t, nil, "", "show", "--config-dir", dir, cpSession, "--system")
 	i := strings.Index(out, "scribe lifecycle")
-	if i < 0 || i < strings.Index(out, "Tests added") || !strings.Contains(out[i:], "session_start model=claude-sonnet-4-5 tools=Bash,Edit cwd="+repo+" branch=main") ||
-		!strings.Contains(out[i:], `checkpoint `+cp.ID+` "main added" after `+cpUUID(2)+` commit `+head) {
+	if i < 0 || i < strings.Index(out, "Tests added") || !strings.Contains(out[i:], "session_start model=claude-sonnet-4-5 tools=Bash,Edit cwd="+f.repo+" branch=main") ||
+		!strings.Contains(out[i:], `checkpoint `+cp.ID+` "main added" after `+cpUUID(2)+` commit `+f.head) {
 		t.Fatalf("show --system printed:\n%s", out)
 	}
 	if out = cpOK(t, nil, "", "show", "--config-dir", dir, cpSession); strings.Contains(out, "scribe lifecycle") {
@@ -199,8 +246,13 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	if len(sys) != 4 {
 		t.Fatalf("show --system --json: %d messages", len(sys))
 	}
+}
 
-	// Errors: an unknown checkpoint, an ambiguous label, --at with --up-to.
+// cpCheckErrors wants an unknown checkpoint, an ambiguous label (made
+// here by a second "main added"), --at with --up-to and an unknown
+// session refused.
+func cpCheckErrors(t *testing.T, f *cpGitFixture) {
+	dir := f.dir
 	if _, errs, code := cpScribe(t, "", "resume", "--config-dir", dir, cpSession, "--at", "nope", "--json"); code != 1 || !strings.Contains(errs, "no such checkpoint") {
 		t.Fatalf("unknown checkpoint: exit %d %s", code, errs)
 	}
@@ -208,27 +260,30 @@ func TestCheckpointInAGitRepository(t *testing.T) {
 	if _, errs, code := cpScribe(t, "", "fork", "--config-dir", dir, cpSession, "--at", "main added"); code != 2 || !strings.Contains(errs, "ambiguous") {
 		t.Fatalf("ambiguous label: exit %d %s", code, errs)
 	}
-	if _, errs, code := cpScribe(t, "", "fork", "--config-dir", dir, cpSession, "--at", cp.ID, "--up-to", cpUUID(1)); code != 2 {
+	if _, errs, code := cpScribe(t, "", "fork", "--config-dir", dir, cpSession, "--at", f.cp.ID, "--up-to", cpUUID(1)); code != 2 {
 		t.Fatalf("--at with --up-to: exit %d %s", code, errs)
 	}
 	if _, errs, code := cpScribe(t, "", "checkpoints", "--config-dir", dir, "ffffffff"); code == 0 {
 		t.Fatalf("checkpoints of an unknown session: %s", errs)
 	}
+}
 
-	// The SDK lists and reads the fork (last: without the SDK, the test
-	// ends here as skipped).
+// cpCheckSDKReadsFork wants the SDK to list the fork and read it as the
+// source's first two messages; without the SDK the test is skipped here.
+func cpCheckSDKReadsFork(t *testing.T, f *cpGitFixture, fork string) {
+	dir := f.dir
 	p := peer.Find(t)
 	var listed *peer.SessionInfo
 	for _, s := range p.List(t, dir, "") {
-		if s.SessionID == fk.SessionID {
+		if s.SessionID == fork {
 			s := s
 			listed = &s
 		}
 	}
-	if listed == nil || listed.Summary != "Add a main package (fork)" || listed.Cwd != repo {
+	if listed == nil || listed.Summary != "Add a main package (fork)" || listed.Cwd != f.repo {
 		t.Fatalf("the SDK lists the fork as %+v", listed)
 	}
-	msgs := p.Messages(t, dir, fk.SessionID, "", false)
+	msgs := p.Messages(t, dir, fork, "", false)
 	src := p.Messages(t, dir, cpSession, "", false)
 	if len(msgs) != 2 || len(src) != 4 {
 		t.Fatalf("fork has %d messages, source %d", len(msgs), len(src))

@@ -522,127 +522,149 @@ func TestCloudRecordPullReadsTheSame(t *testing.T) {
 			srv := startCloudServer(t)
 			cfgA, dirA := cloudMachine(t, srv.url(), "jsonl/local", sink)
 			cfgB, dirB := cloudMachine(t, srv.url(), "jsonl/local")
-			rec := cloudRecorder(cfgA)
-			var units []*unit
-			for _, sid := range cloudUnits {
-				u := cloudUnit(t, sid)
-				units = append(units, u)
-				recordUnit(t, rec, dirA, u)
-			}
-			// The sink stored every entry once, in order.
-			counts := srv.counts()
-			for _, u := range units {
-				checkOnServer(t, srv, expectFiles(t, layOriginal(t, t.TempDir(), u), u.sid, true), counts)
-			}
+			units := cloudRecordAll(t, srv, cfgA, dirA)
 			if t.Failed() {
 				t.FailNow()
 			}
-			for _, u := range units {
-				out, errOut, code := cloudRun(t, "", "pull", u.sid, "--config", cfgB, "--json")
-				if code != 0 {
-					t.Fatalf("pull %s: exit %d\n%s\n%s", u.sid, code, out, errOut)
-				}
-				var rep struct {
-					Files []struct {
-						Status string `json:"status"`
-					} `json:"files"`
-					Backups int `json:"backups"`
-				}
-				if err := json.Unmarshal([]byte(out), &rep); err != nil {
-					t.Fatalf("pull --json: %v\n%s", err, out)
-				}
-				if len(rep.Files) != 1+len(u.agents) || rep.Backups != 0 {
-					t.Errorf("pull %s into an empty folder: %s", u.sid, out)
-				}
-				for _, f := range rep.Files {
-					if f.Status != "created" {
-						t.Errorf("pull %s into an empty folder: a file %s, want created", u.sid, f.Status)
-					}
-				}
-			}
+			cloudPullAllIntoEmpty(t, units, cfgB)
 			checkModes(t, "machine B", dirB)
-
-			// The SDK sees the same in both folders.
-			var sids []string
-			for _, u := range units {
-				sids = append(sids, u.sid)
-			}
-			vs := p.Views(t, []peer.ViewGroup{{Dirs: []string{dirA, dirB}, Sids: sids}})
-			viewA, viewB := viewOf(t, vs[0][0]), viewOf(t, vs[0][1])
-			for _, u := range units {
-				a, inA := viewA.list[u.sid]
-				b, inB := viewB.list[u.sid]
-				if !inA || !inB {
-					t.Fatalf("session %s: listed on A %v, on B %v", u.sid, inA, inB)
-				}
-				keys := map[string]bool{}
-				for k := range a.Raw {
-					keys[k] = true
-				}
-				for k := range b.Raw {
-					keys[k] = true
-				}
-				for k := range keys {
-					if !listFieldsSkipped[k] && !reflect.DeepEqual(a.Raw[k], b.Raw[k]) {
-						t.Errorf("session %s: listSessions field %s: A %v, B %v", u.sid, k, a.Raw[k], b.Raw[k])
-					}
-				}
-				compareMessages(t, u.sid+" getSessionMessages", viewA.messages[u.sid], viewB.messages[u.sid])
-				if len(viewA.subagents[u.sid]) != len(u.agents) || !slices.Equal(viewA.subagents[u.sid], viewB.subagents[u.sid]) {
-					t.Errorf("session %s: listSubagents: A %q, B %q (the corpus has %d)", u.sid, viewA.subagents[u.sid], viewB.subagents[u.sid], len(u.agents))
-				}
-				for _, a := range viewA.subagents[u.sid] {
-					compareMessages(t, u.sid+" getSubagentMessages "+a, viewA.subMsgs[u.sid][a], viewB.subMsgs[u.sid][a])
-				}
-			}
+			cloudCheckSDKSeesTheSame(t, p, dirA, dirB, units)
 			if sink != "events/team" {
 				return
 			}
-
-			// Pulling again changes nothing; a local change is replaced,
-			// and kept as a backup.
-			u := units[len(units)-1]
-			out, _, code := cloudRun(t, "", "pull", u.sid, "--config", cfgB, "--json")
-			if code != 0 || strings.Contains(out, `"created"`) || strings.Contains(out, `"replaced"`) || !strings.Contains(out, `"backups": 0`) {
-				t.Errorf("second pull changed something (exit %d):\n%s", code, out)
-			}
-			proj, err := jsonl.Layout{ConfigDir: dirB}.FindSession(u.sid, "")
-			if err != nil || proj == "" {
-				t.Fatalf("find %s on B: %q %v", u.sid, proj, err)
-			}
-			mainB := jsonl.MainFile(proj, u.sid)
-			before, _ := os.ReadFile(mainB)
-			local := fmt.Sprintf(`{"type":"user","uuid":"00000000-0000-4000-8000-00000000abcd","parentUuid":null,"sessionId":%q,"message":{"role":"user","content":"only here"}}`, u.sid)
-			changed := append(append([]byte{}, before...), local+"\n"...)
-			if err := os.WriteFile(mainB, changed, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, _, code = cloudRun(t, "", "pull", u.sid, "--config", cfgB, "--json")
-			var rep struct {
-				Backups   int `json:"backups"`
-				LocalOnly int `json:"local_only"`
-				Files     []struct {
-					Path, Status, Backup string
-				} `json:"files"`
-			}
-			if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
-				t.Fatalf("pull over a changed copy: exit %d, %v\n%s", code, err, out)
-			}
-			if rep.Backups != 1 || rep.LocalOnly != 1 {
-				t.Errorf("pull over a changed copy: %d backups, %d local-only entries; want 1 and 1\n%s", rep.Backups, rep.LocalOnly, out)
-			}
-			for _, f := range rep.Files {
-				if f.Path != mainB {
-					continue
-				}
-				now, _ := os.ReadFile(mainB)
-				bak, _ := os.ReadFile(f.Backup)
-				if f.Status != "replaced" || !bytes.Equal(now, before) || !bytes.Equal(bak, changed) {
-					t.Errorf("pull over a changed copy: %s %s; the file holds the server's copy: %v, the backup the local one: %v",
-						f.Status, f.Backup, bytes.Equal(now, before), bytes.Equal(bak, changed))
-				}
-			}
-			checkModes(t, "machine B after a second pull", dirB)
+			cloudCheckPullAgain(t, units[len(units)-1], cfgB, dirB)
 		})
 	}
+}
+
+// cloudRecordAll records every cloud unit on machine A (config cfgA,
+// folder dirA) and wants the sink to have stored every entry once, in
+// order.
+func cloudRecordAll(t *testing.T, srv *cloudServer, cfgA, dirA string) []*unit {
+	rec := cloudRecorder(cfgA)
+	var units []*unit
+	for _, sid := range cloudUnits {
+		u := cloudUnit(t, sid)
+		units = append(units, u)
+		recordUnit(t, rec, dirA, u)
+	}
+	// The sink stored every entry once, in order.
+	counts := srv.counts()
+	for _, u := range units {
+		checkOnServer(t, srv, expectFiles(t, layOriginal(t, t.TempDir(), u), u.sid, true), counts)
+	}
+	return units
+}
+
+// cloudPullAllIntoEmpty pulls every unit onto machine B (config cfgB),
+// whose folder is empty, and wants each file created and no backups.
+func cloudPullAllIntoEmpty(t *testing.T, units []*unit, cfgB string) {
+	for _, u := range units {
+		out, errOut, code := cloudRun(t, "", "pull", u.sid, "--config", cfgB, "--json")
+		if code != 0 {
+			t.Fatalf("pull %s: exit %d\n%s\n%s", u.sid, code, out, errOut)
+		}
+		var rep struct {
+			Files []struct {
+				Status string `json:"status"`
+			} `json:"files"`
+			Backups int `json:"backups"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("pull --json: %v\n%s", err, out)
+		}
+		if len(rep.Files) != 1+len(u.agents) || rep.Backups != 0 {
+			t.Errorf("pull %s into an empty folder: %s", u.sid, out)
+		}
+		for _, f := range rep.Files {
+			if f.Status != "created" {
+				t.Errorf("pull %s into an empty folder: a file %s, want created", u.sid, f.Status)
+			}
+		}
+	}
+}
+
+// cloudCheckSDKSeesTheSame wants the SDK to list and read every unit the
+// same in folder dirA, where it was recorded, and dirB, where it was
+// pulled: listing fields, messages, subagents and their messages.
+func cloudCheckSDKSeesTheSame(t *testing.T, p *peer.Peer, dirA, dirB string, units []*unit) {
+	var sids []string
+	for _, u := range units {
+		sids = append(sids, u.sid)
+	}
+	vs := p.Views(t, []peer.ViewGroup{{Dirs: []string{dirA, dirB}, Sids: sids}})
+	viewA, viewB := viewOf(t, vs[0][0]), viewOf(t, vs[0][1])
+	for _, u := range units {
+		a, inA := viewA.list[u.sid]
+		b, inB := viewB.list[u.sid]
+		if !inA || !inB {
+			t.Fatalf("session %s: listed on A %v, on B %v", u.sid, inA, inB)
+		}
+		keys := map[string]bool{}
+		for k := range a.Raw {
+			keys[k] = true
+		}
+		for k := range b.Raw {
+			keys[k] = true
+		}
+		for k := range keys {
+			if !listFieldsSkipped[k] && !reflect.DeepEqual(a.Raw[k], b.Raw[k]) {
+				t.Errorf("session %s: listSessions field %s: A %v, B %v", u.sid, k, a.Raw[k], b.Raw[k])
+			}
+		}
+		compareMessages(t, u.sid+" getSessionMessages", viewA.messages[u.sid], viewB.messages[u.sid])
+		if len(viewA.subagents[u.sid]) != len(u.agents) || !slices.Equal(viewA.subagents[u.sid], viewB.subagents[u.sid]) {
+			t.Errorf("session %s: listSubagents: A %q, B %q (the corpus has %d)", u.sid, viewA.subagents[u.sid], viewB.subagents[u.sid], len(u.agents))
+		}
+		for _, a := range viewA.subagents[u.sid] {
+			compareMessages(t, u.sid+" getSubagentMessages "+a, viewA.subMsgs[u.sid][a], viewB.subMsgs[u.sid][a])
+		}
+	}
+}
+
+// cloudCheckPullAgain pulls u onto machine B (config cfgB, folder dirB)
+// again: that changes nothing; then a local change is replaced by the
+// server's copy, and kept as a backup.
+func cloudCheckPullAgain(t *testing.T, u *unit, cfgB, dirB string) {
+	out, _, code := cloudRun(t, "", "pull", u.sid, "--config", cfgB, "--json")
+	if code != 0 || strings.Contains(out, `"created"`) || strings.Contains(out, `"replaced"`) || !strings.Contains(out, `"backups": 0`) {
+		t.Errorf("second pull changed something (exit %d):\n%s", code, out)
+	}
+	proj, err := jsonl.Layout{ConfigDir: dirB}.FindSession(u.sid, "")
+	if err != nil || proj == "" {
+		t.Fatalf("find %s on B: %q %v", u.sid, proj, err)
+	}
+	mainB := jsonl.MainFile(proj, u.sid)
+	before, _ := os.ReadFile(mainB)
+	local := fmt.Sprintf(`{"type":"user","uuid":"00000000-0000-4000-8000-00000000abcd","parentUuid":null,"sessionId":%q,"message":{"role":"user","content":"only here"}}`, u.sid)
+	changed := append(append([]byte{}, before...), local+"\n"...)
+	if err := os.WriteFile(mainB, changed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = cloudRun(t, "", "pull", u.sid, "--config", cfgB, "--json")
+	var rep struct {
+		Backups   int `json:"backups"`
+		LocalOnly int `json:"local_only"`
+		Files     []struct {
+			Path, Status, Backup string
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("pull over a changed copy: exit %d, %v\n%s", code, err, out)
+	}
+	if rep.Backups != 1 || rep.LocalOnly != 1 {
+		t.Errorf("pull over a changed copy: %d backups, %d local-only entries; want 1 and 1\n%s", rep.Backups, rep.LocalOnly, out)
+	}
+	for _, f := range rep.Files {
+		if f.Path != mainB {
+			continue
+		}
+		now, _ := os.ReadFile(mainB)
+		bak, _ := os.ReadFile(f.Backup)
+		if f.Status != "replaced" || !bytes.Equal(now, before) || !bytes.Equal(bak, changed) {
+			t.Errorf("pull over a changed copy: %s %s; the file holds the server's copy: %v, the backup the local one: %v",
+				f.Status, f.Backup, bytes.Equal(now, before), bytes.Equal(bak, changed))
+		}
+	}
+	checkModes(t, "machine B after a second pull", dirB)
 }

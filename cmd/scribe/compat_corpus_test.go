@@ -209,7 +209,36 @@ func loadCorpus(t *testing.T) *corpus {
 	return corpusVal
 }
 
+// scanCorpus reads every .jsonl file under root, sorts Codex files out,
+// notes the odd ones, and groups the rest into units by session.
 func scanCorpus(root string) (*corpus, error) {
+	rels, err := corpusJSONLFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	c := &corpus{}
+	bySID := map[string]*unit{}
+	for _, rel := range rels {
+		f, err := scanCorpusFile(root, rel)
+		if err != nil {
+			return nil, err
+		}
+		if f.isCodex() {
+			c.codex = append(c.codex, rel)
+			continue
+		}
+		c.noteOddities(rel, f)
+		if err := c.place(rel, f, bySID); err != nil {
+			return nil, err
+		}
+	}
+	c.finishUnits(bySID)
+	return c, nil
+}
+
+// corpusJSONLFiles lists the .jsonl files under root, relative to it with
+// slashes, sorted.
+func corpusJSONLFiles(root string) ([]string, error) {
 	var rels []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -228,84 +257,91 @@ func scanCorpus(root string) (*corpus, error) {
 		return nil, err
 	}
 	sort.Strings(rels)
-	c := &corpus{}
-	bySID := map[string]*unit{}
-	get := func(sid string) *unit {
-		u := bySID[sid]
-		if u == nil {
-			u = &unit{sid: sid}
-			bySID[sid] = u
-		}
-		return u
+	return rels, nil
+}
+
+// corpusUnitOf is the unit of session sid in bySID, added if new.
+func corpusUnitOf(bySID map[string]*unit, sid string) *unit {
+	u := bySID[sid]
+	if u == nil {
+		u = &unit{sid: sid}
+		bySID[sid] = u
 	}
-	for _, rel := range rels {
-		f, err := scanCorpusFile(root, rel)
-		if err != nil {
-			return nil, err
+	return u
+}
+
+// noteOddities notes file rel if it has several sessions or cwds, no cwd,
+// or malformed lines.
+func (c *corpus) noteOddities(rel string, f *corpusFile) {
+	if len(f.sessionIDs) > 1 {
+		c.multiSession = append(c.multiSession, rel)
+	}
+	if len(f.cwds) > 1 {
+		c.multiCwd = append(c.multiCwd, fmt.Sprintf("%s %q", rel, f.cwds))
+	}
+	if len(f.cwds) == 0 {
+		c.noCwd = append(c.noCwd, rel)
+	}
+	if len(f.malformed) > 0 {
+		c.malformedFiles = append(c.malformedFiles, fmt.Sprintf("%s lines %v", rel, f.malformed))
+	}
+}
+
+// place adds file rel to its session's unit in bySID: as a modern
+// subagent file, an old-style top-level agent file, or the main transcript.
+func (c *corpus) place(rel string, f *corpusFile, bySID map[string]*unit) error {
+	base := path.Base(rel)
+	stem := strings.TrimSuffix(base, ".jsonl")
+	dir := path.Dir(rel)
+	switch {
+	case path.Base(dir) == "subagents": // <uuid>/subagents/agent-<id>.jsonl
+		sid := path.Base(path.Dir(dir))
+		if !uuidRE.MatchString(sid) || !strings.HasPrefix(stem, "agent-") {
+			return fmt.Errorf("%s: unexpected subagent path", rel)
 		}
-		if f.isCodex() {
-			c.codex = append(c.codex, rel)
-			continue
+		if len(f.sessionIDs) != 1 || f.sessionIDs[0] != sid {
+			return fmt.Errorf("%s: subagent rows carry sessionIds %q, want the parent %s", rel, f.sessionIDs, sid)
 		}
-		if len(f.sessionIDs) > 1 {
-			c.multiSession = append(c.multiSession, rel)
+		a := &agentFile{corpusFile: f, agentID: strings.TrimPrefix(stem, "agent-"), projDir: path.Dir(path.Dir(dir))}
+		if m := strings.TrimSuffix(f.abs, ".jsonl") + ".meta.json"; fileExists(m) {
+			a.meta = m
 		}
-		if len(f.cwds) > 1 {
-			c.multiCwd = append(c.multiCwd, fmt.Sprintf("%s %q", rel, f.cwds))
+		u := corpusUnitOf(bySID, sid)
+		u.agents = append(u.agents, a)
+		c.modernAgents++
+	case strings.HasPrefix(stem, "agent-") && f.firstSC: // old-style top-level agent file
+		if len(f.sessionIDs) != 1 {
+			return fmt.Errorf("%s: old-style agent file with sessionIds %q", rel, f.sessionIDs)
 		}
-		if len(f.cwds) == 0 {
-			c.noCwd = append(c.noCwd, rel)
-		}
-		if len(f.malformed) > 0 {
-			c.malformedFiles = append(c.malformedFiles, fmt.Sprintf("%s lines %v", rel, f.malformed))
-		}
-		base := path.Base(rel)
-		stem := strings.TrimSuffix(base, ".jsonl")
-		dir := path.Dir(rel)
-		switch {
-		case path.Base(dir) == "subagents": // <uuid>/subagents/agent-<id>.jsonl
-			sid := path.Base(path.Dir(dir))
-			if !uuidRE.MatchString(sid) || !strings.HasPrefix(stem, "agent-") {
-				return nil, fmt.Errorf("%s: unexpected subagent path", rel)
-			}
-			if len(f.sessionIDs) != 1 || f.sessionIDs[0] != sid {
-				return nil, fmt.Errorf("%s: subagent rows carry sessionIds %q, want the parent %s", rel, f.sessionIDs, sid)
-			}
-			a := &agentFile{corpusFile: f, agentID: strings.TrimPrefix(stem, "agent-"), projDir: path.Dir(path.Dir(dir))}
-			if m := strings.TrimSuffix(f.abs, ".jsonl") + ".meta.json"; fileExists(m) {
-				a.meta = m
-			}
-			u := get(sid)
-			u.agents = append(u.agents, a)
-			c.modernAgents++
-		case strings.HasPrefix(stem, "agent-") && f.firstSC: // old-style top-level agent file
+		u := corpusUnitOf(bySID, f.sessionIDs[0])
+		u.agents = append(u.agents, &agentFile{corpusFile: f, agentID: strings.TrimPrefix(stem, "agent-"), projDir: dir})
+		c.oldStyleAgents++
+	default: // a main transcript
+		sid := stem
+		if !uuidRE.MatchString(stem) {
 			if len(f.sessionIDs) != 1 {
-				return nil, fmt.Errorf("%s: old-style agent file with sessionIds %q", rel, f.sessionIDs)
+				return fmt.Errorf("%s: non-UUID file name and sessionIds %q: cannot tell its session", rel, f.sessionIDs)
 			}
-			u := get(f.sessionIDs[0])
-			u.agents = append(u.agents, &agentFile{corpusFile: f, agentID: strings.TrimPrefix(stem, "agent-"), projDir: dir})
-			c.oldStyleAgents++
-		default: // a main transcript
-			sid := stem
-			if !uuidRE.MatchString(stem) {
-				if len(f.sessionIDs) != 1 {
-					return nil, fmt.Errorf("%s: non-UUID file name and sessionIds %q: cannot tell its session", rel, f.sessionIDs)
-				}
-				sid = f.sessionIDs[0]
-				c.nonUUIDMain = append(c.nonUUIDMain, rel)
-			}
-			u := get(sid)
-			if u.main != nil {
-				return nil, fmt.Errorf("%s and %s are both main transcripts of session %s", u.main.rel, rel, sid)
-			}
-			u.main = f
-			u.name = rel
-			if uuidRE.MatchString(stem) {
-				u.mainAt = base
-			}
-			c.mainFiles++
+			sid = f.sessionIDs[0]
+			c.nonUUIDMain = append(c.nonUUIDMain, rel)
 		}
+		u := corpusUnitOf(bySID, sid)
+		if u.main != nil {
+			return fmt.Errorf("%s and %s are both main transcripts of session %s", u.main.rel, rel, sid)
+		}
+		u.main = f
+		u.name = rel
+		if uuidRE.MatchString(stem) {
+			u.mainAt = base
+		}
+		c.mainFiles++
 	}
+	return nil
+}
+
+// finishUnits names units without a main transcript, gives each unit a
+// cwd, and puts the units into c, sorted by name.
+func (c *corpus) finishUnits(bySID map[string]*unit) {
 	for _, u := range bySID {
 		if u.main == nil {
 			u.name = fmt.Sprintf("%s/%s/subagents-only", u.agents[0].projDir, u.sid)
@@ -328,7 +364,6 @@ func scanCorpus(root string) (*corpus, error) {
 	}
 	sort.Slice(c.units, func(i, j int) bool { return c.units[i].name < c.units[j].name })
 	sort.Strings(c.orphanUnits)
-	return c, nil
 }
 
 func fileExists(p string) bool {
