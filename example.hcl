@@ -61,7 +61,8 @@ sink "jsonl" "local" {
   # archive names a folder of its own. Default: "".
   dir = ""
 
-  # When to fsync: always (every write) | batch (once per drain) | never.
+  # When to fsync: always (every write) | batch (at every flush, which acks wait for, and
+  # once the intake pauses or every 10 drains) | never.
   # Default: "batch".
   fsync = "batch"
 

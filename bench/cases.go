@@ -182,10 +182,11 @@ func runPlain(p *plan, root string) (runResult, error) {
 }
 
 // runLibrary is scribe in process: jsonl sink (default options: fsync
-// batch, 100 ms drain) as sink and seeder, every line read with
-// core.LineReader, parsed in place with core.ParseEntryOwned (on a
-// goroutine of its own) and submitted, then Flush and Shutdown. Each
-// Submit call is timed.
+// batch, 100 ms drain) as sink and seeder, the input read in regions with
+// core.LineReader.ReadRegion, every line parsed in place with
+// core.ParseEntryOwned and leased (Entry.Lease: the block is reused once
+// the sinks wrote its lines) on a goroutine of its own, and submitted,
+// then Flush and Shutdown. Each Submit call is timed.
 func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPolicy, procs ...core.NamedProcessor) (runResult, error) {
 	return runLibraryWith(ctx, p, root, jsonl.Options{Fsync: fsync}, procs...)
 }
@@ -551,9 +552,10 @@ type parsedLine struct {
 	e    core.Entry
 }
 
-// parseInputs reads the files with core.LineReader, parses every line in
-// place (blank and malformed lines are skipped: the plan counts them) and
-// sends the entries on in batches, in input order.
+// parseInputs reads the files with core.LineReader.ReadRegion, parses
+// every line in place, each entry holding a reference on its block's lease
+// (blank and malformed lines are skipped: the plan counts them), and sends
+// the entries on in batches, in input order.
 func parseInputs(files []string, out chan<- parsedBatch) {
 	defer close(out)
 	const batch = 512
@@ -567,12 +569,17 @@ func parseInputs(files []string, out chan<- parsedBatch) {
 		var lines [][]byte
 		cur := make([]parsedLine, 0, batch)
 		for err == nil {
-			lines, err = lr.Read(lines[:0])
+			var region []byte
+			var lease *core.Lease
+			region, lease, err = lr.ReadRegion()
+			lines = core.CutLines(region, lines[:0])
 			for _, l := range lines {
 				if blank(l) {
 					continue
 				}
 				if e, perr := core.ParseEntryOwned(l); perr == nil {
+					lease.Retain(1) // the entry's, given back by the pipeline
+					e.Lease = lease
 					cur = append(cur, parsedLine{file: fi, e: e})
 				}
 				if len(cur) == batch {
@@ -580,6 +587,7 @@ func parseInputs(files []string, out chan<- parsedBatch) {
 					cur = make([]parsedLine, 0, batch)
 				}
 			}
+			lease.Release()
 		}
 		f.Close()
 		if len(cur) > 0 {

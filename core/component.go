@@ -139,7 +139,9 @@ type Sink interface {
 	Start(ctx context.Context) error
 	// Write hands the sink a batch in submission order. The sink must not
 	// keep or change the slice or the entries' Raw bytes after it returns;
-	// it copies what it keeps.
+	// it copies what it keeps, unless it holds a reference on the entry's
+	// Lease (Retain before Write returns, Release once it no longer reads
+	// Raw): then it may write the entry's own bytes later.
 	Write(ctx context.Context, entries []Entry) error
 	// Flush returns nil only when every entry written before the call is
 	// durable: it survives the process being killed.

@@ -38,6 +38,13 @@ type Entry struct {
 	// counting from 1), not part of Raw; 0 when the host does not number its
 	// input. The pipeline reports acknowledgements in it (Pipeline.Acked).
 	Seq int64
+
+	// Lease, when not nil, is the reference on the memory Raw lives in that
+	// the entry holds (a LineReader's block, reused once every reference
+	// is returned). Pipeline.Submit takes it over and releases it once no
+	// guard, processor or sink reads Raw any more; a host that does not
+	// submit the entry releases it itself.
+	Lease *Lease
 }
 
 // NullString is a JSON string field that may be absent, null, or a string.

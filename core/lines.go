@@ -3,20 +3,30 @@ package core
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 )
 
 // LineReader cuts a JSONL input into lines that may be parsed in place
 // (ParseEntryOwned) and submitted without a copy. The input is read into
-// large blocks that are never written again once a line was cut from
-// them: a line is a slice of its block, its capacity ending at the line,
-// and a new block is started (the unfinished line moved to it) instead of
-// reusing one. The garbage collector frees a block once no line of it is
-// referenced. That is what Pipeline.Submit asks of Raw: its caller never
-// changes it afterwards, since the sinks' queues read it later.
+// large blocks that are never written again while a line cut from them
+// may be read: a line is a slice of its block, its capacity ending at the
+// line, and a new block is started (the unfinished line moved to it)
+// instead of reusing one. That is what Pipeline.Submit asks of Raw: its
+// caller never changes it afterwards, since the sinks' queues read it
+// later.
+//
+// A block comes back in one of two ways. With Read, the garbage collector
+// frees it once no line of it is referenced. With ReadRegion, the host
+// holds a Lease per line and the pipeline returns it (Entry.Lease); once
+// every reference is back the block is reused for the next read. Reading
+// into memory that is already mapped is what makes that worth it: a read
+// into fresh memory pays a page fault per 4 KiB, which costs more than
+// reading the file.
 type LineReader struct {
 	r     io.Reader
 	block []byte
-	start int // where the unfinished line begins in block
+	lease *Lease // the current block's, when leasing
+	start int    // where the unfinished line begins in block
 	err   error
 }
 
@@ -27,9 +37,44 @@ const lineBlock = 4 << 20
 // minRead is the least room a block must have for the next read.
 const minRead = 64 << 10
 
+// regionRead bounds one read of ReadRegion: a region is a unit of work
+// downstream (a parse job, a batch), and what waits in the queues
+// between the reader and the sinks holds its block.
+const regionRead = 256 << 10
+
 // NewLineReader reads r.
 func NewLineReader(r io.Reader) *LineReader {
-	return &LineReader{r: r, block: make([]byte, 0, lineBlock)}
+	return &LineReader{r: r}
+}
+
+// next makes sure the block has room for a read, moving the unfinished
+// line to a new block when it has not.
+func (lr *LineReader) next(leasing bool) {
+	if lr.block != nil && cap(lr.block)-len(lr.block) >= minRead {
+		return
+	}
+	tail := lr.block[lr.start:]
+	var nb []byte
+	var nl *Lease
+	switch {
+	case leasing && 2*len(tail) <= lineBlock:
+		nl = getLease()
+		nb = nl.buf[:len(tail)]
+	default:
+		nb = make([]byte, len(tail), max(lineBlock, 2*len(tail)))
+	}
+	copy(nb, tail)
+	if lr.lease != nil {
+		lr.lease.Release() // the reader's own reference on the old block
+	}
+	lr.block, lr.start, lr.lease = nb, 0, nl
+}
+
+// fill reads once into the block, at most max bytes.
+func (lr *LineReader) fill(max int) error {
+	n, err := lr.r.Read(lr.block[len(lr.block):min(cap(lr.block), len(lr.block)+max)])
+	lr.block = lr.block[:len(lr.block)+n]
+	return err
 }
 
 // Read reads once more and appends to lines the complete lines that read
@@ -42,14 +87,8 @@ func (lr *LineReader) Read(lines [][]byte) ([][]byte, error) {
 	if lr.err != nil {
 		return lines, lr.err
 	}
-	if cap(lr.block)-len(lr.block) < minRead {
-		tail := lr.block[lr.start:]
-		nb := make([]byte, len(tail), max(lineBlock, 2*len(tail)))
-		copy(nb, tail)
-		lr.block, lr.start = nb, 0
-	}
-	n, err := lr.r.Read(lr.block[len(lr.block):cap(lr.block)])
-	lr.block = lr.block[:len(lr.block)+n]
+	lr.next(false)
+	err := lr.fill(lineBlock)
 	for {
 		i := bytes.IndexByte(lr.block[lr.start:], '\n')
 		if i < 0 {
@@ -67,4 +106,128 @@ func (lr *LineReader) Read(lines [][]byte) ([][]byte, error) {
 		lr.err = err
 	}
 	return lines, err
+}
+
+// ReadRegion reads once more and returns the complete lines that read
+// brought as one region, each line ended by its newline (at the end of the
+// input, a last line without one comes too, with io.EOF), and a Lease
+// holding one reference on the region's block. The caller cuts the region
+// into lines (CutLines), retains the lease once for each line it keeps
+// (an Entry's Lease), and releases the region's reference. The region is
+// empty when the read ended inside a line. Do not mix Read and ReadRegion
+// on one reader.
+func (lr *LineReader) ReadRegion() (region []byte, lease *Lease, err error) {
+	if lr.err != nil {
+		return nil, nil, lr.err
+	}
+	lr.next(true)
+	err = lr.fill(regionRead)
+	end := bytes.LastIndexByte(lr.block[lr.start:], '\n') + 1 + lr.start
+	if err == io.EOF {
+		end = len(lr.block)
+	}
+	if err != nil {
+		lr.err = err
+		if lr.lease != nil {
+			defer func() { lr.lease.Release(); lr.lease = nil }()
+		}
+	}
+	if end <= lr.start {
+		return nil, nil, err
+	}
+	region = lr.block[lr.start:end:end]
+	lr.start = end
+	if lr.lease != nil {
+		lr.lease.Retain(1)
+	}
+	return region, lr.lease, err
+}
+
+// CutLines appends region's lines to lines, without their newlines, each
+// with its capacity ending at the line.
+func CutLines(region []byte, lines [][]byte) [][]byte {
+	for len(region) > 0 {
+		i := bytes.IndexByte(region, '\n')
+		if i < 0 {
+			return append(lines, region[:len(region):len(region)])
+		}
+		lines = append(lines, region[:i:i])
+		region = region[i+1:]
+	}
+	return lines
+}
+
+// Lease counts the references on a LineReader block; the block is reused
+// once the count returns to zero. A nil *Lease is valid and does nothing
+// (memory the garbage collector frees).
+type Lease struct {
+	buf  []byte
+	refs atomic.Int64
+}
+
+// NewLease returns a lease with one reference on memory of the caller's
+// (which is never reused: only LineReader blocks are). Tests and hosts that
+// follow the protocol without a LineReader use it.
+func NewLease() *Lease {
+	l := &Lease{}
+	l.refs.Store(1)
+	return l
+}
+
+// Refs reports the references held.
+func (l *Lease) Refs() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.refs.Load()
+}
+
+// Retain adds n references.
+func (l *Lease) Retain(n int) {
+	if l != nil {
+		l.refs.Add(int64(n))
+	}
+}
+
+// Release returns one reference; the last one puts the block back for
+// reuse. Releasing more than was retained is a bug that would let a block
+// be overwritten while read: it panics.
+func (l *Lease) Release() {
+	if l == nil {
+		return
+	}
+	switch n := l.refs.Add(-1); {
+	case n == 0:
+		putLease(l)
+	case n < 0:
+		panic("core: Lease released more often than retained")
+	}
+}
+
+// freeBlocks keeps returned blocks for reuse, up to maxFreeBlocks (64 MiB);
+// more are left to the garbage collector.
+var freeBlocks = make(chan *Lease, maxFreeBlocks)
+
+const maxFreeBlocks = 16
+
+// getLease returns a block with one reference (the reader's).
+func getLease() *Lease {
+	var l *Lease
+	select {
+	case l = <-freeBlocks:
+	default:
+		l = &Lease{buf: make([]byte, lineBlock)}
+	}
+	l.refs.Store(1)
+	return l
+}
+
+func putLease(l *Lease) {
+	if len(l.buf) != lineBlock {
+		return // not a reader's block
+	}
+	select {
+	case freeBlocks <- l:
+	default:
+	}
 }

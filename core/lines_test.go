@@ -30,19 +30,8 @@ func (r *chunkedReader) Read(p []byte) (int, error) {
 // longer than a block: no block is written again once a line was cut from
 // it (the write queue keeps lines by reference on that promise).
 func TestLineReaderNeverOverwritesALine(t *testing.T) {
-	var want []string
-	var in bytes.Buffer
-	for i := 0; in.Len() < 3*lineBlock; i++ {
-		l := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", i*37%3000))
-		if i == 500 {
-			l = `{"long":"` + strings.Repeat("y", lineBlock+123) + `"}`
-		}
-		want = append(want, l)
-		in.WriteString(l + "\n")
-	}
-	want = append(want, `{"torn":`)
-	in.WriteString(`{"torn":`)
-	lr := NewLineReader(&chunkedReader{b: in.Bytes()})
+	want, in := readRegionInput()
+	lr := NewLineReader(&chunkedReader{b: in})
 	var got [][]byte
 	var err error
 	for err == nil {
@@ -65,4 +54,104 @@ func TestLineReaderNeverOverwritesALine(t *testing.T) {
 	if _, err := lr.Read(nil); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after the end: %v", err)
 	}
+}
+
+// readRegionInput is about six blocks of lines of varied length, one
+// longer than a block, and a torn last line.
+func readRegionInput() ([]string, []byte) {
+	var want []string
+	var in bytes.Buffer
+	for i := 0; in.Len() < 6*lineBlock; i++ {
+		l := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", i*37%3000))
+		if i == 700 {
+			l = `{"long":"` + strings.Repeat("y", lineBlock+123) + `"}`
+		}
+		want = append(want, l)
+		in.WriteString(l + "\n")
+	}
+	want = append(want, `{"torn":`)
+	in.WriteString(`{"torn":`)
+	return want, in.Bytes()
+}
+
+// ReadRegion's lines stay as they were read while a reference on their
+// lease is held, however many other lines are given back meanwhile: here
+// one line of every block is held to the end and every other one is
+// given back at once, so no block may be reused while reading. Once all
+// are back, the next reader reuses them (the point of leasing).
+func TestReadRegionReusesBlocksOnlyWhenReleased(t *testing.T) {
+	want, in := readRegionInput()
+	type held struct {
+		n     int
+		line  []byte
+		lease *Lease
+	}
+	var kept []held
+	seen := map[*Lease]bool{}
+	lr := NewLineReader(&chunkedReader{b: in})
+	n := 0
+	for {
+		region, lease, err := lr.ReadRegion()
+		for _, l := range CutLines(region, nil) {
+			if string(l) != want[n] {
+				t.Fatalf("line %d read as %.40q, want %.40q (a block was reused while a line of it was held)", n+1, l, want[n])
+			}
+			if lease != nil && !seen[lease] {
+				seen[lease] = true
+				lease.Retain(1)
+				kept = append(kept, held{n, l, lease})
+			}
+			n++
+		}
+		lease.Release()
+		for _, h := range kept {
+			if string(h.line) != want[h.n] {
+				t.Fatalf("line %d changed while its lease was held: %.40q", h.n+1, h.line)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != len(want) || len(kept) < 5 {
+		t.Fatalf("%d lines in %d leased blocks, want %d lines in at least 5", n, len(kept), len(want))
+	}
+	for _, h := range kept {
+		h.lease.Release()
+		if h.lease.Refs() != 0 {
+			t.Fatalf("a lease has %d references after every line was given back", h.lease.Refs())
+		}
+	}
+	lr = NewLineReader(bytes.NewReader(in))
+	reused := 0
+	for {
+		region, lease, err := lr.ReadRegion()
+		if seen[lease] {
+			reused++
+		}
+		lease.Release()
+		if err != nil {
+			break
+		}
+		_ = region
+	}
+	if reused == 0 {
+		t.Fatal("no block given back was reused: leasing saved nothing")
+	}
+}
+
+// A lease released more often than retained panics rather than letting a
+// block be overwritten while read.
+func TestLeaseOverReleasePanics(t *testing.T) {
+	l := NewLease()
+	l.Release()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	l.Release()
 }

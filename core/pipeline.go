@@ -314,8 +314,11 @@ func (p *Pipeline) Start(ctx context.Context) error {
 // duplicate is a Result, not an error: the caller goes on with its next
 // entry. The error is ErrClosed after Shutdown, or the failure to seed
 // dedup for the entry's session. The caller must not change e.Raw
-// afterwards.
+// afterwards. Submit takes over e.Lease: it is released, on every path,
+// once nothing the pipeline runs reads Raw any more (each sink's Write has
+// returned, or the entry ended before).
 func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
+	defer e.Lease.Release()
 	p.gate.RLock()
 	defer p.gate.RUnlock()
 	if p.closed || !p.started {
@@ -400,6 +403,9 @@ func (p *Pipeline) process(ctx context.Context, e Entry) (Entry, *Result) {
 				parsed.CWD = e.CWD
 			}
 			parsed.Seq = e.Seq
+			// The copy may share memory with the input: keep its block
+			// until the sinks are done with the copy.
+			parsed.Lease = e.Lease
 			out = parsed
 		}
 		e = out

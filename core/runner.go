@@ -75,6 +75,7 @@ const (
 // enqueue puts e in the queue under the overflow policy. Called with the
 // pipeline's gate shared.
 func (r *sinkRunner) enqueue(ctx context.Context, e Entry) {
+	e.Lease.Retain(1) // the runner's, returned once the sink is done with it
 	select {
 	case r.q <- e:
 		r.given.Add(1)
@@ -83,6 +84,7 @@ func (r *sinkRunner) enqueue(ctx context.Context, e Entry) {
 	}
 	if r.overflow.Mode == OverflowDrop || r.stalled.Load() {
 		r.drop(dropQueueFull, e)
+		e.Lease.Release()
 		return
 	}
 	p := r.p
@@ -103,12 +105,23 @@ func (r *sinkRunner) enqueue(ctx context.Context, e Entry) {
 				"waited", r.overflow.Wait, "queue_size", cap(r.q), "last_error", r.lastError())
 		}
 		r.drop(dropQueueFull, e)
+		e.Lease.Release()
 	case <-ctx.Done():
 		r.drop(dropQueueFull, e)
+		e.Lease.Release()
 	}
 }
 
-// drop counts entries this sink will never have.
+// release returns the runner's references on the entries' leases: the
+// sink is done with them (written, or dropped and counted).
+func release(es []Entry) {
+	for i := range es {
+		es[i].Lease.Release()
+	}
+}
+
+// drop counts entries this sink will never have (their leases are the
+// caller's to release).
 func (r *sinkRunner) drop(reason string, es ...Entry) {
 	if len(es) == 0 {
 		return
@@ -195,10 +208,12 @@ func (r *sinkRunner) run() {
 			}
 		}
 		if rest, ok := r.write(batch); !ok {
+			release(batch[:len(batch)-len(rest)])
 			r.handled.Add(int64(len(batch) - len(rest)))
 			r.abandon(rest)
 			return
 		}
+		release(batch)
 		r.handled.Add(int64(len(batch)))
 		clear(batch)
 		if r.stalled.Load() && len(r.q) <= cap(r.q)/2 {
@@ -225,6 +240,7 @@ func (r *sinkRunner) abandon(batch []Entry) {
 		rest = append(rest, e)
 	}
 	r.drop(dropShutdown, rest...)
+	release(rest)
 	r.handled.Add(int64(len(rest)))
 	r.err = fmt.Errorf("sink %s: %d entries not delivered: %s", r.id, len(rest), r.lastError())
 	r.log.Error("entries dropped at shutdown", "count", len(rest), "error", r.lastError())

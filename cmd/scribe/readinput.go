@@ -11,16 +11,17 @@ import (
 	"github.com/e0dc0000/scribe/core"
 )
 
-// Reading the input of record: lines are cut out of large blocks read
-// straight from the file (no copy per line: an entry keeps a slice of its
-// block), parsed by one worker per core, and handed on in input order.
+// Reading the input of record: the reader reads regions of whole lines
+// into large blocks (core.LineReader.ReadRegion); a parse worker per core
+// cuts a region into lines and parses them in place (no copy per line: an
+// entry keeps a slice of its block and a reference on the block's lease,
+// which the pipeline gives back once every sink wrote it, so the block is
+// reused instead of fresh memory); the entries are handed on in input
+// order, numbered here.
 //
-//	split (one goroutine) ──► chunk ──┬──► parse worker ──┐
-//	                          │       └──► parse worker ──┤ (each closes chunk.done)
-//	                          └──► ordered ───────────────┴──► readInputs: counts, sends inputs in order
-
-// chunkLines bounds the lines one parse job holds.
-const chunkLines = 512
+//	read (one goroutine) ──► chunk ──┬──► parse worker ──┐
+//	                         │       └──► parse worker ──┤ (each closes chunk.done)
+//	                         └──► ordered ───────────────┴──► readInputs: numbers, counts, sends in order
 
 type lineResult struct {
 	entry core.Entry
@@ -29,24 +30,35 @@ type lineResult struct {
 }
 
 type chunk struct {
-	file  string
-	first int64 // the number, in its file, of its first line
-	lines [][]byte
-	res   []lineResult
-	eof   bool  // the end of file: no lines
-	err   error // a read error ends the input
-	done  chan struct{}
+	file string
+	// region is the lines one read brought, each ended by its newline;
+	// lease holds it (core.LineReader.ReadRegion).
+	region []byte
+	lease  *core.Lease
+	res    []lineResult
+	eof    bool  // the end of file: no lines
+	err    error // a read error ends the input
+	done   chan struct{}
 }
 
+// parse cuts the region into lines and parses them. Each entry holds a
+// reference on the lease (its Entry.Lease, given back by the pipeline);
+// the chunk's own is returned.
 func (c *chunk) parse() {
-	c.res = make([]lineResult, len(c.lines))
-	for i, l := range c.lines {
+	lines := core.CutLines(c.region, make([][]byte, 0, 1+len(c.region)/2048))
+	c.res = make([]lineResult, len(lines))
+	for i, l := range lines {
 		if isBlank(l) {
 			c.res[i].blank = true
 			continue
 		}
 		c.res[i].entry, c.res[i].err = core.ParseEntryOwned(l)
+		if c.res[i].err == nil && c.lease != nil {
+			c.lease.Retain(1)
+			c.res[i].entry.Lease = c.lease
+		}
 	}
+	c.lease.Release()
 	close(c.done)
 }
 
@@ -80,7 +92,9 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 			}
 		}
 	}()
-	var seq int64
+	// seq numbers every line of the input, line those of the file the
+	// chunks come from (they come in order, a file's eof after its last).
+	var seq, line int64
 	send := func(in []input) error {
 		select {
 		case out <- in:
@@ -99,6 +113,7 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 			return c.err
 		}
 		if c.eof {
+			line = 0
 			if send([]input{{file: c.file, eof: true, seq: seq}}) != nil {
 				return nil // the intake stopped
 			}
@@ -109,7 +124,8 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 			seq++
 			rep.Lines++
 			r := &c.res[i]
-			n := c.first + int64(i)
+			line++
+			n := line
 			switch {
 			case r.blank:
 				rep.BlankLines++
@@ -142,7 +158,7 @@ func splitFile(ctx context.Context, name string, stdin io.Reader, work, ordered 
 		case <-ctx.Done():
 			return false
 		}
-		if len(c.lines) == 0 {
+		if len(c.region) == 0 {
 			close(c.done)
 			return true
 		}
@@ -162,33 +178,16 @@ func splitFile(ctx context.Context, name string, stdin io.Reader, work, ordered 
 		defer f.Close()
 		r, display = f, name
 	}
-	var line int64 = 1
-	cur := &chunk{file: display, first: line, done: make(chan struct{})}
-	next := func() bool {
-		if len(cur.lines) == 0 {
-			return true
-		}
-		c := cur
-		line += int64(len(c.lines))
-		cur = &chunk{file: display, first: line, done: make(chan struct{})}
-		return emit(c)
-	}
 	lr := core.NewLineReader(r)
-	var lines [][]byte
 	for {
-		var err error
-		lines, err = lr.Read(lines[:0])
-		for _, l := range lines {
-			cur.lines = append(cur.lines, l)
-			if len(cur.lines) == chunkLines && !next() {
+		// What one read brought goes on now: a live stream must not wait
+		// for a block to fill.
+		region, lease, err := lr.ReadRegion()
+		if len(region) > 0 {
+			c := &chunk{file: display, region: region, lease: lease, done: make(chan struct{})}
+			if !emit(c) {
 				return false
 			}
-		}
-		clear(lines)
-		// What one read brought goes on now: a live stream must not wait
-		// for a chunk to fill.
-		if !next() {
-			return false
 		}
 		switch {
 		case errors.Is(err, io.EOF):

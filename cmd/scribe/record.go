@@ -355,6 +355,7 @@ func (r *recorder) take(in input) error {
 		// Lines of a file that never named a session stay unrecorded; they
 		// never belong to the next file's session.
 		for _, p := range r.pre[in.file] {
+			p.entry.Lease.Release()
 			r.rep.Unroutable++
 			r.log.Error("entry has no sessionId and none came before it in its file; not recorded (use --session)", "file", p.file, "line", p.line)
 		}
@@ -408,6 +409,10 @@ func (r *recorder) advance(seq int64) {
 
 func (r *recorder) submit(in input) error {
 	in.entry.Seq = in.seq
+	// Submit returns the entry's lease; the event stream and the
+	// compaction below still read Raw, so keep a reference of our own.
+	in.entry.Lease.Retain(1)
+	defer in.entry.Lease.Release()
 	res, err := r.rt.pipeline.Submit(context.Background(), in.entry)
 	if errors.Is(err, core.ErrClosed) {
 		return err

@@ -75,7 +75,7 @@ func (s *Sink) routeSide(ss *session, e *core.Entry) error {
 		s.heldN++
 		return nil
 	}
-	s.queue(side, e.Raw, e.Type)
+	s.queue(side, e.Raw, e.Type, e.Lease)
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (s *Sink) releaseSide(ss *session) error {
 	side.held = nil
 	s.heldN -= len(hl)
 	for _, h := range hl {
-		s.queue(side, h.raw, h.typ)
+		s.queue(side, h.raw, h.typ, nil)
 	}
 	return nil
 }

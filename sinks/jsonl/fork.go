@@ -184,8 +184,6 @@ func forkJSTrim(s string) string {
 	})
 }
 
-var newline = []byte{'\n'}
-
 // forkWriteNew writes a new transcript durably and never over an existing
 // file: temp file, fsync, hard link into place (which fails if the name is
 // taken), fsync the folder.

@@ -2,49 +2,103 @@ package jsonl
 
 import (
 	"bytes"
-	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
-// wqueue is one file's bytes waiting for a drain, kept in blocks that never
-// move: appending never copies what is already queued (a growing slice
-// would copy it again at every doubling), and a drain hands the blocks to
-// one writev(2).
+// wqueue is one file's bytes waiting for a drain, as the segments one
+// writev(2) writes. A line of copyBelow bytes or more whose entry has a
+// Lease is not copied: its segment is the entry's own Raw, followed by a
+// shared newline, and the queue holds a reference on the lease until the
+// line is written (core.Sink). Other lines are copied, with their
+// newlines, into blocks of the queue's own (a line longer than a block
+// into one of its own size), and consecutive short lines share one
+// segment. Appending never moves what is already queued.
 //
-//	append ──► [block 1 MiB][block 1 MiB][block …] ──► writev ──► blocks back to the pool
-//	           a line larger than a block gets a block of its own size
+//	add ──► [Raw]["\n"][block: line\nline\nline\n][Raw]["\n"] … ──► writev ──► leases and blocks returned
 type wqueue struct {
-	blocks [][]byte
+	segs   [][]byte      // what the drain writes, in order
+	owned  [][]byte      // the blocks the short lines were copied into
+	leases []*core.Lease // one reference per line written from its own bytes
+	// cur is the block being filled; curEnd is one more than the index in
+	// segs of the segment that ends at its end (0: none, start a new one).
+	cur    []byte
+	curEnd int
 	n      int // bytes queued
 	lines  int // lines queued
 }
 
-const blockSize = 1 << 20
+const (
+	blockSize = 64 << 10
+	// copyBelow is the size under which a line is copied rather than
+	// referenced: two iovecs per tiny line would cost the kernel more
+	// than the copy.
+	copyBelow = 1 << 10
+)
 
-var blockPool = sync.Pool{New: func() any { b := make([]byte, 0, blockSize); return &b }}
+var newline = []byte{'\n'} // shared, never written to
+
+// freeBlocks keeps written blocks for the next short lines, up to 16 MiB.
+// A sync.Pool would lose them at every garbage collection, and copying
+// into fresh memory pays a page fault per 4 KiB: more than the copy.
+var freeBlocks = make(chan []byte, 256)
+
+func getBlock() []byte {
+	select {
+	case b := <-freeBlocks:
+		return b[:0]
+	default:
+		return make([]byte, 0, blockSize)
+	}
+}
+
+func putBlock(b []byte) {
+	if cap(b) != blockSize {
+		return
+	}
+	select {
+	case freeBlocks <- b[:0]:
+	default:
+	}
+}
 
 func (q *wqueue) len() int { return q.n }
 
-// add appends raw and a newline.
-func (q *wqueue) add(raw []byte) {
+// add queues raw and a newline. A long raw with a lease is kept, not
+// copied: the queue takes a reference on the lease.
+func (q *wqueue) add(raw []byte, lease *core.Lease) {
 	need := len(raw) + 1
-	var last *[]byte
-	if k := len(q.blocks); k > 0 && cap(q.blocks[k-1])-len(q.blocks[k-1]) >= need {
-		last = &q.blocks[k-1]
-	} else {
-		var b []byte
-		if need > blockSize {
-			b = make([]byte, 0, need)
-		} else {
-			b = (*blockPool.Get().(*[]byte))[:0]
-		}
-		q.blocks = append(q.blocks, b)
-		last = &q.blocks[len(q.blocks)-1]
-	}
-	*last = append(append(*last, raw...), '\n')
 	q.n += need
 	q.lines++
+	if len(raw) >= copyBelow && lease != nil {
+		lease.Retain(1)
+		q.leases = append(q.leases, lease)
+		q.segs = append(q.segs, raw, newline)
+		q.curEnd = 0
+		return
+	}
+	if need > blockSize {
+		// A long line of a host that gives no lease: a copy of its own.
+		q.segs = append(q.segs, append(append(make([]byte, 0, need), raw...), '\n'))
+		q.curEnd = 0
+		return
+	}
+	if q.cur == nil || cap(q.cur)-len(q.cur) < need {
+		q.cur, q.curEnd = getBlock(), 0
+		q.owned = append(q.owned, q.cur)
+	}
+	start := len(q.cur)
+	q.cur = append(append(q.cur, raw...), '\n')
+	if q.curEnd > 0 && q.curEnd == len(q.segs) {
+		s := q.segs[q.curEnd-1]
+		q.segs[q.curEnd-1] = s[:len(s)+need]
+		return
+	}
+	// Its capacity runs to the block's end: the next short line extends it.
+	q.segs = append(q.segs, q.cur[start:])
+	q.curEnd = len(q.segs)
 }
 
 // take empties the queue and returns what it held.
@@ -54,46 +108,55 @@ func (q *wqueue) take() wqueue {
 	return out
 }
 
-// prepend puts back, in front, what a failed drain did not write.
+// prepend puts back, in front, what a failed drain did not write (with
+// every block and reference the taken queue held).
 func (q *wqueue) prepend(rest wqueue) {
 	if rest.n == 0 {
+		rest.release()
 		return
 	}
-	q.blocks = append(rest.blocks, q.blocks...)
+	q.segs = append(rest.segs, q.segs...)
+	q.owned = append(rest.owned, q.owned...)
+	q.leases = append(rest.leases, q.leases...)
+	if q.curEnd > 0 {
+		q.curEnd += len(rest.segs)
+	}
 	q.n += rest.n
 	q.lines += rest.lines
 }
 
-// release gives the blocks back to the pool.
+// release returns the blocks and the references; the queue must have been
+// written (or be dropped).
 func (q *wqueue) release() {
-	for _, b := range q.blocks {
-		if cap(b) == blockSize {
-			b = b[:0]
-			blockPool.Put(&b)
-		}
+	for _, b := range q.owned {
+		putBlock(b)
+	}
+	for _, l := range q.leases {
+		l.Release()
 	}
 	*q = wqueue{}
 }
 
-// maxIOV bounds the blocks given to one writev (IOV_MAX is 1024).
+// maxIOV bounds the segments given to one writev (IOV_MAX is 1024).
 const maxIOV = 1024
 
 // writeTo writes the queue to fd with as few writev calls as it can. On an
 // error it returns what is left, trimmed to the byte where the write
-// stopped, and the bytes and lines that were written.
+// stopped and holding all the queue's blocks and references (the caller
+// puts it back, it does not release q), and the bytes and lines written.
 func (q *wqueue) writeTo(fd int) (rest wqueue, written, lines int, err error) {
-	blocks := q.blocks
-	for len(blocks) > 0 {
-		n, werr := unix.Writev(fd, blocks[:min(len(blocks), maxIOV)])
+	segs := q.segs
+	for len(segs) > 0 {
+		n, werr := unix.Writev(fd, segs[:min(len(segs), maxIOV)])
 		if n > 0 {
 			written += n
 			for n > 0 {
-				if n >= len(blocks[0]) {
-					n -= len(blocks[0])
-					blocks = blocks[1:]
+				if n >= len(segs[0]) {
+					n -= len(segs[0])
+					segs = segs[1:]
 					continue
 				}
-				blocks[0] = blocks[0][n:]
+				segs[0] = segs[0][n:]
 				n = 0
 			}
 		}
@@ -101,14 +164,12 @@ func (q *wqueue) writeTo(fd int) (rest wqueue, written, lines int, err error) {
 			continue
 		}
 		if werr != nil {
-			left := wqueue{blocks: blocks, n: q.n - written}
-			for _, b := range blocks {
-				left.lines += bytes.Count(b, nl)
+			left := wqueue{segs: segs, owned: q.owned, leases: q.leases, n: q.n - written}
+			for _, s := range segs {
+				left.lines += bytes.Count(s, newline)
 			}
 			return left, written, q.lines - left.lines, werr
 		}
 	}
 	return wqueue{}, written, q.lines, nil
 }
-
-var nl = []byte{'\n'}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestQueueResumesWhereAWriteStopped(t *testing.T) {
 	first, second := queueLines(60), queueLines(45)
 	var pending wqueue
 	for _, l := range first {
-		pending.add(l)
+		pending.add(l, nil)
 	}
 	var got []byte
 	readAll := func() {
@@ -79,7 +80,7 @@ func TestQueueResumesWhereAWriteStopped(t *testing.T) {
 		}
 		if !added {
 			for _, l := range second { // queued while the first drain failed
-				pending.add(l)
+				pending.add(l, nil)
 			}
 			added = true
 		}
@@ -170,5 +171,103 @@ func TestSinkKeepsNoRawAfterFlush(t *testing.T) {
 	}
 	if len(got) < len(want) {
 		t.Fatalf("%d lines, want at least %d", len(got), len(want))
+	}
+}
+
+// A line of copyBelow bytes or more whose entry has a lease is written
+// from the entry's own bytes, the queue holding a reference on the lease
+// until it is written; every other line is copied (consecutive short ones
+// into one segment, a long one without a lease into one of its own).
+// Either way the bytes written are the lines and their newlines, in order.
+func TestQueueWritesLeasedLongLinesInPlace(t *testing.T) {
+	long1 := bytes.Repeat([]byte("L"), copyBelow)
+	long2 := bytes.Repeat([]byte("M"), 3*copyBelow)
+	huge := bytes.Repeat([]byte("H"), blockSize+10) // no lease: copied whole
+	short := [][]byte{[]byte("a"), []byte("bb"), []byte("ccc"), bytes.Repeat([]byte("s"), copyBelow-1)}
+	lease := core.NewLease()
+	in := [][]byte{short[0], short[1], long1, short[2], short[3], long2, huge}
+	leases := []*core.Lease{nil, lease, lease, nil, lease, lease, nil}
+	var q wqueue
+	for i, l := range in {
+		q.add(l, leases[i])
+	}
+	// [short0 short1] [long1] [\n] [short2 short3] [long2] [\n] [huge\n]
+	if len(q.segs) != 7 {
+		t.Fatalf("%d segments, want 7", len(q.segs))
+	}
+	if &q.segs[1][0] != &long1[0] || &q.segs[4][0] != &long2[0] {
+		t.Fatal("a leased long line was copied instead of written from its own bytes")
+	}
+	if &q.segs[0][0] == &short[0][0] || &q.segs[3][0] == &short[2][0] || &q.segs[6][0] == &huge[0] {
+		t.Fatal("a short line or one without a lease was not copied")
+	}
+	if lease.Refs() != 3 {
+		t.Fatalf("lease holds %d references, want 3 (the test's and one per long line)", lease.Refs())
+	}
+	want := joined(in)
+	if got := bytes.Join(q.segs, nil); !bytes.Equal(got, want) || q.len() != len(want) || q.lines != len(in) {
+		t.Fatalf("queued %d bytes, %d lines; want %d, %d", q.len(), q.lines, len(want), len(in))
+	}
+	f, err := os.CreateTemp(t.TempDir(), "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	job := q.take()
+	rest, n, lines, err := job.writeTo(int(f.Fd()))
+	if err != nil || rest.len() != 0 || n != len(want) || lines != len(in) {
+		t.Fatalf("writeTo: %v, rest %d, %d bytes, %d lines", err, rest.len(), n, lines)
+	}
+	job.release()
+	if lease.Refs() != 1 {
+		t.Fatalf("after the write the lease holds %d references, want 1", lease.Refs())
+	}
+	if got, err := os.ReadFile(f.Name()); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("file holds %d bytes (%v), want %d", len(got), err, len(want))
+	}
+}
+
+// The sink gives back every reference it takes: once Flush returns, only
+// the host's own remain, and what it wrote is the entries' bytes.
+func TestSinkReturnsLeasesOnceWritten(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := newSink(t, dir, nil)
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lease := core.NewLease()
+	var want []string
+	parent := "null"
+	for i := range 20 {
+		line := fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,"type":"user","message":{"role":"user","content":"%s"},"uuid":"u-%d","cwd":%q,"sessionId":%q}`,
+			parent, strings.Repeat("p", i*300), i, cwd, sess)
+		parent = fmt.Sprintf("%q", fmt.Sprintf("u-%d", i))
+		e, err := core.ParseEntryOwned([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease.Retain(1)
+		e.Lease = lease
+		if err := s.Write(ctx, []core.Entry{e}); err != nil {
+			t.Fatal(err)
+		}
+		lease.Release() // what the pipeline's runner does after Write
+		want = append(want, line)
+	}
+	if lease.Refs() <= 1 {
+		t.Fatal("the sink holds no reference before Flush: it copied every line (the test proves nothing)")
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Refs() != 1 {
+		t.Fatalf("after Flush the lease holds %d references, want 1 (the host's)", lease.Refs())
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, mainPath(dir)); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("file holds %d lines, want %d", len(got), len(want))
 	}
 }

@@ -95,7 +95,7 @@ func scanReader(path string, r io.Reader) (*existing, error) {
 // the line. The buffer passed to fn is only valid during the call.
 // terminated is false for a last line with no newline (a torn tail).
 func EachLine(r io.Reader, fn func(line []byte, terminated bool)) error {
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, readBufSize(r))
 	var long []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -121,4 +121,19 @@ func EachLine(r io.Reader, fn func(line []byte, terminated bool)) error {
 			return err
 		}
 	}
+}
+
+// readBufSize is 1 MiB, or the size of a smaller file (a new session's
+// files are empty or small, and a store opens many).
+func readBufSize(r io.Reader) int {
+	const most = 1 << 20
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < most {
+			return max(int(st.Size())+1, 4096)
+		}
+	}
+	if b, ok := r.(*bytes.Reader); ok && b.Len() < most {
+		return max(b.Len()+1, 4096)
+	}
+	return most
 }

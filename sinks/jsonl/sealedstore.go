@@ -251,7 +251,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 	if j.seal {
 		plain = append(plain, '\n')
 	}
-	for _, b := range j.buf.blocks {
+	for _, b := range j.buf.segs {
 		plain = append(plain, b...)
 	}
 	frame := appendFrame(nil, key, s.sealed.rel(f.path), f.sf.index, f.sf.off, plain)

@@ -19,7 +19,9 @@ import (
 const (
 	// FsyncAlways writes and syncs every batch as it arrives.
 	FsyncAlways FsyncPolicy = "always"
-	// FsyncBatch syncs once per drain of the write queue (the default).
+	// FsyncBatch syncs what was written at every Flush (acknowledgements
+	// wait for one), at the drain interval once the intake pauses, and at
+	// least every syncEvery intervals under a steady one (the default).
 	FsyncBatch FsyncPolicy = "batch"
 	// FsyncNever leaves syncing to the OS; Flush still writes, so what it
 	// acknowledged survives a killed process, but not a power cut.
@@ -32,6 +34,15 @@ const (
 	DrainCloud = 10 * time.Millisecond
 	// maxPending makes Write drain at once when this much waits in memory.
 	maxPending = 64 << 20
+	// drainAt wakes the drain loop before its interval when this much
+	// waits: a fast intake is written while it goes on, in pieces small
+	// enough that the memory they hold is reused rather than grown. Such a
+	// drain leaves the syncs of the batch policy to the interval's drain
+	// or the next Flush, which is when acknowledgements are given.
+	drainAt = 8 << 20
+	// syncEvery bounds, in drain intervals, how long a steady intake goes
+	// without the batch policy's sync when no Flush comes.
+	syncEvery = 10
 )
 
 // Sink is the local store's write side. Entries are routed by their
@@ -63,7 +74,18 @@ type Sink struct {
 	// kick wakes an idle drain loop when something is queued.
 	dirty  map[*file]struct{}
 	toSync map[*file]struct{}
-	kick   chan struct{}
+	// deferSync: the drain under way leaves its syncs to the next
+	// interval or Flush (drainSized). Under io. unsyncedDrains: one did,
+	// and no flushIO has synced since.
+	deferSync      bool
+	unsyncedDrains atomic.Bool
+	// writesSinceTick counts Write calls since the drain loop's last tick;
+	// lastSync is when that loop last synced (its goroutine only).
+	writesSinceTick atomic.Int64
+	lastSync        time.Time
+	kick            chan struct{}
+	// full wakes the drain loop early: drainAt bytes wait.
+	full chan struct{}
 
 	// Open files and locks are bounded (limits.go): a session idle and
 	// written out may lose its lock, and a file its descriptor, to make
@@ -182,6 +204,7 @@ func New(opts Options) (*Sink, error) {
 		dirty:    make(map[*file]struct{}),
 		toSync:   make(map[*file]struct{}),
 		kick:     make(chan struct{}, 1),
+		full:     make(chan struct{}, 1),
 	}
 	s.lockBudget, s.fileBudget = fdBudgets(opts.MaxOpenFiles)
 	sealed, err := newSealedStore(opts.ConfigDir, opts.Encryption, opts.Environ, opts.Logger)
@@ -223,11 +246,25 @@ func (s *Sink) drainLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.io.Lock()
-			if time.Now().After(s.retryAt) {
-				_ = s.drainIO()
+			// Under a steady intake the syncs the sized drains left wait
+			// for a Flush (acknowledgements do) or for syncEvery; once the
+			// intake pauses, the interval's drain syncs.
+			quiet := s.writesSinceTick.Swap(0) == 0
+			if !time.Now().After(s.retryAt) {
+				continue
 			}
-			s.io.Unlock()
+			if quiet || time.Since(s.lastSync) >= syncEvery*s.opts.DrainInterval {
+				s.io.Lock()
+				_ = s.flushIO()
+				s.lastSync = time.Now()
+				s.io.Unlock()
+			} else {
+				_ = s.drainSized()
+			}
+		case <-s.full:
+			if time.Now().After(s.retryAt) {
+				_ = s.drainSized()
+			}
 		}
 		if s.busy() {
 			continue
@@ -246,6 +283,9 @@ func (s *Sink) drainLoop() {
 
 // busy reports whether something waits for the drain.
 func (s *Sink) busy() bool {
+	if s.unsyncedDrains.Load() {
+		return true // a sized drain's syncs wait for the interval
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.dirty) > 0
@@ -426,18 +466,29 @@ func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
 	full := s.pending > maxPending
 	s.mu.Unlock()
 	if full {
-		if err := s.drain(); err != nil {
+		if err := s.drainSized(); err != nil {
 			return fmt.Errorf("jsonl: %d MiB waiting for the disk: %w", maxPending>>20, err)
 		}
 	}
+	s.writesSinceTick.Add(1)
 	s.mu.Lock()
 	err := s.route(ctx, entries)
-	drainNow := s.opts.Fsync == FsyncAlways || s.pending > maxPending
+	always := s.opts.Fsync == FsyncAlways
+	full = s.pending > maxPending
+	if s.pending >= drainAt && !full && !always {
+		select {
+		case s.full <- struct{}{}:
+		default:
+		}
+	}
 	s.mu.Unlock()
-	if drainNow {
-		// The entries are queued: a failed write keeps them there, counted
-		// and retried, and Flush reports it.
+	// The entries are queued: a failed write keeps them there, counted and
+	// retried, and Flush reports it.
+	switch {
+	case always:
 		_ = s.drain()
+	case full:
+		_ = s.drainSized()
 	}
 	return err
 }
@@ -503,7 +554,7 @@ func (s *Sink) routeOne(ctx context.Context, e *core.Entry) error {
 			return err
 		}
 	}
-	s.queue(f, e.Raw, e.Type)
+	s.queue(f, e.Raw, e.Type, e.Lease)
 	return nil
 }
 
@@ -547,7 +598,7 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 	f.held = nil
 	s.heldN -= len(hl)
 	for _, h := range hl {
-		s.queue(f, h.raw, h.typ)
+		s.queue(f, h.raw, h.typ, nil)
 	}
 	if f == ss.main {
 		return s.releaseSide(ss)
@@ -557,8 +608,8 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 
 // queue adds an entry's line to the file's queue, and then the session's
 // metadata block if one of its lines has fallen ReappendBytes behind.
-func (s *Sink) queue(f *file, raw []byte, typ string) {
-	s.queueRaw(f, raw)
+func (s *Sink) queue(f *file, raw []byte, typ string, lease *core.Lease) {
+	s.queueRaw(f, raw, lease)
 	if i, ok := reappendIndex[typ]; ok {
 		f.latest[i] = bytes.Clone(raw)
 		f.latestEnd[i] = f.size
@@ -568,13 +619,13 @@ func (s *Sink) queue(f *file, raw []byte, typ string) {
 	}
 }
 
-func (s *Sink) queueRaw(f *file, raw []byte) {
+func (s *Sink) queueRaw(f *file, raw []byte, lease *core.Lease) {
 	s.dirty[f] = struct{}{}
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	f.pending.add(raw)
+	f.pending.add(raw, lease)
 	n := int64(len(raw) + 1)
 	f.size += n
 	s.pending += n

@@ -19,7 +19,7 @@ import (
 func (s *Sink) appendBlock(f *file) {
 	for i, l := range f.latest {
 		if l != nil {
-			s.queueRaw(f, l)
+			s.queueRaw(f, l, nil)
 			f.latestEnd[i] = f.size
 		}
 	}
@@ -34,6 +34,17 @@ func (s *Sink) appendBlock(f *file) {
 func (s *Sink) drain() error {
 	s.io.Lock()
 	defer s.io.Unlock()
+	return s.drainIO()
+}
+
+// drainSized is a drain made because much waits (drainAt, maxPending):
+// under the batch policy it writes without syncing; the interval's drain
+// or the next Flush syncs what it wrote.
+func (s *Sink) drainSized() error {
+	s.io.Lock()
+	defer s.io.Unlock()
+	s.deferSync = s.opts.Fsync == FsyncBatch
+	defer func() { s.deferSync = false }()
 	return s.drainIO()
 }
 
@@ -64,12 +75,15 @@ func (s *Sink) drainIO() error {
 		f := j.f
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if err != nil && (rest.len() > 0 || sealLeft) {
+			// rest holds the job's blocks and references: back in front.
 			s.pending += int64(rest.len())
 			f.pending.prepend(rest)
 			f.seal = f.seal || sealLeft
 			s.dirty[f] = struct{}{}
 		} else {
-			j.buf.release()
+			j.buf.release() // all written (a failed sync is retried by Flush)
 		}
 		s.mu.Unlock()
 	}
@@ -148,6 +162,10 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 // and its descriptor closed when over the budget. Called with s.io held.
 func (s *Sink) written(f *file) (rest wqueue, sealLeft bool, err error) {
 	s.writes.Add(1)
+	if s.deferSync && s.filesOpen <= int64(s.fileBudget) {
+		s.unsyncedDrains.Store(true)
+		return wqueue{}, false, nil // in toSync: synced at the interval or the next Flush
+	}
 	if err := s.sync(f); err != nil {
 		return wqueue{}, false, err
 	}
@@ -189,6 +207,7 @@ func (s *Sink) flushIO() error {
 	if err := s.drainIO(); err != nil {
 		return err
 	}
+	s.unsyncedDrains.Store(false)
 	var errs []error
 	for f := range s.toSync {
 		if f.unsynced && f.fd != nil {
