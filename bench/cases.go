@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,11 +180,10 @@ func runPlain(p *plan, root string) (runResult, error) {
 }
 
 // runLibrary is scribe in process: jsonl sink (default options: fsync
-// batch, 100 ms drain) as sink and seeder, the input read in regions with
-// core.LineReader.ReadRegion, every line parsed in place with
-// core.ParseEntryOwned and leased (Entry.Lease: the block is reused once
-// the sinks wrote its lines) on a goroutine of its own, and submitted,
-// then Flush and Shutdown. Each Submit call is timed.
+// batch, 100 ms drain) as sink and seeder, the input read with
+// core.Intake (regions of lines parsed in place on a worker per core, each
+// entry leased: Entry.Lease, its block reused once the sinks wrote it),
+// and submitted, then Flush and Shutdown. Each Submit call is timed.
 func runLibrary(ctx context.Context, p *plan, root string, fsync jsonl.FsyncPolicy, procs ...core.NamedProcessor) (runResult, error) {
 	return runLibraryWith(ctx, p, root, jsonl.Options{Fsync: fsync}, procs...)
 }
@@ -552,48 +549,30 @@ type parsedLine struct {
 	e    core.Entry
 }
 
-// parseInputs reads the files with core.LineReader.ReadRegion, parses
-// every line in place, each entry holding a reference on its block's lease
-// (blank and malformed lines are skipped: the plan counts them), and sends
-// the entries on in batches, in input order.
+// parseInputs reads the files with core.Intake (regions parsed in place on
+// a worker per core, each entry holding a reference on its block's lease;
+// blank and malformed lines are skipped: the plan counts them) and sends
+// the entries on a region at a time, in input order.
 func parseInputs(files []string, out chan<- parsedBatch) {
 	defer close(out)
-	const batch = 512
 	for fi, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
 			out <- parsedBatch{err: err}
 			return
 		}
-		lr := core.NewLineReader(f)
-		var lines [][]byte
-		cur := make([]parsedLine, 0, batch)
-		for err == nil {
-			var region []byte
-			var lease *core.Lease
-			region, lease, err = lr.ReadRegion()
-			lines = core.CutLines(region, lines[:0])
+		err = core.Intake(context.Background(), f, 0, func(lines []core.Line) error {
+			cur := make([]parsedLine, 0, len(lines))
 			for _, l := range lines {
-				if blank(l) {
-					continue
-				}
-				if e, perr := core.ParseEntryOwned(l); perr == nil {
-					lease.Retain(1) // the entry's, given back by the pipeline
-					e.Lease = lease
-					cur = append(cur, parsedLine{file: fi, e: e})
-				}
-				if len(cur) == batch {
-					out <- parsedBatch{lines: cur}
-					cur = make([]parsedLine, 0, batch)
+				if !l.Blank && l.Err == nil {
+					cur = append(cur, parsedLine{file: fi, e: l.Entry})
 				}
 			}
-			lease.Release()
-		}
-		f.Close()
-		if len(cur) > 0 {
 			out <- parsedBatch{lines: cur}
-		}
-		if !errors.Is(err, io.EOF) {
+			return nil
+		})
+		f.Close()
+		if err != nil {
 			out <- parsedBatch{err: fmt.Errorf("read %s: %w", name, err)}
 			return
 		}

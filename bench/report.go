@@ -328,11 +328,11 @@ func writeMarkdown(dir string, r *report) (string, error) {
   writer per file; one fsync per file and per created folder at the end. No
   parsing, routing or dedup (the routing was worked out before timing).
 - **scribe library**: ` + "`core.NewPipeline`" + ` with the jsonl sink (defaults: fsync
-  batch, 100 ms drain) as sink and seeder; the input read in regions with
-  ` + "`core.LineReader.ReadRegion`" + `, every line parsed in place with
-  ` + "`core.ParseEntryOwned`" + ` and leased (` + "`Entry.Lease`" + `: its block is reused once
-  the sink wrote it) on a goroutine of its own and submitted on another
-  (each Submit timed), then Flush and Shutdown.
+  batch, 100 ms drain) as sink and seeder; the input read with
+  ` + "`core.Intake`" + ` (regions of lines parsed in place on a worker per core,
+  each entry leased: ` + "`Entry.Lease`" + `, its block reused once the sink wrote it)
+  and submitted on another goroutine (each Submit timed), then Flush and
+  Shutdown.
 - **scribe CLI**: ` + "`scribe record --config-dir <tmp> --json <input>`" + ` end to end,
   process start to exit (default configuration: three guards, 1 s flush).
 

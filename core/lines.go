@@ -32,7 +32,7 @@ type LineReader struct {
 
 // lineBlock is the size of a block; a line longer than the rest of a block
 // moves to a block of at least twice its size.
-const lineBlock = 4 << 20
+const lineBlock = 1 << 20
 
 // minRead is the least room a block must have for the next read.
 const minRead = 64 << 10
@@ -208,7 +208,7 @@ func (l *Lease) Release() {
 // more are left to the garbage collector.
 var freeBlocks = make(chan *Lease, maxFreeBlocks)
 
-const maxFreeBlocks = 16
+const maxFreeBlocks = 64
 
 // getLease returns a block with one reference (the reader's).
 func getLease() *Lease {

@@ -39,7 +39,7 @@ const (
 	// enough that the memory they hold is reused rather than grown. Such a
 	// drain leaves the syncs of the batch policy to the interval's drain
 	// or the next Flush, which is when acknowledgements are given.
-	drainAt = 8 << 20
+	drainAt = 4 << 20
 	// syncEvery bounds, in drain intervals, how long a steady intake goes
 	// without the batch policy's sync when no Flush comes.
 	syncEvery = 10
