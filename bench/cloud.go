@@ -538,28 +538,7 @@ func runRawCase(ctx context.Context, w *cloudWorkload, url string) (cloudRun, er
 // mainCloud is main for -case cloud.
 func mainCloud(ctx context.Context, o options) {
 	rep, err := runCloudBench(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
-		os.Exit(1)
-	}
-	if o.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-	} else {
-		printCloudTable(os.Stdout, rep)
-	}
-	if o.Out != "" {
-		path, err := writeCloudMarkdown(o.Out, rep)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "bench: wrote", path)
-	}
+	emitReport(o, rep, err, printCloudTable, writeCloudMarkdown)
 }
 
 // cloudCaseNames are the cases in report order: each case with each sync

@@ -122,28 +122,7 @@ func main() {
 		os.Exit(2)
 	}
 	rep, err := run(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
-		os.Exit(1)
-	}
-	if o.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-	} else {
-		printTable(os.Stdout, rep)
-	}
-	if o.Out != "" {
-		path, err := writeMarkdown(o.Out, rep)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "bench: wrote", path)
-	}
+	emitReport(o, rep, err, printTable, writeMarkdown)
 }
 
 func (o *options) logf(format string, args ...any) {
@@ -414,4 +393,31 @@ func mibps(bytes int64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(bytes) / (1 << 20) / d.Seconds()
+}
+
+// emitReport ends a bench: its failure (exit 1), or its report as JSON
+// (-json) or a table, and its markdown in -out.
+func emitReport[R any](o options, rep R, err error, print func(io.Writer, R), write func(string, R) (string, error)) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
+		os.Exit(1)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	} else {
+		print(os.Stdout, rep)
+	}
+	if o.Out != "" {
+		path, err := write(o.Out, rep)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "bench: wrote", path)
+	}
 }

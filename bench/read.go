@@ -186,28 +186,7 @@ type readReport struct {
 
 func mainRead(ctx context.Context, o options) {
 	rep, err := runReadBench(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
-		os.Exit(1)
-	}
-	if o.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-	} else {
-		printReadTable(os.Stdout, rep)
-	}
-	if o.Out != "" {
-		path, err := writeReadMarkdown(o.Out, rep)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "bench: wrote", path)
-	}
+	emitReport(o, rep, err, printReadTable, writeReadMarkdown)
 }
 
 // readPeer is node and the pinned SDK in internal/peer.
