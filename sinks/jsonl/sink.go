@@ -317,6 +317,11 @@ func (s *Sink) touch(ctx context.Context, ss *session, cwd string) error {
 		if s.locksOpen >= s.lockBudget {
 			s.makeRoom(ss)
 		}
+	}
+	// makeRoom lets go of s.mu while it drains: another caller (the
+	// pipeline seeding a subagent, the runner routing) may have taken the
+	// session's lock meanwhile, and a second flock of our own would fail.
+	if ss.lock == nil {
 		if s.opts.LockWait > 0 {
 			s.lockWaits.Add(1)
 		}
