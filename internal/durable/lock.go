@@ -71,6 +71,13 @@ func Acquire(ctx context.Context, path string, wait time.Duration, role string) 
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		if wait == 0 || (wait > 0 && time.Now().After(deadline)) {
+			// A holder writes its record just after its flock: a record
+			// read in between names the holder before it. Let it settle,
+			// then try once more; the refusal names who holds it then.
+			time.Sleep(settle)
+			if err = flock(f, unix.LOCK_EX); err == nil {
+				break
+			}
 			f.Close()
 			return nil, &LockedError{Path: path, Holder: Holder(path)}
 		}
@@ -83,6 +90,10 @@ func Acquire(ctx context.Context, path string, wait time.Duration, role string) 
 	_, _ = f.WriteAt([]byte(fmt.Sprintf("%-*s\n", holderWidth-1, rec)), 0)
 	return &Lock{f: f, path: path}, nil
 }
+
+// settle is how long a refused contender waits before its last try and
+// reading the holder record.
+const settle = 2 * time.Millisecond
 
 func flock(f *os.File, how int) error {
 	for {
