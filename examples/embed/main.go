@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -61,27 +60,32 @@ func run() (err error) {
 		return err
 	}
 
+	// core.Intake reads stdin in regions of whole lines and parses them in
+	// place on a worker per core, in order; each entry holds a reference
+	// on its block, which Submit gives back once the sinks wrote it.
 	outcomes := map[string]int{}
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var seq int64
-	for sc.Scan() && ctx.Err() == nil {
-		seq++
-		e, perr := core.ParseEntry(sc.Bytes())
-		if perr != nil {
-			outcomes["malformed"]++
-			continue
+	err = core.Intake(ctx, os.Stdin, 0, func(lines []core.Line) error {
+		for _, l := range lines {
+			seq++
+			if l.Blank || l.Err != nil {
+				outcomes["malformed"]++
+				continue
+			}
+			e := l.Entry
+			e.Seq = seq
+			res, serr := svc.Pipeline.Submit(ctx, e)
+			if serr != nil {
+				return fmt.Errorf("line %d: %w", seq, serr)
+			}
+			outcomes[res.Status.String()]++
 		}
-		e.Seq = seq
-		res, serr := svc.Pipeline.Submit(ctx, e)
-		if serr != nil {
-			return fmt.Errorf("line %d: %w", seq, serr)
-		}
-		outcomes[res.Status.String()]++
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("read stdin: %w", err)
 	}
+	err = nil // a signal ends the intake; what was submitted is flushed below
 	fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := svc.Pipeline.Flush(fctx); err != nil {
