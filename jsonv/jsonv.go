@@ -250,15 +250,32 @@ func StringEnd(b []byte, i int) (end int, escaped bool) {
 	}
 	j := i + 1
 	for {
+		// Sixteen bytes a step while no special byte is in them, then
+		// eight. The lowest byte set in firstSpecial is the first special
+		// one (bytes after it may be set too): jump straight to it.
+		for j+16 <= len(b) {
+			w := b[j : j+16 : j+16]
+			m0 := firstSpecial(binary.LittleEndian.Uint64(w))
+			m1 := firstSpecial(binary.LittleEndian.Uint64(w[8:]))
+			if m0|m1 == 0 {
+				j += 16
+				continue
+			}
+			if m0 != 0 {
+				j += bits.TrailingZeros64(m0) >> 3
+			} else {
+				j += 8 + bits.TrailingZeros64(m1)>>3
+			}
+			goto special
+		}
 		for j+8 <= len(b) {
-			// The lowest byte set in firstSpecial is the first special one
-			// (bytes after it may be set too): jump straight to it.
 			if m := firstSpecial(binary.LittleEndian.Uint64(b[j:])); m != 0 {
 				j += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			j += 8
 		}
+	special:
 		if j >= len(b) {
 			return ^len(b), escaped
 		}

@@ -253,3 +253,23 @@ func FuzzValue(f *testing.F) {
 		}
 	})
 }
+
+// StringEnd finds a quote, an escape or a control character at every
+// position of its sixteen- and eight-byte steps, as the byte-wise scan does.
+func TestStringEndAtEveryOffset(t *testing.T) {
+	for n := 0; n < 48; n++ {
+		for _, special := range []string{`"`, `\n`, `\u00e9`, "\x01", `\x`} {
+			for _, tail := range []string{`"`, `abc"`, "\x1f\""} {
+				s := []byte(`"` + strings.Repeat("a", n) + special + tail)
+				got, _ := StringEnd(s, 0)
+				want := stringEndBytewise(s, 0)
+				// The byte-wise reference points at a bad escape's
+				// backslash, StringEnd at its wrong byte: compare where
+				// the string ends, and that both refuse the rest.
+				if got != want && (got >= 0 || want >= 0) {
+					t.Fatalf("%q: StringEnd %d, byte-wise %d", s, got, want)
+				}
+			}
+		}
+	}
+}
