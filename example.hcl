@@ -62,7 +62,7 @@ sink "jsonl" "local" {
   dir = ""
 
   # When to fsync: always (every write) | batch (at every flush, which acks wait for, and
-  # once the intake pauses or every 10 drains) | never.
+  # once the intake pauses or at least every 10 drain intervals, 1s by default) | never.
   # Default: "batch".
   fsync = "batch"
 
