@@ -6,22 +6,20 @@ import (
 	"sync/atomic"
 )
 
-// LineReader cuts a JSONL input into lines that may be parsed in place
-// (ParseEntryOwned) and submitted without a copy. The input is read into
-// large blocks that are never written again while a line cut from them
-// may be read: a line is a slice of its block, its capacity ending at the
-// line, and a new block is started (the unfinished line moved to it)
-// instead of reusing one. That is what Pipeline.Submit asks of Raw: its
-// caller never changes it afterwards, since the sinks' queues read it
-// later.
+// LineReader cuts a JSONL input into regions of whole lines that may be
+// parsed in place (ParseEntryOwned) and submitted without a copy (Intake
+// does both). The input is read into blocks that are never written again
+// while a line cut from them may be read: a line is a slice of its block,
+// its capacity ending at the line, and a new block is started (the
+// unfinished line moved to it) when one is full. That is what
+// Pipeline.Submit asks of Raw: its caller never changes it afterwards,
+// since the sinks' queues read it later.
 //
-// A block comes back in one of two ways. With Read, the garbage collector
-// frees it once no line of it is referenced. With ReadRegion, the host
-// holds a Lease per line and the pipeline returns it (Entry.Lease); once
-// every reference is back the block is reused for the next read. Reading
-// into memory that is already mapped is what makes that worth it: a read
-// into fresh memory pays a page fault per 4 KiB, which costs more than
-// reading the file.
+// The host holds a Lease per line and the pipeline returns it
+// (Entry.Lease); once every reference is back the block is reused for the
+// next read. Reading into memory that is already mapped is what makes that
+// worth it: a read into fresh memory pays a page fault per 4 KiB, which
+// costs more than reading the file.
 type LineReader struct {
 	r     io.Reader
 	block []byte
@@ -48,20 +46,20 @@ func NewLineReader(r io.Reader) *LineReader {
 }
 
 // next makes sure the block has room for a read, moving the unfinished
-// line to a new block when it has not.
-func (lr *LineReader) next(leasing bool) {
+// line to a new block when it has not: a leased one, or, for a line longer
+// than half a block, one of twice its size that the GC frees.
+func (lr *LineReader) next() {
 	if lr.block != nil && cap(lr.block)-len(lr.block) >= minRead {
 		return
 	}
 	tail := lr.block[lr.start:]
 	var nb []byte
 	var nl *Lease
-	switch {
-	case leasing && 2*len(tail) <= lineBlock:
+	if 2*len(tail) <= lineBlock {
 		nl = getLease()
 		nb = nl.buf[:len(tail)]
-	default:
-		nb = make([]byte, len(tail), max(lineBlock, 2*len(tail)))
+	} else {
+		nb = make([]byte, len(tail), 2*len(tail))
 	}
 	copy(nb, tail)
 	if lr.lease != nil {
@@ -77,50 +75,19 @@ func (lr *LineReader) fill(max int) error {
 	return err
 }
 
-// Read reads once more and appends to lines the complete lines that read
-// brought (none, when it ended inside a line), without their newlines. At
-// the end of the input a last line without a newline (a torn one) comes
-// too, with io.EOF; a read error comes once the lines before it were
-// returned. A live stream's lines are returned as they arrive: Read does
-// not wait for a block to fill.
-func (lr *LineReader) Read(lines [][]byte) ([][]byte, error) {
-	if lr.err != nil {
-		return lines, lr.err
-	}
-	lr.next(false)
-	err := lr.fill(lineBlock)
-	for {
-		i := bytes.IndexByte(lr.block[lr.start:], '\n')
-		if i < 0 {
-			break
-		}
-		end := lr.start + i
-		lines = append(lines, lr.block[lr.start:end:end])
-		lr.start = end + 1
-	}
-	if err != nil {
-		if err == io.EOF && lr.start < len(lr.block) {
-			lines = append(lines, lr.block[lr.start:len(lr.block):len(lr.block)])
-			lr.start = len(lr.block)
-		}
-		lr.err = err
-	}
-	return lines, err
-}
-
 // ReadRegion reads once more and returns the complete lines that read
 // brought as one region, each line ended by its newline (at the end of the
 // input, a last line without one comes too, with io.EOF), and a Lease
 // holding one reference on the region's block. The caller cuts the region
 // into lines (CutLines), retains the lease once for each line it keeps
 // (an Entry's Lease), and releases the region's reference. The region is
-// empty when the read ended inside a line. Do not mix Read and ReadRegion
-// on one reader.
+// empty when the read ended inside a line. A read error comes once the
+// lines before it were returned.
 func (lr *LineReader) ReadRegion() (region []byte, lease *Lease, err error) {
 	if lr.err != nil {
 		return nil, nil, lr.err
 	}
-	lr.next(true)
+	lr.next()
 	err = lr.fill(regionRead)
 	end := bytes.LastIndexByte(lr.block[lr.start:], '\n') + 1 + lr.start
 	if err == io.EOF {

@@ -35,13 +35,13 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 		}
 	}
 	for _, name := range files {
-		display, r := "<stdin>", stdin
+		display, r, closeFile := "<stdin>", stdin, func() {}
 		if name != "-" {
 			f, err := os.Open(name)
 			if err != nil {
 				return fmt.Errorf("open input: %w", err)
 			}
-			display, r = name, f
+			display, r, closeFile = name, f, func() { f.Close() }
 		}
 		var line int64
 		err := core.Intake(ctx, r, 0, func(lines []core.Line) error {
@@ -68,9 +68,7 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 			}
 			return send(batch)
 		})
-		if c, ok := r.(io.Closer); ok && name != "-" {
-			c.Close()
-		}
+		closeFile()
 		switch {
 		case ctx.Err() != nil:
 			return nil // the intake stopped

@@ -409,10 +409,12 @@ func (r *recorder) advance(seq int64) {
 
 func (r *recorder) submit(in input) error {
 	in.entry.Seq = in.seq
-	// Submit returns the entry's lease; the event stream and the
-	// compaction below still read Raw, so keep a reference of our own.
-	in.entry.Lease.Retain(1)
-	defer in.entry.Lease.Release()
+	// Submit gives the entry's lease back; the event stream and the
+	// compaction below still read Raw: they keep a reference of their own.
+	if r.stream != nil || in.entry.Subtype == "compact_boundary" {
+		in.entry.Lease.Retain(1)
+		defer in.entry.Lease.Release()
+	}
 	res, err := r.rt.pipeline.Submit(context.Background(), in.entry)
 	if errors.Is(err, core.ErrClosed) {
 		return err

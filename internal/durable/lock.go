@@ -74,8 +74,10 @@ func Acquire(ctx context.Context, path string, wait time.Duration, role string) 
 			// A holder writes its record just after its flock: a record
 			// read in between names the holder before it. Let it settle,
 			// then try once more; the refusal names who holds it then.
-			time.Sleep(settle)
-			if err = flock(f, unix.LOCK_EX); err == nil {
+			if err = Sleep(ctx, settle); err == nil {
+				err = flock(f, unix.LOCK_EX)
+			}
+			if err == nil {
 				break
 			}
 			f.Close()

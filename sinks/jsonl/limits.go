@@ -50,7 +50,7 @@ func fdBudgets(n int) (locks, files int) {
 func (s *Sink) makeRoom(keep *session) {
 	s.mu.Unlock()
 	s.io.Lock()
-	_ = s.drainIO() // a failed write stays queued; its session keeps its lock
+	_ = s.drainIO(false) // a failed write stays queued; its session keeps its lock
 	s.mu.Lock()
 	s.releaseIdle(keep, s.lockBudget*3/4)
 	s.mu.Unlock()

@@ -23,7 +23,8 @@ type wqueue struct {
 	owned  [][]byte      // the blocks the short lines were copied into
 	leases []*core.Lease // one reference per line written from its own bytes
 	// cur is the block being filled; curEnd is one more than the index in
-	// segs of the segment that ends at its end (0: none, start a new one).
+	// segs of the segment that ends at its end (0: none). A short line
+	// extends that segment when it is still the last one.
 	cur    []byte
 	curEnd int
 	n      int // bytes queued
@@ -76,13 +77,11 @@ func (q *wqueue) add(raw []byte, lease *core.Lease) {
 		lease.Retain(1)
 		q.leases = append(q.leases, lease)
 		q.segs = append(q.segs, raw, newline)
-		q.curEnd = 0
 		return
 	}
 	if need > blockSize {
 		// A long line of a host that gives no lease: a copy of its own.
 		q.segs = append(q.segs, append(append(make([]byte, 0, need), raw...), '\n'))
-		q.curEnd = 0
 		return
 	}
 	if q.cur == nil || cap(q.cur)-len(q.cur) < need {

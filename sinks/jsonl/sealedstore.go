@@ -272,7 +272,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 	s.linesWritten.Add(int64(j.buf.lines))
 	f.unsynced = true
 	s.toSync[f] = struct{}{}
-	return s.written(f)
+	return s.written(j)
 }
 
 // reportSealed adds a sealed archive's counters to the sink's report.

@@ -74,11 +74,6 @@ type Sink struct {
 	// kick wakes an idle drain loop when something is queued.
 	dirty  map[*file]struct{}
 	toSync map[*file]struct{}
-	// deferSync: the drain under way leaves its syncs to the next
-	// interval or Flush (drainSized). Under io. unsyncedDrains: one did,
-	// and no flushIO has synced since.
-	deferSync      bool
-	unsyncedDrains atomic.Bool
 	// writesSinceTick counts Write calls since the drain loop's last tick;
 	// lastSync is when that loop last synced (its goroutine only).
 	writesSinceTick atomic.Int64
@@ -283,8 +278,11 @@ func (s *Sink) drainLoop() {
 
 // busy reports whether something waits for the drain.
 func (s *Sink) busy() bool {
-	if s.unsyncedDrains.Load() {
-		return true // a sized drain's syncs wait for the interval
+	s.io.Lock()
+	unsynced := len(s.toSync) > 0 // a sized drain's syncs wait for the interval
+	s.io.Unlock()
+	if unsynced {
+		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -36,7 +36,7 @@ func (s *Sink) appendBlock(f *file) {
 func (s *Sink) drain() error {
 	s.io.Lock()
 	defer s.io.Unlock()
-	return s.drainIO()
+	return s.drainIO(false)
 }
 
 // drainSized is a drain made because much waits (drainAt, maxPending):
@@ -45,19 +45,20 @@ func (s *Sink) drain() error {
 func (s *Sink) drainSized() error {
 	s.io.Lock()
 	defer s.io.Unlock()
-	s.deferSync = s.opts.Fsync == FsyncBatch
-	defer func() { s.deferSync = false }()
-	return s.drainIO()
+	return s.drainIO(s.opts.Fsync == FsyncBatch)
 }
 
 // job is one file's queue taken for writing.
 type job struct {
-	f    *file
-	buf  wqueue
-	seal bool
+	f         *file
+	buf       wqueue
+	seal      bool
+	deferSync bool // a sized drain's: written, not synced (drainSized)
 }
 
-func (s *Sink) drainIO() error {
+// drainIO writes every queue; deferSync leaves the syncs of what it wrote
+// to a later flushIO (drainSized).
+func (s *Sink) drainIO(deferSync bool) error {
 	s.mu.Lock()
 	var jobs []job
 	for f := range s.dirty {
@@ -65,7 +66,7 @@ func (s *Sink) drainIO() error {
 			continue
 		}
 		s.pending -= int64(f.pending.len())
-		jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal})
+		jobs = append(jobs, job{f: f, buf: f.pending.take(), seal: f.seal, deferSync: deferSync})
 		f.seal = false
 	}
 	clear(s.dirty)
@@ -157,15 +158,15 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	if err != nil {
 		return left, false, fmt.Errorf("write %s: %w", f.path, err)
 	}
-	return s.written(f)
+	return s.written(j)
 }
 
 // written ends a successful write of f: counted, synced per the policy,
 // and its descriptor closed when over the budget. Called with s.io held.
-func (s *Sink) written(f *file) (rest wqueue, sealLeft bool, err error) {
+func (s *Sink) written(j job) (rest wqueue, sealLeft bool, err error) {
+	f := j.f
 	s.writes.Add(1)
-	if s.deferSync && s.filesOpen <= int64(s.fileBudget) {
-		s.unsyncedDrains.Store(true)
+	if j.deferSync && s.filesOpen <= int64(s.fileBudget) {
 		// Start the disk on what was written, without waiting for it: the
 		// sync that follows then finds most of it done.
 		if f.fd != nil && s.sealed == nil {
@@ -211,10 +212,9 @@ func (s *Sink) Flush(context.Context) error {
 }
 
 func (s *Sink) flushIO() error {
-	if err := s.drainIO(); err != nil {
+	if err := s.drainIO(false); err != nil {
 		return err
 	}
-	s.unsyncedDrains.Store(false)
 	var errs []error
 	for f := range s.toSync {
 		if f.unsynced && f.fd != nil {
