@@ -12,9 +12,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // Defaults of Config.
@@ -112,15 +113,6 @@ func HashToken(tok string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-var (
-	reTenant = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-	reAgent  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	// reEntryID is what an entry uuid or an idempotency key may be: it
-	// becomes a token of a NATS subject and of a KV key.
-	reEntryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	reHash    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
-
 // Validate implements core.Validator: it checks every value and reports all
 // problems together.
 func (c *Config) Validate() error {
@@ -150,14 +142,14 @@ func (c *Config) Validate() error {
 	seen := map[string]int{}
 	for i, t := range c.Tokens {
 		h := strings.ToLower(t.SHA256)
-		if !reHash.MatchString(h) {
+		if !ident.Hex(h, 64) {
 			bad("tokens[%d].sha256: want 64 hex digits (the SHA-256 of the token: scribe token hash)", i)
 		} else if j, dup := seen[h]; dup {
 			bad("tokens[%d]: the same token hash as tokens[%d]", i, j)
 		} else {
 			seen[h] = i
 		}
-		if !reTenant.MatchString(t.Tenant) {
+		if !ident.Tenant(t.Tenant) {
 			bad("tokens[%d].tenant %q: want 1 to 64 of a-z, 0-9, '_' and '-'", i, t.Tenant)
 		}
 		if len(t.Scopes) == 0 {

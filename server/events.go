@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // event is one element of an events batch.
@@ -98,7 +99,7 @@ func eventStep(i int, raw []byte, ev *event, session string) (step, error) {
 	entry, agent, key := raw, "", ""
 	if hasPayload {
 		entry, agent, key = ev.Payload, ev.AgentID, ev.EventID
-		if agent != "" && !isToken(agent, 64) {
+		if agent != "" && !ident.Token(agent, 64) {
 			return step{}, fmt.Errorf("events[%d]: agent_id %q: want 1 to 64 of letters, digits, '-' and '_'", i, truncate(agent, 100))
 		}
 	}

@@ -121,23 +121,3 @@ func BenchmarkParseEvents(b *testing.B) {
 		}
 	})
 }
-
-func TestIsToken(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	chars := "aZz09_-.\n $é"
-	for n := 0; n < 20000; n++ {
-		b := make([]byte, r.IntN(140))
-		for i := range b {
-			b[i] = chars[r.IntN(len(chars))]
-		}
-		if r.IntN(2) == 0 { // mostly valid ones
-			for i := range b {
-				b[i] = "aZz09_-"[r.IntN(7)]
-			}
-		}
-		s := string(b)
-		if isToken(s, 128) != reEntryID.MatchString(s) || isToken(s, 64) != reAgent.MatchString(s) {
-			t.Fatalf("isToken(%q) differs from the regexps", s)
-		}
-	}
-}

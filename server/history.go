@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // Cursors are opaque to clients: the stream sequence to continue from.
@@ -65,7 +66,7 @@ func (s *Server) teleportEvents(w http.ResponseWriter, r *http.Request, req requ
 	// from_first_event: pages always run forward from the first event (or
 	// the cursor); the parameter is accepted and changes nothing.
 	agent := q.Get("session_agent_id")
-	if agent != "" && !reAgent.MatchString(agent) {
+	if agent != "" && !ident.Token(agent, 64) {
 		bad("session_agent_id %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(agent, 100))
 		return
 	}

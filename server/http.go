@@ -274,22 +274,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return b, true
 }
 
-// isToken reports whether s is 1 to max of letters, digits, '-' and '_'
-// (reAgent with max 64, reEntryID with 128, without a regexp: this runs
-// for every entry).
-func isToken(s string, max int) bool {
-	if len(s) == 0 || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if s.st == nil {
 		writeError(w, http.StatusServiceUnavailable, "unavailable_error", "the server is not started")

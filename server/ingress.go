@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // parseEntry checks one entry of session and returns its item. agent is a
@@ -33,10 +34,10 @@ func parseEntry(raw []byte, session, agent, key string) (item, error) {
 	case agent == "":
 		agent = own
 	}
-	if agent != "" && !isToken(agent, 64) {
+	if agent != "" && !ident.Token(agent, 64) {
 		return item{}, fmt.Errorf("agent id %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(agent, 100))
 	}
-	if key != "" && e.UUID == "" && !isToken(key, 128) {
+	if key != "" && e.UUID == "" && !ident.Token(key, 128) {
 		return item{}, fmt.Errorf("idempotency key %q: want 1 to 128 of letters, digits, '-' and '_'", truncate(key, 100))
 	}
 	if e.UUID != "" {
@@ -192,7 +193,7 @@ func parseRaw(raw []byte) (core.Entry, error) {
 	if err != nil {
 		return core.Entry{}, fmt.Errorf("the entry is not a JSON object: %v", err)
 	}
-	if e.UUID != "" && !isToken(e.UUID, 128) {
+	if e.UUID != "" && !ident.Token(e.UUID, 128) {
 		return core.Entry{}, fmt.Errorf("entry uuid %q: want 1 to 128 of letters, digits, '-' and '_'", truncate(e.UUID, 100))
 	}
 	return e, nil

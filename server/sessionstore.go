@@ -53,6 +53,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 const (
@@ -164,7 +165,7 @@ func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
 		return k, errors.New("this route takes no subpath")
 	case sub == "":
 		return k, errors.New("subpath is empty: leave it out for the main transcript")
-	case ok && isToken(agent, 64) && !strings.HasPrefix(agent, nestedAgent):
+	case ok && ident.Token(agent, 64) && !strings.HasPrefix(agent, nestedAgent):
 		k.agent = agent
 		return k, nil
 	}
@@ -191,7 +192,7 @@ func validSubpath(sub string) error {
 		return fmt.Errorf("subpath is %d bytes; at most %d", len(sub), maxProjectKey)
 	}
 	for _, seg := range strings.Split(sub, "/") {
-		if seg == "." || seg == ".." || !isToken(strings.ReplaceAll(seg, ".", "_"), 128) {
+		if seg == "." || seg == ".." || !ident.Token(strings.ReplaceAll(seg, ".", "_"), 128) {
 			return fmt.Errorf("subpath %q: want '/'-separated segments of 1 to 128 letters, digits, '-', '_' and '.', none \".\" or \"..\"", truncate(sub, 100))
 		}
 	}
@@ -235,7 +236,7 @@ func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request
 		b := make([]byte, 12)
 		_, _ = rand.Read(b)
 		batch = hex.EncodeToString(b)
-	} else if !isToken(batch, 64) {
+	} else if !ident.Token(batch, 64) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "batch %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(batch, 100))
 		return
 	}
@@ -405,7 +406,7 @@ func (s *Server) storePutSummary(w http.ResponseWriter, r *http.Request, req req
 			`want {"revision":n,"data":{...},"fold_id":"..."} (data a JSON object): %v`, err)
 		return
 	}
-	if in.FoldID != "" && !isToken(in.FoldID, 64) {
+	if in.FoldID != "" && !ident.Token(in.FoldID, 64) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fold_id %q: want 1 to 64 of letters, digits, '-' and '_'", truncate(in.FoldID, 100))
 		return
 	}

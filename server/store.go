@@ -158,6 +158,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // Names in JetStream.
@@ -490,7 +491,7 @@ func agentOf(subject, tenant, session string) (string, bool) {
 	if rest == "m" {
 		return "", true
 	}
-	if a, ok := strings.CutPrefix(rest, "a."); ok && reAgent.MatchString(a) {
+	if a, ok := strings.CutPrefix(rest, "a."); ok && ident.Token(a, 64) {
 		return a, true
 	}
 	return "", false

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // Local commands and queued commands
@@ -263,7 +264,7 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 	} else if mode.strEq("task-notification") {
 		o = jv(`{"kind":"task-notification"}`)
 	}
-	if s, ok := runID.str(); ok && runIDRE.MatchString(s) && o.isObj() && o.field("kind").strEq("task-notification") &&
+	if s, ok := runID.str(); ok && ident.RunID(s) && o.isObj() && o.field("kind").strEq("task-notification") &&
 		o.field("runId") == nil {
 		o = spread(o, nil, "runId", runID)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/e0dc0000/scribe/jsonv"
 )
@@ -97,10 +98,14 @@ func fkFirstPrompt(head []byte) string {
 }
 
 var (
-	fkCommandRE = regexp.MustCompile(`<command-name>([^\n\r\x{2028}\x{2029}]*?)</command-name>`)
-	fkBashRE    = regexp.MustCompile(`(?s)<bash-input>(.*?)</bash-input>`)
-	fkTagRE     = regexp.MustCompile(`^(?:` + fkJSSpaceClass + `*<[a-z][A-Za-z0-9_-]*(?:` + fkJSSpaceClass +
-		`|>)|\[Request interrupted by user[^\]]*\])`)
+	fkCommandRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`<command-name>([^\n\r\x{2028}\x{2029}]*?)</command-name>`)
+	})
+	fkBashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<bash-input>(.*?)</bash-input>`) })
+	fkTagRE  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:` + fkJSSpaceClass + `*<[a-z][A-Za-z0-9_-]*(?:` + fkJSSpaceClass +
+			`|>)|\[Request interrupted by user[^\]]*\])`)
+	})
 )
 
 // fkJSSpaceClass is JavaScript's \s.
@@ -147,17 +152,17 @@ func fkPromptOf(obj *fkObj, fallback *string) (string, bool) {
 			continue
 		}
 		if !shown {
-			if m := fkCommandRE.FindStringSubmatch(c); m != nil {
+			if m := fkCommandRE().FindStringSubmatch(c); m != nil {
 				if *fallback == "" {
 					*fallback = m[1]
 				}
 				continue
 			}
-			if m := fkBashRE.FindStringSubmatch(c); m != nil {
+			if m := fkBashRE().FindStringSubmatch(c); m != nil {
 				return "! " + JSTrim(m[1]), true
 			}
 		}
-		if fkTagRE.MatchString(c) {
+		if fkTagRE().MatchString(c) {
 			continue
 		}
 		if UTF16Len(c) > 200 {

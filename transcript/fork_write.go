@@ -3,7 +3,6 @@ package transcript
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -126,7 +125,7 @@ func (f *forker) take(obj *fkObj) error {
 		}
 		f.derivedSet = true
 	case typ == "hybrid-organization":
-		if s, ok := fkStr(obj.get("organizationUuid")); ok && fkUUIDRE.MatchString(s) {
+		if s, ok := fkStr(obj.get("organizationUuid")); ok && core.IsUUID(s) {
 			s = strings.ToLower(s)
 			if !fkHasString(f.orgs, s) {
 				f.orgs = append(f.orgs, s)
@@ -157,8 +156,6 @@ func fkChainType(t string) bool {
 	}
 	return false
 }
-
-var fkUUIDRE = regexp.MustCompile(`^(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func fkVisibleASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -2,9 +2,9 @@ package transcript
 
 import (
 	"encoding/json"
-	"regexp"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 )
 
 // Projection to the SDK's SessionMessage
@@ -50,11 +50,6 @@ type ToolResultMeta struct {
 	RewrittenByPlugin bool   `json:"rewritten_by_plugin,omitempty"`
 }
 
-var (
-	runIDRE   = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-	agentIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-)
-
 // Messages returns the chain as the SDK's session-message objects, in
 // order, before any limit or offset.
 func (c Chain) Messages(opt MessageOptions) []SessionMessage {
@@ -81,11 +76,11 @@ func (c Chain) Messages(opt MessageOptions) []SessionMessage {
 	kept = hostFold(kept)
 	var tool, agent *string
 	if c.side {
-		if runIDRE.MatchString(opt.ParentToolUseID) {
+		if ident.RunID(opt.ParentToolUseID) {
 			s := opt.ParentToolUseID
 			tool = &s
 		}
-		if agentIDRE.MatchString(opt.ParentAgentID) {
+		if ident.Token(opt.ParentAgentID, 128) {
 			s := opt.ParentAgentID
 			agent = &s
 		}
@@ -231,7 +226,7 @@ func normalizeOrigin(o jv) jv {
 	b.add("subkind", sub)
 	b.add("fireReason", fire)
 	b.add("producer", prod)
-	if s, ok := run.str(); ok && runIDRE.MatchString(s) {
+	if s, ok := run.str(); ok && ident.RunID(s) {
 		b.add("runId", run)
 	}
 	if kind.strEq("mcp-task") {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +22,7 @@ var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest
 
 // scribeHookRE recognizes a command scribe installed, whatever binary path
 // it named.
-var scribeHookRE = regexp.MustCompile(`(^|[/\\ "'])scribe[\w.-]*["']? hook( |$)`)
+var scribeHookRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[/\\ "'])scribe[\w.-]*["']? hook( |$)`) })
 
 func newHooksCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -322,7 +323,7 @@ func withoutScribe(groups []json.RawMessage) ([]json.RawMessage, []string, error
 				Type    string `json:"type"`
 				Command string `json:"command"`
 			}
-			if json.Unmarshal(h, &hd) == nil && hd.Type == "command" && scribeHookRE.MatchString(hd.Command) {
+			if json.Unmarshal(h, &hd) == nil && hd.Type == "command" && scribeHookRE().MatchString(hd.Command) {
 				found = append(found, hd.Command)
 				continue
 			}

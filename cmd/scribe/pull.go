@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -233,7 +234,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 		return nil, err
 	}
 	for _, a := range ps.order {
-		if !reAgentID.MatchString(a) {
+		if !ident.Token(a, 64) {
 			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
 		}
 	}

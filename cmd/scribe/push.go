@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/ingress"
@@ -399,11 +399,6 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 	return rep
 }
 
-var (
-	reEntryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	reAgentID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
-
 // session pushes one session's files in order, each in batches.
 func (p *pusher) session(ctx context.Context, s localSession) pushResult {
 	res := pushResult{Session: s.id, ProjectDir: s.dir, Files: len(s.files)}
@@ -428,7 +423,7 @@ func (p *pusher) session(ctx context.Context, s localSession) pushResult {
 
 // file pushes one transcript file.
 func (p *pusher) file(ctx context.Context, sid string, f jsonl.TranscriptFile, res *pushResult) error {
-	if f.AgentID != "" && !reAgentID.MatchString(f.AgentID) {
+	if f.AgentID != "" && !ident.Token(f.AgentID, 64) {
 		p.refuse(pushIssue{Session: sid, File: f.Path, Error: fmt.Sprintf("agent id %q cannot be sent (want 1 to 64 of letters, digits, '-', '_')", f.AgentID)})
 		return nil
 	}
@@ -535,7 +530,7 @@ func copyKey(sid, agent string, n int, raw []byte) string {
 // session sid and agent ("" if it would not).
 func checkPushable(e *core.Entry, sid, agent string) string {
 	switch {
-	case e.UUID != "" && !reEntryID.MatchString(e.UUID):
+	case e.UUID != "" && !ident.Token(e.UUID, 128):
 		return fmt.Sprintf("uuid %q cannot be sent (want 1 to 128 of letters, digits, '-', '_')", truncateStr(e.UUID, 80))
 	case e.SessionID != "" && !strings.EqualFold(e.SessionID, sid):
 		return fmt.Sprintf("the entry belongs to session %q, not %s", truncateStr(e.SessionID, 80), sid)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Rule finds one kind of secret. A rule runs on a string value only when
@@ -55,10 +56,10 @@ type compiled struct {
 	allow    []*regexp.Regexp
 }
 
-var ruleIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var ruleIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 func compileRule(r Rule) (compiled, error) {
-	if !ruleIDRE.MatchString(r.ID) {
+	if !ruleIDRE().MatchString(r.ID) {
 		return compiled{}, fmt.Errorf("rule %q: an id is letters, digits, '-', '_' and '.'", r.ID)
 	}
 	re, err := regexp.Compile(r.Regex)

@@ -35,12 +35,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 )
 
@@ -488,8 +488,6 @@ var _ core.Loader = (*Loader)(nil)
 // NewLoader returns a loader over c.
 func NewLoader(c *Client) *Loader { return &Loader{Client: c} }
 
-var reAgentID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // Load fetches ref's rows: the main transcript (subagents=false), or one
 // subagent's sidechain (session_agent_id). A session the server does not
 // have is core.ErrNotFound; so is an id the server could not hold.
@@ -497,7 +495,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	if !core.IsUUID(ref.SessionID) {
 		return nil, fmt.Errorf("%w: session %q is not a UUID", core.ErrNotFound, ref.SessionID)
 	}
-	if ref.AgentID != "" && !reAgentID.MatchString(ref.AgentID) {
+	if ref.AgentID != "" && !ident.Token(ref.AgentID, 64) {
 		return nil, fmt.Errorf("%w: agent id %q cannot be on the server", core.ErrNotFound, ref.AgentID)
 	}
 	if err := l.Client.Token.Load(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"io"
@@ -89,7 +90,9 @@ var (
 	forkBOM = []byte("\uFEFF")
 	// forkOwnerRE finds a session-owner line, the one kind of line whose
 	// leading byte-order mark the SDK's loader removes.
-	forkOwnerRE = regexp.MustCompile(`"type"` + forkJSSpace + `*:` + forkJSSpace + `*"session-owner"`)
+	forkOwnerRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`"type"` + forkJSSpace + `*:` + forkJSSpace + `*"session-owner"`)
+	})
 )
 
 // forkJSSpace is JavaScript's \s.
@@ -116,7 +119,7 @@ func forkParseLines(buf []byte) []core.Entry {
 		if len(line) == 0 {
 			continue
 		}
-		if bytes.HasPrefix(line, forkBOM) && bytes.Contains(line, []byte(`"restricted"`)) && forkOwnerRE.Match(line) {
+		if bytes.HasPrefix(line, forkBOM) && bytes.Contains(line, []byte(`"restricted"`)) && forkOwnerRE().Match(line) {
 			line = line[len(forkBOM):]
 		}
 		e, err := core.ParseEntryOwned(line)
@@ -150,13 +153,13 @@ func forkSidecarTitle(projectDir, id string) string {
 	return forkCleanTitle(s)
 }
 
-var forkControlRun = regexp.MustCompile(`[\p{Cc}\p{Cf}\x{2028}\x{2029}]+`)
+var forkControlRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\p{Cc}\p{Cf}\x{2028}\x{2029}]+`) })
 
 // forkCleanTitle: trim; runs of control and format characters (and
 // U+2028/U+2029) become one space; C0/C1 controls dropped; the first 200
 // code points kept; trim.
 func forkCleanTitle(s string) string {
-	s = forkControlRun.ReplaceAllString(forkJSTrim(s), " ")
+	s = forkControlRun().ReplaceAllString(forkJSTrim(s), " ")
 	var b strings.Builder
 	n := 0
 	for _, r := range s {

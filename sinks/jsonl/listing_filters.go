@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -235,7 +236,7 @@ func liteSameNameOtherPath(a, b string) bool {
 	return strings.ReplaceAll(a, `\`, "/") != strings.ReplaceAll(b, `\`, "/")
 }
 
-var liteDotDot = regexp.MustCompile(`(^|[\\/])\.\.([\\/]|$)`)
+var liteDotDot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\\/])\.\.([\\/]|$)`) })
 
 // liteNetworkPath approximates the SDK's network-path guards: UNC-style
 // paths, a ".." segment, /net, /Network and macOS special roots.
@@ -243,7 +244,7 @@ func liteNetworkPath(p string) bool {
 	if len(p) >= 2 && (p[0] == '/' || p[0] == '\\') && (p[1] == '/' || p[1] == '\\') {
 		return true
 	}
-	if liteDotDot.MatchString(p) {
+	if liteDotDot().MatchString(p) {
 		return true
 	}
 	if !strings.HasPrefix(p, "/") {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"golang.org/x/sys/unix"
@@ -66,7 +67,9 @@ func liteCleanTitle(s string) string {
 	return transcript.JSTrim(string(out))
 }
 
-var liteISODateTime = regexp.MustCompile(`^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`)
+var liteISODateTime = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`)
+})
 
 // archived reads <id>/archived.json ({archived: bool, at: ISO datetime},
 // at most 4096 bytes, not a symlink) and applies the SDK's rule: archived
@@ -97,7 +100,7 @@ func (w *liteWorker) archived(path string, win *liteWin) *bool {
 		return nil
 	}
 	at, ok := jsonv.GetString(obj, "at")
-	if !ok || !liteISODateTime.MatchString(at) {
+	if !ok || !liteISODateTime().MatchString(at) {
 		return nil
 	}
 	atMs, ok := liteDateParse(at)

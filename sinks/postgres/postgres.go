@@ -25,7 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/sinks/backend"
 )
 
@@ -55,8 +56,6 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() *Config { return &Config{Table: DefaultTable, MaxConns: 4} }
 
-var tableRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]{0,62}\.)?[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-
 // Validate implements core.Validator.
 func (c *Config) Validate() error {
 	if c.URL == "" {
@@ -65,7 +64,7 @@ func (c *Config) Validate() error {
 	if _, err := pgxpool.ParseConfig(c.URL); err != nil {
 		return fmt.Errorf("url: %w", err)
 	}
-	if !tableRE.MatchString(c.Table) {
+	if !validTable(c.Table) {
 		return fmt.Errorf("table %q: want a name of letters, digits and '_' (optionally schema.name)", c.Table)
 	}
 	if c.MaxConns <= 0 {
@@ -252,3 +251,11 @@ func factories() (core.SinkFactory, core.LoaderFactory) {
 // Idempotent implements core.Idempotent: each uuid is stored (or served)
 // once, so an entry written again changes nothing.
 func (s *Store) Idempotent() bool { return true }
+
+// validTable reports whether t is a SQL name, optionally schema-qualified.
+func validTable(t string) bool {
+	if schema, name, ok := strings.Cut(t, "."); ok {
+		return ident.SQLName(schema) && ident.SQLName(name)
+	}
+	return ident.SQLName(t)
+}
