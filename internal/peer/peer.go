@@ -3,9 +3,10 @@
 // Code config folders, for scribe's compatibility tests.
 //
 // The SDK lives in internal/peer/node_modules, installed by scripts/test
-// (npm ci --omit=optional). Every call starts `node peer.mjs <command> ...
-// --compact` and decodes the JSON the SDK returned. The SDK reads sessions
-// offline: no API key, no network.
+// (npm ci --omit=optional). Every call is a `peer.mjs <command> ...` line
+// answered by a long-lived `node peer.mjs serve` (one per core, the SDK
+// loaded once), and decodes the JSON the SDK returned. The SDK reads
+// sessions offline: no API key, no network.
 //
 // Test-only: nothing in scribe's runtime imports this package.
 package peer
@@ -184,10 +185,11 @@ func jsonFile(t testing.TB, name string, v any) string {
 	return file
 }
 
-// runJSON runs peer.mjs with --compact and decodes its stdout into v.
+// runJSON runs a peer.mjs command in a server (see serve.go) and decodes
+// its answer into v.
 func (p *Peer) runJSON(t testing.TB, v any, args ...string) {
 	t.Helper()
-	out := p.Run(t, "peer.mjs", append(args, "--compact")...)
+	out := p.call(t, args...)
 	if err := json.Unmarshal(out, v); err != nil {
 		t.Fatalf("peer: decode output of peer.mjs %s: %v\noutput: %.2000s", strings.Join(args, " "), err, out)
 	}
