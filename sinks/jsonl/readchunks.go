@@ -367,15 +367,18 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 		if i < 0 {
 			return
 		}
+		switch {
+		case string(key) == "type":
+			typ, _ = jsonv.String(val)
+		case string(key) == "subtype":
+			subtype, _ = jsonv.String(val)
+		}
+		if rb.Same(i, val) {
+			return
+		}
 		at := len(arena)
 		arena = append(arena, val...)
 		rb.Set(i, arena[at:len(arena):len(arena)])
-		switch string(key) {
-		case "type":
-			typ, _ = jsonv.String(val)
-		case "subtype":
-			subtype, _ = jsonv.String(val)
-		}
 	})
 	if !ok {
 		rb.Reset()
