@@ -167,9 +167,8 @@ type source struct {
 	data []byte
 }
 
-var idRE = regexp.MustCompile(`"sessionId":"([0-9a-f-]{36})"`)
-
 func readCorpus(dir string) ([]source, error) {
+	idRE := regexp.MustCompile(`"sessionId":"([0-9a-f-]{36})"`)
 	var out []source
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
@@ -191,12 +190,11 @@ func readCorpus(dir string) ([]source, error) {
 	return out, err
 }
 
-var wordRE = regexp.MustCompile(`"text":"([A-Za-z]{5,12})\b`)
-
 // lay writes n sessions of about total/n bytes each, copies of the corpus
 // cut at a line boundary under new ids, in 20 projects, and returns the
 // bytes written and words to query.
 func lay(l jsonl.Layout, srcs []source, n int, total int64) (int64, []string, error) {
+	wordRE := regexp.MustCompile(`"text":"([A-Za-z]{5,12})\b`)
 	per := total / int64(n)
 	var written int64
 	seen := map[string]bool{}
