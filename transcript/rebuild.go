@@ -19,7 +19,7 @@ type rowMap struct {
 }
 
 func newRowMap(all []*row) *rowMap {
-	m := &rowMap{slot: make(map[string]int, len(all))}
+	m := &rowMap{slot: make(map[string]int, len(all)), order: make([]*row, 0, len(all)), lastPos: make([]int, 0, len(all))}
 	for _, r := range all {
 		if i, ok := m.slot[r.uuid]; ok {
 			m.order[i] = r
