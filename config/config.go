@@ -30,11 +30,13 @@
 package config
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
@@ -231,6 +233,35 @@ func (p Pos) String() string {
 		return strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
 	}
 	return p.File + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
+}
+
+// defaultSource is what is parsed of defaultHCL: the same text with its
+// full-line comments emptied, their newlines kept so that every position
+// stays. The comments are two thirds of its bytes, and HCL's scanner
+// segments every byte into graphemes: parsed twice at every process
+// start, they cost more than the settings.
+var defaultSource = sync.OnceValue(func() []byte { return blankCommentLines(defaultHCL) })
+
+// blankCommentLines returns src with each line whose first non-blank
+// character starts a # comment emptied (a text without heredocs or block
+// comments, as the built-in configuration is; a test keeps it so).
+func blankCommentLines(src []byte) []byte {
+	out := make([]byte, 0, len(src))
+	for len(src) > 0 {
+		line := src
+		if i := bytes.IndexByte(src, '\n'); i >= 0 {
+			line = src[:i+1]
+		}
+		src = src[len(line):]
+		if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '#' {
+			if line[len(line)-1] == '\n' {
+				out = append(out, '\n')
+			}
+			continue
+		}
+		out = append(out, line...)
+	}
+	return out
 }
 
 // Default returns the embedded default configuration, the same text as

@@ -164,67 +164,6 @@ func TestLoadDefaultFromFile(t *testing.T) {
 	}
 }
 
-// The codec round-trips what viper holds.
-func TestCodecRoundTrip(t *testing.T) {
-	var c HCLCodec
-	first := map[string]any{}
-	if err := c.Decode(Default(), first); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{
-		"config_dir":          "",
-		"cleanup_period_days": int64(30),
-		"log_level":           "info",
-		"log_json":            false,
-		"pipeline": map[string]any{
-			"sinks":          []any{"jsonl/local"},
-			"guards":         []any{"env/default", "flag/default", "config/default"},
-			"processors":     []any{},
-			"queue_size":     int64(4096),
-			"overflow_wait":  "5s",
-			"drop_when_full": []any{},
-			"retry_for":      "1m",
-		},
-		"resume": map[string]any{
-			"loaders":       []any{"jsonl/local", "summary/default"},
-			"max_age":       "6h",
-			"continue_text": "Continue from where you left off.",
-		},
-		"server": map[string]any{
-			"listen":           "127.0.0.1:8787",
-			"data_dir":         "",
-			"nats_url":         "",
-			"nats_creds":       "",
-			"replicas":         int64(1),
-			"max_body_bytes":   int64(8388608),
-			"duplicate_window": "2m",
-			"sync":             "always",
-			"tokens":           []any{},
-			"redact":           "",
-		},
-	}
-	if !reflect.DeepEqual(first, want) {
-		t.Fatalf("Decode(default) = %#v\nwant %#v", first, want)
-	}
-	first["weird"] = "a \"${x}\" %{y} \\ \n\t\x01 é"
-	first["ratio"] = 0.25
-	first["nested"] = map[string]any{"list": []any{int64(1), map[string]any{"a b": true, "c": nil}}}
-	out, err := c.Encode(first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := map[string]any{}
-	if err := c.Decode(out, second); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if !reflect.DeepEqual(first, second) {
-		t.Errorf("round trip:\n%#v\nwant\n%#v\nencoded:\n%s", second, first, out)
-	}
-	if err := c.Decode([]byte("a = "), map[string]any{}); err == nil {
-		t.Error("Decode accepted a syntax error")
-	}
-}
-
 const minimal = `
 log_level = "warn"
 
@@ -637,5 +576,35 @@ func TestResumeBlock(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", body, err, want)
 		}
+	}
+}
+
+// The built-in configuration is parsed without its comment lines: the same
+// settings, blocks and positions as the whole text, with no heredoc or
+// block comment a blanked line could have been part of.
+func TestDefaultParsedWithoutCommentsIsTheSame(t *testing.T) {
+	if bytes.Contains(defaultHCL, []byte("<<")) || bytes.Contains(defaultHCL, []byte("/*")) {
+		t.Fatal("default.hcl holds a heredoc or a block comment: blankCommentLines cannot be used on it")
+	}
+	src := defaultSource()
+	if got, want := bytes.Count(src, []byte("\n")), bytes.Count(defaultHCL, []byte("\n")); got != want {
+		t.Fatalf("%d lines without comments, %d with", got, want)
+	}
+	if len(src) >= len(defaultHCL)*2/3 {
+		t.Errorf("without comments %d of %d bytes: the comment lines were not emptied", len(src), len(defaultHCL))
+	}
+	whole, errs := parseSource(defaultHCL, DefaultName)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	blanked, errs := parseSource(src, DefaultName)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !reflect.DeepEqual(whole, blanked) {
+		t.Fatalf("parsed without comments:\n%#v\nwith:\n%#v", blanked, whole)
+	}
+	if got := string(blankCommentLines([]byte("a = 1\n  # c\n\t#d\nb = \"#x\" # e\n#"))); got != "a = 1\n\n\nb = \"#x\" # e\n" {
+		t.Fatalf("blankCommentLines: %q", got)
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +48,7 @@ func Load(path string, env []string, flags *pflag.FlagSet) (*Config, error) {
 // The configuration is nil only when the file cannot be read or parsed.
 // Check does not decode the components' blocks: Component.DecodeAll does.
 func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) {
-	base, errs := parseSource(defaultHCL, DefaultName)
+	base, errs := parseSource(defaultSource(), DefaultName)
 	if len(errs) > 0 {
 		return nil, errs // the tests keep the built-in configuration valid
 	}
@@ -80,7 +79,13 @@ func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) 
 	for _, s := range settings {
 		v.SetDefault(s.key(), viperValue(s.def))
 	}
-	if err := v.ReadConfig(bytes.NewReader(defaultHCL)); err != nil {
+	// The built-in configuration's settings, as parsed above (not parsed
+	// a second time by viper's codec).
+	baseMap := map[string]any{}
+	for key, fv := range base.values {
+		setNested(baseMap, key, viperValue(fv.val))
+	}
+	if err := v.MergeConfigMap(baseMap); err != nil {
 		return nil, append(errs, &Error{Msg: fmt.Sprintf("%s: %v", DefaultName, err), err: err})
 	}
 	fileMap := map[string]any{}
