@@ -120,6 +120,7 @@ func (p *Peer) Run(t testing.TB, script string, args ...string) []byte {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second // a child of node holding stderr must not outlast the timeout
 	start := time.Now()
 	err := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
@@ -162,6 +163,7 @@ func (p *Peer) Script(t testing.TB, configDir, script string, queries, out any) 
 		"SCRIBE_SDK_QUERIES="+jsonFile(t, "queries.json", queries))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("peer: sdk script: %v\n%s", err, stderr.String())
 	}

@@ -53,7 +53,7 @@ func (p *Peer) pool() *pool {
 // run, or waits for one to come back.
 func (p *Peer) acquire(pl *pool) (*server, error) {
 	pl.mu.Lock()
-	for len(pl.idle) == 0 && pl.count >= runtime.GOMAXPROCS(0) {
+	for len(pl.idle) == 0 && pl.count >= maxServers() {
 		pl.cond.Wait()
 	}
 	if n := len(pl.idle); n > 0 {
@@ -70,6 +70,10 @@ func (p *Peer) acquire(pl *pool) (*server, error) {
 	}
 	return s, err
 }
+
+// maxServers is one server per core, at most 4: each holds about 70 MB,
+// and go test runs several test binaries side by side.
+func maxServers() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 func (pl *pool) release(s *server) {
 	pl.mu.Lock()
@@ -96,12 +100,16 @@ func (p *Peer) startServer() (*server, error) {
 	cmd.Env = peerEnv()
 	s := &server{cmd: cmd, stderr: &tailBuffer{max: 64 << 10}}
 	cmd.Stderr = s.stderr
+	// Kill ends node; a child of it still holding stderr must not keep
+	// Wait (in drop) from returning.
+	cmd.WaitDelay = 5 * time.Second
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		_ = in.Close()
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
@@ -112,33 +120,52 @@ func (p *Peer) startServer() (*server, error) {
 }
 
 // call runs one peer.mjs command line in a server and returns the JSON
-// value it answered. A failed command, a dead server or a timeout fails t
-// with the command and the server's stderr; a server that timed out or
-// died is replaced by the next call.
+// value it answered. A failed command, a dead server, an answer that is
+// not one, or a timeout fails t with the command and the server's stderr;
+// a server in doubt is ended, never put back, and the next call starts
+// another. A request the server never received (it had died while idle)
+// is sent once more to a new one.
 func (p *Peer) call(t testing.TB, args ...string) json.RawMessage {
 	t.Helper()
-	pl := p.pool()
-	s, err := p.acquire(pl)
-	if err != nil {
-		t.Fatalf("peer: %v", err)
-	}
 	req, err := json.Marshal(args)
 	if err != nil {
-		pl.release(s)
 		t.Fatal(err)
+		return nil
+	}
+	pl := p.pool()
+	for attempt := 0; ; attempt++ {
+		out, undelivered, err := p.ask(pl, append(req, '\n'))
+		if err == nil {
+			return out
+		}
+		if undelivered && attempt == 0 {
+			continue
+		}
+		t.Fatalf("peer: node peer.mjs %s: %v", strings.Join(args, " "), err)
+		return nil
+	}
+}
+
+// ask sends one request line to a server of pl and reads its answer. The
+// server goes back to the pool only after a whole, well-formed answer.
+func (p *Peer) ask(pl *pool, req []byte) (_ json.RawMessage, undelivered bool, _ error) {
+	s, err := p.acquire(pl)
+	if err != nil {
+		return nil, false, err
 	}
 	type answer struct {
-		line []byte
-		err  error
+		line        []byte
+		undelivered bool
+		err         error
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		if _, err := s.in.Write(append(req, '\n')); err != nil {
-			ch <- answer{err: err}
+		if _, err := s.in.Write(req); err != nil {
+			ch <- answer{undelivered: true, err: err}
 			return
 		}
 		line, err := s.out.ReadBytes('\n')
-		ch <- answer{line, err}
+		ch <- answer{line: line, err: err}
 	}()
 	timer := time.NewTimer(p.timeout())
 	defer timer.Stop()
@@ -148,26 +175,28 @@ func (p *Peer) call(t testing.TB, args ...string) json.RawMessage {
 	case a = <-ch:
 	case <-timer.C:
 		pl.drop(s)
-		t.Fatalf("peer: node peer.mjs %s: timed out after %v\nstderr:\n%s", strings.Join(args, " "), p.timeout(), s.stderr)
+		return nil, false, fmt.Errorf("timed out after %v\nstderr:\n%s", p.timeout(), s.stderr)
 	}
 	if a.err != nil {
 		pl.drop(s)
-		t.Fatalf("peer: node peer.mjs %s: %v (after %v)\nstderr:\n%s", strings.Join(args, " "), a.err,
-			time.Since(start).Round(time.Millisecond), s.stderr)
+		return nil, a.undelivered, fmt.Errorf("%v (after %v)\nstderr:\n%s", a.err, time.Since(start).Round(time.Millisecond), s.stderr)
 	}
-	pl.release(s)
 	var res struct {
 		OK    bool            `json:"ok"`
 		Out   json.RawMessage `json:"out"`
 		Error string          `json:"error"`
 	}
 	if err := json.Unmarshal(a.line, &res); err != nil {
-		t.Fatalf("peer: node peer.mjs %s answered %.2000s: %v", strings.Join(args, " "), a.line, err)
+		// Not an answer: whatever follows may be this request's, so the
+		// server cannot serve another.
+		pl.drop(s)
+		return nil, false, fmt.Errorf("answered %.2000s: %v\nstderr:\n%s", a.line, err, s.stderr)
 	}
+	pl.release(s)
 	if !res.OK {
-		t.Fatalf("peer: node peer.mjs %s: %s\nstderr:\n%s", strings.Join(args, " "), res.Error, s.stderr)
+		return nil, false, fmt.Errorf("%s\nstderr:\n%s", res.Error, s.stderr)
 	}
-	return res.Out
+	return res.Out, false, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.
