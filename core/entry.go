@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -135,7 +136,7 @@ func (e *Entry) parse() error {
 	end := jsonv.Object(b, i, func(key []byte, v int) int {
 		switch keyName(key) {
 		case "type":
-			return str(b, v, &e.Type)
+			return strKnown(b, v, &e.Type)
 		case "uuid":
 			return str(b, v, &e.UUID)
 		case "parentUuid":
@@ -143,7 +144,7 @@ func (e *Entry) parse() error {
 		case "logicalParentUuid":
 			return nullStr(b, v, &e.LogicalParentUUID)
 		case "sessionId":
-			return str(b, v, &e.SessionID)
+			return strRepeated(b, v, &e.SessionID, &lastSessionID)
 		case "agentId":
 			return str(b, v, &e.AgentID)
 		case "isSidechain":
@@ -155,17 +156,17 @@ func (e *Entry) parse() error {
 		case "timestamp":
 			return str(b, v, &e.Timestamp)
 		case "cwd":
-			return str(b, v, &e.CWD)
+			return strRepeated(b, v, &e.CWD, &lastCWD)
 		case "subtype":
-			return str(b, v, &e.Subtype)
+			return strKnown(b, v, &e.Subtype)
 		case "message":
 			if b[v] == '{' {
 				return jsonv.Object(b, v, func(k []byte, w int) int {
 					switch keyName(k) {
 					case "role":
-						return str(b, w, &e.Role)
+						return strKnown(b, w, &e.Role)
 					case "stop_reason":
-						return str(b, w, &e.StopReason)
+						return strKnown(b, w, &e.StopReason)
 					}
 					return jsonv.End(b, w)
 				})
@@ -212,6 +213,52 @@ func str(b []byte, v int, dst *string) int {
 		*dst, _ = jsonv.UnquoteInside(in)
 	}
 	return end
+}
+
+// knownValues are the values of type, subtype, role and stop_reason that
+// transcripts hold most: strKnown takes them without an allocation.
+var knownValues = [...]string{
+	"user", "assistant", "system", "progress", "attachment", "summary", "file-history-snapshot",
+	"queue-operation", "custom-title", "tag", "last-prompt", "agent-name", "compact_boundary",
+	"stop_hook_summary", "api_error", "turn_duration", "local_command", "informational",
+	"tool_use", "end_turn", "stop_sequence", "max_tokens",
+}
+
+// strKnown is str for a member whose value is usually one of knownValues.
+func strKnown(b []byte, v int, dst *string) int {
+	if b[v] == '"' {
+		if end, esc := jsonv.StringEnd(b, v); end > 0 && !esc {
+			in := b[v+1 : end-1]
+			for _, k := range knownValues {
+				if string(in) == k {
+					*dst = k
+					return end
+				}
+			}
+		}
+	}
+	return str(b, v, dst)
+}
+
+// lastSessionID and lastCWD hold the value last parsed of a member that
+// most entries of an input repeat: strRepeated reuses it for equal bytes
+// instead of allocating the same string once per entry.
+var lastSessionID, lastCWD atomic.Pointer[string]
+
+func strRepeated(b []byte, v int, dst *string, last *atomic.Pointer[string]) int {
+	if b[v] == '"' {
+		if end, esc := jsonv.StringEnd(b, v); end > 0 && !esc {
+			if p := last.Load(); p != nil && *p == string(b[v+1:end-1]) {
+				*dst = *p
+				return end
+			}
+			end = str(b, v, dst)
+			s := *dst
+			last.Store(&s)
+			return end
+		}
+	}
+	return str(b, v, dst)
 }
 
 func nullStr(b []byte, v int, dst *NullString) int {

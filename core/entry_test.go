@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,6 +143,37 @@ func TestStringScanAtEveryOffset(t *testing.T) {
 				if err := json.Unmarshal([]byte(line), &want); err != nil || e.Type != want.Type {
 					t.Fatalf("offset %d, %q: Type %q, want %q (%v)", n, tc.mid, e.Type, want.Type, err)
 				}
+			}
+		}
+	}
+}
+
+// The members parsed without an allocation (strKnown, strRepeated) hold
+// what str gives, line after line, whatever the previous line held: equal
+// values, different ones, escapes, invalid UTF-8, values that are not
+// strings.
+func TestInternedMembersAreWhatStrGives(t *testing.T) {
+	values := []string{`"user"`, `"assistant"`, `"us\u0065r"`, `"userx"`, `""`, `null`, `7`,
+		`"/home/a"`, `"/home/b"`, `"/home/\u0061"`, "\"/home/\xff\"", `"0c1f0000-0000-4000-8000-000000000001"`,
+		`"tool_use"`, `"end_turn"`, `"compact_boundary"`, `"x\"y"`}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 5000 {
+		pick := func() string { return values[r.IntN(len(values))] }
+		typ, sub, sid, cwd, role, stop := pick(), pick(), pick(), pick(), pick(), pick()
+		line := `{"type":` + typ + `,"subtype":` + sub + `,"sessionId":` + sid + `,"cwd":` + cwd +
+			`,"message":{"role":` + role + `,"stop_reason":` + stop + `}}`
+		e, err := ParseEntry([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		for _, c := range []struct {
+			name, raw, got string
+		}{{"type", typ, e.Type}, {"subtype", sub, e.Subtype}, {"sessionId", sid, e.SessionID}, {"cwd", cwd, e.CWD},
+			{"role", role, e.Role}, {"stop_reason", stop, e.StopReason}} {
+			var want string
+			str([]byte(c.raw), 0, &want)
+			if c.got != want {
+				t.Fatalf("%s of %s = %q, str gives %q", c.name, line, c.got, want)
 			}
 		}
 	}
