@@ -69,6 +69,15 @@ const (
 	TypeProgress   = "progress"
 )
 
+// SubtypeCompactBoundary is the subtype of the system entry a compaction
+// writes: the conversation before it is summarized.
+const SubtypeCompactBoundary = "compact_boundary"
+
+// IsCompactBoundary reports whether e is a compaction's system entry.
+func (e *Entry) IsCompactBoundary() bool {
+	return e.Type == TypeSystem && e.Subtype == SubtypeCompactBoundary
+}
+
 // IsChain reports whether the entry is a conversation row linked by
 // parentUuid (user, assistant, system, attachment, progress).
 func (e *Entry) IsChain() bool {
@@ -219,7 +228,7 @@ func str(b []byte, v int, dst *string) int {
 // transcripts hold most: strKnown takes them without an allocation.
 var knownValues = [...]string{
 	"user", "assistant", "system", "progress", "attachment", "summary", "file-history-snapshot",
-	"queue-operation", "custom-title", "tag", "last-prompt", "agent-name", "compact_boundary",
+	"queue-operation", "custom-title", "tag", "last-prompt", "agent-name", SubtypeCompactBoundary,
 	"stop_hook_summary", "api_error", "turn_duration", "local_command", "informational",
 	"tool_use", "end_turn", "stop_sequence", "max_tokens",
 }

@@ -263,7 +263,7 @@ func (m *sessionMeta) apply(r rec) {
 	}
 	m.MainCount++
 	m.MainLastSeq = r.seq
-	if r.e.Type == core.TypeSystem && r.e.Subtype == "compact_boundary" {
+	if r.e.IsCompactBoundary() {
 		m.LastCompactSeq = r.seq
 	}
 	switch r.e.Type {

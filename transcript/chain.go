@@ -189,7 +189,7 @@ func IsPlainCompactBoundary(e *core.Entry) bool {
 	if !extractFields(jv(bytes.TrimLeft(e.Raw, " \t\r\n")), &f) {
 		return false
 	}
-	if !f[fType].strEq(core.TypeSystem) || !f[fSubtype].strEq("compact_boundary") {
+	if !f[fType].strEq(core.TypeSystem) || !f[fSubtype].strEq(core.SubtypeCompactBoundary) {
 		return false
 	}
 	cm := f[fCompactMeta]

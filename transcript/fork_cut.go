@@ -133,7 +133,7 @@ func fkSelfAnchored(r *fkRow) bool {
 }
 
 func fkIsBoundary(r *fkRow) bool {
-	return r.typ == core.TypeSystem && r.subtype() == "compact_boundary"
+	return r.typ == core.TypeSystem && r.subtype() == core.SubtypeCompactBoundary
 }
 
 // fkRealBoundary is a compact boundary that is not self-anchored.

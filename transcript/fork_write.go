@@ -79,7 +79,7 @@ func (f *forker) take(obj *fkObj) error {
 	if id, ok := fkStr(obj.get("uuid")); ok && typOK && fkChainType(typ) {
 		r := &fkRow{obj: obj, uuid: id, typ: typ}
 		f.transcript = append(f.transcript, r)
-		if typ == core.TypeSystem && r.subtype() == "compact_boundary" && !fkIsTrue(obj.get("isSidechain")) {
+		if typ == core.TypeSystem && r.subtype() == core.SubtypeCompactBoundary && !fkIsTrue(obj.get("isSidechain")) {
 			if sid, ok := fkStr(obj.get("sessionId")); ok {
 				f.uncovered[sid] = true
 			}

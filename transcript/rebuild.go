@@ -119,7 +119,7 @@ func (c *Chain) buildMain() {
 // relinkCompact relinks the rows a compact boundary h kept
 // (compactMetadata.preservedMessages or preservedSegment) to its anchor.
 func (m *rowMap) relinkCompact(h *row) {
-	if h.typ != core.TypeSystem || !h.f.get(fSubtype).strEq("compact_boundary") {
+	if h.typ != core.TypeSystem || !h.f.get(fSubtype).strEq(core.SubtypeCompactBoundary) {
 		return
 	}
 	cm := h.f.get(fCompactMeta)

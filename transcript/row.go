@@ -385,19 +385,20 @@ type Row struct{ r *row }
 // Values given to Set are kept, and the strings decoded from them share
 // their bytes: they must not change afterwards.
 type RowBuilder struct {
-	f [nFields]jv
-	// prev holds the last row's members: most repeat from row to row
+	// rows holds the members of the row being built (rows[cur]) and of
+	// the last one built (rows[cur^1]): most repeat from row to row
 	// (sessionId, type, cwd, version, userType), and Same shares them
-	// instead of the reader keeping a copy of each.
-	prev [nFields]jv
+	// instead of the reader keeping a copy of each. Row swaps the two.
+	rows [2][nFields]jv
+	cur  int
 }
 
 // Same sets member i to the last row's value and reports true when val
 // holds the same bytes; the caller then need not keep val. A reader of
 // tens of thousands of rows keeps a third less this way.
 func (b *RowBuilder) Same(i int, val []byte) bool {
-	if p := b.prev[i]; p != nil && bytes.Equal(p, val) {
-		b.f[i] = p
+	if p := b.rows[b.cur^1][i]; p != nil && bytes.Equal(p, val) {
+		b.rows[b.cur][i] = p
 		return true
 	}
 	return false
@@ -414,18 +415,19 @@ func Field(key []byte) int {
 
 // Set records the value of member i (from Field); a repeated member keeps
 // its last value, as JSON.parse does.
-func (b *RowBuilder) Set(i int, val []byte) { b.f[i] = val }
+func (b *RowBuilder) Set(i int, val []byte) { b.rows[b.cur][i] = val }
 
 // Row returns the row of the members set since the last Row or Reset.
 func (b *RowBuilder) Row() Row {
 	r := &row{shared: true}
-	voiceTalk(&b.f)
-	r.f = packFields(&b.f)
+	f := &b.rows[b.cur]
+	voiceTalk(f)
+	r.f = packFields(f)
 	r.sync()
-	b.prev = b.f
+	b.cur ^= 1 // this row's members become the last row's
 	b.Reset()
 	return Row{r}
 }
 
 // Reset forgets the members set, for a line found malformed.
-func (b *RowBuilder) Reset() { b.f = [nFields]jv{} }
+func (b *RowBuilder) Reset() { b.rows[b.cur] = [nFields]jv{} }

@@ -411,7 +411,7 @@ func (r *recorder) submit(in input) error {
 	in.entry.Seq = in.seq
 	// Submit gives the entry's lease back; the event stream and the
 	// compaction below still read Raw: they keep a reference of their own.
-	if r.stream != nil || in.entry.Subtype == "compact_boundary" {
+	if r.stream != nil || in.entry.Subtype == core.SubtypeCompactBoundary {
 		in.entry.Lease.Retain(1)
 		defer in.entry.Lease.Release()
 	}
@@ -445,7 +445,7 @@ func (r *recorder) submit(in input) error {
 				return outputError{err}
 			}
 		}
-		if in.entry.Subtype == "compact_boundary" {
+		if in.entry.Subtype == core.SubtypeCompactBoundary {
 			// The compaction goes to the session's lifecycle records too.
 			if _, err := r.rt.pipeline.SubmitLifecycle(context.Background(), compactionMeta(in.entry), compactionOf(in.entry)); err != nil {
 				r.log.Warn("could not record the compaction in the session's lifecycle", "uuid", in.entry.UUID, "error", err)

@@ -115,16 +115,12 @@ func startupCompiles(f *ast.File) []token.Pos {
 }
 
 func isOnce(fun ast.Expr) bool {
+	if ix, ok := fun.(*ast.IndexExpr); ok { // sync.OnceValue[T]
+		fun = ix.X
+	}
 	sel, ok := fun.(*ast.SelectorExpr)
 	if !ok {
-		if ix, ok := fun.(*ast.IndexExpr); ok { // sync.OnceValue[T]
-			sel, ok = ix.X.(*ast.SelectorExpr)
-			if !ok {
-				return false
-			}
-		} else {
-			return false
-		}
+		return false
 	}
 	pkg, ok := sel.X.(*ast.Ident)
 	return ok && pkg.Name == "sync" && (sel.Sel.Name == "OnceValue" || sel.Sel.Name == "OnceValues" || sel.Sel.Name == "OnceFunc")

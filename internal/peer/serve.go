@@ -39,14 +39,14 @@ type pool struct {
 var pools sync.Map // node + "\x00" + dir -> *pool
 
 func (p *Peer) pool() *pool {
-	v, _ := pools.LoadOrStore(p.Node+"\x00"+p.Dir, new(pool))
-	pl := v.(*pool)
-	pl.mu.Lock()
-	if pl.cond == nil {
-		pl.cond = sync.NewCond(&pl.mu)
+	key := p.Node + "\x00" + p.Dir
+	if v, ok := pools.Load(key); ok {
+		return v.(*pool)
 	}
-	pl.mu.Unlock()
-	return pl
+	pl := &pool{}
+	pl.cond = sync.NewCond(&pl.mu)
+	v, _ := pools.LoadOrStore(key, pl)
+	return v.(*pool)
 }
 
 // acquire takes an idle server, starts one while fewer than one per core

@@ -182,7 +182,7 @@ func (r *chunkReader) read(rep *ReadReport) (readOut, int64, error) {
 }
 
 func isCompaction(e *core.Entry) bool {
-	return e.Type == core.TypeSystem && e.Subtype == "compact_boundary"
+	return e.IsCompactBoundary()
 }
 
 // chunkBounds splits [0, size) into chunks growing from the end: the last
@@ -389,5 +389,5 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 		*bad = append(*bad, MalformedLine{Line: no, Err: err.Error()})
 		return row, arena[:start], false, false
 	}
-	return rb.Row(), arena, typ == core.TypeSystem && subtype == "compact_boundary", true
+	return rb.Row(), arena, typ == core.TypeSystem && subtype == core.SubtypeCompactBoundary, true
 }

@@ -100,7 +100,7 @@ func (c *Cache) Write(_ context.Context, entries []core.Entry) error {
 		s := el.Value.(*session)
 		if e.IsChain() && !s.started {
 			s.started = true
-			s.complete = (e.ParentUUID.Present && e.ParentUUID.Null) || e.Subtype == "compact_boundary"
+			s.complete = (e.ParentUUID.Present && e.ParentUUID.Null) || e.Subtype == core.SubtypeCompactBoundary
 		}
 		line := bytes.Clone(e.Raw)
 		s.lines = append(s.lines, line)
