@@ -307,7 +307,9 @@ type cliReport struct {
 	Error          string           `json:"error"`
 }
 
-// buildCLI builds ./cmd/scribe into dir and returns the binary's path.
+// buildCLI installs scribe into dir as users do (scripts/install: the
+// light build as scribe, the full build beside it as scribe-full) and
+// returns the path of scribe.
 func buildCLI(ctx context.Context, dir string) (string, time.Duration, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
@@ -319,10 +321,10 @@ func buildCLI(ctx context.Context, dir string) (string, time.Duration, error) {
 	}
 	bin := filepath.Join(dir, "scribe")
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/scribe")
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("scripts", "install"), dir)
 	cmd.Dir = filepath.Dir(gomod)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", 0, fmt.Errorf("go build ./cmd/scribe: %v\n%s", err, b)
+		return "", 0, fmt.Errorf("scripts/install: %v\n%s", err, b)
 	}
 	return bin, time.Since(start), nil
 }

@@ -36,12 +36,14 @@ func (c *RedactedConfig) Validate() error {
 	return nil
 }
 
+const redactedType = "redacted"
+
 // redactedFactory makes "redacted" sinks; svc is nil in Builtin(), where
 // it only decodes and checks blocks.
 type redactedFactory struct{ svc *Service }
 
 func (redactedFactory) Kind() core.Kind    { return core.KindSink }
-func (redactedFactory) Type() string       { return "redacted" }
+func (redactedFactory) Type() string       { return redactedType }
 func (redactedFactory) DefaultConfig() any { return &RedactedConfig{} }
 
 func (f redactedFactory) CreateSink(ctx context.Context, set core.Settings, cfg any) (core.Sink, error) {

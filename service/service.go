@@ -121,6 +121,9 @@ func FindFactory(factories []core.Factory, kind core.Kind, typ string) (core.Fac
 		}
 		valid = append(valid, f.Type())
 	}
+	if Light && IsHeavy(kind, typ) {
+		return nil, fmt.Errorf("%s type %q is in the full build only (scribe-full), not in this light one", kind, typ)
+	}
 	sort.Strings(valid)
 	return nil, fmt.Errorf("unknown %s type %q (valid: %s)", kind, typ, strings.Join(valid, ", "))
 }

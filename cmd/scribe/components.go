@@ -10,5 +10,8 @@ import (
 func factories() []core.Factory { return service.Builtin() }
 
 func findFactory(kind core.Kind, typ string) (core.Factory, error) {
+	if err := fullFor(kind, typ); err != nil {
+		return nil, err
+	}
 	return service.FindFactory(factories(), kind, typ)
 }

@@ -1,3 +1,5 @@
+//go:build !lite
+
 package main
 
 import (
@@ -370,31 +372,6 @@ func notIn(entries, have []core.Entry) ([]core.Entry, int64) {
 		}
 	}
 	return out, already
-}
-
-// lifecycleOf returns a session's lifecycle records and checkpoints in a
-// store: the local store's sidecar, a backend's lifecycle subpath; nil
-// when it has none (or cannot hold them).
-func lifecycleOf(ctx context.Context, st *store, sessionID string) ([]core.Entry, error) {
-	if st.layout != nil {
-		es, _, err := st.layout.SidecarRecords(ctx, sessionID, "")
-		if errors.Is(err, core.ErrNotFound) {
-			return nil, nil
-		}
-		return es, err
-	}
-	sl, ok := st.loader.(backend.SubpathLoader)
-	if !ok {
-		return nil, nil
-	}
-	t, err := sl.LoadSubpath(ctx, sessionID, backend.LifecycleSubpath)
-	if errors.Is(err, core.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return t.Entries, nil
 }
 
 // copyLifecycle copies the lifecycle records dst lacks.

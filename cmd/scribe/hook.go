@@ -75,7 +75,7 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 	if err != nil {
 		return fmt.Errorf("read the hook event: %w", err)
 	}
-	cfg, err := loadConfig(cmd)
+	cfg, err := loadConfigAfter(cmd, in)
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print scribe's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "scribe", version)
+			fmt.Fprintf(cmd.OutOrStdout(), "scribe %s (%s)\n", version, buildName())
 			return nil
 		},
 	}

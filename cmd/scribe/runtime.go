@@ -35,10 +35,24 @@ func buildForCommand(cmd *cobra.Command, cfg *config.Config, log hclog.Logger, b
 }
 
 // loadConfig reads --config (or the embedded default) with env and flag
-// overrides.
+// overrides. In the light build, a configuration that names a component
+// only the full build holds hands the command to it (needsFull).
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	return loadConfigAfter(cmd, nil)
+}
+
+// loadConfigAfter is loadConfig for a command that has read stdin, its
+// standard input, already: the full build, if it takes over, gets it.
+func loadConfigAfter(cmd *cobra.Command, stdin []byte) (*config.Config, error) {
 	path, _ := cmd.Flags().GetString("config")
-	return config.Load(path, os.Environ(), cmd.Flags())
+	cfg, err := config.Load(path, os.Environ(), cmd.Flags())
+	if err != nil {
+		return nil, err
+	}
+	if err := needsFull(cfg, stdin); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // newLogger makes the host logger from the config.

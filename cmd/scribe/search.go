@@ -1,3 +1,5 @@
+//go:build !lite
+
 package main
 
 import (
@@ -15,7 +17,7 @@ import (
 func newSearchCmd() *cobra.Command {
 	var (
 		project, since, role string
-		asJSON               bool
+		asJSON, forget       bool
 		limit                int
 	)
 	c := &cobra.Command{
@@ -34,6 +36,9 @@ what was rewritten, drops what was removed, and rebuilds it when it cannot be
 trusted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if forget {
+				return forgetSessions(cmd, args)
+			}
 			switch role {
 			case "", search.RoleUser, search.RoleAssistant, search.RoleTool:
 			default:
@@ -97,7 +102,20 @@ trusted.`,
 	f.StringVar(&role, "role", "", "only user, assistant or tool text")
 	f.BoolVar(&asJSON, "json", false, "print the hits as JSON")
 	f.IntVar(&limit, "limit", 20, "at most this many hits")
+	f.BoolVar(&forget, "forget", false, "drop the sessions given as arguments from the index of --config-dir (the light build's forgetSearch)")
+	_ = f.MarkHidden("forget")
 	return c
+}
+
+// forgetSessions is search --forget: the light build, which has no SQLite,
+// asks for it when rm, gc or relocate moved sessions.
+func forgetSessions(cmd *cobra.Command, ids []string) error {
+	dir, _ := cmd.Flags().GetString("config-dir")
+	if dir == "" {
+		return &exitError{code: 2, err: errors.New("search --forget: --config-dir is required")}
+	}
+	_, err := search.Forget(jsonl.Layout{ConfigDir: dir}, ids...)
+	return err
 }
 
 // forgetSearch drops sessions from the search index in the same step as

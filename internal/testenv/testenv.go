@@ -56,10 +56,13 @@ var (
 	buildOut  []byte
 )
 
-// BuildScribe builds ./cmd/scribe once per test process (into a fresh
-// temporary directory, left behind on purpose: other tests of the same process
-// may still be using it) and returns the path of the binary. A build failure
-// fails every caller with the compiler output.
+// BuildScribe installs scribe once per test process the way users do,
+// with scripts/install (the light build as scribe, the full build as
+// scribe-full beside it), into a fresh temporary directory left behind on
+// purpose (other tests of the same process may still be using it), and
+// returns the path of scribe. Every command the light build hands over is
+// so tested through the hand-over. A build failure fails every caller with
+// the compiler output.
 func BuildScribe(t testing.TB) string {
 	t.Helper()
 	r := RepoRoot(t)
@@ -75,15 +78,16 @@ func BuildScribe(t testing.TB) string {
 			return
 		}
 		bin := filepath.Join(dir, "scribe")
-		cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/scribe")
+		cmd := exec.Command("bash", filepath.Join("scripts", "install"), dir)
 		cmd.Dir = r
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(goTool)+string(os.PathListSeparator)+os.Getenv("PATH"))
 		buildOut, buildErr = cmd.CombinedOutput()
 		if buildErr == nil {
 			buildBin = bin
 		}
 	})
 	if buildErr != nil {
-		t.Fatalf("testenv: go build ./cmd/scribe: %v\n%s", buildErr, buildOut)
+		t.Fatalf("testenv: scripts/install: %v\n%s", buildErr, buildOut)
 	}
 	return buildBin
 }

@@ -1,0 +1,200 @@
+//go:build lite
+
+package main
+
+// The light build (`go build -tags lite`, installed as `scribe` by
+// scripts/install): every command that reads or writes the local store,
+// without the packages that cost every start most of its time (the AWS
+// SDK, pgx, gRPC and go-plugin, nats-server, SQLite: about 25 ms and 900
+// page faults before main). A command or a configuration that needs one of
+// them runs in the full build, installed beside it as scribe-full: this
+// process is replaced by it (same arguments, environment and standard
+// input), so the user sees one scribe.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/service"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// fullName is the full build's file name, beside the light one.
+const fullName = "scribe-full"
+
+// Commands of the full build; TestLightHelpIsFull keeps their Use and
+// Short equal to the full build's.
+func newConfigCmd() *cobra.Command  { return fullCmd("config", "Work with the configuration file") }
+func newPluginCmd() *cobra.Command  { return fullCmd("plugin", "Work with a plugin binary") }
+func newPluginsCmd() *cobra.Command { return fullCmd("plugins", "Work with the plugins of the configuration") }
+func newS3Cmd() *cobra.Command      { return fullCmd("s3", "Work on an s3 store") }
+func newTokenCmd() *cobra.Command   { return fullCmd("token", "Make and hash bearer tokens for scribe serve") }
+func newCopyCmd() *cobra.Command {
+	return fullCmd("copy --from STORE --to STORE [--all | ID...]", "Copy sessions (with their subagents) from one store to another: jsonl, postgres, s3")
+}
+func newDemoCmd() *cobra.Command {
+	return fullCmd("demo", "Record a bundled sample session into a throwaway config folder, list it and show it")
+}
+func newServeCmd() *cobra.Command {
+	return fullCmd("serve", "Run the scribe server: session ingress, events and the History API on NATS JetStream")
+}
+func newSearchCmd() *cobra.Command {
+	return fullCmd("search QUERY [--project P] [--since D] [--role user|assistant|tool] [--json] [--limit N]",
+		"Full-text search over every session: prompts, answers, thinking, tool inputs and outputs, subagents")
+}
+
+// fullCmd is a command the full build runs: its flags, help and
+// subcommands are the full build's.
+func fullCmd(use, short string) *cobra.Command {
+	c := &cobra.Command{
+		Use:                use,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runFull("scribe "+c.Name(), nil)
+		},
+	}
+	c.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		if err := runFull("scribe "+c.Name(), nil); err != nil {
+			fmt.Fprintln(os.Stderr, "scribe:", err)
+			os.Exit(2)
+		}
+	})
+	return c
+}
+
+// needsFull hands the command to the full build when the configuration
+// puts to use a component only the full build holds (service.FullOnly).
+// stdin is what the command already read of its standard input (nil for
+// none), given to the full build as its standard input.
+func needsFull(cfg *config.Config, stdin []byte) error {
+	if kind, id, ok := service.FullOnly(cfg); ok {
+		return runFull(fmt.Sprintf("the configuration's %s %s", kind, id), stdin)
+	}
+	return nil
+}
+
+// fullFor hands the command to the full build when it is to create a
+// component of a type only the full build holds (a --from or --to store).
+func fullFor(kind core.Kind, typ string) error {
+	if service.IsHeavy(kind, typ) {
+		return runFull(fmt.Sprintf("a %s of type %q", kind, typ), nil)
+	}
+	return nil
+}
+
+// buildName says which build this is, and where its full build is, for
+// scribe version.
+func buildName() string {
+	if p, err := fullBinary(); err == nil {
+		return "light build; full build: " + p
+	}
+	return "light build; full build " + fullName + " not found"
+}
+
+// fullBinary finds the full build: beside this binary, else on $PATH.
+func fullBinary() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(self), fullName)
+		if st, serr := os.Stat(p); serr == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return exec.LookPath(fullName)
+}
+
+// runFull replaces this process with the full build, with the same
+// arguments and environment. When stdin is not nil it becomes the full
+// build's standard input (the command read it already). It returns only
+// on an error.
+func runFull(why string, stdin []byte) error {
+	path, err := fullBinary()
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("%s needs the full build, %s, which is neither beside this scribe nor on PATH (bash scripts/install installs both): %w", why, fullName, err)}
+	}
+	if stdin != nil {
+		if err := replayStdin(stdin); err != nil {
+			return fmt.Errorf("%s: hand the standard input to %s: %w", why, fullName, err)
+		}
+	}
+	if debugWanted() {
+		fmt.Fprintf(os.Stderr, "scribe: %s: handing the command to %s\n", why, path)
+	}
+	stopProfile()
+	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+	return fmt.Errorf("%s: run %s: %w", why, path, err)
+}
+
+// debugWanted reports whether --log-level (or SCRIBE_LOG_LEVEL) asks for
+// debug or trace: the hand-over is said then. It reads the arguments
+// itself, since a command the full build runs parses no flags here.
+func debugWanted() bool {
+	level := os.Getenv("SCRIBE_LOG_LEVEL")
+	for i, a := range os.Args[1:] {
+		switch {
+		case a == "--":
+			return level == "debug" || level == "trace"
+		case strings.HasPrefix(a, "--log-level="):
+			level = strings.TrimPrefix(a, "--log-level=")
+		case a == "--log-level" && i+2 < len(os.Args):
+			level = os.Args[i+2]
+		}
+	}
+	return level == "debug" || level == "trace"
+}
+
+// replayStdin makes standard input a memory file holding in.
+func replayStdin(in []byte) error {
+	fd, err := unix.MemfdCreate("scribe-stdin", 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "scribe-stdin")
+	defer f.Close()
+	if _, err := f.Write(in); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return err
+	}
+	return unix.Dup2(fd, 0)
+}
+
+// forgetSearch drops sessions from the search index in the same step as
+// the command that moved them, through the full build (the index is
+// SQLite); a failure is said, never fatal (the next search drops them
+// too).
+func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := os.Stat(l.SearchIndexFile()); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	err := func() error {
+		path, err := fullBinary()
+		if err != nil {
+			return err
+		}
+		args := append([]string{"search", "--forget", "--config-dir", l.ConfigDir}, ids...)
+		out, err := exec.Command(path, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}()
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
+	}
+}
