@@ -34,11 +34,15 @@ const fullName = "scribe-full"
 
 // Commands of the full build; TestLightHelpIsFull keeps their Use and
 // Short equal to the full build's.
-func newConfigCmd() *cobra.Command  { return fullCmd("config", "Work with the configuration file") }
-func newPluginCmd() *cobra.Command  { return fullCmd("plugin", "Work with a plugin binary") }
-func newPluginsCmd() *cobra.Command { return fullCmd("plugins", "Work with the plugins of the configuration") }
-func newS3Cmd() *cobra.Command      { return fullCmd("s3", "Work on an s3 store") }
-func newTokenCmd() *cobra.Command   { return fullCmd("token", "Make and hash bearer tokens for scribe serve") }
+func newConfigCmd() *cobra.Command { return fullCmd("config", "Work with the configuration file") }
+func newPluginCmd() *cobra.Command { return fullCmd("plugin", "Work with a plugin binary") }
+func newPluginsCmd() *cobra.Command {
+	return fullCmd("plugins", "Work with the plugins of the configuration")
+}
+func newS3Cmd() *cobra.Command { return fullCmd("s3", "Work on an s3 store") }
+func newTokenCmd() *cobra.Command {
+	return fullCmd("token", "Make and hash bearer tokens for scribe serve")
+}
 func newCopyCmd() *cobra.Command {
 	return fullCmd("copy --from STORE --to STORE [--all | ID...]", "Copy sessions (with their subagents) from one store to another: jsonl, postgres, s3")
 }
