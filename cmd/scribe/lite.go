@@ -32,6 +32,11 @@ import (
 // fullName is the full build's file name, beside the light one.
 const fullName = "scribe-full"
 
+// handedOver is set in the environment of the full build a light one
+// hands a command to: a light build that finds it set was itself handed
+// the command, and refuses instead of handing it on for ever.
+const handedOver = "SCRIBE_HANDED_OVER"
+
 // Commands of the full build; TestLightHelpIsFull keeps their Use and
 // Short equal to the full build's.
 func newConfigCmd() *cobra.Command { return fullCmd("config", "Work with the configuration file") }
@@ -127,6 +132,11 @@ func runFull(why string, stdin []byte) error {
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s needs the full build, %s, which is neither beside this scribe nor on PATH (bash scripts/install installs both): %w", why, fullName, err)}
 	}
+	if os.Getenv(handedOver) != "" {
+		// This process is what a light build handed the command to: the
+		// scribe-full it found is a light build too.
+		return &exitError{code: 2, err: fmt.Errorf("%s needs the full build, and %s is a light build: reinstall both with bash scripts/install", why, path)}
+	}
 	if stdin != nil {
 		if err := replayStdin(stdin); err != nil {
 			return fmt.Errorf("%s: hand the standard input to %s: %w", why, fullName, err)
@@ -136,7 +146,7 @@ func runFull(why string, stdin []byte) error {
 		fmt.Fprintf(os.Stderr, "scribe: %s: handing the command to %s\n", why, path)
 	}
 	stopProfile()
-	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), append(os.Environ(), handedOver+"=1"))
 	return fmt.Errorf("%s: run %s: %w", why, path, err)
 }
 

@@ -183,4 +183,12 @@ func TestLightWithoutFull(t *testing.T) {
 			t.Errorf("scribe %s without scribe-full: exit %d, %s", strings.Join(args, " "), code, stderr)
 		}
 	}
+	// A light build installed as scribe-full by mistake: refused, not
+	// handed on for ever.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(alone), "scribe-full"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := liteRun(t, alone, env, "", "serve"); code != 2 || !strings.Contains(stderr, "is a light build") {
+		t.Fatalf("serve with a light scribe-full: exit %d, %s", code, stderr)
+	}
 }
