@@ -98,7 +98,7 @@ func TestWatchSurvivesKill9(t *testing.T) {
 	kills := watchKills(t, 5)
 	p := peer.Find(t)
 	we := newWatchEnv(t)
-	sim, stderr := watchKillScenario(t, we, kills, nil)
+	sim, stderr := watchKillScenario(t, we, kills, nil, nil)
 	// The SDK reads the archive exactly as the source.
 	for _, sess := range sim.Sessions {
 		if sess.Deleted || sess.Truncated {
@@ -128,12 +128,19 @@ func TestWatchSurvivesKill9TeamServer(t *testing.T) {
 	we := newWatchEnvWith(t, srv.url())
 	// Checked while the last watch still runs: an entry the server did not
 	// take yet waits in the events sink's spool for the next run.
-	watchKillScenario(t, we, kills, func(sim *watchsim.Sim) {
+	holds := func(sess *watchsim.Session) {
+		checkServerHolds(t, srv, sess.ID, sess.Main, "subagents=false")
+		for _, a := range sess.Agents {
+			checkServerHolds(t, srv, sess.ID, a, "session_agent_id="+a.Agent)
+		}
+	}
+	// The session the scenario deletes must be on the server before the
+	// deletion, as it must be in the archive: lines a killed run put in
+	// the archive only, and never read again once their transcript is
+	// gone, cannot reach the server (see the closing note of 2026-12-04).
+	watchKillScenario(t, we, kills, holds, func(sim *watchsim.Sim) {
 		for _, sess := range sim.Sessions {
-			checkServerHolds(t, srv, sess.ID, sess.Main, "subagents=false")
-			for _, a := range sess.Agents {
-				checkServerHolds(t, srv, sess.ID, a, "session_agent_id="+a.Agent)
-			}
+			holds(sess)
 		}
 	})
 }
@@ -194,7 +201,7 @@ func watchKills(t *testing.T, def int) int {
 // special case happened), then lets a last watch catch up, deletes a
 // session, stops watch with SIGTERM and checks that the archive holds
 // every line exactly once and the deletion's lifecycle record.
-func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*watchsim.Sim)) (*watchsim.Sim, string) {
+func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeDelete func(*watchsim.Session), beforeStop func(*watchsim.Sim)) (*watchsim.Sim, string) {
 	t.Helper()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d, %d kills", seed, kills)
@@ -226,6 +233,9 @@ func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*w
 	// Claude Code's retention sweep deletes a session: nothing mirrored
 	// is lost, and the deletion is a lifecycle record.
 	gone := sim.Sessions[3]
+	if beforeDelete != nil {
+		beforeDelete(gone)
+	}
 	if err := sim.Delete(gone); err != nil {
 		t.Fatal(err)
 	}
