@@ -20,7 +20,7 @@ import (
 )
 
 func newConfigCmd() *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Work with the configuration file"}
+	c := &cobra.Command{Use: fullOnly["config"].use, Short: fullOnly["config"].short}
 	var asJSON bool
 	check := &cobra.Command{
 		Use:   "check",

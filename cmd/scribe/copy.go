@@ -27,8 +27,8 @@ func newCopyCmd() *cobra.Command {
 		all, asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "copy --from STORE --to STORE [--all | ID...]",
-		Short: "Copy sessions (with their subagents) from one store to another: jsonl, postgres, s3",
+		Use:   fullOnly["copy"].use,
+		Short: fullOnly["copy"].short,
 		Long: `copy moves sessions between any two stores: the local files (jsonl/local), a
 postgres or an s3 block, named type/name. Each session's main transcript and its
 subagents are read from --from and written to --to, in order and byte for byte.
@@ -407,7 +407,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func newS3Cmd() *cobra.Command {
-	c := &cobra.Command{Use: "s3", Short: "Work on an s3 store", Args: cobra.NoArgs}
+	c := &cobra.Command{Use: fullOnly["s3"].use, Short: fullOnly["s3"].short, Args: cobra.NoArgs}
 	var (
 		storeID     string
 		all, asJSON bool

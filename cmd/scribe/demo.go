@@ -23,8 +23,8 @@ var sampleSession []byte
 func newDemoCmd() *cobra.Command {
 	var keep bool
 	c := &cobra.Command{
-		Use:   "demo",
-		Short: "Record a bundled sample session into a throwaway config folder, list it and show it",
+		Use:   fullOnly["demo"].use,
+		Short: fullOnly["demo"].short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := os.MkdirTemp("", "scribe-demo-")

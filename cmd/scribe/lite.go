@@ -37,37 +37,23 @@ const fullName = "scribe-full"
 // the command, and refuses instead of handing it on for ever.
 const handedOver = "SCRIBE_HANDED_OVER"
 
-// Commands of the full build; TestLightHelpIsFull keeps their Use and
-// Short equal to the full build's.
-func newConfigCmd() *cobra.Command { return fullCmd("config", "Work with the configuration file") }
-func newPluginCmd() *cobra.Command { return fullCmd("plugin", "Work with a plugin binary") }
-func newPluginsCmd() *cobra.Command {
-	return fullCmd("plugins", "Work with the plugins of the configuration")
-}
-func newS3Cmd() *cobra.Command { return fullCmd("s3", "Work on an s3 store") }
-func newTokenCmd() *cobra.Command {
-	return fullCmd("token", "Make and hash bearer tokens for scribe serve")
-}
-func newCopyCmd() *cobra.Command {
-	return fullCmd("copy --from STORE --to STORE [--all | ID...]", "Copy sessions (with their subagents) from one store to another: jsonl, postgres, s3")
-}
-func newDemoCmd() *cobra.Command {
-	return fullCmd("demo", "Record a bundled sample session into a throwaway config folder, list it and show it")
-}
-func newServeCmd() *cobra.Command {
-	return fullCmd("serve", "Run the scribe server: session ingress, events and the History API on NATS JetStream")
-}
-func newSearchCmd() *cobra.Command {
-	return fullCmd("search QUERY [--project P] [--since D] [--role user|assistant|tool] [--json] [--limit N]",
-		"Full-text search over every session: prompts, answers, thinking, tool inputs and outputs, subagents")
-}
+// The commands of the full build, as stubs (fullOnly holds their text).
+func newConfigCmd() *cobra.Command  { return fullCmd(fullOnly["config"]) }
+func newCopyCmd() *cobra.Command    { return fullCmd(fullOnly["copy"]) }
+func newDemoCmd() *cobra.Command    { return fullCmd(fullOnly["demo"]) }
+func newPluginCmd() *cobra.Command  { return fullCmd(fullOnly["plugin"]) }
+func newPluginsCmd() *cobra.Command { return fullCmd(fullOnly["plugins"]) }
+func newS3Cmd() *cobra.Command      { return fullCmd(fullOnly["s3"]) }
+func newSearchCmd() *cobra.Command  { return fullCmd(fullOnly["search"]) }
+func newServeCmd() *cobra.Command   { return fullCmd(fullOnly["serve"]) }
+func newTokenCmd() *cobra.Command   { return fullCmd(fullOnly["token"]) }
 
 // fullCmd is a command the full build runs: its flags, help and
 // subcommands are the full build's.
-func fullCmd(use, short string) *cobra.Command {
+func fullCmd(t cmdText) *cobra.Command {
 	c := &cobra.Command{
-		Use:                use,
-		Short:              short,
+		Use:                t.use,
+		Short:              t.short,
 		DisableFlagParsing: true,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runFull("scribe "+c.Name(), nil)
@@ -185,30 +171,20 @@ func replayStdin(in []byte) error {
 	return unix.Dup2(fd, 0)
 }
 
-// forgetSearch drops sessions from the search index in the same step as
-// the command that moved them, through the full build (the index is
-// SQLite); a failure is said, never fatal (the next search drops them
-// too).
-func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
+// dropFromSearch drops sessions from the search index (forgetSearch)
+// through the full build, which holds SQLite; nothing runs when there is
+// no index.
+func dropFromSearch(_ *cobra.Command, l jsonl.Layout, ids []string) error {
 	if _, err := os.Stat(l.SearchIndexFile()); errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	err := func() error {
-		path, err := fullBinary()
-		if err != nil {
-			return err
-		}
-		args := append([]string{"search", "--forget", "--config-dir", l.ConfigDir}, ids...)
-		out, err := exec.Command(path, args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
 		return nil
-	}()
-	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
 	}
+	path, err := fullBinary()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"search", "--forget", "--config-dir", l.ConfigDir}, ids...)
+	if out, err := exec.Command(path, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ import (
 
 // newPluginCmd is `scribe plugin`: work with one plugin binary.
 func newPluginCmd() *cobra.Command {
-	c := &cobra.Command{Use: "plugin", Short: "Work with a plugin binary"}
+	c := &cobra.Command{Use: fullOnly["plugin"].use, Short: fullOnly["plugin"].short}
 	var asJSON bool
 	var timeout time.Duration
 	var args []string
@@ -85,7 +85,7 @@ func printDescription(w io.Writer, d *plugins.Description) {
 
 // newPluginsCmd is `scribe plugins`: the configured plugins.
 func newPluginsCmd() *cobra.Command {
-	c := &cobra.Command{Use: "plugins", Short: "Work with the plugins of the configuration"}
+	c := &cobra.Command{Use: fullOnly["plugins"].use, Short: fullOnly["plugins"].short}
 	var asJSON, all bool
 	status := &cobra.Command{
 		Use:   "status",

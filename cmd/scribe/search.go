@@ -21,8 +21,8 @@ func newSearchCmd() *cobra.Command {
 		limit                int
 	)
 	c := &cobra.Command{
-		Use:   "search QUERY [--project P] [--since D] [--role user|assistant|tool] [--json] [--limit N]",
-		Short: "Full-text search over every session: prompts, answers, thinking, tool inputs and outputs, subagents",
+		Use:   fullOnly["search"].use,
+		Short: fullOnly["search"].short,
 		Long: `search finds the messages that hold every word (or "quoted phrase") of QUERY,
 best match first (BM25), with a snippet, the session id and the message uuid
 (for scribe show or scribe fork --up-to). --role keeps prompts (user), answers
@@ -118,16 +118,10 @@ func forgetSessions(cmd *cobra.Command, ids []string) error {
 	return err
 }
 
-// forgetSearch drops sessions from the search index in the same step as
-// the command that moved them; a failure is said, never fatal (the next
-// search drops them too).
-func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	if _, err := search.Forget(l, ids...); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
-	}
+// dropFromSearch drops sessions from the search index (forgetSearch).
+func dropFromSearch(_ *cobra.Command, l jsonl.Layout, ids []string) error {
+	_, err := search.Forget(l, ids...)
+	return err
 }
 
 // parseSince reads --since: a date, an RFC 3339 time, or an age.

@@ -26,8 +26,8 @@ import (
 func newServeCmd() *cobra.Command {
 	var tokenFile string
 	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Run the scribe server: session ingress, events and the History API on NATS JetStream",
+		Use:   fullOnly["serve"].use,
+		Short: fullOnly["serve"].short,
 		Long: `Run the scribe server: the routes Claude Code's remote client uses (PUT/GET
 /v1/session_ingress/session/{id}, POST /v1/code/sessions/{id}/events, GET
 /v1/code/sessions/{id}/teleport-events), GET /v1/sessions, /healthz, /readyz and
@@ -154,7 +154,7 @@ func readTokens(r io.Reader, name string) ([]server.Token, error) {
 }
 
 func newTokenCmd() *cobra.Command {
-	c := &cobra.Command{Use: "token", Short: "Make and hash bearer tokens for scribe serve"}
+	c := &cobra.Command{Use: fullOnly["token"].use, Short: fullOnly["token"].short}
 	hash := &cobra.Command{
 		Use:   "hash",
 		Short: "Print the SHA-256 of a token read from stdin (the form the server configuration keeps)",

@@ -429,3 +429,15 @@ with archived set (a prompt sent after TIME un-archives it).`,
 			return l.SetArchived(ctx, id, archived, opt)
 		})
 }
+
+// forgetSearch drops sessions from the search index in the same step as
+// the command that moved them (rm, gc, relocate); a failure is said, never
+// fatal (the next search drops them too).
+func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if err := dropFromSearch(cmd, l, ids); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
+	}
+}

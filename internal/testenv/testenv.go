@@ -123,8 +123,16 @@ func CorpusDir(t testing.TB) string {
 // the exit code, failing the test only when the binary cannot run.
 func RunScribe(t testing.TB, base, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(BuildScribe(t), args...)
-	cmd.Env = append(append([]string{}, base...), env...)
+	return RunBinary(t, BuildScribe(t), append(append([]string{}, base...), env...), stdin, args...)
+}
+
+// RunBinary runs bin (scribe, scribe-full or a copy) with args, exactly
+// env as its environment, and stdin; it returns stdout, stderr and the exit
+// code, failing the test only when the binary cannot run.
+func RunBinary(t testing.TB, bin string, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -134,7 +142,7 @@ func RunScribe(t testing.TB, base, env []string, stdin string, args ...string) (
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("testenv: run scribe %v: %v", args, err)
+		t.Fatalf("testenv: run %s %v: %v", filepath.Base(bin), args, err)
 	}
 	return out.String(), errb.String(), code
 }
