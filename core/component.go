@@ -187,7 +187,8 @@ type Loader interface {
 }
 
 // Guard decides whether an entry may be persisted. It returns nil to allow,
-// or an error wrapping ErrPersistenceDisabled that says why.
+// or an error wrapping ErrPersistenceDisabled that says why. e is a copy
+// the guard may not keep after Check returns; changing it changes nothing.
 type Guard interface {
 	Check(ctx context.Context, e *Entry) error
 }
@@ -211,7 +212,7 @@ type ProcessorFactory interface {
 // EntryChecker is implemented by sinks that can tell, before an entry is
 // queued, that they can never store it (an id that cannot name a file).
 // Check returns nil, or an error wrapping ErrRejected. It is called from
-// Submit, concurrently, and must not block.
+// Submit, concurrently, and must not block; e is a copy it may not keep.
 type EntryChecker interface {
 	CheckEntry(e *Entry) error
 }

@@ -325,13 +325,9 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 		return Result{}, ErrClosed
 	}
 	p.submitted.Add(1)
-	for _, g := range p.guards {
-		if err := g.Guard.Check(ctx, &e); err != nil {
-			p.countMu.Lock()
-			p.refused[g.ID]++
-			p.reasons[g.ID] = err.Error()
-			p.countMu.Unlock()
-			return Result{Status: Refused, By: g.ID, Guard: g.ID, Reason: err}, nil
+	if len(p.guards) > 0 {
+		if res := p.guard(ctx, &e); res != nil {
+			return *res, nil
 		}
 	}
 	e, res := p.process(ctx, e)
@@ -368,6 +364,31 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 	p.fanout(ctx, e)
 	p.accepted.Add(1)
 	return Result{Status: Accepted}, nil
+}
+
+// entryCopies are the entries guards and sink checks are shown: a copy of
+// Submit's, so that Submit's own stays off the heap (they are interfaces:
+// what they are given escapes).
+var entryCopies = sync.Pool{New: func() any { return new(Entry) }}
+
+// guard runs the guards on a copy of *e; a non-nil Result ends the entry.
+func (p *Pipeline) guard(ctx context.Context, e *Entry) *Result {
+	ge := entryCopies.Get().(*Entry)
+	defer func() {
+		*ge = Entry{}
+		entryCopies.Put(ge)
+	}()
+	for _, g := range p.guards {
+		*ge = *e
+		if err := g.Guard.Check(ctx, ge); err != nil {
+			p.countMu.Lock()
+			p.refused[g.ID]++
+			p.reasons[g.ID] = err.Error()
+			p.countMu.Unlock()
+			return &Result{Status: Refused, By: g.ID, Guard: g.ID, Reason: err}
+		}
+	}
+	return nil
 }
 
 // process runs the processors; a non-nil Result ends the entry.
@@ -429,8 +450,17 @@ func (p *Pipeline) check(e *Entry) *Result {
 	if err := CheckIDs(e); err != nil {
 		return reject(ID{}, err)
 	}
+	if len(p.checkers) == 0 {
+		return nil
+	}
+	ce := entryCopies.Get().(*Entry)
+	defer func() {
+		*ce = Entry{}
+		entryCopies.Put(ce)
+	}()
 	for _, c := range p.checkers {
-		if err := c.c.CheckEntry(e); err != nil {
+		*ce = *e
+		if err := c.c.CheckEntry(ce); err != nil {
 			if !errors.Is(err, ErrRejected) {
 				err = fmt.Errorf("%w: %v", ErrRejected, err)
 			}

@@ -242,58 +242,70 @@ func digits(b []byte, i int) int {
 
 // StringEnd checks the string that starts at b[i]=='"' and returns the
 // offset after its closing quote (or ^off) and whether it holds escapes.
-// Plain runs go eight bytes at a time: strings are most of the bytes of a
-// transcript.
+// Strings are most of the bytes of a transcript, and short ones (keys,
+// ids, types) most of the strings: eight bytes are tried in a word first,
+// then stringBody takes over (in vector registers where the machine has
+// them), stepping over two-byte escapes itself.
 func StringEnd(b []byte, i int) (end int, escaped bool) {
 	if i >= len(b) || b[i] != '"' {
 		return ^i, false
 	}
 	j := i + 1
+	if j+8 <= len(b) {
+		if m := firstSpecial(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			if k := j + bits.TrailingZeros64(m)>>3; b[k] == '"' {
+				return k + 1, false
+			}
+		}
+	}
 	for {
-		// Sixteen bytes a step while no special byte is in them, then
-		// eight. The lowest byte set in firstSpecial is the first special
-		// one (bytes after it may be set too): jump straight to it.
-		for j+16 <= len(b) {
-			w := b[j : j+16 : j+16]
-			m0 := firstSpecial(binary.LittleEndian.Uint64(w))
-			m1 := firstSpecial(binary.LittleEndian.Uint64(w[8:]))
-			if m0|m1 == 0 {
-				j += 16
-				continue
-			}
-			if m0 != 0 {
-				j += bits.TrailingZeros64(m0) >> 3
-			} else {
-				j += 8 + bits.TrailingZeros64(m1)>>3
-			}
-			goto special
-		}
-		for j+8 <= len(b) {
-			if m := firstSpecial(binary.LittleEndian.Uint64(b[j:])); m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			j += 8
-		}
-	special:
-		if j >= len(b) {
+		n, esc := stringBody(b[j:])
+		escaped = escaped || esc
+		if j += n; j >= len(b) {
 			return ^len(b), escaped
 		}
-		switch c := b[j]; {
-		case c == '"':
+		switch b[j] {
+		case '"':
 			return j + 1, escaped
-		case c == '\\':
+		case '\\':
 			escaped = true
 			if n := escapeLen(b, j); n > 0 {
 				j += n
 			} else {
 				return ^(j - n), escaped
 			}
-		case c < 0x20:
+		default: // a control character
 			return ^j, escaped
-		default:
-			j++
 		}
+	}
+}
+
+// stringBodyWords is what stringBody returns, eight bytes a step in a word
+// while no special byte is in them: the offset of the first byte of a
+// string's body b that is a quote, a control character, a backslash that
+// does not start a two-byte escape, or len(b); and whether it stepped over
+// an escape.
+func stringBodyWords(b []byte) (n int, escaped bool) {
+	j := 0
+	for {
+		for j+8 <= len(b) {
+			m := firstSpecial(binary.LittleEndian.Uint64(b[j:]))
+			if m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
+		for ; j < len(b); j++ {
+			if c := b[j]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+		}
+		if j+1 >= len(b) || b[j] != '\\' || escapeLen(b, j) != 2 {
+			return j, escaped
+		}
+		escaped = true
+		j += 2
 	}
 }
 

@@ -74,6 +74,8 @@ type Sink struct {
 	// kick wakes an idle drain loop when something is queued.
 	dirty  map[*file]struct{}
 	toSync map[*file]struct{}
+	// ahead syncs in the background what sized drains wrote (syncahead.go).
+	ahead *syncAhead
 	// writesSinceTick counts Write calls since the drain loop's last tick;
 	// lastSync is when that loop last synced (its goroutine only).
 	writesSinceTick atomic.Int64
@@ -198,6 +200,7 @@ func New(opts Options) (*Sink, error) {
 		sessions: make(map[string]*session),
 		dirty:    make(map[*file]struct{}),
 		toSync:   make(map[*file]struct{}),
+		ahead:    newSyncAhead(),
 		kick:     make(chan struct{}, 1),
 		full:     make(chan struct{}, 1),
 	}
@@ -674,6 +677,7 @@ func (s *Sink) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.io.Lock()
 	defer s.io.Unlock()
+	defer s.ahead.wait() // no goroutine outlives the sink
 	err := s.flushIO()
 	// A failed write is tried again until ctx ends (the user may free the
 	// disk); what is still queued then is counted as unwritten.
@@ -734,24 +738,26 @@ func (s *Sink) Report() map[string]int64 {
 	pending := s.pending
 	s.mu.Unlock()
 	m := map[string]int64{
-		"lines_written":      s.linesWritten.Load(),
-		"bytes_written":      s.bytesWritten.Load(),
-		"writes":             s.writes.Load(),
-		"fsyncs":             s.fsyncs.Load(),
-		"files_created":      s.filesCreated.Load(),
-		"torn_tails_sealed":  s.tornSealed.Load(),
-		"metadata_reappends": s.reappends.Load(),
-		"write_errors":       s.writeErrors.Load(),
-		"unrouted":           s.unrouted.Load(),
-		"events_skipped":     s.eventsSkipped.Load(),
-		"held":               held,
-		"pending_bytes":      pending,
-		"rejected":           s.rejected.Load(),
-		"locks_released":     s.locksReleased.Load(),
-		"files_closed":       s.filesClosed.Load(),
-		"rescans":            s.rescans.Load(),
-		"foreign_duplicates": s.foreignDups.Load(),
-		"unwritten_lines":    s.unwritten.Load(),
+		"lines_written":       s.linesWritten.Load(),
+		"bytes_written":       s.bytesWritten.Load(),
+		"writes":              s.writes.Load(),
+		"fsyncs":              s.fsyncs.Load(),
+		"fsyncs_ahead":        s.ahead.syncs.Load(),
+		"fsyncs_ahead_failed": s.ahead.failed.Load(),
+		"files_created":       s.filesCreated.Load(),
+		"torn_tails_sealed":   s.tornSealed.Load(),
+		"metadata_reappends":  s.reappends.Load(),
+		"write_errors":        s.writeErrors.Load(),
+		"unrouted":            s.unrouted.Load(),
+		"events_skipped":      s.eventsSkipped.Load(),
+		"held":                held,
+		"pending_bytes":       pending,
+		"rejected":            s.rejected.Load(),
+		"locks_released":      s.locksReleased.Load(),
+		"files_closed":        s.filesClosed.Load(),
+		"rescans":             s.rescans.Load(),
+		"foreign_duplicates":  s.foreignDups.Load(),
+		"unwritten_lines":     s.unwritten.Load(),
 	}
 	s.reportSealed(m)
 	return m

@@ -27,6 +27,36 @@ func syncLine(t *testing.T, i, n int) core.Entry {
 	return e
 }
 
+// startQuiet starts a sink in dir whose drain interval is an hour: no
+// tick comes during a test, only the drains Write asks for.
+func startQuiet(t *testing.T, dir string, mod func(*Options)) *Sink {
+	t.Helper()
+	s := newSink(t, dir, func(o *Options) {
+		o.DrainInterval = time.Hour
+		if mod != nil {
+			mod(o)
+		}
+	})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// writeRows writes 64 KiB rows (syncLine) until at least size bytes went
+// and returns how many.
+func writeRows(t *testing.T, s *Sink, size int) int {
+	t.Helper()
+	n := 0
+	for written := 0; written < size; written += 64 << 10 {
+		if err := s.Write(context.Background(), []core.Entry{syncLine(t, n, 64<<10)}); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
 // eventually waits, at most 10 s, for cond.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -41,20 +71,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // without syncing (the drain interval is an hour here: no tick comes), and
 // the next Flush syncs what it wrote.
 func TestBatchSizedDrainsWriteFlushSyncs(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	s := newSink(t, dir, func(o *Options) { o.DrainInterval = time.Hour })
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, ctx := t.TempDir(), context.Background()
+	s := startQuiet(t, dir, nil)
 	defer s.Shutdown(ctx)
-	n := 0
-	for written := 0; written < drainAt+(1<<20); written += 64 << 10 {
-		if err := s.Write(ctx, []core.Entry{syncLine(t, n, 64<<10)}); err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
+	n := writeRows(t, s, drainAt+(1<<20))
 	eventually(t, "no sized drain wrote the file", func() bool {
 		st, err := os.Stat(mainPath(dir))
 		return err == nil && st.Size() > 0

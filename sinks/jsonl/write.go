@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/internal/durable"
 )
@@ -72,6 +71,7 @@ func (s *Sink) drainIO(deferSync bool) error {
 	clear(s.dirty)
 	s.mu.Unlock()
 	var errs []error
+	var synced []*file
 	for _, j := range jobs {
 		rest, sealLeft, err := s.writeJob(j)
 		s.mu.Lock()
@@ -89,6 +89,14 @@ func (s *Sink) drainIO(deferSync bool) error {
 			j.buf.release() // all written (a failed sync is retried by Flush)
 		}
 		s.mu.Unlock()
+		if err == nil && !deferSync && f.unsynced && f.fd != nil {
+			synced = append(synced, f)
+		}
+	}
+	// The syncs of a drain that syncs are made once everything is written,
+	// side by side (syncFiles).
+	if err := s.syncFiles(synced); err != nil {
+		errs = append(errs, err)
 	}
 	err := errors.Join(errs...)
 	if err != nil {
@@ -166,21 +174,22 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 func (s *Sink) written(j job) (rest wqueue, sealLeft bool, err error) {
 	f := j.f
 	s.writes.Add(1)
-	if j.deferSync && s.filesOpen <= int64(s.fileBudget) {
-		// Start the disk on what was written, without waiting for it: the
-		// sync that follows then finds most of it done.
-		if f.fd != nil && s.sealed == nil {
-			_ = unix.SyncFileRange(int(f.fd.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+	if s.filesOpen > int64(s.fileBudget) {
+		// Over the budget of open files: synced now, so that it can be
+		// closed before the drain opens another.
+		if err := s.sync(f); err != nil {
+			return wqueue{}, false, err
 		}
+		s.closeFile(f)
+		return wqueue{}, false, nil
+	}
+	if j.deferSync {
+		// Sync it in the background, without waiting: the sync that
+		// counts then finds the disk done (syncahead.go).
+		s.ahead.wrote(f.fd, int64(j.buf.len()))
 		return wqueue{}, false, nil // in toSync: synced at the interval or the next Flush
 	}
-	if err := s.sync(f); err != nil {
-		return wqueue{}, false, err
-	}
-	if s.filesOpen > int64(s.fileBudget) {
-		s.closeFile(f)
-	}
-	return wqueue{}, false, nil
+	return wqueue{}, false, nil // synced with the drain's other files (drainIO)
 }
 
 // sync is the one place the fsync policy is applied: batch and always
@@ -193,15 +202,69 @@ func (s *Sink) sync(f *file) error {
 	if err := f.fd.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", f.path, err)
 	}
+	return s.synced(f, nil)
+}
+
+// synced records that f's bytes are on disk and, the first time, syncs the
+// folder that holds its name (unless dirs says that is done).
+func (s *Sink) synced(f *file, dirs map[string]error) error {
 	s.fsyncs.Add(1)
 	f.unsynced = false
-	if f.created {
-		if err := durable.SyncDir(filepath.Dir(f.path)); err != nil {
-			return err
-		}
-		f.created = false
+	if !f.created {
+		return nil
 	}
+	dir := filepath.Dir(f.path)
+	err, done := dirs[dir]
+	if !done {
+		err = durable.SyncDir(dir)
+		if dirs != nil {
+			dirs[dir] = err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	f.created = false
 	return nil
+}
+
+// syncWorkers is how many fsyncs syncFiles has waiting at once.
+const syncWorkers = 16
+
+// syncFiles syncs files side by side: the file system commits the fsyncs
+// that wait together in one journal commit, where one after another each
+// waits for a commit of its own (20 files: 120 ms one by one on the bench
+// machine). Called with s.io held; the fsync policy applies as in sync.
+func (s *Sink) syncFiles(files []*file) error {
+	if s.opts.Fsync == FsyncNever || len(files) == 0 {
+		return nil
+	}
+	if len(files) == 1 {
+		return s.sync(files[0])
+	}
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, syncWorkers)
+	for i, f := range files {
+		if !f.unsynced || f.fd == nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := f.fd.Sync(); err != nil {
+				errs[i] = fmt.Errorf("fsync %s: %w", f.path, err)
+			}
+		})
+	}
+	wg.Wait()
+	dirs := make(map[string]error)
+	for i, f := range files {
+		if errs[i] == nil && f.unsynced && f.fd != nil {
+			errs[i] = s.synced(f, dirs)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Flush writes every queue now and syncs it (unless the policy is never).
@@ -215,17 +278,17 @@ func (s *Sink) flushIO() error {
 	if err := s.drainIO(false); err != nil {
 		return err
 	}
-	var errs []error
+	var files []*file
 	for f := range s.toSync {
 		if f.unsynced && f.fd != nil {
-			if err := s.sync(f); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+			files = append(files, f)
 		}
+	}
+	err := s.syncFiles(files)
+	for f := range s.toSync {
 		if !f.unsynced || s.opts.Fsync == FsyncNever {
 			delete(s.toSync, f)
 		}
 	}
-	return errors.Join(errs...)
+	return err
 }
