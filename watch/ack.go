@@ -63,6 +63,14 @@ func (w *Watcher) ack(acked int64) {
 		f.st.Offset, f.st.FP, f.st.FPLen, f.st.Inode, f.st.Messages = m.off, m.fp, m.fpLen, m.inode, m.msgs
 		f.st.Size, f.st.MTime = f.size, f.mtime
 		f.marks = append(f.marks[:0], f.marks[n:]...)
+		if len(f.marks) == 0 {
+			// Everything read was acknowledged by every pipeline: the
+			// archive's copy, as it is now, holds nothing another sink
+			// lacks.
+			if size, ok := w.archiveSize(f); ok {
+				f.st.ArchiveSize = size
+			}
+		}
 		w.changed = true
 		if w.o.OnAck != nil {
 			w.o.OnAck(f.st.Path, m.off)
@@ -105,6 +113,11 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 		delete(w.files, path)
 		w.changed = true
 		return nil
+	}
+	// First what a killed run gave the archive only (a subagent's file
+	// too, whose main transcript may be forgotten already).
+	if err := w.replayArchive(ctx, f); err != nil {
+		return fmt.Errorf("replay the archive's copy of deleted %s: %w", path, err)
 	}
 	if !w.mainMirrored(f.root, projectOf(f.root, path), f.st.Session) {
 		// Nothing of the session reached the sinks: there is no record to
@@ -166,19 +179,102 @@ func archiveDirOf(archive, session, cwd string) string {
 	return d
 }
 
-// archivedMetadata returns the uuid-less lines the first archive holds
-// for f's transcript (nil without an archive).
-func (w *Watcher) archivedMetadata(f *follower) map[string]bool {
-	if len(w.o.Archives) == 0 || (f.st.Kind != KindMain && f.st.Kind != KindAgent) {
-		return nil
+// archivePath is the path of f's transcript (main or subagent) in the
+// first archive ("" without an archive, or before the archive has the
+// session); found once, then kept.
+func (w *Watcher) archivePath(f *follower) string {
+	if f.archive != "" || len(w.o.Archives) == 0 || (f.st.Kind != KindMain && f.st.Kind != KindAgent) {
+		return f.archive
 	}
 	dir := archiveDirOf(w.o.Archives[0], f.st.Session, f.st.CWD)
 	if dir == "" {
+		return ""
+	}
+	f.archive = jsonl.MainFile(dir, f.st.Session)
+	if f.st.Kind == KindAgent {
+		f.archive = jsonl.AgentFile(dir, f.st.Session, f.st.Agent)
+	}
+	return f.archive
+}
+
+// archiveSize is the size of f's copy in the first archive; ok is false
+// without one.
+func (w *Watcher) archiveSize(f *follower) (int64, bool) {
+	p := w.archivePath(f)
+	if p == "" {
+		return 0, false
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		f.archive = "" // moved (scribe relocate): found again next time
+		return 0, false
+	}
+	return fi.Size(), true
+}
+
+// replayArchive sends every pipeline, again, the lines f's copy in the
+// first archive holds past f.st.ArchiveSize (all of it when the copy is
+// shorter: something rewrote it), and flushes them. Those lines were read
+// from f, but not acknowledged, by a run that was killed: the archive got
+// them, another sink (a team server) may not have, and f is gone, so it
+// cannot be read again. Each pipeline deduplicates against its own sink:
+// the archive drops them all, a sink that lacks one gets it (in a single
+// pipeline, dedup replays them to its idempotent sinks). A flush that
+// fails leaves f followed: the deletion is handled again later.
+func (w *Watcher) replayArchive(ctx context.Context, f *follower) error {
+	p := w.archivePath(f)
+	if p == "" {
 		return nil
 	}
-	path := jsonl.MainFile(dir, f.st.Session)
-	if f.st.Kind == KindAgent {
-		path = jsonl.AgentFile(dir, f.st.Session, f.st.Agent)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	from := f.st.ArchiveSize
+	if from > int64(len(b)) {
+		from = 0
+	}
+	rest := b[from:]
+	if end := bytes.LastIndexByte(rest, '\n'); end >= 0 {
+		rest = rest[:end+1]
+	} else {
+		return nil
+	}
+	n := 0
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		line := rest[:i]
+		rest = rest[i+1:]
+		// Only lines with a uuid: dedup knows them exactly in every
+		// pipeline. A uuid-less line (a title, a tag) is known only while
+		// a session replays its start, and would be written twice to the
+		// archive otherwise.
+		if e, err := core.ParseEntry(line); err != nil || e.UUID == "" {
+			continue
+		}
+		if err := w.submitLine(ctx, f, line); err != nil {
+			return err
+		}
+		w.seq++
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	w.Stats.Replayed.Add(int64(n))
+	w.log.Info("followed file deleted with lines read but not acknowledged; replayed the archive's copy past its checkpoint to every sink", "path", f.st.Path, "archive", p, "lines", n)
+	return w.flush(ctx, true)
+}
+
+// archivedMetadata returns the uuid-less lines the first archive holds
+// for f's transcript (nil without an archive).
+func (w *Watcher) archivedMetadata(f *follower) map[string]bool {
+	path := w.archivePath(f)
+	if path == "" {
+		return nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -39,6 +39,7 @@ func (w *Watcher) WriteMetrics(out io.Writer) {
 	counter("scribe_watch_rewrites_total", "Files replaced or rewritten under their checkpoint (read again from the start).", s.Rewrites.Load())
 	counter("scribe_watch_truncations_total", "Files found shorter than their checkpoint (read again from the start).", s.Truncations.Load())
 	counter("scribe_watch_deletions_total", "Followed files deleted (recorded as lifecycle events).", s.Deletions.Load())
+	counter("scribe_watch_replayed_lines_total", "Lines of deleted transcripts sent again from the archive's copy (read by a killed run, not acknowledged).", s.Replayed.Load())
 	counter("scribe_watch_touches_total", "Files whose mtime changed with nothing new to read.", s.Touches.Load())
 	counter("scribe_watch_sidecars_copied_total", "Sidecar files (.meta.json, tool results) copied into the archives.", s.SidecarsCopied.Load())
 	counter("scribe_watch_hook_events_total", "Hook events taken from the inbox.", s.HookEvents.Load())

@@ -51,6 +51,13 @@ type FileState struct {
 	// Messages is set once a user or assistant line was sent: lines
 	// before the first one wait, as Claude Code's own writer holds them.
 	Messages bool `json:"messages,omitempty"`
+	// ArchiveSize is the size of this transcript's copy in the first
+	// archive when every line read so far was acknowledged: what the
+	// archive holds past it came from lines read but not acknowledged (a
+	// run killed between the archive's write and another sink's). When
+	// the transcript is deleted, that part is replayed from the archive
+	// to every pipeline, so that no sink misses it (replayArchive).
+	ArchiveSize int64 `json:"archive_size,omitempty"`
 }
 
 type stateFile struct {

@@ -29,6 +29,9 @@ type rig struct {
 	archive  string
 	state    string
 	extra    []core.NamedSink
+	// server, when set, is a second jsonl store with a pipeline of its
+	// own, as scribe watch gives each durable sink (a team server).
+	server string
 }
 
 func newRig(t *testing.T) *rig {
@@ -49,12 +52,16 @@ func (r *rig) archived(rel ...string) string {
 }
 
 // pipeline starts a pipeline over a fresh archive sink (and r.extra).
-func (r *rig) pipeline() *core.Pipeline {
-	s, err := jsonl.New(jsonl.Options{ConfigDir: r.archive, DrainInterval: 10 * time.Millisecond, ID: core.ID{Type: "jsonl", Name: "archive"}})
+func (r *rig) pipeline() *core.Pipeline { return r.pipelineOver(r.archive, r.extra) }
+
+// pipelineOver starts a pipeline over a fresh jsonl sink in dir (and
+// extra), which seeds its dedup.
+func (r *rig) pipelineOver(dir string, extra []core.NamedSink) *core.Pipeline {
+	s, err := jsonl.New(jsonl.Options{ConfigDir: dir, DrainInterval: 10 * time.Millisecond, ID: core.ID{Type: "jsonl", Name: filepath.Base(dir)}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	sinks := append([]core.NamedSink{{ID: core.ID{Type: "jsonl", Name: "archive"}, Sink: s}}, r.extra...)
+	sinks := append([]core.NamedSink{{ID: core.ID{Type: "jsonl", Name: filepath.Base(dir)}, Sink: s}}, extra...)
 	p, err := core.NewPipeline(core.PipelineOptions{Sinks: sinks, Seeder: s, RetryFor: 200 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
@@ -77,7 +84,13 @@ func (r *rig) once() (*Stats, error) {
 	defer st.Close()
 	p := r.pipeline()
 	defer p.Shutdown(context.Background())
-	w, err := New(Options{Roots: []string{r.projects}, Store: st, Pipeline: p, Archives: []string{r.archive}, Inbox: filepath.Join(r.state, "inbox")})
+	var more []*core.Pipeline
+	if r.server != "" {
+		sp := r.pipelineOver(r.server, nil)
+		defer sp.Shutdown(context.Background())
+		more = append(more, sp)
+	}
+	w, err := New(Options{Roots: []string{r.projects}, Store: st, Pipeline: p, Pipelines: more, Archives: []string{r.archive}, Inbox: filepath.Join(r.state, "inbox")})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -256,6 +269,85 @@ func TestDeletionKeepsWhatWasMirroredAndIsRecorded(t *testing.T) {
 	st := r.mustOnce()
 	if st.Deletions.Load() != 0 || bytes.Count(mustRead(t, r.archived(sid, "scribe-lifecycle.jsonl")), []byte("transcript_deleted")) != 1 {
 		t.Fatal("the deletion was recorded twice")
+	}
+}
+
+// A run killed after the archive wrote lines and before the server got
+// them, then the transcript deleted before the next run read them again:
+// the next run replays the archive's copy past its checkpoint, and the
+// server gets exactly what it lacked; the archive doubles nothing (a
+// uuid-less line is not replayed).
+func TestDeletionReplaysWhatOnlyTheArchiveGot(t *testing.T) {
+	r := newRig(t)
+	r.server = filepath.Join(filepath.Dir(r.archive), "server")
+	serverMain := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid+".jsonl")
+	one, two := userLine("one"), userLine("two")
+	appendFile(t, r.mainPath(), one+"\n"+two+"\n")
+	r.mustOnce()
+	wantOnce(t, serverMain, one, two)
+	// The killed run: two more lines and a title read, written by the
+	// archive, not by the server; the checkpoint stayed before them.
+	three, four := userLine("three"), userLine("four")
+	appendFile(t, r.mainPath(), three+"\n"+titleLine+"\n"+four+"\n")
+	appendFile(t, r.archived(sid+".jsonl"), three+"\n"+titleLine+"\n"+four+"\n")
+	if err := os.Remove(r.mainPath()); err != nil {
+		t.Fatal(err)
+	}
+	s := r.mustOnce()
+	if got := s.Replayed.Load(); got != 2 {
+		t.Fatalf("replayed %d lines, want 2 (the uuid lines past the checkpoint)", got)
+	}
+	wantOnce(t, serverMain, one, two, three, four)
+	wantOnce(t, r.archived(sid+".jsonl"), one, two, three, titleLine, four)
+	if s.Deletions.Load() != 1 {
+		t.Fatalf("deletions %d, want 1", s.Deletions.Load())
+	}
+	// Nothing more on a run after that.
+	if s := r.mustOnce(); s.Replayed.Load() != 0 {
+		t.Fatalf("replayed %d lines again", s.Replayed.Load())
+	}
+}
+
+// The same for a subagent's transcript deleted with its session (the main
+// transcript forgotten first): its archive copy is replayed too.
+func TestDeletedSessionReplaysItsSubagents(t *testing.T) {
+	r := newRig(t)
+	r.server = filepath.Join(filepath.Dir(r.archive), "server")
+	agentRow := func(n int) string {
+		return fmt.Sprintf(`{"parentUuid":null,"isSidechain":true,"agentId":"a1b2","type":"user","message":{"role":"user","content":"search"},"uuid":"00000000-0000-4000-8000-0000000000a%d","timestamp":"2026-01-10T11:00:02.267Z","cwd":%q,"sessionId":%q}`, n, cwd, sid)
+	}
+	agentPath := filepath.Join(filepath.Dir(r.mainPath()), sid, "subagents", "agent-a1b2.jsonl")
+	appendFile(t, r.mainPath(), userLine("a")+"\n")
+	appendFile(t, agentPath, agentRow(1)+"\n")
+	r.mustOnce()
+	appendFile(t, agentPath, agentRow(2)+"\n")
+	appendFile(t, r.archived(sid, "subagents", "agent-a1b2.jsonl"), agentRow(2)+"\n")
+	if err := os.RemoveAll(filepath.Join(filepath.Dir(r.mainPath()), sid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(r.mainPath()); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.mustOnce(); s.Replayed.Load() != 1 {
+		t.Fatalf("replayed %d lines, want 1", s.Replayed.Load())
+	}
+	serverAgent := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid, "subagents", "agent-a1b2.jsonl")
+	wantOnce(t, serverAgent, agentRow(1), agentRow(2))
+	wantOnce(t, r.archived(sid, "subagents", "agent-a1b2.jsonl"), agentRow(1), agentRow(2))
+}
+
+// A deletion after everything was acknowledged replays nothing.
+func TestDeletionAfterAcknowledgementReplaysNothing(t *testing.T) {
+	r := newRig(t)
+	r.server = filepath.Join(filepath.Dir(r.archive), "server")
+	one := userLine("one")
+	appendFile(t, r.mainPath(), one+"\n"+titleLine+"\n")
+	r.mustOnce()
+	if err := os.Remove(r.mainPath()); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.mustOnce(); s.Replayed.Load() != 0 || s.Deletions.Load() != 1 {
+		t.Fatalf("replayed %d, deletions %d; want 0 and 1", s.Replayed.Load(), s.Deletions.Load())
 	}
 }
 

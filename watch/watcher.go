@@ -106,7 +106,10 @@ type Stats struct {
 	BytesRead, Lines, Submitted, Accepted, Duplicates, Refused, Rejected  atomic.Int64
 	Malformed, Blank, Rewrites, Truncations, Deletions, Touches           atomic.Int64
 	SidecarsCopied, MetaSkipped, Errors, Rescans, Events, Overflows       atomic.Int64
-	Flushes, FlushErrors, Saves, SaveErrors, HookEvents, StatesRefused    atomic.Int64
+	// Replayed counts lines sent again from the archive's copy of a
+	// deleted transcript (replayArchive).
+	Replayed                                                           atomic.Int64
+	Flushes, FlushErrors, Saves, SaveErrors, HookEvents, StatesRefused atomic.Int64
 	// LagSeconds is the age, in seconds, of the oldest line read but not
 	// yet acknowledged (0 when all is acknowledged).
 	LagMillis atomic.Int64
@@ -131,6 +134,7 @@ type follower struct {
 	metaSkip  map[string]bool
 	skipUntil int64
 	firstRead time.Time // when the oldest unacknowledged line was read
+	archive   string    // its copy in the first archive, once found (archivePath)
 }
 
 type mark struct {

@@ -305,9 +305,9 @@ func serveMetrics(addr string, w *watch.Watcher, log hclog.Logger) (*http.Server
 
 func printWatchSummary(out io.Writer, w *watch.Watcher) {
 	s := &w.Stats
-	fmt.Fprintf(out, "watch: %d files followed, %d lines read (%d accepted, %d duplicates, %d refused, %d rejected, %d malformed), %d rewrites, %d truncations, %d deletions, %d sidecars copied, %d hook events, %d errors\n",
+	fmt.Fprintf(out, "watch: %d files followed, %d lines read (%d accepted, %d duplicates, %d refused, %d rejected, %d malformed), %d rewrites, %d truncations, %d deletions (%d lines replayed from the archive), %d sidecars copied, %d hook events, %d errors\n",
 		s.FilesFollowed.Load(), s.Lines.Load(), s.Accepted.Load(), s.Duplicates.Load(), s.Refused.Load(), s.Rejected.Load(), s.Malformed.Load(),
-		s.Rewrites.Load(), s.Truncations.Load(), s.Deletions.Load(), s.SidecarsCopied.Load(), s.HookEvents.Load(), s.Errors.Load())
+		s.Rewrites.Load(), s.Truncations.Load(), s.Deletions.Load(), s.Replayed.Load(), s.SidecarsCopied.Load(), s.HookEvents.Load(), s.Errors.Load())
 }
 
 // printService writes a systemd user unit (or a launchd plist) that runs
