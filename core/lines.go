@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"sync/atomic"
+
+	"github.com/e0dc0000/scribe/internal/freelist"
 )
 
 // LineReader cuts a JSONL input into regions of whole lines that may be
@@ -171,18 +173,14 @@ func (l *Lease) Release() {
 	}
 }
 
-// freeBlocks keeps returned blocks for reuse, up to maxFreeBlocks (64 MiB);
-// more are left to the garbage collector.
-var freeBlocks = make(chan *Lease, maxFreeBlocks)
-
-const maxFreeBlocks = 64
+// freeBlocks keeps returned blocks for reuse, up to 64 (64 MiB), the one
+// returned last first; more are left to the garbage collector.
+var freeBlocks = freelist.Stack[*Lease]{Max: 64}
 
 // getLease returns a block with one reference (the reader's).
 func getLease() *Lease {
-	var l *Lease
-	select {
-	case l = <-freeBlocks:
-	default:
+	l, ok := freeBlocks.Get()
+	if !ok {
 		l = &Lease{buf: make([]byte, lineBlock)}
 	}
 	l.refs.Store(1)
@@ -193,8 +191,5 @@ func putLease(l *Lease) {
 	if len(l.buf) != lineBlock {
 		return // not a reader's block
 	}
-	select {
-	case freeBlocks <- l:
-	default:
-	}
+	freeBlocks.Put(l)
 }

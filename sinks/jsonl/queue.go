@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/freelist"
 )
 
 // wqueue is one file's bytes waiting for a drain, as the segments one
@@ -41,28 +42,22 @@ const (
 
 var newline = []byte{'\n'} // shared, never written to
 
-// freeBlocks keeps written blocks for the next short lines, up to 16 MiB.
-// A sync.Pool would lose them at every garbage collection, and copying
-// into fresh memory pays a page fault per 4 KiB: more than the copy.
-var freeBlocks = make(chan []byte, 256)
+// freeBlocks keeps written blocks for the next short lines, up to 16 MiB,
+// the one written last first (internal/freelist says why).
+var freeBlocks = freelist.Stack[[]byte]{Max: 256}
 
 func getBlock() []byte {
-	select {
-	case b := <-freeBlocks:
+	if b, ok := freeBlocks.Get(); ok {
 		return b[:0]
-	default:
-		return make([]byte, 0, blockSize)
 	}
+	return make([]byte, 0, blockSize)
 }
 
 func putBlock(b []byte) {
 	if cap(b) != blockSize {
 		return
 	}
-	select {
-	case freeBlocks <- b[:0]:
-	default:
-	}
+	freeBlocks.Put(b[:0])
 }
 
 func (q *wqueue) len() int { return q.n }
