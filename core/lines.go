@@ -182,6 +182,7 @@ func getLease() *Lease {
 	l, ok := freeBlocks.Get()
 	if !ok {
 		l = &Lease{buf: make([]byte, lineBlock)}
+		prefault(l.buf)
 	}
 	l.refs.Store(1)
 	return l

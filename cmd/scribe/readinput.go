@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/freelist"
 )
 
 // Reading the input of record: each file (or stdin) goes through
@@ -15,6 +16,16 @@ import (
 // its block's lease, given back by the pipeline so that the block is
 // reused) and hands them back in input order; here they are numbered,
 // counted and sent on a region at a time, then an eof marker per file.
+
+// inputBatches keeps the batches the recorder took (recycleBatch), for
+// the next regions.
+var inputBatches = freelist.Stack[[]input]{Max: 16}
+
+// recycleBatch gives a batch back once every input in it was taken.
+func recycleBatch(b []input) {
+	clear(b)
+	inputBatches.Put(b[:0])
+}
 
 // readInputs parses every line of the files (or stdin) and sends the
 // entries on, a region's at a time (one hand-off per region, not per
@@ -45,7 +56,7 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 		}
 		var line int64
 		err := core.Intake(ctx, r, 0, func(lines []core.Line) error {
-			batch := make([]input, 0, len(lines))
+			batch, _ := inputBatches.Get()
 			for i := range lines {
 				seq++
 				line++
@@ -64,6 +75,7 @@ func readInputs(ctx context.Context, files []string, stdin io.Reader, out chan<-
 				}
 			}
 			if len(batch) == 0 {
+				recycleBatch(batch)
 				return nil
 			}
 			return send(batch)

@@ -295,6 +295,7 @@ func (r *recorder) consume(intake context.Context, lines <-chan []input) error {
 					return err
 				}
 			}
+			recycleBatch(batch)
 			if err := r.flushEvents(len(lines) == 0); err != nil {
 				return err
 			}

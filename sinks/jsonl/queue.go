@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -65,6 +66,11 @@ func (q *wqueue) len() int { return q.n }
 // add queues raw and a newline. A long raw with a lease is kept, not
 // copied: the queue takes a reference on the lease.
 func (q *wqueue) add(raw []byte, lease *core.Lease) {
+	if q.segs == nil {
+		q.segs, _ = segSlices.Get()
+		q.owned, _ = ownedSlices.Get()
+		q.leases, _ = leaseSlices.Get()
+	}
 	need := len(raw) + 1
 	q.n += need
 	q.lines++
@@ -128,7 +134,54 @@ func (q *wqueue) release() {
 	for _, l := range q.leases {
 		l.Release()
 	}
+	recycle(&segSlices, q.segs)
+	recycle(&ownedSlices, q.owned)
+	recycle(&leaseSlices, q.leases)
 	*q = wqueue{}
+}
+
+// The slices of written queues, kept for the next ones: a queue is
+// taken at every drain, and growing new ones each time cost as much as
+// the copies (internal/freelist).
+var (
+	segSlices   = freelist.Stack[[][]byte]{Max: 256}
+	ownedSlices = freelist.Stack[[][]byte]{Max: 256}
+	leaseSlices = freelist.Stack[[]*core.Lease]{Max: 256}
+	iovecs      = freelist.Stack[[]unix.Iovec]{Max: 4}
+)
+
+func recycle[T any](st *freelist.Stack[[]T], s []T) {
+	if cap(s) == 0 {
+		return
+	}
+	clear(s)
+	st.Put(s[:0])
+}
+
+// writev is unix.Writev with an iovec array of its own, reused: unix.Writev
+// allocates one per call.
+func writev(fd int, segs [][]byte) (int, error) {
+	iov, _ := iovecs.Get()
+	defer func() {
+		clear(iov)
+		iovecs.Put(iov[:0])
+	}()
+	for _, s := range segs {
+		if len(s) == 0 {
+			continue
+		}
+		v := unix.Iovec{Base: &s[0]}
+		v.SetLen(len(s))
+		iov = append(iov, v)
+	}
+	if len(iov) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+	if errno != 0 {
+		return int(n), errno
+	}
+	return int(n), nil
 }
 
 // maxIOV bounds the segments given to one writev (IOV_MAX is 1024).
@@ -141,7 +194,7 @@ const maxIOV = 1024
 func (q *wqueue) writeTo(fd int) (rest wqueue, written, lines int, err error) {
 	segs := q.segs
 	for len(segs) > 0 {
-		n, werr := unix.Writev(fd, segs[:min(len(segs), maxIOV)])
+		n, werr := writev(fd, segs[:min(len(segs), maxIOV)])
 		if n > 0 {
 			written += n
 			for n > 0 {
