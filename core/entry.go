@@ -118,25 +118,60 @@ func ParseEntry(line []byte) (Entry, error) {
 	raw := make([]byte, len(line))
 	copy(raw, line)
 	e := Entry{Raw: raw}
-	if err := e.parse(); err != nil {
+	if err := e.parse(nil); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
 }
 
 // ParseEntryOwned is ParseEntry without the copy: the entry keeps line.
-func ParseEntryOwned(line []byte) (Entry, error) {
+func ParseEntryOwned(line []byte) (Entry, error) { return parseOwned(line, nil) }
+
+// parseOwned is ParseEntryOwned with an interner for the values most
+// entries repeat (nil: the last value of each, shared).
+func parseOwned(line []byte, in *interner) (Entry, error) {
 	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
 		line = line[:len(line)-1]
 	}
 	e := Entry{Raw: line}
-	if err := e.parse(); err != nil {
+	if err := e.parse(in); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
 }
 
-func (e *Entry) parse() error {
+// interner keeps one string per distinct sessionId and cwd that one
+// goroutine parsed (Intake gives each parse worker its own): an input
+// interleaving many sessions allocates each value once, and no two cores
+// write the same memory, as they did with one shared last value.
+type interner struct{ m map[string]string }
+
+// maxInterned bounds an interner; past it, it starts again empty.
+const maxInterned = 4096
+
+func newInterner() *interner { return &interner{m: make(map[string]string)} }
+
+// strInterned is str for a member whose value most entries repeat.
+func strInterned(b []byte, v int, dst *string, in *interner) int {
+	if b[v] == '"' {
+		if end, esc := jsonv.StringEnd(b, v); end > 0 && !esc {
+			raw := b[v+1 : end-1]
+			if s, ok := in.m[string(raw)]; ok {
+				*dst = s
+				return end
+			}
+			end = str(b, v, dst)
+			if len(in.m) >= maxInterned {
+				clear(in.m)
+			}
+			in.m[*dst] = *dst
+			return end
+		}
+	}
+	return str(b, v, dst)
+}
+
+func (e *Entry) parse(in *interner) error {
 	b := e.Raw
 	i := jsonv.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -153,6 +188,9 @@ func (e *Entry) parse() error {
 		case "logicalParentUuid":
 			return nullStr(b, v, &e.LogicalParentUUID)
 		case "sessionId":
+			if in != nil {
+				return strInterned(b, v, &e.SessionID, in)
+			}
 			return strRepeated(b, v, &e.SessionID, &lastSessionID)
 		case "agentId":
 			return str(b, v, &e.AgentID)
@@ -165,6 +203,9 @@ func (e *Entry) parse() error {
 		case "timestamp":
 			return str(b, v, &e.Timestamp)
 		case "cwd":
+			if in != nil {
+				return strInterned(b, v, &e.CWD, in)
+			}
 			return strRepeated(b, v, &e.CWD, &lastCWD)
 		case "subtype":
 			return strKnown(b, v, &e.Subtype)

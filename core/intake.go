@@ -50,7 +50,7 @@ var (
 	cutSlices  = freelist.Stack[[][]byte]{Max: 64}
 )
 
-func (c *intakeRegion) parse() {
+func (c *intakeRegion) parse(in *interner) {
 	cuts, _ := cutSlices.Get()
 	raw := CutLines(c.region, cuts[:0])
 	c.lines, _ = lineSlices.Get()
@@ -63,7 +63,7 @@ func (c *intakeRegion) parse() {
 			c.lines[i].Blank = true
 			continue
 		}
-		c.lines[i].Entry, c.lines[i].Err = ParseEntryOwned(l)
+		c.lines[i].Entry, c.lines[i].Err = parseOwned(l, in)
 		if c.lines[i].Err == nil && c.lease != nil {
 			c.lease.Retain(1)
 			c.lines[i].Entry.Lease = c.lease
@@ -100,8 +100,9 @@ func Intake(ctx context.Context, r io.Reader, workers int, emit func([]Line) err
 	ordered := make(chan *intakeRegion, 4*workers)
 	for range workers {
 		go func() {
+			in := newInterner()
 			for c := range work {
-				c.parse()
+				c.parse(in)
 			}
 		}()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Intake hands every line back in input order, parsed or flagged (blank,
@@ -85,5 +86,49 @@ func TestIntakeStopsOnEmitError(t *testing.T) {
 	})
 	if !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("err %v after %d calls, want %v after 1", err, calls, stop)
+	}
+}
+
+// Intake's parse workers intern sessionId and cwd: entries of one session,
+// however interleaved with others, share one string per worker, and every
+// value is the line's own, past the interner's bound too.
+func TestIntakeInternsRepeatedValues(t *testing.T) {
+	var in bytes.Buffer
+	const sessions = maxInterned + 100 // past the bound: it starts again
+	for i := range 3 * sessions {
+		fmt.Fprintf(&in, `{"type":"user","uuid":"u%d","sessionId":"s%d","cwd":"/w/%d","message":{"content":"x"}}`+"\n", i, i%sessions, i%7)
+	}
+	data := map[string]map[*byte]bool{}
+	n := 0
+	err := Intake(context.Background(), &in, 2, func(lines []Line) error {
+		for _, l := range lines {
+			if l.Err != nil {
+				return l.Err
+			}
+			e := l.Entry
+			if want := fmt.Sprintf("s%d", n%sessions); e.SessionID != want {
+				t.Fatalf("line %d: sessionId %q, want %q", n, e.SessionID, want)
+			}
+			if want := fmt.Sprintf("/w/%d", n%7); e.CWD != want {
+				t.Fatalf("line %d: cwd %q, want %q", n, e.CWD, want)
+			}
+			if data[e.CWD] == nil {
+				data[e.CWD] = map[*byte]bool{}
+			}
+			data[e.CWD][unsafe.StringData(e.CWD)] = true
+			e.Lease.Release()
+			n++
+		}
+		return nil
+	})
+	if err != nil || n != 3*sessions {
+		t.Fatalf("%d lines, error %v", n, err)
+	}
+	// Two workers, and each interner starts again once past its bound:
+	// a handful of copies of each cwd, not one per line.
+	for cwd, copies := range data {
+		if len(copies) > 8 {
+			t.Errorf("cwd %s: %d copies in %d lines", cwd, len(copies), 3*sessions/7)
+		}
 	}
 }
