@@ -177,14 +177,25 @@ func (e *Entry) parse(in *interner) error {
 	if i >= len(b) || b[i] != '{' {
 		return fmt.Errorf("%w: %v", ErrMalformed, jsonv.Err(b, ^i))
 	}
+	// uuid, parentUuid and timestamp, when plain, are noted as spans of
+	// b and copied together after the walk: one allocation, not three
+	// (a later member of the same name wins, as it does for the others).
+	var spans [3]span
+	dsts := [3]*string{&e.UUID, &e.ParentUUID.Value, &e.Timestamp}
 	end := jsonv.Object(b, i, func(key []byte, v int) int {
 		switch keyName(key) {
 		case "type":
 			return strKnown(b, v, &e.Type)
 		case "uuid":
-			return str(b, v, &e.UUID)
+			return strSpan(b, v, &e.UUID, &spans[0])
 		case "parentUuid":
-			return nullStr(b, v, &e.ParentUUID)
+			e.ParentUUID.Present = true
+			if e.ParentUUID.Null = b[v] == 'n'; e.ParentUUID.Null {
+				spans[1] = span{}
+				e.ParentUUID.Value = ""
+				return jsonv.End(b, v)
+			}
+			return strSpan(b, v, &e.ParentUUID.Value, &spans[1])
 		case "logicalParentUuid":
 			return nullStr(b, v, &e.LogicalParentUUID)
 		case "sessionId":
@@ -201,7 +212,7 @@ func (e *Entry) parse(in *interner) error {
 		case "isCompactSummary":
 			return boolean(b, v, &e.IsCompactSummary)
 		case "timestamp":
-			return str(b, v, &e.Timestamp)
+			return strSpan(b, v, &e.Timestamp, &spans[2])
 		case "cwd":
 			if in != nil {
 				return strInterned(b, v, &e.CWD, in)
@@ -225,6 +236,7 @@ func (e *Entry) parse(in *interner) error {
 		return jsonv.End(b, v)
 	})
 	if end >= 0 {
+		joinSpans(b, spans[:], dsts[:])
 		if j := jsonv.Space(b, end); j != len(b) {
 			end = ^j
 		}
@@ -263,6 +275,66 @@ func str(b []byte, v int, dst *string) int {
 		*dst, _ = jsonv.UnquoteInside(in)
 	}
 	return end
+}
+
+// span is a plain string value's bytes, b[lo:hi], not yet copied.
+type span struct {
+	lo, hi int
+	set    bool
+}
+
+// strSpan is str that, for a plain value, notes its span instead of
+// copying it (joinSpans copies it); any other value clears the span.
+func strSpan(b []byte, v int, dst *string, sp *span) int {
+	*sp = span{}
+	if b[v] != '"' {
+		*dst = ""
+		return jsonv.End(b, v)
+	}
+	end, esc := jsonv.StringEnd(b, v)
+	if end < 0 {
+		return end
+	}
+	if in := b[v+1 : end-1]; !esc && utf8.Valid(in) {
+		*sp = span{lo: v + 1, hi: end - 1, set: true}
+	} else {
+		*dst, _ = jsonv.UnquoteInside(in)
+	}
+	return end
+}
+
+// joinSpans copies the noted spans into one new string and points each
+// destination at its part.
+func joinSpans(b []byte, spans []span, dsts []*string) {
+	n := 0
+	for _, sp := range spans {
+		if sp.set {
+			n += sp.hi - sp.lo
+		}
+	}
+	if n == 0 {
+		for i, sp := range spans {
+			if sp.set {
+				*dsts[i] = ""
+			}
+		}
+		return
+	}
+	buf := make([]byte, 0, n)
+	for _, sp := range spans {
+		if sp.set {
+			buf = append(buf, b[sp.lo:sp.hi]...)
+		}
+	}
+	all := unsafe.String(unsafe.SliceData(buf), len(buf))
+	off := 0
+	for i, sp := range spans {
+		if sp.set {
+			l := sp.hi - sp.lo
+			*dsts[i] = all[off : off+l]
+			off += l
+		}
+	}
 }
 
 // knownValues are the values of type, subtype, role and stop_reason that

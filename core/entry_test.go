@@ -178,3 +178,47 @@ func TestInternedMembersAreWhatStrGives(t *testing.T) {
 		}
 	}
 }
+
+// uuid, parentUuid and timestamp are copied together after the walk
+// (joinSpans): each holds what str gives for the last member of its name,
+// whatever came before it (a plain value, an escaped one, null, a number),
+// through the interning parse too.
+func TestSpanMembersAreWhatStrGives(t *testing.T) {
+	values := []string{`"0c1f0000-0000-4000-8000-000000000001"`, `"u-2"`, `"u\u002d3"`, `""`, `null`, `7`,
+		"\"\xffbad\"", `"2026-01-10T11:00:02.267Z"`, `"x\"y"`, `{"a":1}`}
+	r := rand.New(rand.NewPCG(7, 8))
+	in := newInterner()
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString(`{"type":"user"`)
+		last := map[string]string{}
+		for range 1 + r.IntN(5) {
+			key := []string{"uuid", "parentUuid", "timestamp"}[r.IntN(3)]
+			v := values[r.IntN(len(values))]
+			last[key] = v
+			b.WriteString(`,"` + key + `":` + v)
+		}
+		b.WriteString("}")
+		line := b.String()
+		for _, parse := range []func([]byte) (Entry, error){ParseEntry, func(l []byte) (Entry, error) { return parseOwned(l, in) }} {
+			e, err := parse([]byte(line))
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			want := func(key string) (s string) {
+				if raw, ok := last[key]; ok && raw != "null" {
+					str([]byte(raw), 0, &s)
+				}
+				return s
+			}
+			if e.UUID != want("uuid") || e.ParentUUID.Value != want("parentUuid") || e.Timestamp != want("timestamp") {
+				t.Fatalf("%s: uuid %q parentUuid %q timestamp %q; want %q %q %q", line, e.UUID, e.ParentUUID.Value, e.Timestamp,
+					want("uuid"), want("parentUuid"), want("timestamp"))
+			}
+			_, present := last["parentUuid"]
+			if e.ParentUUID.Present != present || e.ParentUUID.Null != (last["parentUuid"] == "null") {
+				t.Fatalf("%s: parentUuid %+v", line, e.ParentUUID)
+			}
+		}
+	}
+}
