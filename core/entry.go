@@ -261,18 +261,10 @@ func keyName(key []byte) string {
 // str reads the string at b[v] into dst ("" for another kind of value) and
 // returns the offset after the value, or ^off where it is not valid.
 func str(b []byte, v int, dst *string) int {
-	if b[v] != '"' {
-		*dst = ""
-		return jsonv.End(b, v)
-	}
-	end, esc := jsonv.StringEnd(b, v)
-	if end < 0 {
-		return end
-	}
-	if in := b[v+1 : end-1]; !esc && utf8.Valid(in) {
-		*dst = string(in)
-	} else {
-		*dst, _ = jsonv.UnquoteInside(in)
+	var sp span
+	end := strSpan(b, v, dst, &sp)
+	if sp.set {
+		*dst = string(b[sp.lo:sp.hi])
 	}
 	return end
 }
