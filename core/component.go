@@ -187,10 +187,20 @@ type Loader interface {
 }
 
 // Guard decides whether an entry may be persisted. It returns nil to allow,
-// or an error wrapping ErrPersistenceDisabled that says why. e is a copy
-// the guard may not keep after Check returns; changing it changes nothing.
+// or an error wrapping ErrPersistenceDisabled that says why. e is a copy,
+// shared by the guards of one pipeline: a guard must not change it nor
+// keep it after Check returns.
 type Guard interface {
 	Check(ctx context.Context, e *Entry) error
+}
+
+// StaticGuard is a Guard whose answer does not depend on the entry (the
+// built-in env, flag and config guards decide once, when created). Allows
+// reports that answer: a pipeline does not ask a static guard that allows
+// about each entry.
+type StaticGuard interface {
+	Guard
+	Allows() bool
 }
 
 // Processor transforms entries between the guards and dedup. Process must

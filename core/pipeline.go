@@ -164,6 +164,9 @@ type Idempotent interface {
 type Pipeline struct {
 	log        hclog.Logger
 	guards     []NamedGuard
+	// askGuards are the guards Submit asks per entry: all but the static
+	// ones that allow (StaticGuard).
+	askGuards []NamedGuard
 	processors []NamedProcessor
 	checkers   []namedChecker
 	seeder     Seeder
@@ -229,6 +232,7 @@ func NewPipeline(opts PipelineOptions) (*Pipeline, error) {
 	p := &Pipeline{
 		log:        opts.Logger,
 		guards:     opts.Guards,
+		askGuards:  askedGuards(opts.Guards),
 		processors: opts.Processors,
 		seeder:     opts.Seeder,
 		opts:       opts,
@@ -325,7 +329,7 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 		return Result{}, ErrClosed
 	}
 	p.submitted.Add(1)
-	if len(p.guards) > 0 {
+	if len(p.askGuards) > 0 {
 		if res := p.guard(ctx, &e); res != nil {
 			return *res, nil
 		}
@@ -371,15 +375,29 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 // what they are given escapes).
 var entryCopies = sync.Pool{New: func() any { return new(Entry) }}
 
-// guard runs the guards on a copy of *e; a non-nil Result ends the entry.
+// askedGuards leaves out the static guards that allow: they would say
+// yes to every entry.
+func askedGuards(gs []NamedGuard) []NamedGuard {
+	var out []NamedGuard
+	for _, g := range gs {
+		if s, ok := g.Guard.(StaticGuard); ok && s.Allows() {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// guard runs the guards on a copy of *e (one for all: a guard does not
+// change what it is shown); a non-nil Result ends the entry.
 func (p *Pipeline) guard(ctx context.Context, e *Entry) *Result {
 	ge := entryCopies.Get().(*Entry)
 	defer func() {
 		*ge = Entry{}
 		entryCopies.Put(ge)
 	}()
-	for _, g := range p.guards {
-		*ge = *e
+	*ge = *e
+	for _, g := range p.askGuards {
 		if err := g.Guard.Check(ctx, ge); err != nil {
 			p.countMu.Lock()
 			p.refused[g.ID]++

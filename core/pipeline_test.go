@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,6 +192,53 @@ func TestPipelineGuardsRefuseAndCount(t *testing.T) {
 	}
 	if len(rec.Durable()) != 1 {
 		t.Errorf("sink got %d lines, want 1", len(rec.Durable()))
+	}
+}
+
+// staticGuard decides once; it counts the entries it was asked about.
+type staticGuard struct {
+	refusal error
+	asked   *atomic.Int64
+}
+
+func (g staticGuard) Check(context.Context, *core.Entry) error { g.asked.Add(1); return g.refusal }
+func (g staticGuard) Allows() bool                             { return g.refusal == nil }
+
+// A static guard that allows is not asked about each entry; one that
+// refuses is, and refuses every entry; the other guards are asked as
+// before.
+func TestPipelineSkipsStaticGuardsThatAllow(t *testing.T) {
+	var allowAsked, denyAsked atomic.Int64
+	allow := staticGuard{asked: &allowAsked}
+	deny := staticGuard{refusal: core.Refusal("off"), asked: &denyAsked}
+	rec := &coretest.RecordingSink{}
+	p := newPipeline(t, core.PipelineOptions{
+		Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}},
+		Guards: []core.NamedGuard{{ID: core.MustParseID("static/allow"), Guard: allow},
+			{ID: core.MustParseID("deny/secret"), Guard: denyGuard{"no secrets"}}},
+	})
+	for _, l := range chain(5, sess) {
+		if r := submit(t, p, l); r.Status != core.Accepted {
+			t.Fatalf("%v", r)
+		}
+	}
+	if r := submit(t, p, `{"type":"user","uuid":"secret-1","sessionId":"`+sess+`"}`); r.Status != core.Refused {
+		t.Fatalf("the other guard was not asked: %+v", r)
+	}
+	if allowAsked.Load() != 0 {
+		t.Fatalf("a static guard that allows was asked %d times", allowAsked.Load())
+	}
+	p2 := newPipeline(t, core.PipelineOptions{
+		Sinks:  []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: &coretest.RecordingSink{}}},
+		Guards: []core.NamedGuard{{ID: core.MustParseID("static/deny"), Guard: deny}},
+	})
+	for _, l := range chain(3, sess) {
+		if r := submit(t, p2, l); r.Status != core.Refused {
+			t.Fatalf("static refusal: %+v", r)
+		}
+	}
+	if denyAsked.Load() != 3 {
+		t.Fatalf("a static guard that refuses was asked %d times, want 3", denyAsked.Load())
 	}
 }
 

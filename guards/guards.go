@@ -19,6 +19,9 @@ type decided struct{ refusal error }
 
 func (g decided) Check(context.Context, *core.Entry) error { return g.refusal }
 
+// Allows implements core.StaticGuard.
+func (g decided) Allows() bool { return g.refusal == nil }
+
 // EnvRule refuses persistence when Var is set (and, if Equals is not empty,
 // equal to it), unless the variable named by Unless is set.
 type EnvRule struct {
