@@ -1,10 +1,13 @@
 package jsonl
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // syncAhead syncs, in the background, files a sized drain wrote without
@@ -86,22 +89,15 @@ const aheadWorkers = 4
 // round syncs fds side by side, at most aheadWorkers at once.
 func (a *syncAhead) round(fds []*os.File) {
 	a.rounds.Add(1)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, aheadWorkers)
-	for _, fd := range fds {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fd.Sync(); err != nil {
-				if !errors.Is(err, os.ErrClosed) { // closed meanwhile: synced then
-					a.failed.Add(1)
-				}
-				return
-			}
+	_ = durable.Each(context.Background(), aheadWorkers, len(fds), func(_ context.Context, i int) error {
+		switch err := fds[i].Sync(); {
+		case err == nil:
 			a.syncs.Add(1)
-		})
-	}
-	wg.Wait()
+		case !errors.Is(err, os.ErrClosed): // closed meanwhile: synced then
+			a.failed.Add(1)
+		}
+		return nil
+	})
 }
 
 // wait returns once no round runs (Shutdown: no goroutine outlives the

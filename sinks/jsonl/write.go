@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/e0dc0000/scribe/internal/durable"
@@ -243,21 +242,14 @@ func (s *Sink) syncFiles(files []*file) error {
 		return s.sync(files[0])
 	}
 	errs := make([]error, len(files))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, syncWorkers)
-	for i, f := range files {
-		if !f.unsynced || f.fd == nil {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+	_ = durable.Each(context.Background(), syncWorkers, len(files), func(_ context.Context, i int) error {
+		if f := files[i]; f.unsynced && f.fd != nil {
 			if err := f.fd.Sync(); err != nil {
 				errs[i] = fmt.Errorf("fsync %s: %w", f.path, err)
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return nil // every file is tried; errs says which failed
+	})
 	dirs := make(map[string]error)
 	for i, f := range files {
 		if errs[i] == nil && f.unsynced && f.fd != nil {
