@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/e0dc0000/scribe/internal/freelist"
+	"github.com/e0dc0000/scribe/internal/mem"
 )
 
 // LineReader cuts a JSONL input into regions of whole lines that may be
@@ -182,7 +183,7 @@ func getLease() *Lease {
 	l, ok := freeBlocks.Get()
 	if !ok {
 		l = &Lease{buf: make([]byte, lineBlock)}
-		prefault(l.buf)
+		mem.Prefault(l.buf)
 	}
 	l.refs.Store(1)
 	return l

@@ -162,11 +162,11 @@ type Idempotent interface {
 // queue has been given and returns when each runner has handled that many
 // and its sink reported them durable.
 type Pipeline struct {
-	log        hclog.Logger
-	guards     []NamedGuard
+	log    hclog.Logger
+	guards []NamedGuard
 	// askGuards are the guards Submit asks per entry: all but the static
 	// ones that allow (StaticGuard).
-	askGuards []NamedGuard
+	askGuards  []NamedGuard
 	processors []NamedProcessor
 	checkers   []namedChecker
 	seeder     Seeder

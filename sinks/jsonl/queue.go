@@ -8,6 +8,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/freelist"
+	"github.com/e0dc0000/scribe/internal/mem"
 )
 
 // wqueue is one file's bytes waiting for a drain, as the segments one
@@ -51,7 +52,9 @@ func getBlock() []byte {
 	if b, ok := freeBlocks.Get(); ok {
 		return b[:0]
 	}
-	return make([]byte, 0, blockSize)
+	b := make([]byte, blockSize)
+	mem.Prefault(b)
+	return b[:0]
 }
 
 func putBlock(b []byte) {
