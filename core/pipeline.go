@@ -334,9 +334,11 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 			return *res, nil
 		}
 	}
-	e, res := p.process(ctx, e)
-	if res != nil {
-		return *res, nil
+	if len(p.processors) > 0 {
+		var res *Result
+		if e, res = p.process(ctx, e); res != nil {
+			return *res, nil
+		}
 	}
 	if res := p.check(&e); res != nil {
 		return *res, nil

@@ -290,8 +290,8 @@ func (r *recorder) consume(intake context.Context, lines <-chan []input) error {
 			if !ok {
 				return nil
 			}
-			for _, in := range batch {
-				if err := r.take(in); err != nil {
+			for i := range batch {
+				if err := r.take(&batch[i]); err != nil {
 					return err
 				}
 			}
@@ -351,7 +351,7 @@ func (r *recorder) flushEvents(paused bool) error {
 
 // take routes one input line to its session and submits it, with the
 // lines of its file that waited for a session.
-func (r *recorder) take(in input) error {
+func (r *recorder) take(in *input) error {
 	if in.eof {
 		// Lines of a file that never named a session stay unrecorded; they
 		// never belong to the next file's session.
@@ -378,10 +378,11 @@ func (r *recorder) take(in input) error {
 		e.CWD = r.o.cwd
 	}
 	if e.SessionID == "" {
-		r.pre[in.file] = append(r.pre[in.file], in)
+		r.pre[in.file] = append(r.pre[in.file], *in)
 		return nil
 	}
-	for _, p := range r.pre[in.file] {
+	for i := range r.pre[in.file] {
+		p := &r.pre[in.file][i]
 		p.entry.SessionID = e.SessionID
 		if err := r.submit(p); err != nil {
 			return err
@@ -408,7 +409,7 @@ func (r *recorder) advance(seq int64) {
 	}
 }
 
-func (r *recorder) submit(in input) error {
+func (r *recorder) submit(in *input) error {
 	in.entry.Seq = in.seq
 	// Submit gives the entry's lease back; the event stream and the
 	// compaction below still read Raw: they keep a reference of their own.
@@ -456,7 +457,7 @@ func (r *recorder) submit(in input) error {
 	return nil
 }
 
-func (r *recorder) reject(in input, reason error) {
+func (r *recorder) reject(in *input, reason error) {
 	r.rep.RejectedCount++
 	if len(r.rep.Rejected) < maxMalformedListed {
 		r.rep.Rejected = append(r.rep.Rejected, badLine{File: in.file, Line: in.line, Error: reason.Error()})
@@ -515,7 +516,7 @@ func (r *recorder) flush(parent context.Context, timeout time.Duration) error {
 // error: the one it was given, joined with anything not durable.
 func (r *recorder) finish(runErr error, signalled bool) error {
 	for file := range r.pre {
-		r.take(input{file: file, eof: true})
+		r.take(&input{file: file, eof: true})
 	}
 	deadline := time.Now().Add(r.o.shutdownTimeout)
 	if err := r.flush(context.Background(), r.o.shutdownTimeout); err != nil && !(isOutputError(err) && isOutputError(runErr)) {
