@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,18 +227,13 @@ func (w *Watcher) replayArchive(ctx context.Context, f *follower) error {
 	if p == "" {
 		return nil
 	}
-	b, err := os.ReadFile(p)
+	rest, err := readTail(p, f.st.ArchiveSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	from := f.st.ArchiveSize
-	if from > int64(len(b)) {
-		from = 0
-	}
-	rest := b[from:]
 	if end := bytes.LastIndexByte(rest, '\n'); end >= 0 {
 		rest = rest[:end+1]
 	} else {
@@ -267,6 +263,29 @@ func (w *Watcher) replayArchive(ctx context.Context, f *follower) error {
 	w.Stats.Replayed.Add(int64(n))
 	w.log.Info("followed file deleted with lines read but not acknowledged; replayed the archive's copy past its checkpoint to every sink", "path", f.st.Path, "archive", p, "lines", n)
 	return w.flush(ctx, true)
+}
+
+// readTail reads the file at p from offset from to its end, or all of it
+// when it is shorter than from (something rewrote it).
+func readTail(p string, from int64) ([]byte, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if from > fi.Size() {
+		from = 0
+	}
+	b := make([]byte, fi.Size()-from)
+	n, err := fh.ReadAt(b, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
 // archivedMetadata returns the uuid-less lines the first archive holds

@@ -438,6 +438,44 @@ func TestCheckpointMovesOnlyAfterEverySinkFlushed(t *testing.T) {
 	}
 }
 
+// A deletion whose replay cannot be flushed (a sink is down) keeps the
+// checkpoint and is handled again once the sink flushes; an archive copy
+// shorter than the checkpoint says (rewritten meanwhile) is replayed whole.
+func TestDeletionWaitsForItsReplayToFlush(t *testing.T) {
+	r := newRig(t)
+	r.server = filepath.Join(filepath.Dir(r.archive), "server")
+	serverMain := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid+".jsonl")
+	bad := &failingFlush{}
+	r.extra = []core.NamedSink{{ID: core.ID{Type: "test", Name: "bad"}, Sink: bad}}
+	one, two := userLine("one, longer than the second"), userLine("two")
+	appendFile(t, r.mainPath(), one+"\n")
+	r.mustOnce()
+	appendFile(t, r.mainPath(), two+"\n")
+	appendFile(t, r.archived(sid+".jsonl"), two+"\n")
+	if err := os.Remove(r.mainPath()); err != nil {
+		t.Fatal(err)
+	}
+	bad.fail.Store(true)
+	s, err := r.once()
+	if err == nil || s.Deletions.Load() != 0 {
+		t.Fatalf("deletion recorded (%d) although its replay could not be flushed; error %v", s.Deletions.Load(), err)
+	}
+	if f := loadCheckpoints(t, r.state)[r.mainPath()]; f == nil {
+		t.Fatal("the checkpoint of the deleted file went before its replay was flushed")
+	}
+	// The archive copy rewritten shorter than the checkpoint's size: all of
+	// it is replayed.
+	if err := os.WriteFile(r.archived(sid+".jsonl"), []byte(two+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad.fail.Store(false)
+	s = r.mustOnce()
+	if s.Deletions.Load() != 1 || s.Replayed.Load() != 1 {
+		t.Fatalf("deletions %d, replayed %d; want 1 and 1", s.Deletions.Load(), s.Replayed.Load())
+	}
+	wantOnce(t, serverMain, one, two)
+}
+
 func loadCheckpoints(t *testing.T, dir string) map[string]*FileState {
 	st, err := OpenStore(dir, 0)
 	if err != nil {
