@@ -511,7 +511,9 @@ type TranscriptDeleted struct {
 	// MirroredBytes is how much of it had been read and sent.
 	MirroredBytes int64 `json:"mirroredBytes"`
 	// LostBytes is what it held beyond that when last seen (a torn last
-	// line), which no sink has.
+	// line, or lines written since the last look), which no sink has. It
+	// is a lower bound: what was written between the last look and the
+	// deletion is not known.
 	LostBytes int64 `json:"lostBytes,omitempty"`
 }
 

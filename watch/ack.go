@@ -124,7 +124,7 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 		// Nothing of the session reached the sinks: there is no record to
 		// add the deletion to.
 		w.Stats.Deletions.Add(1)
-		w.log.Info("followed file deleted before anything of its session was mirrored", "path", path, "unread_bytes", f.size)
+		w.log.Info("followed file deleted before anything of its session was mirrored", "path", path, "unread_bytes_at_last_look", f.size)
 		delete(w.files, path)
 		delete(w.unacked, f)
 		w.changed = true
@@ -137,7 +137,7 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 		return fmt.Errorf("record the deletion of %s: %w", path, err)
 	}
 	w.Stats.Deletions.Add(1)
-	w.log.Info("followed file deleted; what was mirrored stays", "path", path, "mirrored_bytes", d.MirroredBytes, "unread_bytes", d.LostBytes, "result", res.Status.String())
+	w.log.Info("followed file deleted; what was mirrored stays (bytes written after watch last looked at it are not known)", "path", path, "mirrored_bytes", d.MirroredBytes, "unread_bytes_at_last_look", d.LostBytes, "result", res.Status.String())
 	delete(w.files, path)
 	delete(w.unacked, f)
 	w.changed = true

@@ -498,6 +498,16 @@ func TestRecordDiskFullIsReportedAndNeverAcknowledged(t *testing.T) {
 	if int64(len(have)) >= 8000 {
 		t.Fatal("everything fit: the disk was not full, the test proves nothing")
 	}
+	// What a write cut short left of a line is cut off: the file holds
+	// whole lines only, so the next run appends after the last of them.
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		t.Fatalf("the transcript ends in a partial line: %q", data[max(0, len(data)-80):])
+	}
+	for i, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if !json.Valid(l) {
+			t.Fatalf("line %d of the transcript is not JSON: %.80q", i+1, l)
+		}
+	}
 }
 
 // The local store having an entry says nothing of the server: a replay of
@@ -586,5 +596,29 @@ func TestDoctorNamesTheArchiveOfEverySessionAboutToGo(t *testing.T) {
 	_, stderr, _ = cpScribe(t, "", "doctor", "--config", cfg, "--config-dir", dir)
 	if !strings.Contains(stderr, "1 of them are in no archive") {
 		t.Fatalf("doctor gave no warning: %s", stderr)
+	}
+}
+
+// The periodic flush that the end of the input cuts short is not a
+// failure: no error is logged and flush_errors stays 0 (it was counted
+// in three runs of five with a short interval).
+func TestRecordEndOfInputIsNoFlushError(t *testing.T) {
+	in := lines(20000)
+	for run := range 4 {
+		dir := t.TempDir()
+		out, stderr, code := runRecordRaw(t, nil, in, "--config-dir", dir, "--flush-interval", "1ms")
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", run, code, stderr)
+		}
+		var rep struct {
+			Accepted    int64 `json:"accepted"`
+			FlushErrors int64 `json:"flush_errors"`
+		}
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("run %d: report: %v\n%s", run, err, out)
+		}
+		if rep.Accepted != 20000 || rep.FlushErrors != 0 || strings.Contains(stderr, "flush failed") {
+			t.Fatalf("run %d: accepted %d, flush_errors %d; stderr:\n%.2000s", run, rep.Accepted, rep.FlushErrors, stderr)
+		}
 	}
 }

@@ -308,6 +308,9 @@ func (r *recorder) consume(intake context.Context, lines <-chan []input) error {
 				defer flushing.Done()
 				defer busy.Store(false)
 				if err := r.flush(fctx, r.o.flushInterval*10); err != nil {
+					if fctx.Err() != nil && errors.Is(err, context.Canceled) {
+						return // cut short on purpose: the input ended, the final flush follows
+					}
 					if isOutputError(err) {
 						select {
 						case outErr <- err:

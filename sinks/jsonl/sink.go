@@ -93,6 +93,7 @@ type Sink struct {
 	useTick                int64 // under mu
 
 	linesWritten, bytesWritten, writes, fsyncs    atomic.Int64
+	partialCut                                    atomic.Int64 // cutPartialLine
 	filesCreated, tornSealed, reappends, unrouted atomic.Int64
 	writeErrors, lockWaits                        atomic.Int64
 	eventsSkipped                                 atomic.Int64
@@ -159,6 +160,7 @@ type file struct {
 	fd       *os.File
 	created  bool // created by this sink: its folder must be synced
 	unsynced bool
+	partial  bool // the last write was cut short inside a line
 	// foreign holds uuids another writer appended while this sink did not
 	// hold the session's lock; entries with them are not written again.
 	foreign map[string]struct{}
@@ -699,6 +701,11 @@ func (s *Sink) Shutdown(ctx context.Context) error {
 		for _, ss := range s.sessions {
 			for _, f := range ss.files() {
 				lines += f.pending.lines
+				if f.partial && s.sealed == nil {
+					if cerr := s.cutPartialLine(f); cerr != nil {
+						s.log.Error("could not cut the part of a line a failed write left", "file", f.path, "error", cerr)
+					}
+				}
 			}
 		}
 		s.unwritten.Store(int64(lines))
@@ -743,6 +750,7 @@ func (s *Sink) Report() map[string]int64 {
 		"writes":              s.writes.Load(),
 		"fsyncs":              s.fsyncs.Load(),
 		"fsyncs_ahead":        s.ahead.syncs.Load(),
+		"partial_lines_cut":   s.partialCut.Load(),
 		"fsyncs_ahead_failed": s.ahead.failed.Load(),
 		"files_created":       s.filesCreated.Load(),
 		"torn_tails_sealed":   s.tornSealed.Load(),

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -161,6 +162,10 @@ func (s *Sink) writeJob(j job) (rest wqueue, sealLeft bool, err error) {
 	if n > 0 {
 		f.unsynced = true
 		s.toSync[f] = struct{}{}
+		// A write cut short may end inside a line: the next one goes on
+		// from that byte, and if none comes, Shutdown cuts the part off
+		// (cutPartialLine reads the file's end to tell).
+		f.partial = err != nil
 	}
 	if err != nil {
 		return left, false, fmt.Errorf("write %s: %w", f.path, err)
@@ -283,4 +288,47 @@ func (s *Sink) flushIO() error {
 		}
 	}
 	return err
+}
+
+// cutPartialLine truncates f after its last newline: the part of a line
+// a write cut short left there, when nothing will write the rest (the
+// store gave up at Shutdown). The lines before it were written whole;
+// without this, the next run would seal the part into a line of its own
+// that no reader can parse. Reads back at most the file's tail.
+func (s *Sink) cutPartialLine(f *file) error {
+	fd, err := os.OpenFile(f.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		start := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-start]
+		if _, err := fd.ReadAt(chunk, start); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			end = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	if end == fi.Size() {
+		return nil
+	}
+	if err := fd.Truncate(end); err != nil {
+		return err
+	}
+	if err := fd.Sync(); err != nil {
+		return err
+	}
+	s.partialCut.Add(1)
+	s.log.Warn("cut the part of a line a failed write left at the end of the file", "file", f.path, "bytes", fi.Size()-end)
+	return nil
 }
