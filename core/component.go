@@ -222,7 +222,8 @@ type ProcessorFactory interface {
 // EntryChecker is implemented by sinks that can tell, before an entry is
 // queued, that they can never store it (an id that cannot name a file).
 // Check returns nil, or an error wrapping ErrRejected. It is called from
-// Submit, concurrently, and must not block; e is a copy it may not keep.
+// Submit, concurrently, and must not block; e is a copy, shared by a
+// pipeline's checks: a check must not change it nor keep it.
 type EntryChecker interface {
 	CheckEntry(e *Entry) error
 }

@@ -69,16 +69,14 @@ func (c *intakeRegion) parse(in *interner) {
 			c.lines[i].Entry.Lease = c.lease
 		}
 	}
-	clear(raw)
-	cutSlices.Put(raw[:0])
+	freelist.Recycle(&cutSlices, raw)
 	c.lease.Release() // the region's own
 	close(c.done)
 }
 
 // recycle keeps c's lines for another region, once emit returned.
 func (c *intakeRegion) recycle() {
-	clear(c.lines)
-	lineSlices.Put(c.lines[:0])
+	freelist.Recycle(&lineSlices, c.lines)
 	c.lines = nil
 }
 

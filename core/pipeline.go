@@ -374,8 +374,21 @@ func (p *Pipeline) Submit(ctx context.Context, e Entry) (Result, error) {
 
 // entryCopies are the entries guards and sink checks are shown: a copy of
 // Submit's, so that Submit's own stays off the heap (they are interfaces:
-// what they are given escapes).
+// what they are given escapes). One copy serves all the guards, or all
+// the checks, of an entry: they must not change it.
 var entryCopies = sync.Pool{New: func() any { return new(Entry) }}
+
+// copyOf takes a pooled copy of *e; giveBack returns it.
+func copyOf(e *Entry) *Entry {
+	c := entryCopies.Get().(*Entry)
+	*c = *e
+	return c
+}
+
+func giveBack(c *Entry) {
+	*c = Entry{}
+	entryCopies.Put(c)
+}
 
 // askedGuards leaves out the static guards that allow: they would say
 // yes to every entry.
@@ -393,12 +406,8 @@ func askedGuards(gs []NamedGuard) []NamedGuard {
 // guard runs the guards on a copy of *e (one for all: a guard does not
 // change what it is shown); a non-nil Result ends the entry.
 func (p *Pipeline) guard(ctx context.Context, e *Entry) *Result {
-	ge := entryCopies.Get().(*Entry)
-	defer func() {
-		*ge = Entry{}
-		entryCopies.Put(ge)
-	}()
-	*ge = *e
+	ge := copyOf(e)
+	defer giveBack(ge)
 	for _, g := range p.askGuards {
 		if err := g.Guard.Check(ctx, ge); err != nil {
 			p.countMu.Lock()
@@ -473,13 +482,9 @@ func (p *Pipeline) check(e *Entry) *Result {
 	if len(p.checkers) == 0 {
 		return nil
 	}
-	ce := entryCopies.Get().(*Entry)
-	defer func() {
-		*ce = Entry{}
-		entryCopies.Put(ce)
-	}()
+	ce := copyOf(e)
+	defer giveBack(ce)
 	for _, c := range p.checkers {
-		*ce = *e
 		if err := c.c.CheckEntry(ce); err != nil {
 			if !errors.Is(err, ErrRejected) {
 				err = fmt.Errorf("%w: %v", ErrRejected, err)

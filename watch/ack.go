@@ -229,29 +229,29 @@ func (w *Watcher) replayArchive(ctx context.Context, f *follower) error {
 	}
 	rest, err := readTail(p, f.st.ArchiveSize)
 	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat(p + jsonl.SealedSuffix); serr == nil {
+			// A sealed archive is not read back here: what a killed run
+			// gave it alone stays there (watch/DESIGN.md).
+			w.log.Warn("followed file deleted; its archive copy is sealed and is not replayed to the other sinks", "path", f.st.Path, "archive", p+jsonl.SealedSuffix)
+		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if end := bytes.LastIndexByte(rest, '\n'); end >= 0 {
-		rest = rest[:end+1]
-	} else {
-		return nil
-	}
+	// Whole lines only: a torn last line is no entry.
+	rest = rest[:bytes.LastIndexByte(rest, '\n')+1]
 	n := 0
-	for len(rest) > 0 {
-		i := bytes.IndexByte(rest, '\n')
-		line := rest[:i]
-		rest = rest[i+1:]
+	for _, line := range core.CutLines(rest, nil) {
 		// Only lines with a uuid: dedup knows them exactly in every
 		// pipeline. A uuid-less line (a title, a tag) is known only while
 		// a session replays its start, and would be written twice to the
 		// archive otherwise.
-		if e, err := core.ParseEntry(line); err != nil || e.UUID == "" {
+		e, err := core.ParseEntryOwned(line)
+		if err != nil || e.UUID == "" {
 			continue
 		}
-		if err := w.submitLine(ctx, f, line); err != nil {
+		if err := w.submitEntry(ctx, f, e); err != nil {
 			return err
 		}
 		w.seq++

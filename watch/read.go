@@ -227,6 +227,11 @@ func (w *Watcher) submitLine(ctx context.Context, f *follower, line []byte) erro
 		w.log.Warn("malformed line passed over", "path", f.st.Path, "offset", f.readOff, "error", err)
 		return nil
 	}
+	return w.submitEntry(ctx, f, e)
+}
+
+// submitEntry submits a parsed line of f (submitLine, replayArchive).
+func (w *Watcher) submitEntry(ctx context.Context, f *follower, e core.Entry) error {
 	if e.IsMessage() {
 		f.msgs = true
 	}

@@ -22,10 +22,7 @@ import (
 var inputBatches = freelist.Stack[[]input]{Max: 16}
 
 // recycleBatch gives a batch back once every input in it was taken.
-func recycleBatch(b []input) {
-	clear(b)
-	inputBatches.Put(b[:0])
-}
+func recycleBatch(b []input) { freelist.Recycle(&inputBatches, b) }
 
 // readInputs parses every line of the files (or stdin) and sends the
 // entries on, a region's at a time (one hand-off per region, not per

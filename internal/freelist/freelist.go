@@ -50,9 +50,12 @@ func (st *Stack[T]) Clear() {
 	st.s = st.s[:0]
 }
 
-// Len is how many values are kept.
-func (st *Stack[T]) Len() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return len(st.s)
+// Recycle keeps slice s for reuse, emptied (its elements cleared, so that
+// it holds nothing alive); a slice with no capacity is not kept.
+func Recycle[E any](st *Stack[[]E], s []E) {
+	if cap(s) == 0 {
+		return
+	}
+	clear(s)
+	st.Put(s[:0])
 }

@@ -22,8 +22,25 @@ func TestLastInFirstOut(t *testing.T) {
 	}
 	st.Put(7)
 	st.Clear()
-	if st.Len() != 0 {
+	if _, ok := st.Get(); ok {
 		t.Fatal("Clear left values")
+	}
+}
+
+// Recycle keeps a slice emptied and cleared, and drops one with no
+// capacity.
+func TestRecycle(t *testing.T) {
+	var st Stack[[]*int]
+	st.Max = 2
+	x := 1
+	Recycle(&st, []*int{&x, &x})
+	Recycle(&st, nil)
+	s, ok := st.Get()
+	if !ok || len(s) != 0 || cap(s) != 2 || s[:2][0] != nil {
+		t.Fatalf("got %v (len %d cap %d), %v; want an empty, cleared slice of capacity 2", s, len(s), cap(s), ok)
+	}
+	if _, ok := st.Get(); ok {
+		t.Fatal("a nil slice was kept")
 	}
 }
 

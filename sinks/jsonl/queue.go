@@ -137,9 +137,9 @@ func (q *wqueue) release() {
 	for _, l := range q.leases {
 		l.Release()
 	}
-	recycle(&segSlices, q.segs)
-	recycle(&ownedSlices, q.owned)
-	recycle(&leaseSlices, q.leases)
+	freelist.Recycle(&segSlices, q.segs)
+	freelist.Recycle(&ownedSlices, q.owned)
+	freelist.Recycle(&leaseSlices, q.leases)
 	*q = wqueue{}
 }
 
@@ -153,22 +153,11 @@ var (
 	iovecs      = freelist.Stack[[]unix.Iovec]{Max: 4}
 )
 
-func recycle[T any](st *freelist.Stack[[]T], s []T) {
-	if cap(s) == 0 {
-		return
-	}
-	clear(s)
-	st.Put(s[:0])
-}
-
 // writev is unix.Writev with an iovec array of its own, reused: unix.Writev
 // allocates one per call.
 func writev(fd int, segs [][]byte) (int, error) {
 	iov, _ := iovecs.Get()
-	defer func() {
-		clear(iov)
-		iovecs.Put(iov[:0])
-	}()
+	defer func() { freelist.Recycle(&iovecs, iov) }()
 	for _, s := range segs {
 		if len(s) == 0 {
 			continue

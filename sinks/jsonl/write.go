@@ -71,7 +71,7 @@ func (s *Sink) drainIO(deferSync bool) error {
 	clear(s.dirty)
 	s.mu.Unlock()
 	var errs []error
-	var synced []*file
+	var toSync []*file // written by this drain, synced together after it
 	for _, j := range jobs {
 		rest, sealLeft, err := s.writeJob(j)
 		s.mu.Lock()
@@ -90,12 +90,12 @@ func (s *Sink) drainIO(deferSync bool) error {
 		}
 		s.mu.Unlock()
 		if err == nil && !deferSync && f.unsynced && f.fd != nil {
-			synced = append(synced, f)
+			toSync = append(toSync, f)
 		}
 	}
 	// The syncs of a drain that syncs are made once everything is written,
 	// side by side (syncFiles).
-	if err := s.syncFiles(synced); err != nil {
+	if err := s.syncFiles(toSync); err != nil {
 		errs = append(errs, err)
 	}
 	err := errors.Join(errs...)
