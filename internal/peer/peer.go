@@ -32,7 +32,7 @@ import (
 const SDKPackage = "@anthropic-ai/claude-agent-sdk"
 
 // SDKVersion is the exact version the tests are judged against.
-const SDKVersion = "0.3.332"
+const SDKVersion = "0.3.337"
 
 // RequireEnv is the environment variable that turns a missing peer from a
 // skipped test into a failed one (scripts/test sets it to 1).
