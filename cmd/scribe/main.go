@@ -12,9 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // exitError carries an exit status out of a command.
 type exitError struct {
 	code int
@@ -137,16 +134,4 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "scribe:", viewToArchive(err.Error()))
 	os.Exit(code)
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print scribe's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "scribe %s (%s)\n", version, buildName())
-			return nil
-		},
-	}
 }
