@@ -86,16 +86,12 @@ func usageExits(root *cobra.Command) {
 		return &exitError{code: 2, err: err}
 	})
 	root.SuggestionsMinimumDistance = 2
+	// cobra adds its completion command only in Execute; added now, its
+	// group exits 2 on an unknown shell as every group does.
+	root.InitDefaultCompletionCmd()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if args := c.Args; args != nil {
-			c.Args = func(c *cobra.Command, a []string) error {
-				if err := args(c, a); err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				return nil
-			}
-		} else if c.HasSubCommands() && !c.Runnable() {
+		if c.HasSubCommands() && !c.Runnable() {
 			// A group runs (to print its help) so that its Args check
 			// sees an unknown subcommand.
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
@@ -109,6 +105,13 @@ func usageExits(root *cobra.Command) {
 				}
 				return &exitError{code: 2, err: errors.New(msg)}
 			}
+		} else if args := c.Args; args != nil {
+			c.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				return nil
+			}
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -121,7 +124,7 @@ func usageExits(root *cobra.Command) {
 var stopProfile = func() {}
 
 func main() {
-	err := newRoot().Execute()
+	cmd, err := newRoot().ExecuteC()
 	runViewCleanups()
 	stopProfile()
 	if err == nil {
@@ -133,5 +136,13 @@ func main() {
 		code = ee.code
 	}
 	fmt.Fprintln(os.Stderr, "scribe:", viewToArchive(err.Error()))
+	if code == 2 && cmd != nil && cmd.Runnable() {
+		// A usage error: the usage line, and where the rest is.
+		use := cmd.UseLine()
+		if cmd.HasSubCommands() {
+			use = cmd.CommandPath() + " COMMAND"
+		}
+		fmt.Fprintf(os.Stderr, "Usage: %s\nRun '%s --help' for more.\n", use, cmd.CommandPath())
+	}
 	os.Exit(code)
 }

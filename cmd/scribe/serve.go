@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/server"
 )
 
@@ -184,12 +185,15 @@ func newTokenCmd() *cobra.Command {
 			}
 			tok := "scribe_" + base64.RawURLEncoding.EncodeToString(b[:])
 			list := strings.Split(scopes, ",")
-			t := server.Token{SHA256: server.HashToken(tok), Tenant: tenant, Scopes: list}
-			check := server.DefaultConfig()
-			check.Tokens = []server.Token{t}
-			if err := check.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
+			for _, s := range list {
+				if s != server.ScopeRead && s != server.ScopeWrite {
+					return &exitError{code: 2, err: fmt.Errorf("--scopes: unknown scope %q (valid: %s, %s)", s, server.ScopeRead, server.ScopeWrite)}
+				}
 			}
+			if !ident.Tenant(tenant) {
+				return &exitError{code: 2, err: fmt.Errorf("--tenant %q: want 1 to 64 of a-z, 0-9, '_' and '-'", tenant)}
+			}
+			t := server.Token{SHA256: server.HashToken(tok), Tenant: tenant, Scopes: list}
 			quoted := make([]string, len(list))
 			for i, s := range list {
 				quoted[i] = fmt.Sprintf("%q", s)

@@ -45,13 +45,19 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"ls", "--limit", "many"}, {"record", "--flush-interval", "soon"}, {"resume", "x", "--json=maybe"},
 		{"resume"}, {"resume", "a", "b"}, {"show"}, {"fork"}, {"pull", "a", "b"}, {"version", "extra"}, {"ls", "extra"},
 		{"no-such-command"}, {"config", "no-such-command"}, {"index", "no-such-command"},
+		{"completion", "tcsh"}, {"token", "new", "--scopes", "admin"},
 	} {
-		if code, stderr := run(args...); code != 2 {
+		code, stderr := run(args...)
+		if code != 2 {
 			t.Errorf("scribe %s: exit %d, want 2; stderr %q", strings.Join(args, " "), code, stderr)
+		}
+		// A usage error names the usage, not a configuration.
+		if !strings.Contains(stderr, "\nUsage: scribe") || strings.Contains(stderr, "server configuration") {
+			t.Errorf("scribe %s: stderr %q, want the usage line", strings.Join(args, " "), stderr)
 		}
 	}
 	// Help is not an error.
-	for _, args := range [][]string{{}, {"config"}, {"index"}, {"ls", "--help"}} {
+	for _, args := range [][]string{{}, {"config"}, {"index"}, {"ls", "--help"}, {"completion", "bash"}} {
 		if code, stderr := run(args...); code != 0 {
 			t.Errorf("scribe %s: exit %d, want 0; stderr %q", strings.Join(args, " "), code, stderr)
 		}
