@@ -145,7 +145,9 @@ func (s *cloudServer) url() string { return "http://" + s.addr }
 func (s *cloudServer) start() {
 	s.t.Helper()
 	cmd := exec.Command(s.bin, "serve", "--config", s.cfg, "--log-level", "warn")
-	cmd.Env = cleanEnv()
+	// The server's own Claude folder (where a redact block keeps its key):
+	// never the home folder's.
+	cmd.Env = append(cleanEnv(), "CLAUDE_CONFIG_DIR="+filepath.Join(s.dataDir, "claude"))
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
