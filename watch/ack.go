@@ -301,7 +301,10 @@ func (w *Watcher) archivedMetadata(f *follower) map[string]bool {
 	}
 	set := map[string]bool{}
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if len(line) > 0 && !bytes.Contains(line, []byte(`"uuid":`)) {
+		if len(line) == 0 {
+			continue
+		}
+		if e, err := core.ParseEntryOwned(line); err == nil && e.UUID == "" {
 			set[string(line)] = true
 		}
 	}

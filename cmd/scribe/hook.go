@@ -134,7 +134,7 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 			log.Error("pipeline shutdown", "error", err)
 		}
 	}()
-	w, err := watch.New(watch.Options{Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives, Logger: log, Inbox: inbox})
+	w, err := watch.New(watch.Options{Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives, Logger: log, Inbox: inbox, MaxLine: int64(cfg.Watch.MaxLineBytes)})
 	if err != nil {
 		return err
 	}
@@ -148,6 +148,9 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 	}
 	err = w.Once(ctx, paths...)
 	log.Debug("hook event recorded", "event", ev.Event, "session", ev.SessionID, "lines", w.Stats.Lines.Load(), "accepted", w.Stats.Accepted.Load(), "took", time.Since(received).String())
+	if n := w.Stats.Unreadable.Load(); n > 0 {
+		err = errors.Join(err, fmt.Errorf("%d files or folders could not be read (logged above)", n))
+	}
 	return err
 }
 
