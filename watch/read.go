@@ -233,6 +233,9 @@ func (w *Watcher) submitLine(ctx context.Context, f *follower, pl pendingLine) e
 		w.log.Warn("malformed line passed over", "path", f.st.Path, "offset", pl.start, "error", err)
 		return nil
 	}
+	// Raw is the entry's own memory, never reused: with a lease, a sink
+	// writes a long line from it instead of copying it (core.Lease).
+	e.Lease = core.NewLease()
 	return w.submitEntry(ctx, f, e)
 }
 
