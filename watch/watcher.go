@@ -450,6 +450,11 @@ func (w *Watcher) rescan(ctx context.Context) {
 			w.dirty[p] = true // process finds it gone
 		}
 	}
+	for p := range w.failed {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			w.readable(p) // gone: nothing left to read
+		}
+	}
 	if w.o.Inbox != "" {
 		w.dirty[w.o.Inbox] = true
 	}

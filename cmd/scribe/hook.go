@@ -148,9 +148,6 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 	}
 	err = w.Once(ctx, paths...)
 	log.Debug("hook event recorded", "event", ev.Event, "session", ev.SessionID, "lines", w.Stats.Lines.Load(), "accepted", w.Stats.Accepted.Load(), "took", time.Since(received).String())
-	if n := w.Stats.Unreadable.Load(); n > 0 {
-		err = errors.Join(err, fmt.Errorf("%d files or folders could not be read (logged above)", n))
-	}
 	return err
 }
 
