@@ -146,11 +146,19 @@ func (x *Index) syncListing(ctx context.Context, by listing, n int, progress fun
 	if err != nil || len(changed) == 0 {
 		return st, err
 	}
-	lk, err := x.lock(ctx)
+	lk, waited, err := x.lockWaited(ctx)
 	if err != nil {
 		return st, err
 	}
 	defer lk.Release()
+	if waited {
+		// Another process wrote meanwhile, from a listing that may be
+		// newer than this one: list again rather than undo its work.
+		if by, n, err = x.list(ctx); err != nil {
+			return st, err
+		}
+		st.Files, st.Folders = n, len(by)
+	}
 	before := len(changed)
 	changed, digests, total, err := x.changedFolders(ctx, by)
 	if err != nil {

@@ -120,27 +120,48 @@ const lockWait = 30 * time.Minute
 // lock takes the index's write lock, waiting for another process's
 // write; the index is opened again if that process replaced its file.
 func (x *Index) lock(ctx context.Context) (*durable.Lock, error) {
-	lk, err := durable.Acquire(ctx, x.path+".lock", lockWait, "search")
-	if err != nil {
-		return nil, fmt.Errorf("search index: wait for another process's write: %w", err)
+	lk, _, err := x.lockWaited(ctx)
+	return lk, err
+}
+
+// lockWaited is lock, and says whether another process held the lock
+// first (what it wrote may make the caller's view of the files old).
+func (x *Index) lockWaited(ctx context.Context) (*durable.Lock, bool, error) {
+	path := x.path + ".lock"
+	waited := false
+	lk, err := durable.Acquire(ctx, path, 0, "search")
+	if errors.Is(err, durable.ErrLocked) {
+		waited = true
+		lk, err = durable.Acquire(ctx, path, lockWait, "search")
 	}
+	if err != nil {
+		return nil, waited, fmt.Errorf("search index: wait for another process's write: %w", err)
+	}
+	if err := x.reopenIfReplaced(); err != nil {
+		lk.Release()
+		return nil, waited, err
+	}
+	return lk, waited, nil
+}
+
+// reopenIfReplaced opens the index file again when another process
+// replaced it (a rebuild) while this one had it open.
+func (x *Index) reopenIfReplaced() error {
 	if x.db == nil {
-		return lk, nil
+		return nil
 	}
 	if fi, err := os.Stat(x.path); err == nil && inodeOf(fi) == x.ino {
-		return lk, nil
+		return nil
 	}
-	// Rebuilt by another process while this one had it open.
 	x.closeDB()
 	why, err := x.open(true)
 	if err == nil && why != "" {
 		err = errors.New(why)
 	}
 	if err != nil {
-		lk.Release()
-		return nil, fmt.Errorf("search index: open it again after another process rebuilt it: %w", err)
+		return fmt.Errorf("search index: open it again after another process rebuilt it: %w", err)
 	}
-	return lk, nil
+	return nil
 }
 
 // replace throws the index file away and creates an empty one; the caller
