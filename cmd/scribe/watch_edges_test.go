@@ -67,26 +67,29 @@ func TestWatchAndHookReadSpacedJSON(t *testing.T) {
 	const id, cwd = "5ace0000-1111-4222-8333-444455556666", "/home/alice/src/spaced"
 	lines := spacedLines(id, cwd, 4)
 
-	we := newWatchEnv(t)
-	_, archived := spacedSession(t, we, id, cwd, lines...)
-	_, stderr, code := runWatchOnce(t, we)
-	if code != 0 {
-		t.Fatalf("watch --once: exit %d\n%s", code, stderr)
-	}
-	if n := archivedLines(t, archived); n != len(lines) {
-		t.Fatalf("watch --once mirrored %d of %d lines\n%s", n, len(lines), stderr)
-	}
-	if !strings.Contains(stderr, fmt.Sprintf("%d lines read (%d accepted", len(lines), len(lines))) {
-		t.Fatalf("watch --once summary:\n%s", stderr)
-	}
-
-	we = newWatchEnv(t)
-	src, archived := spacedSession(t, we, id, cwd, lines...)
-	we.hook(t, map[string]any{"session_id": id, "transcript_path": src, "cwd": cwd, "hook_event_name": "Stop"})
-	if n := archivedLines(t, archived); n != len(lines) {
-		log, _ := os.ReadFile(filepath.Join(we.archive, "scribe", "watch", "hook.log"))
-		t.Fatalf("hook mirrored %d of %d lines\n%s", n, len(lines), log)
-	}
+	t.Run("watch --once", func(t *testing.T) {
+		we := newWatchEnv(t)
+		_, archived := spacedSession(t, we, id, cwd, lines...)
+		_, stderr, code := runWatchOnce(t, we)
+		if code != 0 {
+			t.Fatalf("watch --once: exit %d\n%s", code, stderr)
+		}
+		if n := archivedLines(t, archived); n != len(lines) {
+			t.Fatalf("watch --once mirrored %d of %d lines\n%s", n, len(lines), stderr)
+		}
+		if !strings.Contains(stderr, fmt.Sprintf("%d lines read (%d accepted", len(lines), len(lines))) {
+			t.Fatalf("watch --once summary:\n%s", stderr)
+		}
+	})
+	t.Run("hook", func(t *testing.T) {
+		we := newWatchEnv(t)
+		src, archived := spacedSession(t, we, id, cwd, lines...)
+		we.hook(t, map[string]any{"session_id": id, "transcript_path": src, "cwd": cwd, "hook_event_name": "Stop"})
+		if n := archivedLines(t, archived); n != len(lines) {
+			log, _ := os.ReadFile(filepath.Join(we.archive, "scribe", "watch", "hook.log"))
+			t.Fatalf("hook mirrored %d of %d lines\n%s", n, len(lines), log)
+		}
+	})
 }
 
 // TestWatchSaysWhatWaitsForAFirstMessage: a file holding only lines that
