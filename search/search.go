@@ -449,14 +449,24 @@ var ErrBadQuery = errors.New("bad query")
 // hang, far above what any query takes (milliseconds).
 const queryTimeout = 30 * time.Second
 
+var errQueryTimeout = fmt.Errorf("search: the query took longer than %s", queryTimeout)
+
 // Search runs a query (Sync first for fresh answers), best match first.
 func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, queryTimeout, errQueryTimeout)
+	defer cancel()
+	hits, err := x.search(ctx, q)
+	if err != nil && errors.Is(context.Cause(ctx), errQueryTimeout) {
+		err = fmt.Errorf("%w: %w", errQueryTimeout, err)
+	}
+	return hits, err
+}
+
+func (x *Index) search(ctx context.Context, q Query) ([]Hit, error) {
 	match := ftsQuery(q.Text)
 	if match == "" {
 		return nil, fmt.Errorf("%w: %q has no words", ErrBadQuery, q.Text)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, queryTimeout, fmt.Errorf("search: the query took longer than %s", queryTimeout))
-	defer cancel()
 	// First the best rowids (filters joined in only when given), then the
 	// snippets of those alone: snippet() over every match would cost what
 	// the whole result costs.
