@@ -69,6 +69,8 @@ type Config struct {
 	Pipeline PipelineConfig
 	// Resume is the resume block.
 	Resume ResumeConfig
+	// Watch is the watch block (scribe watch and scribe hook).
+	Watch WatchConfig
 	// Components are the labelled sink, loader and guard blocks: the file's
 	// in file order (merged with the built-in block of the same kind and ID),
 	// then the built-in blocks the file does not mention, in their order.
@@ -155,6 +157,13 @@ type ResumeConfig struct {
 	MaxAge time.Duration
 	// ContinueText is the prompt appended after an interrupted turn.
 	ContinueText string
+}
+
+// WatchConfig is the watch block.
+type WatchConfig struct {
+	// MaxLineBytes is the longest transcript line watch and hook mirror;
+	// a longer one is counted, logged and passed over.
+	MaxLineBytes int
 }
 
 // PipelineConfig is the pipeline block.
@@ -357,6 +366,7 @@ var settings = []setting{
 	{block: "resume", name: "loaders", kind: kindIDs, def: []string{}, usage: "loaders resume tries, in order (type/name of loader or sink blocks, comma-separated)"},
 	{block: "resume", name: "max_age", kind: kindString, def: "6h", usage: "an interrupted turn older than this is not continued (0s: no limit)"},
 	{block: "resume", name: "continue_text", kind: kindString, def: "Continue from where you left off.", usage: "the prompt appended after an interrupted turn"},
+	{block: "watch", name: "max_line_bytes", kind: kindInt, def: 268435456, usage: "the longest transcript line watch and hook mirror, in bytes; a longer one is counted, logged and passed over"},
 }
 
 func settingFor(block, name string) (setting, bool) {
@@ -393,9 +403,9 @@ func checkValue(s setting, v any) error {
 		if v.(int) < 0 {
 			return fmt.Errorf("cleanup_period_days must be 0 (persistence disabled) or more, not %d", v.(int))
 		}
-	case "pipeline.queue_size":
+	case "pipeline.queue_size", "watch.max_line_bytes":
 		if v.(int) <= 0 {
-			return fmt.Errorf("pipeline.queue_size must be greater than 0, not %d", v.(int))
+			return fmt.Errorf("%s must be greater than 0, not %d", s.key(), v.(int))
 		}
 	case "resume.max_age":
 		if d, err := time.ParseDuration(v.(string)); err != nil || d < 0 {

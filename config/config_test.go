@@ -123,6 +123,8 @@ func TestLoadDefault(t *testing.T) {
 			}
 		case "resume.continue_text":
 			got = cfg.Resume.ContinueText
+		case "watch.max_line_bytes":
+			got = cfg.Watch.MaxLineBytes
 		case "pipeline.overflow_wait":
 			got = strings.TrimSuffix(cfg.Pipeline.OverflowWait.String(), "0m0s")
 		case "pipeline.retry_for":

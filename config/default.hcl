@@ -113,6 +113,15 @@ resume {
   continue_text = "Continue from where you left off."
 }
 
+# scribe watch and scribe hook: how they follow Claude Code's transcripts.
+watch {
+  # The longest transcript line mirrored, in bytes. A longer line is never
+  # held in memory: it is counted, logged with its file and offset, and
+  # passed over (the lines after it are mirrored). A line needs about its
+  # own length in memory while it is read. Default: 268435456 (256 MiB).
+  max_line_bytes = 268435456
+}
+
 # The loader of last resort: the conversation from the last compaction
 # summary on, marked partial. It has no options.
 loader "summary" "default" {}

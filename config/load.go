@@ -303,6 +303,8 @@ func assign(cfg *Config, s setting, v any) {
 		cfg.Resume.MaxAge, _ = time.ParseDuration(v.(string))
 	case "resume.continue_text":
 		cfg.Resume.ContinueText = v.(string)
+	case "watch.max_line_bytes":
+		cfg.Watch.MaxLineBytes = v.(int)
 	}
 }
 

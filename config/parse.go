@@ -50,7 +50,7 @@ func (e *Error) Error() string {
 }
 
 // blockKinds are the valid top-level block types, in documentation order.
-var blockKinds = []string{"pipeline", "resume", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(core.KindProcessor), string(KindServer)}
+var blockKinds = []string{"pipeline", "resume", "watch", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(core.KindProcessor), string(KindServer)}
 
 func isComponentKind(s string) bool {
 	return s == string(core.KindSink) || s == string(core.KindLoader) || s == string(core.KindGuard) || s == string(core.KindProcessor)
@@ -168,39 +168,24 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 			a.Name, strings.Join(validNames(""), ", "), strings.Join(blockKinds, ", "))
 	}
 
-	var pipeline, resume, server *hclsyntax.Block
+	// single are the blocks a file has at most one of, by type.
+	single := map[string]*hclsyntax.Block{}
 	declared := map[core.Kind]map[core.ID]Pos{}
 	for _, b := range body.Blocks {
 		pos := rangePos(b.TypeRange)
 		switch {
-		case b.Type == "pipeline":
-			if pipeline != nil {
-				p.addf(pos, "duplicate pipeline block; the first is at %s", rangePos(pipeline.TypeRange))
+		case b.Type == "pipeline" || b.Type == "resume" || b.Type == "watch" || b.Type == string(KindServer):
+			if first := single[b.Type]; first != nil {
+				p.addf(pos, "duplicate %s block; the first is at %s", b.Type, rangePos(first.TypeRange))
 				continue
 			}
-			pipeline = b
+			single[b.Type] = b
 			if len(b.Labels) != 0 {
-				p.addf(rangePos(b.LabelRanges[0]), "the pipeline block takes no labels: write pipeline { ... }")
+				p.addf(rangePos(b.LabelRanges[0]), "the %s block takes no labels: write %s { ... }", b.Type, b.Type)
 			}
-			p.settingsBlock(out, b)
-		case b.Type == "resume":
-			if resume != nil {
-				p.addf(pos, "duplicate resume block; the first is at %s", rangePos(resume.TypeRange))
+			if b.Type != string(KindServer) {
+				p.settingsBlock(out, b)
 				continue
-			}
-			resume = b
-			if len(b.Labels) != 0 {
-				p.addf(rangePos(b.LabelRanges[0]), "the resume block takes no labels: write resume { ... }")
-			}
-			p.settingsBlock(out, b)
-		case b.Type == string(KindServer):
-			if server != nil {
-				p.addf(pos, "duplicate server block; the first is at %s", rangePos(server.TypeRange))
-				continue
-			}
-			server = b
-			if len(b.Labels) != 0 {
-				p.addf(rangePos(b.LabelRanges[0]), "the server block takes no labels: write server { ... }")
 			}
 			c := Component{Kind: KindServer, Range: pos, attrs: map[string]Pos{}}
 			if p.blockBody(&c, b) {
@@ -235,7 +220,7 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 }
 
 func blockExample(kind string) string {
-	if kind == "pipeline" || kind == "resume" || kind == string(KindServer) {
+	if kind == "pipeline" || kind == "resume" || kind == "watch" || kind == string(KindServer) {
 		return kind
 	}
 	return kind + ` "type" "name"`

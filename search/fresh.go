@@ -18,7 +18,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -97,27 +96,26 @@ func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 	return x.syncListing(ctx, by, n, progress)
 }
 
-// syncListing syncs the folders whose digest differs from the stored one;
-// when none does, it reads 1 row per folder and writes nothing.
-func (x *Index) syncListing(ctx context.Context, by listing, n int, progress func(done, total int)) (SyncStats, error) {
-	st := SyncStats{Files: n}
+// changedFolders compares the listing's digests with the stored ones: the
+// folders to sync, their new digests and how many files they hold.
+func (x *Index) changedFolders(ctx context.Context, by listing) ([]string, map[string][]byte, int, error) {
 	stored := map[string][]byte{}
 	rows, err := x.db.QueryContext(ctx, "SELECT name, digest FROM folders")
 	if err != nil {
-		return st, fmt.Errorf("search: read the folder digests: %w", err)
+		return nil, nil, 0, fmt.Errorf("search: read the folder digests: %w", err)
 	}
 	for rows.Next() {
 		var name string
 		var d []byte
 		if err := rows.Scan(&name, &d); err != nil {
 			rows.Close()
-			return st, fmt.Errorf("search: read the folder digests: %w", err)
+			return nil, nil, 0, fmt.Errorf("search: read the folder digests: %w", err)
 		}
 		stored[name] = d
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("search: read the folder digests: %w", err)
+		return nil, nil, 0, fmt.Errorf("search: read the folder digests: %w", err)
 	}
 	var changed []string
 	total := 0
@@ -133,11 +131,43 @@ func (x *Index) syncListing(ctx context.Context, by listing, n int, progress fun
 			changed = append(changed, name)
 		}
 	}
-	st.Folders, st.Changed = len(by), len(changed)
+	sort.Strings(changed)
+	return changed, digests, total, nil
+}
+
+// syncListing syncs the folders whose digest differs from the stored one;
+// when none does, it reads 1 row per folder and writes nothing. A sync
+// takes the index's write lock, and looks again at what differs once it
+// has it: another process may have synced those folders meanwhile
+// (SyncStats.Others).
+func (x *Index) syncListing(ctx context.Context, by listing, n int, progress func(done, total int)) (SyncStats, error) {
+	st := SyncStats{Files: n, Folders: len(by)}
+	changed, _, _, err := x.changedFolders(ctx, by)
+	if err != nil || len(changed) == 0 {
+		return st, err
+	}
+	lk, waited, err := x.lockWaited(ctx)
+	if err != nil {
+		return st, err
+	}
+	defer lk.Release()
+	if waited {
+		// Another process wrote meanwhile, from a listing that may be
+		// newer than this one: list again rather than undo its work.
+		if by, n, err = x.list(ctx); err != nil {
+			return st, err
+		}
+		st.Files, st.Folders = n, len(by)
+	}
+	before := len(changed)
+	changed, digests, total, err := x.changedFolders(ctx, by)
+	if err != nil {
+		return st, err
+	}
+	st.Changed, st.Others = len(changed), max(before-len(changed), 0)
 	if len(changed) == 0 {
 		return st, nil
 	}
-	sort.Strings(changed)
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
 		return st, fmt.Errorf("search: %w", err)
@@ -253,7 +283,7 @@ func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, to
 	if err != nil {
 		return nil, st, err
 	}
-	if qerr != nil || st.Documents+st.Reindexed+st.Removed > 0 {
+	if qerr != nil || st.Documents+st.Reindexed+st.Removed+st.Others > 0 {
 		hits, qerr = x.Search(ctx, q)
 	}
 	return hits, st, qerr
@@ -269,17 +299,18 @@ func isDamage(err error) bool {
 	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
 }
 
-// rebuild throws the index file away and starts an empty one.
+// rebuild throws the damaged index file away and starts an empty one,
+// unless another process did so while this one waited for the lock.
 func (x *Index) rebuild(why string) error {
-	x.db.Close()
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(x.path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove the damaged search index %s: %w", x.path+suffix, err)
-		}
+	ino := x.ino
+	lk, err := x.lock(context.Background())
+	if err != nil {
+		return err
 	}
-	if _, err := x.open(); err != nil {
-		return fmt.Errorf("create the search index %s: %w", x.path, err)
+	defer lk.Release()
+	if x.ino != ino {
+		x.Rebuilt = why + "; rebuilt by another process"
+		return nil
 	}
-	x.Rebuilt = why
-	return nil
+	return x.replace(why)
 }

@@ -29,10 +29,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+	"unicode"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -56,10 +59,19 @@ CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'unicode61 remove_diacriti
 `
 
 // Index is an open search index.
+//
+// Any number of processes may search one index at once: reads never wait
+// (SQLite's WAL), and what writes (creating the file, a sync that changes
+// it, a rebuild, Forget) is done by one process at a time, under an flock
+// on <index>.lock (durable.Acquire); a process that finds the lock held
+// waits for it, then looks again at what is left to do. SQLite's busy
+// timeout covers the moments a reader still has to wait (a checkpoint,
+// the WAL's recovery).
 type Index struct {
 	db     *sql.DB
 	layout jsonl.Layout
 	path   string
+	ino    uint64 // the index file's inode when it was opened
 	// Rebuilt says why the index file was thrown away on open ("" when it
 	// was used).
 	Rebuilt string
@@ -76,43 +88,134 @@ func OpenAt(l jsonl.Layout, path string) (*Index, error) {
 		return nil, fmt.Errorf("search index folder: %w", err)
 	}
 	x := &Index{layout: l, path: path}
-	why, err := x.open()
+	why, err := x.open(false)
+	if err == nil && why == "" {
+		return x, nil
+	}
+	// Creating it, or throwing it away: one process at a time, and the
+	// question asked again under the lock (another may have just made it).
+	x.closeDB()
+	lk, err := x.lock(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Release()
+	why, err = x.open(true)
 	if err == nil && why == "" {
 		return x, nil
 	}
 	if err != nil {
 		why = err.Error()
 	}
-	if x.db != nil {
-		x.db.Close()
+	if err := x.replace(why); err != nil {
+		return nil, err
 	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("remove the unusable search index %s: %w", path+suffix, err)
-		}
-	}
-	if _, err := x.open(); err != nil {
-		return nil, fmt.Errorf("create the search index %s: %w", path, err)
-	}
-	x.Rebuilt = why
 	return x, nil
 }
 
+// lockWait bounds how long a process waits for another's write to the
+// index (a first index of a large history can take minutes).
+const lockWait = 30 * time.Minute
+
+// lock takes the index's write lock, waiting for another process's
+// write; the index is opened again if that process replaced its file.
+func (x *Index) lock(ctx context.Context) (*durable.Lock, error) {
+	lk, _, err := x.lockWaited(ctx)
+	return lk, err
+}
+
+// lockWaited is lock, and says whether another process held the lock
+// first (what it wrote may make the caller's view of the files old).
+func (x *Index) lockWaited(ctx context.Context) (*durable.Lock, bool, error) {
+	path := x.path + ".lock"
+	waited := false
+	lk, err := durable.Acquire(ctx, path, 0, "search")
+	if errors.Is(err, durable.ErrLocked) {
+		waited = true
+		lk, err = durable.Acquire(ctx, path, lockWait, "search")
+	}
+	if err != nil {
+		return nil, waited, fmt.Errorf("search index: wait for another process's write: %w", err)
+	}
+	if err := x.reopenIfReplaced(); err != nil {
+		lk.Release()
+		return nil, waited, err
+	}
+	return lk, waited, nil
+}
+
+// reopenIfReplaced opens the index file again when another process
+// replaced it (a rebuild) while this one had it open.
+func (x *Index) reopenIfReplaced() error {
+	if x.db == nil {
+		return nil
+	}
+	if fi, err := os.Stat(x.path); err == nil && inodeOf(fi) == x.ino {
+		return nil
+	}
+	x.closeDB()
+	why, err := x.open(true)
+	if err == nil && why != "" {
+		err = errors.New(why)
+	}
+	if err != nil {
+		return fmt.Errorf("search index: open it again after another process rebuilt it: %w", err)
+	}
+	return nil
+}
+
+// replace throws the index file away and creates an empty one; the caller
+// holds the lock.
+func (x *Index) replace(why string) error {
+	x.closeDB()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(x.path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the unusable search index %s: %w", x.path+suffix, err)
+		}
+	}
+	if _, err := x.open(true); err != nil {
+		return fmt.Errorf("create the search index %s: %w", x.path, err)
+	}
+	x.Rebuilt = why
+	return nil
+}
+
+func (x *Index) closeDB() {
+	if x.db != nil {
+		x.db.Close()
+		x.db = nil
+	}
+}
+
+func inodeOf(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
 // open opens the file and says why it cannot be used as it is ("" if it
-// can).
-func (x *Index) open() (string, error) {
-	db, err := sql.Open("sqlite", "file:"+x.path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+// can). It creates the schema in an empty file only when create is set
+// (the caller holds the lock); else an empty file is "no schema yet".
+func (x *Index) open(create bool) (string, error) {
+	// _txlock=immediate: every transaction here writes, and one begun
+	// deferred that reads first cannot wait for another writer (SQLite
+	// answers SQLITE_BUSY at once when it upgrades).
+	db, err := sql.Open("sqlite", "file:"+x.path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
 		return "", err
 	}
 	db.SetMaxOpenConns(1)
 	x.db = db
-	if err := os.Chmod(x.path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
 	var v int
 	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
 		return "", fmt.Errorf("read the schema version: %w", err)
+	}
+	if err := os.Chmod(x.path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if fi, err := os.Stat(x.path); err == nil {
+		x.ino = inodeOf(fi)
 	}
 	if v == 0 {
 		var n int
@@ -122,7 +225,18 @@ func (x *Index) open() (string, error) {
 		if n != 0 {
 			return "unknown schema", nil
 		}
-		if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+		if !create {
+			return "no schema yet", nil
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return "", fmt.Errorf("create the schema: %w", err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+			return "", fmt.Errorf("create the schema: %w", err)
+		}
+		if err := tx.Commit(); err != nil {
 			return "", fmt.Errorf("create the schema: %w", err)
 		}
 		return "", nil
@@ -137,7 +251,12 @@ func (x *Index) open() (string, error) {
 }
 
 // Close closes the index.
-func (x *Index) Close() error { return x.db.Close() }
+func (x *Index) Close() error {
+	if x.db == nil {
+		return nil
+	}
+	return x.db.Close()
+}
 
 // SyncStats says what Sync did.
 type SyncStats struct {
@@ -152,6 +271,9 @@ type SyncStats struct {
 	Removed   int   `json:"removed"`
 	Bytes     int64 `json:"bytes"`
 	Documents int   `json:"documents"`
+	// Others is how many changed folders another process synced while
+	// this one waited for the write lock.
+	Others int `json:"others"`
 }
 
 type known struct {
@@ -323,8 +445,24 @@ type Hit struct {
 // ErrBadQuery is returned for a query with no words.
 var ErrBadQuery = errors.New("bad query")
 
+// queryTimeout bounds one query: a guard against a query that would
+// hang, far above what any query takes (milliseconds).
+const queryTimeout = 30 * time.Second
+
+var errQueryTimeout = fmt.Errorf("search: the query took longer than %s", queryTimeout)
+
 // Search runs a query (Sync first for fresh answers), best match first.
 func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, queryTimeout, errQueryTimeout)
+	defer cancel()
+	hits, err := x.search(ctx, q)
+	if err != nil && errors.Is(context.Cause(ctx), errQueryTimeout) {
+		err = fmt.Errorf("%w: %w", errQueryTimeout, err)
+	}
+	return hits, err
+}
+
+func (x *Index) search(ctx context.Context, q Query) ([]Hit, error) {
 	match := ftsQuery(q.Text)
 	if match == "" {
 		return nil, fmt.Errorf("%w: %q has no words", ErrBadQuery, q.Text)
@@ -418,10 +556,24 @@ func (x *Index) topRows(ctx context.Context, q string, args []any) ([]int64, []f
 	return ids, scores, rows.Err()
 }
 
-// ftsQuery turns what a user typed into an FTS5 query: every word, or
-// "quoted phrase", must appear; nothing in it is FTS5 syntax.
-func ftsQuery(s string) string {
-	var terms []string
+// MaxTerms is how many distinct words and "quoted phrases" of a query are
+// searched, and MaxTokens how many tokens (runs of letters and digits, as
+// the index cuts text) they hold in all: the terms past either are
+// dropped (Terms says how many) rather than make the query slow (FTS5
+// reads a token's list of documents once per use); every term must
+// appear, so more rarely narrows a result.
+const (
+	MaxTerms  = 64
+	MaxTokens = 256
+)
+
+// Terms cuts what a user typed into its words and "quoted phrases",
+// each once (the same word in other case is the same term, as the index
+// folds case), the first MaxTerms of them within MaxTokens; dropped is
+// how many distinct terms were left out.
+func Terms(s string) (terms []string, dropped int) {
+	seen := map[string]bool{}
+	tokens := 0
 	for len(s) > 0 {
 		s = strings.TrimLeft(s, " \t\n")
 		if s == "" {
@@ -440,9 +592,45 @@ func ftsQuery(s string) string {
 		} else {
 			t, s = s, ""
 		}
-		if strings.TrimSpace(t) != "" {
-			terms = append(terms, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		if strings.TrimSpace(t) == "" {
+			continue
 		}
+		key := strings.ToLower(strings.Join(strings.Fields(t), " "))
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		n := countTokens(t)
+		if len(terms) == MaxTerms || tokens+n > MaxTokens {
+			dropped++
+			continue
+		}
+		terms, tokens = append(terms, t), tokens+n
+
+	}
+	return terms, dropped
+}
+
+// countTokens counts the runs of letters and digits in t.
+func countTokens(t string) int {
+	n, in := 0, false
+	for _, r := range t {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r)
+		if word && !in {
+			n++
+		}
+		in = word
+	}
+	return n
+}
+
+// ftsQuery turns what a user typed into an FTS5 query: every word, or
+// "quoted phrase", must appear; nothing in it is FTS5 syntax. Repeated
+// terms are given once and at most MaxTerms are (Terms).
+func ftsQuery(s string) string {
+	terms, _ := Terms(s)
+	for i, t := range terms {
+		terms[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 	}
 	return strings.Join(terms, " ")
 }
@@ -461,6 +649,11 @@ func Forget(l jsonl.Layout, sessionIDs ...string) (int, error) {
 		return 0, err
 	}
 	defer x.Close()
+	lk, err := x.lock(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	defer lk.Release()
 	tx, err := x.db.Begin()
 	if err != nil {
 		return 0, fmt.Errorf("search: %w", err)

@@ -42,6 +42,20 @@ func writeSession(t *testing.T, l jsonl.Layout) string {
 	return main
 }
 
+// sessionIndex writes the test session into a fresh config folder and
+// opens its index (closed at the test's end).
+func sessionIndex(t *testing.T) *Index {
+	t.Helper()
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	writeSession(t, l)
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
 func mustSearch(t *testing.T, x *Index, q Query) []Hit {
 	t.Helper()
 	if _, err := x.Sync(context.Background(), nil); err != nil {
@@ -58,13 +72,7 @@ func mustSearch(t *testing.T, x *Index, q Query) []Hit {
 // found, with the session id, the message uuid and a snippet; the role and
 // date filters apply; metadata lines are not indexed.
 func TestSearchFindsEveryPartOfASession(t *testing.T) {
-	l := jsonl.Layout{ConfigDir: t.TempDir()}
-	writeSession(t, l)
-	x, err := Open(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := sessionIndex(t)
 	cases := []struct {
 		q, role, uuid, agent string
 	}{
@@ -184,5 +192,49 @@ func TestForgetDropsASessionNow(t *testing.T) {
 	hits, err := x.Search(context.Background(), Query{Text: "flamingo"})
 	if err != nil || len(hits) != 0 {
 		t.Fatalf("after Forget, without a sync: %+v, %v", hits, err)
+	}
+}
+
+// TestQueryTermsAreDeduplicatedAndCapped: the query builder passes each
+// word or phrase once (case folded, as the index folds it), at most
+// MaxTerms of them, and says how many it dropped.
+func TestQueryTermsAreDeduplicatedAndCapped(t *testing.T) {
+	terms, dropped := Terms(strings.Repeat("flamingo Flamingo ", 2500) + `"zanzibar  overflow" "Zanzibar overflow" flamingo`)
+	if len(terms) != 2 || terms[0] != "flamingo" || terms[1] != "zanzibar  overflow" || dropped != 0 {
+		t.Fatalf("terms %q, dropped %d", terms, dropped)
+	}
+	if got := ftsQuery(strings.Repeat("a b ", 1000)); got != `"a" "b"` {
+		t.Fatalf("ftsQuery: %q", got)
+	}
+	var words []string
+	for i := 0; i < 5000; i++ {
+		words = append(words, fmt.Sprintf("w%d", i%(MaxTerms+100)))
+	}
+	terms, dropped = Terms(strings.Join(words, " "))
+	if len(terms) != MaxTerms || terms[MaxTerms-1] != fmt.Sprintf("w%d", MaxTerms-1) || dropped != 100 {
+		t.Fatalf("%d terms (last %q), dropped %d; want %d, dropped 100", len(terms), terms[len(terms)-1], dropped, MaxTerms)
+	}
+	// A phrase, or a word of many tokens, counts each of them.
+	terms, dropped = Terms(`short "` + strings.Repeat("flamingo ", 5000) + `" ` + strings.Repeat("a-", 300) + " last")
+	if len(terms) != 2 || terms[0] != "short" || terms[1] != "last" || dropped != 2 {
+		t.Fatalf("terms %q, dropped %d", terms, dropped)
+	}
+}
+
+// TestLongQueriesAnswer: a query of 5,000 repeated words, and one of
+// 5,000 distinct words, answer (the right hit for the first; the first
+// MaxTerms words for the second).
+func TestLongQueriesAnswer(t *testing.T) {
+	x := sessionIndex(t)
+	hits := mustSearch(t, x, Query{Text: strings.Repeat("flamingo parser ", 2500)})
+	if len(hits) != 1 || hits[0].UUID != u(1) {
+		t.Fatalf("5,000 repeated words: %+v", hits)
+	}
+	words := []string{"flamingo", "parser"}
+	for i := 0; len(words) < 5000; i++ {
+		words = append(words, fmt.Sprintf("nothere%d", i))
+	}
+	if hits := mustSearch(t, x, Query{Text: strings.Join(words, " ")}); len(hits) != 0 {
+		t.Fatalf("5,000 distinct words: %+v", hits)
 	}
 }

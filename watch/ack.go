@@ -150,9 +150,13 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 // pipelines that had it drop it as a duplicate.
 func (w *Watcher) submit(ctx context.Context, e core.Entry) (core.Result, error) {
 	var first core.Result
+	e.Lease.Retain(len(w.ps) - 1) // each Submit takes one reference over
 	for i, p := range w.ps {
 		res, err := p.Submit(ctx, e)
 		if err != nil {
+			for range w.ps[i+1:] {
+				e.Lease.Release() // the references of the pipelines not reached
+			}
 			return res, err
 		}
 		if i == 0 {
@@ -301,7 +305,10 @@ func (w *Watcher) archivedMetadata(f *follower) map[string]bool {
 	}
 	set := map[string]bool{}
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if len(line) > 0 && !bytes.Contains(line, []byte(`"uuid":`)) {
+		if len(line) == 0 {
+			continue
+		}
+		if e, err := core.ParseEntryOwned(line); err == nil && e.UUID == "" {
 			set[string(line)] = true
 		}
 	}

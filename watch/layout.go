@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,15 +42,22 @@ func sessionDirRel(root, path string) (project, rel string) {
 	return parts[0], parts[2]
 }
 
-// walkDirs calls fn for every folder watch follows under root (root
-// itself, project folders, session folders and everything below them) and
-// file for every file in them that classify accepts.
-func walkDirs(root string, dir func(path string), file func(path string, fi os.FileInfo)) {
-	walkDirsFrom(root, root, dir, file)
+// walkDirs calls dir for every folder watch follows under root (root
+// itself, project folders, session folders and everything below them),
+// file for every file in them that classify accepts, and bad for what it
+// cannot read where it would follow something: a folder it may not list,
+// something that is not a folder or a regular file in a project folder's,
+// a session folder's or a followed file's place.
+func walkDirs(root string, dir func(path string), file func(path string, fi os.FileInfo), bad func(path string, err error)) {
+	walkDirsFrom(root, root, dir, file, bad)
 }
 
+// errNotFollowable is what bad gets for something that is neither a
+// folder nor a regular file where watch would follow one.
+var errNotFollowable = errors.New("neither a folder nor a regular file (a symbolic link, a pipe, a socket or a device): not followed")
+
 // walkDirsFrom is walkDirs from start, a folder at or below root.
-func walkDirsFrom(root, start string, dir func(path string), file func(path string, fi os.FileInfo)) {
+func walkDirsFrom(root, start string, dir func(path string), file func(path string, fi os.FileInfo), bad func(path string, err error)) {
 	depth := 0
 	if rel, err := filepath.Rel(root, start); err == nil && rel != "." {
 		depth = len(strings.Split(rel, string(filepath.Separator)))
@@ -60,10 +68,17 @@ func walkDirsFrom(root, start string, dir func(path string), file func(path stri
 	var walk func(path string, depth int)
 	walk = func(path string, depth int) {
 		ents, err := os.ReadDir(path)
-		if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return // gone since it was listed
+		}
+		if err != nil && len(ents) == 0 {
+			bad(path, err)
 			return
 		}
 		dir(path)
+		if err != nil {
+			bad(path, err) // listed in part
+		}
 		for _, e := range ents {
 			p := filepath.Join(path, e.Name())
 			if e.IsDir() {
@@ -73,14 +88,21 @@ func walkDirsFrom(root, start string, dir func(path string), file func(path stri
 				walk(p, depth+1)
 				continue
 			}
+			_, _, _, followed := classify(root, p)
 			if !e.Type().IsRegular() {
+				if followed || depth == 0 || (depth == 1 && jsonl.IsSessionID(e.Name())) {
+					bad(p, errNotFollowable)
+				}
 				continue
 			}
-			if _, _, _, ok := classify(root, p); !ok {
+			if !followed {
 				continue
 			}
 			fi, err := e.Info()
 			if err != nil {
+				if !errors.Is(err, os.ErrNotExist) {
+					bad(p, err)
+				}
 				continue
 			}
 			file(p, fi)

@@ -26,13 +26,14 @@ func (w *Watcher) WriteMetrics(out io.Writer) {
 	gauge("scribe_watch_unacked_lines", "Lines submitted and not yet acknowledged.", s.UnackedLines.Load())
 	gauge("scribe_watch_torn_tails", "Files whose last line is not complete yet (waited for).", s.TornWaiting.Load())
 	gauge("scribe_watch_waiting_for_message", "Files holding only lines that wait for a first user or assistant line.", s.WaitingForMessage.Load())
+	gauge("scribe_watch_unreadable", "Files and folders that could not be read at their last look.", s.Unreadable.Load())
 	counter("scribe_watch_bytes_read_total", "Bytes read from followed files.", s.BytesRead.Load())
 	counter("scribe_watch_lines_total", "Complete lines read.", s.Lines.Load())
 	fmt.Fprintf(&b, "# HELP scribe_watch_entries_total Entries submitted, by outcome.\n# TYPE scribe_watch_entries_total counter\n")
 	for _, kv := range []struct {
 		k string
 		v int64
-	}{{"accepted", s.Accepted.Load()}, {"duplicate", s.Duplicates.Load()}, {"refused", s.Refused.Load()}, {"rejected", s.Rejected.Load()}, {"malformed", s.Malformed.Load()}, {"blank", s.Blank.Load()}, {"archived_metadata", s.MetaSkipped.Load()}} {
+	}{{"accepted", s.Accepted.Load()}, {"duplicate", s.Duplicates.Load()}, {"refused", s.Refused.Load()}, {"rejected", s.Rejected.Load()}, {"malformed", s.Malformed.Load()}, {"blank", s.Blank.Load()}, {"over_line_cap", s.OverLimit.Load()}, {"archived_metadata", s.MetaSkipped.Load()}} {
 		fmt.Fprintf(&b, "scribe_watch_entries_total{result=%q} %d\n", kv.k, kv.v)
 	}
 	counter("scribe_watch_errors_total", "Errors reading, submitting or watching (each retried).", s.Errors.Load())

@@ -109,75 +109,74 @@ func (w *Watcher) restart(f *follower, why string) {
 	f.metaSkip = w.archivedMetadata(f)
 	f.readOff, f.fp, f.fpLen, f.msgs, f.torn = 0, "", 0, false, 0
 	f.marks = nil
+	f.nlAt, f.nlFree = 0, 0
 	delete(w.unacked, f)
 }
 
 // pendingLine is a complete line read but not yet submitted.
 type pendingLine struct {
-	raw []byte
-	end int64 // offset just after its newline
+	raw   []byte
+	start int64 // offset of its first byte
+	end   int64 // offset just after its newline
+	// parsed says e and err hold raw's parse (a line held before the
+	// file's first message is parsed once, when it is read).
+	parsed bool
+	e      core.Entry
+	err    error
+	// owned: raw is the line's own buffer (a long line), not a view of
+	// the read buffer that must be copied.
+	owned bool
+	// over is the length of a line past the line cap: raw is nil, the
+	// line is counted and passed over.
+	over int64
 }
 
 // readFrom reads complete lines from f.readOff to size and submits them.
 func (w *Watcher) readFrom(ctx context.Context, f *follower, fh *os.File, head []byte, size int64) error {
-	off := f.readOff
-	buf := make([]byte, 0, min(size-off, readChunk))
+	r := newLineReader(fh, f.readOff, size, w.maxLine())
+	r.nlAt, r.nlFree = f.nlAt, f.nlFree
+	defer func() {
+		w.Stats.BytesRead.Add(r.read)
+		f.nlAt, f.nlFree = r.nlAt, r.nlFree
+	}()
 	var held []pendingLine
 	var heldBytes int64
 	submitted := false
-	for off < size {
-		n := min(size-off, readChunk) - int64(len(buf))
-		if n <= 0 {
-			n = readChunk
-		}
-		start := len(buf)
-		buf = append(buf, make([]byte, n)...)
-		got, err := fh.ReadAt(buf[start:], off+int64(start))
-		buf = buf[:start+got]
-		w.Stats.BytesRead.Add(int64(got))
-		if err != nil && !errors.Is(err, io.EOF) {
+	for {
+		pl, ok, err := r.next()
+		if err != nil {
 			return fmt.Errorf("read %s: %w", f.st.Path, err)
 		}
-		last := bytes.LastIndexByte(buf, '\n')
-		if last < 0 {
-			if got == 0 || off+int64(len(buf)) >= size {
-				break // a torn last line: wait for its end
-			}
-			continue // a line longer than the chunk
-		}
-		lines := buf[:last+1]
-		pos := off
-		for len(lines) > 0 {
-			i := bytes.IndexByte(lines, '\n')
-			line := lines[:i]
-			lines = lines[i+1:]
-			pos += int64(i + 1)
-			if len(held) > 0 || !f.msgs {
-				held = append(held, pendingLine{raw: bytes.Clone(line), end: pos})
-				heldBytes += int64(len(line))
-				if isMessage(line) || heldBytes > maxHeld || f.st.Kind == KindLifecycle {
-					if err := w.submitLines(ctx, f, held, head, size); err != nil {
-						return err
-					}
-					held, heldBytes, submitted = nil, 0, true
-				}
-				continue
-			}
-			if err := w.submitLines(ctx, f, []pendingLine{{raw: line, end: pos}}, head, size); err != nil {
-				return err
-			}
-			submitted = true
-		}
-		off += int64(last + 1)
-		buf = append(buf[:0], buf[last+1:]...)
-		if got == 0 {
+		if !ok {
 			break
 		}
+		if len(held) > 0 || !f.msgs {
+			if !pl.owned && pl.over == 0 {
+				pl.raw, pl.owned = bytes.Clone(pl.raw), true
+			}
+			if pl.over == 0 {
+				pl.e, pl.err = core.ParseEntryOwned(pl.raw)
+				pl.parsed = true
+			}
+			held = append(held, pl)
+			heldBytes += int64(len(pl.raw))
+			if (pl.parsed && pl.err == nil && pl.e.IsMessage()) || heldBytes > maxHeld || f.st.Kind == KindLifecycle {
+				if err := w.submitLines(ctx, f, held, head); err != nil {
+					return err
+				}
+				held, heldBytes, submitted = nil, 0, true
+			}
+			continue
+		}
+		if err := w.submitLines(ctx, f, []pendingLine{pl}, head); err != nil {
+			return err
+		}
+		submitted = true
 	}
-	f.torn = size - off
+	f.torn = size - r.off
 	if len(held) > 0 {
 		// Lines before the file's first user or assistant line wait for it.
-		f.torn = size - held[0].end + int64(len(held[0].raw)) + 1
+		f.torn = size - held[0].start
 	}
 	if submitted && f.firstRead.IsZero() {
 		f.firstRead = time.Now()
@@ -185,17 +184,11 @@ func (w *Watcher) readFrom(ctx context.Context, f *follower, fh *os.File, head [
 	return nil
 }
 
-// isMessage reports whether a line is a user or assistant row, without
-// parsing it whole.
-func isMessage(line []byte) bool {
-	return bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"type":"assistant"`))
-}
-
 // submitLines submits lines of f in order; each moves the read offset.
-func (w *Watcher) submitLines(ctx context.Context, f *follower, lines []pendingLine, head []byte, size int64) error {
+func (w *Watcher) submitLines(ctx context.Context, f *follower, lines []pendingLine, head []byte) error {
 	for _, pl := range lines {
 		w.Stats.Lines.Add(1)
-		if err := w.submitLine(ctx, f, pl.raw); err != nil {
+		if err := w.submitLine(ctx, f, pl); err != nil {
 			return err
 		}
 		f.readOff = pl.end
@@ -210,23 +203,39 @@ func (w *Watcher) submitLines(ctx context.Context, f *follower, lines []pendingL
 			f.metaSkip = nil
 		}
 	}
-	_ = size
 	return nil
 }
 
-// submitLine submits one line; a malformed or blank one is counted and
-// passed over, like a refusal. An error leaves the line to be read again.
-func (w *Watcher) submitLine(ctx context.Context, f *follower, line []byte) error {
-	if len(bytes.TrimSpace(line)) == 0 {
+// submitLine submits one line; a malformed or blank one, or one past the
+// line cap, is counted and passed over, like a refusal. An error leaves
+// the line to be read again.
+func (w *Watcher) submitLine(ctx context.Context, f *follower, pl pendingLine) error {
+	if pl.over > 0 {
+		w.Stats.OverLimit.Add(1)
+		w.log.Warn("line longer than the line cap passed over, not mirrored (raise watch { max_line_bytes } to take it)",
+			"path", f.st.Path, "offset", pl.start, "bytes", pl.over, "max_line_bytes", w.maxLine())
+		return nil
+	}
+	if len(bytes.TrimSpace(pl.raw)) == 0 {
 		w.Stats.Blank.Add(1)
 		return nil
 	}
-	e, err := core.ParseEntry(line)
+	e, err := pl.e, pl.err
+	switch {
+	case pl.parsed:
+	case pl.owned:
+		e, err = core.ParseEntryOwned(pl.raw)
+	default:
+		e, err = core.ParseEntry(pl.raw)
+	}
 	if err != nil {
 		w.Stats.Malformed.Add(1)
-		w.log.Warn("malformed line passed over", "path", f.st.Path, "offset", f.readOff, "error", err)
+		w.log.Warn("malformed line passed over", "path", f.st.Path, "offset", pl.start, "error", err)
 		return nil
 	}
+	// Raw is the entry's own memory, never reused: with a lease, a sink
+	// writes a long line from it instead of copying it (core.Lease).
+	e.Lease = core.NewLease()
 	return w.submitEntry(ctx, f, e)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -658,5 +659,26 @@ func TestHookSeesWatchHoldsTheCheckpoints(t *testing.T) {
 	defer h.Close()
 	if HeldByWatch(dir) {
 		t.Fatal("the hook's lock still names watch")
+	}
+}
+
+// TestCatchUpFailsWhileSomethingCannotBeRead: a pipe where a transcript is
+// makes CatchUp fail, naming it, and count it; once a regular file
+// replaces it, the next catch-up reads it and succeeds.
+func TestCatchUpFailsWhileSomethingCannotBeRead(t *testing.T) {
+	r := newRig(t)
+	if err := syscall.Mkfifo(r.mainPath(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.once()
+	if err == nil || !strings.Contains(err.Error(), r.mainPath()) || s.Unreadable.Load() != 1 {
+		t.Fatalf("catch-up over a pipe: %v, %d unreadable", err, s.Unreadable.Load())
+	}
+	if err := os.Remove(r.mainPath()); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, r.mainPath(), userLine("now a file")+"\n")
+	if s := r.mustOnce(); s.Unreadable.Load() != 0 || s.Accepted.Load() != 1 {
+		t.Fatalf("after the pipe became a file: %d unreadable, %d accepted", s.Unreadable.Load(), s.Accepted.Load())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +71,9 @@ type Options struct {
 	// Inbox, when set, is a folder of hook events (see hook.go) that watch
 	// submits while it runs.
 	Inbox string
+	// MaxLine is the longest line mirrored, in bytes (0: DefaultMaxLine);
+	// a longer one is counted (Stats.OverLimit), logged and passed over.
+	MaxLine int64
 }
 
 // Watcher follows the roots. Run it once.
@@ -82,7 +86,10 @@ type Watcher struct {
 	dirty   map[string]bool
 	unacked map[*follower]bool
 	retry   map[string]bool
-	fsw     *fsnotify.Watcher
+	// failed are the files and folders that could not be read at their
+	// last look, with why (logged once each).
+	failed map[string]error
+	fsw    *fsnotify.Watcher
 
 	seq       int64 // the last Seq submitted
 	flushedTo int64
@@ -108,7 +115,14 @@ type Stats struct {
 	SidecarsCopied, MetaSkipped, Errors, Rescans, Events, Overflows       atomic.Int64
 	// Replayed counts lines sent again from the archive's copy of a
 	// deleted transcript (replayArchive).
-	Replayed                                                           atomic.Int64
+	Replayed atomic.Int64
+	// OverLimit counts lines longer than Options.MaxLine, passed over.
+	OverLimit atomic.Int64
+	// Unreadable is how many files and folders could not be read at the
+	// last look (a folder or file the process may not read, something
+	// not a regular file where a transcript or a folder is): each is
+	// logged once, and CatchUp fails while any is left.
+	Unreadable                                                         atomic.Int64
 	Flushes, FlushErrors, Saves, SaveErrors, HookEvents, StatesRefused atomic.Int64
 	// LagSeconds is the age, in seconds, of the oldest line read but not
 	// yet acknowledged (0 when all is acknowledged).
@@ -134,7 +148,10 @@ type follower struct {
 	metaSkip  map[string]bool
 	skipUntil int64
 	firstRead time.Time // when the oldest unacknowledged line was read
-	archive   string    // its copy in the first archive, once found (archivePath)
+	// nlAt, nlFree: the bytes [nlAt, nlAt+nlFree) of a torn long line
+	// hold no newline; the next read does not search them again.
+	nlAt, nlFree int64
+	archive      string // its copy in the first archive, once found (archivePath)
 }
 
 type mark struct {
@@ -181,7 +198,7 @@ func New(o Options) (*Watcher, error) {
 	return &Watcher{
 		o: o, log: o.Logger, ps: ps,
 		files: map[string]*follower{}, dirty: map[string]bool{},
-		unacked: map[*follower]bool{}, retry: map[string]bool{},
+		unacked: map[*follower]bool{}, retry: map[string]bool{}, failed: map[string]error{},
 		states: map[string]core.State{}, inboxTaken: map[string]bool{},
 	}, nil
 }
@@ -373,7 +390,35 @@ func (w *Watcher) addTree(dir string) {
 	if root == "" {
 		root = dir
 	}
-	walkDirsFrom(root, dir, func(d string) { w.watchDir(d) }, func(p string, _ os.FileInfo) { w.dirty[p] = true })
+	walkDirsFrom(root, dir, w.listed, func(p string, _ os.FileInfo) { w.dirty[p] = true }, w.unreadable)
+}
+
+// listed is a folder listed: watched, and no longer unreadable.
+func (w *Watcher) listed(d string) {
+	w.readable(d)
+	w.watchDir(d)
+}
+
+// unreadable notes a file or folder that could not be read: logged the
+// first time, counted (Stats.Unreadable) until it is read.
+func (w *Watcher) unreadable(path string, err error) {
+	if _, known := w.failed[path]; known {
+		w.log.Debug("still not readable", "path", path, "error", err)
+	} else {
+		w.Stats.Errors.Add(1)
+		w.log.Warn("not read; looked at again at every listing", "path", path, "error", err)
+	}
+	w.failed[path] = err
+	w.Stats.Unreadable.Store(int64(len(w.failed)))
+}
+
+// readable notes that path was read (or is gone).
+func (w *Watcher) readable(path string) {
+	if _, known := w.failed[path]; known {
+		delete(w.failed, path)
+		w.Stats.Unreadable.Store(int64(len(w.failed)))
+		w.log.Info("readable again", "path", path)
+	}
 }
 
 func (w *Watcher) watchDir(d string) {
@@ -392,17 +437,22 @@ func (w *Watcher) rescan(ctx context.Context) {
 	w.Stats.Rescans.Add(1)
 	seen := make(map[string]bool, len(w.files))
 	for _, root := range w.o.Roots {
-		walkDirs(root, func(d string) { w.watchDir(d) }, func(p string, fi os.FileInfo) {
+		walkDirs(root, w.listed, func(p string, fi os.FileInfo) {
 			seen[p] = true
 			f := w.files[p]
 			if f == nil || f.changedFrom(fi) {
 				w.dirty[p] = true
 			}
-		})
+		}, w.unreadable)
 	}
 	for p := range w.files {
 		if !seen[p] {
 			w.dirty[p] = true // process finds it gone
+		}
+	}
+	for p := range w.failed {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			w.readable(p) // gone: nothing left to read
 		}
 	}
 	if w.o.Inbox != "" {
@@ -431,9 +481,10 @@ func (w *Watcher) process(ctx context.Context) error {
 				if errors.Is(err, core.ErrClosed) {
 					return err
 				}
-				w.Stats.Errors.Add(1)
 				w.retry[p] = true
-				w.log.Warn("file not read; trying again", "path", p, "error", err)
+				w.unreadable(p, err)
+			} else {
+				w.readable(p)
 			}
 			w.flushIfDue(ctx)
 		}
@@ -488,8 +539,11 @@ func (w *Watcher) update(ctx context.Context, path string) error {
 	}
 	if f == nil {
 		kind, session, agent, ok := classify(root, path)
-		if !ok || !fi.Mode().IsRegular() {
+		if !ok {
 			return nil
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s: %w", path, errNotFollowable)
 		}
 		f = &follower{root: root, st: FileState{Path: path, Kind: kind, Session: session, Agent: agent}}
 		w.files[path] = f
@@ -518,6 +572,15 @@ func (f *follower) reset() {
 	f.readOff, f.fp, f.fpLen, f.inode, f.msgs = f.st.Offset, f.st.FP, f.st.FPLen, f.st.Inode, f.st.Messages
 	f.size, f.mtime = f.st.Size, f.st.MTime
 	f.marks = nil
+	f.nlAt, f.nlFree = 0, 0
+}
+
+// maxLine is the line cap in bytes.
+func (w *Watcher) maxLine() int64 {
+	if w.o.MaxLine > 0 {
+		return w.o.MaxLine
+	}
+	return DefaultMaxLine
 }
 
 func inodeOf(fi os.FileInfo) uint64 {
@@ -582,6 +645,7 @@ func (w *Watcher) Once(ctx context.Context, paths ...string) error {
 	if err := w.save(true); err != nil {
 		errs = append(errs, err)
 	}
+	w.sayWaiting()
 	return errors.Join(errs...)
 }
 
@@ -613,5 +677,38 @@ func (w *Watcher) CatchUp(ctx context.Context) error {
 	if err := w.save(true); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	w.sayWaiting()
+	if err := w.unreadErr(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	return runErr
+}
+
+// unreadErr is an error naming what could not be read, nil when all was.
+func (w *Watcher) unreadErr() error {
+	if len(w.failed) == 0 {
+		return nil
+	}
+	paths := make([]string, 0, len(w.failed))
+	for p := range w.failed {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	more := ""
+	if len(paths) > 5 {
+		paths, more = paths[:5], fmt.Sprintf(" and %d more", len(paths)-5)
+	}
+	return fmt.Errorf("watch: %d files or folders could not be read (see the log): %s%s", len(w.failed), strings.Join(paths, ", "), more)
+}
+
+// sayWaiting logs every followed file none of whose lines was sent: they
+// wait for the file's first user or assistant line (Claude Code writes a
+// transcript's metadata before its first message and the archive's file
+// is made by that message), so nothing is passed over without a word.
+func (w *Watcher) sayWaiting() {
+	for p, f := range w.files {
+		if f.root != "" && f.st.Kind != KindSidecar && f.st.Kind != KindLifecycle && !f.msgs && f.torn > 0 {
+			w.log.Warn("file followed, nothing sent yet: its lines wait for a first user or assistant line", "path", p, "bytes_waiting", f.torn)
+		}
+	}
 }

@@ -134,7 +134,7 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 			log.Error("pipeline shutdown", "error", err)
 		}
 	}()
-	w, err := watch.New(watch.Options{Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives, Logger: log, Inbox: inbox})
+	w, err := watch.New(watch.Options{Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives, Logger: log, Inbox: inbox, MaxLine: int64(cfg.Watch.MaxLineBytes)})
 	if err != nil {
 		return err
 	}

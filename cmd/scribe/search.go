@@ -28,7 +28,9 @@ best match first (BM25), with a snippet, the session id and the message uuid
 (for scribe show or scribe fork --up-to). --role keeps prompts (user), answers
 and thinking (assistant), or tool inputs and outputs (tool); --since keeps
 messages from a date (2026-03-01, RFC 3339) or an age (7d, 12h) on; --project
-keeps one project.
+keeps one project. A word or phrase given twice is searched once; past 64
+distinct words and phrases (or 256 words inside them) the rest are dropped,
+and search says so on stderr.
 
 The index (<config dir>/scribe/index/search.db) is a cache: each search first
 checks it against the transcripts, reads only what was appended, reindexes
@@ -68,6 +70,10 @@ trusted.`,
 			if st.New+st.Reindexed+st.Removed > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: search index: %d new, %d appended, %d reindexed, %d removed files (%s read)\n",
 					st.New, st.Appended, st.Reindexed, st.Removed, humanBytes(st.Bytes))
+			}
+			if _, dropped := search.Terms(q.Text); dropped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the query holds more than %d distinct words and phrases (or %d words in them): %d dropped, the first ones searched\n",
+					search.MaxTerms, search.MaxTokens, dropped)
 			}
 			if errors.Is(err, search.ErrBadQuery) {
 				return &exitError{code: 2, err: err}

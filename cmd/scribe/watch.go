@@ -204,7 +204,7 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 	w, err := watch.New(watch.Options{
 		Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives,
 		Logger: log.Named("watch"), Rescan: o.rescan, FlushInterval: o.flushInterval,
-		Inbox: filepath.Join(ws.stateDir, "inbox"),
+		Inbox: filepath.Join(ws.stateDir, "inbox"), MaxLine: int64(cfg.Watch.MaxLineBytes),
 	})
 	if err != nil {
 		_ = closeAll()
@@ -305,8 +305,9 @@ func serveMetrics(addr string, w *watch.Watcher, log hclog.Logger) (*http.Server
 
 func printWatchSummary(out io.Writer, w *watch.Watcher) {
 	s := &w.Stats
-	fmt.Fprintf(out, "watch: %d files followed, %d lines read (%d accepted, %d duplicates, %d refused, %d rejected, %d malformed), %d rewrites, %d truncations, %d deletions (%d lines replayed from the archive), %d sidecars copied, %d hook events, %d errors\n",
-		s.FilesFollowed.Load(), s.Lines.Load(), s.Accepted.Load(), s.Duplicates.Load(), s.Refused.Load(), s.Rejected.Load(), s.Malformed.Load(),
+	fmt.Fprintf(out, "watch: %d files followed, %d lines read (%d accepted, %d duplicates, %d refused, %d rejected, %d malformed, %d over the line cap), %d files waiting for a first user or assistant line, %d unreadable, %d rewrites, %d truncations, %d deletions (%d lines replayed from the archive), %d sidecars copied, %d hook events, %d errors\n",
+		s.FilesFollowed.Load(), s.Lines.Load(), s.Accepted.Load(), s.Duplicates.Load(), s.Refused.Load(), s.Rejected.Load(), s.Malformed.Load(), s.OverLimit.Load(),
+		s.WaitingForMessage.Load(), s.Unreadable.Load(),
 		s.Rewrites.Load(), s.Truncations.Load(), s.Deletions.Load(), s.Replayed.Load(), s.SidecarsCopied.Load(), s.HookEvents.Load(), s.Errors.Load())
 }
 
