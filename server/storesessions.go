@@ -8,9 +8,12 @@ package server
 // own messages: the main transcript is scribe.<tenant>.<session>.m, the
 // subpath subagents/agent-<id> is scribe.<tenant>.<session>.a.<id>. So a
 // session an SDK app stores is the same session for the History API,
-// `scribe ls --remote` and `scribe pull`. The project key lives in the
-// session's metadata (project_key), set by the first append and never
-// changed; a key of another project does not exist for a request.
+// `scribe ls --remote` and `scribe pull`; <session> is the name the key's
+// session is kept under (its UUID, or storeName of the pair: see
+// sessionstore.go, resolveKey and bindKey). The project key lives in the
+// session's metadata (project_key, with store_session_id when the id is not
+// the name), set by the first append and never changed; a key of another
+// project does not exist for a request.
 //
 // Deleting is a few purges whatever the session's size: the main key
 // purges the session's subjects, its markers (one subject filter), its

@@ -30,7 +30,7 @@
 //       --broken NAME wraps the store as for contracts. Prints
 //       {"sessions","agents","compared","mismatches":[…],"sdkDifferences":[…]}.
 //
-// The SDK is the pinned one in ./node_modules; CLAUDE_CONFIG_DIR is set
+// The SDK is the pinned one in ./node_modules (or $PEER_SDK); CLAUDE_CONFIG_DIR is set
 // before it is loaded. Exit 2 on a usage error.
 
 import fs from 'node:fs';
@@ -40,7 +40,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const sdkPath = path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs');
+// PEER_SDK (set by internal/peer when SCRIBE_PEER_DIR names another SDK
+// install) else the pinned one next to this script.
+const sdkPath = process.env.PEER_SDK || path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs');
 const pkgPath = path.join(here, '..', '..', 'clients', 'session-store', 'index.mjs');
 
 function usage(msg) {

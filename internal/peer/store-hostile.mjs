@@ -140,7 +140,7 @@ const cases = {
   },
 
   async 'nested-subpaths'() {
-    const sdk = await import(pathToFileURL(path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs')).href);
+    const sdk = await import(pathToFileURL(process.env.PEER_SDK || path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs')).href);
     const s = new ScribeSessionStore({ baseUrl, token });
     const k = { projectKey: '-hostile-nested', sessionId: randomUUID() };
     const wf = 'subagents/workflows/wf-1/agent-abc123';
