@@ -100,6 +100,11 @@ func (st *store) bindKey(ctx context.Context, tenant string, k storeKey) (storeK
 			}
 		}
 	}
+	// A known gap: appends of one key racing a delete of the UUID's other
+	// project key (one reads the UUID taken and no pair, the other, after
+	// the delete, the UUID free and still no pair) can bind both names;
+	// reads then take the UUID's. The client sends a key's appends one
+	// after the other, which closes it for one client.
 	err := st.bindProject(ctx, tenant, k.session, k.project, k.id)
 	if errors.Is(err, errProjectMismatch) && k.pair != "" && k.session != k.pair {
 		// Another project key bound the UUID since it was read.

@@ -6,7 +6,9 @@
 // Usage:
 //   node store-harness.mjs contracts <baseUrl> <token> [--broken NAME] [--store memory]
 //       Runs the 13 store contracts (the SDK's published list, in our
-//       words: append/load, null for unknown keys,
+//       words, with UUID session ids and SDK-shaped entries; the published
+//       suite itself, with its own ids, is store-conformance.mjs):
+//       append/load, null for unknown keys,
 //       order, empty append, subpaths apart, projects apart, listSessions,
 //       no subpaths in it, delete, cascade, subpath delete, listSubkeys, no
 //       main key in it) against ScribeSessionStore, or the SDK's own
