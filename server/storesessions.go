@@ -85,28 +85,33 @@ func (st *store) resolveKey(ctx context.Context, tenant string, k storeKey) (sto
 // already (written while another project key had the UUID, which it may
 // have deleted since: the pair's entries stay one session).
 func (st *store) bindKey(ctx context.Context, tenant string, k storeKey) (storeKey, error) {
-	if k.pair != "" {
-		meta, _, err := st.loadMeta(ctx, tenant, k.session)
-		if err != nil {
-			return k, err
-		}
-		if meta == nil || meta.ProjectKey != k.project {
-			pair, _, err := st.loadMeta(ctx, tenant, k.pair)
-			if err != nil {
-				return k, err
-			}
-			if pair != nil || (meta != nil && meta.ProjectKey != "") {
-				k.session = k.pair
-			}
-		}
+	if k.pair == "" {
+		return k, st.bindProject(ctx, tenant, k.session, k.project, k.id)
 	}
-	// A known gap: appends of one key racing a delete of the UUID's other
-	// project key (one reads the UUID taken and no pair, the other, after
-	// the delete, the UUID free and still no pair) can bind both names;
-	// reads then take the UUID's. The client sends a key's appends one
-	// after the other, which closes it for one client.
-	err := st.bindProject(ctx, tenant, k.session, k.project, k.id)
-	if errors.Is(err, errProjectMismatch) && k.pair != "" && k.session != k.pair {
+	meta, _, err := st.loadMeta(ctx, tenant, k.session)
+	if err != nil || (meta != nil && meta.ProjectKey == k.project) {
+		return k, err // bound already: every append but the first
+	}
+	// The choice is made under the pair's lock: two appends of the key
+	// (one reading the UUID taken, the other reading it free after a
+	// delete by its project key) would bind both names otherwise, and
+	// reads take the UUID's. Between processes of a cluster it stays
+	// open; a client sends a key's appends one after the other.
+	mu := st.lock(sessionKey(tenant, k.pair))
+	mu.Lock()
+	defer mu.Unlock()
+	pair, _, err := st.loadMeta(ctx, tenant, k.pair)
+	if err != nil {
+		return k, err
+	}
+	if meta, _, err = st.loadMeta(ctx, tenant, k.session); err != nil {
+		return k, err
+	}
+	if pair != nil || (meta != nil && meta.ProjectKey != "" && meta.ProjectKey != k.project) {
+		k.session = k.pair
+	}
+	err = st.bindProject(ctx, tenant, k.session, k.project, k.id)
+	if errors.Is(err, errProjectMismatch) && k.session != k.pair {
 		// Another project key bound the UUID since it was read.
 		k.session = k.pair
 		err = st.bindProject(ctx, tenant, k.session, k.project, k.id)
