@@ -130,6 +130,9 @@ type sessionInfo struct {
 	Entries      int64     `json:"entries"`
 	MainEntries  int64     `json:"main_entries"`
 	Subagents    int       `json:"subagents"`
+	// The SessionStore key the session holds, if any (sessionstore.go).
+	ProjectKey     string `json:"project_key,omitempty"`
+	StoreSessionID string `json:"store_session_id,omitempty"`
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req request) {
@@ -165,7 +168,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req reques
 		}
 		list = append(list, sessionInfo{ID: m.Session, Title: m.Title(), Tag: m.Tag, State: m.State,
 			CreatedAt: m.CreatedAt, LastActivity: m.UpdatedAt, Entries: m.Count, MainEntries: m.MainCount,
-			Subagents: len(m.Agents)})
+			Subagents: len(m.Agents), ProjectKey: m.ProjectKey, StoreSessionID: m.StoreSessionID})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if !list[i].LastActivity.Equal(list[j].LastActivity) {

@@ -55,6 +55,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -254,6 +255,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := s.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
+		s.drainBody(w, r.Body)
 		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
 			"request body of %d bytes is over the limit of %d bytes", r.ContentLength, limit)
 		return nil, false
@@ -264,6 +266,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			s.drainBody(w, r.Body)
 			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large",
 				"request body is over the limit of %d bytes", limit)
 			return nil, false
@@ -272,6 +275,24 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		return nil, false
 	}
 	return b, true
+}
+
+// maxDrainBytes bounds what drainBody reads of a refused body.
+const maxDrainBytes = 64 << 20
+
+// drainBody reads and discards what is left of a body refused as too
+// large (at most maxDrainBytes), before the 413 is written: a client such
+// as fetch sends the whole request before it reads the answer, and a
+// connection closed with bytes of it unread is reset, which loses the
+// answer. A body larger still is left unread: its connection is closed
+// (and may be reset), which the log says.
+func (s *Server) drainBody(w http.ResponseWriter, body io.Reader) {
+	n, err := io.CopyN(io.Discard, body, maxDrainBytes)
+	if err == nil {
+		w.Header().Set("Connection", "close")
+		s.log.Warn("a body over the limit is larger than what is read of it to answer 413; the client may see a reset instead",
+			"drained_bytes", n)
+	}
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {

@@ -4,20 +4,33 @@ package server
 // clients/session-store speaks it). Tokens and tenants as every route;
 // the key of a request is in its query: project_key (1 to 512 bytes of
 // UTF-8, no control characters, no '/' or '\', not "." or ".."),
-// session_id (a UUID) and, for a subagent, subpath=subagents/agent-<id>
-// (<id>: 1 to 64 of letters, digits, '-' and '_'), or any other path of
-// segments the SDK makes (subagents/workflows/<run>/agent-<id>, …), kept
-// as an agent named after its hash (_sp-<32 hex>: the name the History
-// API and `scribe pull` show it under); an empty subpath is refused, the
-// main transcript has none.
+// session_id (1 to 512 bytes of UTF-8, no control characters: an opaque
+// string, as the SDK's conformance suite uses "sess", "s1", "main") and,
+// for a subagent, subpath=subagents/agent-<id> (<id>: 1 to 64 of
+// letters, digits, '-' and '_'), or any other path of segments the SDK
+// makes (subagents/workflows/<run>/agent-<id>, subagents/x, …), kept as
+// an agent named after its hash (_sp-<32 hex>: the name the History API
+// and `scribe pull` show it under); an empty subpath is refused, the main
+// transcript has none.
+//
+// The store's key is {project_key, session_id, subpath}: the same session
+// id under two project keys is two sessions. Scribe keeps a session under
+// a UUID (its subjects, the History API, `scribe pull`, `ls --remote`):
+// a session id that is a UUID (not of version 8) is its own name, in
+// lower case, while it is not another project key's; any other session
+// id, and a UUID session id already taken by another project key, is
+// kept under storeName(project_key, session_id), a version-8 UUID made
+// of their SHA-256 (a UUID session id of version 8 is taken as opaque,
+// so that no id a client sends is such a name). The append's answer says
+// the name ("session"); listSessions, summaries and the History API's
+// listing (project_key, store_session_id) give the ids as sent.
 //
 //   POST   /v1/session_store/entries?<key>&batch=<id>        write
 //          body: a JSON array of entries. Entries with a uuid are stored
 //          once per key; entries without one are stored as sent (the SDK's
 //          rule), once per batch and position, so a retry of the same
 //          request with the same batch id is not stored twice.
-//          200 {"stored":n,"duplicates":n}
-//          409 the session is bound to another project key
+//          200 {"stored":n,"duplicates":n,"session":"<name kept under>"}
 //   GET    /v1/session_store/entries?<key>                   read
 //          200 {"entries":[<entry>,…]}, or {"entries":null} for a key the
 //          store does not hold
@@ -63,6 +76,8 @@ const (
 	// maxProjectKey bounds a project key (the SDK cuts its own at 200
 	// characters and adds a hash).
 	maxProjectKey = 512
+	// maxSessionID bounds a session id (the SDK's are UUIDs).
+	maxSessionID = 512
 )
 
 // Route names of the SessionStore, as they appear in metrics.
@@ -113,24 +128,59 @@ func (s *Server) dispatchStore(w http.ResponseWriter, r *http.Request, rest stri
 	return rt.name
 }
 
-// validProjectKey reports whether p can be a project key.
-func validProjectKey(p string) error {
+// validKeyPart reports whether v can be the part name of a key: 1 to max
+// bytes of UTF-8 without control characters.
+func validKeyPart(name, v string, maxLen int) error {
 	switch {
-	case p == "":
-		return errors.New("project_key is missing")
-	case len(p) > maxProjectKey:
-		return fmt.Errorf("project_key is %d bytes; at most %d", len(p), maxProjectKey)
-	case !utf8.ValidString(p):
-		return errors.New("project_key is not valid UTF-8")
-	case p == "." || p == ".." || strings.ContainsAny(p, `/\`):
-		return fmt.Errorf("project_key %q: no '/', '\\', \".\" or \"..\"", truncate(p, 100))
+	case v == "":
+		return fmt.Errorf("%s is missing", name)
+	case len(v) > maxLen:
+		return fmt.Errorf("%s is %d bytes; at most %d", name, len(v), maxLen)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%s is not valid UTF-8", name)
 	}
-	for _, c := range p {
-		if c < 0x20 || c == 0x7f {
-			return fmt.Errorf("project_key %q: no control characters", truncate(p, 100))
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			return fmt.Errorf("%s %q: no control characters", name, truncate(v, 100))
 		}
 	}
 	return nil
+}
+
+// validProjectKey reports whether p can be a project key.
+func validProjectKey(p string) error {
+	if err := validKeyPart("project_key", p, maxProjectKey); err != nil {
+		return err
+	}
+	if p == "." || p == ".." || strings.ContainsAny(p, `/\`) {
+		return fmt.Errorf("project_key %q: no '/', '\\', \".\" or \"..\"", truncate(p, 100))
+	}
+	return nil
+}
+
+// storeName is the name the store keeps the session of (project, id)
+// under when id cannot be its own (see the top of this file): a UUID of
+// version 8 (RFC 9562's custom version) made of the SHA-256 of both. The
+// two parts hold no NUL, so the input is unambiguous; 122 bits of it make
+// a collision out of reach.
+func storeName(project, id string) string {
+	h := sha256.New()
+	h.Write([]byte("scribe session_store\x00"))
+	h.Write([]byte(project))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	var b [16]byte
+	copy(b[:], h.Sum(nil))
+	b[6] = b[6]&0x0f | 0x80 // version 8
+	b[8] = b[8]&0x3f | 0x80 // the RFC variant
+	x := hex.EncodeToString(b[:])
+	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
+}
+
+// ownName reports whether the session id id is kept under its own name:
+// a UUID not of version 8.
+func ownName(id string) bool {
+	return core.IsUUID(id) && id[14] != '8'
 }
 
 // parseStoreKey reads the key of a request from its query; withSession
@@ -151,10 +201,16 @@ func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
 		return k, nil
 	}
 	id := q.Get("session_id")
-	if !core.IsUUID(id) {
-		return k, fmt.Errorf("session_id %q is not a UUID (want 8-4-4-4-12 hex digits)", truncate(id, 100))
+	if err := validKeyPart("session_id", id, maxSessionID); err != nil {
+		return k, err
 	}
-	k.session = strings.ToLower(id)
+	k.id, k.session = id, storeName(k.project, id)
+	if ownName(id) {
+		// Its own name first, the pair's when another project key has it
+		// (resolveKey, bindKey).
+		k.id = strings.ToLower(id)
+		k.session, k.pair = k.id, storeName(k.project, k.id)
+	}
 	if !q.Has("subpath") {
 		return k, nil
 	}
@@ -204,6 +260,21 @@ func storeKeyOf(w http.ResponseWriter, r *http.Request, withSession, subpath boo
 	k, err := parseStoreKey(r.URL.Query(), withSession, subpath)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "%v", err)
+		return k, false
+	}
+	return k, true
+}
+
+// storeKeyRead is storeKeyOf with the key resolved for a request that
+// writes no entries (resolveKey); it answers a failure itself.
+func (s *Server) storeKeyRead(w http.ResponseWriter, r *http.Request, req request, subpath bool) (storeKey, bool) {
+	k, ok := storeKeyOf(w, r, true, subpath)
+	if !ok {
+		return k, false
+	}
+	k, err := s.st.resolveKey(req.ctx, req.tenant, k)
+	if err != nil {
+		s.storeError(w, err)
 		return k, false
 	}
 	return k, true
@@ -269,7 +340,8 @@ func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request
 		writeJSON(w, http.StatusOK, map[string]any{"stored": 0, "duplicates": 0})
 		return
 	}
-	if err := s.st.bindProject(req.ctx, req.tenant, k.session, k.project); err != nil {
+	k, err := s.st.bindKey(req.ctx, req.tenant, k)
+	if err != nil {
 		s.storeError(w, err)
 		return
 	}
@@ -283,11 +355,11 @@ func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request
 		return
 	}
 	s.m.duplicates.Add(int64(res.dups))
-	writeJSON(w, http.StatusOK, map[string]any{"stored": res.stored, "duplicates": res.dups})
+	writeJSON(w, http.StatusOK, map[string]any{"stored": res.stored, "duplicates": res.dups, "session": k.session})
 }
 
 func (s *Server) storeLoad(w http.ResponseWriter, r *http.Request, req request) {
-	k, ok := storeKeyOf(w, r, true, true)
+	k, ok := s.storeKeyRead(w, r, req, true)
 	if !ok {
 		return
 	}
@@ -304,7 +376,7 @@ func (s *Server) storeLoad(w http.ResponseWriter, r *http.Request, req request) 
 }
 
 func (s *Server) storeDelete(w http.ResponseWriter, r *http.Request, req request) {
-	k, ok := storeKeyOf(w, r, true, true)
+	k, ok := s.storeKeyRead(w, r, req, true)
 	if !ok {
 		return
 	}
@@ -331,7 +403,7 @@ func (s *Server) storeSessions(w http.ResponseWriter, r *http.Request, req reque
 }
 
 func (s *Server) storeSubkeys(w http.ResponseWriter, r *http.Request, req request) {
-	k, ok := storeKeyOf(w, r, true, false)
+	k, ok := s.storeKeyRead(w, r, req, false)
 	if !ok {
 		return
 	}
@@ -368,7 +440,7 @@ func (s *Server) storeSummaries(w http.ResponseWriter, r *http.Request, req requ
 }
 
 func (s *Server) storeGetSummary(w http.ResponseWriter, r *http.Request, req request) {
-	k, ok := storeKeyOf(w, r, true, false)
+	k, ok := s.storeKeyRead(w, r, req, false)
 	if !ok {
 		return
 	}
@@ -388,7 +460,7 @@ func (s *Server) storeGetSummary(w http.ResponseWriter, r *http.Request, req req
 }
 
 func (s *Server) storePutSummary(w http.ResponseWriter, r *http.Request, req request) {
-	k, ok := storeKeyOf(w, r, true, false)
+	k, ok := s.storeKeyRead(w, r, req, false)
 	if !ok {
 		return
 	}

@@ -12,19 +12,30 @@ package server
 //   - TestStoreDeleteThenEvents: a session first written by the events
 //     route, deleted through the store, takes the same entries again from
 //     the events route at once (the duplicate window does not hold them).
-//   - TestStoreRefusals: wrong or missing token, another tenant, another
-//     project key (409), traversal and malformed keys (400), a body over
-//     the limit (413), a read-only token writing (403).
+//   - TestStoreRefusals: wrong or missing token, another tenant,
+//     traversal and malformed keys (400), a body over the limit (413), a
+//     read-only token writing (403).
+//   - TestStoreOpaqueKeys: session ids that are not UUIDs, and one UUID
+//     under two project keys, are sessions apart, each under its name
+//     (storeName); a UUID keeps its own name under the project key that
+//     has it, and the pair's session stays one after that one is deleted.
 //   - TestStoreSummaryCAS: a stale revision is 409, fold ids are kept.
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 const storeSID = "5e55a000-0000-4000-8000-000000000001"
@@ -222,13 +233,16 @@ func TestStoreRefusals(t *testing.T) {
 		{"no token", "GET", "entries", storeQuery(p, storeSID, ""), "", 401},
 		{"wrong token", "GET", "entries", storeQuery(p, storeSID, ""), "not-a-token", 401},
 		{"read-only token writes", "DELETE", "entries", storeQuery(p, storeSID, ""), tokACMERO, 403},
-		{"another project key", "POST", "entries", storeQuery("-other", storeSID, ""), tokACME, 409},
 		{"traversal project", "GET", "entries", storeQuery("../etc", storeSID, ""), tokACME, 400},
 		{"slash project", "GET", "sessions", storeQuery("a/b", "", ""), tokACME, 400},
 		{"dotdot project", "GET", "sessions", storeQuery("..", "", ""), tokACME, 400},
 		{"no project", "GET", "sessions", "", tokACME, 400},
 		{"control character", "GET", "sessions", storeQuery("a\x00b", "", ""), tokACME, 400},
-		{"session not a uuid", "GET", "entries", storeQuery(p, "../x", ""), tokACME, 400},
+		{"no session id", "GET", "entries", storeQuery(p, "", "") + "&session_id=", tokACME, 400},
+		{"session id with a control character", "GET", "entries", storeQuery(p, "s\x01", ""), tokACME, 400},
+		{"session id with a C1 control", "GET", "entries", storeQuery(p, "s\u0085", ""), tokACME, 400},
+		{"session id not UTF-8", "GET", "entries", storeQuery(p, "s\xff", ""), tokACME, 400},
+		{"session id too long", "GET", "entries", storeQuery(p, strings.Repeat("s", maxSessionID+1), ""), tokACME, 400},
 		{"empty subpath", "GET", "entries", storeQuery(p, storeSID, "") + "&subpath=", tokACME, 400},
 		{"traversal subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/../../x"), tokACME, 400},
 		{"dot segment subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/./agent-b"), tokACME, 400},
@@ -315,5 +329,120 @@ func TestStoreSummaryCAS(t *testing.T) {
 	c.storeGet("sessions", storeQuery(p, "", ""), &sessions)
 	if len(list.Summaries) != 1 || list.Summaries[0].MTime < sessions.Sessions[0].MTime {
 		t.Fatalf("summaries %+v, sessions %+v: the summary must not look older than the session", list.Summaries, sessions.Sessions)
+	}
+}
+
+func TestStoreOpaqueKeys(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := newClient(t, s, tokACME)
+	const p, q = "-proj", "-other"
+	named := func(r response) string {
+		c.t.Helper()
+		var out struct {
+			Stored  int
+			Session string
+		}
+		if r.code != http.StatusOK || json.Unmarshal(r.body, &out) != nil || out.Stored != 1 {
+			t.Fatalf("append: %s", r)
+		}
+		return out.Session
+	}
+	e := func(text string) string { return `{"type":"x","n":` + strconv.Quote(text) + `}` }
+	// A UUID is its own name under the first project key; under another,
+	// the pair's name.
+	if got := named(c.storeAppend(p, storeSID, "", "", e("p1"))); got != storeSID {
+		t.Fatalf("%s/%s kept under %s", p, storeSID, got)
+	}
+	if got := named(c.storeAppend(q, strings.ToUpper(storeSID), "", "", e("q1"))); got != storeName(q, storeSID) {
+		t.Fatalf("%s/%s kept under %s, want %s", q, storeSID, got, storeName(q, storeSID))
+	}
+	if got, want := c.storeLoad(q, storeSID, ""), decodeAll(t, e("q1")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("load %s = %v", q, got)
+	}
+	// The first project key deletes its session: the other's stays one
+	// session under the pair's name.
+	if r := c.do(http.MethodDelete, "/v1/session_store/entries?"+storeQuery(p, storeSID, ""), nil); r.code != http.StatusOK {
+		t.Fatalf("delete: %s", r)
+	}
+	if got := named(c.storeAppend(q, storeSID, "", "", e("q2"))); got != storeName(q, storeSID) {
+		t.Fatalf("after the delete, %s/%s kept under %s", q, storeSID, got)
+	}
+	if got, want := c.storeLoad(q, storeSID, ""), decodeAll(t, e("q1"), e("q2")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("load %s after the delete = %v", q, got)
+	}
+	if got := c.storeLoad(p, storeSID, ""); got != nil {
+		t.Fatalf("load %s after its delete = %v", p, got)
+	}
+	// Opaque ids: "sess" under two project keys, a UUID of version 8 (taken
+	// as opaque, so no client id is a storeName), all apart.
+	v8 := storeName("x", "y")
+	for _, k := range [][2]string{{p, "sess"}, {q, "sess"}, {p, v8}, {p, "../x"}} {
+		if got := named(c.storeAppend(k[0], k[1], "", "", e(k[0]+k[1]))); got != storeName(k[0], k[1]) || !core.IsUUID(got) || got[14] != '8' {
+			t.Fatalf("%s/%s kept under %s, want %s", k[0], k[1], got, storeName(k[0], k[1]))
+		}
+		if got, want := c.storeLoad(k[0], k[1], ""), decodeAll(t, e(k[0]+k[1])); !reflect.DeepEqual(got, want) {
+			t.Fatalf("load %s/%s = %v", k[0], k[1], got)
+		}
+	}
+	var sessions struct{ Sessions []projectSession }
+	c.storeGet("sessions", storeQuery(q, "", ""), &sessions)
+	ids := []string{}
+	for _, x := range sessions.Sessions {
+		ids = append(ids, x.SessionID)
+	}
+	sort.Strings(ids)
+	if want := []string{storeSID, "sess"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("listSessions(%s) = %v, want %v", q, ids, want)
+	}
+}
+
+// TestStoreOversizeBodyAnswered: a SessionStore append of 9 MB with a
+// Content-Length (over the default max_body_bytes of 8 MiB), or of 24 MB
+// chunked, sent whole as a client sends it, gets its 413 and JSON error,
+// not a connection reset; the server takes requests after.
+func TestStoreOversizeBodyAnswered(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	for _, chunked := range []bool{false, true} {
+		// Chunked, the server reads up to the limit before it knows: a
+		// larger body leaves as much unread as the 9 MB one with a length.
+		size := 9 << 20
+		if chunked {
+			size = 24 << 20
+		}
+		body := []byte("[" + userEntry(storeSID, "u-big", strings.Repeat("x", size)) + "]")
+		conn, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := "POST /v1/session_store/entries?" + storeQuery("-proj", storeSID, "") + " HTTP/1.1\r\nHost: x\r\n" +
+			"Authorization: Bearer " + tokACME + "\r\nContent-Type: application/json\r\n"
+		var req []byte
+		if chunked {
+			req = fmt.Appendf(nil, "%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", head, len(body), body)
+		} else {
+			req = fmt.Appendf(nil, "%sContent-Length: %d\r\n\r\n%s", head, len(body), body)
+		}
+		// The whole request goes out before the answer is read, as fetch
+		// does: a server that answers and closes without reading it resets
+		// the connection, and the answer is lost.
+		if _, err := conn.Write(req); err != nil {
+			t.Fatalf("chunked=%v: send the request: %v", chunked, err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("chunked=%v: read the answer: %v", chunked, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		_ = conn.Close()
+		var e struct {
+			Error struct{ Type, Message string }
+		}
+		if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(b, &e) != nil || e.Error.Type != "request_too_large" {
+			t.Fatalf("chunked=%v: %d %s (%v), want 413 request_too_large", chunked, resp.StatusCode, b, err)
+		}
+	}
+	c := newClient(t, s, tokACME)
+	if r := c.storeAppend("-proj", storeSID, "", "", userEntry(storeSID, "u-1", "small")); r.code != http.StatusOK {
+		t.Fatalf("an append after: %s", r)
 	}
 }

@@ -226,6 +226,10 @@ type sessionMeta struct {
 	// by its first append through /v1/session_store ("" for a session
 	// written otherwise).
 	ProjectKey string `json:"project_key,omitempty"`
+	// StoreSessionID is the SessionStore session id the session was bound
+	// to when it is not the session's own name (an id that is not a UUID,
+	// or a UUID another project key has: see server/sessionstore.go).
+	StoreSessionID string `json:"store_session_id,omitempty"`
 	// Epoch is part of the Nats-Msg-Id of the session's entries (see
 	// msgIDPrefix); a new session and a delete of a subkey draw a new one.
 	Epoch string `json:"epoch,omitempty"`
@@ -246,6 +250,14 @@ func (m *sessionMeta) Title() string {
 		}
 	}
 	return ""
+}
+
+// storeID is the session id a SessionStore client names the session by.
+func (m *sessionMeta) storeID() string {
+	if m.StoreSessionID != "" {
+		return m.StoreSessionID
+	}
+	return m.Session
 }
 
 func (m *sessionMeta) clone() *sessionMeta {

@@ -8,9 +8,12 @@ package server
 // own messages: the main transcript is scribe.<tenant>.<session>.m, the
 // subpath subagents/agent-<id> is scribe.<tenant>.<session>.a.<id>. So a
 // session an SDK app stores is the same session for the History API,
-// `scribe ls --remote` and `scribe pull`. The project key lives in the
-// session's metadata (project_key), set by the first append and never
-// changed; a key of another project does not exist for a request.
+// `scribe ls --remote` and `scribe pull`; <session> is the name the key's
+// session is kept under (its UUID, or storeName of the pair: see
+// sessionstore.go, resolveKey and bindKey). The project key lives in the
+// session's metadata (project_key, with store_session_id when the id is not
+// the name), set by the first append and never changed; a key of another
+// project does not exist for a request.
 //
 // Deleting is a few purges whatever the session's size: the main key
 // purges the session's subjects, its markers (one subject filter), its
@@ -49,9 +52,71 @@ var errSummaryStale = errors.New("the summary changed since it was read")
 // storeKey is a SessionStore key, validated.
 type storeKey struct {
 	project string
-	session string
+	id      string // the session id as the client names it (a UUID in lower case)
+	session string // the name the store keeps it under (see sessionstore.go)
+	// pair is storeName(project, id) for a session id that is its own
+	// name first: the name when another project key has that one.
+	pair    string
 	agent   string // "" for the main transcript
 	subpath string // a subpath other than subagents/agent-<agent>
+}
+
+// resolveKey is k with the name its session is kept under, for a request
+// that does not write entries: a UUID session id names its own session
+// while that one is bound to k's project key, else the pair's name (which
+// may hold nothing).
+func (st *store) resolveKey(ctx context.Context, tenant string, k storeKey) (storeKey, error) {
+	if k.pair == "" {
+		return k, nil
+	}
+	meta, _, err := st.loadMeta(ctx, tenant, k.session)
+	if err != nil {
+		return k, err
+	}
+	if meta == nil || meta.ProjectKey != k.project {
+		k.session = k.pair
+	}
+	return k, nil
+}
+
+// bindKey is k with the name its entries go under, the session bound to
+// k's project key (bindProject). A UUID session id takes its own name
+// unless another project key has it, or the pair's session exists
+// already (written while another project key had the UUID, which it may
+// have deleted since: the pair's entries stay one session).
+func (st *store) bindKey(ctx context.Context, tenant string, k storeKey) (storeKey, error) {
+	if k.pair == "" {
+		return k, st.bindProject(ctx, tenant, k.session, k.project, k.id)
+	}
+	meta, _, err := st.loadMeta(ctx, tenant, k.session)
+	if err != nil || (meta != nil && meta.ProjectKey == k.project) {
+		return k, err // bound already: every append but the first
+	}
+	// The choice is made under the pair's lock: two appends of the key
+	// (one reading the UUID taken, the other reading it free after a
+	// delete by its project key) would bind both names otherwise, and
+	// reads take the UUID's. Between processes of a cluster it stays
+	// open; a client sends a key's appends one after the other.
+	mu := st.lock(sessionKey(tenant, k.pair))
+	mu.Lock()
+	defer mu.Unlock()
+	pair, _, err := st.loadMeta(ctx, tenant, k.pair)
+	if err != nil {
+		return k, err
+	}
+	if meta, _, err = st.loadMeta(ctx, tenant, k.session); err != nil {
+		return k, err
+	}
+	if pair != nil || (meta != nil && meta.ProjectKey != "" && meta.ProjectKey != k.project) {
+		k.session = k.pair
+	}
+	err = st.bindProject(ctx, tenant, k.session, k.project, k.id)
+	if errors.Is(err, errProjectMismatch) && k.session != k.pair {
+		// Another project key bound the UUID since it was read.
+		k.session = k.pair
+		err = st.bindProject(ctx, tenant, k.session, k.project, k.id)
+	}
+	return k, err
 }
 
 // subpathName is the marker key (in the ids bucket, so that the purges of
@@ -74,10 +139,11 @@ func (st *store) nameSubpath(ctx context.Context, tenant string, k storeKey) err
 	return nil
 }
 
-// bindProject binds the session to project at its first append, or checks
-// the binding: errProjectMismatch when it is bound to another project. A
-// session written before through another route is bound now.
-func (st *store) bindProject(ctx context.Context, tenant, session, project string) error {
+// bindProject binds the session to project (and the session id id the
+// client names it by) at its first append, or checks the binding:
+// errProjectMismatch when it is bound to another project. A session
+// written before through another route is bound now.
+func (st *store) bindProject(ctx context.Context, tenant, session, project, id string) error {
 	// Bound already (every append but the first): one read.
 	if meta, _, err := st.loadMeta(ctx, tenant, session); err != nil || (meta != nil && meta.ProjectKey == project) {
 		return err
@@ -99,6 +165,9 @@ func (st *store) bindProject(ctx context.Context, tenant, session, project strin
 			next = meta.clone()
 		}
 		next.ProjectKey = project
+		if id != session {
+			next.StoreSessionID = id
+		}
 		_, err = st.putMeta(ctx, tenant, session, next, rev)
 		if err == nil {
 			return nil
@@ -188,7 +257,7 @@ func (st *store) projectSessions(ctx context.Context, tenant, project string) ([
 		if m.Tenant != tenant || m.ProjectKey != project || m.MainCount == 0 {
 			continue
 		}
-		out = append(out, projectSession{SessionID: m.Session, MTime: mainMTime(m)})
+		out = append(out, projectSession{SessionID: m.storeID(), MTime: mainMTime(m)})
 	}
 	return out, nil
 }
@@ -360,7 +429,7 @@ func (st *store) putSummary(ctx context.Context, tenant string, k storeKey, data
 	case meta.ProjectKey != k.project:
 		return nil, 0, fmt.Errorf("%w %q", errProjectMismatch, truncate(meta.ProjectKey, 100))
 	}
-	s := &summary{Project: k.project, Session: k.session, Data: data,
+	s := &summary{Project: k.project, Session: k.id, Data: data,
 		MTime: max(time.Now().UnixMilli(), mainMTime(meta))}
 	if rev != 0 {
 		prev, prevRev, err := st.getSummary(ctx, tenant, k)

@@ -3,7 +3,8 @@ package main_test
 // Hostile cases of the SessionStore package against the real `scribe
 // serve` binary (internal/peer's store-hostile.mjs says what each does):
 // the SDK's own retry after an answer lost, appends cut in parts by UTF-8
-// size and by count, and an entry over the server's limit refused whole.
+// size and by count, an entry over the server's limit refused whole, and
+// a request over it answered 413 (not reset).
 
 import (
 	"encoding/json"

@@ -44,23 +44,26 @@ const (
 	storeTenantBeta = "beta"
 )
 
-// startStoreServer runs scribe serve with the tokens of acme and beta.
-func startStoreServer(t *testing.T) *cloudServer {
+// startStoreServer runs scribe serve with the tokens of acme and beta,
+// and of the extra tenants (token → tenant).
+func startStoreServer(t *testing.T, extra ...storeTenant) *cloudServer {
 	t.Helper()
 	dir := t.TempDir()
 	s := &cloudServer{t: t, bin: testenv.BuildScribe(t), dataDir: filepath.Join(dir, "data"),
 		cfg: filepath.Join(dir, "serve.hcl"), addr: cloudFreeAddr(t), log: &cloudBuffer{},
 		hc: &http.Client{Timeout: 20 * time.Second}}
 	hash := func(tok string) string { sum := sha256.Sum256([]byte(tok)); return hex.EncodeToString(sum[:]) }
+	var tokens strings.Builder
+	for _, tt := range append([]storeTenant{{cloudToken, cloudTenant}, {storeTokenBeta, storeTenantBeta}}, extra...) {
+		fmt.Fprintf(&tokens, "    { sha256 = %q, tenant = %q, scopes = [\"read\", \"write\"] },\n", hash(tt.token), tt.tenant)
+	}
 	hcl := fmt.Sprintf(`server {
   listen   = %q
   data_dir = %q
   tokens   = [
-    { sha256 = %q, tenant = %q, scopes = ["read", "write"] },
-    { sha256 = %q, tenant = %q, scopes = ["read", "write"] },
-  ]
+%s  ]
 }
-`, s.addr, s.dataDir, hash(cloudToken), cloudTenant, hash(storeTokenBeta), storeTenantBeta)
+`, s.addr, s.dataDir, tokens.String())
 	if err := os.WriteFile(s.cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +72,15 @@ func startStoreServer(t *testing.T) *cloudServer {
 	return s
 }
 
+// storeTenant is a token of scribe serve and its tenant.
+type storeTenant struct{ token, tenant string }
+
 type contractResult struct {
-	N     int    `json:"n"`
-	Name  string `json:"name"`
-	OK    bool   `json:"ok"`
-	Error string `json:"error"`
+	N       int    `json:"n"`
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped"` // store-conformance.mjs: the store lacks the method
+	Error   string `json:"error"`
 }
 
 // runContracts runs the contracts with extra harness flags and returns the
@@ -85,13 +92,18 @@ func runContracts(t *testing.T, p *peer.Peer, srv *cloudServer, flags ...string)
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 13 {
 		t.Fatalf("contracts %v: %v (%d results)\n%s", flags, err, len(r.Results), out)
 	}
+	return notPassed(r.Results), r.Results
+}
+
+// notPassed lists the numbers of the contracts that did not pass.
+func notPassed(results []contractResult) []int {
 	failed := []int{}
-	for _, c := range r.Results {
+	for _, c := range results {
 		if !c.OK {
 			failed = append(failed, c.N)
 		}
 	}
-	return failed, r.Results
+	return failed
 }
 
 func TestSessionStoreContracts(t *testing.T) {

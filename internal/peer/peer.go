@@ -34,6 +34,13 @@ const SDKPackage = "@anthropic-ai/claude-agent-sdk"
 // SDKVersion is the exact version the tests are judged against.
 const SDKVersion = "0.3.337"
 
+// DirEnv names another install of the SDK to judge against instead of the
+// pin: a folder whose node_modules holds SDKPackage, at any version
+// (scripts/compat-latest installs the newest release into one and sets
+// it). The scripts stay internal/peer's; node gets the other package's
+// sdk.mjs in PEER_SDK. The default run (unset) is on the pin.
+const DirEnv = "SCRIBE_PEER_DIR"
+
 // RequireEnv is the environment variable that turns a missing peer from a
 // skipped test into a failed one (scripts/test sets it to 1).
 const RequireEnv = "SCRIBE_REQUIRE_PEER"
@@ -46,8 +53,10 @@ type Peer struct {
 	Node    string        // path of the node binary
 	Dir     string        // internal/peer (holds peer.mjs, gen-corpus.mjs, node_modules)
 	SDKDir  string        // internal/peer/node_modules/@anthropic-ai/claude-agent-sdk
-	Version string        // the installed SDK version (== SDKVersion)
+	Version string        // the installed SDK version (== SDKVersion unless Other)
 	Timeout time.Duration // per run; DefaultTimeout unless changed
+	// Other is set when SDKDir is another install than the pin's (DirEnv).
+	Other bool
 }
 
 // Find locates node and the installed SDK. If either is missing (or the SDK
@@ -79,10 +88,18 @@ func find(root string) (*Peer, error) {
 			return nil, fmt.Errorf("%s is missing", filepath.Join(dir, f))
 		}
 	}
-	sdkDir := filepath.Join(dir, "node_modules", filepath.FromSlash(SDKPackage))
+	modules, other := filepath.Join(dir, "node_modules"), false
+	if d := os.Getenv(DirEnv); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %v", DirEnv, d, err)
+		}
+		modules, other = filepath.Join(abs, "node_modules"), true
+	}
+	sdkDir := filepath.Join(modules, filepath.FromSlash(SDKPackage))
 	raw, err := os.ReadFile(filepath.Join(sdkDir, "package.json"))
 	if err != nil {
-		return nil, fmt.Errorf("%s is not installed in %s", SDKPackage, filepath.Join(dir, "node_modules"))
+		return nil, fmt.Errorf("%s is not installed in %s", SDKPackage, modules)
 	}
 	var pkg struct {
 		Version string `json:"version"`
@@ -90,13 +107,13 @@ func find(root string) (*Peer, error) {
 	if err := json.Unmarshal(raw, &pkg); err != nil {
 		return nil, fmt.Errorf("%s/package.json: %v", sdkDir, err)
 	}
-	if pkg.Version != SDKVersion {
-		return nil, fmt.Errorf("installed %s is %s, want %s", SDKPackage, pkg.Version, SDKVersion)
+	if pkg.Version != SDKVersion && !other {
+		return nil, fmt.Errorf("installed %s is %s, want %s (%s names another install to judge against)", SDKPackage, pkg.Version, SDKVersion, DirEnv)
 	}
 	if _, err := os.Stat(filepath.Join(sdkDir, "sdk.mjs")); err != nil {
 		return nil, fmt.Errorf("%s/sdk.mjs is missing", sdkDir)
 	}
-	return &Peer{Node: node, Dir: dir, SDKDir: sdkDir, Version: pkg.Version, Timeout: DefaultTimeout}, nil
+	return &Peer{Node: node, Dir: dir, SDKDir: sdkDir, Version: pkg.Version, Timeout: DefaultTimeout, Other: other}, nil
 }
 
 // timeout is how long one node process may run.
@@ -116,7 +133,7 @@ func (p *Peer) Run(t testing.TB, script string, args ...string) []byte {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.Node, append([]string{filepath.Join(p.Dir, script)}, args...)...)
 	cmd.Dir = p.Dir
-	cmd.Env = peerEnv()
+	cmd.Env = p.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -133,8 +150,17 @@ func (p *Peer) Run(t testing.TB, script string, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// peerEnv is the environment for node: ours, minus anything that could make
-// the SDK read another config folder or reach an API.
+// env is the environment for node: ours, minus anything that could make
+// the SDK read another config folder or reach an API, with PEER_SDK (the
+// scripts' way to another SDK install) only when DirEnv names one.
+func (p *Peer) env() []string {
+	env := peerEnv()
+	if p.Other {
+		env = append(env, "PEER_SDK="+filepath.Join(p.SDKDir, "sdk.mjs"))
+	}
+	return env
+}
+
 func peerEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -159,7 +185,7 @@ func (p *Peer) Script(t testing.TB, configDir, script string, queries, out any) 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.Node, "--input-type=module", "-e", script)
 	cmd.Dir = p.Dir
-	cmd.Env = append(peerEnv(), "CLAUDE_CONFIG_DIR="+configDir, "SCRIBE_SDK_MJS="+filepath.Join(p.SDKDir, "sdk.mjs"),
+	cmd.Env = append(p.env(), "CLAUDE_CONFIG_DIR="+configDir, "SCRIBE_SDK_MJS="+filepath.Join(p.SDKDir, "sdk.mjs"),
 		"SCRIBE_SDK_QUERIES="+jsonFile(t, "queries.json", queries))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

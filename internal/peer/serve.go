@@ -97,7 +97,7 @@ func (pl *pool) drop(s *server) {
 func (p *Peer) startServer() (*server, error) {
 	cmd := exec.Command(p.Node, filepath.Join(p.Dir, "peer.mjs"), "serve")
 	cmd.Dir = p.Dir
-	cmd.Env = peerEnv()
+	cmd.Env = p.env()
 	s := &server{cmd: cmd, stderr: &tailBuffer{max: 64 << 10}}
 	cmd.Stderr = s.stderr
 	// Kill ends node; a child of it still holding stderr must not keep

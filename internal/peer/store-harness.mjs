@@ -6,7 +6,9 @@
 // Usage:
 //   node store-harness.mjs contracts <baseUrl> <token> [--broken NAME] [--store memory]
 //       Runs the 13 store contracts (the SDK's published list, in our
-//       words: append/load, null for unknown keys,
+//       words, with UUID session ids and SDK-shaped entries; the published
+//       suite itself, with its own ids, is store-conformance.mjs):
+//       append/load, null for unknown keys,
 //       order, empty append, subpaths apart, projects apart, listSessions,
 //       no subpaths in it, delete, cascade, subpath delete, listSubkeys, no
 //       main key in it) against ScribeSessionStore, or the SDK's own
@@ -30,7 +32,7 @@
 //       --broken NAME wraps the store as for contracts. Prints
 //       {"sessions","agents","compared","mismatches":[…],"sdkDifferences":[…]}.
 //
-// The SDK is the pinned one in ./node_modules; CLAUDE_CONFIG_DIR is set
+// The SDK is the pinned one in ./node_modules (or $PEER_SDK); CLAUDE_CONFIG_DIR is set
 // before it is loaded. Exit 2 on a usage error.
 
 import fs from 'node:fs';
@@ -40,7 +42,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const sdkPath = path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs');
+// PEER_SDK (set by internal/peer when SCRIBE_PEER_DIR names another SDK
+// install) else the pinned one next to this script.
+const sdkPath = process.env.PEER_SDK || path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs');
 const pkgPath = path.join(here, '..', '..', 'clients', 'session-store', 'index.mjs');
 
 function usage(msg) {

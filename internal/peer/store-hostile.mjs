@@ -32,6 +32,9 @@
 //     lost (status 0), and its message names the URL and the cause.
 //   - oversize-entry: an entry larger than the limit among small ones:
 //     the append fails with 413 and nothing of it is stored.
+//   - oversize-request-answered: a client whose maxRequestBytes is over
+//     the server's limit sends a 9 MB request: it gets the server's 413
+//     (request_too_large), not a connection reset.
 
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -137,7 +140,7 @@ const cases = {
   },
 
   async 'nested-subpaths'() {
-    const sdk = await import(pathToFileURL(path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs')).href);
+    const sdk = await import(pathToFileURL(process.env.PEER_SDK || path.join(here, 'node_modules', '@anthropic-ai', 'claude-agent-sdk', 'sdk.mjs')).href);
     const s = new ScribeSessionStore({ baseUrl, token });
     const k = { projectKey: '-hostile-nested', sessionId: randomUUID() };
     const wf = 'subagents/workflows/wf-1/agent-abc123';
@@ -203,6 +206,22 @@ const cases = {
       status = err.status;
     }
     expect(status === 413, `append: status ${status}, want 413`);
+    const got = await s.load(k);
+    expect(got === null, `after the 413, load returned ${got?.length} entries`);
+  },
+  async 'oversize-request-answered'() {
+    // A client allowed larger requests than the server takes sends 9 MB
+    // in one request: fetch sends it whole before it reads the answer,
+    // and gets the server's 413 and its error type, not a reset (lost).
+    const s = new ScribeSessionStore({ baseUrl, token, maxRequestBytes: 16 << 20, retries: 0 });
+    const k = key();
+    let err = null;
+    try {
+      await s.append(k, [user(1), { type: 'user', uuid: randomUUID(), blob: 'x'.repeat(9 << 20) }]);
+    } catch (e) {
+      err = e;
+    }
+    expect(err?.status === 413 && err.type === 'request_too_large' && !err.lost, `append: ${err?.message ?? 'no error'}, want the server's 413 request_too_large`);
     const got = await s.load(k);
     expect(got === null, `after the 413, load returned ${got?.length} entries`);
   },
