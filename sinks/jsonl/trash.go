@@ -350,13 +350,14 @@ func (l Layout) FindTrash(ref string) (TrashItem, error) {
 	if err != nil {
 		return TrashItem{}, err
 	}
-	ref = strings.ToLower(ref)
+	// Case does not matter: a trash id holds an upper-case T and Z, a
+	// session id may be typed in upper case.
 	var hits []TrashItem
 	for _, it := range items {
-		if it.ID == ref {
+		if strings.EqualFold(it.ID, ref) {
 			return it, nil
 		}
-		if strings.HasPrefix(it.ID, ref) || strings.HasPrefix(it.SessionID, ref) {
+		if hasPrefixFold(it.ID, ref) || hasPrefixFold(it.SessionID, ref) {
 			hits = append(hits, it)
 		}
 	}
@@ -371,6 +372,10 @@ func (l Layout) FindTrash(ref string) (TrashItem, error) {
 		ids[i] = h.ID
 	}
 	return TrashItem{}, fmt.Errorf("%q names %d trash items: %s", ref, len(hits), strings.Join(ids, ", "))
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // verifyTrash checks that the item's data is what its manifest says.
