@@ -5,7 +5,13 @@ package main_test
 // leftovers, the SDK's deletion markers.
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +19,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
@@ -246,5 +254,231 @@ func TestRmOfASessionALiveRecordWritesNeverSplitsIt(t *testing.T) {
 		if len(projects[l]) != 1 {
 			t.Fatalf("after trash restore a line of the victim is on disk %d times: %s", len(projects[l]), l)
 		}
+	}
+}
+
+// tarEntry is one file of a handmade bundle.
+type tarEntry struct {
+	name string
+	data []byte
+	size int64 // of zeros, when data is nil
+}
+
+// writeBundle writes a gzipped tar of the entries, in order.
+func writeBundle(t *testing.T, path string, entries []tarEntry) {
+	t.Helper()
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(out, gzip.BestSpeed)
+	tw := tar.NewWriter(zw)
+	zeros := make([]byte, 1<<20)
+	for _, e := range entries {
+		size := int64(len(e.data))
+		if e.data == nil {
+			size = e.size
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o600, Size: size, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if e.data != nil {
+			_, err = tw.Write(e.data)
+		}
+		for left := size; e.data == nil && left > 0 && err == nil; left -= int64(len(zeros)) {
+			_, err = tw.Write(zeros[:min(left, int64(len(zeros)))])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bundleManifest is a manifest declaring one transcript of the given
+// bytes.
+func bundleManifest(sid string, data []byte) []byte {
+	sum := sha256.Sum256(data)
+	m, _ := json.Marshal(map[string]any{"format": "scribe-session-bundle", "version": 1, "sessionId": sid,
+		"cwd": "/tmp/admin/p", "project": "-tmp-admin-p", "exportedAt": "2026-01-01T00:00:00Z",
+		"files": []map[string]any{{"path": sid + ".jsonl", "size": len(data), "sha256": hex.EncodeToString(sum[:])}}})
+	return m
+}
+
+// scribeLimited runs scribe under a shell limit (ulimit -f 10240: no file
+// of more than 10 MiB can be written; past it the kernel kills with
+// SIGXFSZ).
+func scribeLimited(t *testing.T, limit string, args ...string) (string, string, int) {
+	t.Helper()
+	bin := testenv.BuildScribe(t)
+	cmd := exec.Command("bash", append([]string{"-c", limit + `; exec "$0" "$@"`, bin}, args...)...)
+	cmd.Env = cleanEnv()
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode() // -1: killed by a signal
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// A bundle bomb: 200 MiB of zeros (a few hundred KiB compressed) where
+// the manifest declares 1 KiB. import and import --dry-run refuse it
+// without writing past the declared size (under ulimit -f 10 MiB a write
+// of more kills the process), whether the manifest comes first or last;
+// no staging folder and no session is left. A bundle of an older export
+// (manifest last) that matches still imports.
+func TestImportOfABundleBombWritesNothingPastTheManifest(t *testing.T) {
+	const sid = "b0b0b0b0-0000-4000-8000-0000000000c8"
+	declared := []byte(strings.Repeat(adminLine(sid, "u-1", "hello")[:100]+"\n", 10)) // ~1 KiB
+	man := tarEntry{name: "manifest.json", data: bundleManifest(sid, declared)}
+	bomb := tarEntry{name: "session/" + sid + ".jsonl", size: 200 << 20}
+	tmp := t.TempDir()
+	first, last := filepath.Join(tmp, "first.tgz"), filepath.Join(tmp, "last.tgz")
+	writeBundle(t, first, []tarEntry{man, bomb})
+	writeBundle(t, last, []tarEntry{bomb, man})
+	for _, b := range []string{first, last} {
+		for _, dry := range []bool{false, true} {
+			dir := t.TempDir()
+			args := []string{"import", b, "--config-dir", dir}
+			if dry {
+				args = append(args, "--dry-run")
+			}
+			_, errs, code := scribeLimited(t, "ulimit -f 10240", args...)
+			if code != 1 || !strings.Contains(errs, "bad bundle") {
+				t.Fatalf("%s (dry run %v): exit %d (-1: killed for writing past the limit), want 1 and a bad bundle\n%s", filepath.Base(b), dry, code, errs)
+			}
+			var left []string
+			_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+				if err == nil && !fi.IsDir() {
+					left = append(left, p)
+				}
+				return nil
+			})
+			for _, p := range left {
+				if strings.Contains(p, "import-") || strings.Contains(p, "projects") {
+					t.Fatalf("%s (dry run %v): left %s", filepath.Base(b), dry, p)
+				}
+			}
+		}
+	}
+	// The same manifest with the bytes it declares, manifest last (as
+	// bundles were written before), imports; so does it manifest first.
+	good := tarEntry{name: "session/" + sid + ".jsonl", data: declared}
+	for i, order := range [][]tarEntry{{good, man}, {man, good}} {
+		b := filepath.Join(tmp, fmt.Sprintf("good%d.tgz", i))
+		writeBundle(t, b, order)
+		dir := t.TempDir()
+		if _, errs, code := scribeLimited(t, "ulimit -f 10240", "import", b, "--config-dir", dir); code != 0 {
+			t.Fatalf("good bundle %d: exit %d\n%s", i, code, errs)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "projects", "-tmp-admin-p", sid+".jsonl"))
+		if err != nil || !bytes.Equal(got, declared) {
+			t.Fatalf("good bundle %d: imported %q (%v)", i, got, err)
+		}
+	}
+}
+
+// An import killed mid-way (reading a bundle from a pipe that stalls,
+// then kill -9) leaves its staging folder: du counts it, gc --dry-run
+// lists it, and the next import removes it and says so.
+func TestStagingOfAKilledImportIsCountedAndRemoved(t *testing.T) {
+	bin := testenv.BuildScribe(t)
+	const sid = "deadbeef-0000-4000-8000-0000000000d9"
+	var tr strings.Builder
+	rnd := make([]byte, 32)
+	for i := 0; tr.Len() < 4<<20; i++ {
+		_, _ = crand.Read(rnd)
+		tr.WriteString(adminLine(sid, fmt.Sprintf("u-%d", i), hex.EncodeToString(rnd)))
+	}
+	data := []byte(tr.String())
+	tmp := t.TempDir()
+	b := filepath.Join(tmp, "b.tgz")
+	writeBundle(t, b, []tarEntry{{name: "manifest.json", data: bundleManifest(sid, data)}, {name: "session/" + sid + ".jsonl", data: data}})
+	raw, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no fifo:", err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "import", fifo, "--config-dir", dir)
+	cmd.Env = cleanEnv()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(raw[:len(raw)/2]); err != nil {
+		t.Fatal(err)
+	}
+	// The import stages half the transcript, then waits for the rest.
+	staged := func() string {
+		m, _ := filepath.Glob(filepath.Join(dir, "scribe", "import-*", sid+".jsonl"))
+		if len(m) == 1 {
+			if fi, err := os.Stat(m[0]); err == nil && fi.Size() > 0 {
+				return filepath.Dir(m[0])
+			}
+		}
+		return ""
+	}
+	stage := ""
+	for range 3000 {
+		if stage = staged(); stage != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if stage == "" {
+		t.Fatal("the import staged nothing from half a bundle")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	w.Close()
+	if _, err := os.Stat(stage); err != nil {
+		t.Fatalf("the killed import's staging folder is gone already: %v", err)
+	}
+	var du struct {
+		StaleStaging        int64 `json:"staleStaging"`
+		StaleStagingFolders int   `json:"staleStagingFolders"`
+	}
+	cpOK(t, &du, "", "du", "--json", "--config-dir", dir)
+	if du.StaleStagingFolders != 1 || du.StaleStaging == 0 {
+		t.Fatalf("du does not count the dead import's staging: %+v", du)
+	}
+	var gc struct {
+		StaleStagings []struct{ Path string } `json:"staleStagings"`
+	}
+	cpOK(t, &gc, "", "gc", "--older-than", "30d", "--dry-run", "--json", "--config-dir", dir)
+	if len(gc.StaleStagings) != 1 || gc.StaleStagings[0].Path != stage {
+		t.Fatalf("gc --dry-run does not list the dead import's staging: %+v", gc)
+	}
+	if _, err := os.Stat(stage); err != nil {
+		t.Fatalf("gc --dry-run removed %s", stage)
+	}
+	out := cpOK(t, nil, "", "import", b, "--config-dir", dir)
+	if !strings.Contains(out, "removed 1 staging folder") {
+		t.Fatalf("import did not say it removed the dead import's staging: %s", out)
+	}
+	if _, err := os.Stat(stage); !os.IsNotExist(err) {
+		t.Fatalf("the dead import's staging %s is still there: %v", stage, err)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(dir, "scribe", "import-*")); len(ents) != 0 {
+		t.Fatalf("staging left after a good import: %v", ents)
 	}
 }

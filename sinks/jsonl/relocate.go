@@ -130,11 +130,11 @@ func (l Layout) relocateOne(ctx context.Context, s *RelocatedSession, oldPath, n
 		return err
 	}
 	defer lk.release()
-	stage, err := l.stageDir()
+	stage, done, err := l.stageDir(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
+	defer done()
 	names, err := sessionEntries(src, s.SessionID)
 	if err != nil {
 		return err
