@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
@@ -480,5 +481,98 @@ func TestStagingOfAKilledImportIsCountedAndRemoved(t *testing.T) {
 	}
 	if ents, _ := filepath.Glob(filepath.Join(dir, "scribe", "import-*")); len(ents) != 0 {
 		t.Fatalf("staging left after a good import: %v", ents)
+	}
+}
+
+// markerNames lists the deletion markers under a config folder with their
+// modes, and the folder's mode.
+func markerNames(t *testing.T, configDir string) (map[string]os.FileMode, os.FileMode) {
+	t.Helper()
+	dir := filepath.Join(configDir, "state", "deleted-transcripts")
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return map[string]os.FileMode{}, 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]os.FileMode{}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != 0 {
+			t.Errorf("marker %s holds %d bytes", e.Name(), fi.Size())
+		}
+		out[e.Name()] = fi.Mode()
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, fi.Mode()
+}
+
+// rm writes the deletion markers the SDK's deleteSession writes (0.3.337:
+// state/deleted-transcripts/, sha256 of "<folder>/<id>.jsonl" and of
+// "<id>.jsonl", lowercased): the SDK deletes a session in one copy of a
+// fixture, scribe rm the same session in another, and the markers are the
+// same names with the same modes. trash restore removes them; the SDK's
+// repeat deleteSession on a session whose marker exists resolves and
+// removes a leftover <id>/ folder.
+func TestRmWritesTheSDKsDeletionMarkers(t *testing.T) {
+	p := peer.Find(t)
+	sdkDir, ourDir := t.TempDir(), t.TempDir()
+	ids := p.GenFixture(t, sdkDir, "/home/alice/src/fixture")
+	copyTree(t, sdkDir, ourDir)
+	for _, k := range []string{"withSummaryAndSubagent", "branched"} {
+		id := ids[k]
+		p.Mutate(t, sdkDir, "delete", id, nil)
+		cpOK(t, nil, "", "rm", id, "--yes", "--config-dir", ourDir)
+	}
+	theirs, theirDir := markerNames(t, sdkDir)
+	ours, ourDirMode := markerNames(t, ourDir)
+	if len(theirs) != 4 {
+		t.Fatalf("the SDK wrote %d markers for two sessions, want 4: %v", len(theirs), theirs)
+	}
+	if fmt.Sprint(ours) != fmt.Sprint(theirs) || ourDirMode != theirDir {
+		t.Fatalf("scribe rm wrote the markers %v (folder %v), the SDK's deleteSession %v (folder %v)", ours, ourDirMode, theirs, theirDir)
+	}
+
+	// Restore one: its two markers go, the other session's stay.
+	id := ids["withSummaryAndSubagent"]
+	out := cpOK(t, nil, "", "trash", "restore", id, "--config-dir", ourDir)
+	if !strings.Contains(out, "removed 2 deletion marker(s)") {
+		t.Fatalf("trash restore did not say it removed the markers: %s", out)
+	}
+	left, _ := markerNames(t, ourDir)
+	if len(left) != 2 {
+		t.Fatalf("after restoring one of two sessions %d markers are left, want 2: %v", len(left), left)
+	}
+	for m := range left {
+		if _, ok := theirs[m]; !ok {
+			t.Fatalf("trash restore left a marker the SDK never wrote: %s", m)
+		}
+	}
+	// The restored session is a session again for the SDK.
+	found := false
+	for _, s := range p.List(t, ourDir, "") {
+		found = found || s.SessionID == id
+	}
+	if !found {
+		t.Fatalf("the SDK does not list the restored session %s", id)
+	}
+
+	// The SDK's repeat deleteSession: the transcript gone, its marker
+	// there, a leftover <id>/ folder: it removes the folder and resolves.
+	gone := ids["branched"]
+	leftover := filepath.Join(ourDir, "projects", "-home-alice-src-fixture", gone, "subagents")
+	if err := os.MkdirAll(leftover, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p.Mutate(t, ourDir, "delete", gone, nil)
+	if _, err := os.Stat(filepath.Dir(leftover)); !os.IsNotExist(err) {
+		t.Fatalf("the SDK's repeat deleteSession left %s: %v", filepath.Dir(leftover), err)
 	}
 }

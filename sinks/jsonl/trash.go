@@ -81,6 +81,12 @@ type TrashItem struct {
 	Complete bool `json:"complete"`
 	// Sealed: the item's files are encrypted (trashseal.go).
 	Sealed bool `json:"sealed,omitempty"`
+	// DeletionMarkers are the SDK's deletion markers rm wrote for it
+	// (deletemarkers.go); restore removes them.
+	DeletionMarkers []string `json:"deletionMarkers,omitempty"`
+	// MarkersRemoved, in what restore returns, counts the deletion
+	// markers it removed.
+	MarkersRemoved int `json:"markersRemoved,omitempty"`
 }
 
 // TrashOptions tune a move to the trash.
@@ -92,6 +98,9 @@ type TrashOptions struct {
 	// Seal, when set, encrypts the item's files once the move is durable
 	// (an age sealer's SealBytes).
 	Seal func([]byte) ([]byte, error)
+	// Markers writes the SDK's deletion markers before the move, as its
+	// deleteSession does (rm).
+	Markers bool
 }
 
 // TrashDir is <config dir>/scribe/trash.
@@ -259,6 +268,12 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	} else if !same {
 		os.RemoveAll(itemDir)
 		return it, fmt.Errorf("the trash %s is on another file system than %s: nothing moved", l.TrashDir(), projectDir)
+	}
+	if opt.Markers {
+		if it.DeletionMarkers, err = l.writeDeletionMarkers(folder, id); err != nil {
+			os.RemoveAll(itemDir)
+			return it, err
+		}
 	}
 	if err := writeManifest(itemDir, it); err != nil {
 		return it, err
@@ -430,6 +445,9 @@ func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Dura
 	defer lk.release()
 	if _, err := l.restoreItem(it); err != nil {
 		return it, fmt.Errorf("restore %s: %w", it.ID, err)
+	}
+	if it.MarkersRemoved, err = l.removeDeletionMarkers(it); err != nil {
+		return it, fmt.Errorf("restore %s: restored, but: %w", it.ID, err)
 	}
 	return it, nil
 }
