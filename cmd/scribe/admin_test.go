@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // adminLine is one user row of session sid in project /tmp/admin/p.
@@ -574,5 +576,74 @@ func TestRmWritesTheSDKsDeletionMarkers(t *testing.T) {
 	p.Mutate(t, ourDir, "delete", gone, nil)
 	if _, err := os.Stat(filepath.Dir(leftover)); !os.IsNotExist(err) {
 		t.Fatalf("the SDK's repeat deleteSession left %s: %v", filepath.Dir(leftover), err)
+	}
+}
+
+// relocate removes a project folder its moves left empty, and only that:
+// a folder that still holds something of its own (a file that is no
+// session's) stays, with it.
+func TestRelocateRemovesTheProjectFoldersItEmptied(t *testing.T) {
+	dir := t.TempDir()
+	work := t.TempDir()
+	oldPath, newPath := filepath.Join(work, "old"), filepath.Join(work, "new")
+	put := func(cwd, sid string) string {
+		t.Helper()
+		folder := filepath.Join(dir, "projects", jsonl.SanitizePath(cwd))
+		if err := os.MkdirAll(folder, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		line := strings.Replace(adminLine(sid, "u-"+sid[:8], "hi"), `"cwd":"/tmp/admin/p"`, `"cwd":`+strconv.Quote(cwd), 1)
+		if err := os.WriteFile(filepath.Join(folder, sid+".jsonl"), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return folder
+	}
+	emptied := put(oldPath, "0e0e0e0e-0000-4000-8000-000000000001")
+	kept := put(filepath.Join(oldPath, "sub"), "0e0e0e0e-0000-4000-8000-000000000002")
+	own := filepath.Join(kept, "notes.md")
+	if err := os.WriteFile(own, []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := put(filepath.Join(work, "other"), "0e0e0e0e-0000-4000-8000-000000000003")
+	out := cpOK(t, nil, "", "relocate", oldPath, newPath, "--yes", "--config-dir", dir)
+	if _, err := os.Stat(emptied); !os.IsNotExist(err) {
+		t.Fatalf("relocate left the emptied project folder %s (%v)\n%s", emptied, err, out)
+	}
+	if !strings.Contains(out, "removed the emptied project folder "+filepath.Base(emptied)) {
+		t.Fatalf("relocate did not say it removed %s:\n%s", filepath.Base(emptied), out)
+	}
+	if b, err := os.ReadFile(own); err != nil || string(b) != "mine\n" {
+		t.Fatalf("relocate touched a folder's own file: %q, %v", b, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("relocate removed a folder it did not move from: %v", err)
+	}
+	for _, cwd := range []string{newPath, filepath.Join(newPath, "sub")} {
+		if _, err := os.Stat(filepath.Join(dir, "projects", jsonl.SanitizePath(cwd))); err != nil {
+			t.Fatalf("no project folder for %s: %v", cwd, err)
+		}
+	}
+}
+
+// record into a pipeline whose only sink is an archive of its own says
+// it recorded into that archive, not into Claude Code's folder.
+func TestRecordNamesTheSinksItWroteInto(t *testing.T) {
+	claude, archive := t.TempDir(), t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf("pipeline {\n  sinks  = [\"jsonl/archive\"]\n  guards = []\n}\nsink \"jsonl\" \"archive\" {\n  dir = %q\n}\n", archive))
+	const sid = "a7c41e00-0000-4000-8000-0000000000e1"
+	out := cpOK(t, nil, adminLine(sid, "u-1", "hi"), "record", "--config", cfg, "--config-dir", claude)
+	first, _, _ := strings.Cut(out, "\n")
+	if !strings.Contains(first, "jsonl/archive in "+archive) || strings.Contains(first, claude) {
+		t.Fatalf("record's report says %q; want the archive %s named, not Claude's folder %s", first, archive, claude)
+	}
+	var rep struct {
+		Into []string `json:"into"`
+	}
+	cpOK(t, &rep, adminLine(sid, "u-2", "again"), "record", "--json", "--config", cfg, "--config-dir", claude)
+	if len(rep.Into) != 1 || rep.Into[0] != "jsonl/archive in "+archive {
+		t.Fatalf("record --json into: %q", rep.Into)
+	}
+	if _, err := os.Stat(filepath.Join(archive, "projects", "-tmp-admin-p", sid+".jsonl")); err != nil {
+		t.Fatal(err)
 	}
 }
