@@ -280,7 +280,15 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	}
 	for _, n := range names {
 		if err := os.Rename(filepath.Join(projectDir, n), filepath.Join(data, n)); err != nil {
-			return it, fmt.Errorf("move %s to the trash: %w", n, err)
+			err = fmt.Errorf("move %s to the trash: %w", n, err)
+			if _, statErr := os.Lstat(MainFile(projectDir, id)); statErr == nil && len(it.DeletionMarkers) > 0 {
+				// The transcript is still there: its markers would stop
+				// Claude Code from saving it.
+				if _, merr := l.removeDeletionMarkers(it); merr != nil {
+					err = errors.Join(err, merr)
+				}
+			}
+			return it, err
 		}
 	}
 	if err := durable.SyncDir(projectDir); err != nil {
