@@ -228,7 +228,9 @@ func newImportCmd() *cobra.Command {
 bundle is refused whole) and places the session under the project folder of
 --cwd (default: the bundle's original cwd), where Claude Code and the SDK find
 it; when the cwd differs it records the move with a relocated line, as Claude
-Code does. It never overwrites: the same session already present is reported,
+Code does. Nothing beyond the sizes the manifest declares is ever written, and
+--dry-run writes nothing at all. Staging folders left by imports that died
+(scribe/import-*) are removed first. It never overwrites: the same session already present is reported,
 a different session of the same id is refused unless --fork, which imports the
 conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 		Args: cobra.ExactArgs(1),
@@ -259,7 +261,24 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 				return printImport(cmd, asJSON, map[string]any{"dryRun": true, "manifest": m},
 					fmt.Sprintf("bundle of %s verified: %d files, from %s", m.SessionID, len(m.Files), m.Cwd))
 			}
-			res, err := l.ImportBundle(cmd.Context(), f, jsonl.ImportOptions{Cwd: cwd, Fork: fork})
+			// A bundle whose manifest comes last (an older export) is read
+			// twice: once to verify it, writing nothing, once to stage it.
+			reopen := func() (io.ReadCloser, error) {
+				fh, err := os.Open(args[0])
+				if err != nil {
+					return nil, err
+				}
+				r, _, err := openMaybeSealed(cmd, fh, &keys)
+				if err != nil {
+					fh.Close()
+					return nil, err
+				}
+				return struct {
+					io.Reader
+					io.Closer
+				}{r, fh}, nil
+			}
+			res, err := l.ImportBundle(cmd.Context(), f, jsonl.ImportOptions{Cwd: cwd, Fork: fork, Reopen: reopen})
 			if err != nil {
 				return err
 			}
@@ -269,6 +288,9 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 				msg = fmt.Sprintf("%s is already here, in %s: nothing imported", res.SessionID, res.Project)
 			case res.ForkedFrom != "":
 				msg = fmt.Sprintf("imported %s as the fork %s into %s", res.ForkedFrom, res.SessionID, res.Project)
+			}
+			if res.StaleStagingsRemoved > 0 {
+				msg += fmt.Sprintf("; removed %d staging folder(s) left by imports that died", res.StaleStagingsRemoved)
 			}
 			return printImport(cmd, asJSON, res, msg)
 		},

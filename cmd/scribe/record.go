@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -35,7 +37,10 @@ type badLine struct {
 // recordReport is what `scribe record` prints at the end (--json prints it
 // as is).
 type recordReport struct {
-	ConfigDir      string            `json:"config_dir"`
+	ConfigDir string `json:"config_dir"`
+	// Into names the sinks entries went to, a local store with its
+	// folder ("jsonl/archive in /home/me/scribe-archive").
+	Into           []string          `json:"into"`
 	Lines          int64             `json:"lines"`
 	Accepted       int64             `json:"accepted"`
 	Duplicates     int64             `json:"duplicates"`
@@ -254,7 +259,7 @@ type recorder struct {
 func newRecorder(cmd *cobra.Command, rt *runtime, o recordOpts, log hclog.Logger) *recorder {
 	r := &recorder{
 		rt: rt, o: o, log: log,
-		rep:      &recordReport{ConfigDir: rt.host.ConfigDir},
+		rep:      &recordReport{ConfigDir: rt.host.ConfigDir, Into: sinkTargets(rt.cfg, rt.host)},
 		out:      cmd.OutOrStdout(),
 		repOut:   cmd.OutOrStdout(),
 		sessions: map[string]bool{},
@@ -607,9 +612,31 @@ func (r *recorder) print() error {
 	return nil
 }
 
+// sinkTargets names the pipeline's sinks as the report says where entries
+// went: a local store with the folder it writes under, any other sink by
+// its id.
+func sinkTargets(cfg *config.Config, host core.HostInfo) []string {
+	out := []string{}
+	for _, id := range cfg.Pipeline.Sinks {
+		name := id.String()
+		if id.Type == "jsonl" {
+			if comp, ok := cfg.Lookup(core.KindSink, id); ok {
+				jc := jsonl.DefaultConfig()
+				if comp.Decode(jc) == nil {
+					if dir, err := jc.StoreDir(host); err == nil {
+						name += " in " + dir
+					}
+				}
+			}
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 func printRecordReport(w io.Writer, r *recordReport) {
 	recorded := r.Accepted - r.Held
-	fmt.Fprintf(w, "recorded %d entries into %s (%d sessions)\n", recorded, r.ConfigDir, len(r.Sessions))
+	fmt.Fprintf(w, "recorded %d entries into %s (%d sessions)\n", recorded, strings.Join(r.Into, ", "), len(r.Sessions))
 	fmt.Fprintf(w, "  lines read:          %d\n", r.Lines)
 	fmt.Fprintf(w, "  duplicates skipped:  %d\n", r.Duplicates)
 	var refused int64

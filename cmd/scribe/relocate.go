@@ -78,7 +78,11 @@ func printRelocated(cmd *cobra.Command, res []jsonl.RelocatedSession, dryRun, as
 		verb = "would move"
 	}
 	for _, s := range res {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %s from %s to %s (%d lines rewritten in %d files)\n", verb, s.SessionID, s.OldCwd, s.NewCwd, s.Lines, s.Files)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s from %s to %s (%d lines rewritten in %d files)", verb, s.SessionID, s.OldCwd, s.NewCwd, s.Lines, s.Files)
+		if s.FromRemoved {
+			fmt.Fprintf(cmd.OutOrStdout(), "; removed the emptied project folder %s", s.From)
+		}
+		fmt.Fprintln(cmd.OutOrStdout())
 	}
 	if len(res) == 0 {
 		fmt.Fprintln(cmd.OutOrStdout(), "no session has its cwd there")

@@ -175,6 +175,17 @@ func printGC(out io.Writer, rep jsonl.GCReport) {
 		fmt.Fprint(out, " (the quota cannot be met: the rest is recent, live or undated)")
 	}
 	fmt.Fprintln(out)
+	if n := len(rep.StaleStagings); n > 0 {
+		verb := "removed"
+		if rep.DryRun {
+			verb = "would remove"
+		}
+		var b int64
+		for _, st := range rep.StaleStagings {
+			b += st.Bytes
+		}
+		fmt.Fprintf(out, "%s %d staging folder(s) left by imports that died, %s\n", verb, n, humanBytes(b))
+	}
 }
 
 func newDuCmd() *cobra.Command {
@@ -244,6 +255,10 @@ func printDu(out io.Writer, rep jsonl.DUReport, by string) {
 	tw.Flush()
 	fmt.Fprintf(out, "total %s (archived %s, duplicated by forks %s); trash %s in %d item(s), not in the total\n",
 		h(rep.Total), h(rep.Archived), h(rep.ForkDuplicate), h(rep.Trash), rep.TrashItems)
+	if rep.StaleStagingFolders > 0 {
+		fmt.Fprintf(out, "staging folders left by imports that died: %s in %d, not in the total (the next import or gc removes them)\n",
+			h(rep.StaleStaging), rep.StaleStagingFolders)
+	}
 }
 
 func newDoctorCmd() *cobra.Command {

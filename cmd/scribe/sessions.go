@@ -109,6 +109,9 @@ with subagents and tool results, its sidecars) from its project folder into
 <config dir>/scribe/trash, with a manifest of where each file came from, and
 drops it from the sessions index in the same step. Nothing is deleted: scribe
 trash restore brings it back byte for byte, scribe trash empty deletes it.
+As the Agent SDK's deleteSession, rm first writes the deletion markers
+(<config dir>/state/deleted-transcripts/) that keep a running Claude Code from
+saving the transcript again; trash restore removes them.
 A session a live writer holds is refused (--lock-wait to wait).`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeSessionIDs,
@@ -134,7 +137,7 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 			if err != nil {
 				return err
 			}
-			opt := jsonl.TrashOptions{Reason: "rm", LockWait: lockWait, DryRun: dryRun}
+			opt := jsonl.TrashOptions{Reason: "rm", LockWait: lockWait, DryRun: dryRun, Markers: true}
 			if sl != nil {
 				opt.Seal = sl.SealBytes
 			}
@@ -273,7 +276,11 @@ back, with their modes and mtimes.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), it)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %s (%d files, %s) to %s\n", it.SessionID, len(it.Files), humanBytes(it.Bytes), it.Project)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s (%d files, %s) to %s", it.SessionID, len(it.Files), humanBytes(it.Bytes), it.Project)
+			if it.MarkersRemoved > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "; removed %d deletion marker(s) from %s", it.MarkersRemoved, l.DeletedTranscriptsDir())
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
 			return nil
 		},
 	}

@@ -4,15 +4,25 @@ package jsonl
 // has (transcript, <id>/ folder with subagents, tool results and
 // sidecars, <id>.* sidecars), as a gzipped tar:
 //
+//	manifest.json        (first) format, version, session id, original cwd
+//	                     and project folder, and each file's size and sha256
 //	session/<id>.jsonl
 //	session/<id>/subagents/agent-<agentId>.jsonl ...
 //	session/<id>.ccr-tip.json ...
-//	manifest.json        (last) format, version, session id, original cwd
-//	                     and project folder, and each file's size and sha256
 //
-// Import verifies every file against the manifest (a missing, extra or
-// changed file refuses the whole bundle) in a staging folder inside the
-// config dir, then moves the files into the project folder of the new cwd
+// (Bundles written before the manifest moved first hold it last.) Import
+// never writes more than the manifest declares: with the manifest first,
+// an entry it does not list or whose size is not the declared one refuses
+// the bundle before a byte of it is written, and each file is copied up to
+// its declared size; with the manifest last, a first read hashes the whole
+// bundle and writes nothing, and only a bundle that matches is read again
+// and written, bounded the same way (a bundle bomb costs reading, never
+// disk). Verify (import --dry-run) writes nothing at all. Import verifies
+// every file against the manifest (a missing, extra or changed file
+// refuses the whole bundle) in a staging folder inside the config dir
+// (scribe/import-*, locked by the import; one whose import died is removed
+// by the next import and by gc, and du counts it), then moves the files
+// into the project folder of the new cwd
 // (a `relocated` line records the new cwd when it differs, as Claude Code
 // does when a session moves, so the listing reports it). It never
 // overwrites: the same session already there (a transcript that starts
@@ -98,33 +108,44 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	if err != nil {
 		return m, fmt.Errorf("export %s: %w", id, err)
 	}
-	gz := gzip.NewWriter(w)
-	tw := tar.NewWriter(gz)
+	// The manifest goes first, so that an import knows every file's size
+	// before it writes one: the files are described (hashed) first, and
+	// each is checked against its description as it is written.
+	var files []TrashFile
 	for _, n := range names {
-		files, err := describeTree(dir, n)
+		tree, err := describeTree(dir, n)
 		if err != nil {
 			return m, fmt.Errorf("export %s: %w", id, err)
 		}
-		for _, f := range files {
+		for _, f := range tree {
 			if f.Link != "" {
 				m.Skipped = append(m.Skipped, f.Path)
 			}
 			if f.Dir || f.Link != "" {
 				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return m, err
-			}
-			bf, err := bundleAdd(tw, dir, f)
-			if err != nil {
-				return m, fmt.Errorf("export %s: %w", id, err)
-			}
-			m.Files = append(m.Files, bf)
+			files = append(files, f)
+			m.Files = append(m.Files, BundleFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256})
 		}
 	}
+	gz := gzip.NewWriter(w)
+	tw := tar.NewWriter(gz)
 	raw, _ := json.MarshalIndent(m, "", "  ")
-	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Mode: 0o600, Size: int64(len(raw)), ModTime: m.ExportedAt}); err == nil {
+	err = tw.WriteHeader(&tar.Header{Name: "manifest.json", Mode: 0o600, Size: int64(len(raw)), ModTime: m.ExportedAt})
+	if err == nil {
 		_, err = tw.Write(raw)
+	}
+	for i, f := range files {
+		if err != nil {
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			return m, err
+		}
+		var bf BundleFile
+		if bf, err = bundleAdd(tw, dir, f); err == nil && bf != m.Files[i] {
+			err = fmt.Errorf("%s changed while it was exported (sha256 %s, described as %s): export again", f.Path, bf.SHA256, f.SHA256)
+		}
 	}
 	for _, c := range []io.Closer{tw, gz} {
 		if cerr := c.Close(); err == nil {
@@ -163,6 +184,10 @@ type ImportOptions struct {
 	// Fork imports the transcript as a new session (fresh uuids) instead.
 	Fork     bool
 	LockWait time.Duration
+	// Reopen gives the bundle again from its start, for a bundle whose
+	// manifest comes last (read once to verify, writing nothing, then
+	// again to stage it); nil refuses such a bundle.
+	Reopen func() (io.ReadCloser, error)
 }
 
 // ImportResult says what an import did.
@@ -177,30 +202,113 @@ type ImportResult struct {
 	// starts with the bundle's).
 	AlreadyPresent bool `json:"alreadyPresent,omitempty"`
 	Relocated      bool `json:"relocated,omitempty"`
+	// StaleStagingsRemoved counts the staging folders of imports that
+	// died, removed before this one.
+	StaleStagingsRemoved int `json:"staleStagingsRemoved,omitempty"`
 }
+
+// stagingPrefix names the staging folders of imports under scribe/.
+const stagingPrefix = "import-"
+
+// stageLock is the lock file inside a staging folder: its import holds it
+// until the folder is gone, so that a folder whose lock is free (and
+// names a holder) is left from an import that died.
+const stageLock = ".lock"
+
+// stageRole is the role a staging folder's holder writes in its lock.
+const stageRole = "staging"
 
 // stageDir makes a staging folder inside the config dir (on the same file
-// system as the projects, so that placing is a rename).
-func (l Layout) stageDir() (string, error) {
+// system as the projects, so that placing is a rename), locked; done
+// removes it and gives the lock back.
+func (l Layout) stageDir(ctx context.Context) (stage string, done func(), err error) {
 	base := filepath.Join(l.ConfigDir, "scribe")
 	if err := os.MkdirAll(base, dirMode); err != nil {
-		return "", fmt.Errorf("staging folder: %w", err)
+		return "", nil, fmt.Errorf("staging folder: %w", err)
 	}
-	stage, err := os.MkdirTemp(base, "import-")
+	stage, err = os.MkdirTemp(base, stagingPrefix)
 	if err != nil {
-		return "", fmt.Errorf("staging folder: %w", err)
+		return "", nil, fmt.Errorf("staging folder: %w", err)
 	}
-	return stage, nil
+	lk, err := durable.Acquire(ctx, filepath.Join(stage, stageLock), 0, stageRole)
+	if err != nil {
+		os.RemoveAll(stage)
+		return "", nil, fmt.Errorf("staging folder: %w", err)
+	}
+	return stage, func() {
+		os.RemoveAll(stage)
+		lk.Release()
+	}, nil
 }
 
-// VerifyBundle checks a bundle against its manifest without importing it.
-func (l Layout) VerifyBundle(r io.Reader) (BundleManifest, error) {
-	stage, err := l.stageDir()
-	if err != nil {
-		return BundleManifest{}, fmt.Errorf("verify: %w", err)
+// StaleStaging is a staging folder left by an import that died.
+type StaleStaging struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
+// StaleStagings lists the staging folders whose import (or relocate) died: their lock
+// names a holder (the import wrote its record) and nobody holds it. A
+// folder without that record is an import just starting, or one of a
+// build that did not lock its staging: it is left alone for a minute.
+func (l Layout) StaleStagings(now time.Time) ([]StaleStaging, error) {
+	base := filepath.Join(l.ConfigDir, "scribe")
+	ents, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	defer os.RemoveAll(stage)
-	m, err := bundleUnpack(r, stage)
+	if err != nil {
+		return nil, fmt.Errorf("staging folders: %w", err)
+	}
+	var out []StaleStaging
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), stagingPrefix) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		lock := filepath.Join(dir, stageLock)
+		if durable.Held(lock) {
+			continue
+		}
+		if durable.Role(lock) != stageRole {
+			fi, err := e.Info()
+			if err != nil || now.Sub(fi.ModTime()) < time.Minute {
+				continue
+			}
+		}
+		var n int64
+		_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if fi, err := d.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+			return nil
+		})
+		out = append(out, StaleStaging{Path: dir, Bytes: n})
+	}
+	return out, nil
+}
+
+// RemoveStaleStagings removes the staging folders of imports that died
+// and returns them (import and gc call it).
+func (l Layout) RemoveStaleStagings() ([]StaleStaging, error) {
+	stale, err := l.StaleStagings(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range stale {
+		if err := os.RemoveAll(st.Path); err != nil {
+			return stale[:i], fmt.Errorf("remove the staging folder of a dead import %s: %w", st.Path, err)
+		}
+	}
+	return stale, nil
+}
+
+// VerifyBundle checks a bundle against its manifest without importing it:
+// it reads the bundle through and writes nothing.
+func (l Layout) VerifyBundle(r io.Reader) (BundleManifest, error) {
+	m, _, err := bundleUnpack(r, "", nil)
 	if err != nil {
 		return m, fmt.Errorf("verify: %w", err)
 	}
@@ -208,14 +316,31 @@ func (l Layout) VerifyBundle(r io.Reader) (BundleManifest, error) {
 }
 
 // ImportBundle verifies a bundle and places its session under the project
-// of opt.Cwd (default the bundle's cwd).
+// of opt.Cwd (default the bundle's cwd). Staging folders left by imports
+// that died are removed first (ImportResult.StaleStagingsRemoved).
 func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions) (ImportResult, error) {
-	stage, err := l.stageDir()
+	stale, err := l.RemoveStaleStagings()
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import: %w", err)
 	}
-	defer os.RemoveAll(stage)
-	m, err := bundleUnpack(r, stage)
+	stage, done, err := l.stageDir(ctx)
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("import: %w", err)
+	}
+	defer done()
+	m, again, err := bundleUnpack(r, stage, nil)
+	if err == nil && again {
+		// The manifest came last: the first read verified the bundle and
+		// wrote nothing; this one stages it, bounded by the manifest.
+		if opt.Reopen == nil {
+			return ImportResult{}, fmt.Errorf("import: %w: its manifest comes after its files (an older bundle) and the input cannot be read twice", ErrBadBundle)
+		}
+		var rc io.ReadCloser
+		if rc, err = opt.Reopen(); err == nil {
+			m, _, err = bundleUnpack(rc, stage, &m)
+			rc.Close()
+		}
+	}
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import: %w", err)
 	}
@@ -226,7 +351,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	if cwd == "" {
 		return ImportResult{}, fmt.Errorf("import: %w: the bundle records no cwd; give one", ErrBadBundle)
 	}
-	res := ImportResult{SessionID: m.SessionID, Cwd: cwd, Project: SanitizePath(cwd), Files: len(m.Files)}
+	res := ImportResult{SessionID: m.SessionID, Cwd: cwd, Project: SanitizePath(cwd), Files: len(m.Files), StaleStagingsRemoved: len(stale)}
 	if opt.Fork {
 		return l.importFork(ctx, stage, m, res)
 	}
@@ -314,46 +439,100 @@ func continues(have, bundled string) (bool, error) {
 	return bytes.HasPrefix(x, y), nil
 }
 
-// bundleUnpack extracts a bundle into stage and checks it against its
-// manifest: every listed file present with its size and hash, nothing
-// else, no path leaving the session's names.
-func bundleUnpack(r io.Reader, stage string) (BundleManifest, error) {
-	var m BundleManifest
+// bundleUnpack reads a bundle and checks it against its manifest: every
+// listed file present with its size and hash, nothing else, no path
+// leaving the session's names. With stage "" it writes nothing. Otherwise
+// it extracts into stage, never more than the manifest declares: known is
+// the manifest a first read found, else the manifest must come first; when
+// it comes last, the bundle is read through writing nothing and again
+// reports that a second read (with known) must stage it.
+func bundleUnpack(r io.Reader, stage string, known *BundleManifest) (m BundleManifest, again bool, err error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return m, fmt.Errorf("%w: not a gzipped tar: %v", ErrBadBundle, err)
+		return m, false, fmt.Errorf("%w: not a gzipped tar: %v", ErrBadBundle, err)
 	}
 	tr := tar.NewReader(gz)
 	got := map[string]BundleFile{}
-	var rawManifest []byte
+	decl := known // the manifest that bounds what is written
+	seen := false // a manifest.json was read
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return m, fmt.Errorf("%w: %v", ErrBadBundle, err)
+			return m, false, fmt.Errorf("%w: %v", ErrBadBundle, err)
 		}
 		if h.Name == "manifest.json" {
-			if rawManifest, err = io.ReadAll(io.LimitReader(tr, 16<<20)); err != nil {
-				return m, fmt.Errorf("%w: manifest: %v", ErrBadBundle, err)
+			if seen {
+				return m, false, fmt.Errorf("%w: two manifests", ErrBadBundle)
+			}
+			seen = true
+			if m, err = readManifest(tr); err != nil {
+				return m, false, err
+			}
+			if known != nil && !sameManifest(m, *known) {
+				return m, false, fmt.Errorf("%w: the manifest changed between two reads", ErrBadBundle)
+			}
+			if len(got) == 0 {
+				decl = &m
 			}
 			continue
 		}
 		rel, ok := strings.CutPrefix(h.Name, "session/")
 		if !ok || h.Typeflag != tar.TypeReg || path.Clean(rel) != rel || path.IsAbs(rel) || strings.HasPrefix(rel, "../") || rel == ".." {
-			return m, fmt.Errorf("%w: unexpected entry %q", ErrBadBundle, h.Name)
+			return m, false, fmt.Errorf("%w: unexpected entry %q", ErrBadBundle, h.Name)
 		}
-		bf, err := bundleExtract(tr, stage, rel, h.ModTime)
+		if _, dup := got[rel]; dup {
+			return m, false, fmt.Errorf("%w: %s twice", ErrBadBundle, rel)
+		}
+		dst := stage
+		if decl != nil {
+			f, ok := findBundleFile(*decl, rel)
+			if !ok {
+				return m, false, fmt.Errorf("%w: %s is not in the manifest", ErrBadBundle, rel)
+			}
+			if h.Size != f.Size {
+				return m, false, fmt.Errorf("%w: %s holds %d bytes, the manifest declares %d (nothing written)", ErrBadBundle, rel, h.Size, f.Size)
+			}
+		} else {
+			dst = "" // the manifest comes last: hash only, write nothing
+		}
+		bf, err := bundleExtract(tr, dst, rel, h.Size, h.ModTime)
 		if err != nil {
-			return m, err
+			return m, false, err
 		}
 		got[rel] = bf
 	}
-	if rawManifest == nil {
-		return m, fmt.Errorf("%w: no manifest.json", ErrBadBundle)
+	if !seen {
+		return m, false, fmt.Errorf("%w: no manifest.json", ErrBadBundle)
 	}
-	if err := json.Unmarshal(rawManifest, &m); err != nil {
+	for _, f := range m.Files {
+		g, ok := got[f.Path]
+		if !ok {
+			return m, false, fmt.Errorf("%w: %s is missing", ErrBadBundle, f.Path)
+		}
+		if g != f {
+			return m, false, fmt.Errorf("%w: %s does not match the manifest (size %d, sha256 %s; want %d, %s)", ErrBadBundle, f.Path, g.Size, g.SHA256, f.Size, f.SHA256)
+		}
+		delete(got, f.Path)
+	}
+	for p := range got {
+		return m, false, fmt.Errorf("%w: %s is not in the manifest", ErrBadBundle, p)
+	}
+	return m, stage != "" && decl == nil && len(m.Files) > 0, nil
+}
+
+// readManifest reads and checks a bundle's manifest: its format, its
+// session id, and that each file belongs to the session, once, with a
+// size.
+func readManifest(r io.Reader) (BundleManifest, error) {
+	var m BundleManifest
+	raw, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return m, fmt.Errorf("%w: manifest: %v", ErrBadBundle, err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
 		return m, fmt.Errorf("%w: manifest: %v", ErrBadBundle, err)
 	}
 	if m.Format != BundleFormat || m.Version != BundleVersion {
@@ -362,26 +541,27 @@ func bundleUnpack(r io.Reader, stage string) (BundleManifest, error) {
 	if !IsSessionID(m.SessionID) {
 		return m, fmt.Errorf("%w: session id %q", ErrBadBundle, m.SessionID)
 	}
+	paths := make(map[string]bool, len(m.Files))
 	for _, f := range m.Files {
 		if f.Path != m.SessionID+".jsonl" && !strings.HasPrefix(f.Path, m.SessionID+"/") && !strings.HasPrefix(f.Path, m.SessionID+".") {
 			return m, fmt.Errorf("%w: %s does not belong to session %s", ErrBadBundle, f.Path, m.SessionID)
 		}
-		g, ok := got[f.Path]
-		if !ok {
-			return m, fmt.Errorf("%w: %s is missing", ErrBadBundle, f.Path)
+		if paths[f.Path] || f.Size < 0 {
+			return m, fmt.Errorf("%w: manifest: %s listed twice or with a negative size", ErrBadBundle, f.Path)
 		}
-		if g != f {
-			return m, fmt.Errorf("%w: %s does not match the manifest (size %d, sha256 %s; want %d, %s)", ErrBadBundle, f.Path, g.Size, g.SHA256, f.Size, f.SHA256)
-		}
-		delete(got, f.Path)
+		paths[f.Path] = true
 	}
-	for p := range got {
-		return m, fmt.Errorf("%w: %s is not in the manifest", ErrBadBundle, p)
-	}
-	if _, ok := findBundleFile(m, m.SessionID+".jsonl"); !ok {
+	if !paths[m.SessionID+".jsonl"] {
 		return m, fmt.Errorf("%w: no transcript %s.jsonl", ErrBadBundle, m.SessionID)
 	}
 	return m, nil
+}
+
+// sameManifest reports whether two reads found the same manifest.
+func sameManifest(a, b BundleManifest) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
 }
 
 func findBundleFile(m BundleManifest, p string) (BundleFile, bool) {
@@ -393,7 +573,18 @@ func findBundleFile(m BundleManifest, p string) (BundleFile, bool) {
 	return BundleFile{}, false
 }
 
-func bundleExtract(tr *tar.Reader, stage, rel string, mtime time.Time) (BundleFile, error) {
+// bundleExtract copies one file of a bundle, at most size bytes, into
+// stage (stage "": hashes it only, writing nothing).
+func bundleExtract(tr *tar.Reader, stage, rel string, size int64, mtime time.Time) (BundleFile, error) {
+	h := sha256.New()
+	src := io.LimitReader(tr, size)
+	if stage == "" {
+		n, err := io.Copy(h, src)
+		if err != nil {
+			return BundleFile{}, fmt.Errorf("%w: %s: %v", ErrBadBundle, rel, err)
+		}
+		return BundleFile{Path: rel, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	}
 	dst := filepath.Join(stage, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
 		return BundleFile{}, fmt.Errorf("stage %s: %w", rel, err)
@@ -402,8 +593,7 @@ func bundleExtract(tr *tar.Reader, stage, rel string, mtime time.Time) (BundleFi
 	if err != nil {
 		return BundleFile{}, fmt.Errorf("%w: %s: %v", ErrBadBundle, rel, err)
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), tr)
+	n, err := io.Copy(io.MultiWriter(f, h), src)
 	if err == nil {
 		err = f.Sync()
 	}

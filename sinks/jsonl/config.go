@@ -58,6 +58,13 @@ func (c *Config) Validate() error {
 	return err
 }
 
+// StoreDir is the config folder the sink writes under (its projects/):
+// its dir, else the host's Claude config folder.
+func (c *Config) StoreDir(host core.HostInfo) (string, error) {
+	o, err := c.options(host)
+	return o.ConfigDir, err
+}
+
 func (c *Config) options(host core.HostInfo) (Options, error) {
 	o := Options{ConfigDir: host.ConfigDir, Fsync: FsyncPolicy(c.Fsync), ReappendBytes: c.ReappendBytes}
 	if c.Dir != "" {

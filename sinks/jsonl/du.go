@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // DUSession is one session's disk use in one project folder.
@@ -59,6 +60,10 @@ type DUReport struct {
 	ForkDuplicate int64 `json:"forkDuplicate"`
 	Trash         int64 `json:"trash"`
 	TrashItems    int   `json:"trashItems"`
+	// StaleStaging is the bytes in StaleStagingFolders staging folders of
+	// imports that died (not in Total; the next import or gc removes them).
+	StaleStaging        int64 `json:"staleStaging"`
+	StaleStagingFolders int   `json:"staleStagingFolders"`
 }
 
 // DiskUsage measures every session of every project folder (or of the
@@ -112,6 +117,14 @@ func (l Layout) DiskUsage(ctx context.Context, project string, progress func(don
 		rep.Trash += it.Bytes
 	}
 	rep.TrashItems = len(items)
+	stale, err := l.StaleStagings(time.Now())
+	if err != nil {
+		return rep, fmt.Errorf("du: %w", err)
+	}
+	for _, st := range stale {
+		rep.StaleStaging += st.Bytes
+	}
+	rep.StaleStagingFolders = len(stale)
 	return rep, nil
 }
 

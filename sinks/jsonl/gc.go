@@ -70,6 +70,9 @@ type GCReport struct {
 	BytesAfter  int64 `json:"bytesAfter"`
 	// QuotaMet is false when MaxSize was set and could not be reached.
 	QuotaMet *bool `json:"quotaMet,omitempty"`
+	// StaleStagings are the staging folders of imports that died, removed
+	// (listed only with DryRun).
+	StaleStagings []StaleStaging `json:"staleStagings,omitempty"`
 }
 
 // LastActivity returns the newest parseable "timestamp" among the lines
@@ -166,6 +169,15 @@ func (l Layout) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	}
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
+	}
+	var err error
+	if opt.DryRun {
+		rep.StaleStagings, err = l.StaleStagings(opt.Now)
+	} else {
+		rep.StaleStagings, err = l.RemoveStaleStagings()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("gc: %w", err)
 	}
 	cands, err := l.gcScan(opt)
 	if err != nil {

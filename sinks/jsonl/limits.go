@@ -1,8 +1,12 @@
 package jsonl
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"sort"
+
+	"github.com/e0dc0000/scribe/core"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,6 +77,7 @@ func (s *Sink) releaseIdle(keep *session, target int) {
 			break
 		}
 		for _, f := range ss.files() {
+			f.ino = s.inodeOf(f)
 			s.closeFile(f)
 		}
 		ss.lock.release()
@@ -109,21 +114,52 @@ func (s *Sink) closeFile(f *file) {
 	s.filesClosed.Add(1)
 }
 
+// inodeOf is the inode of a session file as it is on disk (0: none).
+func (s *Sink) inodeOf(f *file) uint64 {
+	if f.path == "" {
+		return 0
+	}
+	disk, _ := s.onDisk(f)
+	var st unix.Stat_t
+	if unix.Stat(disk, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
 // recheck scans again the files of a session that took its lock back, when
-// one changed size while the lock was given up. Called with s.mu held.
+// one changed size while the lock was given up. A file that held lines and
+// is gone now, or is another file (another inode), was moved away while the
+// lock was given up (rm, relocate, a replace): writing on would split the
+// session into the moved file and a new one holding only the tail, so the
+// session's later lines are refused instead (ss.gone), counted and logged.
+// Called with s.mu held.
 func (s *Sink) recheck(ss *session) error {
 	for _, f := range ss.files() {
 		if f.path == "" || f.scanned == nil {
 			continue
 		}
 		disk, want := s.onDisk(f)
-		st, err := os.Stat(disk)
-		if err != nil && !os.IsNotExist(err) {
-			return err
+		var st unix.Stat_t
+		err := unix.Stat(disk, &st)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "stat", Path: disk, Err: err}
+		}
+		if (err != nil && want > 0) || (err == nil && f.ino != 0 && st.Ino != f.ino) {
+			what := "was moved away or removed"
+			if err == nil {
+				what = "was replaced by another file"
+			}
+			ss.gone = fmt.Errorf("session %s: %s %s while this writer had given up its lock (rm, relocate?): "+
+				"its later lines are refused, so that it is not split into two files", ss.id, disk, what)
+			s.sessionsGone.Add(1)
+			s.log.Error("session file moved away while its lock was given up; refusing the session's later lines",
+				"session", ss.id, "file", disk, "what", what)
+			return core.Permanent(ss.gone)
 		}
 		var size int64
 		if err == nil {
-			size = st.Size()
+			size = st.Size
 		}
 		if size == want {
 			continue

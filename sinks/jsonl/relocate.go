@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"golang.org/x/sys/unix"
 )
 
 // RelocateOptions tune a relocation.
@@ -47,6 +49,9 @@ type RelocatedSession struct {
 	Lines   int    `json:"lines"`
 	Files   int    `json:"files"`
 	TrashID string `json:"backup,omitempty"`
+	// FromRemoved: the move left the project folder From empty, and it
+	// was removed (a folder holding anything else stays).
+	FromRemoved bool `json:"fromRemoved,omitempty"`
 }
 
 // Relocate moves the sessions of the project at oldPath (and of the
@@ -130,11 +135,11 @@ func (l Layout) relocateOne(ctx context.Context, s *RelocatedSession, oldPath, n
 		return err
 	}
 	defer lk.release()
-	stage, err := l.stageDir()
+	stage, done, err := l.stageDir(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
+	defer done()
 	names, err := sessionEntries(src, s.SessionID)
 	if err != nil {
 		return err
@@ -183,7 +188,27 @@ func (l Layout) relocateOne(ctx context.Context, s *RelocatedSession, oldPath, n
 		}
 		return err
 	}
+	if s.From != s.To {
+		removed, err := removeIfEmpty(src)
+		if err != nil {
+			return fmt.Errorf("moved, but the emptied project folder %s: %w", src, err)
+		}
+		s.FromRemoved = removed
+	}
 	return nil
+}
+
+// removeIfEmpty removes the folder dir if it is empty (rmdir(2): never
+// anything in it), and reports whether it did.
+func removeIfEmpty(dir string) (bool, error) {
+	err := unix.Rmdir(dir)
+	switch {
+	case err == nil:
+		return true, durable.SyncDir(filepath.Dir(dir))
+	case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOENT):
+		return false, nil
+	}
+	return false, &os.PathError{Op: "rmdir", Path: dir, Err: err}
 }
 
 // cwdRewriter returns a function that rewrites the cwd values of one line.

@@ -99,6 +99,7 @@ type Sink struct {
 	eventsSkipped                                 atomic.Int64
 	locksReleased, filesClosed, rescans           atomic.Int64
 	foreignDups, rejected, unwritten              atomic.Int64
+	sessionsGone                                  atomic.Int64
 
 	// sealed is set for an archive sealed at rest (sealedstore.go).
 	sealed *sealedStore
@@ -138,6 +139,10 @@ type session struct {
 	// when the lock was given up, so taking it again checks the files.
 	lastUse  int64
 	released bool
+	// gone is set when, with the lock given up, one of the session's files
+	// was moved away (rm, relocate) or replaced: its later lines are
+	// refused, so that the session is never split into two files.
+	gone error
 }
 
 // file is one transcript's write queue.
@@ -161,6 +166,9 @@ type file struct {
 	created  bool // created by this sink: its folder must be synced
 	unsynced bool
 	partial  bool // the last write was cut short inside a line
+	// ino is the file's inode when the session's lock was given up
+	// (recheck: another inode then is another file).
+	ino uint64
 	// foreign holds uuids another writer appended while this sink did not
 	// hold the session's lock; entries with them are not written again.
 	foreign map[string]struct{}
@@ -311,6 +319,9 @@ func (s *Sink) touch(ctx context.Context, ss *session, cwd string) error {
 	if ss.cwd == "" && cwd != "" {
 		ss.cwd = cwd
 	}
+	if ss.gone != nil {
+		return core.Permanent(ss.gone)
+	}
 	s.useTick++
 	ss.lastUse = s.useTick
 	if ss.lock == nil {
@@ -344,6 +355,13 @@ func (s *Sink) touch(ctx context.Context, ss *session, cwd string) error {
 		if ss.released {
 			ss.released = false
 			if err := s.recheck(ss); err != nil {
+				if ss.gone != nil {
+					// Nothing more is written: the lock goes back at
+					// once, so that trash restore can take it.
+					ss.lock.release()
+					ss.lock = nil
+					s.locksOpen--
+				}
 				return err
 			}
 		}
@@ -765,6 +783,7 @@ func (s *Sink) Report() map[string]int64 {
 		"files_closed":        s.filesClosed.Load(),
 		"rescans":             s.rescans.Load(),
 		"foreign_duplicates":  s.foreignDups.Load(),
+		"sessions_gone":       s.sessionsGone.Load(),
 		"unwritten_lines":     s.unwritten.Load(),
 	}
 	s.reportSealed(m)

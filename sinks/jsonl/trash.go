@@ -81,6 +81,12 @@ type TrashItem struct {
 	Complete bool `json:"complete"`
 	// Sealed: the item's files are encrypted (trashseal.go).
 	Sealed bool `json:"sealed,omitempty"`
+	// DeletionMarkers are the SDK's deletion markers rm wrote for it
+	// (deletemarkers.go); restore removes them.
+	DeletionMarkers []string `json:"deletionMarkers,omitempty"`
+	// MarkersRemoved, in what restore returns, counts the deletion
+	// markers it removed.
+	MarkersRemoved int `json:"markersRemoved,omitempty"`
 }
 
 // TrashOptions tune a move to the trash.
@@ -92,6 +98,9 @@ type TrashOptions struct {
 	// Seal, when set, encrypts the item's files once the move is durable
 	// (an age sealer's SealBytes).
 	Seal func([]byte) ([]byte, error)
+	// Markers writes the SDK's deletion markers before the move, as its
+	// deleteSession does (rm).
+	Markers bool
 }
 
 // TrashDir is <config dir>/scribe/trash.
@@ -260,12 +269,26 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 		os.RemoveAll(itemDir)
 		return it, fmt.Errorf("the trash %s is on another file system than %s: nothing moved", l.TrashDir(), projectDir)
 	}
+	if opt.Markers {
+		if it.DeletionMarkers, err = l.writeDeletionMarkers(folder, id); err != nil {
+			os.RemoveAll(itemDir)
+			return it, err
+		}
+	}
 	if err := writeManifest(itemDir, it); err != nil {
 		return it, err
 	}
 	for _, n := range names {
 		if err := os.Rename(filepath.Join(projectDir, n), filepath.Join(data, n)); err != nil {
-			return it, fmt.Errorf("move %s to the trash: %w", n, err)
+			err = fmt.Errorf("move %s to the trash: %w", n, err)
+			if _, statErr := os.Lstat(MainFile(projectDir, id)); statErr == nil && len(it.DeletionMarkers) > 0 {
+				// The transcript is still there: its markers would stop
+				// Claude Code from saving it.
+				if _, merr := l.removeDeletionMarkers(it); merr != nil {
+					err = errors.Join(err, merr)
+				}
+			}
+			return it, err
 		}
 	}
 	if err := durable.SyncDir(projectDir); err != nil {
@@ -350,13 +373,14 @@ func (l Layout) FindTrash(ref string) (TrashItem, error) {
 	if err != nil {
 		return TrashItem{}, err
 	}
-	ref = strings.ToLower(ref)
+	// Case does not matter: a trash id holds an upper-case T and Z, a
+	// session id may be typed in upper case.
 	var hits []TrashItem
 	for _, it := range items {
-		if it.ID == ref {
+		if strings.EqualFold(it.ID, ref) {
 			return it, nil
 		}
-		if strings.HasPrefix(it.ID, ref) || strings.HasPrefix(it.SessionID, ref) {
+		if hasPrefixFold(it.ID, ref) || hasPrefixFold(it.SessionID, ref) {
 			hits = append(hits, it)
 		}
 	}
@@ -371,6 +395,10 @@ func (l Layout) FindTrash(ref string) (TrashItem, error) {
 		ids[i] = h.ID
 	}
 	return TrashItem{}, fmt.Errorf("%q names %d trash items: %s", ref, len(hits), strings.Join(ids, ", "))
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // verifyTrash checks that the item's data is what its manifest says.
@@ -425,6 +453,9 @@ func (l Layout) RestoreTrash(ctx context.Context, ref string, lockWait time.Dura
 	defer lk.release()
 	if _, err := l.restoreItem(it); err != nil {
 		return it, fmt.Errorf("restore %s: %w", it.ID, err)
+	}
+	if it.MarkersRemoved, err = l.removeDeletionMarkers(it); err != nil {
+		return it, fmt.Errorf("restore %s: restored, but: %w", it.ID, err)
 	}
 	return it, nil
 }
