@@ -75,7 +75,7 @@ func (st *sealedStore) decryptTo(ctx context.Context, view string) (ViewReport, 
 			return err
 		}
 		plainName := strings.TrimSuffix(p, SealedSuffix)
-		plain, _, t, err := st.read(plainName, false)
+		plain, _, t, err := st.read(ctx, plainName, false)
 		if err != nil {
 			return err
 		}
