@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -156,7 +157,13 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if err := rt.pipeline.Start(cmd.Context()); err != nil {
+	// A key read (a sealed archive's key command) gets --shutdown-timeout
+	// and ends at a signal: a command that never answers does not hang
+	// record.
+	keys, stopKeys := context.WithTimeout(intake, o.shutdownTimeout)
+	err = rt.pipeline.Start(seal.BoundReads(cmd.Context(), keys))
+	stopKeys()
+	if err != nil {
 		_ = rt.close(context.Background())
 		return err
 	}

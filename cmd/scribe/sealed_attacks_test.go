@@ -54,11 +54,14 @@ func sealedFrames(t *testing.T, b []byte) (hdrLen int, spans [][2]int) {
 	return hdrLen, spans
 }
 
-// damagedEverywhere checks that record (appending a line), show and ls
-// fail on the damaged file, naming it, and that no byte of it is cut.
-func (se *sealedEnv) damagedEverywhere(t *testing.T, id, main string, want string) {
+// damagedEverywhere writes the damaged bytes into main and checks that
+// record (appending a line), show and ls fail, naming it, and that no
+// byte of it is cut.
+func (se *sealedEnv) damagedEverywhere(t *testing.T, id, main string, before []byte, want string) {
 	t.Helper()
-	before, _ := os.ReadFile(main)
+	if err := os.WriteFile(main, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"record", "--config", se.sealedCfg},
 		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
@@ -99,10 +102,7 @@ func TestSealedForgedHeaderCutsNothing(t *testing.T) {
 	if hdrLen == 20 {
 		binary.BigEndian.PutUint32(h[16:20], crc32.Checksum(h[:16], crc32.MakeTable(crc32.Castagnoli)))
 	}
-	if err := os.WriteFile(main, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	se.damagedEverywhere(t, id, main, "damaged")
+	se.damagedEverywhere(t, id, main, b, "damaged")
 }
 
 // TestSealedTruncationAndRollbackSeen: a sealed file cut at a frame
@@ -118,15 +118,8 @@ func TestSealedTruncationAndRollbackSeen(t *testing.T) {
 	se.okIn(t, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", se.sealedCfg)
 	b, _ := os.ReadFile(main)
 	_, spans := sealedFrames(t, b)
-	if err := os.WriteFile(main, b[:spans[len(spans)-1][0]], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	se.damagedEverywhere(t, id, main, "truncated")
-
-	if err := os.WriteFile(main, older, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	se.damagedEverywhere(t, id, main, "rolled back")
+	se.damagedEverywhere(t, id, main, b[:spans[len(spans)-1][0]], "truncated")
+	se.damagedEverywhere(t, id, main, older, "rolled back")
 }
 
 // TestSealedMissingKeyFileRefused: the archive's key file gone (a backup

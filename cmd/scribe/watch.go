@@ -19,6 +19,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
 )
@@ -192,7 +193,8 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 		return err
 	}
 	defer store.Close()
-	rts, err := buildPerSink(cmd.Context(), cfg, log)
+	// A key read (a sealed archive's key command) ends at a signal.
+	rts, err := buildPerSink(seal.BoundReads(cmd.Context(), ctx), cfg, log)
 	if err != nil {
 		return err
 	}

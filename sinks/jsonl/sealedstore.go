@@ -77,6 +77,7 @@ func newSealedStore(root string, o seal.Options, environ []string, log hclog.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	o.Warn = log.Warn
 	return &sealedStore{root: root, opts: o, environ: environ, log: log}, nil
 }
 
