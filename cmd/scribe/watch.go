@@ -444,8 +444,8 @@ func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, er
 	if jc.Encryption.IsZero() {
 		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("sink %s: %w: %s is sealed; give the sink its encryption block", id, jsonl.ErrMixedArchive, abs)}
 	}
-	l, err = sealedViewFor(cmd, abs, func(ctx context.Context, view string) (jsonl.ViewReport, error) {
-		return jsonl.DecryptArchive(ctx, abs, jc.Encryption, os.Environ(), view)
+	l, err = sealedViewFor(cmd, abs, func(ctx context.Context, view *os.Root) (jsonl.ViewReport, error) {
+		return jsonl.DecryptArchiveInto(ctx, abs, jc.Encryption, os.Environ(), view)
 	})
 	return l, true, err
 }
