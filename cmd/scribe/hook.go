@@ -113,7 +113,7 @@ func handleHook(cmd *cobra.Command, stateDir string, timeout time.Duration, logp
 		return errors.New("hook event without session_id or hook_event_name")
 	}
 	ev.ReceivedAt = received
-	inbox := filepath.Join(ws.stateDir, "inbox")
+	inbox := ws.inboxDir()
 	if _, err := watch.WriteInbox(inbox, ev); err != nil {
 		return err
 	}
@@ -130,6 +130,7 @@ func handleHook(cmd *cobra.Command, stateDir string, timeout time.Duration, logp
 		return err
 	}
 	defer store.Close()
+	ws.moveOldInbox(log)
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
 	rts, err := buildPerSink(ctx, cfg, log)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,5 +112,39 @@ func TestSealedLooseKeyFileWarns(t *testing.T) {
 		if _, errs, _ := testenv.RunScribe(t, env, nil, "", "record", "--config", cfg); strings.Contains(errs, c.file) {
 			t.Errorf("a private key file (0600) is warned about:\n%s", errs)
 		}
+	}
+}
+
+// TestSealedHookInboxOutsideArchive: a hook event waiting for watch sat as
+// plain JSON inside the sealed archive (<archive>/scribe/watch/inbox). Now
+// it waits outside it, in the user's state folder.
+func TestSealedHookInboxOutsideArchive(t *testing.T) {
+	dir := t.TempDir()
+	archive, cfg, state := filepath.Join(dir, "archive"), filepath.Join(dir, "sealed.hcl"), filepath.Join(dir, "state")
+	// A key command that fails: the event stays in the inbox.
+	writeFile(t, cfg, archiveHCL(archive, `{ identity = { command = ["false"] } }`))
+	env := append(os.Environ(), "HOME="+filepath.Join(dir, "home"), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude"), "XDG_STATE_HOME="+state)
+	const marker = "Claude needs your permission to read secrets.txt"
+	ev := fmt.Sprintf(`{"session_id":"9972daab-2c86-459f-9d78-3fe1be4e3280","hook_event_name":"Notification","notification_type":"permission_prompt","message":%q,"transcript_path":"/tmp/x.jsonl","cwd":"/tmp"}`, marker)
+	if _, errs, code := testenv.RunScribe(t, env, nil, ev, "hook", "--config", cfg); code != 0 {
+		t.Fatalf("hook: exit %d\n%s", code, errs)
+	}
+	holding := func(root string) []string {
+		var found []string
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(marker)) {
+					found = append(found, p)
+				}
+			}
+			return nil
+		})
+		return found
+	}
+	if in := holding(archive); len(in) > 0 {
+		t.Errorf("the waiting hook event is plain text inside the sealed archive: %v", in)
+	}
+	if out := holding(filepath.Join(state, "scribe", "inbox")); len(out) != 1 {
+		t.Errorf("the waiting hook event is not in the inbox outside the archive (%s): %v", filepath.Join(state, "scribe", "inbox"), out)
 	}
 }
