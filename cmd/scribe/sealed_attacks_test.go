@@ -121,6 +121,23 @@ func TestSealedTruncationAndRollbackSeen(t *testing.T) {
 	_, spans := sealedFrames(t, b)
 	se.damagedEverywhere(t, id, main, b[:spans[len(spans)-1][0]], "truncated")
 	se.damagedEverywhere(t, id, main, older, "rolled back")
+
+	// The file deleted, its extent record left.
+	if err := os.Remove(main); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
+		{"record", "--config", se.sealedCfg},
+	} {
+		_, errs, code := testenv.RunScribe(t, se.env, nil, oneMore(id, "0e0e0e0e-0000-4000-8000-0000000000f2"), args...)
+		if code != 1 || !strings.Contains(errs, main) || !strings.Contains(errs, "deleted") {
+			t.Errorf("%v after the file was deleted: exit %d, want 1 naming %s as deleted\n%s", args, code, main, errs)
+		}
+	}
+	if _, err := os.Stat(main); err == nil {
+		t.Error("record made the deleted file again")
+	}
 }
 
 // TestSealedMissingKeyFileRefused: the archive's key file gone (a backup

@@ -140,6 +140,7 @@ func openSealed(dst []byte, key *seal.RecordKey, name, rel string, data []byte, 
 		return dst, t, err
 	}
 	if ext != nil && t.frames < ext.frames {
+		t.cut = 0 // nothing of it is a torn write to cut
 		return dst, t, fmt.Errorf("%w: %s holds %d whole frames (%d bytes), its extent record %d frames (%d bytes): truncated, or rolled back to an older copy",
 			ErrSealedDamaged, name, t.frames, t.end, ext.frames, ext.end)
 	}
@@ -249,19 +250,15 @@ func openSealedV1(dst []byte, key *seal.RecordKey, name, rel string, data []byte
 			return dst, fmt.Errorf("%w: %s: frame %d at offset %d: body length %d", ErrSealedDamaged, name, t.frames, off, n)
 		}
 		if int64(len(rest)) < frameHeaderLenV1+n {
-			if at := laterHeaderV1(rest[frameHeaderLenV1:], t.frames+1); at >= 0 {
+			if at := laterHeaderV1(rest[frameHeaderLenV1:], off+frameHeaderLenV1, t.frames+1, key, rel); at >= 0 {
 				return dst, fmt.Errorf("%w: %s: frame %d at offset %d claims %d bytes, over a later frame's header at offset %d (a changed length)",
 					ErrSealedDamaged, name, t.frames, off, n, off+frameHeaderLenV1+int64(at))
 			}
 			t.cut = int64(len(rest)) // a short body behind a whole header
 			return dst, nil
 		}
-		ad := make([]byte, 0, len(frameAD)+len(rel)+1+16+8)
-		ad = append(append(append(ad, frameAD...), rel...), 0)
-		ad = append(ad, hdr[:16]...)
-		ad = binary.BigEndian.AppendUint64(ad, uint64(off))
 		var err error
-		dst, err = key.Open(dst, rest[frameHeaderLenV1:frameHeaderLenV1+n], ad)
+		dst, err = key.Open(dst, rest[frameHeaderLenV1:frameHeaderLenV1+n], frameAssocV1(rel, hdr, off))
 		if err != nil {
 			return dst, fmt.Errorf("%w: %s: frame %d at offset %d fails authentication (changed, moved from another file, or another key): %v",
 				ErrSealedDamaged, name, t.frames, off, err)
@@ -274,21 +271,36 @@ func openSealedV1(dst []byte, key *seal.RecordKey, name, rel string, data []byte
 	return dst, nil
 }
 
-// laterHeaderV1 is the offset in b of a whole format 1 header of a frame
-// at index from or later (its crc right), or -1.
-func laterHeaderV1(b []byte, from uint64) int {
-	for i := 0; ; {
+// laterHeaderV1 is the offset in b (which starts at file offset base) of
+// a later format 1 frame (index from or more): a header whose crc is right,
+// or, its crc changed too, one whose body opens at that place; -1 if none.
+func laterHeaderV1(b []byte, base int64, from uint64, key *seal.RecordKey, rel string) int {
+	for i := 0; ; i++ {
 		j := bytes.Index(b[i:], frameMagicV1)
 		if j < 0 {
 			return -1
 		}
 		i += j
-		if h := b[i:]; len(h) >= frameHeaderLenV1 && binary.BigEndian.Uint64(h[4:12]) >= from &&
-			crc32.Checksum(h[:16], crcTable) == binary.BigEndian.Uint32(h[16:20]) {
+		h := b[i:]
+		if len(h) < frameHeaderLenV1 || binary.BigEndian.Uint64(h[4:12]) < from {
+			continue
+		}
+		if crc32.Checksum(h[:16], crcTable) == binary.BigEndian.Uint32(h[16:20]) {
 			return i
 		}
-		i++
+		if n := int64(binary.BigEndian.Uint32(h[12:16])); n <= int64(len(h)-frameHeaderLenV1) {
+			if _, err := key.Open(nil, h[frameHeaderLenV1:frameHeaderLenV1+n], frameAssocV1(rel, h, base+int64(i))); err == nil {
+				return i
+			}
+		}
 	}
+}
+
+func frameAssocV1(rel string, hdr []byte, off int64) []byte {
+	ad := make([]byte, 0, len(frameAD)+len(rel)+1+16+8)
+	ad = append(append(append(ad, frameAD...), rel...), 0)
+	ad = append(ad, hdr[:16]...)
+	return binary.BigEndian.AppendUint64(ad, uint64(off))
 }
 
 // tornPrefix reports whether b is what a torn write of something starting

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -142,10 +143,7 @@ func appendFrameV1(dst []byte, key *seal.RecordKey, rel string, index uint64, pl
 	binary.BigEndian.PutUint64(hdr[4:], index)
 	binary.BigEndian.PutUint32(hdr[12:], uint32(len(plain)+key.Overhead()))
 	binary.BigEndian.PutUint32(hdr[16:], crc32.Checksum(hdr[:16], crcTable))
-	ad := append(append(append([]byte{}, frameAD...), rel...), 0)
-	ad = append(ad, hdr[:16]...)
-	ad = binary.BigEndian.AppendUint64(ad, uint64(off))
-	return key.Seal(append(dst, hdr...), plain, ad)
+	return key.Seal(append(dst, hdr...), plain, frameAssocV1(rel, hdr, off))
 }
 
 // v1Archive writes a format 1 main transcript of three frames and returns
@@ -205,17 +203,26 @@ func TestSealedFormat1(t *testing.T) {
 		t.Errorf("after the rewrite:\n%q\nwant\n%q", got, want)
 	}
 
-	// The forged length on format 1.
-	dir2 := t.TempDir()
-	disk2, _ := v1Archive(t, dir2, o)
-	b2, _ := os.ReadFile(disk2)
-	h := b2[len(sealedMagicV1):]
-	binary.BigEndian.PutUint32(h[12:16], binary.BigEndian.Uint32(h[12:16])+5000)
-	binary.BigEndian.PutUint32(h[16:20], crc32.Checksum(h[:16], crcTable))
-	if err := os.WriteFile(disk2, b2, 0o600); err != nil {
-		t.Fatal(err)
+	// The forged length on format 1, the later headers' crcs left right
+	// or broken too.
+	for _, breakLater := range []bool{false, true} {
+		dir2 := t.TempDir()
+		disk2, _ := v1Archive(t, dir2, o)
+		b2, _ := os.ReadFile(disk2)
+		h := b2[len(sealedMagicV1):]
+		first := frameHeaderLenV1 + int(binary.BigEndian.Uint32(h[12:16]))
+		binary.BigEndian.PutUint32(h[12:16], binary.BigEndian.Uint32(h[12:16])+5000)
+		binary.BigEndian.PutUint32(h[16:20], crc32.Checksum(h[:16], crcTable))
+		if breakLater {
+			for off := first; off < len(h); off += frameHeaderLenV1 + int(binary.BigEndian.Uint32(h[off+12:off+16])) {
+				h[off+19] ^= 0xff
+			}
+		}
+		if err := os.WriteFile(disk2, b2, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantDamaged(t, dir2, o, disk2, "a changed length")
 	}
-	wantDamaged(t, dir2, o, disk2, "a changed length")
 }
 
 // TestSealedMissingKeyFile: with sealed transcripts present and the key
@@ -234,4 +241,108 @@ func TestSealedMissingKeyFile(t *testing.T) {
 	if _, err := os.Stat(keyFile); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a new key was made over the sealed archive (%v)", err)
 	}
+}
+
+// TestSealedHostilePass: what an attacker who can write the files (but has
+// no key) can do to a sealed file and its extent record. Every change is
+// damage with nothing to cut, except bytes past what the record vouches
+// for, and never more than one write's worth of them.
+func TestSealedHostilePass(t *testing.T) {
+	key, b, _ := sealedFrames(t, 5)
+	const rel = "projects/p/x.jsonl"
+	// Another file of the same archive, its frames the same sizes (so a
+	// frame moved across lands at the same index and offset).
+	var other []byte
+	var prev [tagLen]byte
+	for i := 0; i < 5; i++ {
+		other = appendFrame(other, key, "projects/p/y.jsonl", uint64(i), int64(len(other)), prev, bytes.Repeat([]byte("x"), len(frameBodyPlain(t, key, b, i))))
+		prev = lastTag(other)
+	}
+	spans := frameSpans(t, b)
+	whole := &extent{frames: 5, end: int64(len(b)), tag: lastTag(b)}
+	four := &extent{frames: 4, end: int64(spans[3][1]), tag: lastTag(b[:spans[3][1]])}
+	frame := func(i int) []byte { return b[spans[i][0]:spans[i][1]] }
+	cat := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	flip := func(at int, bit byte) []byte { c := bytes.Clone(b); c[at] ^= bit; return c }
+	setLen := func(i int, n uint32) []byte {
+		c := bytes.Clone(b)
+		binary.BigEndian.PutUint32(c[spans[i][0]+12:], n)
+		return c
+	}
+	head := b[:spans[0][0]]
+	damaged := map[string]struct {
+		data []byte
+		ext  *extent
+	}{
+		"frames reordered":                             {cat(head, frame(0), frame(2), frame(1), frame(3), frame(4)), whole},
+		"frame repeated":                               {cat(head, frame(0), frame(1), frame(1), frame(2), frame(3), frame(4)), whole},
+		"last frame repeated at the end":               {cat(b, frame(4)), whole},
+		"frame swapped in from another session's file": {cat(head, frame(0), frame(1), other[spans[2][0]:spans[2][1]], frame(3), frame(4)), whole},
+		"cut at a frame boundary":                      {b[:spans[4][0]], whole},
+		"cut mid-frame, inside the record":             {b[:spans[4][0]+50], whole},
+		"huge declared length":                         {setLen(2, 0xffffffff), whole},
+		"zero declared length":                         {setLen(2, 0), whole},
+		"last tag zeroed, inside the record":           {cat(b[:len(b)-tagLen], make([]byte, tagLen)), whole},
+		"record of another length":                     {b, &extent{frames: 5, end: whole.end + 1, tag: whole.tag}},
+		"record of another last frame":                 {b, &extent{frames: 5, end: whole.end, tag: lastTag(other)}},
+		"record claims more frames":                    {b, &extent{frames: 6, end: whole.end + 100}},
+	}
+	for i := range spans {
+		for _, f := range []struct {
+			name string
+			at   int
+		}{{"magic", 1}, {"index", 11}, {"length", 14}, {"mac", 25}, {"nonce", 40}, {"tag", -1}} {
+			at := spans[i][0] + f.at
+			if f.at < 0 {
+				at = spans[i][1] - 1
+			}
+			damaged[fmt.Sprintf("frame %d %s bit flipped", i, f.name)] = struct {
+				data []byte
+				ext  *extent
+			}{flip(at, 0x08), whole}
+		}
+	}
+	for name, c := range damaged {
+		_, tail, err := openSealed(nil, key, "x", rel, c.data, c.ext)
+		if !errors.Is(err, ErrSealedDamaged) || tail.cut != 0 {
+			t.Errorf("%s: err %v, cut %d; want damage, nothing cut", name, err, tail.cut)
+		}
+	}
+
+	// Past what the record vouches for (the last write, before the record
+	// was written): a torn write is cut, never more than that frame.
+	last := int64(spans[4][1] - spans[4][0])
+	torn := map[string][]byte{
+		"cut mid-frame":               b[:spans[4][0]+50],
+		"cut inside the header":       b[:spans[4][0]+9],
+		"last tag zeroed (power cut)": cat(b[:len(b)-tagLen], make([]byte, tagLen)),
+		"a bare header appended":      cat(b[:spans[4][0]], frame(4)[:12], make([]byte, 20)),
+	}
+	for name, data := range torn {
+		_, tail, err := openSealed(nil, key, "x", rel, data, four)
+		if err != nil || tail.frames != 4 || tail.cut > last || tail.end != four.end {
+			t.Errorf("%s: err %v, %d frames, cut %d (one write is %d); want 4 frames and at most the last write cut", name, err, tail.frames, tail.cut, last)
+		}
+	}
+}
+
+// frameBodyPlain decrypts frame i of b (a file of rel projects/p/x.jsonl).
+func frameBodyPlain(t *testing.T, key *seal.RecordKey, b []byte, i int) []byte {
+	t.Helper()
+	spans := frameSpans(t, b)
+	plain, _, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:spans[i][1]], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i == 0 {
+		return plain
+	}
+	prev, _, _ := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:spans[i-1][1]], nil)
+	return plain[len(prev):]
 }

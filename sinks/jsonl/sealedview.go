@@ -82,6 +82,15 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl"+SealedSuffix+ExtentSuffix) {
+			// An extent record whose file is gone: a deleted transcript.
+			disk := strings.TrimSuffix(p, ExtentSuffix)
+			if _, err := os.Lstat(disk); errors.Is(err, fs.ErrNotExist) {
+				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, SealedSuffix), false)
+				return err
+			}
+			return nil
+		}
 		if d.IsDir() || !strings.HasSuffix(p, ".jsonl"+SealedSuffix) {
 			return nil
 		}
