@@ -166,29 +166,41 @@ func (st *sealedStore) rel(path string) string {
 // format 2; without, a torn frame is only skipped and reported.
 func (st *sealedStore) read(ctx context.Context, path string, cut bool) ([]byte, *sealedFile, sealedTail, error) {
 	disk := path + SealedSuffix
+	// The extent record is read before the file: it names only frames
+	// already on disk, so the file read after it holds at least as much,
+	// even while a writer appends.
+	var key *seal.RecordKey
+	var ext *extent
+	var extErr error
+	_, noExtent := os.Lstat(disk + ExtentSuffix)
+	if noExtent == nil {
+		var err error
+		if key, err = st.dataKey(ctx); err != nil {
+			return nil, nil, sealedTail{}, err
+		}
+		ext, extErr = readExtent(key, disk, st.rel(path))
+	}
 	data, err := os.ReadFile(disk)
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
 		return nil, nil, sealedTail{}, fmt.Errorf("read %s: %w", disk, err)
 	}
-	if missing {
-		if _, err := os.Lstat(disk + ExtentSuffix); err != nil {
-			return nil, &sealedFile{}, sealedTail{}, nil
+	if missing && noExtent != nil {
+		return nil, &sealedFile{}, sealedTail{}, nil
+	}
+	if key == nil {
+		if key, err = st.dataKey(ctx); err != nil {
+			return nil, nil, sealedTail{}, err
 		}
 	}
-	key, err := st.dataKey(ctx)
-	if err != nil {
-		return nil, nil, sealedTail{}, err
-	}
 	rel := st.rel(path)
-	ext, err := readExtent(key, disk, rel)
-	if err != nil {
+	if extErr != nil {
 		if missing {
 			// A record torn while the file was being made (it is
 			// written before the file): the file was never there.
 			return nil, &sealedFile{}, sealedTail{}, nil
 		}
-		return nil, nil, sealedTail{}, err
+		return nil, nil, sealedTail{}, extErr
 	}
 	if missing {
 		if ext != nil && ext.frames > 0 {
