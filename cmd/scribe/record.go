@@ -687,6 +687,9 @@ func printSinkLine(w io.Writer, s core.SinkStats) {
 			c["files_created"], c["torn_tails_sealed"], c["metadata_reappends"], c["held"])
 		if hasKey(c, "frames_written") { // a sealed archive
 			fmt.Fprintf(w, ", %d frames sealed, %d torn frames cut", c["frames_written"], c["torn_frames_cut"])
+			if n := c["sealed_files_upgraded"]; n > 0 {
+				fmt.Fprintf(w, ", %d files rewritten in sealed format 2", n)
+			}
 		}
 	case hasKey(c, "delivered"):
 		fmt.Fprintf(w, ", %d delivered", c["delivered"])
