@@ -8,8 +8,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/e0dc0000/scribe/internal/durable"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -22,7 +24,8 @@ import (
 // record cannot be moved to another place unnoticed.
 type RecordKey struct {
 	aead cipher.AEAD
-	mac  []byte // a subkey for MAC, derived from the data key
+	mac  []byte    // a subkey for MAC, derived from the data key
+	macs sync.Pool // of hmac hashes under mac
 }
 
 // MACSize is how many bytes MAC appends.
@@ -93,11 +96,18 @@ func newRecordKey(key []byte) (*RecordKey, error) {
 // reader must trust before it can find the record it guards, a frame's
 // length say.
 func (k *RecordKey) MAC(dst []byte, parts ...[]byte) []byte {
-	h := hmac.New(sha256.New, k.mac)
+	h, _ := k.macs.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, k.mac)
+	}
+	h.Reset()
 	for _, p := range parts {
 		h.Write(p)
 	}
-	return append(dst, h.Sum(nil)[:MACSize]...)
+	var sum [sha256.Size]byte
+	out := append(dst, h.Sum(sum[:0])[:MACSize]...)
+	k.macs.Put(h)
+	return out
 }
 
 // Overhead is how many bytes Seal adds to a record.

@@ -156,7 +156,7 @@ func openFrames(dst []byte, key *seal.RecordKey, name, rel string, data []byte, 
 		return openSealedV1(dst, key, name, rel, data, t)
 	}
 	if len(data) < len(sealedMagic) || !bytes.Equal(data[:len(sealedMagic)], sealedMagic) {
-		if tornPrefix(data, sealedMagic) {
+		if tornPrefix(data, sealedMagic) || tornPrefix(data, sealedMagicV1) {
 			t.cut = int64(len(data))
 			return dst, nil
 		}

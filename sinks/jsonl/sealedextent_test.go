@@ -96,6 +96,39 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 		}
 		wantDamaged(t, dir, o, disk, "fails authentication")
 	})
+	t.Run("the newest slot torn", func(t *testing.T) {
+		// A write of the record caught mid-way (a reader racing it, a
+		// power cut): the older slot still stands, no false damage.
+		dir, o, disk, _ := setup(t)
+		b, _ := os.ReadFile(disk + ExtentSuffix)
+		if len(b) < extentSlotAt+extentSlotLen {
+			t.Fatalf("the record has one slot (%d bytes)", len(b))
+		}
+		sl, _ := seal.New(context.Background(), o, nil)
+		key, _ := sl.ExistingRecordKey(filepath.Join(dir, ArchiveKeyName))
+		e, err := readExtent(key, disk, "projects/"+filepath.Base(filepath.Dir(disk))+"/"+sess+".jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := int(e.seq%2) * extentSlotAt
+		b[at+40] ^= 0xff
+		if err := os.WriteFile(disk+ExtentSuffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := appendAfterRestart(t, dir, o, "u-3"); err != nil {
+			t.Errorf("with the newest slot torn: %v", err)
+		}
+	})
+	t.Run("both slots changed", func(t *testing.T) {
+		dir, o, disk, _ := setup(t)
+		b, _ := os.ReadFile(disk + ExtentSuffix)
+		b[40] ^= 0xff
+		b[extentSlotAt+40] ^= 0xff
+		if err := os.WriteFile(disk+ExtentSuffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantDamaged(t, dir, o, disk, "fails authentication")
+	})
 	t.Run("file deleted, its record left", func(t *testing.T) {
 		dir, o, disk, _ := setup(t)
 		if err := os.Remove(disk); err != nil {

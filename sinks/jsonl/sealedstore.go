@@ -46,8 +46,9 @@ type sealedFile struct {
 	off   int64        // the file's size on disk
 	index uint64       // the next frame's index
 	prev  [tagLen]byte // the last frame's tag (the chain's head)
-	// recorded is the frame count the extent record on disk names.
-	recorded uint64
+	// recorded is the frame count the extent record on disk names, seq
+	// the last write of that record.
+	recorded, seq uint64
 }
 
 // newSealedStore checks that the archive at root is what the options say
@@ -213,13 +214,13 @@ func (st *sealedStore) read(ctx context.Context, path string, cut bool) ([]byte,
 	if err != nil {
 		return nil, nil, t, err
 	}
-	if ext == nil && !t.v1 {
+	if ext == nil && !t.v1 && t.frames > 0 {
 		return nil, nil, t, fmt.Errorf("%w: %s has no extent record beside it (%s deleted?): what it must hold cannot be checked",
 			ErrSealedDamaged, disk, filepath.Base(disk+ExtentSuffix))
 	}
 	sf := &sealedFile{off: t.end, index: t.frames, prev: t.prev}
 	if ext != nil {
-		sf.recorded = ext.frames
+		sf.recorded, sf.seq = ext.frames, ext.seq
 	}
 	switch {
 	case cut && t.v1:
@@ -249,7 +250,7 @@ func (st *sealedStore) upgrade(key *seal.RecordKey, disk, rel string, plain []by
 		sf.prev, sf.index, sf.off = lastTag(out), sf.index+1, int64(len(out))
 		from = to
 	}
-	if err := writeExtent(key, disk, rel, extent{frames: sf.index, end: sf.off, tag: sf.prev}); err != nil {
+	if err := makeExtent(key, disk, rel, extent{frames: sf.index, end: sf.off, tag: sf.prev}); err != nil {
 		return nil, err
 	}
 	if err := replaceFile(disk, out); err != nil {
@@ -324,12 +325,13 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 			return j.buf, j.seal, fmt.Errorf("create folder for %s: %w", disk, err)
 		}
 		_, statErr := os.Stat(disk)
-		if errors.Is(statErr, os.ErrNotExist) && f.sf.index == 0 {
-			// The extent record goes first: a sealed file never exists
-			// without one.
-			if err := writeExtent(key, disk, s.sealed.rel(f.path), extent{}); err != nil {
+		if f.sf.index == 0 {
+			// The extent record goes first: a sealed file never holds a
+			// frame without one.
+			if err := makeExtent(key, disk, s.sealed.rel(f.path), extent{}); err != nil {
 				return j.buf, j.seal, err
 			}
+			f.sf.recorded, f.sf.seq = 0, 0
 		}
 		fd, err := os.OpenFile(disk, os.O_WRONLY|os.O_CREATE, fileMode)
 		if err != nil {
@@ -393,10 +395,11 @@ func (s *Sink) recordExtent(f *file) error {
 		return err
 	}
 	disk, _ := s.onDisk(f)
-	if err := writeExtent(key, disk, s.sealed.rel(f.path), extent{frames: f.sf.index, end: f.sf.off, tag: f.sf.prev}); err != nil {
+	e := extent{seq: f.sf.seq + 1, frames: f.sf.index, end: f.sf.off, tag: f.sf.prev}
+	if err := updateExtent(key, disk, s.sealed.rel(f.path), e); err != nil {
 		return err
 	}
-	f.sf.recorded = f.sf.index
+	f.sf.recorded, f.sf.seq = e.frames, e.seq
 	return nil
 }
 
