@@ -139,6 +139,11 @@ func openSealed(dst []byte, key *seal.RecordKey, name, rel string, data []byte, 
 	if err != nil {
 		return dst, t, err
 	}
+	if t.cut > frameHeaderLen+maxFrameBody {
+		cut := t.cut
+		t.cut = 0 // more than one write could leave: not a torn write
+		return dst, t, fmt.Errorf("%w: %s: %d bytes after its last whole frame, more than one write's worth", ErrSealedDamaged, name, cut)
+	}
 	if ext != nil && t.frames < ext.frames {
 		t.cut = 0 // nothing of it is a torn write to cut
 		return dst, t, fmt.Errorf("%w: %s holds %d whole frames (%d bytes), its extent record %d frames (%d bytes): truncated, or rolled back to an older copy",
