@@ -25,8 +25,13 @@ const maxHookInput = 4 << 20
 // checkpoints; past it (or while watch runs) its event waits in the inbox.
 const hookLockWait = 25 * time.Millisecond
 
+// hookTimeout is how long a hook may take by default: reading a sealed
+// archive's key, building the pipeline and recording the delta.
+const hookTimeout = 20 * time.Second
+
 func newHookCmd() *cobra.Command {
 	var stateDir string
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "hook",
 		Short: "Handle one Claude Code hook event (JSON on stdin): mirror the transcript's delta, record state and lifecycle",
@@ -48,19 +53,23 @@ in <state dir>/inbox for watch to take.`,
 			// a collection it never needed (3 of the 12 ms spent in main).
 			// A large delta still collects, at four times the live heap.
 			debug.SetGCPercent(400)
-			runHook(cmd, stateDir)
+			if timeout <= 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--timeout %s: want a positive duration", timeout)}
+			}
+			runHook(cmd, stateDir, timeout)
 			return nil
 		},
 	}
 	c.Flags().StringVar(&stateDir, "state-dir", "", "where the checkpoints live (as scribe watch's --state-dir)")
+	c.Flags().DurationVar(&timeout, "timeout", hookTimeout, "how long the hook may take to record (a sealed archive's key command included); the event waits in the inbox past it")
 	return c
 }
 
 // runHook handles one event; it reports nothing but its log.
-func runHook(cmd *cobra.Command, stateDir string) {
+func runHook(cmd *cobra.Command, stateDir string, timeout time.Duration) {
 	log := hclog.New(&hclog.LoggerOptions{Name: "scribe.hook", Output: io.Discard})
 	var logFile *os.File
-	err := handleHook(cmd, stateDir, &log, &logFile)
+	err := handleHook(cmd, stateDir, timeout, &log, &logFile)
 	if err != nil {
 		log.Error("hook event not recorded", "error", err)
 	}
@@ -69,7 +78,7 @@ func runHook(cmd *cobra.Command, stateDir string) {
 	}
 }
 
-func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile **os.File) error {
+func handleHook(cmd *cobra.Command, stateDir string, timeout time.Duration, logp *hclog.Logger, logFile **os.File) error {
 	received := time.Now()
 	in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
 	if err != nil {
@@ -104,7 +113,7 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 		return errors.New("hook event without session_id or hook_event_name")
 	}
 	ev.ReceivedAt = received
-	inbox := filepath.Join(ws.stateDir, "inbox")
+	inbox := ws.inboxDir()
 	if _, err := watch.WriteInbox(inbox, ev); err != nil {
 		return err
 	}
@@ -121,7 +130,8 @@ func handleHook(cmd *cobra.Command, stateDir string, logp *hclog.Logger, logFile
 		return err
 	}
 	defer store.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
+	ws.moveOldInbox(log)
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
 	rts, err := buildPerSink(ctx, cfg, log)
 	if err != nil {

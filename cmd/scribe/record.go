@@ -21,6 +21,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -161,7 +162,13 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if err := rt.pipeline.Start(cmd.Context()); err != nil {
+	// A key read (a sealed archive's key command) gets --shutdown-timeout
+	// and ends at a signal: a command that never answers does not hang
+	// record.
+	keys, stopKeys := context.WithTimeout(intake, o.shutdownTimeout)
+	err = rt.pipeline.Start(seal.BoundReads(cmd.Context(), keys))
+	stopKeys()
+	if err != nil {
 		_ = rt.close(context.Background())
 		return err
 	}
@@ -707,6 +714,9 @@ func printSinkLine(w io.Writer, s core.SinkStats) {
 			c["files_created"], c["torn_tails_sealed"], c["metadata_reappends"], c["held"])
 		if hasKey(c, "frames_written") { // a sealed archive
 			fmt.Fprintf(w, ", %d frames sealed, %d torn frames cut", c["frames_written"], c["torn_frames_cut"])
+			if n := c["sealed_files_upgraded"]; n > 0 {
+				fmt.Fprintf(w, ", %d files rewritten in sealed format 2", n)
+			}
 		}
 	case hasKey(c, "delivered"):
 		fmt.Fprintf(w, ", %d delivered", c["delivered"])

@@ -15,6 +15,7 @@ import (
 
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // sealedEnv is the same input recorded into a plain and a sealed archive,
@@ -309,6 +310,12 @@ func TestSealedTornAndTampered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The extent record as it was before the write a kill cuts short (it
+	// is written once the frame is synced).
+	record, err := os.ReadFile(main + jsonl.ExtentSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	next := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"one more"},"uuid":"0e0e0e0e-0000-4000-8000-000000000001","timestamp":"2026-01-10T12:00:00.000Z","cwd":"/home/alice/src/shop","sessionId":"` + id + `"}` + "\n"
 	// The frame that record would add, torn: whole frames, then part of one.
 	if _, errs, code := testenv.RunScribe(t, se.env, nil, next, "record", "--config", se.sealedCfg); code != 0 {
@@ -317,6 +324,9 @@ func TestSealedTornAndTampered(t *testing.T) {
 	grown, _ := os.ReadFile(main)
 	torn := grown[:len(whole)+(len(grown)-len(whole))/2]
 	if err := os.WriteFile(main, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(main+jsonl.ExtentSuffix, record, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out := se.ok(t, "show", id, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg); strings.Contains(out, "one more") {

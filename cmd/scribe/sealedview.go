@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,7 +56,7 @@ func refuseSealed(cmd *cobra.Command, dir string) error {
 // made once per process: decrypt makes the archive's files in the folder it
 // is given. The view's folder replaces itself by the archive's in what the
 // command prints.
-func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Context, view string) (jsonl.ViewReport, error)) (jsonl.Layout, error) {
+func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Context, view *os.Root) (jsonl.ViewReport, error)) (jsonl.Layout, error) {
 	if cmd == nil {
 		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: no command to read it for", dir)}
 	}
@@ -67,23 +70,27 @@ func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Cont
 	if err != nil {
 		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("%s is a sealed archive: %w", dir, err)}
 	}
-	root := filepath.Join(base, "scribe-sealed-views")
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed view: %w", err)}
+	root, err := openViewRoot(base)
+	if err != nil {
+		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed archive %s: %w", dir, err)}
 	}
 	removeStaleViews(root)
-	view, err := os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
+	name, err := newViewName(root)
+	if err != nil {
+		root.Close()
+		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed view: %w", err)}
+	}
+	viewCleanups = append(viewCleanups, func() { root.RemoveAll(name); root.Close() })
+	vr, err := root.OpenRoot(name)
 	if err != nil {
 		return jsonl.Layout{}, &exitError{code: 1, err: fmt.Errorf("sealed view: %w", err)}
 	}
-	viewCleanups = append(viewCleanups, func() { os.RemoveAll(view) })
+	defer vr.Close()
+	view := filepath.Join(base, viewsDirName, name)
 	// A closed pipe (scribe export ... | head) makes writes fail instead of
 	// killing the process, so the view is removed as the command ends.
 	signal.Ignore(syscall.SIGPIPE)
-	if err := os.Chmod(view, 0o700); err != nil {
-		return jsonl.Layout{}, err
-	}
-	rep, err := decrypt(cmd.Context(), view)
+	rep, err := decrypt(cmd.Context(), vr)
 	if err != nil {
 		if !strings.Contains(err.Error(), dir) {
 			err = fmt.Errorf("sealed archive %s: %w", dir, err)
@@ -138,21 +145,135 @@ func memoryBacked(dir string) bool {
 	return st.Type == unix.TMPFS_MAGIC || st.Type == ramfsMagic
 }
 
+// viewsDirName is the folder of every view, in the memory-backed folder.
+const viewsDirName = "scribe-sealed-views"
+
+// openViewRoot opens base/scribe-sealed-views (making it), which must be
+// a real folder (no symbolic link) of the caller's, mode 0700: anything
+// else, planted by another user, could send decrypted transcripts where
+// others read them (or onto disk). The folder returned is the one checked.
+func openViewRoot(base string) (*os.Root, error) {
+	b, err := os.OpenRoot(base)
+	if err != nil {
+		return nil, fmt.Errorf("sealed view: %w", err)
+	}
+	defer b.Close()
+	where := filepath.Join(base, viewsDirName)
+	fi, err := b.Lstat(viewsDirName)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := b.Mkdir(viewsDirName, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("sealed view: %w", err)
+		}
+		fi, err = b.Lstat(viewsDirName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sealed view: %w", err)
+	}
+	if err := privateDir(where, fi); err != nil {
+		return nil, err
+	}
+	r, err := b.OpenRoot(viewsDirName)
+	if err != nil {
+		return nil, fmt.Errorf("sealed view: %w", err)
+	}
+	if now, err := r.Stat("."); err != nil || !os.SameFile(fi, now) {
+		r.Close()
+		return nil, fmt.Errorf("the folder for decrypted views %s changed while it was opened; not used", where)
+	}
+	return r, nil
+}
+
+// privateDir says why fi (of the folder at where) is not a private folder
+// of the caller's.
+func privateDir(where string, fi fs.FileInfo) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("the folder for decrypted views %s %s: a decrypted transcript goes only into a folder of yours that no one else can read (a real folder, mode 0700); remove it and try again, nothing was decrypted", where, why)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		to, _ := os.Readlink(where)
+		return refuse("is a symbolic link (to " + to + ")")
+	}
+	if !fi.IsDir() {
+		return refuse("is not a folder")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+		owner := "someone else"
+		if ok {
+			owner = "uid " + strconv.Itoa(int(st.Uid))
+		}
+		return refuse("belongs to " + owner)
+	}
+	if m := fi.Mode().Perm(); m != 0o700 {
+		return refuse(fmt.Sprintf("has mode %#o", m))
+	}
+	return nil
+}
+
+// newViewName makes a new view folder in root, named for this process:
+// <pid>-<its start time>-<random>, so that a stale view is told from a
+// live one even when its pid was reused (removeStaleViews).
+func newViewName(root *os.Root) (string, error) {
+	start, _ := procStart(os.Getpid())
+	for range 10 {
+		var r [8]byte
+		_, _ = rand.Read(r[:])
+		name := fmt.Sprintf("%d-%d-%s", os.Getpid(), start, hex.EncodeToString(r[:]))
+		err := root.Mkdir(name, 0o700)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", errors.New("no free name for a view")
+}
+
+// procStart is when process pid started (clock ticks since boot, field 22
+// of /proc/<pid>/stat).
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	return v, err == nil
+}
+
 // removeStaleViews removes the views of processes that are gone (killed
-// before they could remove theirs).
-func removeStaleViews(root string) {
-	ents, err := os.ReadDir(root)
+// before they could remove theirs): no process with the pid, or one that
+// started at another time (the pid was reused).
+func removeStaleViews(root *os.Root) {
+	d, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		pidStr, _, ok := strings.Cut(e.Name(), "-")
-		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+		f := strings.SplitN(e.Name(), "-", 3)
+		pid, err := strconv.Atoi(f[0])
+		if len(f) < 2 || err != nil || pid <= 0 {
 			continue
 		}
-		if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
-			os.RemoveAll(filepath.Join(root, e.Name()))
+		gone := errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+		if want, err := strconv.ParseUint(f[1], 10, 64); !gone && err == nil && len(f) == 3 {
+			now, ok := procStart(pid)
+			gone = ok && now != want
+		}
+		if gone {
+			root.RemoveAll(e.Name())
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/internal/seal"
@@ -52,6 +53,7 @@ func (s *sealFlags) sealer(cmd *cobra.Command) (*seal.Sealer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
+	o.Warn = hclog.New(&hclog.LoggerOptions{Name: "scribe", Output: cmd.ErrOrStderr()}).Warn
 	sl, err := seal.New(cmd.Context(), o, os.Environ())
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}

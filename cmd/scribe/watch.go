@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
 )
@@ -138,6 +141,47 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 	return ws, nil
 }
 
+// inboxDir is where hook events wait for watch: <state dir>/inbox, but
+// never inside a sealed archive (a waiting event is plain JSON: the
+// session's folder, a notification's message): for a state dir there, a
+// folder of the user's state named for it,
+// $XDG_STATE_HOME/scribe/inbox/<hash> (~/.local/state/scribe/inbox/<hash>).
+func (ws *watchSetup) inboxDir() string {
+	for _, s := range ws.sealed {
+		if within(ws.stateDir, s) {
+			sum := sha256.Sum256([]byte(ws.stateDir))
+			return filepath.Join(filepath.Dir(defaultStateDir(nil)), "inbox", hex.EncodeToString(sum[:8]))
+		}
+	}
+	return filepath.Join(ws.stateDir, "inbox")
+}
+
+// moveOldInbox moves the events an older scribe left in <state dir>/inbox
+// inside a sealed archive to the inbox outside it (inboxDir).
+func (ws *watchSetup) moveOldInbox(log hclog.Logger) {
+	old, inbox := filepath.Join(ws.stateDir, "inbox"), ws.inboxDir()
+	if old == inbox {
+		return
+	}
+	ents, err := os.ReadDir(old)
+	if err != nil || len(ents) == 0 {
+		return
+	}
+	if err := os.MkdirAll(inbox, 0o700); err != nil {
+		log.Warn("hook events left inside the sealed archive: the inbox outside it cannot be made", "inbox", old, "error", err)
+		return
+	}
+	moved := 0
+	for _, e := range ents {
+		if err := os.Rename(filepath.Join(old, e.Name()), filepath.Join(inbox, e.Name())); err != nil {
+			log.Warn("hook event left inside the sealed archive", "path", filepath.Join(old, e.Name()), "error", err)
+			continue
+		}
+		moved++
+	}
+	log.Info("moved waiting hook events out of the sealed archive", "from", old, "to", inbox, "events", moved)
+}
+
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
@@ -192,7 +236,9 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 		return err
 	}
 	defer store.Close()
-	rts, err := buildPerSink(cmd.Context(), cfg, log)
+	ws.moveOldInbox(log)
+	// A key read (a sealed archive's key command) ends at a signal.
+	rts, err := buildPerSink(seal.BoundReads(cmd.Context(), ctx), cfg, log)
 	if err != nil {
 		return err
 	}
@@ -204,7 +250,7 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 	w, err := watch.New(watch.Options{
 		Roots: ws.roots, Store: store, Pipelines: pipelines(rts), Archives: ws.archives,
 		Logger: log.Named("watch"), Rescan: o.rescan, FlushInterval: o.flushInterval,
-		Inbox: filepath.Join(ws.stateDir, "inbox"), MaxLine: int64(cfg.Watch.MaxLineBytes),
+		Inbox: ws.inboxDir(), MaxLine: int64(cfg.Watch.MaxLineBytes),
 	})
 	if err != nil {
 		_ = closeAll()
@@ -443,8 +489,8 @@ func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, er
 	if jc.Encryption.IsZero() {
 		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("sink %s: %w: %s is sealed; give the sink its encryption block", id, jsonl.ErrMixedArchive, abs)}
 	}
-	l, err = sealedViewFor(cmd, abs, func(ctx context.Context, view string) (jsonl.ViewReport, error) {
-		return jsonl.DecryptArchive(ctx, abs, jc.Encryption, os.Environ(), view)
+	l, err = sealedViewFor(cmd, abs, func(ctx context.Context, view *os.Root) (jsonl.ViewReport, error) {
+		return jsonl.DecryptArchiveInto(ctx, abs, jc.Encryption, os.Environ(), view)
 	})
 	return l, true, err
 }

@@ -95,7 +95,7 @@ func TestWatchSealedSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = filepath.WalkDir(filepath.Join(we.archive, "projects"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".jsonl"+jsonl.SealedSuffix) {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".jsonl"+jsonl.SealedSuffix) && !strings.HasSuffix(p, ".jsonl"+jsonl.SealedSuffix+jsonl.ExtentSuffix) {
 			t.Errorf("%s: a file in the clear in the sealed archive", p)
 		}
 		return err

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"filippo.io/age"
 )
@@ -53,10 +54,34 @@ func (k KeySource) Validate() error {
 	return nil
 }
 
+// boundKey is the context key of BoundReads.
+type boundKey struct{}
+
+// BoundReads returns ctx carrying bound: a key read under the returned
+// context (a key command, above all) also ends when bound ends, while ctx
+// itself goes on (the context a sink is started with may outlive the
+// start). A key read that bound ends is an error saying so.
+func BoundReads(ctx, bound context.Context) context.Context {
+	return context.WithValue(ctx, boundKey{}, bound)
+}
+
+// keyCommandWait is how long a key command's output is waited for once
+// its context ended and it was killed (a child it left may hold it open).
+const keyCommandWait = time.Second
+
 // Read returns the secret. environ is the environment to look Env up in.
+// A key command runs under ctx (and BoundReads' bound): one that has not
+// answered when ctx ends is killed, and the read is an error saying so.
 func (k KeySource) Read(ctx context.Context, environ []string) ([]byte, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
+	}
+	if b, ok := ctx.Value(boundKey{}).(context.Context); ok {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(b, func() { cancel(context.Cause(b)) })
+		defer stop()
 	}
 	var b []byte
 	switch {
@@ -74,9 +99,13 @@ func (k KeySource) Read(ctx context.Context, environ []string) ([]byte, error) {
 	case len(k.Command) > 0:
 		cmd := exec.CommandContext(ctx, k.Command[0], k.Command[1:]...)
 		cmd.Env = environ
+		cmd.WaitDelay = keyCommandWait
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
+		if err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("key command %s gave no key in time (%w): a command that waits for a terminal or a pinentry cannot answer here", k.Command[0], context.Cause(ctx))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("key command %s: %w: %s", k.Command[0], err, strings.TrimSpace(stderr.String()))
 		}
@@ -122,6 +151,24 @@ type Options struct {
 	Identity KeySource `json:"identity,omitempty"`
 	// Passphrase encrypts and opens with scrypt instead.
 	Passphrase KeySource `json:"passphrase,omitempty"`
+	// Warn, when set, is told of a key file that others than its owner
+	// may read (as ssh warns of an identity file).
+	Warn func(msg string, args ...any) `json:"-"`
+}
+
+// warnLoose tells o.Warn when k is a file that its group or others may
+// read or write.
+func (o Options) warnLoose(k KeySource) {
+	if k.File == "" || o.Warn == nil {
+		return
+	}
+	fi, err := os.Stat(k.File)
+	if err != nil {
+		return
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		o.Warn("key file is open to group or others; make it private (chmod 600)", "file", k.File, "mode", fmt.Sprintf("%#o", m))
+	}
 }
 
 // IsZero reports whether no key is configured.
@@ -169,6 +216,7 @@ func New(ctx context.Context, o Options, environ []string) (*Sealer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("seal: passphrase: %w", err)
 		}
+		o.warnLoose(o.Passphrase)
 		r, err := age.NewScryptRecipient(string(pw))
 		if err != nil {
 			return nil, fmt.Errorf("seal: passphrase: %w", err)
@@ -192,6 +240,7 @@ func New(ctx context.Context, o Options, environ []string) (*Sealer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("seal: identity: %w", err)
 		}
+		o.warnLoose(o.Identity)
 		ids, err := age.ParseIdentities(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("seal: identity: %w", err)

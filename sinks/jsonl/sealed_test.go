@@ -45,7 +45,7 @@ func sealedLines(t *testing.T, dir string, o seal.Options, path string) []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _, _, err := st.read(path, false)
+	plain, _, _, err := st.read(context.Background(), path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +204,9 @@ func TestSealedTornTailIsCutAndCounted(t *testing.T) {
 			want := sealedSession(t, dir, o)
 			disk := mainPath(dir) + SealedSuffix
 			whole, _ := os.ReadFile(disk)
+			// The extent record as it was before the write a crash cut
+			// short (it is written once the frame is synced).
+			record, _ := os.ReadFile(disk + ExtentSuffix)
 			// The frame a further write would have added, torn.
 			if _, err := appendAfterRestart(t, dir, o, "u-2"); err != nil {
 				t.Fatal(err)
@@ -211,6 +214,9 @@ func TestSealedTornTailIsCutAndCounted(t *testing.T) {
 			full, _ := os.ReadFile(disk)
 			torn := append(bytes.Clone(whole), tear(whole, full[len(whole):])...)
 			if err := os.WriteFile(disk, torn, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(disk+ExtentSuffix, record, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := appendAfterRestart(t, dir, o, "u-3")
@@ -365,13 +371,13 @@ func FuzzOpenSealed(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	good := appendFrame(nil, key, "projects/p/x.jsonl", 0, 0, []byte("{}\n"))
-	good = appendFrame(good, key, "projects/p/x.jsonl", 1, int64(len(good)), []byte("{\"a\":1}\n"))
+	good := appendFrame(nil, key, "projects/p/x.jsonl", 0, 0, [tagLen]byte{}, []byte("{}\n"))
+	good = appendFrame(good, key, "projects/p/x.jsonl", 1, int64(len(good)), lastTag(good), []byte("{\"a\":1}\n"))
 	f.Add(good)
 	f.Add(good[:len(good)-3])
 	f.Add(append(bytes.Clone(good), make([]byte, 64)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b)
+		_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b, nil)
 		if tail.end > int64(len(b)) || tail.end+tail.cut > int64(len(b)) {
 			t.Fatalf("end %d cut %d of %d bytes", tail.end, tail.cut, len(b))
 		}
@@ -396,9 +402,11 @@ func sealedFrames(t *testing.T, n int) (*seal.RecordKey, []byte, [][]byte) {
 	}
 	var b []byte
 	var plains [][]byte
+	var prev [tagLen]byte
 	for i := 0; i < n; i++ {
 		p := []byte(strings.Repeat(fmt.Sprintf(`{"uuid":"u-%d"}`+"\n", i), 1+i%3))
-		b = appendFrame(b, key, "projects/p/x.jsonl", uint64(i), int64(len(b)), p)
+		b = appendFrame(b, key, "projects/p/x.jsonl", uint64(i), int64(len(b)), prev, p)
+		prev = lastTag(b)
 		plains = append(plains, p)
 	}
 	return key, b, plains
@@ -409,7 +417,7 @@ func sealedFrames(t *testing.T, n int) (*seal.RecordKey, []byte, [][]byte) {
 func TestSealedTruncatedAnywhere(t *testing.T) {
 	key, b, plains := sealedFrames(t, 6)
 	for cut := 0; cut <= len(b); cut++ {
-		got, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:cut])
+		got, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:cut], nil)
 		if err != nil {
 			t.Fatalf("cut at %d of %d: %v", cut, len(b), err)
 		}
@@ -432,7 +440,7 @@ func TestSealedBitFlipsNeverPass(t *testing.T) {
 		for _, bit := range []byte{0x01, 0x80} {
 			bad := bytes.Clone(b)
 			bad[i] ^= bit
-			_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", bad)
+			_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", bad, nil)
 			if !errors.Is(err, ErrSealedDamaged) || tail.cut != 0 {
 				t.Fatalf("bit %#x of byte %d flipped: err %v, cut %d", bit, i, err, tail.cut)
 			}

@@ -38,13 +38,17 @@ type sealedStore struct {
 	mu  sync.Mutex
 	key *seal.RecordKey
 
-	tornCut, framesWritten atomic.Int64
+	tornCut, framesWritten, upgraded atomic.Int64
 }
 
 // sealedFile is where a sealed transcript's next frame goes.
 type sealedFile struct {
-	off   int64  // the file's size on disk
-	index uint64 // the next frame's index
+	off   int64        // the file's size on disk
+	index uint64       // the next frame's index
+	prev  [tagLen]byte // the last frame's tag (the chain's head)
+	// recorded is the frame count the extent record on disk names, seq
+	// the last write of that record.
+	recorded, seq uint64
 }
 
 // newSealedStore checks that the archive at root is what the options say
@@ -74,6 +78,7 @@ func newSealedStore(root string, o seal.Options, environ []string, log hclog.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	o.Warn = log.Warn
 	return &sealedStore{root: root, opts: o, environ: environ, log: log}, nil
 }
 
@@ -129,7 +134,17 @@ func (st *sealedStore) dataKey(ctx context.Context) (*seal.RecordKey, error) {
 	if err := os.MkdirAll(st.root, dirMode); err != nil {
 		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
 	}
-	k, err := sl.RecordKey(filepath.Join(st.root, ArchiveKeyName))
+	keyPath := filepath.Join(st.root, ArchiveKeyName)
+	if _, err := os.Lstat(keyPath); errors.Is(err, fs.ErrNotExist) {
+		// A new key over sealed transcripts would make them, or what
+		// is written next, unreadable: the key file was lost (a backup
+		// that skipped it), never to be made again.
+		if sealed, _, err := (Layout{ConfigDir: st.root}).archiveKinds(); err != nil || sealed {
+			return nil, fmt.Errorf("%w of %s: %s is missing but the archive holds sealed transcripts; restore it from a backup (no new key made: it could not open them)",
+				ErrArchiveKey, st.root, keyPath)
+		}
+	}
+	k, err := sl.RecordKey(keyPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
 	}
@@ -147,33 +162,107 @@ func (st *sealedStore) rel(path string) string {
 }
 
 // read decrypts the sealed transcript whose plain name is path (a missing
-// file is empty). With cut, a torn last frame is cut off the file (synced,
-// counted, logged); without, it is only skipped and reported.
-func (st *sealedStore) read(path string, cut bool) ([]byte, *sealedFile, sealedTail, error) {
+// file is empty). With cut (the writer), a torn last frame is cut off the
+// file (synced, counted, logged) and a format 1 file is rewritten in
+// format 2; without, a torn frame is only skipped and reported.
+func (st *sealedStore) read(ctx context.Context, path string, cut bool) ([]byte, *sealedFile, sealedTail, error) {
 	disk := path + SealedSuffix
-	data, err := os.ReadFile(disk)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &sealedFile{}, sealedTail{}, nil
+	// The extent record is read before the file: it names only frames
+	// already on disk, so the file read after it holds at least as much,
+	// even while a writer appends.
+	var key *seal.RecordKey
+	var ext *extent
+	var extErr error
+	_, noExtent := os.Lstat(disk + ExtentSuffix)
+	if noExtent == nil {
+		var err error
+		if key, err = st.dataKey(ctx); err != nil {
+			return nil, nil, sealedTail{}, err
+		}
+		ext, extErr = readExtent(key, disk, st.rel(path))
 	}
-	if err != nil {
+	data, err := os.ReadFile(disk)
+	missing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !missing {
 		return nil, nil, sealedTail{}, fmt.Errorf("read %s: %w", disk, err)
 	}
-	key, err := st.dataKey(context.Background())
-	if err != nil {
-		return nil, nil, sealedTail{}, err
+	if missing && noExtent != nil {
+		return nil, &sealedFile{}, sealedTail{}, nil
 	}
-	plain, t, err := openSealed(make([]byte, 0, len(data)), key, disk, st.rel(path), data)
+	if key == nil {
+		if key, err = st.dataKey(ctx); err != nil {
+			return nil, nil, sealedTail{}, err
+		}
+	}
+	rel := st.rel(path)
+	if extErr != nil {
+		if missing {
+			// A record torn while the file was being made (it is
+			// written before the file): the file was never there.
+			return nil, &sealedFile{}, sealedTail{}, nil
+		}
+		return nil, nil, sealedTail{}, extErr
+	}
+	if missing {
+		if ext != nil && ext.frames > 0 {
+			return nil, nil, sealedTail{}, fmt.Errorf("%w: %s is gone, its extent record names %d frames (%d bytes): deleted",
+				ErrSealedDamaged, disk, ext.frames, ext.end)
+		}
+		return nil, &sealedFile{}, sealedTail{}, nil
+	}
+	plain, t, err := openSealed(make([]byte, 0, len(data)), key, disk, rel, data, ext)
 	if err != nil {
 		return nil, nil, t, err
 	}
-	if t.cut > 0 && cut {
+	if ext == nil && !t.v1 && t.frames > 0 {
+		return nil, nil, t, fmt.Errorf("%w: %s has no extent record beside it (%s deleted?): what it must hold cannot be checked",
+			ErrSealedDamaged, disk, filepath.Base(disk+ExtentSuffix))
+	}
+	sf := &sealedFile{off: t.end, index: t.frames, prev: t.prev}
+	if ext != nil {
+		sf.recorded, sf.seq = ext.frames, ext.seq
+	}
+	switch {
+	case cut && t.v1:
+		if sf, err = st.upgrade(key, disk, rel, plain, t); err != nil {
+			return nil, nil, t, err
+		}
+	case cut && t.cut > 0:
 		if err := truncateSync(disk, t.end); err != nil {
 			return nil, nil, t, err
 		}
 		st.tornCut.Add(1)
 		st.log.Warn("cut a torn last frame (a write was interrupted)", "file", disk, "bytes", t.cut, "frames_kept", t.frames)
 	}
-	return plain, &sealedFile{off: t.end, index: t.frames}, t, nil
+	return plain, sf, t, nil
+}
+
+// upgrade rewrites a format 1 file in format 2, frame for frame (its torn
+// tail, if any, left out and counted as cut), its extent record first: a
+// crash between the two leaves the format 1 file, which holds as many
+// frames as the record says.
+func (st *sealedStore) upgrade(key *seal.RecordKey, disk, rel string, plain []byte, t sealedTail) (*sealedFile, error) {
+	var out []byte
+	sf := &sealedFile{}
+	from := 0
+	for _, to := range t.bounds {
+		out = appendFrame(out, key, rel, sf.index, int64(len(out)), sf.prev, plain[from:to])
+		sf.prev, sf.index, sf.off = lastTag(out), sf.index+1, int64(len(out))
+		from = to
+	}
+	if err := makeExtent(key, disk, rel, extent{frames: sf.index, end: sf.off, tag: sf.prev}); err != nil {
+		return nil, err
+	}
+	if err := replaceFile(disk, out); err != nil {
+		return nil, fmt.Errorf("rewrite %s in sealed format 2: %w", disk, err)
+	}
+	sf.recorded = sf.index
+	st.upgraded.Add(1)
+	if t.cut > 0 {
+		st.tornCut.Add(1)
+	}
+	st.log.Info("rewrote a sealed transcript in format 2 (authenticated headers, extent record)", "file", disk, "frames", sf.index, "torn_bytes_cut", t.cut)
+	return sf, nil
 }
 
 func truncateSync(path string, size int64) error {
@@ -197,7 +286,7 @@ func (s *Sink) scanOf(f *file) (*existing, error) {
 	if s.sealed == nil {
 		return scanFile(f.path)
 	}
-	plain, sf, _, err := s.sealed.read(f.path, true)
+	plain, sf, _, err := s.sealed.read(context.Background(), f.path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +325,14 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 			return j.buf, j.seal, fmt.Errorf("create folder for %s: %w", disk, err)
 		}
 		_, statErr := os.Stat(disk)
+		if f.sf.index == 0 {
+			// The extent record goes first: a sealed file never holds a
+			// frame without one.
+			if err := makeExtent(key, disk, s.sealed.rel(f.path), extent{}); err != nil {
+				return j.buf, j.seal, err
+			}
+			f.sf.recorded, f.sf.seq = 0, 0
+		}
 		fd, err := os.OpenFile(disk, os.O_WRONLY|os.O_CREATE, fileMode)
 		if err != nil {
 			return j.buf, j.seal, fmt.Errorf("open %s: %w", disk, err)
@@ -254,7 +351,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 	for _, b := range j.buf.segs {
 		plain = append(plain, b...)
 	}
-	frame := appendFrame(nil, key, s.sealed.rel(f.path), f.sf.index, f.sf.off, plain)
+	frame := appendFrame(nil, key, s.sealed.rel(f.path), f.sf.index, f.sf.off, f.sf.prev, plain)
 	clear(plain)
 	if _, err := f.fd.WriteAt(frame, f.sf.off); err != nil {
 		// A part may have reached the file: cut it, so that the frame
@@ -264,6 +361,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 	}
 	f.sf.off += int64(len(frame))
 	f.sf.index++
+	f.sf.prev = lastTag(frame)
 	s.sealed.framesWritten.Add(1)
 	if j.seal {
 		s.tornSealed.Add(1)
@@ -282,6 +380,27 @@ func (s *Sink) reportSealed(m map[string]int64) {
 	}
 	m["torn_frames_cut"] = s.sealed.tornCut.Load()
 	m["frames_written"] = s.sealed.framesWritten.Load()
+	m["sealed_files_upgraded"] = s.sealed.upgraded.Load()
+}
+
+// recordExtent writes the extent record of a sealed file whose frames
+// were just synced (the file's fd.Sync returned). Called with s.io held,
+// for each file by one goroutine at most.
+func (s *Sink) recordExtent(f *file) error {
+	if s.sealed == nil || f.sf == nil || f.sf.recorded == f.sf.index {
+		return nil
+	}
+	key, err := s.sealed.dataKey(context.Background())
+	if err != nil {
+		return err
+	}
+	disk, _ := s.onDisk(f)
+	e := extent{seq: f.sf.seq + 1, frames: f.sf.index, end: f.sf.off, tag: f.sf.prev}
+	if err := updateExtent(key, disk, s.sealed.rel(f.path), e); err != nil {
+		return err
+	}
+	f.sf.recorded, f.sf.seq = e.frames, e.seq
+	return nil
 }
 
 // loadSealed is Load on a sealed archive: the transcript is decrypted in
@@ -292,7 +411,7 @@ func (s *Sink) loadSealed(ctx context.Context, ref core.SessionRef) (*core.Trans
 		return nil, err
 	}
 	tr := &core.Transcript{Ref: ref, Source: s.opts.ID}
-	plain, _, _, err := s.sealed.read(path, false)
+	plain, _, _, err := s.sealed.read(ctx, path, false)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/e0dc0000/scribe/internal/seal"
 )
@@ -25,19 +27,32 @@ type ViewReport struct {
 func (s *Sink) Sealed() bool { return s.sealed != nil }
 
 // DecryptTo writes every transcript of the sink's sealed archive, decrypted,
-// into view laid out as the archive (projects/...), each file with its
-// sealed file's mtime, files 0600 and folders 0700, so that the readers
-// that need a file tree read it as they read a plain archive. The caller
-// chooses a view on memory-backed storage and removes it after use.
-func (s *Sink) DecryptTo(ctx context.Context, view string) (ViewReport, error) {
+// into the folder view holds, laid out as the archive (projects/...), each
+// file with its sealed file's mtime, files 0600 and folders 0700, so that
+// the readers that need a file tree read it as they read a plain archive.
+// Every file is made new (O_EXCL, O_NOFOLLOW) through view, which no path
+// outside it can be swapped into. The caller chooses a private view on
+// memory-backed storage and removes it after use.
+func (s *Sink) DecryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
 	if s.sealed == nil {
 		return ViewReport{}, fmt.Errorf("%s is not a sealed archive", s.opts.ConfigDir)
 	}
 	return s.sealed.decryptTo(ctx, view)
 }
 
-// DecryptArchive is DecryptTo for the sealed archive in dir, opened with o.
+// DecryptArchive is DecryptTo for the sealed archive in dir, opened with o,
+// into the folder view.
 func DecryptArchive(ctx context.Context, dir string, o seal.Options, environ []string, view string) (ViewReport, error) {
+	r, err := os.OpenRoot(view)
+	if err != nil {
+		return ViewReport{}, err
+	}
+	defer r.Close()
+	return DecryptArchiveInto(ctx, dir, o, environ, r)
+}
+
+// DecryptArchiveInto is DecryptArchive into the folder view holds.
+func DecryptArchiveInto(ctx context.Context, dir string, o seal.Options, environ []string, view *os.Root) (ViewReport, error) {
 	st, err := newSealedStore(dir, o, environ, nil)
 	if err != nil {
 		return ViewReport{}, err
@@ -48,7 +63,7 @@ func DecryptArchive(ctx context.Context, dir string, o seal.Options, environ []s
 	return st.decryptTo(ctx, view)
 }
 
-func (st *sealedStore) decryptTo(ctx context.Context, view string) (ViewReport, error) {
+func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
 	var rep ViewReport
 	if !(Layout{ConfigDir: st.root}).IsSealed() {
 		return rep, nil // nothing recorded yet: no key made, nothing to read
@@ -67,6 +82,15 @@ func (st *sealedStore) decryptTo(ctx context.Context, view string) (ViewReport, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl"+SealedSuffix+ExtentSuffix) {
+			// An extent record whose file is gone: a deleted transcript.
+			disk := strings.TrimSuffix(p, ExtentSuffix)
+			if _, err := os.Lstat(disk); errors.Is(err, fs.ErrNotExist) {
+				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, SealedSuffix), false)
+				return err
+			}
+			return nil
+		}
 		if d.IsDir() || !strings.HasSuffix(p, ".jsonl"+SealedSuffix) {
 			return nil
 		}
@@ -75,7 +99,7 @@ func (st *sealedStore) decryptTo(ctx context.Context, view string) (ViewReport, 
 			return err
 		}
 		plainName := strings.TrimSuffix(p, SealedSuffix)
-		plain, _, t, err := st.read(plainName, false)
+		plain, _, t, err := st.read(ctx, plainName, false)
 		if err != nil {
 			return err
 		}
@@ -86,20 +110,35 @@ func (st *sealedStore) decryptTo(ctx context.Context, view string) (ViewReport, 
 		if err != nil {
 			return err
 		}
-		out := filepath.Join(view, rel)
-		if err := os.MkdirAll(filepath.Dir(out), dirMode); err != nil {
-			return err
-		}
-		err = os.WriteFile(out, plain, fileMode)
+		err = writeViewFile(view, rel, plain, fi.ModTime())
 		clear(plain)
 		if err != nil {
 			return fmt.Errorf("decrypt %s into the view: %w", p, err)
 		}
 		rep.Files++
-		return os.Chtimes(out, fi.ModTime(), fi.ModTime())
+		return nil
 	})
 	if err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// writeViewFile makes rel in view, new, holding b, with mtime when.
+func writeViewFile(view *os.Root, rel string, b []byte, when time.Time) error {
+	if err := view.MkdirAll(filepath.Dir(rel), dirMode); err != nil {
+		return err
+	}
+	f, err := view.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return view.Chtimes(rel, when, when)
 }

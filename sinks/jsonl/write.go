@@ -206,6 +206,9 @@ func (s *Sink) sync(f *file) error {
 	if err := f.fd.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", f.path, err)
 	}
+	if err := s.recordExtent(f); err != nil {
+		return err
+	}
 	return s.synced(f, nil)
 }
 
@@ -251,6 +254,8 @@ func (s *Sink) syncFiles(files []*file) error {
 		if f := files[i]; f.unsynced && f.fd != nil {
 			if err := f.fd.Sync(); err != nil {
 				errs[i] = fmt.Errorf("fsync %s: %w", f.path, err)
+			} else {
+				errs[i] = s.recordExtent(f) // a sealed file's, once its frames are on disk
 			}
 		}
 		return nil // every file is tried; errs says which failed

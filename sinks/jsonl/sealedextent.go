@@ -1,0 +1,123 @@
+package jsonl
+
+// The extent record of a sealed transcript: what the file must hold, kept
+// sealed beside it as <name>.jsonl.sealed.extent, so that a file cut at a
+// frame boundary or rolled back to an older copy is seen (sealed.go).
+//
+//	record = slot 0 at offset 0, slot 1 at offset 512
+//	slot   = magic "scribe-extent-1\n" | nonce (24) | XChaCha20-Poly1305(seq uint64 BE | frames uint64 BE | length uint64 BE | last frame's tag (16)) | tag (16)
+//	ad     = "scribe-sealed-extent\x00" | relative name
+//
+// It is made (durably, slot 0, seq 0, naming 0 frames) before the file is created;
+// after every sync of the file, once the frames it names are on disk, the
+// slot the next seq falls on is overwritten in place (no fsync of its own:
+// it may reach the disk later, never before the frames it names). A
+// reader takes the authentic slot with the highest seq: a slot caught
+// mid-write, by a reader or a power cut, leaves the other, older one,
+// which is still a true lower bound. The file and its record rolled back
+// together, or both deleted, cannot be told from an older archive.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/internal/seal"
+)
+
+// ExtentSuffix ends a sealed transcript's extent record, after SealedSuffix.
+const ExtentSuffix = ".extent"
+
+const (
+	extentSlotAt  = 512 // slot 1's offset: its own sector
+	extentPlain   = 24 + tagLen
+	extentSlotLen = 16 + 24 + extentPlain + 16
+)
+
+var (
+	extentMagic = []byte("scribe-extent-1\n")
+	extentAD    = []byte("scribe-sealed-extent\x00")
+)
+
+// extent is what a sealed file holds at least.
+type extent struct {
+	seq    uint64 // which write of the record (the highest slot wins)
+	frames uint64
+	end    int64
+	tag    [tagLen]byte
+}
+
+func extentAssoc(rel string) []byte { return append(bytes.Clone(extentAD), rel...) }
+
+// readExtent reads the extent record of the sealed file disk; nil when it
+// has none. One with no authentic slot is damage.
+func readExtent(key *seal.RecordKey, disk, rel string) (*extent, error) {
+	p := disk + ExtentSuffix
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	var best *extent
+	for _, at := range []int{0, extentSlotAt} {
+		if len(b) < at+extentSlotLen || !bytes.HasPrefix(b[at:], extentMagic) {
+			continue
+		}
+		plain, err := key.Open(nil, b[at+len(extentMagic):at+extentSlotLen], extentAssoc(rel))
+		if err != nil || len(plain) != extentPlain {
+			continue
+		}
+		e := &extent{seq: binary.BigEndian.Uint64(plain), frames: binary.BigEndian.Uint64(plain[8:]), end: int64(binary.BigEndian.Uint64(plain[16:]))}
+		copy(e.tag[:], plain[24:])
+		if best == nil || e.seq > best.seq {
+			best = e
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w: %s: the extent record of %s fails authentication (changed, or moved from another file)", ErrSealedDamaged, p, disk)
+	}
+	return best, nil
+}
+
+// extentSlot is e sealed as a slot.
+func extentSlot(key *seal.RecordKey, rel string, e extent) []byte {
+	plain := binary.BigEndian.AppendUint64(nil, e.seq)
+	plain = binary.BigEndian.AppendUint64(plain, e.frames)
+	plain = binary.BigEndian.AppendUint64(plain, uint64(e.end))
+	plain = append(plain, e.tag[:]...)
+	return key.Seal(bytes.Clone(extentMagic), plain, extentAssoc(rel))
+}
+
+// makeExtent makes the extent record of the sealed file disk anew,
+// durably, e in slot 0 (its seq 0; the first update goes to slot 1).
+func makeExtent(key *seal.RecordKey, disk, rel string, e extent) error {
+	e.seq = 0
+	if err := durable.WriteFile(disk+ExtentSuffix, extentSlot(key, rel, e), fileMode); err != nil {
+		return fmt.Errorf("write the extent record of %s: %w", disk, err)
+	}
+	return nil
+}
+
+// updateExtent writes e (its seq one past the last) into its slot of the
+// sealed file disk's record, in place.
+func updateExtent(key *seal.RecordKey, disk, rel string, e extent) error {
+	p := disk + ExtentSuffix
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write the extent record of %s: %w", disk, err)
+	}
+	_, err = f.WriteAt(extentSlot(key, rel, e), int64(e.seq%2)*extentSlotAt)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write the extent record of %s: %w", disk, err)
+	}
+	return nil
+}
