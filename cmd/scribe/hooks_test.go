@@ -58,6 +58,7 @@ func TestHooksInstallMergesKeepsAndIsIdempotent(t *testing.T) {
 	for name, before := range map[string]string{
 		"other hooks": `{"model":"opus","hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"notify-send done"}]}],"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"guard.sh"}]}]},"env":{"A":"1"}}`,
 		"no hooks":    `{"model":"opus"}`,
+		"empty lists": "{\r\n    \"hooks\": {\r\n        \"Stop\": [],\r\n        \"PreToolUse\": [{\"hooks\": []}]\r\n    }\r\n}\r\n",
 		"no file":     "",
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -112,9 +113,11 @@ func TestHooksInstallMergesKeepsAndIsIdempotent(t *testing.T) {
 					t.Fatalf("after uninstall %s: %v, want %v", ev, after[ev], cs)
 				}
 			}
+			// An event list that was empty goes with scribe's group.
+			back := strings.Replace(before, "\r\n        \"Stop\": [],", "", 1)
 			if before != "" {
-				if b, _ := os.ReadFile(settings); string(b) != before {
-					t.Fatalf("install then uninstall changed the file:\n%s\nwant\n%s", b, before)
+				if b, _ := os.ReadFile(settings); string(b) != back {
+					t.Fatalf("install then uninstall changed the file:\n%q\nwant\n%q", b, back)
 				}
 			}
 		})
@@ -427,4 +430,80 @@ func TestHooksRefuseDuplicateKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzEditHooks: on any settings.json, install gives valid JSON holding
+// scribe's hook for every event; uninstall after it gives valid JSON and,
+// when the file had no scribe group, no empty event list and no empty
+// object at the top or in "hooks" (those come back as {}, without the
+// blanks they held, or go), the original bytes.
+func FuzzEditHooks(f *testing.F) {
+	for _, s := range []string{
+		"", "{}", `{"model":"opus"}`, userSettings,
+		"{\r\n    \"a\": 1,\r\n    \"hooks\": {\r\n        \"Stop\": [{\"hooks\": []}]\r\n    }\r\n}\r\n",
+		"{\n  \"hooks\": {\"Stop\": [{\"hooks\":[]}]},\n  \"b\": [1, 2]\n}",
+		`  {"hooks" : {"PreToolUse":[ {"matcher":"x"} ] } }  `,
+	} {
+		f.Add(s)
+	}
+	const command = "/usr/bin/scribe hook"
+	names := []string{"scribe"}
+	f.Fuzz(func(t *testing.T, in string) {
+		out, _, err := editHooks([]byte(in), true, command, names)
+		if err != nil {
+			return
+		}
+		var s struct {
+			Hooks map[string]json.RawMessage `json:"hooks"`
+		}
+		if err := json.Unmarshal(out, &s); err != nil {
+			t.Fatalf("install made invalid JSON: %v\n%q", err, out)
+		}
+		for _, ev := range hookEvents {
+			var groups []json.RawMessage
+			if err := json.Unmarshal(s.Hooks[ev], &groups); err != nil {
+				t.Fatalf("install left %s without a list: %v\n%q", ev, err, out)
+			}
+			found := false
+			for _, raw := range groups {
+				var g struct {
+					Hooks []struct{ Command string } `json:"hooks"`
+				}
+				_ = json.Unmarshal(raw, &g)
+				for _, h := range g.Hooks {
+					found = found || h.Command == command
+				}
+			}
+			if !found {
+				t.Fatalf("install left %s without scribe's hook:\n%q", ev, out)
+			}
+		}
+		back, _, err := editHooks(out, false, command, names)
+		if err != nil || !json.Valid(back) {
+			t.Fatalf("uninstall after install: %v\n%q", err, back)
+		}
+		if strings.TrimSpace(in) == "" || strings.Contains(in, "scribe") {
+			return
+		}
+		var orig struct {
+			Hooks *map[string]json.RawMessage `json:"hooks"`
+		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal([]byte(in), &orig) != nil || json.Unmarshal([]byte(in), &top) != nil || len(top) == 0 {
+			return
+		}
+		if orig.Hooks != nil {
+			if len(*orig.Hooks) == 0 {
+				return
+			}
+			for _, ev := range hookEvents {
+				if v, ok := (*orig.Hooks)[ev]; ok && strings.Join(strings.Fields(string(v)), "") == "[]" {
+					return
+				}
+			}
+		}
+		if string(back) != in {
+			t.Fatalf("install then uninstall:\n%q\nwant\n%q", back, in)
+		}
+	})
 }

@@ -493,7 +493,7 @@ func editHooks(old []byte, install bool, command string, names []string) ([]byte
 		default:
 			continue
 		}
-		if len(le.remove) == len(groups.items) {
+		if len(le.remove) > 0 && len(le.remove) == len(groups.items) {
 			hooksEdit.remove[mi] = true // the event held scribe's groups only
 			continue
 		}
