@@ -30,6 +30,7 @@ func newConfigCmd() *cobra.Command {
 			"configuration, then SCRIBE_ variables and flags), decodes every block into its component,\n" +
 			"and for the components in use (pipeline.sinks, pipeline.guards, resume.loaders) checks plugin\n" +
 			"binaries and their sha256, and token files. Every problem is reported, each at its file:line;\n" +
+			"each file or folder the configuration names is printed as written and as resolved (~ expanded);\n" +
 			"warnings (such as persistence guards left out) go to stderr. Exit status 2 when there are problems.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,7 +51,7 @@ func newConfigCmd() *cobra.Command {
 			return nil
 		},
 	}
-	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "ok", "problems", "warnings"} as JSON`)
+	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "ok", "problems", "warnings", "paths"} as JSON`)
 	c.AddCommand(check)
 	return c
 }
