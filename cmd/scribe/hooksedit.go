@@ -154,6 +154,11 @@ func (st jsonStyle) renderList(dst []byte, brackets string, n int, indent string
 	for i := range n {
 		if i > 0 {
 			dst = append(dst, ',')
+			if st.unit == "" {
+				// On one line, a blank after the comma as after the colon
+				// (JSON.stringify writes neither, Python's json.dumps both).
+				dst = append(dst, strings.TrimPrefix(st.colon, ":")...)
+			}
 		}
 		if st.unit != "" {
 			dst = append(dst, st.nl...)
