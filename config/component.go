@@ -80,6 +80,14 @@ func (c Component) DecodeAll(dst any) []*Error {
 		body, _ = json.Marshal(top)
 	}
 
+	// Paths are expanded (~, ~user) before Validate sees them.
+	if len(errs) == unknown {
+		if perrs := c.expandPaths(dst); len(perrs) > 0 {
+			errs = append(errs, perrs...)
+			unknown = -1 // Validate would judge a path left as written
+		}
+	}
+
 	// With only unknown options, dst holds every known one: Validate can
 	// judge them.
 	if v, ok := dst.(core.Validator); ok && len(errs) == unknown {

@@ -89,7 +89,15 @@ type Config struct {
 
 	// origins says where each setting's value came from, by setting key.
 	origins map[string]origin
+	// paths are the top-level path settings that are set, as written and
+	// resolved.
+	paths []PathOption
 }
+
+// Paths lists the top-level settings that name a file or folder and are
+// set (config_dir), as written and as resolved (~ expanded). The blocks'
+// paths are Component.Paths.
+func (c *Config) Paths() []PathOption { return c.paths }
 
 // BuiltinOrigin is what Origin returns for a value of the built-in
 // configuration.
@@ -311,6 +319,8 @@ type setting struct {
 	kind  valueKind
 	def   any
 	usage string
+	// path marks a file or folder: ~ and ~user are expanded (ExpandHome).
+	path bool
 }
 
 // key is the viper key: "name" or "block.name".
@@ -352,7 +362,7 @@ func upperUnderscore(s string) string {
 
 // settings are the top-level settings in the order they are documented.
 var settings = []setting{
-	{name: "config_dir", kind: kindString, def: "", usage: `Claude Code's config folder ("" = $CLAUDE_CONFIG_DIR, else ~/.claude)`},
+	{name: "config_dir", kind: kindString, def: "", path: true, usage: `Claude Code's config folder ("" = $CLAUDE_CONFIG_DIR, else ~/.claude)`},
 	{name: "cleanup_period_days", kind: kindInt, def: 30, usage: "days transcripts are kept; 0 disables persistence"},
 	{name: "log_level", kind: kindString, def: "info", usage: "log level: trace|debug|info|warn|error|off"},
 	{name: "log_json", kind: kindBool, def: false, usage: "write log lines as JSON"},

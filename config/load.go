@@ -131,6 +131,15 @@ func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) 
 		if err == nil && o.flag {
 			err = checkValue(s, val)
 		}
+		if err == nil && s.path && val.(string) != "" {
+			var p string
+			if p, err = ExpandHome(val.(string)); err == nil {
+				cfg.paths = append(cfg.paths, PathOption{Option: s.key(), Written: val.(string), Resolved: p})
+				val = p
+			} else {
+				err = fmt.Errorf("%s: %w", s.key(), err)
+			}
+		}
 		if err != nil {
 			errs = append(errs, o.errorf(-1, "%v", err))
 			val, _ = convert(s, viperValue(s.def))

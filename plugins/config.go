@@ -26,7 +26,7 @@ import (
 type Config struct {
 	// Command is the plugin binary: an absolute path, a path relative to
 	// the host's working directory, or a bare name looked up in PATH.
-	Command string `json:"command"`
+	Command string `json:"command" config:"path"`
 	// Args are passed to the binary.
 	Args []string `json:"args"`
 	// SHA256 is the hex sha256 of the binary. It is checked before every

@@ -49,13 +49,13 @@ type Config struct {
 	Listen string `json:"listen"`
 	// DataDir holds the embedded JetStream store (used only when NatsURL is
 	// empty). "" = <user config dir>/scribe/serve.
-	DataDir string `json:"data_dir"`
+	DataDir string `json:"data_dir" config:"path"`
 	// NatsURL is the NATS server (or comma-separated cluster URLs) to use.
 	// "" runs an embedded nats-server with JetStream in DataDir, reachable
 	// only from inside the process.
 	NatsURL string `json:"nats_url"`
 	// NatsCreds is a NATS credentials file (JWT + nkey), for NatsURL.
-	NatsCreds string `json:"nats_creds"`
+	NatsCreds string `json:"nats_creds" config:"path"`
 	// Replicas is the replica count of the stream and the KV buckets (1, or
 	// up to the size of the JetStream cluster). Default 1.
 	Replicas int `json:"replicas"`

@@ -3,11 +3,14 @@ package service
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/server"
 )
 
 // HeavyTypes is exactly what the full build adds to the light one.
@@ -86,4 +89,40 @@ pipeline {
 			t.Errorf("%s: FullOnly = %q, want %q", name, got, c.want)
 		}
 	}
+}
+
+// TestEveryPathOptionIsMarked: an option whose name says it is a file or
+// a folder (dir, *_dir, file, *_file, *_creds, a plugin's command) carries
+// the config:"path" tag (or config:"command" for a program and its
+// arguments), so that config expands ~ in it (config.ExpandHome): a
+// component added later cannot take "~/x" as a folder named ~.
+func TestEveryPathOptionIsMarked(t *testing.T) {
+	pathLike := func(name string) bool {
+		return name == "dir" || name == "file" || name == "command" || strings.HasSuffix(name, "_dir") ||
+			strings.HasSuffix(name, "_file") || strings.HasSuffix(name, "_creds")
+	}
+	var walk func(owner string, typ reflect.Type)
+	walk = func(owner string, typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct {
+			return
+		}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if pathLike(name) && f.Tag.Get(config.PathTag) == "" {
+				t.Errorf("%s: option %q (%s.%s) names a file or folder but has no config:\"path\" tag", owner, name, typ, f.Name)
+			}
+			walk(owner, f.Type)
+		}
+	}
+	for _, f := range Builtin() {
+		walk(string(f.Kind())+" "+f.Type(), reflect.TypeOf(f.DefaultConfig()))
+	}
+	walk("server", reflect.TypeOf(server.DefaultConfig()))
 }

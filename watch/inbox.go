@@ -122,7 +122,7 @@ func (w *Watcher) takeInbox(ctx context.Context) error {
 // sinks (the local store keeps them beside it).
 func (w *Watcher) hookReady(ev HookEvent) bool {
 	switch ev.Event {
-	case "UserPromptSubmit", "Stop", "PermissionRequest", "Notification", "PostToolUse", "SubagentStop":
+	case "UserPromptSubmit", "Stop", "Interrupt", "PermissionRequest", "Notification", "PostToolUse", "SubagentStop":
 		return true
 	}
 	if ev.TranscriptPath == "" {
@@ -175,6 +175,10 @@ func (w *Watcher) applyHook(ctx context.Context, ev HookEvent) error {
 		to = core.StateRequiresAction
 	case "Stop":
 		to = core.StateIdle
+	case "Interrupt":
+		// The turn was cut short (Esc, a denied permission, a rewind):
+		// the session waits for a prompt again.
+		to = core.StateIdle
 	case "SessionStart":
 		d = core.SessionStart{Model: ev.Model, Source: ev.Source}
 	case "SessionEnd":
@@ -209,7 +213,11 @@ func (w *Watcher) applyHook(ctx context.Context, ev HookEvent) error {
 	if err != nil {
 		return err
 	}
-	c, err := m.Transition(to, "hook "+ev.Event)
+	reason := "hook " + ev.Event
+	if why := strings.Trim(ev.Source+", "+ev.Reason, ", "); ev.Event == "Interrupt" && why != "" {
+		reason += " (" + why + ")"
+	}
+	c, err := m.Transition(to, reason)
 	if err != nil {
 		w.Stats.StatesRefused.Add(1)
 		w.log.Debug("hook event implies a transition the state machine refuses; not recorded", "session", ev.SessionID, "error", err)

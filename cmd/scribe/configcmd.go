@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,7 @@ func newConfigCmd() *cobra.Command {
 			"configuration, then SCRIBE_ variables and flags), decodes every block into its component,\n" +
 			"and for the components in use (pipeline.sinks, pipeline.guards, resume.loaders) checks plugin\n" +
 			"binaries and their sha256, and token files. Every problem is reported, each at its file:line;\n" +
+			"each file or folder the configuration names is printed as written and as resolved (~ expanded);\n" +
 			"warnings (such as persistence guards left out) go to stderr. Exit status 2 when there are problems.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,7 +51,7 @@ func newConfigCmd() *cobra.Command {
 			return nil
 		},
 	}
-	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "ok", "problems", "warnings"} as JSON`)
+	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "ok", "problems", "warnings", "paths"} as JSON`)
 	c.AddCommand(check)
 	return c
 }
@@ -62,6 +64,10 @@ type checkReport struct {
 	OK       bool        `json:"ok"`
 	Problems []checkItem `json:"problems"`
 	Warnings []checkItem `json:"warnings"`
+	// Paths are the files and folders the configuration in use names
+	// (config_dir, the blocks in use, the server block), as written and
+	// as resolved (~ and ~user expanded).
+	Paths []config.PathOption `json:"paths"`
 }
 
 // checkItem is one problem or warning: where ("file:line:col", "env
@@ -112,6 +118,10 @@ func checkConfig(path string, env []string, flags *pflag.FlagSet) (checkReport, 
 		errs = append(errs, derrs...)
 		errs = append(errs, checkInUse(cfg, decoded, env)...)
 		rep.Warnings = itemsOf(cfg.Warnings)
+		rep.Paths = pathsInUse(cfg, decoded)
+	}
+	if rep.Paths == nil {
+		rep.Paths = []config.PathOption{}
 	}
 	rep.Problems = itemsOf(errs)
 	if rep.Warnings == nil {
@@ -133,7 +143,40 @@ func printCheck(out, errw io.Writer, rep checkReport, cfg *config.Config) {
 	if rep.OK {
 		fmt.Fprintf(out, "%s: ok (%d components; sinks %v; guards %v; loaders %v)\n",
 			rep.name(), len(cfg.Components), cfg.Pipeline.Sinks, cfg.Pipeline.Guards, cfg.Resume.Loaders)
+		printPaths(out, rep.Paths)
 	}
+}
+
+// printPaths says what each path of the configuration resolved to.
+func printPaths(out io.Writer, paths []config.PathOption) {
+	wd, _ := os.Getwd()
+	for _, p := range paths {
+		line := fmt.Sprintf("path %s = %q", p.Option, p.Written)
+		if p.Resolved != p.Written {
+			line += " -> " + p.Resolved
+		}
+		program := strings.HasSuffix(p.Option, ".command") || strings.HasSuffix(p.Option, ".command.0")
+		if !filepath.IsAbs(p.Resolved) && (!program || strings.ContainsRune(p.Resolved, filepath.Separator)) {
+			line += " (relative: " + filepath.Join(wd, p.Resolved) + " from this folder)"
+		}
+		fmt.Fprintln(out, line)
+	}
+}
+
+// pathsInUse lists the paths of config_dir, of the blocks in use and of
+// the server block, as written and resolved.
+func pathsInUse(cfg *config.Config, decoded map[blockRef]any) []config.PathOption {
+	out := append([]config.PathOption{}, cfg.Paths()...)
+	for _, r := range inUse(cfg) {
+		if c, ok := decoded[r]; ok {
+			comp, _ := cfg.Lookup(r.kind, r.id)
+			out = append(out, comp.Paths(c)...)
+		}
+	}
+	if c, ok := decoded[blockRef{kind: config.KindServer}]; ok && cfg.Server != nil {
+		out = append(out, cfg.Server.Paths(c)...)
+	}
+	return out
 }
 
 func joinPos(it checkItem) string {
@@ -176,7 +219,12 @@ func decodeAll(cfg *config.Config) (map[blockRef]any, []*config.Error) {
 		decoded[blockRef{comp.Kind, comp.ID}] = c
 	}
 	if cfg.Server != nil {
-		errs = append(errs, cfg.Server.DecodeAll(server.DefaultConfig())...)
+		sc := server.DefaultConfig()
+		if derrs := cfg.Server.DecodeAll(sc); len(derrs) > 0 {
+			errs = append(errs, derrs...)
+		} else {
+			decoded[blockRef{kind: config.KindServer}] = sc
+		}
 	}
 	return decoded, errs
 }
@@ -248,13 +296,13 @@ func checkInUse(cfg *config.Config, decoded map[blockRef]any, env []string) []*c
 					label, attr, builtinNote(cfg, r, attr), err)})
 			}
 		}
-		var tf struct {
-			TokenFile string `json:"token_file"`
-		}
-		if json.Unmarshal(comp.Body, &tf) == nil && tf.TokenFile != "" {
-			if err := checkTokenFile(tf.TokenFile); err != nil {
+		for _, p := range comp.Paths(c) {
+			if !strings.HasSuffix(p.Option, ".token_file") {
+				continue
+			}
+			if err := checkTokenFile(p.Resolved); err != nil {
 				errs = append(errs, &config.Error{Pos: attrPos(comp, "token_file"), Msg: fmt.Sprintf("%s: token_file %q%s: %v",
-					label, tf.TokenFile, builtinNote(cfg, r, "token_file"), err)})
+					label, p.Written, builtinNote(cfg, r, "token_file"), err)})
 			}
 		}
 	}

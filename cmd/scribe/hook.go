@@ -40,7 +40,7 @@ reads the hook event from stdin and records, through the pipeline and the same
 checkpoints as scribe watch (running both never doubles anything): the
 transcript's delta since the last hook, the subagent's transcript on
 SubagentStop, the session's state (UserPromptSubmit: running; a permission
-request or notification: requires_action; Stop: idle), and SessionStart,
+request or notification: requires_action; Stop or Interrupt: idle), and SessionStart,
 SessionEnd, PreCompact and PostCompact as lifecycle records.
 
 It never fails the user's turn: every error is logged to <state dir>/hook.log
@@ -152,7 +152,7 @@ func handleHook(cmd *cobra.Command, stateDir string, timeout time.Duration, logp
 	switch ev.Event {
 	case "SubagentStop":
 		paths = append(paths, ev.AgentTranscriptPath, jsonl.AgentMetaFile(ev.AgentTranscriptPath))
-	case "Stop", "SessionEnd", "PreCompact":
+	case "Stop", "Interrupt", "SessionEnd", "PreCompact":
 		// The session's folder: subagents, their .meta.json, tool results.
 		paths = append(paths, jsonl.SessionDirOf(ev.TranscriptPath))
 	}

@@ -226,3 +226,42 @@ func TestHookAndWatchTogetherNeverDouble(t *testing.T) {
 		t.Fatalf("watch took no hook event: %s", stderr)
 	}
 }
+
+// TestHookInterruptEndsTheTurn: Claude Code's Interrupt event (Esc, a
+// denied permission, a rewind) is recorded as the end of the turn: the
+// session's state goes back to idle and the hook logs no error.
+func TestHookInterruptEndsTheTurn(t *testing.T) {
+	we := newWatchEnv(t)
+	sim := watchsim.New(we.projects, 1, 5)
+	sess := sim.Sessions[0]
+	if err := sim.Step(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		t.Helper()
+		var cp struct {
+			States map[string]string `json:"states"`
+		}
+		if err := json.Unmarshal(mustReadFile(t, filepath.Join(we.archive, "scribe", "watch", "checkpoints.json")), &cp); err != nil {
+			t.Fatal(err)
+		}
+		return cp.States[sess.ID]
+	}
+	we.hook(t, hookEvent(sess, "UserPromptSubmit", "prompt", "fix it"))
+	if got := state(); got != "running" {
+		t.Fatalf("after UserPromptSubmit the checkpoints say %q, want running", got)
+	}
+	we.hook(t, hookEvent(sess, "Interrupt", "source", "user", "reason", "stop", "via", "escape"))
+	if got := state(); got != "idle" {
+		t.Fatalf("after Interrupt the checkpoints say %q, want idle", got)
+	}
+	if log, err := os.ReadFile(filepath.Join(we.archive, "scribe", "watch", "hook.log")); err == nil && strings.Contains(string(log), "not recorded") {
+		t.Fatalf("hook.log has an error:\n%s", log)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(we.archive, "scribe", "watch", "inbox")); len(ents) != 0 {
+		t.Fatalf("%d hook events left in the inbox", len(ents))
+	}
+}

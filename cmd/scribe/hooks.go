@@ -2,15 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -18,11 +16,7 @@ import (
 )
 
 // hookEvents are the Claude Code hook events scribe hook handles.
-var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "PostToolUse", "Stop", "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"}
-
-// scribeHookRE recognizes a command scribe installed, whatever binary path
-// it named.
-var scribeHookRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[/\\ "'])scribe[\w.-]*["']? hook( |$)`) })
+var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "PostToolUse", "Stop", "Interrupt", "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"}
 
 func newHooksCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -43,9 +37,16 @@ func newHooksCmd() *cobra.Command {
 
 --scope user (default) changes $CLAUDE_CONFIG_DIR/settings.json (~/.claude/settings.json),
 project .claude/settings.json and local .claude/settings.local.json in the current
-folder. Running it twice changes nothing the second time. The file is replaced
-atomically after its previous content is saved beside it as settings.json.scribe.bak;
-a settings.json that is not valid JSON is refused and left as it is. --dry-run prints
+folder. Running it twice changes nothing the second time. Only the groups scribe
+writes are touched ({"hooks": [{"type": "command", "command": "<this scribe> hook
+[--config FILE]", "timeout": 10}]}, nothing else in them); every other byte of the
+file stays as it is, so uninstall after install gives the file back as it was. A
+settings.json that is a symbolic link is written through it: its target is
+replaced atomically and the link stays. Before a change the file's content is
+kept beside it as settings.json.scribe.bak, or .scribe.bak.1, .2, ... when that
+is taken: no backup is ever overwritten. A settings.json that is not valid JSON,
+or that holds a key twice where scribe edits (two "hooks", an event twice in
+"hooks"), is refused and left as it is (exit 2). --dry-run prints
 the file as it would be and changes nothing.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return runHooks(cmd, install, scope, dryRun) },
@@ -88,9 +89,13 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	old, err := os.ReadFile(path)
+	target, err := followLinks(path)
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(target)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", target, err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -112,232 +117,102 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: scribe hook will record nothing with this configuration: %v\n", err)
 		}
 	}
-	updated, changes, err := mergeHooks(old, install, command)
+	names := []string{"scribe", "scribe-full", filepath.Base(exe)}
+	updated, changes, err := editHooks(old, install, command, names)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s: %w; nothing changed", path, err)}
 	}
 	out := cmd.OutOrStdout()
+	shown := path
+	if target != path {
+		shown = path + " -> " + target
+	}
 	if len(changes) == 0 {
-		fmt.Fprintf(out, "%s: nothing to change (scribe's hooks are %s)\n", path, map[bool]string{true: "installed", false: "not there"}[install])
+		fmt.Fprintf(out, "%s: nothing to change (scribe's hooks are %s)\n", shown, map[bool]string{true: "installed", false: "not there"}[install])
 		return nil
 	}
 	if dryRun {
-		fmt.Fprintf(out, "%s would change (%s):\n%s", path, strings.Join(changes, ", "), updated)
+		fmt.Fprintf(out, "%s would change (%s):\n%s", shown, strings.Join(changes, ", "), updated)
 		return nil
 	}
 	mode := os.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
+	if fi, err := os.Stat(target); err == nil {
 		mode = fi.Mode().Perm()
-		if err := durable.WriteFile(path+".scribe.bak", old, mode); err != nil {
-			return fmt.Errorf("back up %s: %w", path, err)
+		bak, err := backUpSettings(path, old, mode)
+		if err != nil {
+			return fmt.Errorf("back up %s: %w; nothing changed", path, err)
 		}
+		fmt.Fprintf(out, "%s: saved as %s\n", path, bak)
 	}
-	if err := durable.WriteFile(path, updated, mode); err != nil {
+	// Through a symbolic link, the target is replaced (its folder gets
+	// the temporary file): the link stays.
+	if err := durable.WriteFile(target, updated, mode); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: %s\n", path, strings.Join(changes, ", "))
+	fmt.Fprintf(out, "%s: %s\n", shown, strings.Join(changes, ", "))
 	return nil
 }
 
-// member is one key of a JSON object, in file order.
-type member struct {
-	key string
-	val json.RawMessage
-}
-
-// decodeObject reads a JSON object's members in order; ok is false when
-// data is not an object.
-func decodeObject(data []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, jsonPosError(data, dec, err)
+// followLinks returns the file path names after every symbolic link, even
+// one whose target does not exist yet (writing creates it there).
+func followLinks(path string) (string, error) {
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		return t, nil
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	var out []member
-	for dec.More() {
-		kt, err := dec.Token()
+	p := path
+	for range 40 {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
 		if err != nil {
-			return nil, jsonPosError(data, dec, err)
+			return "", err
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, jsonPosError(data, dec, err)
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
 		}
-		out = append(out, member{kt.(string), v})
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = t
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, jsonPosError(data, dec, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("text after the JSON object")
-	}
-	return out, nil
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
 }
 
-func jsonPosError(data []byte, dec *json.Decoder, err error) error {
-	off := int(dec.InputOffset())
-	line := 1 + bytes.Count(data[:min(off, len(data))], []byte{'\n'})
-	return fmt.Errorf("not valid JSON (line %d): %w", line, err)
-}
+// maxBackups bounds the backup generations hooks keeps beside a file.
+const maxBackups = 1000
 
-func encodeObject(ms []member) json.RawMessage {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range ms {
+// backUpSettings keeps old beside path as path.scribe.bak, else the first
+// free path.scribe.bak.N: a backup is never overwritten. When the newest
+// backup holds old already, it is the backup.
+func backUpSettings(path string, old []byte, mode os.FileMode) (string, error) {
+	newest := ""
+	for i := range maxBackups {
+		name := path + ".scribe.bak"
 		if i > 0 {
-			b.WriteByte(',')
+			name += "." + strconv.Itoa(i)
 		}
-		k, _ := json.Marshal(m.key)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(m.val)
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
-
-func setMember(ms []member, key string, val json.RawMessage) []member {
-	for i := range ms {
-		if ms[i].key == key {
-			ms[i].val = val
-			return ms
+		if _, err := os.Lstat(name); err == nil {
+			newest = name
+			continue
 		}
-	}
-	return append(ms, member{key, val})
-}
-
-func deleteMember(ms []member, key string) []member {
-	for i := range ms {
-		if ms[i].key == key {
-			return append(ms[:i], ms[i+1:]...)
-		}
-	}
-	return ms
-}
-
-// mergeHooks adds (or removes) scribe's hook entries in a settings.json,
-// keeping every other key and hook in its order. It returns the new file
-// and what changed (nothing: the file needs no write).
-func mergeHooks(old []byte, install bool, command string) ([]byte, []string, error) {
-	top := []member{}
-	if len(bytes.TrimSpace(old)) > 0 {
-		var err error
-		if top, err = decodeObject(old); err != nil {
-			return nil, nil, err
-		}
-	}
-	var hooks []member
-	for _, m := range top {
-		if m.key == "hooks" {
-			var err error
-			if hooks, err = decodeObject(m.val); err != nil {
-				return nil, nil, fmt.Errorf("\"hooks\": %w", err)
+		if newest != "" {
+			if b, err := os.ReadFile(newest); err == nil && bytes.Equal(b, old) {
+				return newest, nil
 			}
 		}
-	}
-	var changes []string
-	for _, ev := range hookEvents {
-		var groups []json.RawMessage
-		for _, m := range hooks {
-			if m.key == ev {
-				if err := json.Unmarshal(m.val, &groups); err != nil {
-					return nil, nil, fmt.Errorf("\"hooks\".%q is not a list of matcher groups: %w", ev, err)
-				}
-			}
+		err := durable.WriteFileNew(name, old, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue // made meanwhile: the next name
 		}
-		kept, found, err := withoutScribe(groups)
 		if err != nil {
-			return nil, nil, fmt.Errorf("\"hooks\".%q: %w", ev, err)
+			return "", err
 		}
-		had := len(found) > 0
-		switch {
-		case install && len(found) == 1 && found[0] == command:
-			continue
-		case install:
-			type handler struct {
-				Type    string `json:"type"`
-				Command string `json:"command"`
-				Timeout int    `json:"timeout"`
-			}
-			g, _ := json.Marshal(map[string]any{"hooks": []handler{{"command", command, 10}}})
-			if had {
-				// Another scribe binary or configuration: this one replaces it.
-				kept = append(kept, g)
-				changes = append(changes, "updated "+ev)
-			} else {
-				kept = append(groups, g)
-				changes = append(changes, "added "+ev)
-			}
-		case had:
-			changes = append(changes, "removed "+ev)
-		default:
-			continue
-		}
-		if len(kept) == 0 {
-			hooks = deleteMember(hooks, ev)
-			continue
-		}
-		b, _ := json.Marshal(kept)
-		hooks = setMember(hooks, ev, b)
+		return name, nil
 	}
-	if len(changes) == 0 {
-		return old, nil, nil
-	}
-	if len(hooks) == 0 {
-		top = deleteMember(top, "hooks")
-	} else {
-		top = setMember(top, "hooks", encodeObject(hooks))
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, encodeObject(top), "", "  "); err != nil {
-		return nil, nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), changes, nil
-}
-
-// withoutScribe drops scribe's handlers from matcher groups (and groups
-// left empty); found are their commands.
-func withoutScribe(groups []json.RawMessage) ([]json.RawMessage, []string, error) {
-	var kept []json.RawMessage
-	var found []string
-	for _, g := range groups {
-		ms, err := decodeObject(g)
-		if err != nil {
-			return nil, nil, err
-		}
-		var handlers []json.RawMessage
-		for _, m := range ms {
-			if m.key == "hooks" {
-				if err := json.Unmarshal(m.val, &handlers); err != nil {
-					return nil, nil, fmt.Errorf("a group's \"hooks\" is not a list: %w", err)
-				}
-			}
-		}
-		var rest []json.RawMessage
-		for _, h := range handlers {
-			var hd struct {
-				Type    string `json:"type"`
-				Command string `json:"command"`
-			}
-			if json.Unmarshal(h, &hd) == nil && hd.Type == "command" && scribeHookRE().MatchString(hd.Command) {
-				found = append(found, hd.Command)
-				continue
-			}
-			rest = append(rest, h)
-		}
-		if len(rest) == len(handlers) {
-			kept = append(kept, g)
-			continue
-		}
-		if len(rest) == 0 {
-			continue
-		}
-		b, _ := json.Marshal(rest)
-		kept = append(kept, encodeObject(setMember(ms, "hooks", b)))
-	}
-	return kept, found, nil
+	return "", fmt.Errorf("%d backups are there already (%s.scribe.bak…); remove old ones", maxBackups, path)
 }

@@ -116,7 +116,7 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 		}
 		store := dir
 		if jc.Dir != "" {
-			if store, err = filepath.Abs(expandHome(jc.Dir)); err != nil {
+			if store, err = filepath.Abs(jc.Dir); err != nil {
 				return nil, fmt.Errorf("sink %s: dir %q: %w", id, jc.Dir, err)
 			}
 		}
@@ -184,15 +184,6 @@ func (ws *watchSetup) moveOldInbox(log hclog.Logger) {
 
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
-}
-
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, strings.TrimPrefix(p, "~"))
-		}
-	}
-	return p
 }
 
 // defaultStateDir is <first archive>/scribe/watch, else
@@ -478,7 +469,7 @@ func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, er
 		d, err := claudeConfigDir(cfg)
 		return jsonl.Layout{ConfigDir: d}, true, err
 	}
-	abs, err := filepath.Abs(expandHome(dir))
+	abs, err := filepath.Abs(dir) // ~ was expanded by the configuration
 	if err != nil {
 		return jsonl.Layout{}, true, err
 	}

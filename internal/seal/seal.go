@@ -28,9 +28,9 @@ var ErrNoKey = errors.New("no encryption key configured")
 // environment variable or a command (its standard output). Trailing
 // newlines are trimmed.
 type KeySource struct {
-	File    string   `json:"file,omitempty"`
+	File    string   `json:"file,omitempty" config:"path"`
 	Env     string   `json:"env,omitempty"`
-	Command []string `json:"command,omitempty"`
+	Command []string `json:"command,omitempty" config:"command"`
 }
 
 // IsZero reports whether no source is set.

@@ -449,7 +449,7 @@ type LoaderConfig struct {
 	// Token is the bearer token; TokenFile names a file holding it
 	// instead (read at every load). Exactly one of them is set.
 	Token     string `json:"token"`
-	TokenFile string `json:"token_file"`
+	TokenFile string `json:"token_file" config:"path"`
 	// Timeout bounds each request.
 	Timeout string `json:"timeout"`
 }

@@ -25,7 +25,7 @@ type Config struct {
 	// locks) under, laid out as Claude Code lays out its config folder;
 	// "" is Claude's config folder itself. An archive names a folder of
 	// its own here.
-	Dir string `json:"dir"`
+	Dir string `json:"dir" config:"path"`
 	// Fsync is always, batch (default) or never.
 	Fsync string `json:"fsync"`
 	// DrainInterval is a duration; "" picks 100ms, or 10ms when a cloud

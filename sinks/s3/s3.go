@@ -53,7 +53,7 @@ type Config struct {
 	// CredentialsFile is a shared credentials file (AWS's ini format);
 	// Profile picks its section. Without it, AWS_ACCESS_KEY_ID and
 	// AWS_SECRET_ACCESS_KEY are used when set, else the default AWS chain.
-	CredentialsFile string `json:"credentials_file"`
+	CredentialsFile string `json:"credentials_file" config:"path"`
 	Profile         string `json:"profile"`
 	// SecretAccessKey and SessionToken exist only to refuse them: secrets
 	// are never written in the configuration.

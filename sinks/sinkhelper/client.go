@@ -29,7 +29,7 @@ type ClientConfig struct {
 	// rotated token is picked up. One of them is needed to talk to the
 	// server (ErrNoToken when neither is set), not both.
 	Token     string `json:"token"`
-	TokenFile string `json:"token_file"`
+	TokenFile string `json:"token_file" config:"path"`
 	// Timeout bounds each request (a PUT, a GET, a POST).
 	Timeout string `json:"timeout"`
 	// MaxAttempts attempts make a round; after a failed round the server
@@ -43,7 +43,7 @@ type ClientConfig struct {
 	QueueSize  int   `json:"queue_size"`
 	QueueBytes int64 `json:"queue_bytes"`
 	// SpoolDir is the spool folder; "" is <config dir>/scribe/spool/<type>/<name>.
-	SpoolDir string `json:"spool_dir"`
+	SpoolDir string `json:"spool_dir" config:"path"`
 	// SpoolMaxBytes bounds the spool; past it new entries are dropped
 	// (counted and logged).
 	SpoolMaxBytes int64 `json:"spool_max_bytes"`
