@@ -17,8 +17,9 @@ import (
 // line ends), what scribe adds follows the file's own layout, and removing
 // what it added gives the original file back byte for byte.
 
-// hookTimeout is the timeout, in seconds, of the hook handler scribe writes.
-const hookTimeout = 10
+// hookHandlerTimeout is the timeout, in seconds, of the hook handler scribe
+// writes into settings.json (Claude Code's limit on the process).
+const hookHandlerTimeout = 10
 
 // jsonItem is a member of an object or an element of an array, as spans of
 // the file: from its key (or the element) to the end of its value.
@@ -307,7 +308,7 @@ func (le listEdit) edits(b []byte, l jsonList, st jsonStyle) []edit {
 
 // scribeGroup is the matcher group hooks install writes for command.
 func scribeGroup(command string) any {
-	return []member{{"hooks", []any{[]member{{"type", "command"}, {"command", command}, {"timeout", hookTimeout}}}}}
+	return []member{{"hooks", []any{[]member{{"type", "command"}, {"command", command}, {"timeout", hookHandlerTimeout}}}}}
 }
 
 // scribeGroupCommand returns the command of g, a checked JSON value, when
@@ -348,7 +349,7 @@ func scribeGroupCommand(g []byte, names []string) (string, bool) {
 	}
 	typ, _ := jsonv.String(got["type"])
 	cmd, ok := jsonv.String(got["command"])
-	if n != 3 || len(got) != 3 || typ != "command" || string(got["timeout"]) != fmt.Sprint(hookTimeout) || !ok {
+	if n != 3 || len(got) != 3 || typ != "command" || string(got["timeout"]) != fmt.Sprint(hookHandlerTimeout) || !ok {
 		return "", false
 	}
 	return cmd, isScribeCommand(cmd, names)
