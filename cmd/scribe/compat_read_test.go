@@ -169,7 +169,7 @@ func TestReadCommandsMatchTheSDKOnSDK337Fixtures(t *testing.T) {
 
 	const onlyAgents = "a3370012-0000-4000-8000-000000000012"
 	out, errOut, code := testenv.RunBinary(t, testenv.BuildScribe(t), cleanEnv(), "", "show", "--config-dir", dir, onlyAgents, "--json")
-	if code != 0 || strings.TrimSpace(out) != "[]" {
+	if code != 0 || strings.TrimSpace(out) != "[]" || !strings.Contains(errOut, "no transcript to read") {
 		t.Errorf("show --json of a session with only subagent files: exit %d, %q %s; want [] (the SDK's %d messages)",
 			code, out, errOut, len(p.Messages(t, dir, onlyAgents, "", false)))
 	}
