@@ -52,8 +52,8 @@ func sdk337Sessions(t *testing.T, cfg string) []string {
 		}
 	}
 	sort.Strings(ids)
-	if len(ids) < 12 {
-		t.Fatalf("testdata/sdk-0.3.337 has %d sessions, want 12", len(ids))
+	if len(ids) < 15 {
+		t.Fatalf("testdata/sdk-0.3.337 has %d sessions, want 15", len(ids))
 	}
 	return ids
 }
@@ -79,11 +79,14 @@ func TestSDK337FixturesListing(t *testing.T) {
 		shown[in.SessionID] = in
 	}
 	// nestedSession after "userType": on the first and the last row: hidden.
-	if _, ok := shown["a3370004-0000-4000-8000-000000000004"]; ok {
-		t.Error("a nested session is listed with includeProgrammatic false")
+	for _, id := range []string{"a3370004-0000-4000-8000-000000000004", "a3370013-0000-4000-8000-000000000013",
+		"a3370015-0000-4000-8000-000000000015"} {
+		if _, ok := shown[id]; ok {
+			t.Errorf("nested session %s is listed with includeProgrammatic false", id)
+		}
 	}
 	for _, id := range []string{"a3370005-0000-4000-8000-000000000005", "a3370006-0000-4000-8000-000000000006",
-		"a3370007-0000-4000-8000-000000000007"} {
+		"a3370007-0000-4000-8000-000000000007", "a3370014-0000-4000-8000-000000000014"} {
 		if _, ok := shown[id]; !ok {
 			t.Errorf("%s is hidden with includeProgrammatic false", id)
 		}
