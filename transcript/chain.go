@@ -5,7 +5,7 @@ package transcript
 // getSessionMessages (main files) and getSubagentMessages (subagent files).
 //
 // The rules follow the SDK's shipped code (@anthropic-ai/claude-agent-sdk
-// 0.3.332), written anew here:
+// 0.3.337), written anew here:
 //
 //   - Only user, assistant, progress, system and attachment rows with a
 //     string uuid take part (user, assistant and attachment in a subagent
@@ -21,7 +21,9 @@ package transcript
 //     uuid seen twice.
 //   - Rows of a split assistant message (same message.id) that are off the
 //     chain, and their tool_result rows, are put back after the chain row
-//     holding that message id.
+//     holding that message id (in subagent files too since 0.3.337, after
+//     leaving out cancelled or shutdown-interrupted rows whose results
+//     another row gives).
 //   - Queued-command attachments hanging below the leaf are appended.
 //
 // JSON values keep JavaScript's meaning: a flag is "set" when the SDK's
@@ -39,8 +41,9 @@ import (
 type ChainOptions struct {
 	// Sidechain selects the subagent rule (getSubagentMessages): only user,
 	// assistant and attachment rows count, the chain ends at the last user or
-	// assistant row in the file, and there is no compact relinking and no
-	// split-assistant repair.
+	// assistant row in the file, and there is no compact relinking; the
+	// split-assistant repair runs without the rows a retry made redundant
+	// (see sideOrder).
 	Sidechain bool
 }
 

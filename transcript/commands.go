@@ -214,7 +214,7 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 	}
 	a := r.f.get(fAttachment)
 	var at [nFields]jv
-	var prompt, srcUUID, forwarded, mode, runID jv
+	var prompt, srcUUID, forwarded, mode, runID, waiting jv
 	eachField(a, func(k []byte, v jv) {
 		switch string(k) {
 		case "type":
@@ -233,6 +233,8 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 			mode = v
 		case "runId":
 			runID = v
+		case "resultEndsInWaitingNote":
+			waiting = v
 		}
 	})
 	origin := at[fOrigin]
@@ -277,7 +279,7 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 	n.f.set(fTimestamp, r.f.get(fTimestamp))
 	var msg objBuilder
 	msg.add("role", jstr(core.TypeUser))
-	msg.add("content", prompt)
+	msg.add("content", pluginPrompt(prompt, origin))
 	n.f.set(fMessage, msg.done())
 	if at[fMeta].truthy() {
 		n.f.set(fMeta, jv("true"))
@@ -285,6 +287,9 @@ func queuedToUser(r *row, use bool, uuids map[string]bool, keepMeta bool) *row {
 		n.f.set(fMeta, jv("false"))
 	}
 	n.f.set(fOrigin, o)
+	if waiting.isTrue() {
+		n.f.set(fWaitingNote, jv("true"))
+	}
 	n.f.set(fQueuedCommand, jv("true"))
 	n.f.set(fSidechain, r.f.get(fSidechain))
 	n.f.set(fTeam, r.f.get(fTeam))

@@ -54,7 +54,69 @@ func (c *Chain) buildSidechain() {
 	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
 		path[i], path[j] = path[j], path[i]
 	}
-	c.path = path
+	onPath := make(mapSet, len(path))
+	for _, r := range path {
+		onPath[r.uuid] = true
+	}
+	c.path = reattach(rowSplitRules, sideOrder(c.all), path, onPath, nil)
+}
+
+// sideOrder is the SDK's map of a subagent file's rows (first-seen order,
+// last value) for the split-assistant repair, which it runs on subagent
+// chains since 0.3.337, less the rows a retry made redundant: a row marked
+// toolDenialKind "cancelled" or interruptedByShutdown whose tool_result
+// ids are all answered by another row (one that is not so marked, or a
+// marked one later in the map) is left out. Such rows stay on the chain
+// when they are on it.
+func sideOrder(all []*row) []*row {
+	slot := make(map[string]int, len(all))
+	order := make([]*row, 0, len(all))
+	for _, r := range all {
+		if i, ok := slot[r.uuid]; ok {
+			order[i] = r
+			continue
+		}
+		slot[r.uuid] = len(order)
+		order = append(order, r)
+	}
+	marked := func(r *row) bool {
+		return r.f.get(fDenialKind).strEq("cancelled") || r.f.get(fInterruptedByShutdown).isTrue()
+	}
+	answered := map[string]bool{}
+	var cands []int
+	for i, r := range order {
+		if marked(r) {
+			cands = append(cands, i)
+			continue
+		}
+		for _, id := range r.ids("tool_result", "tool_use_id") {
+			answered[id] = true
+		}
+	}
+	drop := map[int]bool{}
+	for k := len(cands) - 1; k >= 0; k-- {
+		ids := order[cands[k]].ids("tool_result", "tool_use_id")
+		all := len(ids) > 0
+		for _, id := range ids {
+			all = all && answered[id]
+		}
+		if all {
+			drop[cands[k]] = true
+		}
+		for _, id := range ids {
+			answered[id] = true
+		}
+	}
+	if len(drop) == 0 {
+		return order
+	}
+	kept := order[:0:0]
+	for i, r := range order {
+		if !drop[i] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
 // Queued-command delivery bookkeeping (main files)

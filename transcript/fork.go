@@ -1,7 +1,7 @@
 package transcript
 
 // Forking a session: the rules of the Claude Agent SDK's forkSession
-// (@anthropic-ai/claude-agent-sdk 0.3.332), written anew from its shipped
+// (@anthropic-ai/claude-agent-sdk 0.3.337), written anew from its shipped
 // code and checked against it by sinks/jsonl's compatibility tests.
 //
 // The source is read as the SDK's loader reads it: every line that parses
@@ -14,6 +14,11 @@ package transcript
 //	history-suppression        if the source has one
 //	hybrid-organization ...    one per organization named in the source
 //	session-owner              the first restricted owner of the source
+//	isolation-latch            side "connectors", when the source has one
+//	                           with a truthy side other than "web"
+//	api-request-route ...      one per distinct route the source records
+//	                           (providers and credentials normalised), else
+//	                           the "unrecorded" one: every fork has one
 //	the transcript rows        sidechain and progress rows left out
 //	content-replacement        all of the source's replacements, in one row
 //	atis-latch, tools-used     the source's last one
@@ -66,8 +71,9 @@ type ForkOptions struct {
 	// KeepUUIDs forks the way Claude Code's /branch does: rows keep their
 	// uuids (and timestamps); each row's parentUuid is re-linked to the
 	// nearest kept row above it (through progress rows, as in the SDK
-	// fork); sessionId is replaced, isSidechain set to false, sessionKind
-	// removed, requestSessionId and forkedFrom added. Everything else on the
+	// fork); sessionId is replaced, isSidechain set to false, sessionKind,
+	// entrypointInherited and nestedSession removed (Claude Code 2.1.337's
+	// /branch clears the last two), requestSessionId and forkedFrom added. Everything else on the
 	// row is left as it is. The rows chosen and the metadata carried are
 	// those of the SDK fork.
 	KeepUUIDs bool
@@ -104,21 +110,25 @@ type ForkResult struct {
 //     uuids (a parent that is a progress row is followed to its own parent;
 //     a parent outside the copy becomes null);
 //   - sessionId set to the fork's; isSidechain false; teamName,
-//     agentName, sessionKind, slug, sourceToolAssistantUUID,
-//     summarizedTurnPromptUuids, droppedPromptUuids, sentAsUuid,
-//     rowsAheadOfPutBack and turnAttributionKey removed;
+//     agentName, sessionKind, entrypointInherited, nestedSession, slug,
+//     sourceToolAssistantUUID, summarizedTurnPromptUuids,
+//     droppedPromptUuids, sentAsUuid, turnAttributionKey and askedToGoOn
+//     removed (rowsAheadOfPutBack is kept since 0.3.337);
 //   - requestSessionId (assistant rows only: the row's requestSessionId,
 //     else its forkedFrom.sessionId, else its sessionId; removed elsewhere)
 //     and forkedFrom {sessionId, messageUuid} naming the source row;
 //   - its timestamp, except the last row, which gets the fork time;
 //   - uuids inside compactMetadata.preservedMessages/preservedSegment,
-//     deferred_tools_record announcements and queued-command source_uuid
+//     deferred_tools_record announcements, attachment_answer.rowUuid,
+//     blocked_prompts_withdrawn.prompts/rest and queued-command source_uuid
 //     mapped too; model_refusal_fallback rows get neutralizedByFork:true.
 //
 // With UpTo, the rows are those up to the named one in file order, less:
 // compact boundaries (and what follows them) after the last user or
 // assistant row of the cut; and the rows of branches that a compact
-// boundary cut off from the conversation ending at the cut.
+// boundary cut off from the conversation ending at the cut. Plugin state
+// rows after the cut (system, content "", pluginRow.name "state:kept")
+// that hang off the kept chain are added, parented on the last row.
 func Fork(source []core.Entry, sourceSessionID string, opt ForkOptions) (ForkResult, error) {
 	f := &forker{src: sourceSessionID, opt: opt, flows: map[string]*fkFlow{}, uncovered: map[string]bool{}}
 	f.newUUID = opt.NewUUID

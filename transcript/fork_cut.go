@@ -39,9 +39,52 @@ func (f *forker) cut(rows []*fkRow, upTo string) ([]*fkRow, error) {
 		return nil, fmt.Errorf("%w: %s in session %s", core.ErrMessageNotFound, upTo, f.src)
 	}
 	at := rows[b].uuid
-	rows = fkDropTrailingBoundary(rows[:b+1])
-	rows = fkUnpreserve(at, rows)
-	return f.dropDeadBranches(rows)
+	after := rows[b+1:]
+	kept := fkDropTrailingBoundary(rows[:b+1])
+	kept = fkUnpreserve(at, kept)
+	if kept, err = f.dropDeadBranches(kept); err != nil {
+		return nil, err
+	}
+	return fkKeepStateRows(kept, after), nil
+}
+
+// fkKeepStateRows carries into a cut fork the plugin state rows that come
+// after the cut (SDK 0.3.337): walking the rows after the cut in file
+// order, a row that is not a user or assistant row and hangs off the kept
+// chain (its parent is the last kept row or such a row) joins it; when it
+// is a system row with content "" and pluginRow.name "state:kept" it is
+// copied, parented on the last row of the fork so far.
+func fkKeepStateRows(kept, after []*fkRow) []*fkRow {
+	var last []byte // the last kept row's uuid as JSON; nil when none
+	if n := len(kept); n > 0 {
+		last = core.AppendJSString(nil, kept[n-1].uuid)
+	}
+	hang := map[string]bool{}
+	hangs := func(p []byte) bool {
+		if p == nil {
+			return last == nil // undefined === undefined
+		}
+		s, ok := fkStr(p)
+		return ok && (hang[s] || last != nil && fkSame(p, last))
+	}
+	for _, r := range after {
+		if r.typ == core.TypeUser || r.typ == core.TypeAssistant || !hangs(r.obj.get("parentUuid")) {
+			continue
+		}
+		hang[r.uuid] = true
+		if r.typ != core.TypeSystem || !fkStrIs(r.obj.get("content"), "") ||
+			!fkStrIs(fkField(r.obj.get("pluginRow"), "name"), "state:kept") {
+			continue
+		}
+		parent := fkNull
+		if n := len(kept); n > 0 {
+			parent = core.AppendJSString(nil, kept[n-1].uuid)
+		}
+		obj := r.obj.clone()
+		obj.set("parentUuid", parent)
+		kept = append(kept, &fkRow{obj: obj, uuid: r.uuid, typ: r.typ})
+	}
+	return kept
 }
 
 func fkFirstIndex(rows []*fkRow) map[string]int {

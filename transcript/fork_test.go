@@ -71,7 +71,7 @@ func forkTestSame(t *testing.T, got, want []string) {
 
 func TestForkRewritesRows(t *testing.T) {
 	got := forkTestRun(t, ForkOptions{},
-		`{"parentUuid":null,"isSidechain":false,"promptId":"p","type":"user","message":{"role":"user","content":"Fix it"},"uuid":"u1","timestamp":"T1","cwd":"/w","sessionId":"`+forkTestSrc+`","slug":"s","sessionKind":"k"}`,
+		`{"parentUuid":null,"isSidechain":false,"promptId":"p","type":"user","message":{"role":"user","content":"Fix it"},"uuid":"u1","timestamp":"T1","cwd":"/w","sessionId":"`+forkTestSrc+`","slug":"s","sessionKind":"k","entrypointInherited":true,"nestedSession":true,"askedToGoOn":true,"rowsAheadOfPutBack":2}`,
 		`{"parentUuid":"u1","isSidechain":false,"type":"progress","data":{},"uuid":"p1","timestamp":"T2","sessionId":"`+forkTestSrc+`"}`,
 		`{"parentUuid":"p1","isSidechain":false,"teamName":"t","message":{"id":"m","role":"assistant","content":[]},"type":"assistant","uuid":"a1","timestamp":"T3","sessionId":"old"}`,
 		`{"parentUuid":null,"isSidechain":true,"agentId":"x","type":"user","message":{"role":"user","content":"side"},"uuid":"s1","timestamp":"T4","sessionId":"`+forkTestSrc+`"}`,
@@ -80,9 +80,11 @@ func TestForkRewritesRows(t *testing.T) {
 		`{"type":"last-prompt","lastPrompt":"more","sessionId":"`+forkTestSrc+`"}`,
 	)
 	// n-1..n-4 are the rows' uuids (the progress row's included), n-5 the
-	// session, n-6 the title row.
+	// session, n-6 the title row. Since SDK 0.3.337 entrypointInherited,
+	// nestedSession and askedToGoOn go, and rowsAheadOfPutBack stays.
 	forkTestSame(t, got, []string{
-		`{"parentUuid":null,"isSidechain":false,"promptId":"p","type":"user","message":{"role":"user","content":"Fix it"},"uuid":"n-1","timestamp":"T1","cwd":"/w","sessionId":"n-5","forkedFrom":{"sessionId":"` + forkTestSrc + `","messageUuid":"u1"}}`,
+		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"n-5"}`,
+		`{"parentUuid":null,"isSidechain":false,"promptId":"p","type":"user","message":{"role":"user","content":"Fix it"},"uuid":"n-1","timestamp":"T1","cwd":"/w","sessionId":"n-5","rowsAheadOfPutBack":2,"forkedFrom":{"sessionId":"` + forkTestSrc + `","messageUuid":"u1"}}`,
 		`{"parentUuid":"n-1","isSidechain":false,"message":{"id":"m","role":"assistant","content":[]},"type":"assistant","uuid":"n-3","timestamp":"T3","sessionId":"n-5","requestSessionId":"old","forkedFrom":{"sessionId":"` + forkTestSrc + `","messageUuid":"a1"}}`,
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"more"},"uuid":"n-4","sessionId":"n-5","timestamp":"2026-03-04T05:06:07.890Z","isSidechain":false,"forkedFrom":{"sessionId":"` + forkTestSrc + `","messageUuid":"u2"}}`,
 		`{"type":"custom-title","sessionId":"n-5","customTitle":"Fix it (fork)","uuid":"n-6","timestamp":"2026-03-04T05:06:07.890Z"}`,
@@ -93,6 +95,7 @@ func TestForkKeepsBytesOfUntouchedValues(t *testing.T) {
 	got := forkTestRun(t, ForkOptions{NewSessionID: forkTestNew, Title: "t"},
 		`{ "parentUuid" : null , "type":"user","message": {"role": "user", "content": "caf\u00e9 <&>"},"uuid":"u1","timestamp":"T","sessionId":"s","2":1,"10":2,"dup":1,"dup":2}`)
 	forkTestSame(t, got, []string{
+		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"` + forkTestNew + `"}`,
 		`{"2":1,"10":2,"parentUuid":null,"type":"user","message":{"role": "user", "content": "caf\u00e9 <&>"},"uuid":"n-1","timestamp":"2026-03-04T05:06:07.890Z","sessionId":"` + forkTestNew + `","dup":2,"isSidechain":false,"forkedFrom":{"sessionId":"` + forkTestSrc + `","messageUuid":"u1"}}`,
 		`{"type":"custom-title","sessionId":"` + forkTestNew + `","customTitle":"t","uuid":"n-2","timestamp":"2026-03-04T05:06:07.890Z"}`,
 	})
@@ -104,6 +107,14 @@ func TestForkCarriesMetadata(t *testing.T) {
 		`{"type":"history-suppression","sessionId":"x"}`,
 		`{"type":"session-owner","accountUuid":"acc","restricted":["ldr"]}`,
 		`{"type":"hybrid-organization","organizationUuid":"ABCDEF00-0000-4000-8000-000000000000"}`,
+		`{"type":"isolation-latch","side":"web","sessionId":"`+s+`"}`,
+		`{"type":"isolation-latch","side":1,"sessionId":"`+s+`"}`,
+		`{"type":"api-request-route","provider":"bedrock","credential":"cloud","sessionId":"`+s+`"}`,
+		`{"type":"api-request-route","provider":"anthropicFoo","credential":"login","sessionId":"x"}`,
+		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"`+s+`"}`,
+		`{"type":"api-request-route","provider":"bedrock","credential":"cloud","sessionId":"`+s+`"}`,
+		`{"type":"api-request-route","provider":"unrecorded","credential":"key","sessionId":"`+s+`"}`,
+		`{"type":"api-request-route","provider":"vertex","sessionId":"`+s+`"}`,
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"T","sessionId":"`+s+`"}`,
 		`{"type":"content-replacement","sessionId":"`+s+`","replacements":[{"a":1},2]}`,
 		`{"type":"content-replacement","sessionId":"other","replacements":[{"b":1}]}`,
@@ -120,6 +131,11 @@ func TestForkCarriesMetadata(t *testing.T) {
 		`{"type":"history-suppression","sessionId":"` + n + `","cause":"fork_inherit","ts":"2026-03-04T05:06:07.890Z"}`,
 		`{"type":"hybrid-organization","sessionId":"` + n + `","organizationUuid":"abcdef00-0000-4000-8000-000000000000"}`,
 		`{"type":"session-owner","sessionId":"` + n + `","accountUuid":"acc","restricted":["ldr"]}`,
+		`{"type":"isolation-latch","side":"connectors","sessionId":"` + n + `"}`,
+		`{"type":"api-request-route","provider":"bedrock","credential":"cloud","sessionId":"` + n + `"}`,
+		`{"type":"api-request-route","provider":"other","credential":"login","sessionId":"` + n + `"}`,
+		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"` + n + `"}`,
+		`{"type":"api-request-route","provider":"other","credential":"key","sessionId":"` + n + `"}`,
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"n-1","timestamp":"2026-03-04T05:06:07.890Z","sessionId":"` + n + `","isSidechain":false,"forkedFrom":{"sessionId":"` + s + `","messageUuid":"u1"}}`,
 		`{"type":"content-replacement","sessionId":"` + n + `","replacements":[{"a":1}],"uuid":"n-2","timestamp":"2026-03-04T05:06:07.890Z"}`,
 		`{"type":"atis-latch","sessionId":"` + n + `","atis":"ok"}`,
@@ -138,16 +154,27 @@ func TestForkMapsUUIDsInsideRows(t *testing.T) {
 		`{"parentUuid":"b1","type":"attachment","attachment":{"type":"queued_command","source_uuid":"u1"},"uuid":"q1","timestamp":"T4","sessionId":"s"}`,
 		`{"parentUuid":"q1","type":"attachment","attachment":{"type":"deferred_tools_record","nameOnlyAnnouncements":["p1","u1","x"]},"uuid":"d1","timestamp":"T5","sessionId":"s"}`,
 		`{"parentUuid":"d1","type":"system","subtype":"model_refusal_fallback","uuid":"m1","timestamp":"T6","sessionId":"s"}`,
+		`{"parentUuid":"m1","type":"attachment","attachment":{"type":"attachment_answer","rowUuid":"p1","x":1},"uuid":"aa1","timestamp":"T7","sessionId":"s"}`,
+		`{"parentUuid":"aa1","type":"attachment","attachment":{"type":"attachment_answer","rowUuid":"nope"},"uuid":"aa2","timestamp":"T8","sessionId":"s"}`,
+		`{"parentUuid":"aa2","type":"attachment","attachment":{"type":"blocked_prompts_withdrawn","prompts":["u1",7,"zz"],"rest":["aa1"]},"uuid":"bw1","timestamp":"T9","sessionId":"s"}`,
+		`{"parentUuid":"bw1","type":"attachment","attachment":{"type":"blocked_prompts_withdrawn","prompts":["u1"],"rest":"aa1"},"uuid":"bw2","timestamp":"T10","sessionId":"s"}`,
 	)
 	want := []string{
+		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"X"}`,
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"n-1","timestamp":"T1","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"u1"}}`,
 		// logicalParentUuid may name a progress row; compactMetadata's
 		// preserved uuids map only to copied rows; runningTurnSends goes.
 		`{"parentUuid":null,"logicalParentUuid":"n-2","type":"system","subtype":"compact_boundary","compactMetadata":{"trigger":"auto","preservedSegment":{"headUuid":"n-1","tailUuid":"zz"}},"uuid":"n-3","timestamp":"T3","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"b1"}}`,
 		`{"parentUuid":"n-3","type":"attachment","attachment":{"type":"queued_command","source_uuid":"n-1"},"uuid":"n-4","timestamp":"T4","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"q1"}}`,
 		`{"parentUuid":"n-4","type":"attachment","attachment":{"type":"deferred_tools_record","nameOnlyAnnouncements":["n-2","n-1"]},"uuid":"n-5","timestamp":"T5","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"d1"}}`,
-		`{"parentUuid":"n-5","type":"system","subtype":"model_refusal_fallback","uuid":"n-6","timestamp":"2026-03-04T05:06:07.890Z","sessionId":"X","neutralizedByFork":true,"isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"m1"}}`,
-		`{"type":"custom-title","sessionId":"X","customTitle":"t","uuid":"n-7","timestamp":"2026-03-04T05:06:07.890Z"}`,
+		`{"parentUuid":"n-5","type":"system","subtype":"model_refusal_fallback","uuid":"n-6","timestamp":"T6","sessionId":"X","neutralizedByFork":true,"isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"m1"}}`,
+		// SDK 0.3.337: attachment_answer's rowUuid and the elements of
+		// blocked_prompts_withdrawn's prompts and rest (both arrays) map.
+		`{"parentUuid":"n-6","type":"attachment","attachment":{"type":"attachment_answer","rowUuid":"n-2","x":1},"uuid":"n-7","timestamp":"T7","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"aa1"}}`,
+		`{"parentUuid":"n-7","type":"attachment","attachment":{"type":"attachment_answer","rowUuid":"nope"},"uuid":"n-8","timestamp":"T8","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"aa2"}}`,
+		`{"parentUuid":"n-8","type":"attachment","attachment":{"type":"blocked_prompts_withdrawn","prompts":["n-1",7,"zz"],"rest":["n-7"]},"uuid":"n-9","timestamp":"T9","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"bw1"}}`,
+		`{"parentUuid":"n-9","type":"attachment","attachment":{"type":"blocked_prompts_withdrawn","prompts":["u1"],"rest":"aa1"},"uuid":"n-10","timestamp":"2026-03-04T05:06:07.890Z","sessionId":"X","isSidechain":false,"forkedFrom":{"sessionId":"S","messageUuid":"bw2"}}`,
+		`{"type":"custom-title","sessionId":"X","customTitle":"t","uuid":"n-11","timestamp":"2026-03-04T05:06:07.890Z"}`,
 	}
 	for i := range want {
 		want[i] = strings.NewReplacer(`"X"`, `"`+forkTestNew+`"`, `"S"`, `"`+forkTestSrc+`"`).Replace(want[i])
@@ -190,6 +217,30 @@ func TestForkUpTo(t *testing.T) {
 			t.Errorf("UpTo %s: rows %v, want %v", c.upTo, got, c.want)
 		}
 	}
+	// SDK 0.3.337: plugin state rows (system, content "", pluginRow.name
+	// "state:kept") after the cut that hang off the kept chain, through
+	// other non-message rows, come along, parented on the fork's last row.
+	state := func(id, parent, name string) string {
+		return `{"parentUuid":"` + parent + `","type":"system","content":"","pluginRow":{"name":"` + name + `"},"uuid":"` + id + `","timestamp":"T9","sessionId":"s"}`
+	}
+	kept := append(append([]string(nil), rows[:2]...),
+		state("k1", "a1", "state:kept"),
+		`{"parentUuid":"k1","type":"attachment","attachment":{"type":"x"},"uuid":"x1","timestamp":"T9","sessionId":"s"}`,
+		state("k2", "x1", "state:kept"),
+		state("k3", "a1", "state:other"),
+		state("k4", "u9", "state:kept"),
+		`{"parentUuid":"a1","type":"user","message":{"role":"user","content":"later"},"uuid":"u3","timestamp":"T9","sessionId":"s"}`,
+		state("k5", "u3", "state:kept"),
+	)
+	lines := forkTestRun(t, ForkOptions{UpTo: "a1"}, kept...)
+	if got := origins(lines); strings.Join(got, ",") != "u1,a1,k1,k2" {
+		t.Errorf("UpTo a1 with state rows: rows %v, want u1,a1,k1,k2", got)
+	}
+	// k1 hangs on a1's copy (n-3; n-1 went to the cut's probe row), k2 on
+	// k1's (n-4).
+	if len(lines) < 5 || !strings.Contains(lines[3], `"parentUuid":"n-3"`) || !strings.Contains(lines[4], `"parentUuid":"n-4"`) {
+		t.Errorf("state rows not parented on the fork's last row:\n%s", strings.Join(lines, "\n"))
+	}
 	_, err := Fork(forkTestEntries(t, rows...), forkTestSrc, ForkOptions{UpTo: "nowhere-1234"})
 	if !errors.Is(err, core.ErrMessageNotFound) || !strings.Contains(err.Error(), "nowhere-1234") {
 		t.Errorf("unknown UpTo: %v", err)
@@ -221,13 +272,15 @@ func TestForkDropsBranchesCutOffByCompaction(t *testing.T) {
 
 func TestForkKeepUUIDs(t *testing.T) {
 	got := forkTestRun(t, ForkOptions{KeepUUIDs: true, NewSessionID: forkTestNew, Title: "b"},
-		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","timestamp":"T1","sessionId":"s","slug":"keep","sessionKind":"k"}`,
+		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","timestamp":"T1","sessionId":"s","slug":"keep","sessionKind":"k","entrypointInherited":true,"nestedSession":true,"askedToGoOn":true}`,
 		`{"parentUuid":"u1","type":"progress","uuid":"p1","timestamp":"T2","sessionId":"s"}`,
 		`{"parentUuid":"p1","type":"assistant","message":{"role":"assistant","content":[]},"uuid":"a1","timestamp":"T3","sessionId":"s","teamName":"keep"}`,
 	)
 	n, s := forkTestNew, forkTestSrc
+	// /branch clears sessionKind, entrypointInherited and nestedSession only.
 	forkTestSame(t, got, []string{
-		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","timestamp":"T1","sessionId":"` + n + `","slug":"keep","isSidechain":false,"forkedFrom":{"sessionId":"` + s + `","messageUuid":"u1"}}`,
+		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"` + n + `"}`,
+		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","timestamp":"T1","sessionId":"` + n + `","slug":"keep","askedToGoOn":true,"isSidechain":false,"forkedFrom":{"sessionId":"` + s + `","messageUuid":"u1"}}`,
 		`{"parentUuid":"u1","type":"assistant","message":{"role":"assistant","content":[]},"uuid":"a1","timestamp":"T3","sessionId":"` + n + `","teamName":"keep","isSidechain":false,"requestSessionId":"s","forkedFrom":{"sessionId":"` + s + `","messageUuid":"a1"}}`,
 		`{"type":"custom-title","sessionId":"` + n + `","customTitle":"b","uuid":"n-1","timestamp":"2026-03-04T05:06:07.890Z"}`,
 	})

@@ -33,6 +33,44 @@ type forker struct {
 	owner        *fkObj
 	replacements [][]byte
 	relocated    string
+	connectors   bool      // an isolation-latch row held the source to connectors
+	routes       []fkRoute // distinct api-request-route rows, first seen first
+}
+
+// fkRoute is an api-request-route row's route, normalised as the SDK does.
+type fkRoute struct{ provider, credential string }
+
+// fkUnrecorded is the route of a fork whose source records none.
+var fkUnrecorded = fkRoute{"unrecorded", "unrecorded"}
+
+var (
+	fkProviders   = []string{"anthropic", "customEndpoint", "bedrock", "vertex", "foundry", "anthropicAws", "mantle", "gateway"}
+	fkCredentials = []string{"login", "key", "token", "cloud", "gateway", "none"}
+)
+
+// fkNormRoute is the SDK's reading of an api-request-route row: provider
+// and credential must both be strings; the unrecorded pair stays as it is;
+// otherwise an unknown provider or credential becomes "other".
+func fkNormRoute(obj *fkObj) (fkRoute, bool) {
+	p, ok := fkStr(obj.get("provider"))
+	if !ok {
+		return fkRoute{}, false
+	}
+	c, ok := fkStr(obj.get("credential"))
+	if !ok {
+		return fkRoute{}, false
+	}
+	r := fkRoute{p, c}
+	if r == fkUnrecorded {
+		return r, true
+	}
+	if !fkHasString(fkProviders, p) {
+		r.provider = "other"
+	}
+	if !fkHasString(fkCredentials, c) {
+		r.credential = "other"
+	}
+	return r, true
 }
 
 // fkFlow is the data-flow state of one session id: here only its
@@ -131,6 +169,14 @@ func (f *forker) take(obj *fkObj) error {
 				f.orgs = append(f.orgs, s)
 			}
 		}
+	case typ == "isolation-latch":
+		if side := obj.get("side"); fkTruthy(side) && !fkStrIs(side, "web") {
+			f.connectors = true
+		}
+	case typ == "api-request-route":
+		if r, ok := fkNormRoute(obj); ok && !fkHasRoute(f.routes, r) {
+			f.routes = append(f.routes, r)
+		}
 	case typ == "session-owner":
 		if f.owner == nil {
 			f.owner = fkOwner(obj)
@@ -147,6 +193,15 @@ func (f *forker) take(obj *fkObj) error {
 		}
 	}
 	return nil
+}
+
+func fkHasRoute(list []fkRoute, r fkRoute) bool {
+	for _, x := range list {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }
 
 func fkChainType(t string) bool {
@@ -439,6 +494,17 @@ func (f *forker) headMeta(out *fkLines, sid, now []byte) {
 		}
 		*out = append(*out, o.bytes())
 	}
+	if f.connectors {
+		out.meta("type", core.AppendJSString(nil, "isolation-latch"), "side", core.AppendJSString(nil, "connectors"), "sessionId", sid)
+	}
+	routes := f.routes
+	if len(routes) == 0 {
+		routes = []fkRoute{fkUnrecorded}
+	}
+	for _, r := range routes {
+		out.meta("type", core.AppendJSString(nil, "api-request-route"), "provider", core.AppendJSString(nil, r.provider),
+			"credential", core.AppendJSString(nil, r.credential), "sessionId", sid)
+	}
 }
 
 // provenanceMeta writes the data-flow and derived-from lines.
@@ -526,9 +592,15 @@ func fkJoinLines(entries []core.Entry) []byte {
 }
 
 // fkYJ are the keys the fork removes from every row (isSidechain, also in
-// the SDK's list, is set to false instead).
-var fkYJ = []string{"teamName", "agentName", "sessionKind", "slug", "sourceToolAssistantUUID",
-	"summarizedTurnPromptUuids", "droppedPromptUuids", "sentAsUuid", "rowsAheadOfPutBack", "turnAttributionKey"}
+// the SDK's list, is set to false instead). Since 0.3.337 the list has
+// entrypointInherited, nestedSession and askedToGoOn, and no longer
+// rowsAheadOfPutBack (Claude Code 2.1.337 does not know it).
+var fkYJ = []string{"teamName", "agentName", "sessionKind", "entrypointInherited", "nestedSession", "slug",
+	"sourceToolAssistantUUID", "summarizedTurnPromptUuids", "droppedPromptUuids", "sentAsUuid", "turnAttributionKey",
+	"askedToGoOn"}
+
+// fkBranchCleared are the keys Claude Code's /branch removes (KeepUUIDs).
+var fkBranchCleared = []string{"sessionKind", "entrypointInherited", "nestedSession"}
 
 var (
 	fkNull  = []byte("null")
@@ -574,7 +646,7 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 		if r.typ == core.TypeSystem && r.subtype() == "model_refusal_fallback" {
 			o.set("neutralizedByFork", fkTrue)
 		}
-		if v := fkDeferredTools(r, newOf); v != nil {
+		if v := fkMapAttachment(r, newOf); v != nil {
 			o.set("attachment", v)
 		}
 		if v := fkMapCompactMetadata(r, keptNew); v != nil {
@@ -606,7 +678,9 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	o.set("timestamp", ts)
 	o.set("isSidechain", fkFalse)
 	if keep {
-		o.set("sessionKind", nil)
+		for _, k := range fkBranchCleared {
+			o.set(k, nil)
+		}
 	} else {
 		for _, k := range fkYJ {
 			o.set(k, nil)
@@ -641,26 +715,67 @@ func fkRequestSession(r *fkRow) []byte {
 	return nil
 }
 
-// fkDeferredTools maps a deferred_tools_record attachment's
-// nameOnlyAnnouncements to the fresh uuids, dropping the ones not copied.
-func fkDeferredTools(r *fkRow, newOf map[string]string) []byte {
+// fkMapAttachment maps the uuids an attachment names to the fresh ones:
+//   - deferred_tools_record: nameOnlyAnnouncements, dropping the ones not
+//     copied;
+//   - attachment_answer: a string rowUuid of a copied row (0.3.337);
+//   - blocked_prompts_withdrawn, when prompts and rest are both arrays:
+//     their elements, keeping those that name no copied row (0.3.337).
+//
+// nil when the row is none of these or nothing changes.
+func fkMapAttachment(r *fkRow, newOf map[string]string) []byte {
 	att := r.obj.get("attachment")
-	if r.typ != core.TypeAttachment || !fkIsObj(att) || !fkStrIs(fkField(att, "type"), "deferred_tools_record") {
+	if r.typ != core.TypeAttachment || !fkIsObj(att) {
 		return nil
 	}
-	ann := fkField(att, "nameOnlyAnnouncements")
-	if !fkIsArr(ann) {
-		return nil
-	}
-	var els [][]byte
-	for _, el := range fkElems(ann) {
+	mapped := func(el []byte) ([]byte, bool) {
 		if s, ok := fkStr(el); ok && newOf[s] != "" {
-			els = append(els, core.AppendJSString(nil, newOf[s]))
+			return core.AppendJSString(nil, newOf[s]), true
 		}
+		return el, false
 	}
-	a, _ := fkParseObj(att)
-	a.set("nameOnlyAnnouncements", fkArray(els))
-	return a.bytes()
+	typ, _ := fkStr(fkField(att, "type"))
+	switch typ {
+	case "deferred_tools_record":
+		ann := fkField(att, "nameOnlyAnnouncements")
+		if !fkIsArr(ann) {
+			return nil
+		}
+		els := [][]byte{}
+		for _, el := range fkElems(ann) {
+			if m, ok := mapped(el); ok {
+				els = append(els, m)
+			}
+		}
+		a, _ := fkParseObj(att)
+		a.set("nameOnlyAnnouncements", fkArray(els))
+		return a.bytes()
+	case "attachment_answer":
+		m, ok := mapped(fkField(att, "rowUuid"))
+		if !ok {
+			return nil
+		}
+		a, _ := fkParseObj(att)
+		a.set("rowUuid", m)
+		return a.bytes()
+	case "blocked_prompts_withdrawn":
+		prompts, rest := fkField(att, "prompts"), fkField(att, "rest")
+		if !fkIsArr(prompts) || !fkIsArr(rest) {
+			return nil
+		}
+		mapAll := func(v []byte) []byte {
+			els := fkElems(v)
+			for i, el := range els {
+				els[i], _ = mapped(el)
+			}
+			return fkArray(els)
+		}
+		a, _ := fkParseObj(att)
+		a.set("prompts", mapAll(prompts))
+		a.set("rest", mapAll(rest))
+		return a.bytes()
+	}
+	return nil
 }
 
 // fkMapCompactMetadata rewrites a system row's compactMetadata when it has

@@ -192,3 +192,67 @@ func jsUnicodeMismatches(r rune) bool {
 	i := sort.Search(len(jsUnicodeMismatch), func(i int) bool { return jsUnicodeMismatch[i][1] >= r })
 	return i < len(jsUnicodeMismatch) && jsUnicodeMismatch[i][0] <= r
 }
+
+// sidecarTitleMax is the SDK's cap on a custom-title.json title, in code
+// points.
+const sidecarTitleMax = 200
+
+// CleanSidecarTitle is the Claude Agent SDK's (0.3.337) cleaning of the
+// customTitle of a session's <id>/custom-title.json, as its listing and
+// forkSession read it: trim; keep the first 200 code points; replace each
+// run of control and format characters (and U+2028/U+2029) by one space,
+// except that a run made only of format characters that holds a zero-width
+// joiner or non-joiner (U+200D, U+200C), next to a character that is
+// neither ASCII nor white space, becomes that first joiner or non-joiner
+// (so emoji sequences and Persian or Indic text survive); trim.
+// (0.3.332 collapsed the runs before cutting, and kept no joiner.)
+func CleanSidecarTitle(s string) string {
+	s = JSTrim(s)
+	n := 0
+	for i := range s {
+		if n == sidecarTitleMax {
+			s = s[:i]
+			break
+		}
+		n++
+	}
+	isRun := func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) || r == 0x2028 || r == 0x2029 }
+	wide := func(r rune) bool { return r >= utf8.RuneSelf && !IsJSSpace(r) }
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := rune(-1) // the character before the run; -1 at the start
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isRun(r) {
+			b.WriteString(s[i : i+size])
+			prev = r
+			i += size
+			continue
+		}
+		joiner, onlyFormat := rune(0), true
+		j := i
+		for j < len(s) {
+			q, qs := utf8.DecodeRuneInString(s[j:])
+			if !isRun(q) {
+				break
+			}
+			if !unicode.Is(unicode.Cf, q) {
+				onlyFormat = false
+			} else if joiner == 0 && (q == 0x200C || q == 0x200D) {
+				joiner = q
+			}
+			j += qs
+		}
+		next := rune(-1)
+		if j < len(s) {
+			next, _ = utf8.DecodeRuneInString(s[j:])
+		}
+		if onlyFormat && joiner != 0 && (prev >= 0 && wide(prev) || next >= 0 && wide(next)) {
+			b.WriteRune(joiner)
+		} else {
+			b.WriteByte(' ')
+		}
+		i = j
+	}
+	return JSTrim(b.String())
+}

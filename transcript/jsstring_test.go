@@ -78,3 +78,31 @@ func TestJSUnicodeTableIsCurrent(t *testing.T) {
 		t.Fatal("transcript/jsunicode_table.go is stale: go run ./transcript/internal/jsunicodegen > transcript/jsunicode_table.go")
 	}
 }
+
+// TestCleanSidecarTitle pins the 0.3.337 rule; the listing and fork tests
+// compare it with the SDK itself (sinks/jsonl TestSDK337*).
+func TestCleanSidecarTitle(t *testing.T) {
+	for in, want := range map[string]string{
+		"  a\u0007\u0008b  ":              "a b",
+		"x\u200b\u200by":                  "x y",
+		"\u00a0t\u2028u\ufeff":            "t u",
+		strings.Repeat("é", 250):          strings.Repeat("é", 200),
+		" \u0085keep\u0085":               "keep",
+		"tab\tsep":                        "tab sep",
+		"\u3000wide\u3000":                "wide",
+		"end " + strings.Repeat("z", 198): "end " + strings.Repeat("z", 196),
+		// ZWJ/ZWNJ next to a non-ASCII character survive, alone in their run.
+		"👨\u200d👩\u200d👧":      "👨\u200d👩\u200d👧",
+		"می\u200cخواهم":        "می\u200cخواهم",
+		"a\u200db":             "a b",
+		"é\u200b\u200d\u200cx": "é\u200dx",
+		"é\u0007\u200dx":       "é x", // a control character in the run
+		"\u200dé":              "\u200dé",
+		// The cut comes before the runs are collapsed.
+		strings.Repeat("\u200b", 150) + strings.Repeat("b", 100): strings.Repeat("b", 50),
+	} {
+		if got := CleanSidecarTitle(in); got != want {
+			t.Errorf("CleanSidecarTitle(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

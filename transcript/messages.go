@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"math"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
@@ -25,29 +26,41 @@ type MessageOptions struct {
 // getSubagentMessages result, with the SDK's JSON: the field order, names
 // and omission rules of its output object.
 type SessionMessage struct {
-	Type                    string           `json:"type"`
-	UUID                    string           `json:"uuid"`
-	SessionID               json.RawMessage  `json:"session_id,omitempty"`
-	Message                 json.RawMessage  `json:"message,omitempty"`
-	ParentToolUseID         *string          `json:"parent_tool_use_id"`
-	ParentAgentID           *string          `json:"parent_agent_id"`
-	InterruptedByShutdown   bool             `json:"interruptedByShutdown,omitempty"`
-	ToolDenialUnanswered    string           `json:"toolDenialUnanswered,omitempty"`
-	ToolResultMeta          []ToolResultMeta `json:"tool_result_meta,omitempty"`
-	IsCompactSummary        bool             `json:"isCompactSummary,omitempty"`
-	IsMeta                  bool             `json:"is_meta,omitempty"`
-	IsQueuedCommand         bool             `json:"isQueuedCommand,omitempty"`
-	IsCompletedLocalCommand bool             `json:"isCompletedLocalCommand,omitempty"`
-	Timestamp               json.RawMessage  `json:"timestamp,omitempty"`
-	Origin                  json.RawMessage  `json:"origin,omitempty"`
+	Type                  string           `json:"type"`
+	UUID                  string           `json:"uuid"`
+	SessionID             json.RawMessage  `json:"session_id,omitempty"`
+	Message               json.RawMessage  `json:"message,omitempty"`
+	ParentToolUseID       *string          `json:"parent_tool_use_id"`
+	ParentAgentID         *string          `json:"parent_agent_id"`
+	InterruptedByShutdown bool             `json:"interruptedByShutdown,omitempty"`
+	ToolDenialUnanswered  string           `json:"toolDenialUnanswered,omitempty"`
+	ToolResultMeta        []ToolResultMeta `json:"tool_result_meta,omitempty"`
+	// NamesPlanFile is an assistant row's namesPlanFile ("in_default_directory"
+	// or "in_project") when its content is one block (SDK 0.3.337).
+	NamesPlanFile           string          `json:"names_plan_file,omitempty"`
+	IsCompactSummary        bool            `json:"isCompactSummary,omitempty"`
+	IsMeta                  bool            `json:"is_meta,omitempty"`
+	IsQueuedCommand         bool            `json:"isQueuedCommand,omitempty"`
+	ResultEndsInWaitingNote bool            `json:"resultEndsInWaitingNote,omitempty"`
+	IsCompletedLocalCommand bool            `json:"isCompletedLocalCommand,omitempty"`
+	NoCommandRan            bool            `json:"noCommandRan,omitempty"` // only with IsCompletedLocalCommand
+	Timestamp               json.RawMessage `json:"timestamp,omitempty"`
+	Origin                  json.RawMessage `json:"origin,omitempty"`
 }
 
 // ToolResultMeta describes a tool_result that was not an execution result.
+// RefusedBy, Remedy, FileRefusal, InputInvalid and InputChanged are SDK
+// 0.3.337's (see toolResultMeta).
 type ToolResultMeta struct {
-	ID                string `json:"id"`
-	NonExecutionKind  string `json:"non_execution_kind,omitempty"`
-	CallEnded         string `json:"call_ended,omitempty"`
-	RewrittenByPlugin bool   `json:"rewritten_by_plugin,omitempty"`
+	ID                string          `json:"id"`
+	NonExecutionKind  string          `json:"non_execution_kind,omitempty"`
+	CallEnded         string          `json:"call_ended,omitempty"`
+	RefusedBy         string          `json:"refused_by,omitempty"`
+	Remedy            json.RawMessage `json:"remedy,omitempty"`
+	FileRefusal       json.RawMessage `json:"file_refusal,omitempty"`
+	InputInvalid      bool            `json:"input_invalid,omitempty"`
+	RewrittenByPlugin bool            `json:"rewritten_by_plugin,omitempty"`
+	InputChanged      bool            `json:"input_changed,omitempty"`
 }
 
 // Messages returns the chain as the SDK's session-message objects, in
@@ -141,9 +154,6 @@ func channelOrigin(o jv) bool {
 	return false
 }
 
-var denialKinds = []string{"user-rejected", "permission-rule", "automode-blocked", "automode-unavailable",
-	"automode-parsing-error", "interrupted", "cancelled"}
-
 func toMessage(r *row, tool, agent *string) SessionMessage {
 	f := r.f.full()
 	m := SessionMessage{
@@ -159,39 +169,18 @@ func toMessage(r *row, tool, agent *string) SessionMessage {
 	if f[fDenialUnanswered].strEq("stream-closed") {
 		m.ToolDenialUnanswered = "stream-closed"
 	}
-	var ids []jv
-	msg := f[fMessage]
-	if msg.isObj() {
-		for _, b := range r.m().blocks {
-			if b.obj && b.typ == "tool_result" {
-				ids = append(ids, b.f["tool_use_id"])
-			}
-		}
-	}
-	kind, ended := "", ""
-	if len(ids) == 1 {
-		for _, k := range denialKinds {
-			if f[fDenialKind].strEq(k) {
-				kind = k
-			}
-		}
-		if f[fCallEnded].strEq("not_started") {
-			ended = "not_started"
-		}
-	}
-	rewritten := f[fResultRewritten].truthy()
-	if kind != "" || ended != "" || rewritten {
-		for _, id := range ids {
-			if s, ok := id.str(); ok {
-				m.ToolResultMeta = append(m.ToolResultMeta, ToolResultMeta{ID: s, NonExecutionKind: kind,
-					CallEnded: ended, RewrittenByPlugin: rewritten})
-			}
+	m.ToolResultMeta = toolResultMeta(r, &f)
+	if r.typ == core.TypeAssistant && (f[fNamesPlanFile].strEq("in_default_directory") || f[fNamesPlanFile].strEq("in_project")) {
+		if mi := r.m(); mi.objLike && mi.content.isArr() && len(mi.blocks) == 1 {
+			m.NamesPlanFile, _ = f[fNamesPlanFile].str()
 		}
 	}
 	m.IsCompactSummary = f[fCompactSummary].isTrue()
 	m.IsMeta = f[fMeta].isTrue() || m.IsCompactSummary || f[fVisibleOnly].isTrue()
 	m.IsQueuedCommand = f[fQueuedCommand].isTrue()
+	m.ResultEndsInWaitingNote = f[fWaitingNote].isTrue()
 	m.IsCompletedLocalCommand = f[fCompletedLocal].isTrue()
+	m.NoCommandRan = m.IsCompletedLocalCommand && f[fNoCommandRan].isTrue()
 	if o := f[fOrigin]; !o.nullish() {
 		if o = normalizeOrigin(o); o.truthy() {
 			m.Origin = json.RawMessage(o)
@@ -201,14 +190,15 @@ func toMessage(r *row, tool, agent *string) SessionMessage {
 }
 
 // normalizeOrigin rebuilds a task-notification origin with only the keys
-// the SDK keeps; other origins pass through.
+// the SDK keeps (0.3.337 adds failure, turnLimit and noReportNote); other
+// origins pass through.
 func normalizeOrigin(o jv) jv {
 	if !o.isObj() || !o.field("kind").strEq("task-notification") {
 		return o
 	}
 	var b objBuilder
 	b.add("kind", jstr("task-notification"))
-	var sub, fire, prod, run, kind jv
+	var sub, fire, prod, run, kind, failure, turnLimit, noReport jv
 	eachField(o, func(k []byte, v jv) {
 		switch string(k) {
 		case "subkind":
@@ -221,6 +211,12 @@ func normalizeOrigin(o jv) jv {
 			run = v
 		case "taskKind":
 			kind = v
+		case "failure":
+			failure = v
+		case "turnLimit":
+			turnLimit = v
+		case "noReportNote":
+			noReport = v
 		}
 	})
 	b.add("subkind", sub)
@@ -229,8 +225,25 @@ func normalizeOrigin(o jv) jv {
 	if s, ok := run.str(); ok && ident.RunID(s) {
 		b.add("runId", run)
 	}
+	if msg, det := failure.field("message"), failure.field("details"); msg.isStr() && det.isStr() {
+		var fb objBuilder
+		fb.add("message", msg)
+		fb.add("details", det)
+		b.add("failure", fb.done())
+	}
 	if kind.strEq("mcp-task") {
 		b.add("taskKind", kind)
+	}
+	if note, turns := turnLimit.field("note"), turnLimit.field("turns"); note.isStr() {
+		if n, ok := fkNum(turns); ok && n == math.Trunc(n) && !math.IsInf(n, 0) {
+			var tb objBuilder
+			tb.add("turns", jv(jsNumString(n)))
+			tb.add("note", note)
+			b.add("turnLimit", tb.done())
+		}
+	}
+	if noReport.isStr() {
+		b.add("noReportNote", noReport)
 	}
 	return b.done()
 }

@@ -35,10 +35,16 @@ func (m *SessionMessage) AppendJSON(dst []byte) ([]byte, error) {
 		dst = append(dst, `,"tool_result_meta":`...)
 		dst = append(dst, b...)
 	}
+	if m.NamesPlanFile != "" {
+		dst = append(dst, `,"names_plan_file":`...)
+		dst = appendGoString(dst, m.NamesPlanFile)
+	}
 	dst = appendFlag(dst, `,"isCompactSummary":true`, m.IsCompactSummary)
 	dst = appendFlag(dst, `,"is_meta":true`, m.IsMeta)
 	dst = appendFlag(dst, `,"isQueuedCommand":true`, m.IsQueuedCommand)
+	dst = appendFlag(dst, `,"resultEndsInWaitingNote":true`, m.ResultEndsInWaitingNote)
 	dst = appendFlag(dst, `,"isCompletedLocalCommand":true`, m.IsCompletedLocalCommand)
+	dst = appendFlag(dst, `,"noCommandRan":true`, m.NoCommandRan)
 	dst = appendRaw(dst, `,"timestamp":`, m.Timestamp)
 	dst = appendRaw(dst, `,"origin":`, m.Origin)
 	return append(dst, '}'), nil

@@ -52,6 +52,16 @@ const (
 	fRowUUID
 	fBlock
 	fWithheld
+	fNamesPlanFile
+	fWaitingNote
+	fNoCommandRan
+	fPermissionDecision
+	fDenialFromHost
+	fDenialAfterRun
+	fResultRemedy
+	fFileRefusal
+	fInputInvalid
+	fExecutedInput
 	nFields
 )
 
@@ -68,7 +78,10 @@ var fieldNames = [nFields]string{
 	fVirtual: "isVirtual", fQuiet: "closesQuietTurn", fHostContent: "hostContent", fOperation: "operation",
 	fReason: "reason", fDeliveryID: "deliveryId", fCommandUUID: "commandUuid", fLevel: "level", fMsgV: "msgV",
 	fContent: "content", fBlocks: "blocks", fFold: "fold", fRowUUID: "rowUuid", fBlock: "block",
-	fWithheld: "withheld",
+	fWithheld: "withheld", fNamesPlanFile: "namesPlanFile", fWaitingNote: "resultEndsInWaitingNote",
+	fNoCommandRan: "noCommandRan", fPermissionDecision: "permissionDecision", fDenialFromHost: "toolDenialFromHost",
+	fDenialAfterRun: "toolDenialAfterRun", fResultRemedy: "toolResultRemedy", fFileRefusal: "toolResultFileRefusal",
+	fInputInvalid: "toolInputInvalid", fExecutedInput: "executedInput",
 }
 
 var fieldIndex = func() map[string]int {

@@ -141,3 +141,40 @@ func TestShowResolvesPrefixes(t *testing.T) {
 		t.Fatalf("path as id: %v %s", err, out)
 	}
 }
+
+// TestReadCommandsMatchTheSDKOnSDK337Fixtures: `scribe ls --json` and
+// `scribe show --json [--system] [--subagents]` on the hand-made sessions
+// of testdata/sdk-0.3.337 (every row and field SDK 0.3.337 reads anew)
+// answer what the SDK answers; a session with only subagent files shows as
+// the SDK's empty list (exit 0), an unknown one is still not found.
+func TestReadCommandsMatchTheSDKOnSDK337Fixtures(t *testing.T) {
+	p := peer.Find(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(testenv.RepoRoot(t), "testdata", "sdk-0.3.337"), dir)
+	compareReadCommands(t, p, dir, "/home/alice/src/shop")
+
+	const withAgents = "a3370003-0000-4000-8000-000000000003"
+	var doc struct {
+		Messages  []json.RawMessage            `json:"messages"`
+		Subagents map[string][]json.RawMessage `json:"subagents"`
+	}
+	scribeJSON(t, &doc, "show", "--config-dir", dir, withAgents, "--json", "--subagents")
+	agents := p.Subagents(t, dir, withAgents, "")
+	if len(doc.Subagents) != len(agents) || len(agents) != 2 {
+		t.Errorf("show --subagents: agents %v, SDK %v", doc.Subagents, agents)
+	}
+	for _, a := range agents {
+		sameJSON(t, "show --json --subagents "+withAgents+" agent "+a, doc.Subagents[a], p.SubagentMessages(t, dir, withAgents, a, ""))
+	}
+
+	const onlyAgents = "a3370012-0000-4000-8000-000000000012"
+	out, errOut, code := testenv.RunBinary(t, testenv.BuildScribe(t), cleanEnv(), "", "show", "--config-dir", dir, onlyAgents, "--json")
+	if code != 0 || strings.TrimSpace(out) != "[]" || !strings.Contains(errOut, "no transcript to read") {
+		t.Errorf("show --json of a session with only subagent files: exit %d, %q %s; want [] (the SDK's %d messages)",
+			code, out, errOut, len(p.Messages(t, dir, onlyAgents, "", false)))
+	}
+	if _, errOut, code := testenv.RunBinary(t, testenv.BuildScribe(t), cleanEnv(), "", "show", "--config-dir", dir,
+		"a3370099-0000-4000-8000-000000000099", "--json"); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("show of an unknown session: exit %d, %s; want 1 and not found", code, errOut)
+	}
+}

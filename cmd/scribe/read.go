@@ -396,6 +396,10 @@ stderr.`,
 				return err
 			}
 			reportDamage(cmd.ErrOrStderr(), "", rep)
+			if rep.Path == "" {
+				// The SDK answers such a session with no messages; say why.
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: session %s has no transcript to read (an empty file, or only subagent files): no messages\n", id)
+			}
 			out := cmd.OutOrStdout()
 			var agents []string
 			if subagents {
@@ -635,6 +639,11 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 	msgs, rep, err := l.Messages(ctx, id, "", jsonl.MessagesOptions{})
 	if err != nil {
 		return nil, err
+	}
+	if rep.Path == "" {
+		// No transcript to describe: only an empty file, or only subagent
+		// files (which the SDK's readers answer as an empty session).
+		return nil, fmt.Errorf("%w: session %s", jsonl.ErrNotFound, id)
 	}
 	r := &infoReport{SessionInfo: si, Path: rep.Path, Messages: len(msgs), SkippedLines: []int{}}
 	if si == nil {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // peer.mjs — scribe's test harness: runs the real @anthropic-ai/claude-agent-sdk
-// (pinned to 0.3.332 in ./package.json, installed into ./node_modules by
+// (pinned to 0.3.337 in ./package.json, installed into ./node_modules by
 // scripts/test) as a "peer" reader of a Claude Code config directory, so the
 // files scribe writes can be cross-checked against what Claude Code itself sees.
 // Test-only: nothing in scribe's runtime uses it. Driven from Go by peer.go.

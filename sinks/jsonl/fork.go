@@ -9,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
-	"unicode"
 
 	"io"
 	"io/fs"
@@ -150,41 +148,7 @@ func forkSidecarTitle(projectDir, id string) string {
 	if json.Unmarshal(v, &s) != nil {
 		return ""
 	}
-	return forkCleanTitle(s)
-}
-
-var forkControlRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\p{Cc}\p{Cf}\x{2028}\x{2029}]+`) })
-
-// forkCleanTitle: trim; runs of control and format characters (and
-// U+2028/U+2029) become one space; C0/C1 controls dropped; the first 200
-// code points kept; trim.
-func forkCleanTitle(s string) string {
-	s = forkControlRun().ReplaceAllString(forkJSTrim(s), " ")
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) {
-			continue
-		}
-		if n == 200 {
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return forkJSTrim(b.String())
-}
-
-func forkJSTrim(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool {
-		switch r {
-		case 0xFEFF, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xA0:
-			return true
-		case 0x85:
-			return false
-		}
-		return unicode.IsSpace(r) || (r >= 0x2000 && r <= 0x200A)
-	})
+	return transcript.CleanSidecarTitle(s)
 }
 
 // forkWriteNew writes a new transcript durably and never over an existing

@@ -361,7 +361,7 @@ func ixHits(cands []liteCand, entries []*ixEntry, opt ListOptions) []ixHit {
 			continue
 		}
 		c := &cands[i]
-		if !opt.IncludeProgrammatic && liteProgrammatic(e.info.Entrypoint, e.info.SessionKind) {
+		if !opt.IncludeProgrammatic && e.info.IsProgrammatic() {
 			continue
 		}
 		if e.contIn != "" && new(liteWorker).continuedTargetLive(filepath.Join(c.projectDir, e.contIn+".jsonl")) {

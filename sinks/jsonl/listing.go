@@ -2,7 +2,7 @@ package jsonl
 
 // The lite listing: what the Claude Agent SDK's listSessions and
 // getSessionInfo report for the sessions of a config folder, computed the
-// way the SDK computes it (0.3.332): from a 64 KiB head window and a 64 KiB
+// way the SDK computes it (0.3.337): from a 64 KiB head window and a 64 KiB
 // tail window of each transcript, never the whole file.
 //
 // The SDK works on the two windows as JavaScript strings. Most fields are
@@ -71,6 +71,10 @@ type SessionInfo struct {
 	// "parentUuid":.
 	Entrypoint  string `json:"-"`
 	SessionKind string `json:"-"`
+	// Nested is set for a child session (Claude Code 2.1.337 writes
+	// "nestedSession":true into its entries): the first head line and the
+	// last tail line holding "parentUuid": carry it after "userType":.
+	Nested bool `json:"-"`
 	// LastEntryTail is the last complete line of the tail window that is a
 	// conversation row (valid JSON whose top-level "type" is "user",
 	// "assistant" or "attachment"; system and progress rows are skipped, as
@@ -81,10 +85,10 @@ type SessionInfo struct {
 }
 
 // IsProgrammatic reports whether includeProgrammatic:false would hide the
-// session (entrypoint sdk-cli/sdk-ts/sdk-py, or sessionKind daemon or
-// daemon-worker).
+// session (entrypoint sdk-cli/sdk-ts/sdk-py, sessionKind daemon or
+// daemon-worker, or, since SDK 0.3.337, a nested session).
 func (s *SessionInfo) IsProgrammatic() bool {
-	return liteProgrammatic(s.Entrypoint, s.SessionKind)
+	return liteProgrammatic(s.Entrypoint, s.SessionKind, s.Nested)
 }
 
 // ListOptions selects what List returns. The SDK's defaults for the two

@@ -18,9 +18,10 @@ import (
 // Filters
 
 // programmaticFields returns the entrypoint (first in the head, else last
-// in the tail) and the sessionKind of the first head line holding
-// "parentUuid": (the whole head when none does).
-func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string) {
+// in the tail), the sessionKind of the first head line holding
+// "parentUuid": (the whole head when none does), and whether the session
+// is a nested (child) session (see liteNested).
+func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, nested bool) {
 	ep, ok := liteFirstValue(win.head, &liteKeyEntrypoint)
 	if !ok {
 		ep, _ = w.tix.lastValue(lkEntrypoint)
@@ -35,15 +36,41 @@ func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string) 
 		scope = win.head[ls:le]
 	}
 	kind, _ = liteFirstValue(scope, &liteKeySessionKind)
-	return ep, kind
+	tailLast := -1
+	if occ := w.tix.pos[lkParentUUID]; len(occ) > 0 {
+		tailLast = occ[len(occ)-1]
+	}
+	return ep, kind, liteNested(win.head, win.tail, tailLast)
 }
 
-func liteProgrammatic(entrypoint, kind string) bool {
+func liteProgrammatic(entrypoint, kind string, nested bool) bool {
 	switch entrypoint {
 	case "sdk-cli", "sdk-ts", "sdk-py":
 		return true
 	}
-	return kind == "daemon" || kind == "daemon-worker"
+	return nested || kind == "daemon" || kind == "daemon-worker"
+}
+
+// liteNested is the SDK's (0.3.337) test for a child session, which
+// Claude Code 2.1.337 marks with "nestedSession":true in every entry's
+// envelope: both the head's first "parentUuid": and the tail's last one
+// (tailLast; -1 when the tail has none, which tests the tail's first line)
+// are followed on their line by a "userType": after whose last occurrence
+// comes "nestedSession":true.
+func liteNested(head, tail []byte, tailLast int) bool {
+	first := liteParentUUID.index(head, 0)
+	return first >= 0 && liteNestedAt(head, first) && liteNestedAt(tail, tailLast)
+}
+
+// liteNestedAt tests the rest of win's line from at (0 when at < 0).
+func liteNestedAt(win []byte, at int) bool {
+	at = max(at, 0)
+	seg := win[at:]
+	if e := bytes.IndexByte(seg, '\n'); e >= 0 {
+		seg = seg[:e]
+	}
+	o := bytes.LastIndex(seg, []byte(`"userType":`))
+	return o >= 0 && bytes.Contains(seg[o:], []byte(`"nestedSession":true`))
 }
 
 // continuedIn is the SDK's continued-in check: the newest

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -34,37 +33,7 @@ func (w *liteWorker) sidecarTitle(path string) string {
 	if !ok {
 		return ""
 	}
-	return liteCleanTitle(t)
-}
-
-// liteCleanTitle: trim, runs of control/format characters and U+2028/2029
-// to one space, drop C0/C1 controls, keep 200 code points, trim.
-func liteCleanTitle(s string) string {
-	s = transcript.JSTrim(s)
-	var b strings.Builder
-	inRun := false
-	for _, r := range s {
-		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029 {
-			if !inRun {
-				b.WriteByte(' ')
-				inRun = true
-			}
-			continue
-		}
-		inRun = false
-		b.WriteRune(r)
-	}
-	out := make([]rune, 0, 200)
-	for _, r := range b.String() {
-		if r <= 0x1f || r >= 0x7f && r <= 0x9f {
-			continue
-		}
-		if len(out) == 200 {
-			break
-		}
-		out = append(out, r)
-	}
-	return transcript.JSTrim(string(out))
+	return transcript.CleanSidecarTitle(t)
 }
 
 var liteISODateTime = sync.OnceValue(func() *regexp.Regexp {

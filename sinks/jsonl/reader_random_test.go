@@ -117,6 +117,27 @@ var randOrigins = []any{
 	map[string]any{"kind": "human"}, map[string]any{"kind": "channel"}, map[string]any{"kind": "peer"},
 	map[string]any{"kind": "task-notification", "runId": "run:1", "extra": 1, "subkind": "x"},
 	map[string]any{"kind": "task-notification", "taskKind": "mcp-task", "runId": "bad id"}, "str", 0, nil,
+	// SDK 0.3.337's task-notification fields and plugin origins.
+	map[string]any{"kind": "task-notification", "failure": map[string]any{"message": "m", "details": "d", "x": 1},
+		"turnLimit": map[string]any{"turns": 3, "note": "n"}, "noReportNote": "none"},
+	map[string]any{"kind": "task-notification", "failure": map[string]any{"message": "m"}, "turnLimit": map[string]any{"turns": 2.5, "note": "n"},
+		"noReportNote": 1},
+	map[string]any{"kind": "plugin", "name": "lint-bot"}, map[string]any{"kind": "plugin", "name": "bad name", "asUser": true},
+}
+
+// randRefusals are SDK 0.3.337's refusal fields of a tool_result row, one
+// set per draw.
+var randRefusals = []map[string]any{
+	{"permissionDecision": map[string]any{"decision": "reject", "reasonType": "hook"}},
+	{"permissionDecision": map[string]any{"decision": "reject", "reasonType": "mode", "reasonCode": "mode:dontAsk"}, "toolDenialAfterRun": true},
+	{"permissionDecision": map[string]any{"decision": "reject", "reasonType": "rule"}, "toolDenialFromHost": 1},
+	{"permissionDecision": map[string]any{"decision": "reject", "reasonType": "subcommandResults", "ruleSource": "x"}},
+	{"toolResultRemedy": map[string]any{"kind": "advice_to_claude", "long_sleep": true}},
+	{"toolResultRemedy": map[string]any{"kind": "check_failed", "check_failure": "other"}},
+	{"toolResultFileRefusal": map[string]any{"reason": "text_repeated", "matches": 2}},
+	{"toolResultFileRefusal": map[string]any{"reason": "path_not_found", "suggestion": "a"}},
+	{"toolInputInvalid": true},
+	{"executedInput": map[string]any{"sources": []any{"permission-answer"}}},
 }
 
 func (g *randTranscript) row(sidechain bool) map[string]any {
@@ -179,7 +200,18 @@ func (g *randTranscript) userRow(r map[string]any) {
 		r["promptSource"] = "x"
 	}
 	if g.rng.p(5) {
-		r["toolDenialKind"] = g.rng.pick([]string{"interrupted", "user-rejected", "other"})
+		r["toolDenialKind"] = g.rng.pick([]string{"interrupted", "user-rejected", "other", "cancelled", "automode-blocked"})
+	}
+	if g.rng.p(8) {
+		for k, v := range randRefusals[g.rng.n(len(randRefusals))] {
+			r[k] = v
+		}
+	}
+	if g.rng.p(3) {
+		r["resultEndsInWaitingNote"] = true
+	}
+	if g.rng.p(3) {
+		r["noCommandRan"] = true
 	}
 	if g.rng.p(3) {
 		r["toolCallEnded"] = "not_started"
@@ -212,6 +244,9 @@ func (g *randTranscript) assistantRow(r map[string]any) {
 	if g.rng.p(3) {
 		r["ranByToolUseId"] = g.tool()
 		r["isVirtual"] = g.rng.p(50)
+	}
+	if g.rng.p(4) {
+		r["namesPlanFile"] = g.rng.pick([]string{"in_project", "in_default_directory", "other"})
 	}
 }
 
@@ -272,6 +307,12 @@ func (g *randTranscript) attachmentRow(r map[string]any) {
 	}
 	if g.rng.p(5) {
 		a["forwardedIntent"] = map[string]any{"lineage": "l"}
+	}
+	if g.rng.p(5) {
+		a["resultEndsInWaitingNote"] = true
+	}
+	if g.rng.p(12) {
+		a["origin"] = map[string]any{"kind": "plugin", "name": g.rng.pick([]string{"lint-bot@1", "bad name", ""})}
 	}
 	r["attachment"] = a
 }

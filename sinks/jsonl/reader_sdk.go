@@ -48,10 +48,12 @@ type MessagesReport struct {
 // found in the project folder of dir, or with dir "" in the first project
 // folder (in name order) holding a non-empty <sessionID>.jsonl. A session
 // that is not there (or a session id that is not a UUID) is ErrNotFound; a
-// session whose only file is empty gives no messages and no error.
+// session whose only file is empty, or that has only subagent files (a
+// <id>/subagents/ folder and no <id>.jsonl), gives no messages and no
+// error, as in the SDK.
 func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt MessagesOptions) ([]SessionMessage, *MessagesReport, error) {
 	rep := &MessagesReport{}
-	path, empty, err := l.findMain(ctx, sessionID, dir)
+	path, empty, err := l.findReadable(ctx, sessionID, dir)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -162,9 +164,11 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 	if !IsSessionID(sessionID) {
 		return "", false, fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, sessionID)
 	}
-	var dirs []string
+	dirs, err := l.searchDirs(sessionID, dir)
+	if err != nil {
+		return "", false, err
+	}
 	if dir != "" {
-		dirs = l.projectDirs(dir)
 		// Only when the project's own folders lack it: the folders of the
 		// repository's other git worktrees.
 		defer func() {
@@ -184,14 +188,6 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 				}
 			}
 		}()
-	} else {
-		ents, err := os.ReadDir(l.ProjectsDir())
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", false, fmt.Errorf("find session %s: %w", sessionID, err)
-		}
-		for _, e := range ents {
-			dirs = append(dirs, l.ProjectFolder(e.Name()))
-		}
 	}
 	for _, d := range dirs {
 		if err := ctx.Err(); err != nil {
@@ -211,6 +207,50 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 		return "", true, nil
 	}
 	return "", false, fmt.Errorf("%w: session %s", ErrNotFound, sessionID)
+}
+
+// searchDirs are the project folders a session is looked for in: those of
+// project path dir, or with dir "" every project folder in name order.
+func (l Layout) searchDirs(sessionID, dir string) ([]string, error) {
+	if dir != "" {
+		return l.projectDirs(dir), nil
+	}
+	ents, err := os.ReadDir(l.ProjectsDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("find session %s: %w", sessionID, err)
+	}
+	dirs := make([]string, 0, len(ents))
+	for _, e := range ents {
+		dirs = append(dirs, l.ProjectFolder(e.Name()))
+	}
+	return dirs, nil
+}
+
+// onlySubagents reports whether a session that has no main transcript in
+// the folders of dir has a <id>/subagents/ folder there: the SDK answers
+// such a session as it answers an empty one (no messages, no subagents),
+// and so does scribe, instead of "not found".
+func (l Layout) onlySubagents(sessionID, dir string) bool {
+	dirs, err := l.searchDirs(sessionID, dir)
+	if err != nil {
+		return false
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(filepath.Join(SessionDir(d, sessionID), subagentsDir)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// findReadable is findMain for the SDK's readers: a session with only
+// subagent files counts as empty (see onlySubagents).
+func (l Layout) findReadable(ctx context.Context, sessionID, dir string) (path string, empty bool, err error) {
+	path, empty, err = l.findMain(ctx, sessionID, dir)
+	if errors.Is(err, core.ErrNotFound) && IsSessionID(sessionID) && l.onlySubagents(sessionID, dir) {
+		return "", true, nil
+	}
+	return path, empty, err
 }
 
 // projectDirs are the folders the SDK reads for project path dir: the
@@ -358,9 +398,10 @@ type agentFile struct{ id, path string }
 
 // agentFiles lists a session's agent-<id>.jsonl files as the SDK does. A
 // session whose main file is missing is ErrNotFound; one whose main file is
-// empty has none.
+// empty, or missing beside a <id>/subagents/ folder, has none (the SDK
+// looks for subagents only beside a main transcript).
 func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentFile, error) {
-	main, empty, err := l.findMain(ctx, sessionID, dir)
+	main, empty, err := l.findReadable(ctx, sessionID, dir)
 	if err != nil || empty {
 		return nil, err
 	}
@@ -413,7 +454,7 @@ func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (
 	if agentID == "" {
 		return "", fmt.Errorf("%w: empty agent id", ErrNotFound)
 	}
-	main, empty, err := l.findMain(ctx, sessionID, dir)
+	main, empty, err := l.findReadable(ctx, sessionID, dir)
 	if err != nil || empty {
 		return "", err
 	}
