@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,19 +76,34 @@ func runRecord(t *testing.T, env []string, stdin string, args ...string) (report
 }
 
 // cleanEnv is the environment without anything that would turn persistence
-// off or point scribe elsewhere.
+// off or point scribe elsewhere, with HOME a folder of this test process's
+// own and no XDG folders set (they follow HOME): a binary a test runs never
+// reaches the real home folder. A test that needs its own HOME appends it
+// (the last value wins).
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "NODE_ENV", k == "CLAUDE_CODE_SKIP_PROMPT_HISTORY", k == "CLAUDE_CONFIG_DIR", strings.HasPrefix(k, "SCRIBE_"):
+		case k == "NODE_ENV", k == "CLAUDE_CODE_SKIP_PROMPT_HISTORY", k == "CLAUDE_CONFIG_DIR", strings.HasPrefix(k, "SCRIBE_"),
+			k == "HOME", strings.HasPrefix(k, "XDG_"):
 			continue
 		}
 		env = append(env, kv)
 	}
-	return env
+	return append(env, "HOME="+testHome())
 }
+
+// testHome is the home folder of the binaries this test process runs, made
+// once and left behind on purpose (as testenv.BuildScribe's folder: other
+// tests may still use it).
+var testHome = sync.OnceValue(func() string {
+	dir, err := os.MkdirTemp("", "scribe-test-home-")
+	if err != nil {
+		panic(err)
+	}
+	return dir
+})
 
 func lines(n int) string {
 	var b strings.Builder
