@@ -20,6 +20,7 @@ const (
 	ixfCreatedAt
 	ixfArchived
 	ixfArchivedTrue
+	ixfForked
 )
 
 // Lifecycle flags.
@@ -93,6 +94,9 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 				if *e.info.Archived {
 					fl |= ixfArchivedTrue
 				}
+			}
+			if e.info.Forked {
+				fl |= ixfForked
 			}
 			ea.uv(fl)
 			if e.sideDir {
@@ -313,6 +317,7 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 					v := fl&ixfArchivedTrue != 0
 					in.Archived = &v
 				}
+				in.Forked = fl&ixfForked != 0
 				x.listed = append(x.listed, e)
 			}
 			if d.err != nil {

@@ -22,7 +22,7 @@ import (
 
 const (
 	ixMagic      = "SCRIBEIX"
-	ixVersion    = 2
+	ixVersion    = 3 // 3: the fork flag (ixfForked)
 	ixHeaderSize = 64
 	// ixMaxSection bounds what a header may claim, so a damaged one cannot
 	// make the reader allocate without limit.

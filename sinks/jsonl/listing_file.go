@@ -153,7 +153,7 @@ func (w *liteWorker) process(c *liteCand, includeProgrammatic bool, cw *liteColl
 	}
 	w.index(&win)
 	if !includeProgrammatic {
-		ep, sk := w.programmaticFields(&win)
+		ep, sk, _ := w.programmaticFields(&win)
 		if liteProgrammatic(ep, sk) {
 			return SessionInfo{}, false
 		}
@@ -253,7 +253,7 @@ func (w *liteWorker) derive(id, path string, win *liteWin, projectPath string, t
 	if trySide {
 		info.Archived = w.archived(filepath.Join(dir, id, "archived.json"), win)
 	}
-	info.Entrypoint, info.SessionKind = w.programmaticFields(win)
+	info.Entrypoint, info.SessionKind, info.Forked = w.programmaticFields(win)
 	if !w.noTail {
 		info.LastEntryTail = tix.lastEntry()
 	}

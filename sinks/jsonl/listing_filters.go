@@ -19,8 +19,10 @@ import (
 
 // programmaticFields returns the entrypoint (first in the head, else last
 // in the tail) and the sessionKind of the first head line holding
-// "parentUuid": (the whole head when none does).
-func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string) {
+// "parentUuid": (the whole head when none does), and whether that line
+// carries "forkedFrom" (the SDK's forkSession and Claude Code's /branch
+// write it on every row they copy).
+func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, forked bool) {
 	ep, ok := liteFirstValue(win.head, &liteKeyEntrypoint)
 	if !ok {
 		ep, _ = w.tix.lastValue(lkEntrypoint)
@@ -33,9 +35,10 @@ func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string) 
 			le = p + e
 		}
 		scope = win.head[ls:le]
+		forked = bytes.Contains(scope, []byte(`"forkedFrom":`))
 	}
 	kind, _ = liteFirstValue(scope, &liteKeySessionKind)
-	return ep, kind
+	return ep, kind, forked
 }
 
 func liteProgrammatic(entrypoint, kind string) bool {
