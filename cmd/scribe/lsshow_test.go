@@ -305,6 +305,9 @@ func TestShowTextReadsAsText(t *testing.T) {
 		userRow([]map[string]any{resultBlock("toolu_e", []map[string]any{{"type": "text", "text": "The file /tmp/delta/auth.go has been updated."}})}),
 		assistantRow(toolUse("toolu_w", "Write", map[string]any{"file_path": "/tmp/delta/notes.md", "content": strings.Join(write, "\n") + "\n"})),
 		userRow([]map[string]any{resultBlock("toolu_w", "File created successfully at: /tmp/delta/notes.md")}),
+		assistantRow(toolUse("toolu_m", "MultiEdit", map[string]any{"file_path": "/tmp/delta/main.go", "edits": []map[string]any{
+			{"old_string": "a := 1", "new_string": "a := 2"}, {"old_string": "b := 1\n", "new_string": "", "replace_all": true}}})),
+		userRow([]map[string]any{resultBlock("toolu_m", "Applied 2 edits")}),
 		assistantRow(toolUse("toolu_s", "Bash", map[string]any{"command": "screenshot"})),
 		userRow([]map[string]any{resultBlock("toolu_s", []map[string]any{{"type": "text", "text": "captured"},
 			{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/jpeg", "data": data[:400]}}})}),
@@ -317,6 +320,7 @@ func TestShowTextReadsAsText(t *testing.T) {
 		"→ Write /tmp/delta/notes.md (14 lines", "+ line 1 of the new file", "+ line 10 of the new file", "… 4 more lines",
 		"File created successfully", "[image: image/png, 12.3 KiB]", "captured", "[image: image/jpeg, 300 B]",
 		"→ Bash\n", "command: screenshot",
+		"→ MultiEdit /tmp/delta/main.go (2 edits)\n  @@ edit 1\n  - a := 1\n  + a := 2\n  @@ edit 2 (every occurrence)\n  - b := 1\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show: no %q in\n%s", want, out)

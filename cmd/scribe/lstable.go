@@ -349,8 +349,17 @@ func printSessionTable(w io.Writer, recs []jsonl.SessionRecord, width int, color
 // fitColumns narrows widths so that a line takes at most total columns:
 // optional columns go first (last listed first) while the title would be
 // narrower than minTitle, then the flex columns share what is left (the
-// project at most a third of it).
+// project, the first flex column, at most a third of it; the title, the
+// second, the rest).
 func fitColumns(cols []*lsColumn, widths []int, total, gap int) {
+	proj, title := -1, -1
+	for c, col := range cols {
+		if col.flex && proj < 0 {
+			proj = c
+		} else if col.flex {
+			title = c
+		}
+	}
 	fixed := func() (n, flex int) {
 		for c, col := range cols {
 			if widths[c] == 0 {
@@ -370,7 +379,7 @@ func fitColumns(cols []*lsColumn, widths []int, total, gap int) {
 		if n+flex <= total {
 			return
 		}
-		if cols[c].optional && total-n < minTitle+min(widths[6], 12) {
+		if cols[c].optional && total-n < minTitle+min(widths[proj], 12) {
 			widths[c] = 0
 		}
 	}
@@ -379,7 +388,6 @@ func fitColumns(cols []*lsColumn, widths []int, total, gap int) {
 		return
 	}
 	room := max(total-n, 2)
-	proj, title := 6, 7
 	pw := min(widths[proj], max(room/3, 1))
 	widths[proj] = pw
 	widths[title] = max(room-pw, 1)
