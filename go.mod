@@ -22,6 +22,7 @@ require (
 	github.com/zclconf/go-cty v1.20.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.47.0
 	golang.org/x/text v0.43.0
 	google.golang.org/grpc v1.61.0
 	google.golang.org/protobuf v1.36.6

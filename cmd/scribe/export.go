@@ -41,8 +41,7 @@ identity or the passphrase (a wrong key fails; never a plaintext fallback).
 processor "redact" block --rules names (default: the first redact
 processor of pipeline.processors, else redact/default); the session itself
 is not changed.`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeSessionIDs,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
 			case "md", "html", "json", "bundle":

@@ -72,6 +72,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd(), newSearchCmd())
 	root.AddCommand(newWatchCmd(), newHookCmd(), newHooksCmd())
 	addFromFlags(root)
+	addCompletions(root)
 	usageExits(root)
 	return root
 }

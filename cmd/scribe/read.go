@@ -84,6 +84,7 @@ func newLsCmd() *cobra.Command {
 	var (
 		all, asJSON, noIndex bool
 		project, status      string
+		since, until, color  string
 		limit                int
 		offset               int
 		remote               bool
@@ -100,7 +101,23 @@ The listing goes through the sessions index (see scribe index), which is
 checked against every file and gives the same answer as reading the files;
 --no-index reads them all. STATUS is active while a live writer holds the
 session, interrupted when its last turn did not finish, else completed;
---status keeps the sessions with that status.
+--status keeps the sessions with that status. STATE is running or
+requires_action only while the session is live: a live writer holds it, or
+its last timestamp is less than 15 minutes old; otherwise idle (a session
+left months ago with a turn cut short is idle, and interrupted).
+
+The table fits $COLUMNS, else the terminal's width (off a terminal, with
+neither, lines are not cut and ids are whole); ids are then the shortest
+unique prefix (8 characters or more), which every command accepts. PROJECT
+is the session's working directory. Before the title: [fork] for a fork,
+[archived] for an archived session, #TAG for a tagged one. --color
+auto|always|never: colour on a terminal only (auto), never when NO_COLOR is
+set.
+
+--since and --until keep the sessions whose MODIFIED time is at or after,
+or before, a date (2026-01-02, local time; for --until the whole day
+counts), a time (2026-01-02T15:04, RFC 3339) or a duration ago (7d, 2w,
+12h). They apply before --limit and --offset, and to --json too.
 
 --from STORE lists the sessions of another store instead (a postgres or s3
 sink block, type/name), exactly as ls lists local files.
@@ -120,6 +137,15 @@ loader of --from, else the first one of resume.loaders.`,
 			want := jsonl.SessionStatus(status)
 			if status != "" && !want.Valid() {
 				return &exitError{code: 2, err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
+			}
+			now := time.Now()
+			keep, err := modifiedWithin(since, until, now)
+			if err != nil {
+				return err
+			}
+			colored, err := useColor(color, stdoutFile(cmd.OutOrStdout()))
+			if err != nil {
+				return err
 			}
 			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true}
 			switch {
@@ -151,7 +177,7 @@ loader of --from, else the first one of resume.loaders.`,
 					l, noIndex, where = fl, true, st.id.String()
 				}
 			}
-			infos, recs, err := listSessions(cmd.Context(), l, cfg, opt, want, asJSON, noIndex)
+			infos, recs, err := listSessions(cmd.Context(), l, cfg, opt, want, keep, asJSON, noIndex)
 			if err != nil {
 				return err
 			}
@@ -167,13 +193,16 @@ loader of --from, else the first one of resume.loaders.`,
 				}
 				return nil
 			}
-			printSessionTable(out, recs)
+			printSessionTable(out, recs, outputWidth(stdoutFile(out)), colored, now)
 			return nil
 		},
 	}
 	f := c.Flags()
 	f.BoolVar(&noIndex, "no-index", false, "read every transcript instead of using the sessions index")
 	f.StringVar(&status, "status", "", "only sessions with this status: active, interrupted or completed")
+	f.StringVar(&since, "since", "", "only sessions modified at or after this date, time or duration ago (2026-01-02, 7d)")
+	f.StringVar(&until, "until", "", "only sessions modified before this date (the whole day), time or duration ago")
+	f.StringVar(&color, "color", "auto", "colour: auto (on a terminal), always or never; NO_COLOR turns it off")
 	f.BoolVar(&all, "all", false, "list every project")
 	f.StringVar(&project, "project", "", "list the project of this path")
 	f.IntVar(&limit, "limit", 0, "at most this many sessions")
@@ -186,12 +215,13 @@ loader of --from, else the first one of resume.loaders.`,
 
 // listSessions is ls's listing: through the index unless noIndex, with
 // the lifecycle records when the table or the status filter needs them
-// (the filter applies before --limit and --offset).
+// (the filters, status and keep, apply before --limit and --offset).
 func listSessions(ctx context.Context, l jsonl.Layout, cfg *config.Config, opt jsonl.ListOptions, status jsonl.SessionStatus,
-	asJSON, noIndex bool) ([]jsonl.SessionInfo, []jsonl.SessionRecord, error) {
+	keep func(*jsonl.SessionInfo) bool, asJSON, noIndex bool) ([]jsonl.SessionInfo, []jsonl.SessionRecord, error) {
 	needRecs := !asJSON || status != ""
 	page := opt
-	if status != "" {
+	filtered := status != "" || keep != nil
+	if filtered {
 		opt.Limit, opt.Offset = 0, 0
 	}
 	var (
@@ -218,25 +248,88 @@ func listSessions(ctx context.Context, l jsonl.Layout, cfg *config.Config, opt j
 		return nil, nil, err
 	}
 	if recs == nil {
-		return infos, nil, nil
+		if keep == nil {
+			return infos, nil, nil
+		}
+		kept := infos[:0]
+		for i := range infos {
+			if keep(&infos[i]) {
+				kept = append(kept, infos[i])
+			}
+		}
+		return pageOf(kept, page), nil, nil
 	}
 	kept := recs[:0]
 	for _, r := range recs {
-		if status == "" || r.Status == status {
+		if (status == "" || r.Status == status) && (keep == nil || keep(&r.Info)) {
 			kept = append(kept, r)
 		}
 	}
-	if status != "" {
-		kept = kept[min(max(page.Offset, 0), len(kept)):]
-		if page.Limit > 0 && page.Limit < len(kept) {
-			kept = kept[:page.Limit]
-		}
+	if filtered {
+		kept = pageOf(kept, page)
 	}
 	infos = make([]jsonl.SessionInfo, len(kept))
 	for i := range kept {
 		infos[i] = kept[i].Info
 	}
 	return infos, kept, nil
+}
+
+// pageOf is the --offset and --limit page of a filtered listing.
+func pageOf[T any](all []T, page jsonl.ListOptions) []T {
+	all = all[min(max(page.Offset, 0), len(all)):]
+	if page.Limit > 0 && page.Limit < len(all) {
+		all = all[:page.Limit]
+	}
+	return all
+}
+
+// modifiedWithin is --since and --until as a filter on the listing's
+// modification time (nil when neither is given).
+func modifiedWithin(since, until string, now time.Time) (func(*jsonl.SessionInfo) bool, error) {
+	if since == "" && until == "" {
+		return nil, nil
+	}
+	from, err := parseWhen("--since", since, false, now)
+	if err != nil {
+		return nil, err
+	}
+	to, err := parseWhen("--until", until, true, now)
+	if err != nil {
+		return nil, err
+	}
+	return func(s *jsonl.SessionInfo) bool {
+		t := time.UnixMilli(s.LastModified)
+		return (since == "" || !t.Before(from)) && (until == "" || t.Before(to))
+	}, nil
+}
+
+// parseWhen reads --since/--until: a date (local time; with end, the end
+// of that day), a local date and time, an RFC 3339 time, or a duration
+// ago (7d, 2w, 12h).
+func parseWhen(flag, s string, end bool, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		if end {
+			t = t.AddDate(0, 0, 1)
+		}
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := parseAge(flag, s)
+	if err != nil {
+		return time.Time{}, &exitError{code: 2, err: fmt.Errorf("%s %q: want a date (2026-01-02), a time (2026-01-02T15:04) or a duration ago (7d, 2w, 12h)", flag, s)}
+	}
+	return now.Add(-d), nil
 }
 
 // writeInfosJSON prints the listing as writeJSON would, one session at a
@@ -266,23 +359,6 @@ func writeInfosJSON(out io.Writer, infos []jsonl.SessionInfo) error {
 	}
 	w.WriteString("]\n")
 	return w.Flush()
-}
-
-func printSessionTable(w io.Writer, recs []jsonl.SessionRecord) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tMODIFIED\tTITLE\tBRANCH\tTAG\tSIZE\tSTATUS\tINTERRUPTED\tSTATE")
-	for _, r := range recs {
-		s := &r.Info
-		interrupted := "no"
-		if r.Interruption != core.InterruptionNone {
-			interrupted = string(r.Interruption)
-		}
-		state := r.State
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID,
-			time.UnixMilli(s.LastModified).Local().Format("2006-01-02 15:04"),
-			clip(s.Summary, 60), s.GitBranch, s.Tag, humanBytes(s.FileSize), r.Status, interrupted, state)
-	}
-	tw.Flush()
 }
 
 func clip(s string, n int) string {
@@ -521,64 +597,6 @@ func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) 
 	}
 }
 
-type part struct {
-	text string
-	code bool
-}
-
-// messageParts turns a message's content into printable parts.
-func messageParts(raw json.RawMessage) []part {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return []part{{text: s}}
-	}
-	var blocks []struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		Thinking  string          `json:"thinking"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		Content   json.RawMessage `json:"content"`
-		ToolUseID string          `json:"tool_use_id"`
-		IsError   bool            `json:"is_error"`
-	}
-	if json.Unmarshal(m.Content, &blocks) != nil {
-		return []part{{text: string(m.Content), code: true}}
-	}
-	var out []part
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			out = append(out, part{text: b.Text})
-		case "thinking":
-			out = append(out, part{text: "(thinking) " + clip(b.Thinking, 200)})
-		case "tool_use":
-			out = append(out, part{text: fmt.Sprintf("→ %s %s", b.Name, clip(string(b.Input), 400)), code: true})
-		case "tool_result":
-			var text string
-			if json.Unmarshal(b.Content, &text) != nil {
-				text = string(b.Content)
-			}
-			label := "← result"
-			if b.IsError {
-				label = "← error"
-			}
-			out = append(out, part{text: fmt.Sprintf("%s: %s", label, clip(text, 400)), code: true})
-		case "image", "document":
-			out = append(out, part{text: "[" + b.Type + "]"})
-		default:
-			out = append(out, part{text: "[" + b.Type + "]"})
-		}
-	}
-	return out
-}
-
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
@@ -629,6 +647,9 @@ type infoReport struct {
 	Interrupted   string   `json:"interrupted"`
 	State         string   `json:"state"`
 	Status        string   `json:"status,omitempty"`
+	// lastActivity is the record's UpdatedAt: the text's state is the live
+	// one (liveState), the JSON's what the tail says.
+	lastActivity time.Time
 }
 
 func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, error) {
@@ -686,7 +707,7 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 	}
 	if si != nil {
 		if recs, err := l.Records(ctx, []jsonl.SessionInfo{*si}); err == nil && len(recs) == 1 {
-			r.Status = string(recs[0].Status)
+			r.Status, r.lastActivity = string(recs[0].Status), recs[0].UpdatedAt
 		}
 	}
 	return r, nil
@@ -721,6 +742,10 @@ func printInfo(w io.Writer, r *infoReport) {
 	row("subagents", fmt.Sprintf("%d %v", len(r.Subagents), r.Subagents))
 	row("status", r.Status)
 	row("interrupted", r.Interrupted)
-	row("state", r.State)
+	state := r.State
+	if !r.lastActivity.IsZero() {
+		state = string(liveState(core.State(r.State), jsonl.SessionStatus(r.Status), r.lastActivity, time.Now()))
+	}
+	row("state", state)
 	tw.Flush()
 }

@@ -30,6 +30,8 @@ type renderDoc struct {
 	Checkpoints map[string][]core.Checkpoint
 }
 
+// rBlock is a content block (of a message or a tool_result), for export
+// and show.
 type rBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
@@ -44,6 +46,7 @@ type rBlock struct {
 		Type      string `json:"type"`
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`
+		URL       string `json:"url"`
 	} `json:"source"`
 }
 

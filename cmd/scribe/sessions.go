@@ -57,25 +57,6 @@ func parseAge(flag, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// completeSessionIDs completes session ids in the shell completion scripts.
-func completeSessionIDs(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-	l, _, err := layoutFor(cmd)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	infos, err := l.List(cmd.Context(), jsonl.ListOptions{IncludeProgrammatic: true})
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, s := range infos {
-		if strings.HasPrefix(s.SessionID, prefix) {
-			out = append(out, s.SessionID+"\t"+s.Summary)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
 // sessionArg is the layout and the session an ID argument names.
 func sessionArg(cmd *cobra.Command, arg string) (jsonl.Layout, string, error) {
 	l, _, err := layoutFor(cmd)
@@ -113,8 +94,7 @@ As the Agent SDK's deleteSession, rm first writes the deletion markers
 (<config dir>/state/deleted-transcripts/) that keep a running Claude Code from
 saving the transcript again; trash restore removes them.
 A session a live writer holds is refused (--lock-wait to wait).`,
-		Args:              cobra.MinimumNArgs(1),
-		ValidArgsFunction: completeSessionIDs,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, _, err := layoutFor(cmd)
 			if err != nil {
@@ -355,11 +335,10 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 		lockWait       time.Duration
 	)
 	c := &cobra.Command{
-		Use:               use,
-		Short:             short,
-		Long:              long,
-		Args:              args,
-		ValidArgsFunction: completeSessionIDs,
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  args,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			l, id, err := sessionArg(cmd, a[0])
 			if err != nil {

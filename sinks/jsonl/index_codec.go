@@ -21,6 +21,7 @@ const (
 	ixfArchived
 	ixfArchivedTrue
 	ixfNested // SessionInfo.Nested (format version 3)
+	ixfForked // SessionInfo.Forked (format version 4)
 )
 
 // Lifecycle flags.
@@ -97,6 +98,9 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			}
 			if e.info.Nested {
 				fl |= ixfNested
+			}
+			if e.info.Forked {
+				fl |= ixfForked
 			}
 			ea.uv(fl)
 			if e.sideDir {
@@ -318,6 +322,7 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 					in.Archived = &v
 				}
 				in.Nested = fl&ixfNested != 0
+				in.Forked = fl&ixfForked != 0
 				x.listed = append(x.listed, e)
 			}
 			if d.err != nil {

@@ -2,6 +2,9 @@ package jsonl
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -58,4 +61,46 @@ func FuzzIndexDecode(f *testing.F) {
 		}
 		_, _ = ixDecodeHeader(a)
 	})
+}
+
+// A fork (its first chain row carries forkedFrom) is marked Forked, by the
+// files and by the index after it was saved; a plain session is not.
+func TestListingMarksForks(t *testing.T) {
+	ixNoRacy(t)
+	l := Layout{ConfigDir: t.TempDir()}
+	dir := l.ProjectDir("/p")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	row := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p","sessionId":"%s"%s}` + "\n"
+	fork, plain := "0c0ffee0-0000-4000-8000-000000000001", "0c0ffee0-0000-4000-8000-000000000002"
+	for id, extra := range map[string]string{fork: `,"forkedFrom":{"sessionId":"x","messageUuid":"y"}`, plain: ""} {
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), fmt.Appendf(nil, row, id, extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, infos []SessionInfo) {
+		t.Helper()
+		if len(infos) != 2 {
+			t.Fatalf("%s: %d sessions", what, len(infos))
+		}
+		for _, s := range infos {
+			if s.Forked != (s.SessionID == fork) {
+				t.Errorf("%s: %s Forked=%v", what, s.SessionID, s.Forked)
+			}
+		}
+	}
+	opt := ListOptions{IncludeProgrammatic: true}
+	infos, err := l.List(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("files", infos)
+	for _, what := range []string{"index, cold", "index, saved"} {
+		infos, _, err := l.ListIndexedWith(context.Background(), opt, IndexOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(what, infos)
+	}
 }

@@ -22,7 +22,7 @@ import (
 
 const (
 	ixMagic      = "SCRIBEIX"
-	ixVersion    = 3 // 3: the nested-session flag (SDK 0.3.337's programmatic filter)
+	ixVersion    = 4 // 3: the nested-session flag (SDK 0.3.337's programmatic filter); 4: the fork flag (ixfForked)
 	ixHeaderSize = 64
 	// ixMaxSection bounds what a header may claim, so a damaged one cannot
 	// make the reader allocate without limit.

@@ -75,6 +75,9 @@ type SessionInfo struct {
 	// "nestedSession":true into its entries): the first head line and the
 	// last tail line holding "parentUuid": carry it after "userType":.
 	Nested bool `json:"-"`
+	// Forked: the first head line holding "parentUuid": carries
+	// "forkedFrom" (the session is a fork). Scribe's own, for ls's table.
+	Forked bool `json:"-"`
 	// LastEntryTail is the last complete line of the tail window that is a
 	// conversation row (valid JSON whose top-level "type" is "user",
 	// "assistant" or "attachment"; system and progress rows are skipped, as

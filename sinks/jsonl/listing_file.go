@@ -153,7 +153,7 @@ func (w *liteWorker) process(c *liteCand, includeProgrammatic bool, cw *liteColl
 	}
 	w.index(&win)
 	if !includeProgrammatic {
-		if liteProgrammatic(w.programmaticFields(&win)) {
+		if ep, sk, nested, _ := w.programmaticFields(&win); liteProgrammatic(ep, sk, nested) {
 			return SessionInfo{}, false
 		}
 	}
@@ -252,7 +252,7 @@ func (w *liteWorker) derive(id, path string, win *liteWin, projectPath string, t
 	if trySide {
 		info.Archived = w.archived(filepath.Join(dir, id, "archived.json"), win)
 	}
-	info.Entrypoint, info.SessionKind, info.Nested = w.programmaticFields(win)
+	info.Entrypoint, info.SessionKind, info.Nested, info.Forked = w.programmaticFields(win)
 	if !w.noTail {
 		info.LastEntryTail = tix.lastEntry()
 	}

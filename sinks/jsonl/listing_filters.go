@@ -19,9 +19,11 @@ import (
 
 // programmaticFields returns the entrypoint (first in the head, else last
 // in the tail), the sessionKind of the first head line holding
-// "parentUuid": (the whole head when none does), and whether the session
-// is a nested (child) session (see liteNested).
-func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, nested bool) {
+// "parentUuid": (the whole head when none does), whether the session is a
+// nested (child) session (see liteNested), and whether that first line
+// carries "forkedFrom" (the SDK's forkSession and Claude Code's /branch
+// write it on every row they copy).
+func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, nested, forked bool) {
 	ep, ok := liteFirstValue(win.head, &liteKeyEntrypoint)
 	if !ok {
 		ep, _ = w.tix.lastValue(lkEntrypoint)
@@ -34,13 +36,14 @@ func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, 
 			le = p + e
 		}
 		scope = win.head[ls:le]
+		forked = bytes.Contains(scope, []byte(`"forkedFrom":`))
 	}
 	kind, _ = liteFirstValue(scope, &liteKeySessionKind)
 	tailLast := -1
 	if occ := w.tix.pos[lkParentUUID]; len(occ) > 0 {
 		tailLast = occ[len(occ)-1]
 	}
-	return ep, kind, liteNested(win.head, win.tail, tailLast)
+	return ep, kind, liteNested(win.head, win.tail, tailLast), forked
 }
 
 func liteProgrammatic(entrypoint, kind string, nested bool) bool {
