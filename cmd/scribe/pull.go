@@ -45,6 +45,9 @@ type pullReport struct {
 	// Untouched lists local transcripts of the session the server has no
 	// rows for; they are left as they are.
 	Untouched []string `json:"untouched"`
+	// ContinueCommand continues the session in Claude Code on this
+	// machine: "cd DIR && claude --resume ID" (DIR shell-quoted).
+	ContinueCommand string `json:"continue_command"`
 }
 
 type pullFile struct {
@@ -171,6 +174,9 @@ type pulledSession struct {
 	// firstCWD and agentCWD are the first cwd of the main conversation and
 	// of any subagent: where the project folder is, when no file is local.
 	firstCWD, agentCWD string
+	// lastAt is the latest timestamp of the main transcript's rows: when
+	// the session was last active (zero when no row has one).
+	lastAt time.Time
 }
 
 // fetchPull reads a session's rows from the server, counting in rep what
@@ -222,6 +228,11 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 		f.data.Write(e.Raw)
 		f.data.WriteByte('\n')
 		f.entries++
+		if f == main && e.Timestamp != "" {
+			if at, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil && at.After(ps.lastAt) {
+				ps.lastAt = at
+			}
+		}
 		if e.UUID != "" {
 			f.uuids[e.UUID] = true
 		}
@@ -256,13 +267,17 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	if err != nil {
 		return nil, err
 	}
+	dir := ps.firstCWD
+	if dir == "" {
+		dir = ps.agentCWD
+	}
 	switch {
 	case cwd != "":
 		abs, err := filepath.Abs(cwd)
 		if err != nil {
 			return nil, err
 		}
-		proj = layout.ProjectDir(abs)
+		proj, dir = layout.ProjectDir(abs), abs
 	case proj != "":
 	case ps.firstCWD != "":
 		proj = layout.ProjectDir(ps.firstCWD)
@@ -331,6 +346,10 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			rep.Untouched = append(rep.Untouched, lf.Path)
 		}
 	}
+	if cwd == "" {
+		dir, _ = sessionCwd(ctx, layout, id, dir)
+	}
+	rep.ContinueCommand = continueCommand(dir, id)
 	return rep, nil
 }
 
@@ -364,4 +383,5 @@ func printPullReport(w io.Writer, r *pullReport) {
 	if r.Malformed > 0 {
 		fmt.Fprintf(w, "  %d rows from the server were not JSON objects (skipped)\n", r.Malformed)
 	}
+	fmt.Fprintf(w, "continue in Claude Code:\n  %s\n", r.ContinueCommand)
 }

@@ -105,9 +105,10 @@ session, interrupted when its last turn did not finish, else completed;
 --from STORE lists the sessions of another store instead (a postgres or s3
 sink block, type/name), exactly as ls lists local files.
 
---remote lists the team server's sessions instead (newest activity first,
-with their titles; --json prints the server's listing), through the cloud
-loader of --from, else the first one of resume.loaders.`,
+--remote lists the team server's sessions (every project) as ls lists local
+ones: the same titles, columns and --json, the last activity from each
+session's own timestamps; through the cloud loader of --from, else the first
+one of resume.loaders. It fetches each session's main transcript.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, cfg, err := layoutFor(cmd)
