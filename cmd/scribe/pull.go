@@ -95,7 +95,10 @@ that refuses connections ends the pull after a few attempts, each retry said on
 stderr.
 
 The files go where the session already is, else into the project folder of the
-entries' first cwd (--cwd overrides). Files are 0600 and folders 0700. The
+entries' first cwd (--cwd overrides: pull --cwd "$PWD" in a checkout puts the
+session where Claude Code's /resume finds it there). The report ends with the
+command that continues the session in Claude Code, cd DIR && claude --resume
+ID (continue_command in --json). Files are 0600 and folders 0700. The
 session's lock is held meanwhile, so a scribe writing the session makes pull
 fail (or wait, with --lock-wait).
 

@@ -212,9 +212,10 @@ side. A torn last line (a writer still busy) is left for the next push.
 A progress bar goes to stderr when it is a terminal, else a progress line
 every few seconds and at the end (--no-progress: neither). A server that
 refuses connections ends the push after a few attempts, each retry said on
-stderr. Exit status: 0 when
-everything was sent, 1 when a session failed (the others are still pushed),
-2 for a bad configuration or flag.`,
+stderr. The summary's first line says how many sessions went ("pushed 2 of
+5 sessions ...") and why the rest did not (server unreachable, token refused).
+Exit status: 0 when everything was sent, 1 when a session failed (the others
+are still pushed), 2 for a bad configuration or flag.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
 				return &exitError{code: 2, err: errors.New("name the sessions to push, or pass --all (not both)")}

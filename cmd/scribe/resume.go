@@ -73,7 +73,12 @@ from where you left off."; these repairs go through the pipeline, so they are
 persisted (not with --dry-run). It prints the conversation a host would send to
 the model, the classification, the repairs and the loader that served, with why
 each earlier one missed. --check validates the repaired conversation against the
-model API's rules and fails if it breaks one.
+model API's rules and fails if it breaks one. The output ends with the command
+that continues the session in Claude Code, cd DIR && claude --resume ID
+(continue_command in --json).
+
+--from LOADER asks only that loader: any declared loader or sink block that
+can load, listed in resume.loaders or not (the built-in cloud/team among them).
 
 --at CHECKPOINT (an id, a unique prefix of one, or a label; see scribe
 checkpoints) resumes from the checkpoint's message instead of the session's
