@@ -215,6 +215,12 @@ func TestLsRemoteListsAsLs(t *testing.T) {
 	if rep, code, out := cloudPush(t, cfgA, "--all"); code != 0 || rep.Sessions != len(sessions) {
 		t.Fatalf("push: exit %d\n%s", code, out)
 	}
+	// A session ls would not list (its first line a sidechain's): said, not
+	// listed.
+	const hidden = "1a5e0000-0000-4000-8000-0000000000ff"
+	if !postBatch(srv, hidden, []string{`{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"side"},"uuid":"1a5e00ff-0000-4000-8000-000000000001","timestamp":"2025-06-01T09:00:00.000Z","cwd":"/home/alice/src/storm","sessionId":"` + hidden + `"}`}) {
+		t.Fatal("post the hidden session")
+	}
 	local, errOut, code := cloudRun(t, "", "ls", "--all", "--json", "--config", cfgA)
 	if code != 0 {
 		t.Fatalf("ls --all --json: exit %d\n%s", code, errOut)
@@ -230,6 +236,9 @@ func TestLsRemoteListsAsLs(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(remote), &got); err != nil {
 		t.Fatalf("ls --remote --json: %v\n%s", err, remote)
+	}
+	if !strings.Contains(errOut, "scribe: 1 sessions on "+srv.url()+" are not listed, as ls would not list them") {
+		t.Errorf("ls --remote does not say it left a session out:\n%s", errOut)
 	}
 	// Same sessions, same order (by last activity), same fields: the
 	// titles, the project (cwd), lastModified from the rows' timestamps.
@@ -257,6 +266,18 @@ func TestLsRemoteListsAsLs(t *testing.T) {
 	tableB, errOut, codeB := cloudRun(t, "", "ls", "--remote", "--config", cfgB)
 	if codeA != 0 || codeB != 0 || tableA != tableB {
 		t.Errorf("ls --remote (exit %d) differs from ls --all (exit %d):\n%s\nwant:\n%s\n%s", codeB, codeA, tableB, tableA, errOut)
+	}
+	// --project and --status filter it as ls does.
+	for _, args := range [][]string{{"--project", "/home/alice/src/other"}, {"--status", "interrupted"}} {
+		local := append([]string{"ls", "--json", "--config", cfgA}, args...)
+		if args[0] == "--status" {
+			local = append(local, "--all")
+		}
+		a, _, codeA := cloudRun(t, "", local...)
+		b, errOut, codeB := cloudRun(t, "", append([]string{"ls", "--remote", "--json", "--config", cfgB}, args...)...)
+		if codeA != 0 || codeB != 0 || a != b || a == "[]\n" {
+			t.Errorf("ls --remote %s (exit %d) differs from ls (exit %d):\n%s\nwant:\n%s\n%s", args, codeB, codeA, b, a, errOut)
+		}
 	}
 	// --limit and --offset page it as ls does.
 	page, _, code := cloudRun(t, "", "ls", "--remote", "--json", "--limit", "2", "--offset", "1", "--config", cfgB)

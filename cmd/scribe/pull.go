@@ -182,9 +182,9 @@ type pulledSession struct {
 	lastAt time.Time
 }
 
-// fetchPull reads a session's rows from the server, counting in rep what
-// it leaves out.
-func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, bar *progressBar) (*pulledSession, error) {
+// fetchPull reads a session's rows from the server (the subagents' too
+// with subagents), counting in rep what it leaves out.
+func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, rep *pullReport, bar *progressBar) (*pulledSession, error) {
 	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
 		agents: map[string]*pulledFile{}}
 	main, side, agents := ps.main, ps.side, ps.agents
@@ -192,7 +192,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 	if bar != nil {
 		bar.start(-1, 1, &got)
 	}
-	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
+	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: subagents}, func(ev events.HistoryEvent) error {
 		got.Add(int64(len(ev.Payload)) + 1)
 		if bar != nil {
 			bar.entries(1)
@@ -261,7 +261,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
 	bar *progressBar) (*pullReport, error) {
 	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
-	ps, err := fetchPull(ctx, t, id, rep, bar)
+	ps, err := fetchPull(ctx, t, id, true, rep, bar)
 	if err != nil {
 		return nil, err
 	}

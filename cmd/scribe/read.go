@@ -105,24 +105,27 @@ session, interrupted when its last turn did not finish, else completed;
 --from STORE lists the sessions of another store instead (a postgres or s3
 sink block, type/name), exactly as ls lists local files.
 
---remote lists the team server's sessions (every project) as ls lists local
-ones: the same titles, columns and --json, the last activity from each
-session's own timestamps; through the cloud loader of --from, else the first
-one of resume.loaders. It fetches each session's main transcript.`,
+--remote lists the team server's sessions (every project, unless --project)
+as ls lists local ones: the same titles, columns, filters and --json, the last
+activity from each session's own timestamps; through the cloud loader of
+--from, else the first one of resume.loaders. It fetches each session's main
+transcript.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
 			}
-			if remote {
-				return runRemoteLs(cmd, cfg, from, asJSON, limit, offset)
-			}
 			want := jsonl.SessionStatus(status)
 			if status != "" && !want.Valid() {
 				return &exitError{code: 2, err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
 			}
 			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true}
+			if remote {
+				// Every project, unless --project names one.
+				opt.Dir = project
+				return runRemoteLs(cmd, cfg, from, opt, want, asJSON)
+			}
 			switch {
 			case all && project != "":
 				return &exitError{code: 2, err: errors.New("--all and --project exclude each other")}

@@ -123,7 +123,7 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 // each transcript's mtime the latest timestamp of its rows: the last
 // activity Claude Code's own writes would have left (the server's last
 // write, when no row has a timestamp).
-func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, asJSON bool, limit, offset int) error {
+func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.ListOptions, status jsonl.SessionStatus, asJSON bool) error {
 	t, err := remoteTarget(cfg, from)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -143,14 +143,20 @@ func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, asJSON boo
 		return err
 	}
 	defer cleanup()
-	infos, recs, err := listSessions(ctx, l, cfg, jsonl.ListOptions{IncludeProgrammatic: true}, "", asJSON, true)
+	if opt.Dir == "" && status == "" {
+		// Every session ls would list: say how many it would not.
+		all, err := l.List(ctx, jsonl.ListOptions{IncludeProgrammatic: true, SkipLastEntryTail: true})
+		if err != nil {
+			return err
+		}
+		if unlisted := len(list) - rs.empty - len(all); unlisted > 0 {
+			fmt.Fprintf(stderr, "scribe: %d sessions on %s are not listed, as ls would not list them (a subagent's first line, or nothing to title them with)\n", unlisted, t.client.BaseURL)
+		}
+	}
+	infos, recs, err := listSessions(ctx, l, cfg, opt, status, asJSON, true)
 	if err != nil {
 		return err
 	}
-	if unlisted := len(list) - rs.empty - len(infos); unlisted > 0 {
-		fmt.Fprintf(stderr, "scribe: %d sessions on %s are not listed, as ls would not list them (a subagent's first line, or nothing to title them with)\n", unlisted, t.client.BaseURL)
-	}
-	infos, recs = page(infos, offset, limit), page(recs, offset, limit)
 	if rs.noTimestamp > 0 {
 		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no row with a timestamp: their last activity is the server's last write\n", rs.noTimestamp, t.client.BaseURL)
 	}
@@ -162,20 +168,11 @@ func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, asJSON boo
 		return writeInfosJSON(out, infos)
 	}
 	if len(infos) == 0 {
-		fmt.Fprintf(out, "no sessions on %s (%s)\n", t.client.BaseURL, t.id)
+		fmt.Fprintf(out, "no sessions listed on %s (%s)\n", t.client.BaseURL, t.id)
 		return nil
 	}
 	printSessionTable(out, recs)
 	return nil
-}
-
-// page is the --offset and --limit of a listing (limit 0: no limit).
-func page[T any](list []T, offset, limit int) []T {
-	list = list[min(max(offset, 0), len(list)):]
-	if limit > 0 && limit < len(list) {
-		list = list[:limit]
-	}
-	return list
 }
 
 // remoteListStats counts what fetchRemoteListing could not give as ls
@@ -201,7 +198,7 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 		if !jsonl.IsSessionID(s.ID) {
 			return fmt.Errorf("the server lists %q, which is not a session id", clip(s.ID, 60))
 		}
-		ps, err := fetchPull(ctx, t, s.ID, &pullReport{}, nil)
+		ps, err := fetchPull(ctx, t, s.ID, false, &pullReport{}, nil)
 		if errors.Is(err, core.ErrNotFound) {
 			mu.Lock()
 			rs.empty++
