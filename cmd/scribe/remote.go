@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -138,7 +139,11 @@ func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.
 	if more {
 		fmt.Fprintf(stderr, "scribe: %s has more sessions; these are the %d most recently pushed\n", t.client.BaseURL, len(list))
 	}
-	l, cleanup, rs, err := fetchRemoteListing(ctx, t, list)
+	var bar *progressBar
+	if isCharDevice(os.Stderr) {
+		bar = newProgressBar(stderr, "ls --remote", false)
+	}
+	l, cleanup, rs, err := fetchRemoteListing(ctx, t, list, bar)
 	if err != nil {
 		return err
 	}
@@ -183,8 +188,8 @@ type remoteListStats struct {
 
 // fetchRemoteListing fetches the sessions of list into a temporary folder
 // laid out as Claude Code lays it out (see runRemoteLs); cleanup removes
-// it.
-func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo) (jsonl.Layout, func(), remoteListStats, error) {
+// it. bar, when not nil, shows the sessions fetched.
+func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo, bar *progressBar) (jsonl.Layout, func(), remoteListStats, error) {
 	var rs remoteListStats
 	dir, err := os.MkdirTemp("", "scribe-remote-")
 	if err != nil {
@@ -192,9 +197,19 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 	}
 	cleanup := func() { os.RemoveAll(dir) }
 	l := jsonl.Layout{ConfigDir: dir}
-	var mu sync.Mutex
+	var (
+		mu  sync.Mutex
+		got atomic.Int64 // bytes fetched
+	)
+	if bar != nil {
+		bar.start(-1, len(list), &got)
+		defer bar.finish()
+	}
 	err = durable.Each(ctx, remoteListWorkers, len(list), func(ctx context.Context, i int) error {
 		s := list[i]
+		if bar != nil {
+			defer bar.sessionDone()
+		}
 		if !jsonl.IsSessionID(s.ID) {
 			return fmt.Errorf("the server lists %q, which is not a session id", clip(s.ID, 60))
 		}
@@ -208,6 +223,7 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 		if err != nil {
 			return fmt.Errorf("session %s: %w", s.ID, err)
 		}
+		got.Add(int64(ps.main.data.Len()))
 		if ps.main.entries == 0 {
 			mu.Lock()
 			rs.empty++
