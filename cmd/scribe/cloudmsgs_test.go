@@ -150,7 +150,12 @@ func TestResumeFromBuiltinCloudLoader(t *testing.T) {
 	wantCmd := `cd '/home/alice/src/my storm'\''s' && claude --resume ` + sid
 
 	cfgB, dirB := builtinCloudMachine(t, srv.url())
-	out, errOut, code := cloudRun(t, "", "resume", "--from", "cloud/team", sid, "--config", cfgB, "--json")
+	// A dry run copies nothing: it says Claude Code cannot list it yet.
+	out, errOut, code := cloudRun(t, "", "resume", "--from", "cloud/team", sid, "--config", cfgB, "--dry-run")
+	if code != 0 || !strings.Contains(errOut, "session "+sid+" is not in the local store") || !strings.HasSuffix(out, wantCmd+"\n") {
+		t.Errorf("resume --dry-run --from cloud/team: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = cloudRun(t, "", "resume", "--from", "cloud/team", sid, "--config", cfgB, "--json")
 	var rep struct {
 		ServedBy        string `json:"served_by"`
 		Copied          int    `json:"copied"`
@@ -166,7 +171,7 @@ func TestResumeFromBuiltinCloudLoader(t *testing.T) {
 	// The text ends with the command; a prefix is resolved through the
 	// loader of --from too.
 	out, errOut, code = cloudRun(t, "", "resume", "--from", "cloud/team", "4e5a", "--config", cfgB, "--dry-run")
-	if code != 0 || !strings.HasSuffix(out, "continue in Claude Code:\n  "+wantCmd+"\n") {
+	if code != 0 || !strings.HasSuffix(out, "continue in Claude Code:\n  "+wantCmd+"\n") || strings.Contains(errOut, "not in the local store") {
 		t.Errorf("resume: exit %d, want it to end with %q\n%s\n%s", code, wantCmd, out, errOut)
 	}
 

@@ -24,9 +24,14 @@ func continueCommand(dir, id string) string {
 // in the local store, or one whose entries name no cwd). local says
 // whether the local store lists the session.
 func sessionCwd(ctx context.Context, l jsonl.Layout, id, fallback string) (cwd string, local bool) {
-	info, err := l.Info(ctx, id, "")
-	if err == nil && info != nil && info.Cwd != "" {
-		return info.Cwd, true
+	if info, err := l.Info(ctx, id, ""); err == nil && info != nil {
+		if info.Cwd != "" {
+			return info.Cwd, true
+		}
+		return fallback, true
 	}
-	return fallback, err == nil && info != nil
+	// A session the listing leaves out (nothing to title it with) may
+	// still be there.
+	proj, err := l.FindSession(id, "")
+	return fallback, err == nil && proj != ""
 }
