@@ -119,10 +119,11 @@ func openStore(ctx context.Context, cfg *config.Config, arg string, tweak func(a
 	return st, nil
 }
 
-// resumeFrom makes sure resume can ask the loader of --from: a store that
-// resume.loaders does not list is opened for this run (the caller stops
-// it). It returns the store when it can list its sessions (to resolve an
-// id prefix there), else nil.
+// resumeFrom makes sure resume can ask the loader of --from: a declared
+// sink or loader block that resume.loaders does not list is opened for
+// this run (the caller stops it). It returns the store when one was opened
+// (its lister is nil when it cannot list its sessions), else nil. A name
+// declared nowhere is a usage error saying where to declare and list it.
 func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from string) (*store, error) {
 	id, err := core.ParseID(from)
 	if err != nil {
@@ -136,14 +137,36 @@ func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from strin
 			return nil, nil
 		}
 	}
-	if _, ok := cfg.Lookup(core.KindSink, id); !ok {
-		return nil, nil // a loader block resume.loaders leaves out: core says so
+	if _, ok := cfg.Lookup(core.KindSink, id); ok {
+		st, err := openStore(ctx, cfg, from, nil)
+		if err != nil {
+			return nil, err
+		}
+		rt.loaders = append(rt.loaders, core.NamedLoader{ID: id, Loader: st.loader})
+		return st, nil
 	}
-	st, err := openStore(ctx, cfg, from, nil)
+	if _, ok := cfg.Lookup(core.KindLoader, id); !ok {
+		where := "a --config file"
+		if cfg.File != "" {
+			where = cfg.File
+		}
+		return nil, &exitError{code: 2, err: fmt.Errorf(`--from %s: no loader or sink block %q %q is declared: declare it in %s and list it in resume { loaders = [...] }`,
+			from, id.Type, id.Name, where)}
+	}
+	comp, _, err := openComponent(ctx, cfg, id, nil)
 	if err != nil {
 		return nil, err
 	}
-	rt.loaders = append(rt.loaders, core.NamedLoader{ID: id, Loader: st.loader})
+	ld, ok := comp.(core.Loader)
+	if !ok {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--from %s: the block is not a loader", from)}
+	}
+	st := &store{id: id, loader: ld, stop: func(context.Context) error { return nil }}
+	st.lister, _ = comp.(backend.Lister)
+	if sd, ok := comp.(shutdowner); ok {
+		st.stop = sd.Shutdown
+	}
+	rt.loaders = append(rt.loaders, core.NamedLoader{ID: id, Loader: ld})
 	return st, nil
 }
 

@@ -244,6 +244,13 @@ const minTitle = 24
 
 // printSessionTable prints the sessions fitted to width columns (0: no
 // limit, full ids), in colour when color is set.
+// lsTable is how ls prints its table: in colour or not, the live state
+// judged at now.
+type lsTable struct {
+	colored bool
+	now     time.Time
+}
+
 func printSessionTable(w io.Writer, recs []jsonl.SessionRecord, width int, color bool, now time.Time) {
 	home, _ := os.UserHomeDir()
 	ids := make([]string, len(recs))

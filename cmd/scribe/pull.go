@@ -45,6 +45,9 @@ type pullReport struct {
 	// Untouched lists local transcripts of the session the server has no
 	// rows for; they are left as they are.
 	Untouched []string `json:"untouched"`
+	// ContinueCommand continues the session in Claude Code on this
+	// machine: "cd DIR && claude --resume ID" (DIR shell-quoted).
+	ContinueCommand string `json:"continue_command"`
 }
 
 type pullFile struct {
@@ -92,7 +95,10 @@ that refuses connections ends the pull after a few attempts, each retry said on
 stderr.
 
 The files go where the session already is, else into the project folder of the
-entries' first cwd (--cwd overrides). Files are 0600 and folders 0700. The
+entries' first cwd (--cwd overrides: pull --cwd "$PWD" in a checkout puts the
+session where Claude Code's /resume finds it there). The report ends with the
+command that continues the session in Claude Code, cd DIR && claude --resume
+ID (continue_command in --json). Files are 0600 and folders 0700. The
 session's lock is held meanwhile, so a scribe writing the session makes pull
 fail (or wait, with --lock-wait).
 
@@ -171,11 +177,14 @@ type pulledSession struct {
 	// firstCWD and agentCWD are the first cwd of the main conversation and
 	// of any subagent: where the project folder is, when no file is local.
 	firstCWD, agentCWD string
+	// lastAt is the latest timestamp of the main transcript's rows: when
+	// the session was last active (zero when no row has one).
+	lastAt time.Time
 }
 
-// fetchPull reads a session's rows from the server, counting in rep what
-// it leaves out.
-func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, bar *progressBar) (*pulledSession, error) {
+// fetchPull reads a session's rows from the server (the subagents' too
+// with subagents), counting in rep what it leaves out.
+func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, rep *pullReport, bar *progressBar) (*pulledSession, error) {
 	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
 		agents: map[string]*pulledFile{}}
 	main, side, agents := ps.main, ps.side, ps.agents
@@ -183,7 +192,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 	if bar != nil {
 		bar.start(-1, 1, &got)
 	}
-	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: true}, func(ev events.HistoryEvent) error {
+	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: subagents}, func(ev events.HistoryEvent) error {
 		got.Add(int64(len(ev.Payload)) + 1)
 		if bar != nil {
 			bar.entries(1)
@@ -222,6 +231,11 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 		f.data.Write(e.Raw)
 		f.data.WriteByte('\n')
 		f.entries++
+		if f == main && e.Timestamp != "" {
+			if at, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil && at.After(ps.lastAt) {
+				ps.lastAt = at
+			}
+		}
 		if e.UUID != "" {
 			f.uuids[e.UUID] = true
 		}
@@ -247,7 +261,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, rep *pullReport, 
 func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
 	bar *progressBar) (*pullReport, error) {
 	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
-	ps, err := fetchPull(ctx, t, id, rep, bar)
+	ps, err := fetchPull(ctx, t, id, true, rep, bar)
 	if err != nil {
 		return nil, err
 	}
@@ -256,13 +270,17 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	if err != nil {
 		return nil, err
 	}
+	dir := ps.firstCWD
+	if dir == "" {
+		dir = ps.agentCWD
+	}
 	switch {
 	case cwd != "":
 		abs, err := filepath.Abs(cwd)
 		if err != nil {
 			return nil, err
 		}
-		proj = layout.ProjectDir(abs)
+		proj, dir = layout.ProjectDir(abs), abs
 	case proj != "":
 	case ps.firstCWD != "":
 		proj = layout.ProjectDir(ps.firstCWD)
@@ -331,6 +349,10 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			rep.Untouched = append(rep.Untouched, lf.Path)
 		}
 	}
+	if cwd == "" {
+		dir, _ = sessionCwd(ctx, layout, id, dir)
+	}
+	rep.ContinueCommand = continueCommand(dir, id)
 	return rep, nil
 }
 
@@ -364,4 +386,5 @@ func printPullReport(w io.Writer, r *pullReport) {
 	if r.Malformed > 0 {
 		fmt.Fprintf(w, "  %d rows from the server were not JSON objects (skipped)\n", r.Malformed)
 	}
+	fmt.Fprintf(w, "continue in Claude Code:\n  %s\n", r.ContinueCommand)
 }

@@ -147,6 +147,12 @@ type pushReport struct {
 	// TokenRefused is true when the server refused the token (401/403):
 	// the push stopped there.
 	TokenRefused bool `json:"token_refused"`
+	// TokenStatus is the HTTP status the server refused the token with
+	// (401 or 403); 0 when it did not.
+	TokenStatus int `json:"token_status,omitempty"`
+	// Complete counts the sessions sent completely (Sessions less the
+	// ones in Errors): the number the summary's headline gives.
+	Complete int `json:"complete"`
 	// Unreachable says why the server could not be reached at all (the
 	// push stopped there); "" when it could.
 	Unreachable string `json:"unreachable,omitempty"`
@@ -206,9 +212,10 @@ side. A torn last line (a writer still busy) is left for the next push.
 A progress bar goes to stderr when it is a terminal, else a progress line
 every few seconds and at the end (--no-progress: neither). A server that
 refuses connections ends the push after a few attempts, each retry said on
-stderr. Exit status: 0 when
-everything was sent, 1 when a session failed (the others are still pushed),
-2 for a bad configuration or flag.`,
+stderr. The summary's first line says how many sessions went ("pushed 2 of
+5 sessions ...") and why the rest did not (server unreachable, token refused).
+Exit status: 0 when everything was sent, 1 when a session failed (the others
+are still pushed), 2 for a bad configuration or flag.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
 				return &exitError{code: 2, err: errors.New("name the sessions to push, or pass --all (not both)")}
@@ -339,6 +346,7 @@ type pusher struct {
 	// others would be refused too.
 	abort   context.CancelCauseFunc
 	refused atomic.Bool
+	status  atomic.Int64           // the HTTP status that refused the token
 	away    atomic.Pointer[string] // why the server could not be reached
 
 	mu  sync.Mutex
@@ -381,6 +389,7 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 	if p.refused.Load() {
 		why = "not started: the server refused the token"
 		rep.TokenRefused = true
+		rep.TokenStatus = int(p.status.Load())
 	}
 	if a := p.away.Load(); a != nil {
 		why = "not started: the server could not be reached"
@@ -395,6 +404,7 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 			rep.Errors = append(rep.Errors, pushIssue{Session: r.Session, Error: r.Error})
 		}
 	}
+	rep.Complete = rep.Sessions - len(rep.Errors)
 	rep.ElapsedMS = time.Since(start).Milliseconds()
 	return rep
 }
@@ -405,6 +415,10 @@ func (p *pusher) session(ctx context.Context, s localSession) pushResult {
 	for _, f := range s.files {
 		if err := p.file(ctx, s.id, f, &res); err != nil {
 			if errors.Is(err, sinkhelper.ErrUnauthorized) && p.refused.CompareAndSwap(false, true) {
+				var se *sinkhelper.StatusError
+				if errors.As(err, &se) {
+					p.status.Store(int64(se.Code))
+				}
 				p.abort(err)
 			}
 			if msg := err.Error(); errors.Is(err, events.ErrUnreachable) && p.away.CompareAndSwap(nil, &msg) {
@@ -610,9 +624,29 @@ func (p *pusher) refuse(is pushIssue) {
 	})
 }
 
+// pushHeadline is the summary's first line: how many sessions went, and
+// when not all of them, why the push stopped.
+func pushHeadline(r *pushReport) string {
+	took := (time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Millisecond)
+	if r.Complete == r.Sessions {
+		return fmt.Sprintf("pushed %d sessions (%d files) to %s (%s) in %v", r.Sessions, r.Files, r.Server, r.Via, took)
+	}
+	head := fmt.Sprintf("pushed %d of %d sessions (%d files) to %s (%s)", r.Complete, r.Sessions, r.Files, r.Server, r.Via)
+	switch {
+	case r.Unreachable != "":
+		return fmt.Sprintf("%s: server unreachable at %s", head, r.Server)
+	case r.TokenRefused:
+		code := ""
+		if r.TokenStatus != 0 {
+			code = fmt.Sprintf(" (%d)", r.TokenStatus)
+		}
+		return fmt.Sprintf("%s: token refused%s; check token or token_file of %s", head, code, r.Via)
+	}
+	return fmt.Sprintf("%s in %v: %d failed (run push again to finish)", head, took, len(r.Errors))
+}
+
 func printPushReport(w io.Writer, r *pushReport) {
-	fmt.Fprintf(w, "pushed %d sessions (%d files) to %s (%s) in %v\n", r.Sessions, r.Files, r.Server, r.Via,
-		(time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Millisecond))
+	fmt.Fprintln(w, pushHeadline(r))
 	fmt.Fprintf(w, "  entries sent:   %d (%s in %d requests)\n", r.EntriesSent, humanBytes(r.Bytes), r.Requests)
 	fmt.Fprintf(w, "  stored:         %d new\n", r.Stored)
 	fmt.Fprintf(w, "  duplicates:     %d (already on the server)\n", r.Duplicates)

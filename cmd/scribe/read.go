@@ -122,17 +122,16 @@ counts), a time (2026-01-02T15:04, RFC 3339) or a duration ago (7d, 2w,
 --from STORE lists the sessions of another store instead (a postgres or s3
 sink block, type/name), exactly as ls lists local files.
 
---remote lists the team server's sessions instead (newest activity first,
-with their titles; --json prints the server's listing), through the cloud
-loader of --from, else the first one of resume.loaders.`,
+--remote lists the team server's sessions (every project, unless --project)
+as ls lists local ones: the same titles, columns, filters and --json, the last
+activity from each session's own timestamps; through the cloud loader of
+--from, else the first one of resume.loaders. It fetches each session's main
+transcript.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, cfg, err := layoutFor(cmd)
 			if err != nil {
 				return err
-			}
-			if remote {
-				return runRemoteLs(cmd, cfg, from, asJSON, limit, offset)
 			}
 			want := jsonl.SessionStatus(status)
 			if status != "" && !want.Valid() {
@@ -148,6 +147,11 @@ loader of --from, else the first one of resume.loaders.`,
 				return err
 			}
 			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true}
+			if remote {
+				// Every project, unless --project names one.
+				opt.Dir = project
+				return runRemoteLs(cmd, cfg, from, opt, want, keep, asJSON, lsTable{colored: colored, now: now})
+			}
 			switch {
 			case all && project != "":
 				return &exitError{code: 2, err: errors.New("--all and --project exclude each other")}

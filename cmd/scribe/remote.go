@@ -11,15 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -111,40 +115,164 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 		errAmbiguous, arg, n, t.client.BaseURL, strings.Join(lines, "\n"))}
 }
 
-// runRemoteLs is `scribe ls --remote`: the server's sessions with their
-// titles, as a table or (asJSON) the server's listing as JSON.
-func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, asJSON bool, limit, offset int) error {
+// runRemoteLs is `scribe ls --remote`: the server's sessions listed by the
+// local listing's own code, so titles (custom title, AI title, last
+// prompt, summary, first prompt), the project (cwd) and --json are what
+// `ls` gives for the same sessions. Each session's main transcript and
+// lifecycle sidecar are fetched as pull fetches them (internal rows left
+// out) into a temporary folder, in the project folder of their first cwd,
+// each transcript's mtime the latest timestamp of its rows: the last
+// activity Claude Code's own writes would have left (the server's last
+// write, when no row has a timestamp).
+func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.ListOptions, status jsonl.SessionStatus,
+	keep func(*jsonl.SessionInfo) bool, asJSON bool, table lsTable) error {
 	t, err := remoteTarget(cfg, from)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	t.interactive(cmd.ErrOrStderr(), "ls --remote")
-	list, more, err := t.client.Sessions(cmd.Context(), "")
+	stderr := cmd.ErrOrStderr()
+	t.interactive(stderr, "ls --remote")
+	ctx := cmd.Context()
+	list, more, err := t.client.Sessions(ctx, "")
 	if err != nil {
 		return err
 	}
 	if more {
-		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %s has more sessions; these are the %d most recently active\n", t.client.BaseURL, len(list))
+		fmt.Fprintf(stderr, "scribe: %s has more sessions; these are the %d most recently pushed\n", t.client.BaseURL, len(list))
 	}
-	list = list[min(max(offset, 0), len(list)):]
-	if limit > 0 && limit < len(list) {
-		list = list[:limit]
+	var bar *progressBar
+	if isCharDevice(os.Stderr) {
+		bar = newProgressBar(stderr, "ls --remote", false)
+	}
+	l, cleanup, rs, err := fetchRemoteListing(ctx, t, list, bar)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if opt.Dir == "" && status == "" {
+		// Every session ls would list: say how many it would not.
+		all, err := l.List(ctx, jsonl.ListOptions{IncludeProgrammatic: true, SkipLastEntryTail: true})
+		if err != nil {
+			return err
+		}
+		if unlisted := len(list) - rs.empty - len(all); unlisted > 0 {
+			fmt.Fprintf(stderr, "scribe: %d sessions on %s are not listed, as ls would not list them (a subagent's first line, or nothing to title them with)\n", unlisted, t.client.BaseURL)
+		}
+	}
+	infos, recs, err := listSessions(ctx, l, cfg, opt, status, keep, asJSON, true)
+	if err != nil {
+		return err
+	}
+	if rs.noTimestamp > 0 {
+		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no row with a timestamp: their last activity is the server's last write\n", rs.noTimestamp, t.client.BaseURL)
+	}
+	if rs.empty > 0 {
+		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no main transcript (only subagents or internal rows): not listed\n", rs.empty, t.client.BaseURL)
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
-		return writeJSON(out, list)
+		return writeInfosJSON(out, infos)
 	}
-	if len(list) == 0 {
-		fmt.Fprintf(out, "no sessions on %s (%s)\n", t.client.BaseURL, t.id)
+	if len(infos) == 0 {
+		fmt.Fprintf(out, "no sessions listed on %s (%s)\n", t.client.BaseURL, t.id)
 		return nil
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tLAST ACTIVITY\tTITLE\tTAG\tSTATE\tENTRIES\tSUBAGENTS")
-	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.ID, s.LastActivity.Local().Format("2006-01-02 15:04"),
-			clip(s.Title, 60), s.Tag, s.State, s.Entries, s.Subagents)
+	printSessionTable(out, recs, outputWidth(stdoutFile(out)), table.colored, table.now)
+	return nil
+}
+
+// remoteListStats counts what fetchRemoteListing could not give as ls
+// would.
+type remoteListStats struct {
+	noTimestamp, empty int
+}
+
+// fetchRemoteListing fetches the sessions of list into a temporary folder
+// laid out as Claude Code lays it out (see runRemoteLs); cleanup removes
+// it. bar, when not nil, shows the sessions fetched.
+func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo, bar *progressBar) (jsonl.Layout, func(), remoteListStats, error) {
+	var rs remoteListStats
+	dir, err := os.MkdirTemp("", "scribe-remote-")
+	if err != nil {
+		return jsonl.Layout{}, nil, rs, fmt.Errorf("make a folder for the sessions of %s: %w", t.client.BaseURL, err)
 	}
-	return tw.Flush()
+	cleanup := func() { os.RemoveAll(dir) }
+	l := jsonl.Layout{ConfigDir: dir}
+	var (
+		mu  sync.Mutex
+		got atomic.Int64 // bytes fetched
+	)
+	if bar != nil {
+		bar.start(-1, len(list), &got)
+		defer bar.finish()
+	}
+	err = durable.Each(ctx, remoteListWorkers, len(list), func(ctx context.Context, i int) error {
+		s := list[i]
+		if bar != nil {
+			defer bar.sessionDone()
+		}
+		if !jsonl.IsSessionID(s.ID) {
+			return fmt.Errorf("the server lists %q, which is not a session id", clip(s.ID, 60))
+		}
+		ps, err := fetchPull(ctx, t, s.ID, false, &pullReport{}, nil)
+		if errors.Is(err, core.ErrNotFound) {
+			mu.Lock()
+			rs.empty++
+			mu.Unlock()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: %w", s.ID, err)
+		}
+		got.Add(int64(ps.main.data.Len()))
+		if ps.main.entries == 0 {
+			mu.Lock()
+			rs.empty++
+			mu.Unlock()
+			return nil
+		}
+		cwd := ps.firstCWD
+		if cwd == "" {
+			cwd = ps.agentCWD
+		}
+		proj := l.ProjectFolder("unknown-cwd")
+		if cwd != "" {
+			proj = l.ProjectDir(cwd)
+		}
+		at := ps.lastAt
+		if at.IsZero() {
+			at = s.LastActivity
+			mu.Lock()
+			rs.noTimestamp++
+			mu.Unlock()
+		}
+		if ps.side.entries > 0 {
+			if err := writeListed(jsonl.SidecarFile(proj, s.ID), ps.side.data.Bytes(), at); err != nil {
+				return err
+			}
+		}
+		return writeListed(jsonl.MainFile(proj, s.ID), ps.main.data.Bytes(), at)
+	})
+	if err != nil {
+		cleanup()
+		return jsonl.Layout{}, nil, rs, err
+	}
+	return l, cleanup, rs, nil
+}
+
+// remoteListWorkers is how many sessions ls --remote fetches side by side.
+const remoteListWorkers = 4
+
+// writeListed writes a fetched file of the temporary listing folder, its
+// mtime at.
+func writeListed(path string, data []byte, at time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	return os.Chtimes(path, at, at)
 }
 
 // resumeRemote is the server resume resolves prefixes on: the loader of

@@ -38,6 +38,9 @@ type resumeReport struct {
 	// Checkpoint is the checkpoint resumed at (--at); its commit is the
 	// one to check out.
 	Checkpoint *core.Checkpoint `json:"checkpoint,omitempty"`
+	// ContinueCommand continues the session in Claude Code:
+	// "cd DIR && claude --resume ID" (DIR shell-quoted).
+	ContinueCommand string `json:"continue_command"`
 }
 
 type missReport struct {
@@ -70,7 +73,12 @@ from where you left off."; these repairs go through the pipeline, so they are
 persisted (not with --dry-run). It prints the conversation a host would send to
 the model, the classification, the repairs and the loader that served, with why
 each earlier one missed. --check validates the repaired conversation against the
-model API's rules and fails if it breaks one.
+model API's rules and fails if it breaks one. The output ends with the command
+that continues the session in Claude Code, cd DIR && claude --resume ID
+(continue_command in --json).
+
+--from LOADER asks only that loader: any declared loader or sink block that
+can load, listed in resume.loaders or not (the built-in cloud/team among them).
 
 --at CHECKPOINT (an id, a unique prefix of one, or a label; see scribe
 checkpoints) resumes from the checkpoint's message instead of the session's
@@ -116,7 +124,7 @@ func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
 			defer fromStore.stop(context.WithoutCancel(ctx))
 		}
 	}
-	if fromStore != nil {
+	if fromStore != nil && fromStore.lister != nil {
 		if id, err = resolveIn(ctx, fromStore, arg); err != nil {
 			return err
 		}
@@ -156,7 +164,21 @@ func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
 			log.Warn("could not record the resume in the session's lifecycle", "error", err)
 		}
 	}
-	return reportResume(cmd.OutOrStdout(), id, res, cp, fl)
+	cwd, local := sessionCwd(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, id, firstCwd(res.Conversation))
+	if !local {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: session %s is not in the local store (%s), so Claude Code does not list it yet\n", id, jsonl.Layout{ConfigDir: rt.host.ConfigDir}.ProjectsDir())
+	}
+	return reportResume(cmd.OutOrStdout(), id, res, cp, fl, continueCommand(cwd, id))
+}
+
+// firstCwd is the first cwd the entries name ("" for none).
+func firstCwd(es []core.Entry) string {
+	for i := range es {
+		if es[i].CWD != "" {
+			return es[i].CWD
+		}
+	}
+	return ""
 }
 
 // resumeOptions are the options of core.Resume for the flags: the
@@ -187,9 +209,9 @@ func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id stri
 
 // reportResume prints the result (as JSON with --json); with --check a
 // repaired conversation that breaks the model API's rules is exit 3.
-func reportResume(out io.Writer, id string, res *core.ResumeResult, cp *core.Checkpoint, fl resumeFlags) error {
+func reportResume(out io.Writer, id string, res *core.ResumeResult, cp *core.Checkpoint, fl resumeFlags, cont string) error {
 	rep := newResumeReport(id, res, fl.dryRun)
-	rep.Checkpoint = cp
+	rep.Checkpoint, rep.ContinueCommand = cp, cont
 	if fl.asJSON {
 		if err := writeJSON(out, rep); err != nil {
 			return err
@@ -290,6 +312,7 @@ func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "continue in Claude Code:\n  %s\n", rep.ContinueCommand)
 }
 
 // recordResumed adds the resume, and the interruption it found, to the
