@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,12 +82,33 @@ func cleanEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "NODE_ENV", k == "CLAUDE_CODE_SKIP_PROMPT_HISTORY", k == "CLAUDE_CONFIG_DIR", strings.HasPrefix(k, "SCRIBE_"):
+		case k == "NODE_ENV", k == "CLAUDE_CODE_SKIP_PROMPT_HISTORY", k == "CLAUDE_CONFIG_DIR", strings.HasPrefix(k, "SCRIBE_"),
+			strings.HasPrefix(k, "XDG_") && strings.HasSuffix(k, "_HOME"), k == "HOME":
 			continue
 		}
 		env = append(env, kv)
 	}
-	return env
+	// The binaries never see the real home folder: what the built-in
+	// configuration puts there (the archive under ~/.local/share, a
+	// configuration file in ~/.config, ~/.claude) is this test process's
+	// own. A test that gives a HOME of its own after these wins.
+	return append(env, "HOME="+testHome())
+}
+
+// testHome is the home folder of the binaries the tests run (cleanEnv),
+// one per test process, removed by TestMain.
+var testHome = sync.OnceValue(func() string {
+	dir, err := os.MkdirTemp("", "scribe-cmd-home-")
+	if err != nil {
+		panic(err)
+	}
+	return dir
+})
+
+// removeTestHome removes testHome's folder, if a test made it.
+func removeTestHome() {
+	dir := testHome()
+	_ = os.RemoveAll(dir)
 }
 
 func lines(n int) string {
