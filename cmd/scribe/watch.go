@@ -88,6 +88,9 @@ type watchSetup struct {
 	// them, since that copy would be plain text.
 	sealed   []string
 	stateDir string
+	// builtinSinks: pipeline.sinks was not configured, so the pipeline is
+	// the built-in archive alone (defaultArchive).
+	builtinSinks bool
 }
 
 // defaultArchive is the sink watch and hook mirror into when
@@ -103,10 +106,11 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 	if err != nil {
 		return nil, err
 	}
+	ws := &watchSetup{configDir: dir, roots: []string{jsonl.Layout{ConfigDir: dir}.ProjectsDir()}}
 	if cfg.Origin("pipeline.sinks") == config.BuiltinOrigin {
 		cfg.Pipeline.Sinks = []core.ID{defaultArchive}
+		ws.builtinSinks = true
 	}
-	ws := &watchSetup{configDir: dir, roots: []string{jsonl.Layout{ConfigDir: dir}.ProjectsDir()}}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
@@ -267,6 +271,9 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 			return &exitError{code: 2, err: err}
 		}
 		defer srv.Close()
+	}
+	if ws.builtinSinks {
+		log.Info("no pipeline.sinks configured: mirroring into the built-in archive", "sink", defaultArchive.String())
 	}
 	log.Info("watching", "roots", strings.Join(ws.roots, ","), "archives", strings.Join(ws.archives, ","), "state_dir", ws.stateDir)
 	if len(ws.sealed) > 0 {
