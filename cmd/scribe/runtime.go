@@ -46,8 +46,9 @@ func configFile(cmd *cobra.Command) (config.Found, error) {
 }
 
 // loadConfig reads the configuration file (configFile; none: the embedded
-// default alone) with env and flag overrides. In the light build, a configuration that names a component
-// only the full build holds hands the command to it (needsFull).
+// default alone) with env and flag overrides. In the light build, a
+// configuration that names a component only the full build holds hands
+// the command to it (needsFull).
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	return loadConfigAfter(cmd, nil)
 }
