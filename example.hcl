@@ -97,12 +97,25 @@ sink "jsonl" "local" {
   encryption = {}
 }
 
+# The archive scribe watch and scribe hook mirror into when pipeline.sinks
+# is not configured (the built-in sinks, ["jsonl/local"], would write into
+# the folder they follow): a folder of its own, laid out as Claude Code's,
+# out of reach of Claude Code's cleanupPeriodDays sweep. ls, show, info,
+# fork and export read it with --from jsonl/archive; resume asks it after
+# the local store. Every option of sink "jsonl" "local" above applies.
+sink "jsonl" "archive" {
+  # A leading $XDG_DATA_HOME (also $XDG_CONFIG_HOME, $XDG_STATE_HOME,
+  # $XDG_CACHE_HOME) is that variable, or its default (~/.local/share)
+  # when it is unset. Default: "$XDG_DATA_HOME/scribe/archive".
+  dir = "$XDG_DATA_HOME/scribe/archive"
+}
+
 # Resume tries its loaders in this order; the first that has the session
 # serves it, and the result says why each earlier one missed.
 resume {
   # Loader blocks, or sink blocks whose component is also a loader (jsonl,
   # memcache). Default: [] (none).
-  loaders = ["jsonl/local", "summary/default"]
+  loaders = ["jsonl/local", "jsonl/archive", "summary/default"]
 
   # An interrupted turn older than this is repaired but not continued.
   # 0s: no limit. Default: "6h".

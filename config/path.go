@@ -27,10 +27,16 @@ import (
 const PathTag = "config"
 
 // ExpandHome expands a leading "~" (the home folder, $HOME) or "~user"
-// (that user's home folder) in p, as a shell would; any other p is
+// (that user's home folder) in p, as a shell would, and a leading XDG base
+// directory variable ($XDG_DATA_HOME, $XDG_CONFIG_HOME, $XDG_STATE_HOME,
+// $XDG_CACHE_HOME, or ${...}) to its value, or to its default under the
+// home folder when it is unset or not absolute (XDGDir); any other p is
 // returned as it is. An unknown user, or a home folder that cannot be
 // found, is an error.
 func ExpandHome(p string) (string, error) {
+	if strings.HasPrefix(p, "$") {
+		return expandXDG(p)
+	}
 	if !strings.HasPrefix(p, "~") {
 		return p, nil
 	}
@@ -62,6 +68,57 @@ func ExpandHome(p string) (string, error) {
 	return strings.TrimSuffix(home, "/") + "/" + rest, nil
 }
 
+// xdgDefaults are the XDG base directory variables a configured path may
+// start with, and the folder under the home folder each stands for when it
+// is unset (the XDG Base Directory Specification's defaults).
+var xdgDefaults = map[string]string{
+	"XDG_DATA_HOME":   ".local/share",
+	"XDG_CONFIG_HOME": ".config",
+	"XDG_STATE_HOME":  ".local/state",
+	"XDG_CACHE_HOME":  ".cache",
+}
+
+// XDGDir returns the folder an XDG base directory variable names (name is
+// "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME" or
+// "XDG_CACHE_HOME"): its value when it is an absolute path, else its
+// default under the home folder (~/.local/share, ~/.config,
+// ~/.local/state, ~/.cache), as the specification asks (a relative value
+// is ignored).
+func XDGDir(name string) (string, error) {
+	def, ok := xdgDefaults[name]
+	if !ok {
+		return "", fmt.Errorf("%s is not an XDG base directory variable", name)
+	}
+	if v := os.Getenv(name); v != "" && strings.HasPrefix(v, "/") {
+		return v, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("$%s is unset and the home folder for its default ~/%s cannot be found: %w", name, def, err)
+	}
+	return strings.TrimSuffix(home, "/") + "/" + def, nil
+}
+
+// expandXDG expands a leading $NAME or ${NAME} of an XDG base directory
+// variable in p; any other variable is left as it is.
+func expandXDG(p string) (string, error) {
+	name, rest, _ := strings.Cut(p[1:], "/")
+	if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
+		name = name[1 : len(name)-1]
+	}
+	if _, ok := xdgDefaults[name]; !ok {
+		return p, nil
+	}
+	dir, err := XDGDir(name)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", p, err)
+	}
+	if rest == "" {
+		return dir, nil
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + rest, nil
+}
+
 // PathOption is one path of the configuration as written and as resolved.
 type PathOption struct {
 	// Option names it as Config.Origin does: "config_dir",
@@ -69,7 +126,7 @@ type PathOption struct {
 	Option string `json:"option"`
 	// Written is the value as the configuration gives it.
 	Written string `json:"written"`
-	// Resolved is the value scribe uses (~ expanded).
+	// Resolved is the value scribe uses (~ and $XDG_... expanded).
 	Resolved string `json:"resolved"`
 }
 

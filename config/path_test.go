@@ -32,6 +32,31 @@ func TestExpandHome(t *testing.T) {
 	}
 }
 
+// TestExpandXDG: a leading XDG base directory variable is its value when
+// absolute, else its default under the home folder; other variables stay.
+func TestExpandXDG(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "relative/state")
+	t.Setenv("XDG_CONFIG_HOME", "/xdg/config")
+	for in, want := range map[string]string{
+		"$XDG_DATA_HOME/scribe/archive":   filepath.Join(home, ".local/share/scribe/archive"),
+		"${XDG_DATA_HOME}/scribe/archive": filepath.Join(home, ".local/share/scribe/archive"),
+		"$XDG_DATA_HOME":                  filepath.Join(home, ".local/share"),
+		"$XDG_STATE_HOME/x":               filepath.Join(home, ".local/state/x"),
+		"$XDG_CONFIG_HOME/scribe":         "/xdg/config/scribe",
+		"$XDG_CACHE_HOME/scribe":          filepath.Join(home, ".cache/scribe"),
+		"$HOME/x":                         "$HOME/x",
+		"$XDG_DATA_HOMEX/x":               "$XDG_DATA_HOMEX/x",
+		"/abs/$XDG_DATA_HOME":             "/abs/$XDG_DATA_HOME",
+	} {
+		if got, err := ExpandHome(in); err != nil || filepath.Clean(got) != filepath.Clean(want) {
+			t.Errorf("ExpandHome(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
 type pathKey struct {
 	File    string   `json:"file" config:"path"`
 	Command []string `json:"command" config:"command"`

@@ -25,17 +25,22 @@ func newConfigCmd() *cobra.Command {
 	var asJSON bool
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Check the configuration (--config over the built-in one) and report every problem with its file:line",
-		Long: "Check reads the configuration as every command does (--config layered over the built-in\n" +
-			"configuration, then SCRIBE_ variables and flags), decodes every block into its component,\n" +
+		Short: "Check the configuration (its file over the built-in one) and report every problem with its file:line",
+		Long: "Check reads the configuration as every command does (the file `scribe config path` names\n" +
+			"layered over the built-in configuration, then SCRIBE_ variables and flags), says which file\n" +
+			"that is, decodes every block into its component,\n" +
 			"and for the components in use (pipeline.sinks, pipeline.guards, resume.loaders) checks plugin\n" +
 			"binaries and their sha256, and token files. Every problem is reported, each at its file:line;\n" +
 			"each file or folder the configuration names is printed as written and as resolved (~ expanded);\n" +
 			"warnings (such as persistence guards left out) go to stderr. Exit status 2 when there are problems.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString("config")
-			rep, cfg := checkConfig(path, os.Environ(), cmd.Flags())
+			found, err := configFile(cmd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			rep, cfg := checkConfig(found.Path, os.Environ(), cmd.Flags())
+			rep.Source = found.Source
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -51,16 +56,53 @@ func newConfigCmd() *cobra.Command {
 			return nil
 		},
 	}
-	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "ok", "problems", "warnings", "paths"} as JSON`)
-	c.AddCommand(check)
+	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "source", "ok", "problems", "warnings", "paths"} as JSON`)
+	c.AddCommand(check, newConfigPathCmd())
 	return c
+}
+
+func newConfigPathCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "path",
+		Short: "Print the configuration file in use, and how it was found (or: built-in only)",
+		Long: `path prints the configuration file every command reads over the built-in one,
+and how it was found: --config, else $SCRIBE_CONFIG, else
+$XDG_CONFIG_HOME/scribe/config.hcl, else ~/.config/scribe/config.hcl (the first
+that exists). With none, it prints "built-in only". CLAUDE_CONFIG_DIR is not
+scribe's configuration: it names Claude Code's folder, the one scribe mirrors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			found, err := configFile(cmd)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), found)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), describeFound(found))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"path", "source"} as JSON`)
+	return c
+}
+
+// describeFound says which configuration file is in use, in a line.
+func describeFound(f config.Found) string {
+	if f.Path == "" {
+		return config.SourceBuiltin
+	}
+	return fmt.Sprintf("%s (%s, over the built-in configuration)", f.Path, f.Source)
 }
 
 // checkReport is what `scribe config check` finds (--json prints it).
 type checkReport struct {
 	// File is the --config path, config.DefaultName for the built-in
 	// configuration alone.
-	File     string      `json:"file"`
+	File string `json:"file"`
+	// Source says how the file was found (config.Found.Source).
+	Source   string      `json:"source"`
 	OK       bool        `json:"ok"`
 	Problems []checkItem `json:"problems"`
 	Warnings []checkItem `json:"warnings"`
@@ -143,6 +185,12 @@ func printCheck(out, errw io.Writer, rep checkReport, cfg *config.Config) {
 	if rep.OK {
 		fmt.Fprintf(out, "%s: ok (%d components; sinks %v; guards %v; loaders %v)\n",
 			rep.name(), len(cfg.Components), cfg.Pipeline.Sinks, cfg.Pipeline.Guards, cfg.Resume.Loaders)
+		if rep.Source != "" {
+			fmt.Fprintf(out, "file: %s\n", describeFound(config.Found{Path: cfg.File, Source: rep.Source}))
+		}
+		if cfg.Origin("pipeline.sinks") == config.BuiltinOrigin {
+			fmt.Fprintf(out, "watch and hook mirror into %s (pipeline.sinks is not configured)\n", defaultArchive)
+		}
 		printPaths(out, rep.Paths)
 	}
 }

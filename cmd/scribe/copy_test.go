@@ -18,7 +18,11 @@ import (
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbackend.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testbackend.Main(m)
+	removeTestHome()
+	os.Exit(code)
+}
 
 // backends starts (once per process) the real PostgreSQL and S3 servers
 // and writes a config with a postgres/team and an s3/archive block on

@@ -151,7 +151,7 @@ func TestHookIsHarmless(t *testing.T) {
 	for name, tc := range map[string]struct{ stdin, cfg string }{
 		"not json":       {"{nope", we.cfg},
 		"no session":     {`{"hook_event_name":"Stop"}`, we.cfg},
-		"watched folder": {`{"session_id":"x","hook_event_name":"Stop"}`, ""},
+		"watched folder": {`{"session_id":"x","hook_event_name":"Stop"}`, localSinkConfig(t, we.dir)},
 	} {
 		args := []string{"hook"}
 		if tc.cfg != "" {
@@ -166,6 +166,9 @@ func TestHookIsHarmless(t *testing.T) {
 		}
 	}
 	logs := string(mustReadFile(t, filepath.Join(we.archive, "scribe", "watch", "hook.log"))) + string(mustReadFile(t, filepath.Join(state, "scribe", "watch", "hook.log")))
+	if _, err := os.Stat(filepath.Join(we.claude, "scribe")); err == nil {
+		t.Fatal("hook wrote into the watched folder")
+	}
 	for _, want := range []string{"not JSON", "without session_id", "a folder watch follows"} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("hook.log lacks %q:\n%s", want, logs)
@@ -264,4 +267,15 @@ func TestHookInterruptEndsTheTurn(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(we.archive, "scribe", "watch", "inbox")); len(ents) != 0 {
 		t.Fatalf("%d hook events left in the inbox", len(ents))
 	}
+}
+
+// localSinkConfig writes a configuration whose pipeline lists the local
+// store (Claude's folder, which watch and hook follow) and returns its path.
+func localSinkConfig(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "local.hcl")
+	if err := os.WriteFile(p, []byte("pipeline {\n  sinks = [\"jsonl/local\"]\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -102,13 +102,11 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 		return fmt.Errorf("find the scribe binary: %w", err)
 	}
 	command := shellQuote(exe) + " hook"
-	if p, _ := cmd.Flags().GetString("config"); p != "" {
+	if p, err := pinnedConfig(cmd); err != nil {
+		return &exitError{code: 2, err: err}
+	} else if p != "" {
 		// The hook reads the same configuration as this command.
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--config %q: %w", p, err)}
-		}
-		command += " --config " + shellQuote(abs)
+		command += " --config " + shellQuote(p)
 	}
 	if install {
 		if cfg, err := loadConfig(cmd); err != nil {

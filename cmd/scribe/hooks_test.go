@@ -175,11 +175,17 @@ func TestHooksInstallProjectScope(t *testing.T) {
 func TestHooksInstallCarriesTheConfigAndWarns(t *testing.T) {
 	dir := t.TempDir()
 	env := append(os.Environ(), "CLAUDE_CONFIG_DIR="+dir)
-	out, code := runScribe(t, env, dir, "hooks", "install")
-	if code != 0 || !strings.Contains(out, "warning: scribe hook will record nothing") {
-		t.Fatalf("install with the built-in configuration: exit %d, no warning:\n%s", code, out)
+	// The built-in configuration mirrors into its archive; a pipeline
+	// that lists the local store (the watched folder) records nothing.
+	local := filepath.Join(dir, "local.hcl")
+	if err := os.WriteFile(local, []byte("pipeline {\n  sinks = [\"jsonl/local\"]\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if _, code := runScribe(t, env, dir, "hooks", "uninstall"); code != 0 {
+	out, code := runScribe(t, env, dir, "hooks", "install", "--config", local)
+	if code != 0 || !strings.Contains(out, "warning: scribe hook will record nothing") {
+		t.Fatalf("install with jsonl/local as the sink: exit %d, no warning:\n%s", code, out)
+	}
+	if _, code := runScribe(t, env, dir, "hooks", "uninstall", "--config", local); code != 0 {
 		t.Fatal("uninstall failed")
 	}
 	cfg := filepath.Join(dir, "my config.hcl")

@@ -29,8 +29,8 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.String("config", "", "HCL configuration file (default: the built-in configuration, see example.hcl)")
-	pf.String("config-dir", "", "Claude's config folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
+	pf.String("config", "", "HCL configuration file, over the built-in one (default: $SCRIBE_CONFIG, else $XDG_CONFIG_HOME/scribe/config.hcl or ~/.config/scribe/config.hcl if there; see scribe config path)")
+	pf.String("config-dir", "", "Claude Code's folder, which scribe reads and mirrors; not scribe's configuration (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
 	pf.Bool("log-json", false, "log as JSON lines")
 	pf.String("cpu-profile", "", "write a CPU profile of the command to this file (for bench/)")

@@ -86,24 +86,33 @@ func cleanEnv() []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case k == "NODE_ENV", k == "CLAUDE_CODE_SKIP_PROMPT_HISTORY", k == "CLAUDE_CONFIG_DIR", strings.HasPrefix(k, "SCRIBE_"),
-			k == "HOME", strings.HasPrefix(k, "XDG_"):
+			strings.HasPrefix(k, "XDG_") && strings.HasSuffix(k, "_HOME"), k == "HOME":
 			continue
 		}
 		env = append(env, kv)
 	}
+	// The binaries never see the real home folder: what the built-in
+	// configuration puts there (the archive under ~/.local/share, a
+	// configuration file in ~/.config, ~/.claude) is this test process's
+	// own. A test that gives a HOME of its own after these wins.
 	return append(env, "HOME="+testHome())
 }
 
-// testHome is the home folder of the binaries this test process runs, made
-// once and left behind on purpose (as testenv.BuildScribe's folder: other
-// tests may still use it).
+// testHome is the home folder of the binaries the tests run (cleanEnv),
+// one per test process, removed by TestMain.
 var testHome = sync.OnceValue(func() string {
-	dir, err := os.MkdirTemp("", "scribe-test-home-")
+	dir, err := os.MkdirTemp("", "scribe-cmd-home-")
 	if err != nil {
 		panic(err)
 	}
 	return dir
 })
+
+// removeTestHome removes testHome's folder, if a test made it.
+func removeTestHome() {
+	dir := testHome()
+	_ = os.RemoveAll(dir)
+}
 
 func lines(n int) string {
 	var b strings.Builder

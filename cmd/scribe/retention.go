@@ -271,8 +271,8 @@ unset) and lists the sessions Claude Code's next start deletes for good: those
 whose transcript file mtime is older than that, whatever their last activity
 inside. Move them out of its way with scribe gc or by raising the setting.
 For each it says which archive holds a copy (a jsonl sink block with a dir
-of its own, such as the one scribe watch mirrors into) and warns about
-those no archive holds.`,
+of its own, such as the built-in jsonl/archive scribe watch mirrors into) and
+warns about those no archive holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, cfg, err := layoutFor(cmd)
@@ -342,7 +342,7 @@ those no archive holds.`,
 				return err
 			}
 			if unarchived > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: warning: %d of them are in no archive: configure one (sink \"jsonl\" \"archive\" { dir = ... }, mirrored by scribe watch) or move them with scribe gc\n", unarchived)
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: warning: %d of them are in no archive: run scribe watch --once (with no pipeline.sinks of your own it mirrors into the built-in jsonl/archive, $XDG_DATA_HOME/scribe/archive) or move them with scribe gc\n", unarchived)
 			}
 			return nil
 		},

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -34,9 +36,19 @@ func buildForCommand(cmd *cobra.Command, cfg *config.Config, log hclog.Logger, b
 	}, nil
 }
 
-// loadConfig reads --config (or the embedded default) with env and flag
-// overrides. In the light build, a configuration that names a component
-// only the full build holds hands the command to it (needsFull).
+// configFile says which configuration file the command reads over the
+// built-in one: --config, else $SCRIBE_CONFIG, else
+// $XDG_CONFIG_HOME/scribe/config.hcl or ~/.config/scribe/config.hcl
+// (config.Find).
+func configFile(cmd *cobra.Command) (config.Found, error) {
+	flag, _ := cmd.Flags().GetString("config")
+	return config.Find(flag)
+}
+
+// loadConfig reads the configuration file (configFile; none: the embedded
+// default alone) with env and flag overrides. In the light build, a
+// configuration that names a component only the full build holds hands
+// the command to it (needsFull).
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	return loadConfigAfter(cmd, nil)
 }
@@ -44,8 +56,11 @@ func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 // loadConfigAfter is loadConfig for a command that has read stdin, its
 // standard input, already: the full build, if it takes over, gets it.
 func loadConfigAfter(cmd *cobra.Command, stdin []byte) (*config.Config, error) {
-	path, _ := cmd.Flags().GetString("config")
-	cfg, err := config.Load(path, os.Environ(), cmd.Flags())
+	found, err := configFile(cmd)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(found.Path, os.Environ(), cmd.Flags())
 	if err != nil {
 		return nil, err
 	}
@@ -98,4 +113,21 @@ func build(ctx context.Context, cfg *config.Config, log hclog.Logger, args []str
 		return nil, err
 	}
 	return &runtime{svc: svc, cfg: cfg, log: log, host: svc.Host, pipeline: svc.Pipeline, loaders: svc.Loaders}, nil
+}
+
+// pinnedConfig is the configuration file a command that scribe sets up to
+// run later (a hook, a service) must be given with --config, as an
+// absolute path: the one --config or $SCRIBE_CONFIG named. A file found
+// in the configuration folder (or none) is found again by that command,
+// so nothing is pinned and moving or adding the file later takes effect.
+func pinnedConfig(cmd *cobra.Command) (string, error) {
+	found, err := configFile(cmd)
+	if err != nil || (found.Source != config.SourceFlag && found.Source != config.SourceEnv) {
+		return "", err
+	}
+	abs, err := filepath.Abs(found.Path)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", found.Source, found.Path, err)
+	}
+	return abs, nil
 }

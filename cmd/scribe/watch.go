@@ -55,11 +55,14 @@ in --state-dir and saved only after every sink flushed what they cover, so
 kill -9 and a restart re-send nothing acknowledged and skip nothing. watch
 never writes to or locks the files it follows.
 
-The local store of the watched folder is not a valid sink (it would write
-into what watch reads): configure an archive of your own,
+With no pipeline.sinks of your own, watch (and scribe hook) mirror into the
+built-in archive, jsonl/archive: $XDG_DATA_HOME/scribe/archive
+(~/.local/share/scribe/archive), laid out as Claude's folder, which
+ls/show/info/fork --from jsonl/archive read and resume falls back to. The
+local store of the watched folder is not a valid sink (it would write into
+what watch reads); another folder is configured as
 
   sink "jsonl" "archive" { dir = "~/scribe-archive" }
-  pipeline { sinks = ["jsonl/archive"] }
 
 SIGTERM or SIGINT stops it cleanly: a flush, then the checkpoints.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, args, o) },
@@ -85,16 +88,29 @@ type watchSetup struct {
 	// them, since that copy would be plain text.
 	sealed   []string
 	stateDir string
+	// builtinSinks: pipeline.sinks was not configured, so the pipeline is
+	// the built-in archive alone (defaultArchive).
+	builtinSinks bool
 }
 
+// defaultArchive is the sink watch and hook mirror into when
+// pipeline.sinks is the built-in one (example.hcl declares it).
+var defaultArchive = core.ID{Type: "jsonl", Name: "archive"}
+
 // resolveWatch checks the configuration for watching: no sink may be a
-// jsonl store that writes into a followed folder.
+// jsonl store that writes into a followed folder. A pipeline.sinks left
+// at the built-in ["jsonl/local"] (which would) becomes the built-in
+// archive, defaultArchive: cfg is changed so.
 func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSetup, error) {
 	dir, err := claudeConfigDir(cfg)
 	if err != nil {
 		return nil, err
 	}
 	ws := &watchSetup{configDir: dir, roots: []string{jsonl.Layout{ConfigDir: dir}.ProjectsDir()}}
+	if cfg.Origin("pipeline.sinks") == config.BuiltinOrigin {
+		cfg.Pipeline.Sinks = []core.ID{defaultArchive}
+		ws.builtinSinks = true
+	}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
@@ -124,7 +140,8 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 		for _, r := range ws.roots {
 			if within(projects, r) || within(r, projects) {
 				return nil, fmt.Errorf("sink %s writes into %s, a folder watch follows (%s): it would write back into what it reads; "+
-					"mirror into an archive of your own instead: sink \"jsonl\" \"archive\" { dir = \"~/scribe-archive\" } and pipeline { sinks = [\"jsonl/archive\", ...] } without %s",
+					"mirror into an archive instead: leave pipeline.sinks out (watch then mirrors into the built-in jsonl/archive, $XDG_DATA_HOME/scribe/archive) "+
+					"or list pipeline { sinks = [\"jsonl/archive\", ...] } without %s; another folder: sink \"jsonl\" \"archive\" { dir = \"~/scribe-archive\" }",
 					id, store, r, id)
 			}
 		}
@@ -255,6 +272,9 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 		}
 		defer srv.Close()
 	}
+	if ws.builtinSinks {
+		log.Info("no pipeline.sinks configured: mirroring into the built-in archive", "sink", defaultArchive.String())
+	}
 	log.Info("watching", "roots", strings.Join(ws.roots, ","), "archives", strings.Join(ws.archives, ","), "state_dir", ws.stateDir)
 	if len(ws.sealed) > 0 {
 		log.Warn("sealed archives get the transcripts, sealed; sidecar files (subagents' .meta.json, tool results) are not copied into them, as they would be plain text",
@@ -356,9 +376,10 @@ func printService(cmd *cobra.Command, out io.Writer, roots []string, o watchOpts
 		return fmt.Errorf("find the scribe binary: %w", err)
 	}
 	argv := []string{exe, "watch"}
-	if p, _ := cmd.Flags().GetString("config"); p != "" {
-		abs, _ := filepath.Abs(p)
-		argv = append(argv, "--config", abs)
+	if p, err := pinnedConfig(cmd); err != nil {
+		return &exitError{code: 2, err: err}
+	} else if p != "" {
+		argv = append(argv, "--config", p)
 	}
 	if d, _ := cmd.Flags().GetString("config-dir"); d != "" {
 		abs, _ := filepath.Abs(d)
@@ -375,9 +396,13 @@ func printService(cmd *cobra.Command, out io.Writer, roots []string, o watchOpts
 		abs, _ := filepath.Abs(r)
 		argv = append(argv, abs)
 	}
-	env := ""
-	if v := os.Getenv("CLAUDE_CONFIG_DIR"); v != "" {
-		env = v
+	// The folders the service must resolve as this shell does: Claude's
+	// folder, and the built-in archive's $XDG_DATA_HOME.
+	var env [][2]string
+	for _, k := range []string{"CLAUDE_CONFIG_DIR", "XDG_DATA_HOME"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, [2]string{k, v})
+		}
 	}
 	if o.launchd {
 		fmt.Fprint(out, launchdPlist(argv, env))
@@ -387,7 +412,7 @@ func printService(cmd *cobra.Command, out io.Writer, roots []string, o watchOpts
 	return nil
 }
 
-func systemdUnit(argv []string, env string) string {
+func systemdUnit(argv []string, env [][2]string) string {
 	var b strings.Builder
 	b.WriteString("# ~/.config/systemd/user/scribe-watch.service\n")
 	b.WriteString("# systemctl --user daemon-reload && systemctl --user enable --now scribe-watch\n")
@@ -397,8 +422,8 @@ func systemdUnit(argv []string, env string) string {
 		quoted[i] = systemdQuote(a)
 	}
 	fmt.Fprintf(&b, "ExecStart=%s\n", strings.Join(quoted, " "))
-	if env != "" {
-		fmt.Fprintf(&b, "Environment=%s\n", systemdQuote("CLAUDE_CONFIG_DIR="+env))
+	for _, kv := range env {
+		fmt.Fprintf(&b, "Environment=%s\n", systemdQuote(kv[0]+"="+kv[1]))
 	}
 	b.WriteString("Restart=on-failure\nRestartSec=5\nKillSignal=SIGTERM\nTimeoutStopSec=60\nNice=10\nIOSchedulingClass=idle\n\n[Install]\nWantedBy=default.target\n")
 	return b.String()
@@ -412,7 +437,7 @@ func systemdQuote(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-func launchdPlist(argv []string, env string) string {
+func launchdPlist(argv []string, env [][2]string) string {
 	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
@@ -429,8 +454,12 @@ func launchdPlist(argv []string, env string) string {
 		fmt.Fprintf(&b, "    <string>%s</string>\n", esc.Replace(a))
 	}
 	b.WriteString("  </array>\n")
-	if env != "" {
-		fmt.Fprintf(&b, "  <key>EnvironmentVariables</key>\n  <dict><key>CLAUDE_CONFIG_DIR</key><string>%s</string></dict>\n", esc.Replace(env))
+	if len(env) > 0 {
+		b.WriteString("  <key>EnvironmentVariables</key>\n  <dict>")
+		for _, kv := range env {
+			fmt.Fprintf(&b, "<key>%s</key><string>%s</string>", kv[0], esc.Replace(kv[1]))
+		}
+		b.WriteString("</dict>\n")
 	}
 	b.WriteString("  <key>RunAtLoad</key><true/>\n  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n  <key>ProcessType</key><string>Background</string>\n</dict>\n</plist>\n")
 	return b.String()

@@ -67,7 +67,7 @@ pipeline {
 	if err := os.WriteFile(we.cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	we.env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+we.claude, "SCRIBE_LOG_LEVEL=warn")
+	we.env = append(cleanEnv(), "CLAUDE_CONFIG_DIR="+we.claude, "SCRIBE_LOG_LEVEL=warn")
 	return we
 }
 
@@ -335,23 +335,20 @@ func jsonEqual(a, b []json.RawMessage) bool {
 	return true
 }
 
-// TestWatchRefusesTheWatchedFolderAsASink: the built-in configuration's
-// local store writes into ~/.claude, which watch reads.
+// TestWatchRefusesTheWatchedFolderAsASink: the local store (jsonl/local,
+// listed by the user: left out, watch mirrors into the built-in archive)
+// writes into ~/.claude, which watch reads.
 func TestWatchRefusesTheWatchedFolderAsASink(t *testing.T) {
 	we := newWatchEnv(t)
 	for name, cfg := range map[string]string{
-		"built-in": "",
+		"local":    "pipeline {\n  sinks = [\"jsonl/local\"]\n}\n",
 		"same dir": fmt.Sprintf("sink \"jsonl\" \"copy\" {\n  dir = %q\n}\npipeline {\n  sinks = [\"jsonl/copy\"]\n}\n", we.claude),
 	} {
-		args := []string{"watch", "--once"}
-		if cfg != "" {
-			p := filepath.Join(we.dir, "bad.hcl")
-			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, "--config", p)
+		p := filepath.Join(we.dir, "bad.hcl")
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
 		}
-		cmd := exec.Command(we.bin, args...)
+		cmd := exec.Command(we.bin, "watch", "--once", "--config", p)
 		cmd.Env = we.env
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
