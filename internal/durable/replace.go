@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // step names a point of Replace at which tests inject a failure.
@@ -285,4 +286,33 @@ func CopyRange(src, dst string, off, n int64) (err error) {
 		return err
 	}
 	return out.Sync()
+}
+
+// RemoveStaleTemps removes the temporary files Replace left for path when
+// its process was killed between creating one and renaming it (the names
+// .<name>.tmp-* beside path), and returns how many it removed. Only a
+// caller that holds path's writer lock may call it: another writer's
+// temporary file in flight would go too.
+func RemoveStaleTemps(path string) (int, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	prefix, n := "."+base+".tmp-", 0
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }

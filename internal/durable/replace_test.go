@@ -122,3 +122,28 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		t.Fatalf("folder holds %v, want %v", got, names)
 	}
 }
+
+func TestRemoveStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.rec")
+	for _, name := range []string{".a.rec.tmp-1", ".a.rec.tmp-22", ".b.rec.tmp-1", "a.rec", ".a.rec.tmpx"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := RemoveStaleTemps(path)
+	if err != nil || n != 2 {
+		t.Fatalf("RemoveStaleTemps = %d, %v; want 2", n, err)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != ".a.rec.tmpx,.b.rec.tmp-1,a.rec" {
+		t.Fatalf("left %v", names)
+	}
+	if n, err := RemoveStaleTemps(filepath.Join(dir, "gone", "x")); n != 0 || err != nil {
+		t.Fatalf("in a missing folder: %d, %v", n, err)
+	}
+}

@@ -98,6 +98,11 @@ func extentSlot(key *seal.RecordKey, rel string, e extent) []byte {
 // durably, e in slot 0 (its seq 0; the first update goes to slot 1).
 func makeExtent(key *seal.RecordKey, disk, rel string, e extent) error {
 	e.seq = 0
+	// A writer killed while it made this record left its temporary file;
+	// the session's lock, held here, says no other writer is making one.
+	if _, err := durable.RemoveStaleTemps(disk + ExtentSuffix); err != nil {
+		return fmt.Errorf("remove the stale temporary files of %s's extent record: %w", disk, err)
+	}
 	if err := durable.WriteFile(disk+ExtentSuffix, extentSlot(key, rel, e), fileMode); err != nil {
 		return fmt.Errorf("write the extent record of %s: %w", disk, err)
 	}
