@@ -194,7 +194,7 @@ func TestLsRemoteAndServerPrefixes(t *testing.T) {
 		t.Fatalf("ls --remote: exit %d\n%s", code, errOut)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^ID\s+MODIFIED\s+TITLE\s`),
+		regexp.MustCompile(`(?m)^ID\s+MODIFIED\s+STATUS\s+STATE\s.*PROJECT\s+TITLE\s`),
 		regexp.MustCompile(`(?m)^` + titled + `\s.*Fix the login bug\s`),
 		regexp.MustCompile(`(?m)^` + summarized + `\s.*Parser speed-up\s`),
 		regexp.MustCompile(`(?m)^` + twinA + `\s.*first prompt of 7e2a0000\s`),

@@ -287,15 +287,16 @@ func TestSessionStoreVisibleToScribe(t *testing.T) {
 
 	cfg, dir := cloudMachine(t, srv.url(), "jsonl/local")
 	out2, errOut, code := cloudRun(t, "", "ls", "--remote", "--json", "--config", cfg)
+	// ls --remote --json lists as ls --json does (the SDK's listSessions).
 	var list []struct {
-		ID, Title          string
-		Entries, Subagents int
+		SessionID string `json:"sessionId"`
+		Summary   string `json:"summary"`
 	}
 	if err := json.Unmarshal([]byte(out2), &list); code != 0 || err != nil {
 		t.Fatalf("ls --remote --json: exit %d, %v\n%s\n%s", code, err, out2, errOut)
 	}
-	if len(list) != 1 || list[0].ID != sid || list[0].Title != "Build the thing" || list[0].Subagents != 1 {
-		t.Fatalf("ls --remote: %+v", list)
+	if len(list) != 1 || list[0].SessionID != sid || list[0].Summary != "Build the thing" {
+		t.Fatalf("ls --remote: %+v\n%s", list, out2)
 	}
 
 	out2, errOut, code = cloudRun(t, "", "pull", sid, "--config", cfg, "--json")
