@@ -162,6 +162,51 @@ func TestSealedMissingKeyFileRefused(t *testing.T) {
 	if after := snapshot(t, se.sealed); after != before {
 		t.Errorf("the archive changed:\nbefore %s\nafter  %s", before, after)
 	}
+	// The readers: ls said "no sessions" and exited 0, show said the
+	// session was not found.
+	for _, args := range [][]string{
+		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
+		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
+	} {
+		out, errs, code := testenv.RunScribe(t, se.env, nil, "", args...)
+		if code != 1 || !strings.Contains(errs, jsonl.ArchiveKeyName) {
+			t.Errorf("%v without the key file: exit %d, want 1 naming its key file\nstdout: %.300s\nstderr: %s", args, code, out, errs)
+		}
+	}
+}
+
+// TestSealedExtentSlotChangedHidesNoTruncation: the extent record keeps two
+// slots and a reader takes the newest authentic one, so that a slot torn
+// mid-write leaves the older. Changing one slot (any byte) and cutting the
+// file back to what the other slot names read as a shorter, valid session
+// (a session recorded in one run lost every line: show printed nothing,
+// exit 0). Now each such cut is damage naming the file, and nothing is cut.
+func TestSealedExtentSlotChangedHidesNoTruncation(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	id := se.ids["withSummaryAndSubagent"]
+	main := se.sealedMain(t, id)
+	se.okIn(t, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", se.sealedCfg)
+	b, _ := os.ReadFile(main)
+	rec, _ := os.ReadFile(main + jsonl.ExtentSuffix)
+	_, spans := sealedFrames(t, b)
+	cuts := []int{16}
+	for _, sp := range spans[:len(spans)-1] {
+		cuts = append(cuts, sp[1])
+	}
+	for _, slot := range []int{0, 512} {
+		for _, cut := range cuts {
+			changed := bytes.Clone(rec)
+			if len(changed) > slot+40 {
+				changed[slot+40] ^= 0xff
+			}
+			if err := os.WriteFile(main+jsonl.ExtentSuffix, changed, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("slot at %d changed, file cut to %d bytes", slot, cut)
+			se.damagedEverywhere(t, id, main, b[:cut], "damaged")
+		}
+	}
 }
 
 // okIn runs scribe with stdin and fails the test on a non-zero exit.

@@ -256,7 +256,7 @@ func (st *sealedStore) upgrade(key *seal.RecordKey, disk, rel string, plain []by
 	if err := replaceFile(disk, out); err != nil {
 		return nil, fmt.Errorf("rewrite %s in sealed format 2: %w", disk, err)
 	}
-	sf.recorded = sf.index
+	sf.recorded, sf.seq = sf.index, extentMadeSeq
 	st.upgraded.Add(1)
 	if t.cut > 0 {
 		st.tornCut.Add(1)
@@ -331,7 +331,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 			if err := makeExtent(key, disk, s.sealed.rel(f.path), extent{}); err != nil {
 				return j.buf, j.seal, err
 			}
-			f.sf.recorded, f.sf.seq = 0, 0
+			f.sf.recorded, f.sf.seq = 0, extentMadeSeq
 		}
 		fd, err := os.OpenFile(disk, os.O_WRONLY|os.O_CREATE, fileMode)
 		if err != nil {

@@ -65,8 +65,10 @@ func DecryptArchiveInto(ctx context.Context, dir string, o seal.Options, environ
 
 func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
 	var rep ViewReport
-	if !(Layout{ConfigDir: st.root}).IsSealed() {
-		return rep, nil // nothing recorded yet: no key made, nothing to read
+	// Sealed transcripts without the key file are not "nothing recorded
+	// yet": dataKey refuses them, naming the missing key.
+	if sealed, _, err := (Layout{ConfigDir: st.root}).archiveKinds(); err != nil || !sealed {
+		return rep, err // nothing recorded yet: no key made, nothing to read
 	}
 	if _, err := st.dataKey(ctx); err != nil {
 		return rep, err
