@@ -647,3 +647,30 @@ func TestRecordNamesTheSinksItWroteInto(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A session rm moved to the trash, its later lines recorded by another
+// process (the hook or watch of a Claude Code still running it, a record):
+// the tail went into a new file in the project folder, its parents in the
+// trash, exit 0, and trash restore then refused ("session already exists").
+// rm's deletion markers now make the store refuse that session's lines
+// (exit 1, said), until trash restore removes them.
+func TestRecordAfterRmNeverSplitsTheSession(t *testing.T) {
+	dir := t.TempDir()
+	const sid = "5e55a0b1-0000-4000-8000-0000000000c3"
+	main := filepath.Join(dir, "projects", "-tmp-admin-p", sid+".jsonl")
+	cpOK(t, nil, adminLine(sid, "u-1", "first"), "record", "--config-dir", dir)
+	cpOK(t, nil, "", "rm", sid, "--yes", "--config-dir", dir)
+	tail := strings.Replace(adminLine(sid, "u-2", "second"), `"parentUuid":null`, `"parentUuid":"u-1"`, 1)
+	out, errs, code := cpScribe(t, tail, "record", "--config-dir", dir)
+	if code != 1 || !strings.Contains(out+errs, "was deleted") {
+		t.Errorf("record of a deleted session's later line: exit %d, want 1 saying it was deleted\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if _, err := os.Stat(main); err == nil {
+		t.Fatalf("the session's tail went into a new file beside its trash item: %s", main)
+	}
+	cpOK(t, nil, "", "trash", "restore", sid, "--config-dir", dir)
+	cpOK(t, nil, tail, "record", "--config-dir", dir)
+	if b, _ := os.ReadFile(main); !strings.Contains(string(b), "first") || !strings.Contains(string(b), "second") {
+		t.Errorf("after trash restore and record the transcript holds %q", b)
+	}
+}
