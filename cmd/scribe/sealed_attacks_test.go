@@ -299,3 +299,35 @@ func TestSealedViewRootHardened(t *testing.T) {
 		}
 	})
 }
+
+// TestSealedKeyFileOfAnotherArchiveRefused: archive.key.age replaced by the
+// key file of another archive sealed to the same identity (a wrong backup
+// restored): record wrote a new session under that other data key, exit 0,
+// leaving the archive under two keys (one half unreadable whichever key
+// file stays). Now the key is checked against the archive's extent records
+// first: record refuses naming the key file, and writes nothing.
+func TestSealedKeyFileOfAnotherArchiveRefused(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	other := filepath.Join(t.TempDir(), "other")
+	otherCfg := filepath.Join(t.TempDir(), "other.hcl")
+	writeFile(t, otherCfg, archiveHCL(other, fmt.Sprintf("{ identity = { file = %q } }", se.identity)))
+	const newID = "0e0e0e0e-0000-4000-8000-0000000000d1"
+	se.okIn(t, oneMore(newID, "0e0e0e0e-0000-4000-8000-0000000000d2"), "record", "--config", otherCfg)
+	keyFile := filepath.Join(se.sealed, jsonl.ArchiveKeyName)
+	otherKey, err := os.ReadFile(filepath.Join(other, jsonl.ArchiveKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, otherKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, se.sealed)
+	out, errs, code := testenv.RunScribe(t, se.env, nil, oneMore("0e0e0e0e-0000-4000-8000-0000000000d3", "0e0e0e0e-0000-4000-8000-0000000000d4"), "record", "--config", se.sealedCfg)
+	if code != 1 || !strings.Contains(errs, keyFile) {
+		t.Errorf("record with another archive's key file: exit %d, want 1 naming %s\nstdout: %.300s\nstderr: %s", code, keyFile, out, errs)
+	}
+	if after := snapshot(t, se.sealed); after != before {
+		t.Errorf("the archive changed:\nbefore %s\nafter  %s", before, after)
+	}
+}

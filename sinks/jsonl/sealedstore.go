@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,8 +149,46 @@ func (st *sealedStore) dataKey(ctx context.Context) (*seal.RecordKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
 	}
+	if err := st.keyOpensArchive(k, keyPath); err != nil {
+		return nil, err
+	}
 	st.key = k
 	return k, nil
+}
+
+// keyOpensArchive checks the data key against the archive's extent
+// records (up to keySamples of them): a key file from another archive (a
+// wrong backup restored, archives sharing an identity) opens none, and
+// writing new sessions with it would leave the archive under two keys, one
+// half unreadable whichever key file stays. One record that does not open
+// is that file's damage, reported when it is read.
+func (st *sealedStore) keyOpensArchive(k *seal.RecordKey, keyPath string) error {
+	const keySamples = 8
+	var samples []string
+	projects := Layout{ConfigDir: st.root}.ProjectsDir()
+	_ = filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl"+SealedSuffix+ExtentSuffix) {
+			samples = append(samples, p)
+			if len(samples) == keySamples {
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	var first error
+	for _, p := range samples {
+		disk := strings.TrimSuffix(p, ExtentSuffix)
+		_, err := readExtent(k, disk, st.rel(strings.TrimSuffix(disk, SealedSuffix)))
+		if err == nil {
+			return nil
+		}
+		first = cmp.Or(first, err)
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("%w of %s: the data key in %s opens none of %d extent records of the archive (a key file from another archive?): nothing is written with it: %w",
+		ErrArchiveKey, st.root, keyPath, len(samples), first)
 }
 
 // rel is the name a frame of the transcript at path is bound to.
