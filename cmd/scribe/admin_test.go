@@ -674,3 +674,50 @@ func TestRecordAfterRmNeverSplitsTheSession(t *testing.T) {
 		t.Errorf("after trash restore and record the transcript holds %q", b)
 	}
 }
+
+// record --ack under a descriptor limit so small that sessions cannot be
+// opened (their dedup not seeded: "too many open files"): those lines were
+// counted as rejected and acknowledged with the rest ({"acked_lines":N}
+// for every line, none of them written), although they were neither made
+// durable nor refused on purpose. Now acknowledgements stop before the
+// first such line; every line acknowledged is in its transcript.
+func TestRecordAcksNoLineItCouldNotOpen(t *testing.T) {
+	bin := testenv.BuildScribe(t)
+	dir := t.TempDir()
+	var in strings.Builder
+	uuids := []string{}
+	for i := range 60 {
+		u := fmt.Sprintf("u-ack-%d", i)
+		uuids = append(uuids, u)
+		in.WriteString(adminLine(fmt.Sprintf("%08d-0000-4000-8000-0000000000e1", i), u, "x"))
+	}
+	cmd := exec.Command("bash", "-c", `ulimit -n 8; exec "$0" "$@"`, bin, "record", "--ack", "--shutdown-timeout", "2s", "--config-dir", dir)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader(in.String())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	if !strings.Contains(stdout.String()+stderr.String(), "too many open files") {
+		t.Skipf("the limit did not bite: %s", stdout.String())
+	}
+	var acked int
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		var a struct {
+			Acked *int `json:"acked_lines"`
+		}
+		if json.Unmarshal([]byte(l), &a) == nil && a.Acked != nil {
+			acked = *a.Acked
+		}
+	}
+	var stored strings.Builder
+	files, _ := filepath.Glob(filepath.Join(dir, "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		stored.Write(b)
+	}
+	for _, u := range uuids[:min(acked, len(uuids))] {
+		if !strings.Contains(stored.String(), `"`+u+`"`) {
+			t.Fatalf("line of %s acknowledged (acked_lines %d) but in no transcript\nstdout: %.2000s", u, acked, stdout.String())
+		}
+	}
+}
