@@ -156,6 +156,14 @@ func (st *sealedStore) dataKey(ctx context.Context) (*seal.RecordKey, error) {
 	return k, nil
 }
 
+// wellFormedExtent reports whether the extent record at p has a slot a key
+// could open (its magic, its length): a record cut to nothing or zeroed
+// says nothing about the key.
+func wellFormedExtent(p string) bool {
+	b, err := os.ReadFile(p)
+	return err == nil && len(b) >= extentSlotLen && bytes.HasPrefix(b, extentMagic)
+}
+
 // keyOpensArchive checks the data key against the archive's extent
 // records (up to keySamples of them): a key file from another archive (a
 // wrong backup restored, archives sharing an identity) opens none, and
@@ -167,7 +175,7 @@ func (st *sealedStore) keyOpensArchive(k *seal.RecordKey, keyPath string) error 
 	var samples []string
 	projects := Layout{ConfigDir: st.root}.ProjectsDir()
 	_ = filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl"+SealedSuffix+ExtentSuffix) {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl"+SealedSuffix+ExtentSuffix) && wellFormedExtent(p) {
 			samples = append(samples, p)
 			if len(samples) == keySamples {
 				return filepath.SkipAll
@@ -187,7 +195,7 @@ func (st *sealedStore) keyOpensArchive(k *seal.RecordKey, keyPath string) error 
 	if first == nil {
 		return nil
 	}
-	return fmt.Errorf("%w of %s: the data key in %s opens none of %d extent records of the archive (a key file from another archive?): nothing is written with it: %w",
+	return fmt.Errorf("%w of %s: the data key in %s opens none of %d extent records of the archive (a key file from another archive, or those records damaged): nothing is written with it: %w",
 		ErrArchiveKey, st.root, keyPath, len(samples), first)
 }
 
