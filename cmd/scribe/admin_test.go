@@ -721,3 +721,27 @@ func TestRecordAcksNoLineItCouldNotOpen(t *testing.T) {
 		}
 	}
 }
+
+// A session rm moved to the trash, then imported back from a bundle: its
+// deletion markers stayed, so a Claude Code resuming it would not save it
+// (the SDK's rule). import now removes them, as trash restore does, and
+// says so.
+func TestImportAfterRmRemovesTheDeletionMarkers(t *testing.T) {
+	dir := t.TempDir()
+	const sid = "5e55a0b1-0000-4000-8000-0000000000c4"
+	cpOK(t, nil, adminLine(sid, "u-1", "first"), "record", "--config-dir", dir)
+	bundle := filepath.Join(t.TempDir(), "b.tgz")
+	cpOK(t, nil, "", "export", sid, "--format", "bundle", "-o", bundle, "--config-dir", dir)
+	cpOK(t, nil, "", "rm", sid, "--yes", "--config-dir", dir)
+	markers := filepath.Join(dir, "state", "deleted-transcripts")
+	if m, _ := os.ReadDir(markers); len(m) == 0 {
+		t.Fatal("rm wrote no deletion markers")
+	}
+	out := cpOK(t, nil, "", "import", bundle, "--config-dir", dir)
+	if m, _ := os.ReadDir(markers); len(m) != 0 {
+		t.Errorf("after import, %d deletion markers are left (Claude Code would not save the session)\n%s", len(m), out)
+	}
+	if !strings.Contains(out, "deletion marker") {
+		t.Errorf("import did not say it removed the markers: %s", out)
+	}
+}
