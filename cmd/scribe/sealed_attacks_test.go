@@ -331,3 +331,28 @@ func TestSealedKeyFileOfAnotherArchiveRefused(t *testing.T) {
 		t.Errorf("the archive changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestSealedOneDamagedFileLeavesTheRestReadable: one damaged transcript made
+// every reader fail for the whole archive (show of a healthy session: exit
+// 1, nothing printed), so its healthy sessions could not be read at all.
+// Now the damaged file is left out, named, the rest is read, and the
+// command still exits 1.
+func TestSealedOneDamagedFileLeavesTheRestReadable(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	damaged, healthy := se.ids["withSummaryAndSubagent"], se.ids["branched"]
+	main := se.sealedMain(t, damaged)
+	b, _ := os.ReadFile(main)
+	if err := os.WriteFile(main, b[:16], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := testenv.RunScribe(t, se.env, nil, "", "show", healthy, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg)
+	if code != 1 || !strings.Contains(errs, main) || !strings.Contains(out, healthy) {
+		t.Errorf("show of a healthy session beside a damaged one: exit %d, want 1 naming %s, with the session printed\nstdout: %.300s\nstderr: %s", code, main, out, errs)
+	}
+	out, errs, code = testenv.RunScribe(t, se.env, nil, "", "ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg)
+	if code != 1 || !strings.Contains(errs, main) || !strings.Contains(out, healthy) || strings.Contains(out, damaged) {
+		t.Errorf("ls beside a damaged session: exit %d, want 1 naming %s, listing %s and not %s\nstdout: %.600s\nstderr: %s", code, main, healthy, damaged, out, errs)
+	}
+	se.noViewsLeft(t, "an archive with a damaged file")
+}
