@@ -142,7 +142,7 @@ func (s *Sink) refuseDeleted(ss *session) error {
 		return nil
 	}
 	ss.gone = fmt.Errorf("session %s was deleted from %s (its deletion marker %s is there: rm, or the SDK's deleteSession): "+
-		"its later lines are refused, so that it is not split into two files (scribe trash restore brings it back)", ss.id, ss.dir, m)
+		"its later lines are refused, so that it is not split into two files (scribe trash restore brings it back; or remove the marker to record it anew)", ss.id, ss.dir, m)
 	s.sessionsGone.Add(1)
 	s.log.Error("session was deleted; refusing its later lines", "session", ss.id, "marker", m)
 	return core.Permanent(ss.gone)
