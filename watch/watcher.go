@@ -124,6 +124,9 @@ type Stats struct {
 	// logged once, and CatchUp fails while any is left.
 	Unreadable                                                         atomic.Int64
 	Flushes, FlushErrors, Saves, SaveErrors, HookEvents, StatesRefused atomic.Int64
+	// OutsideRoots counts paths a hook named outside every root (Once):
+	// logged, not mirrored.
+	OutsideRoots atomic.Int64
 	// LagSeconds is the age, in seconds, of the oldest line read but not
 	// yet acknowledged (0 when all is acknowledged).
 	LagMillis atomic.Int64
@@ -631,9 +634,17 @@ func (w *Watcher) Once(ctx context.Context, paths ...string) error {
 		return err
 	}
 	for _, p := range paths {
-		if p != "" {
-			w.dirty[filepath.Clean(p)] = true
+		if p == "" {
+			continue
 		}
+		p = filepath.Clean(p)
+		if w.rootOf(p) == "" {
+			// A hook of a Claude Code whose folder is not this
+			// configuration's: nothing of it would be read, unsaid.
+			w.Stats.OutsideRoots.Add(1)
+			w.log.Warn("not under any watched folder: not mirrored (does this configuration's Claude folder match Claude Code's?)", "path", p, "roots", strings.Join(w.o.Roots, ","))
+		}
+		w.dirty[p] = true
 	}
 	if w.o.Inbox != "" {
 		w.dirty[w.o.Inbox] = true

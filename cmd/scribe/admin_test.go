@@ -647,3 +647,101 @@ func TestRecordNamesTheSinksItWroteInto(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A session rm moved to the trash, its later lines recorded by another
+// process (the hook or watch of a Claude Code still running it, a record):
+// the tail went into a new file in the project folder, its parents in the
+// trash, exit 0, and trash restore then refused ("session already exists").
+// rm's deletion markers now make the store refuse that session's lines
+// (exit 1, said), until trash restore removes them.
+func TestRecordAfterRmNeverSplitsTheSession(t *testing.T) {
+	dir := t.TempDir()
+	const sid = "5e55a0b1-0000-4000-8000-0000000000c3"
+	main := filepath.Join(dir, "projects", "-tmp-admin-p", sid+".jsonl")
+	cpOK(t, nil, adminLine(sid, "u-1", "first"), "record", "--config-dir", dir)
+	cpOK(t, nil, "", "rm", sid, "--yes", "--config-dir", dir)
+	tail := strings.Replace(adminLine(sid, "u-2", "second"), `"parentUuid":null`, `"parentUuid":"u-1"`, 1)
+	out, errs, code := cpScribe(t, tail, "record", "--config-dir", dir)
+	if code != 1 || !strings.Contains(out+errs, "was deleted") {
+		t.Errorf("record of a deleted session's later line: exit %d, want 1 saying it was deleted\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if _, err := os.Stat(main); err == nil {
+		t.Fatalf("the session's tail went into a new file beside its trash item: %s", main)
+	}
+	cpOK(t, nil, "", "trash", "restore", sid, "--config-dir", dir)
+	cpOK(t, nil, tail, "record", "--config-dir", dir)
+	if b, _ := os.ReadFile(main); !strings.Contains(string(b), "first") || !strings.Contains(string(b), "second") {
+		t.Errorf("after trash restore and record the transcript holds %q", b)
+	}
+}
+
+// record --ack under a descriptor limit so small that sessions cannot be
+// opened (their dedup not seeded: "too many open files"): those lines were
+// counted as rejected and acknowledged with the rest ({"acked_lines":N}
+// for every line, none of them written), although they were neither made
+// durable nor refused on purpose. Now acknowledgements stop before the
+// first such line; every line acknowledged is in its transcript.
+func TestRecordAcksNoLineItCouldNotOpen(t *testing.T) {
+	bin := testenv.BuildScribe(t)
+	dir := t.TempDir()
+	var in strings.Builder
+	uuids := []string{}
+	for i := range 60 {
+		u := fmt.Sprintf("u-ack-%d", i)
+		uuids = append(uuids, u)
+		in.WriteString(adminLine(fmt.Sprintf("%08d-0000-4000-8000-0000000000e1", i), u, "x"))
+	}
+	cmd := exec.Command("bash", "-c", `ulimit -n 8; exec "$0" "$@"`, bin, "record", "--ack", "--shutdown-timeout", "2s", "--config-dir", dir)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader(in.String())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	if !strings.Contains(stdout.String()+stderr.String(), "too many open files") {
+		t.Skipf("the limit did not bite: %s", stdout.String())
+	}
+	var acked int
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		var a struct {
+			Acked *int `json:"acked_lines"`
+		}
+		if json.Unmarshal([]byte(l), &a) == nil && a.Acked != nil {
+			acked = *a.Acked
+		}
+	}
+	var stored strings.Builder
+	files, _ := filepath.Glob(filepath.Join(dir, "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		stored.Write(b)
+	}
+	for _, u := range uuids[:min(acked, len(uuids))] {
+		if !strings.Contains(stored.String(), `"`+u+`"`) {
+			t.Fatalf("line of %s acknowledged (acked_lines %d) but in no transcript\nstdout: %.2000s", u, acked, stdout.String())
+		}
+	}
+}
+
+// A session rm moved to the trash, then imported back from a bundle: its
+// deletion markers stayed, so a Claude Code resuming it would not save it
+// (the SDK's rule). import now removes them, as trash restore does, and
+// says so.
+func TestImportAfterRmRemovesTheDeletionMarkers(t *testing.T) {
+	dir := t.TempDir()
+	const sid = "5e55a0b1-0000-4000-8000-0000000000c4"
+	cpOK(t, nil, adminLine(sid, "u-1", "first"), "record", "--config-dir", dir)
+	bundle := filepath.Join(t.TempDir(), "b.tgz")
+	cpOK(t, nil, "", "export", sid, "--format", "bundle", "-o", bundle, "--config-dir", dir)
+	cpOK(t, nil, "", "rm", sid, "--yes", "--config-dir", dir)
+	markers := filepath.Join(dir, "state", "deleted-transcripts")
+	if m, _ := os.ReadDir(markers); len(m) == 0 {
+		t.Fatal("rm wrote no deletion markers")
+	}
+	out := cpOK(t, nil, "", "import", bundle, "--config-dir", dir)
+	if m, _ := os.ReadDir(markers); len(m) != 0 {
+		t.Errorf("after import, %d deletion markers are left (Claude Code would not save the session)\n%s", len(m), out)
+	}
+	if !strings.Contains(out, "deletion marker") {
+		t.Errorf("import did not say it removed the markers: %s", out)
+	}
+}

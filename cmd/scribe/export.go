@@ -288,6 +288,9 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 			case res.ForkedFrom != "":
 				msg = fmt.Sprintf("imported %s as the fork %s into %s", res.ForkedFrom, res.SessionID, res.Project)
 			}
+			if res.MarkersRemoved > 0 {
+				msg += fmt.Sprintf("; removed %d deletion marker(s) its deletion had left", res.MarkersRemoved)
+			}
 			if res.StaleStagingsRemoved > 0 {
 				msg += fmt.Sprintf("; removed %d staging folder(s) left by imports that died", res.StaleStagingsRemoved)
 			}

@@ -128,6 +128,9 @@ func main() {
 	cmd, err := newRoot().ExecuteC()
 	runViewCleanups()
 	stopProfile()
+	if err == nil && len(viewDamage) > 0 {
+		err = errors.Join(viewDamage...)
+	}
 	if err == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sort"
@@ -257,6 +258,11 @@ type recorder struct {
 	// by another process, unreadable); openErr is the first such error.
 	openFailures int64
 	openErr      error
+	// ackLimit is the last seq that may ever be acknowledged: the line
+	// before the first whose session could not be opened for a reason
+	// other than another writer holding it (out of descriptors, an I/O
+	// error): that line was not refused on purpose, nor made durable.
+	ackLimit atomic.Int64
 	// pre holds, per input file, leading lines without a sessionId until
 	// one is known; current is the session of each file's lines so far.
 	pre     map[string][]input
@@ -273,6 +279,7 @@ func newRecorder(cmd *cobra.Command, rt *runtime, o recordOpts, log hclog.Logger
 		pre:      map[string][]input{},
 		current:  map[string]string{},
 	}
+	r.ackLimit.Store(math.MaxInt64)
 	if o.events {
 		r.events = bufio.NewWriterSize(r.out, 64<<10)
 		r.stream = core.NewEventStream(r.events)
@@ -441,6 +448,9 @@ func (r *recorder) submit(in *input) error {
 		// locked or unreadable) is that line's, not the input's; the run
 		// still fails at the end.
 		r.reject(in, err)
+		if !errors.Is(err, jsonl.ErrLocked) && in.seq-1 < r.ackLimit.Load() {
+			r.ackLimit.Store(in.seq - 1)
+		}
 		if r.openErr == nil {
 			r.openErr = err
 		}
@@ -495,7 +505,7 @@ func isOutputError(err error) bool {
 func (r *recorder) flush(parent context.Context, timeout time.Duration) error {
 	fctx, cancel := context.WithTimeout(parent, max(timeout, time.Second))
 	defer cancel()
-	through := r.submitted.Load()
+	through := min(r.submitted.Load(), r.ackLimit.Load())
 	if err := r.rt.pipeline.Flush(fctx); err != nil {
 		return err
 	}

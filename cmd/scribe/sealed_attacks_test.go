@@ -162,6 +162,51 @@ func TestSealedMissingKeyFileRefused(t *testing.T) {
 	if after := snapshot(t, se.sealed); after != before {
 		t.Errorf("the archive changed:\nbefore %s\nafter  %s", before, after)
 	}
+	// The readers: ls said "no sessions" and exited 0, show said the
+	// session was not found.
+	for _, args := range [][]string{
+		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
+		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
+	} {
+		out, errs, code := testenv.RunScribe(t, se.env, nil, "", args...)
+		if code != 1 || !strings.Contains(errs, jsonl.ArchiveKeyName) {
+			t.Errorf("%v without the key file: exit %d, want 1 naming its key file\nstdout: %.300s\nstderr: %s", args, code, out, errs)
+		}
+	}
+}
+
+// TestSealedExtentSlotChangedHidesNoTruncation: the extent record keeps two
+// slots and a reader takes the newest authentic one, so that a slot torn
+// mid-write leaves the older. Changing one slot (any byte) and cutting the
+// file back to what the other slot names read as a shorter, valid session
+// (a session recorded in one run lost every line: show printed nothing,
+// exit 0). Now each such cut is damage naming the file, and nothing is cut.
+func TestSealedExtentSlotChangedHidesNoTruncation(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	id := se.ids["withSummaryAndSubagent"]
+	main := se.sealedMain(t, id)
+	se.okIn(t, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", se.sealedCfg)
+	b, _ := os.ReadFile(main)
+	rec, _ := os.ReadFile(main + jsonl.ExtentSuffix)
+	_, spans := sealedFrames(t, b)
+	cuts := []int{16}
+	for _, sp := range spans[:len(spans)-1] {
+		cuts = append(cuts, sp[1])
+	}
+	for _, slot := range []int{0, 512} {
+		for _, cut := range cuts {
+			changed := bytes.Clone(rec)
+			if len(changed) > slot+40 {
+				changed[slot+40] ^= 0xff
+			}
+			if err := os.WriteFile(main+jsonl.ExtentSuffix, changed, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("slot at %d changed, file cut to %d bytes", slot, cut)
+			se.damagedEverywhere(t, id, main, b[:cut], "damaged")
+		}
+	}
 }
 
 // okIn runs scribe with stdin and fails the test on a non-zero exit.
@@ -253,4 +298,61 @@ func TestSealedViewRootHardened(t *testing.T) {
 			t.Errorf("%d views left after show", len(ents))
 		}
 	})
+}
+
+// TestSealedKeyFileOfAnotherArchiveRefused: archive.key.age replaced by the
+// key file of another archive sealed to the same identity (a wrong backup
+// restored): record wrote a new session under that other data key, exit 0,
+// leaving the archive under two keys (one half unreadable whichever key
+// file stays). Now the key is checked against the archive's extent records
+// first: record refuses naming the key file, and writes nothing.
+func TestSealedKeyFileOfAnotherArchiveRefused(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	other := filepath.Join(t.TempDir(), "other")
+	otherCfg := filepath.Join(t.TempDir(), "other.hcl")
+	writeFile(t, otherCfg, archiveHCL(other, fmt.Sprintf("{ identity = { file = %q } }", se.identity)))
+	const newID = "0e0e0e0e-0000-4000-8000-0000000000d1"
+	se.okIn(t, oneMore(newID, "0e0e0e0e-0000-4000-8000-0000000000d2"), "record", "--config", otherCfg)
+	keyFile := filepath.Join(se.sealed, jsonl.ArchiveKeyName)
+	otherKey, err := os.ReadFile(filepath.Join(other, jsonl.ArchiveKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, otherKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, se.sealed)
+	out, errs, code := testenv.RunScribe(t, se.env, nil, oneMore("0e0e0e0e-0000-4000-8000-0000000000d3", "0e0e0e0e-0000-4000-8000-0000000000d4"), "record", "--config", se.sealedCfg)
+	if code != 1 || !strings.Contains(errs, keyFile) {
+		t.Errorf("record with another archive's key file: exit %d, want 1 naming %s\nstdout: %.300s\nstderr: %s", code, keyFile, out, errs)
+	}
+	if after := snapshot(t, se.sealed); after != before {
+		t.Errorf("the archive changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestSealedOneDamagedFileLeavesTheRestReadable: one damaged transcript made
+// every reader fail for the whole archive (show of a healthy session: exit
+// 1, nothing printed), so its healthy sessions could not be read at all.
+// Now the damaged file is left out, named, the rest is read, and the
+// command still exits 1.
+func TestSealedOneDamagedFileLeavesTheRestReadable(t *testing.T) {
+	p := peer.Find(t)
+	se := newSealedEnv(t, p)
+	damaged, healthy := se.ids["withSummaryAndSubagent"], se.ids["branched"]
+	main := se.sealedMain(t, damaged)
+	b, _ := os.ReadFile(main)
+	if err := os.WriteFile(main, b[:16], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := testenv.RunScribe(t, se.env, nil, "", "show", healthy, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg)
+	if code != 1 || !strings.Contains(errs, main) || !strings.Contains(out, healthy) {
+		t.Errorf("show of a healthy session beside a damaged one: exit %d, want 1 naming %s, with the session printed\nstdout: %.300s\nstderr: %s", code, main, out, errs)
+	}
+	out, errs, code = testenv.RunScribe(t, se.env, nil, "", "ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg)
+	if code != 1 || !strings.Contains(errs, main) || !strings.Contains(out, healthy) || strings.Contains(out, damaged) {
+		t.Errorf("ls beside a damaged session: exit %d, want 1 naming %s, listing %s and not %s\nstdout: %.600s\nstderr: %s", code, main, healthy, damaged, out, errs)
+	}
+	se.noViewsLeft(t, "an archive with a damaged file")
 }

@@ -37,6 +37,9 @@ var sealedReaders = map[string]bool{"ls": true, "show": true, "info": true, "for
 var (
 	views        = map[string]jsonl.Layout{}
 	viewCleanups []func()
+	// viewDamage says which archives had damaged transcripts left out of
+	// their view: the command reads the rest, then exits 1.
+	viewDamage []error
 )
 
 func runViewCleanups() {
@@ -99,6 +102,12 @@ func sealedViewFor(cmd *cobra.Command, dir string, decrypt func(ctx context.Cont
 	}
 	for _, p := range rep.TornFrames {
 		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the last frame of %s is torn (a write was cut short); skipped (the writer cuts it at its next start)\n", p)
+	}
+	for _, d := range rep.Damaged {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %v: left out of what this command reads\n", d)
+	}
+	if n := len(rep.Damaged); n > 0 {
+		viewDamage = append(viewDamage, fmt.Errorf("%d sealed transcript(s) of %s are damaged and were left out (see above): %w", n, dir, rep.Damaged[0]))
 	}
 	l := jsonl.Layout{ConfigDir: view}
 	views[dir] = l

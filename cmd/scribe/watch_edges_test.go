@@ -223,3 +223,22 @@ func TestWatchPassesOverALineOverTheCap(t *testing.T) {
 		t.Fatalf("the line over the cap is not reported:\n%s", stderr)
 	}
 }
+
+// TestHookSaysATranscriptOutsideItsFolder: a hook event whose transcript is
+// outside the configuration's Claude folder (Claude Code run with another
+// CLAUDE_CONFIG_DIR, a symlinked folder named by its other path) mirrored
+// nothing and logged nothing at the default level. Now hook.log says so,
+// naming the path and the folders it watches.
+func TestHookSaysATranscriptOutsideItsFolder(t *testing.T) {
+	const id, cwd = "5ace0000-5555-4222-8333-444455556666", "/home/alice/src/outside"
+	we := newWatchEnv(t)
+	src := filepath.Join(t.TempDir(), id+".jsonl")
+	if err := os.WriteFile(src, []byte(strings.Join(spacedLines(id, cwd, 2), "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	we.hook(t, map[string]any{"session_id": id, "transcript_path": src, "cwd": cwd, "hook_event_name": "Stop"})
+	log, _ := os.ReadFile(filepath.Join(we.archive, "scribe", "watch", "hook.log"))
+	if !strings.Contains(string(log), "not under any watched folder") || !strings.Contains(string(log), src) {
+		t.Fatalf("hook.log does not say the transcript is outside its folder:\n%s", log)
+	}
+}

@@ -205,6 +205,10 @@ type ImportResult struct {
 	// StaleStagingsRemoved counts the staging folders of imports that
 	// died, removed before this one.
 	StaleStagingsRemoved int `json:"staleStagingsRemoved,omitempty"`
+	// MarkersRemoved counts the deletion markers (rm's, the SDK's
+	// deleteSession's) of the imported session removed, so that Claude
+	// Code and scribe write it again.
+	MarkersRemoved int `json:"deletionMarkersRemoved,omitempty"`
 }
 
 // stagingPrefix names the staging folders of imports under scribe/.
@@ -377,7 +381,17 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 		}
 		res.Relocated = true
 	}
-	return res, l.placeStaged(stage, res.Project, m.SessionID)
+	if err := l.placeStaged(stage, res.Project, m.SessionID); err != nil {
+		return res, err
+	}
+	// The session is back, as trash restore brings it back: markers left
+	// by its deletion would stop Claude Code (and scribe) from writing it.
+	n, err := l.removeDeletionMarkers(TrashItem{Project: res.Project, SessionID: m.SessionID})
+	res.MarkersRemoved = n
+	if err != nil {
+		return res, fmt.Errorf("import %s: %w", m.SessionID, err)
+	}
+	return res, nil
 }
 
 // placeStaged moves the staged names of a session into a project folder.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/e0dc0000/scribe/core"
@@ -125,6 +126,26 @@ func (s *Sink) inodeOf(f *file) uint64 {
 		return 0
 	}
 	return st.Ino
+}
+
+// refuseDeleted refuses a session whose transcript would be made anew in
+// a folder where it was deleted (rm, or the SDK's deleteSession, left its
+// deletion marker): its later lines, recorded by a hook, watch or record
+// after the rm, would make a second file holding only the tail (its
+// parents in the trash, where trash restore then refuses to overwrite it).
+// Claude Code stops saving such a transcript too. Counted as a session
+// gone; trash restore removes the markers. Called with s.mu held.
+func (s *Sink) refuseDeleted(ss *session) error {
+	// The marker of this folder's transcript ("<folder>/<id>.jsonl").
+	m := filepath.Join(s.layout.DeletedTranscriptsDir(), s.layout.DeletionMarkers(filepath.Base(ss.dir), ss.id)[0])
+	if _, err := os.Lstat(m); err != nil {
+		return nil
+	}
+	ss.gone = fmt.Errorf("session %s was deleted from %s (its deletion marker %s is there: rm, or the SDK's deleteSession): "+
+		"its later lines are refused, so that it is not split into two files (scribe trash restore brings it back; or remove the marker to record it anew)", ss.id, ss.dir, m)
+	s.sessionsGone.Add(1)
+	s.log.Error("session was deleted; refusing its later lines", "session", ss.id, "marker", m)
+	return core.Permanent(ss.gone)
 }
 
 // recheck scans again the files of a session that took its lock back, when

@@ -149,6 +149,13 @@ func openSealed(dst []byte, key *seal.RecordKey, name, rel string, data []byte, 
 		return dst, t, fmt.Errorf("%w: %s holds %d whole frames (%d bytes), its extent record %d frames (%d bytes): truncated, or rolled back to an older copy",
 			ErrSealedDamaged, name, t.frames, t.end, ext.frames, ext.end)
 	}
+	if ext != nil && ext.weak && t.frames == ext.frames {
+		// Only a write of a newer record can leave a slot torn, and it
+		// named frames synced before it: they are gone.
+		t.cut = 0
+		return dst, t, fmt.Errorf("%w: %s holds %d whole frames, no more than the older slot of its extent record names, and the other slot fails authentication: truncated, with its extent record changed",
+			ErrSealedDamaged, name, t.frames)
+	}
 	return dst, t, nil
 }
 

@@ -8,14 +8,20 @@ package jsonl
 //	slot   = magic "scribe-extent-1\n" | nonce (24) | XChaCha20-Poly1305(seq uint64 BE | frames uint64 BE | length uint64 BE | last frame's tag (16)) | tag (16)
 //	ad     = "scribe-sealed-extent\x00" | relative name
 //
-// It is made (durably, slot 0, seq 0, naming 0 frames) before the file is created;
-// after every sync of the file, once the frames it names are on disk, the
-// slot the next seq falls on is overwritten in place (no fsync of its own:
-// it may reach the disk later, never before the frames it names). A
-// reader takes the authentic slot with the highest seq: a slot caught
+// It is made (durably, both slots: seq 0 in slot 0 and seq 1 in slot 1,
+// naming 0 frames) before the file is created; after every sync of the
+// file, once the frames it names are on disk, the slot the next seq falls
+// on (seq s lives in slot s%2, always) is overwritten in place (no fsync of
+// its own: it may reach the disk later, never before the frames it names).
+// A reader takes the authentic slot with the highest seq: a slot caught
 // mid-write, by a reader or a power cut, leaves the other, older one,
-// which is still a true lower bound. The file and its record rolled back
-// together, or both deleted, cannot be told from an older archive.
+// which is still a true lower bound. Such a torn slot was naming frames
+// synced before it was written, so the file then holds more frames than
+// the older slot names: a record with a slot that is not authentic (changed,
+// cut off, another slot copied over it) whose file holds no frame past the
+// other slot is damage (the newest slot destroyed to hide a truncation).
+// The file and its record rolled back together, or both deleted, cannot be
+// told from an older archive.
 
 import (
 	"bytes"
@@ -49,7 +55,15 @@ type extent struct {
 	frames uint64
 	end    int64
 	tag    [tagLen]byte
+	// weak: the other slot is not authentic (or not there), so the
+	// record may be one write behind: the file must then hold more
+	// frames than it names.
+	weak bool
 }
+
+// extentMadeSeq is the seq of the record a file's extent starts with
+// (slot 1; slot 0 holds seq 0, naming the same).
+const extentMadeSeq = 1
 
 func extentAssoc(rel string) []byte { return append(bytes.Clone(extentAD), rel...) }
 
@@ -65,7 +79,8 @@ func readExtent(key *seal.RecordKey, disk, rel string) (*extent, error) {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	var best *extent
-	for _, at := range []int{0, extentSlotAt} {
+	authentic := 0
+	for slot, at := range []int{0, extentSlotAt} {
 		if len(b) < at+extentSlotLen || !bytes.HasPrefix(b[at:], extentMagic) {
 			continue
 		}
@@ -74,7 +89,11 @@ func readExtent(key *seal.RecordKey, disk, rel string) (*extent, error) {
 			continue
 		}
 		e := &extent{seq: binary.BigEndian.Uint64(plain), frames: binary.BigEndian.Uint64(plain[8:]), end: int64(binary.BigEndian.Uint64(plain[16:]))}
+		if e.seq%2 != uint64(slot) {
+			continue // a slot copied over the other: an older record in the newest one's place
+		}
 		copy(e.tag[:], plain[24:])
+		authentic++
 		if best == nil || e.seq > best.seq {
 			best = e
 		}
@@ -82,6 +101,10 @@ func readExtent(key *seal.RecordKey, disk, rel string) (*extent, error) {
 	if best == nil {
 		return nil, fmt.Errorf("%w: %s: the extent record of %s fails authentication (changed, or moved from another file)", ErrSealedDamaged, p, disk)
 	}
+	// A record of one slot naming nothing is how an older scribe made
+	// it, before the file's first frame was synced: it vouches for nothing.
+	legacy := len(b) == extentSlotLen && best.seq == 0 && best.frames == 0
+	best.weak = authentic < 2 && !legacy
 	return best, nil
 }
 
@@ -95,7 +118,8 @@ func extentSlot(key *seal.RecordKey, rel string, e extent) []byte {
 }
 
 // makeExtent makes the extent record of the sealed file disk anew,
-// durably, e in slot 0 (its seq 0; the first update goes to slot 1).
+// durably, e in both slots (seq 0 and extentMadeSeq; the first update,
+// seq 2, goes to slot 0).
 func makeExtent(key *seal.RecordKey, disk, rel string, e extent) error {
 	e.seq = 0
 	// A writer killed while it made this record left its temporary file;
@@ -103,7 +127,11 @@ func makeExtent(key *seal.RecordKey, disk, rel string, e extent) error {
 	if _, err := durable.RemoveStaleTemps(disk + ExtentSuffix); err != nil {
 		return fmt.Errorf("remove the stale temporary files of %s's extent record: %w", disk, err)
 	}
-	if err := durable.WriteFile(disk+ExtentSuffix, extentSlot(key, rel, e), fileMode); err != nil {
+	rec := make([]byte, extentSlotAt, extentSlotAt+extentSlotLen)
+	copy(rec, extentSlot(key, rel, e))
+	e.seq = extentMadeSeq
+	rec = append(rec, extentSlot(key, rel, e)...)
+	if err := durable.WriteFile(disk+ExtentSuffix, rec, fileMode); err != nil {
 		return fmt.Errorf("write the extent record of %s: %w", disk, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,8 +149,54 @@ func (st *sealedStore) dataKey(ctx context.Context) (*seal.RecordKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
 	}
+	if err := st.keyOpensArchive(k, keyPath); err != nil {
+		return nil, err
+	}
 	st.key = k
 	return k, nil
+}
+
+// wellFormedExtent reports whether the extent record at p has a slot a key
+// could open (its magic, its length): a record cut to nothing or zeroed
+// says nothing about the key.
+func wellFormedExtent(p string) bool {
+	b, err := os.ReadFile(p)
+	return err == nil && len(b) >= extentSlotLen && bytes.HasPrefix(b, extentMagic)
+}
+
+// keyOpensArchive checks the data key against the archive's extent
+// records (up to keySamples of them): a key file from another archive (a
+// wrong backup restored, archives sharing an identity) opens none, and
+// writing new sessions with it would leave the archive under two keys, one
+// half unreadable whichever key file stays. One record that does not open
+// is that file's damage, reported when it is read.
+func (st *sealedStore) keyOpensArchive(k *seal.RecordKey, keyPath string) error {
+	const keySamples = 8
+	var samples []string
+	projects := Layout{ConfigDir: st.root}.ProjectsDir()
+	_ = filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl"+SealedSuffix+ExtentSuffix) && wellFormedExtent(p) {
+			samples = append(samples, p)
+			if len(samples) == keySamples {
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	var first error
+	for _, p := range samples {
+		disk := strings.TrimSuffix(p, ExtentSuffix)
+		_, err := readExtent(k, disk, st.rel(strings.TrimSuffix(disk, SealedSuffix)))
+		if err == nil {
+			return nil
+		}
+		first = cmp.Or(first, err)
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("%w of %s: the data key in %s opens none of %d extent records of the archive (a key file from another archive, or those records damaged): nothing is written with it: %w",
+		ErrArchiveKey, st.root, keyPath, len(samples), first)
 }
 
 // rel is the name a frame of the transcript at path is bound to.
@@ -256,7 +303,7 @@ func (st *sealedStore) upgrade(key *seal.RecordKey, disk, rel string, plain []by
 	if err := replaceFile(disk, out); err != nil {
 		return nil, fmt.Errorf("rewrite %s in sealed format 2: %w", disk, err)
 	}
-	sf.recorded = sf.index
+	sf.recorded, sf.seq = sf.index, extentMadeSeq
 	st.upgraded.Add(1)
 	if t.cut > 0 {
 		st.tornCut.Add(1)
@@ -331,7 +378,7 @@ func (s *Sink) writeSealed(j job) (rest wqueue, sealLeft bool, err error) {
 			if err := makeExtent(key, disk, s.sealed.rel(f.path), extent{}); err != nil {
 				return j.buf, j.seal, err
 			}
-			f.sf.recorded, f.sf.seq = 0, 0
+			f.sf.recorded, f.sf.seq = 0, extentMadeSeq
 		}
 		fd, err := os.OpenFile(disk, os.O_WRONLY|os.O_CREATE, fileMode)
 		if err != nil {

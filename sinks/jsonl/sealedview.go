@@ -21,6 +21,10 @@ type ViewReport struct {
 	// TornFrames lists the files whose torn last frame (a write cut short)
 	// was skipped; the writer cuts it at its next start.
 	TornFrames []string
+	// Damaged lists the transcripts left out of the view because they are
+	// damaged (ErrSealedDamaged, naming each): the rest of the archive is
+	// still read, and the caller fails the command at its end.
+	Damaged []error
 }
 
 // Sealed reports whether the sink's archive is sealed at rest.
@@ -65,8 +69,10 @@ func DecryptArchiveInto(ctx context.Context, dir string, o seal.Options, environ
 
 func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
 	var rep ViewReport
-	if !(Layout{ConfigDir: st.root}).IsSealed() {
-		return rep, nil // nothing recorded yet: no key made, nothing to read
+	// Sealed transcripts without the key file are not "nothing recorded
+	// yet": dataKey refuses them, naming the missing key.
+	if sealed, _, err := (Layout{ConfigDir: st.root}).archiveKinds(); err != nil || !sealed {
+		return rep, err // nothing recorded yet: no key made, nothing to read
 	}
 	if _, err := st.dataKey(ctx); err != nil {
 		return rep, err
@@ -87,7 +93,7 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 			disk := strings.TrimSuffix(p, ExtentSuffix)
 			if _, err := os.Lstat(disk); errors.Is(err, fs.ErrNotExist) {
 				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, SealedSuffix), false)
-				return err
+				return rep.leaveOut(err)
 			}
 			return nil
 		}
@@ -101,7 +107,7 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 		plainName := strings.TrimSuffix(p, SealedSuffix)
 		plain, _, t, err := st.read(ctx, plainName, false)
 		if err != nil {
-			return err
+			return rep.leaveOut(err)
 		}
 		if t.cut > 0 {
 			rep.TornFrames = append(rep.TornFrames, p)
@@ -122,6 +128,16 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 		return rep, err
 	}
 	return rep, nil
+}
+
+// leaveOut records a damaged transcript as left out of the view (nil: the
+// walk goes on); any other error ends it.
+func (rep *ViewReport) leaveOut(err error) error {
+	if err != nil && errors.Is(err, ErrSealedDamaged) {
+		rep.Damaged = append(rep.Damaged, err)
+		return nil
+	}
+	return err
 }
 
 // writeViewFile makes rel in view, new, holding b, with mtime when.

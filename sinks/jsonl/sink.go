@@ -619,6 +619,11 @@ func (s *Sink) materialize(ss *session, f *file, agent string) error {
 		}
 		f.adopt(sc)
 	}
+	if f == ss.main && !f.materialized {
+		if err := s.refuseDeleted(ss); err != nil {
+			return err
+		}
+	}
 	f.materialized = true
 	hl := f.held
 	f.held = nil
