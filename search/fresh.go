@@ -260,11 +260,23 @@ func (x *Index) SearchFresh(ctx context.Context, q Query, progress func(done, to
 	return x.searchFresh(ctx, q, progress)
 }
 
+// afterSpeculation, when a test sets it, runs after searchFresh's
+// speculative search (where another process may commit a sync).
+var afterSpeculation func()
+
 func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, total int)) ([]Hit, SyncStats, error) {
 	type listed struct {
 		by  listing
 		n   int
 		err error
+	}
+	// What the index held when the speculative search began: another
+	// process may commit a sync after it and before this one looks, and
+	// then there is nothing left for this one to sync, yet its hits are
+	// older than the index.
+	seen, err := x.foldersState(ctx)
+	if err != nil {
+		return nil, SyncStats{}, err
 	}
 	ch := make(chan listed, 1)
 	go func() {
@@ -272,6 +284,9 @@ func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, to
 		ch <- listed{by, n, err}
 	}()
 	hits, qerr := x.Search(ctx, q)
+	if afterSpeculation != nil {
+		afterSpeculation()
+	}
 	l := <-ch
 	if l.err != nil {
 		return nil, SyncStats{}, l.err
@@ -283,10 +298,44 @@ func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, to
 	if err != nil {
 		return nil, st, err
 	}
-	if qerr != nil || st.Documents+st.Reindexed+st.Removed+st.Others > 0 {
+	again := qerr != nil || st.Documents+st.Reindexed+st.Removed+st.Others > 0
+	if !again {
+		now, err := x.foldersState(ctx)
+		if err != nil {
+			return nil, st, err
+		}
+		again = !bytes.Equal(now, seen)
+	}
+	if again {
 		hits, qerr = x.Search(ctx, q)
 	}
 	return hits, st, qerr
+}
+
+// foldersState is a digest of the folder digests the index holds: it
+// changes whenever any process commits a sync that changed something.
+func (x *Index) foldersState(ctx context.Context) ([]byte, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT name, digest FROM folders ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("search: read the folder digests: %w", err)
+	}
+	defer rows.Close()
+	h := sha256.New()
+	for rows.Next() {
+		var name string
+		var d []byte
+		if err := rows.Scan(&name, &d); err != nil {
+			return nil, fmt.Errorf("search: read the folder digests: %w", err)
+		}
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write(d)
+		h.Write([]byte{0})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: read the folder digests: %w", err)
+	}
+	return h.Sum(nil), nil
 }
 
 // isDamage is an SQLite error that says the file is damaged.

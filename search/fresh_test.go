@@ -140,3 +140,30 @@ func appendTo(t *testing.T, path, s string) {
 		t.Fatal(err)
 	}
 }
+
+// Another process that commits a sync between this one's speculative
+// search and its look at what changed leaves it nothing to sync; the
+// search is made again all the same, on what that process indexed.
+func TestSearchFreshSeesAnotherProcessesSync(t *testing.T) {
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	writeOther(t, l, "the ocelot prompt")
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	other, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	afterSpeculation = func() {
+		if _, err := other.Sync(context.Background(), nil); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterSpeculation = nil }()
+	if hits, st := fresh(t, x, "ocelot"); len(hits) != 1 {
+		t.Fatalf("a search after another process's sync: %+v %+v", hits, st)
+	}
+}
