@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -193,6 +194,9 @@ func TestSinkPluginHangIsRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// The signal is taken when the process next runs: on a loaded machine
+	// it may still answer a call before that. Go on once it is stopped.
+	eventually(t, 20*time.Second, "the plugin process stopped", func() bool { return processStopped(pid) })
 	start := time.Now()
 	if err := s.Write(ctx, es[20:]); err != nil {
 		t.Fatal(err)
@@ -657,4 +661,15 @@ func spoolWhileDown(t *testing.T, set core.Settings, cfg *Config, h *hook, n int
 		t.Fatal(err)
 	}
 	return lines
+}
+
+// processStopped reports whether the process is stopped by a signal
+// (state T in /proc/PID/stat).
+func processStopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
 }
