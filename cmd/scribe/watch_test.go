@@ -260,6 +260,9 @@ func watchKillScenario(t *testing.T, we *watchEnv, kills int, beforeStop func(*w
 	if _, err := sim.Verify(archiveProjects, true); err != nil {
 		t.Fatal(err)
 	}
+	if sim.SealedTorn > 0 {
+		t.Logf("%d writes torn by a kill were sealed in the archive (each line whole after it)", sim.SealedTorn)
+	}
 	for _, f := range []string{".meta.json"} {
 		for _, a := range sim.Sessions[0].Agents {
 			src := strings.TrimSuffix(a.Path, ".jsonl") + f
