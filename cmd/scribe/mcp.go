@@ -8,13 +8,16 @@ package main
 // (unless --no-redact) and no answer's JSON exceeds --max-bytes.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -301,7 +304,7 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	if in.Limit == 0 {
 		in.Limit = mcpDefaultHits
 	}
-	q := search.Query{Text: in.Query, Role: in.Role, Limit: in.Limit}
+	q := search.Query{Text: in.Query, Role: in.Role, Limit: in.Limit, WithText: m.red != nil}
 	var err error
 	if q.Since, err = parseSince(in.Since); err != nil {
 		return nil, err
@@ -327,7 +330,7 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 			by[h.SessionID] = s
 			sessions = append(sessions, s)
 		}
-		s.Hits = append(s.Hits, searchHit{UUID: h.UUID, AgentID: h.AgentID, Role: h.Role, Timestamp: h.Timestamp, Snippet: h.Snippet})
+		s.Hits = append(s.Hits, searchHit{UUID: h.UUID, AgentID: h.AgentID, Role: h.Role, Timestamp: h.Timestamp, Snippet: m.scrubSnippet(h.Snippet, h.Text)})
 	}
 	items := make([][]byte, len(sessions))
 	for i, s := range sessions {
@@ -347,6 +350,41 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	}
 	return m.finish(out)
 }
+
+// scrubSnippet replaces in a snippet every word of the secrets its
+// message's text holds: a snippet is a window of words, highlighted
+// ([word]), that can hold a secret's tail or a secret split by the
+// highlight, which no rule finds in the snippet alone.
+func (m *mcpServer) scrubSnippet(snippet, text string) string {
+	if m.red == nil || text == "" {
+		return snippet
+	}
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(text) != nil {
+		return snippet
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.red.Scan(bytes.TrimSpace(line.Bytes())) {
+		secret := f.Secret
+		if raw, err := strconv.Unquote(`"` + secret + `"`); err == nil {
+			secret = raw
+		}
+		marker := m.red.Marker(f.Rule, f.Secret)
+		for _, w := range strings.FieldsFunc(secret, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if len(w) >= minSecretWord {
+				snippet = strings.ReplaceAll(snippet, w, marker)
+			}
+		}
+	}
+	return snippet
+}
+
+// minSecretWord is the shortest word of a secret scrubSnippet replaces:
+// shorter ones (BEGIN, KEY) are no secret alone.
+const minSecretWord = 6
 
 type getIn struct {
 	ID            string `json:"id" jsonschema:"a session id or a unique prefix of one"`

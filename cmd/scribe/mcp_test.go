@@ -66,6 +66,20 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]a
 	return doc, ""
 }
 
+// jsonText is s as it is inside a JSON string.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// secretTokens are the runs of letters and digits of a secret, as the
+// search index splits it into words.
+func secretTokens(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	})
+}
+
 func mcpSameJSON(t *testing.T, a, b []byte) bool {
 	t.Helper()
 	var x, y any
@@ -238,10 +252,26 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		}
 		answers = append(answers, string(doc))
 	}
+	// A search for a word inside a secret: its snippet holds the secret's
+	// neighbours, cut and highlighted ([word]) so no rule finds them there.
+	for _, s := range secrets {
+		for _, w := range secretTokens(s.Value) {
+			doc, errText := mcpCall(t, cs, "search_sessions", map[string]any{"query": w, "limit": 100})
+			if errText != "" {
+				t.Fatalf("search_sessions %s: %s", w, errText)
+			}
+			answers = append(answers, string(doc))
+		}
+	}
 	all := strings.Join(answers, "\n")
 	for _, s := range secrets {
-		if strings.Contains(all, s.Value) {
+		if strings.Contains(all, s.Value) || strings.Contains(all, jsonText(s.Value)) {
 			t.Errorf("a %s secret was handed out", s.Kind)
+		}
+		for _, w := range secretTokens(s.Value) {
+			if len(w) >= 12 && strings.Contains(all, w) {
+				t.Errorf("a part of a %s secret was handed out: %s", s.Kind, w)
+			}
 		}
 	}
 	if !strings.Contains(answers[0], "[REDACTED:") {
@@ -252,7 +282,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	raw := mcpClient(t, bin, env, "--no-redact")
 	doc, _ = mcpCall(t, raw, "get_session", map[string]any{"id": secretSession, "limit": 1000, "max_tool_result": 100000})
 	for _, s := range secrets {
-		if !strings.Contains(string(doc), s.Value) {
+		if !strings.Contains(string(doc), jsonText(s.Value)) {
 			t.Errorf("--no-redact: the raw answer lacks the %s secret", s.Kind)
 		}
 	}
