@@ -444,6 +444,13 @@ func (m *mcpServer) getSession(ctx context.Context, in getIn) ([]byte, error) {
 	items := make([][]byte, 0, end-start)
 	for i := start; i < end; i++ {
 		msg := msgs[i]
+		if m.red != nil {
+			// Redacted before it is cut: a cut through a secret leaves a
+			// part no rule finds.
+			m.mu.Lock()
+			msg.Message, _ = m.red.Redact(msg.Message)
+			m.mu.Unlock()
+		}
 		msg.Message = cutToolResults(msg.Message, in.MaxToolResult)
 		b, err := msg.AppendJSON(nil)
 		if err != nil {

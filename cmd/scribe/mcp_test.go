@@ -132,6 +132,19 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(secretDir, secretSession+".jsonl"), redacttest.Transcript(secretSession, "/home/ada/src/vault", secrets), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A secret across the default cut of a tool result (2000 bytes).
+	var cutSecret string
+	for _, s := range secrets {
+		if !strings.ContainsAny(s.Value, "\n\"\\") && len(s.Value) >= 24 {
+			cutSecret = s.Value
+			break
+		}
+	}
+	const cutSession = "3c4d5e6f-0000-4000-8000-000000000004"
+	lsSession(t, dir, cutSession, "/home/ada/src/vault", start, nil,
+		userRow("show the token file"),
+		assistantRow(toolUse("toolu_03", "Bash", map[string]any{"command": "cat token"})),
+		userRow([]any{resultBlock("toolu_03", strings.Repeat("x", 1990)+" "+cutSecret+"\n")}))
 	env := lsEnv(t, dir)
 	cs := mcpClient(t, bin, env)
 
@@ -185,7 +198,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 			t.Errorf("list_sessions: %+v lacks a field", s)
 		}
 	}
-	if len(want) != 4 || !reflect.DeepEqual(got, want) {
+	if len(want) != 5 || !reflect.DeepEqual(got, want) {
 		t.Errorf("list_sessions names %v, the SDK's listSessions %v", got, want)
 	}
 	doc, _ = mcpCall(t, cs, "list_sessions", map[string]any{"project": "/home/ada/src/shop"})
@@ -263,6 +276,11 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 			answers = append(answers, string(doc))
 		}
 	}
+	doc, _ = mcpCall(t, cs, "get_session", map[string]any{"id": cutSession})
+	if !strings.Contains(string(doc), "bytes shown]") || strings.Contains(string(doc), cutSecret[:9]) {
+		t.Errorf("a tool result cut through a secret: %.300s", doc[max(0, len(doc)-600):])
+	}
+	answers = append(answers, string(doc))
 	all := strings.Join(answers, "\n")
 	for _, s := range secrets {
 		if strings.Contains(all, s.Value) || strings.Contains(all, jsonText(s.Value)) {
