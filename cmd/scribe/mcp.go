@@ -140,6 +140,29 @@ func (m *mcpServer) register(s *mcp.Server) {
 		"Full-text search over every session (prompts, answers, thinking, tool inputs and outputs): the matching sessions with snippets and the uuids of the messages they come from.", m.searchSessions)
 	mcpTool[getIn, getOut](s, "get_session",
 		"A session's conversation as the Claude Agent SDK's getSessionMessages gives it, a window of it at a time (offset/limit, or around a message uuid), tool results cut to max_tool_result bytes.", m.getSession)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name: "session", URITemplate: sessionScheme + "{id}", MIMEType: "application/json",
+		Description: "A session (an id or a unique prefix): get_session's answer for its first messages.",
+	}, m.readSession)
+}
+
+const sessionScheme = "session://"
+
+// readSession is the resource session://<id>: get_session's first window.
+func (m *mcpServer) readSession(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, ok := strings.CutPrefix(uri, sessionScheme)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	doc, err := m.getSession(ctx, getIn{ID: id})
+	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == 1 {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(doc)}}}, nil
 }
 
 // encode is v as JSON, redacted.

@@ -240,6 +240,31 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		t.Errorf("get_session %s:\n%s\nshow --json:\n%s", plain[:10], doc, out)
 	}
 
+	// The resource session://<id> is get_session's first window.
+	templates, err := cs.ListResourceTemplates(context.Background(), nil)
+	if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate != "session://{id}" {
+		t.Fatalf("resource templates: %v %+v", err, templates)
+	}
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "session://" + plain[:8]})
+	if err != nil || len(res.Contents) != 1 || !mcpSameJSON(t, []byte(res.Contents[0].Text), doc) {
+		t.Errorf("session://%s: %v %+v", plain[:8], err, res)
+	}
+	for _, uri := range []string{"session://../x", "session://ffffffff", "session://" + secretSession + "/../x"} {
+		if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("%s: no error", uri)
+		}
+	}
+	res, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "session://" + secretSession})
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "[REDACTED:") {
+		t.Errorf("session://%s is not redacted: %v", secretSession, err)
+	} else {
+		for _, s := range secrets {
+			if strings.Contains(res.Contents[0].Text, jsonText(s.Value)) {
+				t.Errorf("session://%s hands out a %s secret", secretSession, s.Kind)
+			}
+		}
+	}
+
 	// A window around a message uuid.
 	doc, _ = mcpCall(t, cs, "get_session", map[string]any{"id": plain, "around": plain[:32] + "0002", "limit": 2})
 	if json.Unmarshal(doc, &window) != nil || !strings.Contains(string(window.Messages), plain[:32]+"0001") ||
