@@ -60,7 +60,7 @@ JSON exceeds --max-bytes: a listing or a window stops where the cap is hit and
 says so (truncated, next_offset), and a message alone larger than the cap is
 replaced by a note of its size.
 
-To add it to Claude Code: claude mcp add scribe -- scribe mcp`,
+scribe mcp install adds it to Claude Code (user or project scope).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if maxBytes < 4096 {
@@ -81,6 +81,7 @@ To add it to Claude Code: claude mcp add scribe -- scribe mcp`,
 			return s.Run(cmd.Context(), &mcp.StdioTransport{})
 		},
 	}
+	c.AddCommand(newMcpInstallCmds()...)
 	f := c.Flags()
 	f.BoolVar(&noRedact, "no-redact", false, "hand out raw text: no redaction of secrets")
 	f.IntVar(&maxBytes, "max-bytes", mcpDefaultMaxBytes, "at most this many bytes of JSON in one answer")

@@ -387,3 +387,119 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		t.Errorf("a message over the cap alone: %d bytes, %.300s", len(doc), doc)
 	}
 }
+
+// TestMcpInstallEditsClaudeCodesServers: scribe mcp install adds scribe's
+// entry to the "mcpServers" of $CLAUDE_CONFIG_DIR/.claude.json (the
+// project's .mcp.json with --scope project), every other byte kept, twice
+// changes nothing, a backup beside it, --dry-run writes nothing, uninstall
+// gives the file back byte for byte, a "scribe" entry of the user's is
+// refused; the installed entry starts a server the go-sdk client talks to.
+func TestMcpInstallEditsClaudeCodesServers(t *testing.T) {
+	bin := testenv.BuildScribe(t)
+	dir := filepath.Join(t.TempDir(), "claude")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := lsEnv(t, dir)
+	path := filepath.Join(dir, ".claude.json")
+	orig := "{\n    \"numStartups\": 3,\n    \"mcpServers\": {\n        \"other\": {\"command\": \"other-mcp\", \"args\": []}\n    },\n    \"theme\": \"dark\\u0021\"\n}\n"
+	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	run := func(want int, args ...string) string {
+		out, stderr, code := testenv.RunBinary(t, bin, env, "", args...)
+		if code != want {
+			t.Fatalf("scribe %v: exit %d, want %d\n%s%s", args, code, want, out, stderr)
+		}
+		return out
+	}
+	out := run(0, "mcp", "install", "--dry-run")
+	if read() != orig || !strings.Contains(out, "would change (added mcpServers.scribe)") {
+		t.Fatalf("--dry-run: %s\nfile:\n%s", out, read())
+	}
+	run(0, "mcp", "install")
+	installed := read()
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type    string
+			Command string
+			Args    []string
+		}
+	}
+	if err := json.Unmarshal([]byte(installed), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.MCPServers["scribe"]
+	if e.Type != "stdio" || !filepath.IsAbs(e.Command) || !reflect.DeepEqual(e.Args, []string{"mcp"}) || cfg.MCPServers["other"].Command != "other-mcp" {
+		t.Fatalf("installed:\n%s", installed)
+	}
+	if !strings.Contains(installed, `"theme": "dark\u0021"`) || !strings.Contains(installed, "\n        \"scribe\": {\n            \"type\": \"stdio\",") {
+		t.Errorf("the file's bytes or layout were not kept:\n%s", installed)
+	}
+	if b, err := os.ReadFile(path + ".scribe.bak"); err != nil || string(b) != orig {
+		t.Errorf("no backup of the original: %v", err)
+	}
+	if out := run(0, "mcp", "install"); read() != installed || !strings.Contains(out, "nothing to change") {
+		t.Errorf("install twice: %s", out)
+	}
+
+	// The entry as installed starts a server.
+	cmd := exec.Command(e.Command, e.Args...)
+	cmd.Env = env
+	c := mcp.NewClient(&mcp.Implementation{Name: "scribe-test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("the installed entry: %v", err)
+	}
+	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) != 3 {
+		t.Errorf("the installed entry's tools: %v %v", err, tools)
+	}
+	cs.Close()
+
+	run(0, "mcp", "uninstall")
+	if read() != orig {
+		t.Errorf("uninstall did not give the file back:\n%s", read())
+	}
+	if out := run(0, "mcp", "uninstall"); read() != orig || !strings.Contains(out, "nothing to change") {
+		t.Errorf("uninstall twice: %s", out)
+	}
+
+	// A "scribe" server of the user's own is left alone.
+	own := "{\"mcpServers\": {\"scribe\": {\"command\": \"/opt/scribe\", \"args\": [\"mcp\"], \"env\": {\"X\": \"1\"}}}}\n"
+	if err := os.WriteFile(path, []byte(own), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(2, "mcp", "install")
+	run(2, "mcp", "uninstall")
+	if read() != own {
+		t.Errorf("the user's scribe entry was changed:\n%s", read())
+	}
+
+	// --scope project: the .mcp.json of the current folder, made and
+	// removed whole.
+	proj := t.TempDir()
+	for _, sub := range []string{"install", "uninstall"} {
+		cmd := exec.Command(bin, "mcp", sub, "--scope", "project")
+		cmd.Env, cmd.Dir = env, proj
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("mcp %s --scope project: %v\n%s", sub, err, b)
+		}
+		b, err := os.ReadFile(filepath.Join(proj, ".mcp.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub == "install" && !strings.Contains(string(b), `"args": [`) {
+			t.Errorf(".mcp.json after install:\n%s", b)
+		}
+		if sub == "uninstall" && strings.TrimSpace(string(b)) != "{}" {
+			t.Errorf(".mcp.json after uninstall:\n%s", b)
+		}
+	}
+}
