@@ -26,6 +26,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -412,6 +413,7 @@ const minSecretWord = 6
 
 type getIn struct {
 	ID            string `json:"id" jsonschema:"a session id or a unique prefix of one"`
+	Agent         string `json:"agent,omitempty" jsonschema:"a subagent's id (a search hit's agentId): its conversation instead of the session's"`
 	Offset        int    `json:"offset,omitempty" jsonschema:"the first message of the window"`
 	Limit         int    `json:"limit,omitempty" jsonschema:"at most this many messages (default 50)"`
 	Around        string `json:"around,omitempty" jsonschema:"a message uuid: the window is centred on it (offset is then ignored)"`
@@ -420,6 +422,7 @@ type getIn struct {
 
 type getOut struct {
 	SessionID  string `json:"sessionId"`
+	Agent      string `json:"agent,omitempty"`
 	Total      int    `json:"total"`
 	Offset     int    `json:"offset"`
 	Messages   []any  `json:"messages"`
@@ -446,7 +449,15 @@ func (m *mcpServer) getSession(ctx context.Context, in getIn) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, _, err := m.l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+	var msgs []jsonl.SessionMessage
+	switch {
+	case in.Agent == "":
+		msgs, _, err = m.l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+	case !ident.Token(in.Agent, 128):
+		return nil, fmt.Errorf("agent %q is not an agent id", in.Agent)
+	default:
+		msgs, _, err = m.l.SubagentMessages(ctx, id, in.Agent, "", jsonl.MessagesOptions{})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +507,7 @@ func (m *mcpServer) getSession(ctx context.Context, in getIn) ([]byte, error) {
 		Messages json.RawMessage `json:"messages"`
 		getOut
 	}
-	out.SessionID, out.Total, out.Offset, out.Messages = id, len(msgs), start, arr
+	out.SessionID, out.Agent, out.Total, out.Offset, out.Messages = id, in.Agent, len(msgs), start, arr
 	if start+n < len(msgs) {
 		out.NextOffset = start + n
 	}

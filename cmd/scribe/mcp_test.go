@@ -132,6 +132,13 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(secretDir, secretSession+".jsonl"), redacttest.Transcript(secretSession, "/home/ada/src/vault", secrets), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(secretDir, secretSession, "subagents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secretDir, secretSession, "subagents", "agent-"+secretAgent+".jsonl"),
+		redacttest.Subagent(secretSession, secretAgent, "/home/ada/src/vault", secrets[0]), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// A secret across the default cut of a tool result (2000 bytes).
 	var cutSecret string
 	for _, s := range secrets {
@@ -279,6 +286,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		args map[string]any
 	}{
 		{"get_session", map[string]any{"id": secretSession, "limit": 1000, "max_tool_result": 100000}},
+		{"get_session", map[string]any{"id": secretSession, "agent": secretAgent, "limit": 1000, "max_tool_result": 100000}},
 		{"list_sessions", map[string]any{"limit": 1000}},
 		{"search_sessions", map[string]any{"query": "rotated", "limit": 100}},
 		{"search_sessions", map[string]any{"query": "production", "limit": 100}},
@@ -315,6 +323,18 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 			if len(w) >= 12 && strings.Contains(all, w) {
 				t.Errorf("a part of a %s secret was handed out: %s", s.Kind, w)
 			}
+		}
+	}
+	var sub struct {
+		Agent    string
+		Messages []json.RawMessage
+	}
+	if json.Unmarshal([]byte(answers[1]), &sub) != nil || sub.Agent != secretAgent || len(sub.Messages) == 0 || !strings.Contains(answers[1], "[REDACTED:") {
+		t.Errorf("get_session of the subagent: %.500s", answers[1])
+	}
+	for _, agent := range []string{"../x", "a/../../b", "ffffffff"} {
+		if _, errText := mcpCall(t, cs, "get_session", map[string]any{"id": secretSession, "agent": agent}); errText == "" {
+			t.Errorf("get_session agent %q: no error", agent)
 		}
 	}
 	if !strings.Contains(answers[0], "[REDACTED:") {
