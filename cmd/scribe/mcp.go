@@ -167,12 +167,16 @@ func (m *mcpServer) readSession(ctx context.Context, req *mcp.ReadResourceReques
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(doc)}}}, nil
 }
 
-// encode is v as JSON, redacted.
+// encode is v as JSON, redacted; < > & as they are (encoding/json would
+// make each six bytes, past what the cap measured).
 func (m *mcpServer) encode(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if m.red == nil {
 		return b, nil
 	}

@@ -53,23 +53,29 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]a
 		}
 		return nil, b.String()
 	}
-	doc, err = json.Marshal(res.StructuredContent)
+	structured, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Content) != 1 {
 		t.Fatalf("%s: %d content blocks, want the JSON text", tool, len(res.Content))
 	}
-	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || !mcpSameJSON(t, []byte(tc.Text), doc) {
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok || !mcpSameJSON(t, []byte(tc.Text), structured) {
 		t.Fatalf("%s: the text content is not the structured answer", tool)
 	}
-	return doc, ""
+	// The server's bytes, as it measured them.
+	return []byte(tc.Text), ""
 }
 
-// jsonText is s as it is inside a JSON string.
+// jsonText is s as it is inside a JSON string the server writes (< > &
+// as they are).
 func jsonText(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b[1 : len(b)-1])
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(strings.TrimSuffix(b.String(), "\n"), `"`)[1:]
 }
 
 // secretTokens are the runs of letters and digits of a secret, as the
@@ -121,9 +127,16 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	rows = append(rows, userRow([]any{resultBlock("toolu_02", strings.Repeat("log line of the big file\n", 2000))}))
 	for range 200 {
 		rows = append(rows, userRow("another prompt to make the session long"),
-			assistantRow(map[string]any{"type": "text", "text": "another answer to make the session long"}))
+			assistantRow(map[string]any{"type": "text", "text": "another answer to make the session long: " + strings.Repeat("<&>", 150)}))
 	}
-	lsSession(t, dir, long, "/home/ada/src/blog", start.Add(2*time.Hour), nil, rows...)
+	longPath := lsSession(t, dir, long, "/home/ada/src/blog", start.Add(2*time.Hour), nil, rows...)
+	// As Claude Code writes them: < > & unescaped (encoding/json escapes
+	// them, six bytes each, when it is not told otherwise).
+	if b, err := os.ReadFile(longPath); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(longPath, []byte(strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(b))), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	secrets := redacttest.Secrets(11)
 	secretDir := filepath.Join(dir, "projects", "-home-ada-src-vault")
 	if err := os.MkdirAll(secretDir, 0o700); err != nil {
