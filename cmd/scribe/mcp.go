@@ -271,7 +271,7 @@ func (m *mcpServer) listSessions(ctx context.Context, in listIn) ([]byte, error)
 	for i, r := range recs {
 		title := r.Info.CustomTitle
 		if title == "" {
-			title = r.Info.Summary
+			title = cutTitle(r.Info.Summary)
 		}
 		if items[i], err = m.encode(listedSession{
 			SessionID: r.Info.SessionID, Title: title, Project: r.Info.Cwd,
@@ -291,6 +291,20 @@ func (m *mcpServer) listSessions(ctx context.Context, in listIn) ([]byte, error)
 		out.Truncated, out.NextOffset, out.Note = true, in.Offset+n, capNote
 	}
 	return m.finish(out)
+}
+
+// cutTitle drops the last word of a title the listing cut (200
+// characters of a prompt, then …): a cut through a secret leaves a part no
+// rule finds.
+func cutTitle(t string) string {
+	head, ok := strings.CutSuffix(t, "…")
+	if !ok {
+		return t
+	}
+	if i := strings.LastIndexFunc(head, unicode.IsSpace); i >= 0 {
+		return head[:i] + " …"
+	}
+	return "…"
 }
 
 type searchIn struct {

@@ -165,6 +165,12 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		userRow("show the token file"),
 		assistantRow(toolUse("toolu_03", "Bash", map[string]any{"command": "cat token"})),
 		userRow([]any{resultBlock("toolu_03", strings.Repeat("x", 1990)+" "+cutSecret+"\n")}))
+	// A secret across the cut of a title (200 characters of the first
+	// prompt).
+	const titleSession = "4d5e6f70-0000-4000-8000-000000000005"
+	lsSession(t, dir, titleSession, "/home/ada/src/vault", start, nil,
+		userRow(strings.Repeat("word ", 38)+cutSecret+" is the token"),
+		assistantRow(map[string]any{"type": "text", "text": "Noted."}))
 	env := lsEnv(t, dir)
 	cs := mcpClient(t, bin, env)
 
@@ -218,7 +224,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 			t.Errorf("list_sessions: %+v lacks a field", s)
 		}
 	}
-	if len(want) != 5 || !reflect.DeepEqual(got, want) {
+	if len(want) != 6 || !reflect.DeepEqual(got, want) {
 		t.Errorf("list_sessions names %v, the SDK's listSessions %v", got, want)
 	}
 	doc, _ = mcpCall(t, cs, "list_sessions", map[string]any{"project": "/home/ada/src/shop"})
@@ -322,6 +328,11 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 			answers = append(answers, string(doc))
 		}
 	}
+	doc, _ = mcpCall(t, cs, "list_sessions", map[string]any{"project": "/home/ada/src/vault"})
+	if !strings.Contains(string(doc), "word word") || strings.Contains(string(doc), cutSecret[:9]) {
+		t.Errorf("a title cut through a secret: %s", doc)
+	}
+	answers = append(answers, string(doc))
 	doc, _ = mcpCall(t, cs, "get_session", map[string]any{"id": cutSession})
 	if !strings.Contains(string(doc), "bytes shown]") || strings.Contains(string(doc), cutSecret[:9]) {
 		t.Errorf("a tool result cut through a secret: %.300s", doc[max(0, len(doc)-600):])
