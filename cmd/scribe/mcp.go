@@ -131,9 +131,15 @@ func mcpTool[In, Out any](s *mcp.Server, name, desc string, run func(context.Con
 	})
 }
 
+// mcpError is a tool's error answer, its text bounded (an ambiguous
+// prefix lists the sessions it matches).
 func mcpError(err error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+	text, _ := cutText(err.Error(), maxErrorText)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
+
+// maxErrorText bounds an error answer's text.
+const maxErrorText = 4096
 
 func (m *mcpServer) register(s *mcp.Server) {
 	mcpTool[listIn, listOut](s, "list_sessions",

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,6 +373,14 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		if !strings.Contains(string(doc), jsonText(s.Value)) {
 			t.Errorf("--no-redact: the raw answer lacks the %s secret", s.Kind)
 		}
+	}
+
+	// An ambiguous prefix is an error naming the candidates, bounded.
+	for i := range 300 {
+		lsSession(t, dir, fmt.Sprintf("eeee%04d-0000-4000-8000-000000000000", i), "/home/ada/src/many", start, nil, userRow("hello"))
+	}
+	if _, errText := mcpCall(t, cs, "get_session", map[string]any{"id": "eeee"}); !strings.Contains(errText, "ambiguous") || len(errText) > 4200 {
+		t.Errorf("get_session of a prefix of 300 sessions: %d bytes: %.300s", len(errText), errText)
 	}
 
 	// Ids with a path in them are errors.
