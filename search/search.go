@@ -428,6 +428,9 @@ type Query struct {
 	// Role is user, assistant or tool ("" for every role).
 	Role  string
 	Limit int
+	// WithText fills each hit's Text (scribe mcp looks for the secrets
+	// around its snippet there).
+	WithText bool
 }
 
 // Hit is one matching message.
@@ -440,6 +443,8 @@ type Hit struct {
 	Project   string  `json:"project"`
 	Snippet   string  `json:"snippet"`
 	Score     float64 `json:"score"`
+	// Text is the message's indexed text, with Query.WithText only.
+	Text string `json:"-"`
 }
 
 // ErrBadQuery is returned for a query with no words.
@@ -508,7 +513,7 @@ func (x *Index) search(ctx context.Context, q Query) ([]Hit, error) {
 		args = append(args, id)
 	}
 	rows, err := x.db.QueryContext(ctx, `SELECT docs.rowid, f.session, f.agent, m.uuid, m.role, m.ts, f.project,
-  snippet(docs, 0, '[', ']', '…', 16)
+  snippet(docs, 0, '[', ']', '…', 16), `+textColumn(q.WithText)+`
 FROM docs JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file
 WHERE docs MATCH ? AND docs.rowid IN (`+marks+`)`, args...)
 	if err != nil {
@@ -519,7 +524,7 @@ WHERE docs MATCH ? AND docs.rowid IN (`+marks+`)`, args...)
 	for rows.Next() {
 		var h Hit
 		var id int64
-		if err := rows.Scan(&id, &h.SessionID, &h.AgentID, &h.UUID, &h.Role, &h.Timestamp, &h.Project, &h.Snippet); err != nil {
+		if err := rows.Scan(&id, &h.SessionID, &h.AgentID, &h.UUID, &h.Role, &h.Timestamp, &h.Project, &h.Snippet, &h.Text); err != nil {
 			return nil, fmt.Errorf("search %q: %w", q.Text, err)
 		}
 		byID[id] = h
@@ -535,6 +540,14 @@ WHERE docs MATCH ? AND docs.rowid IN (`+marks+`)`, args...)
 		}
 	}
 	return out, nil
+}
+
+// textColumn is the message text when asked for, else an empty column.
+func textColumn(want bool) string {
+	if want {
+		return "docs.text"
+	}
+	return "''"
 }
 
 func (x *Index) topRows(ctx context.Context, q string, args []any) ([]int64, []float64, error) {

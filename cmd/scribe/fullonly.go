@@ -11,6 +11,7 @@ var fullOnly = map[string]cmdText{
 	"config":  {"config", "Work with the configuration file"},
 	"copy":    {"copy --from STORE --to STORE [--all | ID...]", "Copy sessions (with their subagents) from one store to another: jsonl, postgres, s3"},
 	"demo":    {"demo", "Record a bundled sample session into a throwaway config folder, list it and show it"},
+	"mcp":     {"mcp", "Serve the sessions to an agent as read-only MCP tools over stdio (list, search, get), redacted"},
 	"plugin":  {"plugin", "Work with a plugin binary"},
 	"plugins": {"plugins", "Work with the plugins of the configuration"},
 	"s3":      {"s3", "Work on an s3 store"},

@@ -89,17 +89,9 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	target, err := followLinks(path)
+	target, old, exe, err := readSettings(path)
 	if err != nil {
 		return err
-	}
-	old, err := os.ReadFile(target)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", target, err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the scribe binary: %w", err)
 	}
 	command := shellQuote(exe) + " hook"
 	if p, err := pinnedConfig(cmd); err != nil {
@@ -120,13 +112,21 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s: %w; nothing changed", path, err)}
 	}
+	return saveSettings(cmd, path, target, old, updated, changes,
+		"scribe's hooks are "+map[bool]string{true: "installed", false: "not there"}[install], dryRun)
+}
+
+// saveSettings writes updated, the edited form of old, to target (path
+// after its links) with the changes said; a backup of old first. dryRun
+// prints it instead; no changes says nothing (what is there, as is).
+func saveSettings(cmd *cobra.Command, path, target string, old, updated []byte, changes []string, as string, dryRun bool) error {
 	out := cmd.OutOrStdout()
 	shown := path
 	if target != path {
 		shown = path + " -> " + target
 	}
 	if len(changes) == 0 {
-		fmt.Fprintf(out, "%s: nothing to change (scribe's hooks are %s)\n", shown, map[bool]string{true: "installed", false: "not there"}[install])
+		fmt.Fprintf(out, "%s: nothing to change (%s)\n", shown, as)
 		return nil
 	}
 	if dryRun {
@@ -149,6 +149,23 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	}
 	fmt.Fprintf(out, "%s: %s\n", shown, strings.Join(changes, ", "))
 	return nil
+}
+
+// readSettings reads the file path names (after its links: target; nil
+// when there is none yet) and finds this scribe binary (exe), what an
+// install writes.
+func readSettings(path string) (target string, old []byte, exe string, err error) {
+	if target, err = followLinks(path); err != nil {
+		return "", nil, "", err
+	}
+	old, err = os.ReadFile(target)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", nil, "", fmt.Errorf("read %s: %w", target, err)
+	}
+	if exe, err = os.Executable(); err != nil {
+		return "", nil, "", fmt.Errorf("find the scribe binary: %w", err)
+	}
+	return target, old, exe, nil
 }
 
 // followLinks returns the file path names after every symbolic link, even

@@ -413,27 +413,10 @@ func cutShellWord(s string) (word, rest string, ok bool) {
 // the new file and what changed (nothing: no write needed). names are the
 // binary names whose commands are scribe's (isScribeCommand).
 func editHooks(old []byte, install bool, command string, names []string) ([]byte, []string, error) {
-	b := old
-	if len(bytes.TrimSpace(b)) == 0 {
-		b = []byte("{}\n")
+	b, top, st, err := settingsTop(old)
+	if err != nil {
+		return nil, nil, err
 	}
-	start := jsonv.Space(b, 0)
-	if end := jsonv.End(b, start); end < 0 || jsonv.Space(b, end) != len(b) {
-		off := ^end
-		if end >= 0 {
-			off = jsonv.Space(b, end)
-		}
-		line := 1 + bytes.Count(b[:min(off, len(b))], []byte{'\n'})
-		return nil, nil, fmt.Errorf("not valid JSON (line %d): %w", line, jsonv.Err(b, ^off))
-	}
-	if b[start] != '{' {
-		return nil, nil, fmt.Errorf("not a JSON object")
-	}
-	top := scanList(b, start)
-	if k, dup := top.duplicateKey(); dup {
-		return nil, nil, fmt.Errorf("the key %q is there twice at the top level (Claude Code reads only the last one)", k)
-	}
-	st := styleOf(b, top)
 	var hooks jsonList
 	hi := top.find("hooks")
 	if hi >= 0 {
@@ -516,15 +499,52 @@ func editHooks(old []byte, install bool, command string, names []string) ([]byte
 	default:
 		edits = append(edits, hooksEdit.edits(b, hooks, st)...)
 	}
-	out, err := applyEdits(b, edits)
+	out, err := finishEdit(old, b, edits)
 	if err != nil {
 		return nil, nil, err
+	}
+	return out, changes, nil
+}
+
+// settingsTop checks a JSON settings file ("" for none, read as {}) and
+// returns it, its top object's members and its layout: a file that is not
+// a JSON object, or whose top object holds a key twice, is refused.
+func settingsTop(old []byte) ([]byte, jsonList, jsonStyle, error) {
+	b := old
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = []byte("{}\n")
+	}
+	start := jsonv.Space(b, 0)
+	if end := jsonv.End(b, start); end < 0 || jsonv.Space(b, end) != len(b) {
+		off := ^end
+		if end >= 0 {
+			off = jsonv.Space(b, end)
+		}
+		line := 1 + bytes.Count(b[:min(off, len(b))], []byte{'\n'})
+		return nil, jsonList{}, jsonStyle{}, fmt.Errorf("not valid JSON (line %d): %w", line, jsonv.Err(b, ^off))
+	}
+	if b[start] != '{' {
+		return nil, jsonList{}, jsonStyle{}, fmt.Errorf("not a JSON object")
+	}
+	top := scanList(b, start)
+	if k, dup := top.duplicateKey(); dup {
+		return nil, jsonList{}, jsonStyle{}, fmt.Errorf("the key %q is there twice at the top level (Claude Code reads only the last one)", k)
+	}
+	return b, top, styleOf(b, top), nil
+}
+
+// finishEdit applies edits to b, the checked form of old, and checks the
+// result.
+func finishEdit(old, b []byte, edits []edit) ([]byte, error) {
+	out, err := applyEdits(b, edits)
+	if err != nil {
+		return nil, err
 	}
 	if len(bytes.TrimSpace(old)) == 0 && !bytes.HasSuffix(out, []byte("\n")) {
 		out = append(out, '\n')
 	}
 	if !jsonv.Valid(out) {
-		return nil, nil, fmt.Errorf("internal error: the edited file is not valid JSON")
+		return nil, fmt.Errorf("internal error: the edited file is not valid JSON")
 	}
-	return out, changes, nil
+	return out, nil
 }

@@ -41,6 +41,7 @@ const handedOver = "SCRIBE_HANDED_OVER"
 func newConfigCmd() *cobra.Command  { return fullCmd(fullOnly["config"]) }
 func newCopyCmd() *cobra.Command    { return fullCmd(fullOnly["copy"]) }
 func newDemoCmd() *cobra.Command    { return fullCmd(fullOnly["demo"]) }
+func newMcpCmd() *cobra.Command     { return fullCmd(fullOnly["mcp"]) }
 func newPluginCmd() *cobra.Command  { return fullCmd(fullOnly["plugin"]) }
 func newPluginsCmd() *cobra.Command { return fullCmd(fullOnly["plugins"]) }
 func newS3Cmd() *cobra.Command      { return fullCmd(fullOnly["s3"]) }
