@@ -58,6 +58,20 @@ type Totals struct {
 	UnpricedModels []string `json:"unpricedModels,omitempty"`
 }
 
+// sessionsWithin keeps the sessions whose last activity falls on a day
+// (in UTC, whatever the time zone) from Since and before Until: ccusage's
+// session report takes --until as the first day left out.
+func sessionsWithin(sessions []*Period, opt Options) []*Period {
+	var out []*Period
+	for _, g := range sessions {
+		day := g.last.UTC().Format("20060102")
+		if (opt.Since == "" || day >= opt.Since) && (opt.Until == "" || day < opt.Until) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // Options choose a report's rows.
 type Options struct {
 	Loc          *time.Location
@@ -77,7 +91,7 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 	for _, r := range rows {
 		local := r.Time.In(loc)
 		day := local.Format("20060102")
-		if (opt.Since != "" && day < opt.Since) || (opt.Until != "" && day > opt.Until) {
+		if kind != Session && ((opt.Since != "" && day < opt.Since) || (opt.Until != "" && day > opt.Until)) {
 			continue
 		}
 		var key string
@@ -119,12 +133,17 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 		m.Cost += cost
 		if !priced {
 			m.MissingPricing = true
-			unpriced[name] = true
 		}
+	}
+	if kind == Session {
+		order = sessionsWithin(order, opt)
 	}
 	for _, g := range order {
 		for _, name := range g.ModelsUsed {
 			g.ModelBreakdowns = append(g.ModelBreakdowns, *g.models[name])
+			if g.models[name].MissingPricing {
+				unpriced[name] = true
+			}
 		}
 		sort.SliceStable(g.ModelBreakdowns, func(i, j int) bool { return g.ModelBreakdowns[i].Cost > g.ModelBreakdowns[j].Cost })
 		if kind == Session {

@@ -55,23 +55,23 @@ func usageEnv(t *testing.T, dir, tz string) []string {
 		"CLAUDE_CONFIG_DIR="+dir, "TZ="+tz, "COLUMNS=", "NO_COLOR=")
 }
 
-// compareUsage runs both tools on each report and fails on the first
-// difference.
-func compareUsage(t *testing.T, dir, tz string, reports ...string) {
+// compareUsage runs both tools on each report (with flags) and fails on the
+// first difference.
+func compareUsage(t *testing.T, dir, tz string, flags []string, reports ...string) {
 	t.Helper()
 	node, cli := findCCUsage(t)
 	env := usageEnv(t, dir, tz)
 	for _, r := range reports {
-		want, errs, code := testenv.RunBinary(t, node, env, "", cli, r, "--offline", "--json")
+		want, errs, code := testenv.RunBinary(t, node, env, "", append([]string{cli, r, "--offline", "--json"}, flags...)...)
 		if code != 0 {
 			t.Fatalf("ccusage %s: exit %d\n%s", r, code, errs)
 		}
-		got, errs, code := testenv.RunScribe(t, env, nil, "", "usage", r, "--json")
+		got, errs, code := testenv.RunScribe(t, env, nil, "", append([]string{"usage", r, "--json"}, flags...)...)
 		if code != 0 {
 			t.Fatalf("scribe usage %s: exit %d\n%s", r, code, errs)
 		}
 		if diff := usageDiff(decodeUsage(t, want), decodeUsage(t, got), r); diff != "" {
-			t.Fatalf("TZ=%s scribe usage %s --json differs from ccusage's: %s\n%s", tz, r, diff, brief(decodeUsage(t, want).(map[string]any)["totals"]))
+			t.Fatalf("TZ=%s scribe usage %s --json %q differs from ccusage's: %s\n%s", tz, r, flags, diff, brief(decodeUsage(t, want).(map[string]any)["totals"]))
 		}
 	}
 }
@@ -186,8 +186,8 @@ func TestUsageMatchesCCUsageOnCorpus(t *testing.T) {
 	for _, u := range c.units {
 		layOriginal(t, dir, u)
 	}
-	compareUsage(t, dir, "UTC", "daily", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", "daily", "monthly")
+	compareUsage(t, dir, "UTC", nil, "daily", "monthly", "session")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "monthly")
 }
 
 // usageTrapRow is one assistant row of a generated session.
@@ -334,8 +334,15 @@ func TestUsageMatchesCCUsageOnTraps(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	compareUsage(t, dir, "UTC", "daily", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", "daily", "monthly", "session")
+	compareUsage(t, dir, "UTC", nil, "daily", "monthly", "session")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "monthly", "session")
+	// --since and --until: days in the time zone; the session report keeps
+	// the sessions whose last activity (in UTC) is from --since and before
+	// --until.
+	for _, flags := range [][]string{{"--since", "20250904"}, {"--until", "2025-09-03"}, {"--until", "20250904"},
+		{"--since", "20250903", "--until", "20250903", "--timezone", "America/Los_Angeles"}} {
+		compareUsage(t, dir, "Asia/Tokyo", flags, "daily", "monthly", "session")
+	}
 
 	// The malformed rows are reported, not silently dropped.
 	_, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--json")
