@@ -8,6 +8,7 @@ import (
 // Report kinds.
 const (
 	Daily   = "daily"
+	Weekly  = "weekly"
 	Monthly = "monthly"
 	Session = "session"
 )
@@ -98,6 +99,8 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 		switch kind {
 		case Daily:
 			key = local.Format("2006-01-02")
+		case Weekly: // the Monday that starts the day's week
+			key = local.AddDate(0, 0, -(int(local.Weekday())+6)%7).Format("2006-01-02")
 		case Monthly:
 			key = local.Format("2006-01")
 		default:

@@ -28,15 +28,15 @@ func usageReportJSON(kind string, periods []*usage.Period, tot usage.Totals) map
 
 func newUsageCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "usage daily|monthly|session",
+		Use:   "usage daily|weekly|monthly|session",
 		Short: "Tokens and cost of the stored sessions, counted as ccusage counts them",
 		Long: "Sums the token usage of every assistant message of the store's transcripts (subagents included) by\n" +
-			"day, month or session, and prices it with the built-in table (LiteLLM's and models.dev's prices as\n" +
+			"day, week, month or session, and prices it with the built-in table (LiteLLM's and models.dev's prices as\n" +
 			"ccusage 20.0.24 embeds them). --json prints what `ccusage <report> --offline --json` prints for the\n" +
 			"same folder. A message streamed over several rows counts once; a row's costUSD is used when it has\n" +
 			"one. Rows with missing, negative or non-integer token counts are left out and counted on stderr.",
 	}
-	for _, kind := range []string{usage.Daily, usage.Monthly, usage.Session} {
+	for _, kind := range []string{usage.Daily, usage.Weekly, usage.Monthly, usage.Session} {
 		cmd.AddCommand(newUsageKindCmd(kind))
 	}
 	return cmd
@@ -47,7 +47,7 @@ func newUsageKindCmd(kind string) *cobra.Command {
 	var since, until, tz, from string
 	cmd := &cobra.Command{
 		Use:   kind,
-		Short: "Usage by " + map[string]string{usage.Daily: "day", usage.Monthly: "month", usage.Session: "session"}[kind],
+		Short: "Usage by " + map[string]string{usage.Daily: "day", usage.Weekly: "week (from Monday)", usage.Monthly: "month", usage.Session: "session"}[kind],
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt := usage.Options{Loc: time.Local}
@@ -198,7 +198,7 @@ func reportBadUsage(w io.Writer, bad map[string]int, dups int) {
 // the full table's width, the cache and model columns go and session ids
 // are cut to 8 characters.
 func printUsageTable(w io.Writer, kind string, periods []*usage.Period, tot usage.Totals, width int) {
-	head := map[string]string{usage.Daily: "Date", usage.Monthly: "Month", usage.Session: "Session"}[kind]
+	head := map[string]string{usage.Daily: "Date", usage.Weekly: "Week", usage.Monthly: "Month", usage.Session: "Session"}[kind]
 	full := [][]string{{head, "Input", "Output", "Cache create", "Cache read", "Total tokens", "Cost (USD)", "Models"}}
 	for _, p := range periods {
 		var models []string

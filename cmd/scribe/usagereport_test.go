@@ -177,7 +177,7 @@ func brief(v any) string {
 }
 
 // TestUsageMatchesCCUsageOnCorpus lays out the real corpus as Claude Code
-// keeps it and compares the daily, monthly and session reports, in UTC and
+// keeps it and compares the daily, weekly, monthly and session reports, in UTC and
 // in a zone that moves days.
 func TestUsageMatchesCCUsageOnCorpus(t *testing.T) {
 	findCCUsage(t)
@@ -186,8 +186,8 @@ func TestUsageMatchesCCUsageOnCorpus(t *testing.T) {
 	for _, u := range c.units {
 		layOriginal(t, dir, u)
 	}
-	compareUsage(t, dir, "UTC", nil, "daily", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "monthly")
+	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session")
 }
 
 // usageTrapRow is one assistant row of a generated session.
@@ -334,14 +334,14 @@ func TestUsageMatchesCCUsageOnTraps(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	compareUsage(t, dir, "UTC", nil, "daily", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "monthly", "session")
+	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session")
 	// --since and --until: days in the time zone; the session report keeps
 	// the sessions whose last activity (in UTC) is from --since and before
 	// --until.
 	for _, flags := range [][]string{{"--since", "20250904"}, {"--until", "2025-09-03"}, {"--until", "20250904"},
 		{"--since", "20250903", "--until", "20250903", "--timezone", "America/Los_Angeles"}} {
-		compareUsage(t, dir, "Asia/Tokyo", flags, "daily", "monthly", "session")
+		compareUsage(t, dir, "Asia/Tokyo", flags, "daily", "weekly", "monthly", "session")
 	}
 
 	// The malformed rows are reported, not silently dropped.
