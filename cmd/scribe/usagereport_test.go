@@ -274,6 +274,29 @@ func writeTrapSession(t *testing.T, dir string, k int, main, sub []usageTrapRow)
 func TestUsageMatchesCCUsageOnTraps(t *testing.T) {
 	findCCUsage(t)
 	dir := t.TempDir()
+	writeUsageTraps(t, dir)
+	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session")
+	// --since and --until: days in the time zone; the session report keeps
+	// the sessions whose last activity (in UTC) is from --since and before
+	// --until.
+	for _, flags := range [][]string{{"--since", "20250904"}, {"--until", "2025-09-03"}, {"--until", "20250904"},
+		{"--since", "20250903", "--until", "20250903", "--timezone", "America/Los_Angeles"}} {
+		compareUsage(t, dir, "Asia/Tokyo", flags, "daily", "weekly", "monthly", "session")
+	}
+
+	// The malformed rows are reported, not silently dropped.
+	_, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--json")
+	if code != 0 || !strings.Contains(errs, "7 row(s) with usage: missing, negative or non-integer token count") ||
+		!strings.Contains(errs, "1 row(s) with usage: bad timestamp") || !strings.Contains(errs, "1 row(s) with usage: model not a string") || !strings.Contains(errs, "1 row(s) with usage: usage not written") {
+		t.Fatalf("scribe usage daily: exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// writeUsageTraps writes the generated sessions holding every counting trap
+// into the Claude folder dir.
+func writeUsageTraps(t *testing.T, dir string) {
+	t.Helper()
 	const H, S, O = "claude-haiku-4-5-20251001", "claude-sonnet-4-20250514", "claude-opus-4-1-20250805"
 	at := func(hms string) string { return "2025-09-04T" + hms + ".000Z" }
 	traps := [][]usageTrapRow{
@@ -333,23 +356,6 @@ func TestUsageMatchesCCUsageOnTraps(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, "00000200-1111-4111-8111-111111111111.jsonl"), append(line, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-
-	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session")
-	// --since and --until: days in the time zone; the session report keeps
-	// the sessions whose last activity (in UTC) is from --since and before
-	// --until.
-	for _, flags := range [][]string{{"--since", "20250904"}, {"--until", "2025-09-03"}, {"--until", "20250904"},
-		{"--since", "20250903", "--until", "20250903", "--timezone", "America/Los_Angeles"}} {
-		compareUsage(t, dir, "Asia/Tokyo", flags, "daily", "weekly", "monthly", "session")
-	}
-
-	// The malformed rows are reported, not silently dropped.
-	_, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--json")
-	if code != 0 || !strings.Contains(errs, "7 row(s) with usage: missing, negative or non-integer token count") ||
-		!strings.Contains(errs, "1 row(s) with usage: bad timestamp") || !strings.Contains(errs, "1 row(s) with usage: model not a string") || !strings.Contains(errs, "1 row(s) with usage: usage not written") {
-		t.Fatalf("scribe usage daily: exit %d, stderr:\n%s", code, errs)
-	}
 }
 
 // TestUsageTable prints the text report: a row per day and the totals,
@@ -377,5 +383,40 @@ func TestUsageTable(t *testing.T) {
 	}
 	if _, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--since", "2025-13-01"); code != 2 {
 		t.Fatalf("--since 2025-13-01: exit %d, want 2: %s", code, errs)
+	}
+}
+
+// TestUsageFromArchiveAfterDeletion: the sessions copied into a jsonl
+// archive, then deleted from the Claude folder, `scribe usage --from
+// jsonl/archive --json` prints what ccusage printed before the deletion.
+func TestUsageFromArchiveAfterDeletion(t *testing.T) {
+	node, cli := findCCUsage(t)
+	root := t.TempDir()
+	claude, store, cfg := filepath.Join(root, "claude"), filepath.Join(root, "store"), filepath.Join(root, "scribe.hcl")
+	writeUsageTraps(t, claude)
+	writeFile(t, cfg, fmt.Sprintf("sink \"jsonl\" \"archive\" {\n  dir = %q\n}\n", store))
+	env := usageEnv(t, claude, "UTC")
+	before := map[string]string{}
+	for _, r := range []string{"daily", "session"} {
+		out, errs, code := testenv.RunBinary(t, node, env, "", cli, r, "--offline", "--json")
+		if code != 0 {
+			t.Fatalf("ccusage %s: exit %d\n%s", r, code, errs)
+		}
+		before[r] = out
+	}
+	if out, errs, code := testenv.RunScribe(t, env, nil, "", "copy", "--from", "jsonl/local", "--to", "jsonl/archive", "--all", "--config", cfg); code != 0 {
+		t.Fatalf("copy: exit %d\n%s%s", code, out, errs)
+	}
+	if err := os.RemoveAll(filepath.Join(claude, "projects")); err != nil {
+		t.Fatal(err)
+	}
+	for r, want := range before {
+		got, errs, code := testenv.RunScribe(t, env, nil, "", "usage", r, "--json", "--from", "jsonl/archive", "--config", cfg)
+		if code != 0 {
+			t.Fatalf("usage %s --from jsonl/archive: exit %d\n%s", r, code, errs)
+		}
+		if diff := usageDiff(decodeUsage(t, want), decodeUsage(t, got), r); diff != "" {
+			t.Fatalf("scribe usage %s --from jsonl/archive differs from ccusage's before the deletion: %s", r, diff)
+		}
 	}
 }
