@@ -146,9 +146,9 @@ func (r Row) Absurd() bool {
 
 // Dedupe keeps one row per message: rows sharing message.id and requestId
 // are one streamed message, of which the row with the most tokens counts
-// (the first of equals; with preferCost, as ccusage's daily, weekly and
-// monthly reports do, the first of equals that carries costUSD). Rows
-// without a message id all count. The rows keep their order; dropped counts
+// (the first of equals, as in ccusage's session and blocks reports; with
+// preferCost, as in its daily, weekly and monthly reports, the first of
+// equals that carries costUSD). Rows without a message id all count. The rows keep their order; dropped counts
 // the rows left out.
 func Dedupe(rows []Row, preferCost bool) (kept []Row, dropped int) {
 	best := map[string]int{} // key -> index into kept

@@ -28,7 +28,7 @@ func usageReportJSON(kind string, periods []*usage.Period, tot usage.Totals) map
 
 func newUsageCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "usage daily|weekly|monthly|session",
+		Use:   "usage daily|weekly|monthly|session|blocks",
 		Short: "Tokens and cost of the stored sessions, counted as ccusage counts them",
 		Long: "Sums the token usage of every assistant message of the store's transcripts (subagents included) by\n" +
 			"day, week, month or session, and prices it with the built-in table (LiteLLM's and models.dev's prices as\n" +
@@ -36,7 +36,7 @@ func newUsageCmd() *cobra.Command {
 			"same folder. A message streamed over several rows counts once; a row's costUSD is used when it has\n" +
 			"one. Rows with missing, negative or non-integer token counts are left out and counted on stderr.",
 	}
-	for _, kind := range []string{usage.Daily, usage.Weekly, usage.Monthly, usage.Session} {
+	for _, kind := range []string{usage.Daily, usage.Weekly, usage.Monthly, usage.Session, usage.Blocks} {
 		cmd.AddCommand(newUsageKindCmd(kind))
 	}
 	return cmd
@@ -47,7 +47,7 @@ func newUsageKindCmd(kind string) *cobra.Command {
 	var since, until, tz, from string
 	cmd := &cobra.Command{
 		Use:   kind,
-		Short: "Usage by " + map[string]string{usage.Daily: "day", usage.Weekly: "week (from Monday)", usage.Monthly: "month", usage.Session: "session"}[kind],
+		Short: "Usage by " + map[string]string{usage.Daily: "day", usage.Weekly: "week (from Monday)", usage.Monthly: "month", usage.Session: "session", usage.Blocks: "5-hour billing window"}[kind],
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt := usage.Options{Loc: time.Local}
@@ -72,9 +72,17 @@ func newUsageKindCmd(kind string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kept, dups := usage.Dedupe(rows, kind != usage.Session)
-			periods, tot := usage.Build(kind, kept, usage.NewPricer(), opt)
+			kept, dups := usage.Dedupe(rows, kind != usage.Session && kind != usage.Blocks)
 			reportBadUsage(cmd.ErrOrStderr(), bad, dups)
+			if kind == usage.Blocks {
+				blocks := usage.BuildBlocks(kept, usage.NewPricer(), time.Now())
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"blocks": blocks})
+				}
+				printBlocksTable(cmd.OutOrStdout(), blocks)
+				return nil
+			}
+			periods, tot := usage.Build(kind, kept, usage.NewPricer(), opt)
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), usageReportJSON(kind, periods, tot))
 			}
@@ -84,10 +92,13 @@ func newUsageKindCmd(kind string) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "print ccusage's JSON (as `ccusage "+kind+" --offline --json`)")
+	f.StringVar(&from, "from", "", "read this store (a jsonl, postgres or s3 block, type/name) instead of the local files")
+	if kind == usage.Blocks {
+		return cmd
+	}
 	f.StringVar(&since, "since", "", "only days from this one (YYYYMMDD or YYYY-MM-DD, in the report's time zone)")
 	f.StringVar(&until, "until", "", "only days up to this one (YYYYMMDD or YYYY-MM-DD)")
 	f.StringVar(&tz, "timezone", "", "the time zone of days and months (an IANA name; default: TZ, the local one)")
-	f.StringVar(&from, "from", "", "read this store (a jsonl, postgres or s3 block, type/name) instead of the local files")
 	return cmd
 }
 
@@ -266,6 +277,28 @@ func tableWidth(t [][]string) int {
 		n += w
 	}
 	return n
+}
+
+// printBlocksTable prints the 5-hour windows, a gap as one line.
+func printBlocksTable(w io.Writer, blocks []usage.Block) {
+	fmt.Fprintf(w, "%-24s  %7s  %13s  %10s  %s\n", "Block start (UTC)", "Entries", "Total tokens", "Cost (USD)", "Models")
+	var tokens int64
+	var cost float64
+	for _, b := range blocks {
+		if b.IsGap {
+			fmt.Fprintf(w, "%-24s  (no activity until %s)\n", b.StartTime, b.EndTime)
+			continue
+		}
+		mark := ""
+		if b.IsActive {
+			mark = " (active)"
+		}
+		fmt.Fprintf(w, "%-24s  %7d  %13s  %10s  %s%s\n", b.StartTime, b.Entries, commas(b.TotalTokens), fmt.Sprintf("$%.2f", b.CostUSD), strings.Join(b.Models, ","), mark)
+		tokens += b.TotalTokens
+		cost += b.CostUSD
+	}
+	fmt.Fprintf(w, "%-24s  %7s  %13s  %10s\n", "Total", "", commas(tokens), fmt.Sprintf("$%.2f", cost))
+	fmt.Fprintf(w, "Prices: the built-in table of %s; blocks start at the hour (UTC) of their first message and last 5 hours.\n", usage.PriceTableDate)
 }
 
 // commas writes n with thousands separators.

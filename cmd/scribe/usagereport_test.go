@@ -177,7 +177,7 @@ func brief(v any) string {
 }
 
 // TestUsageMatchesCCUsageOnCorpus lays out the real corpus as Claude Code
-// keeps it and compares the daily, weekly, monthly and session reports, in UTC and
+// keeps it and compares the daily, weekly, monthly, session and blocks reports, in UTC and
 // in a zone that moves days.
 func TestUsageMatchesCCUsageOnCorpus(t *testing.T) {
 	findCCUsage(t)
@@ -186,8 +186,8 @@ func TestUsageMatchesCCUsageOnCorpus(t *testing.T) {
 	for _, u := range c.units {
 		layOriginal(t, dir, u)
 	}
-	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session")
+	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session", "blocks")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session", "blocks")
 }
 
 // usageTrapRow is one assistant row of a generated session.
@@ -275,8 +275,8 @@ func TestUsageMatchesCCUsageOnTraps(t *testing.T) {
 	findCCUsage(t)
 	dir := t.TempDir()
 	writeUsageTraps(t, dir)
-	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session")
-	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session")
+	compareUsage(t, dir, "UTC", nil, "daily", "weekly", "monthly", "session", "blocks")
+	compareUsage(t, dir, "Asia/Tokyo", nil, "daily", "weekly", "monthly", "session", "blocks")
 	// --since and --until: days in the time zone; the session report keeps
 	// the sessions whose last activity (in UTC) is from --since and before
 	// --until.
@@ -379,6 +379,12 @@ func TestUsageTable(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n")[:3] {
 		if len(line) > 60 {
 			t.Fatalf("COLUMNS=60: the table is wider:\n%s", out)
+		}
+	}
+	out, _, _ = testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "blocks")
+	for _, want := range []string{"2025-09-03T10:00:00.000Z", "(no activity until 2025-09-04T10:00:00.000Z)", "Total", "3,000"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("scribe usage blocks lacks %q:\n%s", want, out)
 		}
 	}
 	if _, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--since", "2025-13-01"); code != 2 {
