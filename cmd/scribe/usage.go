@@ -43,7 +43,7 @@ func newUsageCmd() *cobra.Command {
 }
 
 func newUsageKindCmd(kind string) *cobra.Command {
-	var asJSON bool
+	var asJSON, breakdown bool
 	var since, until, tz, from string
 	cmd := &cobra.Command{
 		Use:   kind,
@@ -86,7 +86,7 @@ func newUsageKindCmd(kind string) *cobra.Command {
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), usageReportJSON(kind, periods, tot))
 			}
-			printUsageTable(cmd.OutOrStdout(), kind, periods, tot, outputWidth(os.Stdout))
+			printUsageTable(cmd.OutOrStdout(), kind, periods, tot, outputWidth(os.Stdout), breakdown)
 			return nil
 		},
 	}
@@ -96,6 +96,7 @@ func newUsageKindCmd(kind string) *cobra.Command {
 	if kind == usage.Blocks {
 		return cmd
 	}
+	f.BoolVar(&breakdown, "breakdown", false, "a row per model under each period (the JSON always has them)")
 	f.StringVar(&since, "since", "", "only days from this one (YYYYMMDD or YYYY-MM-DD, in the report's time zone)")
 	f.StringVar(&until, "until", "", "only days up to this one (YYYYMMDD or YYYY-MM-DD)")
 	f.StringVar(&tz, "timezone", "", "the time zone of days and months (an IANA name; default: TZ, the local one)")
@@ -208,7 +209,7 @@ func reportBadUsage(w io.Writer, bad map[string]int, dups int) {
 // printUsageTable prints the report as a table with totals; narrower than
 // the full table's width, the cache and model columns go and session ids
 // are cut to 8 characters.
-func printUsageTable(w io.Writer, kind string, periods []*usage.Period, tot usage.Totals, width int) {
+func printUsageTable(w io.Writer, kind string, periods []*usage.Period, tot usage.Totals, width int, breakdown bool) {
 	head := map[string]string{usage.Daily: "Date", usage.Weekly: "Week", usage.Monthly: "Month", usage.Session: "Session"}[kind]
 	full := [][]string{{head, "Input", "Output", "Cache create", "Cache read", "Total tokens", "Cost (USD)", "Models"}}
 	for _, p := range periods {
@@ -221,6 +222,12 @@ func printUsageTable(w io.Writer, kind string, periods []*usage.Period, tot usag
 			models = append(models, n)
 		}
 		full = append(full, usageCells(p.Period, p.InputTokens, p.OutputTokens, p.CacheCreationTokens, p.CacheReadTokens, p.TotalTokens, p.TotalCost, strings.Join(models, ",")))
+		if breakdown {
+			for i, m := range p.ModelBreakdowns {
+				t := m.InputTokens + m.OutputTokens + m.CacheCreationTokens + m.CacheReadTokens
+				full = append(full, usageCells("  - "+models[i], m.InputTokens, m.OutputTokens, m.CacheCreationTokens, m.CacheReadTokens, t, m.Cost, ""))
+			}
+		}
 	}
 	full = append(full, usageCells("Total", tot.InputTokens, tot.OutputTokens, tot.CacheCreationTokens, tot.CacheReadTokens, tot.TotalTokens, tot.TotalCost, ""))
 	table := full

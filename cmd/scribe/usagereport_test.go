@@ -381,6 +381,10 @@ func TestUsageTable(t *testing.T) {
 			t.Fatalf("COLUMNS=60: the table is wider:\n%s", out)
 		}
 	}
+	out, _, _ = testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "monthly", "--breakdown")
+	if !strings.Contains(out, "  - sonnet-4-20250514") || !strings.Contains(out, "  - unknown-9*") {
+		t.Fatalf("scribe usage monthly --breakdown has no row per model:\n%s", out)
+	}
 	out, _, _ = testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "blocks")
 	for _, want := range []string{"2025-09-03T10:00:00.000Z", "(no activity until 2025-09-04T10:00:00.000Z)", "Total", "3,000"} {
 		if !strings.Contains(out, want) {
