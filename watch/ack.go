@@ -120,6 +120,14 @@ func (w *Watcher) deleted(ctx context.Context, path string, f *follower) error {
 	if err := w.replayArchive(ctx, f); err != nil {
 		return fmt.Errorf("replay the archive's copy of deleted %s: %w", path, err)
 	}
+	if f.st.Kind == KindAgent {
+		w.agentsGone[path] = true // replayed: its session's deletion skips it
+	}
+	if f.st.Kind == KindMain {
+		if err := w.replayUnfollowedAgents(ctx, f); err != nil {
+			return fmt.Errorf("replay the archive's subagent copies of deleted %s: %w", path, err)
+		}
+	}
 	if !w.mainMirrored(f.root, projectOf(f.root, path), f.st.Session) {
 		// Nothing of the session reached the sinks: there is no record to
 		// add the deletion to.
@@ -267,6 +275,40 @@ func (w *Watcher) replayArchive(ctx context.Context, f *follower) error {
 	w.Stats.Replayed.Add(int64(n))
 	w.log.Info("followed file deleted with lines read but not acknowledged; replayed the archive's copy past its checkpoint to every sink", "path", f.st.Path, "archive", p, "lines", n)
 	return w.flush(ctx, true)
+}
+
+// replayUnfollowedAgents replays, whole, the archive's copy of each
+// subagent file of main's session that watch does not follow: one a killed
+// run read before it saved its checkpoint, deleted before this run listed
+// it. Nothing else knows it existed; its copy may hold lines only the
+// archive got. Each pipeline's dedup drops what it has (the archive's is
+// seeded from the copy; the team server stores an entry once by uuid).
+func (w *Watcher) replayUnfollowedAgents(ctx context.Context, main *follower) error {
+	p := w.archivePath(main)
+	if p == "" {
+		return nil
+	}
+	copies, err := filepath.Glob(jsonl.AgentFileGlob(filepath.Dir(p), main.st.Session))
+	if err != nil {
+		return err
+	}
+	for _, c := range copies {
+		agent, ok := jsonl.AgentFileID(filepath.Base(c))
+		if !ok {
+			continue
+		}
+		src := jsonl.AgentFile(filepath.Dir(main.st.Path), main.st.Session, agent)
+		if w.files[src] != nil || w.agentsGone[src] {
+			delete(w.agentsGone, src)
+			continue // followed: its own deletion replays (or replayed) it
+		}
+		f := &follower{root: main.root, archive: c,
+			st: FileState{Path: src, Kind: KindAgent, Session: main.st.Session, Agent: agent, CWD: main.st.CWD}}
+		if err := w.replayArchive(ctx, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readTail reads the file at p from offset from to its end, or all of it

@@ -337,6 +337,31 @@ func TestDeletedSessionReplaysItsSubagents(t *testing.T) {
 	wantOnce(t, r.archived(sid, "subagents", "agent-a1b2.jsonl"), agentRow(1), agentRow(2))
 }
 
+// A subagent file a killed run put in the archive before it saved its
+// checkpoint, deleted before the next run listed it, is known by its
+// archive copy alone: the deletion of its session replays that copy to
+// every sink.
+func TestDeletedSessionReplaysSubagentsItNeverFollowed(t *testing.T) {
+	r := newRig(t)
+	r.server = filepath.Join(filepath.Dir(r.archive), "server")
+	row := func(n int) string {
+		return fmt.Sprintf(`{"parentUuid":null,"isSidechain":true,"agentId":"c3d4","type":"user","message":{"role":"user","content":"look"},"uuid":"00000000-0000-4000-8000-0000000000c%d","timestamp":"2026-01-10T11:00:02.267Z","cwd":%q,"sessionId":%q}`, n, cwd, sid)
+	}
+	appendFile(t, r.mainPath(), userLine("a")+"\n")
+	r.mustOnce()
+	// What the killed run gave the archive only; the source is gone.
+	appendFile(t, r.archived(sid, "subagents", "agent-c3d4.jsonl"), row(1)+"\n"+row(2)+"\n")
+	if err := os.Remove(r.mainPath()); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.mustOnce(); s.Replayed.Load() != 2 {
+		t.Fatalf("replayed %d lines, want 2", s.Replayed.Load())
+	}
+	serverAgent := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid, "subagents", "agent-c3d4.jsonl")
+	wantOnce(t, serverAgent, row(1), row(2))
+	wantOnce(t, r.archived(sid, "subagents", "agent-c3d4.jsonl"), row(1), row(2))
+}
+
 // A deletion after everything was acknowledged replays nothing.
 func TestDeletionAfterAcknowledgementReplaysNothing(t *testing.T) {
 	r := newRig(t)

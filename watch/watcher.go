@@ -89,7 +89,11 @@ type Watcher struct {
 	// failed are the files and folders that could not be read at their
 	// last look, with why (logged once each).
 	failed map[string]error
-	fsw    *fsnotify.Watcher
+	// agentsGone are the subagent files whose deletion was handled (their
+	// archive copy replayed from their checkpoint), until their session's
+	// main transcript goes too (replayUnfollowedAgents).
+	agentsGone map[string]bool
+	fsw        *fsnotify.Watcher
 
 	seq       int64 // the last Seq submitted
 	flushedTo int64
@@ -201,7 +205,7 @@ func New(o Options) (*Watcher, error) {
 	return &Watcher{
 		o: o, log: o.Logger, ps: ps,
 		files: map[string]*follower{}, dirty: map[string]bool{},
-		unacked: map[*follower]bool{}, retry: map[string]bool{}, failed: map[string]error{},
+		unacked: map[*follower]bool{}, retry: map[string]bool{}, failed: map[string]error{}, agentsGone: map[string]bool{},
 		states: map[string]core.State{}, inboxTaken: map[string]bool{},
 	}, nil
 }
