@@ -93,29 +93,17 @@ func (x *Index) Sync(ctx context.Context, progress func(done, total int)) (SyncS
 	if err != nil {
 		return SyncStats{Files: n}, err
 	}
-	return x.syncListing(ctx, by, n, progress)
+	st, _, err := x.syncListing(ctx, by, n, progress)
+	return st, err
 }
 
 // changedFolders compares the listing's digests with the stored ones: the
-// folders to sync, their new digests and how many files they hold.
-func (x *Index) changedFolders(ctx context.Context, by listing) ([]string, map[string][]byte, int, error) {
-	stored := map[string][]byte{}
-	rows, err := x.db.QueryContext(ctx, "SELECT name, digest FROM folders")
+// folders to sync, their new digests, how many files they hold, and the
+// state of the stored digests it compared with (storedDigests).
+func (x *Index) changedFolders(ctx context.Context, by listing) ([]string, map[string][]byte, int, []byte, error) {
+	stored, state, err := x.storedDigests(ctx)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("search: read the folder digests: %w", err)
-	}
-	for rows.Next() {
-		var name string
-		var d []byte
-		if err := rows.Scan(&name, &d); err != nil {
-			rows.Close()
-			return nil, nil, 0, fmt.Errorf("search: read the folder digests: %w", err)
-		}
-		stored[name] = d
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, 0, fmt.Errorf("search: read the folder digests: %w", err)
+		return nil, nil, 0, nil, err
 	}
 	var changed []string
 	total := 0
@@ -132,20 +120,57 @@ func (x *Index) changedFolders(ctx context.Context, by listing) ([]string, map[s
 		}
 	}
 	sort.Strings(changed)
-	return changed, digests, total, nil
+	return changed, digests, total, state, nil
+}
+
+// storedDigests reads the folder digests the index holds, and a digest of
+// them all (state): it changes whenever any process commits a sync that
+// changed something.
+func (x *Index) storedDigests(ctx context.Context) (map[string][]byte, []byte, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT name, digest FROM folders ORDER BY name")
+	if err != nil {
+		return nil, nil, fmt.Errorf("search: read the folder digests: %w", err)
+	}
+	defer rows.Close()
+	stored := map[string][]byte{}
+	h := sha256.New()
+	for rows.Next() {
+		var name string
+		var d []byte
+		if err := rows.Scan(&name, &d); err != nil {
+			return nil, nil, fmt.Errorf("search: read the folder digests: %w", err)
+		}
+		stored[name] = d
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write(d)
+		h.Write([]byte{0})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("search: read the folder digests: %w", err)
+	}
+	return stored, h.Sum(nil), nil
 }
 
 // syncListing syncs the folders whose digest differs from the stored one;
 // when none does, it reads 1 row per folder and writes nothing. A sync
 // takes the index's write lock, and looks again at what differs once it
 // has it: another process may have synced those folders meanwhile
-// (SyncStats.Others).
-func (x *Index) syncListing(ctx context.Context, by listing, n int, progress func(done, total int)) (SyncStats, error) {
+// (SyncStats.Others). It also returns the state of the stored digests at
+// its first look (storedDigests), before anything it wrote.
+func (x *Index) syncListing(ctx context.Context, by listing, n int, progress func(done, total int)) (SyncStats, []byte, error) {
 	st := SyncStats{Files: n, Folders: len(by)}
-	changed, _, _, err := x.changedFolders(ctx, by)
+	changed, _, _, first, err := x.changedFolders(ctx, by)
 	if err != nil || len(changed) == 0 {
-		return st, err
+		return st, first, err
 	}
+	st, err = x.syncChanged(ctx, by, st, len(changed), progress)
+	return st, first, err
+}
+
+// syncChanged is syncListing once a first look found before folders to
+// sync: under the write lock it looks again, and syncs what still differs.
+func (x *Index) syncChanged(ctx context.Context, by listing, st SyncStats, before int, progress func(done, total int)) (SyncStats, error) {
 	lk, waited, err := x.lockWaited(ctx)
 	if err != nil {
 		return st, err
@@ -154,13 +179,13 @@ func (x *Index) syncListing(ctx context.Context, by listing, n int, progress fun
 	if waited {
 		// Another process wrote meanwhile, from a listing that may be
 		// newer than this one: list again rather than undo its work.
+		var n int
 		if by, n, err = x.list(ctx); err != nil {
 			return st, err
 		}
 		st.Files, st.Folders = n, len(by)
 	}
-	before := len(changed)
-	changed, digests, total, err := x.changedFolders(ctx, by)
+	changed, digests, total, _, err := x.changedFolders(ctx, by)
 	if err != nil {
 		return st, err
 	}
@@ -274,7 +299,7 @@ func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, to
 	// process may commit a sync after it and before this one looks, and
 	// then there is nothing left for this one to sync, yet its hits are
 	// older than the index.
-	seen, err := x.foldersState(ctx)
+	_, seen, err := x.storedDigests(ctx)
 	if err != nil {
 		return nil, SyncStats{}, err
 	}
@@ -294,48 +319,17 @@ func (x *Index) searchFresh(ctx context.Context, q Query, progress func(done, to
 	if errors.Is(qerr, ErrBadQuery) {
 		return nil, SyncStats{}, qerr
 	}
-	st, err := x.syncListing(ctx, l.by, l.n, progress)
+	st, first, err := x.syncListing(ctx, l.by, l.n, progress)
 	if err != nil {
 		return nil, st, err
 	}
-	again := qerr != nil || st.Documents+st.Reindexed+st.Removed+st.Others > 0
-	if !again {
-		now, err := x.foldersState(ctx)
-		if err != nil {
-			return nil, st, err
-		}
-		again = !bytes.Equal(now, seen)
-	}
-	if again {
+	// Again when this sync changed the index, or another process's sync was
+	// committed after the speculative search began (the stored digests
+	// differ from what they were then).
+	if qerr != nil || st.Documents+st.Reindexed+st.Removed+st.Others > 0 || !bytes.Equal(first, seen) {
 		hits, qerr = x.Search(ctx, q)
 	}
 	return hits, st, qerr
-}
-
-// foldersState is a digest of the folder digests the index holds: it
-// changes whenever any process commits a sync that changed something.
-func (x *Index) foldersState(ctx context.Context) ([]byte, error) {
-	rows, err := x.db.QueryContext(ctx, "SELECT name, digest FROM folders ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("search: read the folder digests: %w", err)
-	}
-	defer rows.Close()
-	h := sha256.New()
-	for rows.Next() {
-		var name string
-		var d []byte
-		if err := rows.Scan(&name, &d); err != nil {
-			return nil, fmt.Errorf("search: read the folder digests: %w", err)
-		}
-		h.Write([]byte(name))
-		h.Write([]byte{0})
-		h.Write(d)
-		h.Write([]byte{0})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("search: read the folder digests: %w", err)
-	}
-	return h.Sum(nil), nil
 }
 
 // isDamage is an SQLite error that says the file is damaged.
