@@ -130,19 +130,8 @@ func dropFromSearch(_ *cobra.Command, l jsonl.Layout, ids []string) error {
 	return err
 }
 
-// parseSince reads --since: a date, an RFC 3339 time, or an age.
+// parseSince reads search's --since as ls reads its own (parseWhen): a
+// date (local time), a time, or an age.
 func parseSince(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	age, err := parseAge("--since", s)
-	if err != nil {
-		return time.Time{}, &exitError{code: 2, err: fmt.Errorf("--since %q: want a date (2026-03-01), an RFC 3339 time or an age (7d, 12h)", s)}
-	}
-	return time.Now().Add(-age), nil
+	return parseWhen("--since", s, false, time.Now())
 }
