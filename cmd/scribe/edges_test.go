@@ -508,6 +508,11 @@ func TestRecordDiskFullIsReportedAndNeverAcknowledged(t *testing.T) {
 			t.Fatalf("line %d of the transcript is not JSON: %.80q", i+1, l)
 		}
 	}
+	// The text report does not headline "recorded" what was not written.
+	text, _, code := testenv.RunScribe(t, cleanEnv(), nil, lines(8000), "record", "--config-dir", filepath.Join(mnt, "cc2"), "--shutdown-timeout", "1s")
+	if code != 1 || strings.HasPrefix(text, "recorded ") || !strings.Contains(strings.SplitN(text, "\n", 2)[0], "did not reach every sink") {
+		t.Fatalf("text report on a full disk (exit %d):\n%.600s", code, text)
+	}
 }
 
 // The local store having an entry says nothing of the server: a replay of

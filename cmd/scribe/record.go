@@ -653,7 +653,14 @@ func sinkTargets(cfg *config.Config, host core.HostInfo) []string {
 
 func printRecordReport(w io.Writer, r *recordReport) {
 	recorded := r.Accepted - r.Held
-	fmt.Fprintf(w, "recorded %d entries into %s (%d sessions)\n", recorded, strings.Join(r.Into, ", "), len(r.Sessions))
+	if r.Lost > 0 {
+		// A full disk, a sink given up at --shutdown-timeout: the headline
+		// says so instead of claiming what did not happen.
+		fmt.Fprintf(w, "took %d entries for %s (%d sessions), but %d did not reach every sink (see each sink below)\n",
+			recorded, strings.Join(r.Into, ", "), len(r.Sessions), r.Lost)
+	} else {
+		fmt.Fprintf(w, "recorded %d entries into %s (%d sessions)\n", recorded, strings.Join(r.Into, ", "), len(r.Sessions))
+	}
 	fmt.Fprintf(w, "  lines read:          %d\n", r.Lines)
 	fmt.Fprintf(w, "  duplicates skipped:  %d\n", r.Duplicates)
 	var refused int64
