@@ -72,7 +72,7 @@ func TestIdleDrainLoopWakesForAWrite(t *testing.T) {
 	if err := s.Write(ctx, []core.Entry{e}); err != nil {
 		t.Fatal(err)
 	}
-	path := MainFile(Layout{dir}.ProjectDir(cwd), e.SessionID)
+	path := MainFile(Layout{ConfigDir: dir}.ProjectDir(cwd), e.SessionID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(path)

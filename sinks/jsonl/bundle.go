@@ -422,7 +422,7 @@ func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, 
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
-	title := transcript.ForkSourceTitle(buf, forkSidecarTitle(stage, m.SessionID))
+	title := transcript.ForkSourceTitle(buf, forkSidecarTitle(nil, stage, m.SessionID))
 	fk, err := transcript.Fork(forkParseLines(buf), m.SessionID, transcript.ForkOptions{SourceTitle: func() string { return title }})
 	if err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)

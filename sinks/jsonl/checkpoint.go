@@ -121,11 +121,11 @@ func (l Layout) SidecarRecords(ctx context.Context, sessionID, dir string) ([]co
 	if err != nil || path == "" {
 		return nil, ReadReport{}, err
 	}
-	entries, rep, err := ReadFile(path, ReadOptions{NoPrecompactSkip: true})
+	out, rep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepLine)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ReadReport{}, nil
 	}
-	return entries, rep, err
+	return out.entries, rep, err
 }
 
 // sidecarPath is the sidecar beside the session's transcript ("" when the

@@ -30,7 +30,7 @@ func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile
 		if !hasFolder { // a session without a folder has no subagents to look for
 			return nil
 		}
-		agents, err := walkAgents(ctx, main, "")
+		agents, err := walkAgents(ctx, l.FS, main, "")
 		if err != nil {
 			return err
 		}

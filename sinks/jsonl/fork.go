@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -39,49 +38,61 @@ var ErrSessionExists = errors.New("session already exists")
 // file; a session id already present in any project folder is
 // ErrSessionExists.
 func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (newID, path string, err error) {
-	if !IsSessionID(sessionID) {
-		return "", "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
-	}
-	if opt.NewSessionID != "" && !IsSessionID(opt.NewSessionID) {
-		return "", "", fmt.Errorf("fork %s: %w: new session %q (not a UUID)", sessionID, ErrBadID, opt.NewSessionID)
-	}
-	src, _, err := l.findMain(ctx, sessionID, dir)
+	res, projectDir, err := l.Fork(ctx, sessionID, dir, opt)
 	if err != nil {
-		return "", "", fmt.Errorf("fork: %w", err)
-	}
-	if src == "" {
-		return "", "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
-	}
-	buf, err := os.ReadFile(src)
-	if err != nil {
-		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
-	}
-	if len(buf) == 0 {
-		return "", "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
-	}
-	projectDir := filepath.Dir(src)
-	if opt.SourceTitle == nil {
-		opt.SourceTitle = func() string {
-			return transcript.ForkSourceTitle(buf, forkSidecarTitle(projectDir, sessionID))
-		}
-	}
-	res, err := transcript.Fork(forkParseLines(buf), sessionID, opt)
-	if err != nil {
-		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return "", "", err
-	}
-	if d, err := l.FindSession(res.SessionID, ""); err != nil {
-		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
-	} else if d != "" {
-		return "", "", fmt.Errorf("fork %s: %w: %s in %s", sessionID, ErrSessionExists, res.SessionID, d)
 	}
 	path = MainFile(projectDir, res.SessionID)
 	if err := forkWriteNew(path, res.Entries); err != nil {
 		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
 	}
 	return res.SessionID, path, nil
+}
+
+// Fork is ForkSession without the write: the new session's entries, and
+// the project folder its source is in. It reads through the layout's FS,
+// so a store read in memory is forked by writing the entries through its
+// sink.
+func (l Layout) Fork(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (res transcript.ForkResult, projectDir string, err error) {
+	if !IsSessionID(sessionID) {
+		return res, "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
+	}
+	if opt.NewSessionID != "" && !IsSessionID(opt.NewSessionID) {
+		return res, "", fmt.Errorf("fork %s: %w: new session %q (not a UUID)", sessionID, ErrBadID, opt.NewSessionID)
+	}
+	src, _, err := l.findMain(ctx, sessionID, dir)
+	if err != nil {
+		return res, "", fmt.Errorf("fork: %w", err)
+	}
+	if src == "" {
+		return res, "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
+	}
+	buf, err := readFileFS(l.FS, src)
+	if err != nil {
+		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	if len(buf) == 0 {
+		return res, "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
+	}
+	projectDir = filepath.Dir(src)
+	if opt.SourceTitle == nil {
+		opt.SourceTitle = func() string {
+			return transcript.ForkSourceTitle(buf, forkSidecarTitle(l.FS, projectDir, sessionID))
+		}
+	}
+	res, err = transcript.Fork(forkParseLines(buf), sessionID, opt)
+	if err != nil {
+		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, "", err
+	}
+	if d, err := l.FindSession(res.SessionID, ""); err != nil {
+		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
+	} else if d != "" {
+		return res, "", fmt.Errorf("fork %s: %w: %s in %s", sessionID, ErrSessionExists, res.SessionID, d)
+	}
+	return res, projectDir, nil
 }
 
 var (
@@ -131,8 +142,8 @@ func forkParseLines(buf []byte) []core.Entry {
 
 // forkSidecarTitle is <projectDir>/<id>/custom-title.json's customTitle,
 // cleaned as the SDK cleans it ("" when absent or unusable).
-func forkSidecarTitle(projectDir, id string) string {
-	raw, err := os.ReadFile(filepath.Join(projectDir, id, "custom-title.json"))
+func forkSidecarTitle(fsys FS, projectDir, id string) string {
+	raw, err := readFileFS(fsys, filepath.Join(projectDir, id, "custom-title.json"))
 	if err != nil {
 		return ""
 	}

@@ -314,13 +314,13 @@ func TestIxWholeSessionTieGoesToTheModelUsedLast(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, tools, err := ixWholeSession(context.Background(), p)
+	m, tools, err := ixWholeSession(context.Background(), nil, p)
 	if err != nil || m != "claude-sonnet-4-5" || !reflect.DeepEqual(tools, []string{"Bash"}) {
 		t.Fatalf("model %q tools %v err %v", m, tools, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := ixWholeSession(ctx, p); err == nil {
+	if _, _, err := ixWholeSession(ctx, nil, p); err == nil {
 		t.Fatal("a cancelled read succeeded")
 	}
 }

@@ -97,13 +97,13 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("transcript with lifecycle records differs:\n%s\nwant\n%s", got, want)
 	}
-	side := SidecarFile(Layout{with}.ProjectDir(cwd), sess)
+	side := SidecarFile(Layout{ConfigDir: with}.ProjectDir(cwd), sess)
 	lines := readLines(t, side)
 	wantLines := []string{string(start.Raw), string(cost.Raw), string(cpEntry.Raw), string(end.Raw)}
 	if !reflect.DeepEqual(lines, wantLines) {
 		t.Fatalf("sidecar\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(wantLines, "\n"))
 	}
-	if _, err := os.Stat(SidecarFile(Layout{plain}.ProjectDir(cwd), sess)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(SidecarFile(Layout{ConfigDir: plain}.ProjectDir(cwd), sess)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a sidecar without lifecycle records: %v", err)
 	}
 	for path, mode := range map[string]os.FileMode{side: fileMode, filepath.Dir(side): dirMode | os.ModeDir} {
@@ -114,7 +114,7 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	}
 
 	// The read side.
-	l := Layout{with}
+	l := Layout{ConfigDir: with}
 	lcs, err := l.Lifecycle(context.Background(), sess, "")
 	if err != nil || len(lcs) != 3 || lcs[0].Event != core.LifecycleSessionStart || lcs[2].Event != core.LifecycleSessionEnd {
 		t.Fatalf("lifecycle %+v %v", lcs, err)
@@ -124,7 +124,7 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 		t.Fatalf("checkpoints %+v %v", cps, err)
 	}
 	// The session's conversation, as read by scribe, is the same.
-	m1, _, err1 := Layout{plain}.Messages(context.Background(), sess, "", MessagesOptions{IncludeSystem: true})
+	m1, _, err1 := Layout{ConfigDir: plain}.Messages(context.Background(), sess, "", MessagesOptions{IncludeSystem: true})
 	m2, _, err2 := l.Messages(context.Background(), sess, "", MessagesOptions{IncludeSystem: true})
 	j1, _ := json.Marshal(m1)
 	j2, _ := json.Marshal(m2)
@@ -133,7 +133,7 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	}
 	// A session with neither records nor sidecar has none; an unknown one
 	// is not found.
-	if cps, err := (Layout{plain}).Checkpoints(context.Background(), sess, ""); err != nil || len(cps) != 0 {
+	if cps, err := (Layout{ConfigDir: plain}).Checkpoints(context.Background(), sess, ""); err != nil || len(cps) != 0 {
 		t.Fatalf("plain: %v %v", cps, err)
 	}
 	if _, err := l.Checkpoints(context.Background(), "99999999-9999-4999-8999-999999999999", ""); !errors.Is(err, core.ErrNotFound) {
@@ -164,7 +164,7 @@ func TestLifecycleDedupsAgainstTheSidecar(t *testing.T) {
 	start := lcEntry(t, sess, cwd, lcAt, core.SessionStart{Model: "m"})
 	all := append([]core.Entry{start}, conv...)
 	lcPipeline(t, dir, all...)
-	side := SidecarFile(Layout{dir}.ProjectDir(cwd), sess)
+	side := SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
 	before, _ := os.ReadFile(side)
 	mainBefore, _ := os.ReadFile(mainPath(dir))
 	st := lcPipeline(t, dir, all...)
@@ -194,7 +194,7 @@ func TestLifecycleDedupsAgainstTheSidecar(t *testing.T) {
 func TestLifecycleSealsATornSidecar(t *testing.T) {
 	dir := t.TempDir()
 	lcPipeline(t, dir, lcConversation(t)...)
-	side := SidecarFile(Layout{dir}.ProjectDir(cwd), sess)
+	side := SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
 	if err := os.MkdirAll(filepath.Dir(side), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestLifecycleSealsATornSidecar(t *testing.T) {
 	if len(lines) != 2 || lines[1] != string(e.Raw) {
 		t.Fatalf("sidecar %q", lines)
 	}
-	if lcs, err := (Layout{dir}).Lifecycle(context.Background(), sess, ""); err != nil || len(lcs) != 1 || lcs[0].Event != core.LifecycleModelChange {
+	if lcs, err := (Layout{ConfigDir: dir}).Lifecycle(context.Background(), sess, ""); err != nil || len(lcs) != 1 || lcs[0].Event != core.LifecycleModelChange {
 		t.Fatalf("lifecycle %+v %v", lcs, err)
 	}
 }
@@ -238,7 +238,7 @@ func TestCheckpointAppend(t *testing.T) {
 		return coretest.MustEntry(t, strings.ReplaceAll(coretest.Line(typ, sess, uuid, parent), "/home/alice/src/shop", repo))
 	}
 	lcPipeline(t, dir, line("user", "u-1", ""), line("assistant", "a-1", "u-1"))
-	l := Layout{dir}
+	l := Layout{ConfigDir: dir}
 	cp, err := l.AppendCheckpoint(ctx, sess, "tests pass", 0, gitrev.Head)
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestCheckpointAppend(t *testing.T) {
 	// Outside a repository: no commit.
 	plain := t.TempDir()
 	lcPipeline(t, plain, lcConversation(t)...)
-	if cp, err := (Layout{plain}).AppendCheckpoint(ctx, sess, "x", 0, gitrev.Head); err != nil || cp.Commit != "" || cp.MessageUUID != "a-2" {
+	if cp, err := (Layout{ConfigDir: plain}).AppendCheckpoint(ctx, sess, "x", 0, gitrev.Head); err != nil || cp.Commit != "" || cp.MessageUUID != "a-2" {
 		t.Fatalf("outside a repository: %+v %v", cp, err)
 	}
 	if _, err := l.AppendCheckpoint(ctx, "99999999-9999-4999-8999-999999999999", "x", 0, gitrev.Head); err == nil {
@@ -325,7 +325,7 @@ func lcDecorate(t *testing.T, dir string, ids []string) {
 	}
 	lcPipeline(t, dir, es...)
 	for _, id := range ids {
-		if _, err := (Layout{dir}).AppendCheckpoint(context.Background(), id, "checkpoint of "+id[:8], 0, gitrev.Head); err != nil {
+		if _, err := (Layout{ConfigDir: dir}).AppendCheckpoint(context.Background(), id, "checkpoint of "+id[:8], 0, gitrev.Head); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,11 +367,11 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 		t.Fatalf("lifecycle records touched transcripts: %v, was %v", got, mtimes)
 	}
 	for _, id := range sessions {
-		cps, err := (Layout{with}).Checkpoints(context.Background(), id, project)
+		cps, err := (Layout{ConfigDir: with}).Checkpoints(context.Background(), id, project)
 		if err != nil || len(cps) != 1 {
 			t.Fatalf("%s: checkpoints %+v %v", id, cps, err)
 		}
-		if lcs, err := (Layout{with}).Lifecycle(context.Background(), id, ""); err != nil || len(lcs) != 9 {
+		if lcs, err := (Layout{ConfigDir: with}).Lifecycle(context.Background(), id, ""); err != nil || len(lcs) != 9 {
 			t.Fatalf("%s: lifecycle %d %v", id, len(lcs), err)
 		}
 	}

@@ -4,12 +4,11 @@ package jsonl
 
 import (
 	"bytes"
+	"github.com/e0dc0000/scribe/sessions"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/jsonv"
 )
@@ -47,11 +46,7 @@ func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, 
 }
 
 func liteProgrammatic(entrypoint, kind string, nested bool) bool {
-	switch entrypoint {
-	case "sdk-cli", "sdk-ts", "sdk-py":
-		return true
-	}
-	return nested || kind == "daemon" || kind == "daemon-worker"
+	return sessions.Programmatic(entrypoint, kind, nested)
 }
 
 // liteNested is the SDK's (0.3.337) test for a child session, which
@@ -174,7 +169,7 @@ func liteFinishedTurn(obj []byte) bool {
 // windows hold "parentUuid":, or (for a file over 64 KiB) the first 16 MiB
 // do, or the file is longer than that.
 func (w *liteWorker) continuedTargetLive(path string) bool {
-	w2 := liteNewWorker()
+	w2 := liteNewWorker(w.fsys)
 	win, ok, _ := w2.read(path)
 	if !ok {
 		return false
@@ -185,13 +180,12 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	if win.size <= liteWindow {
 		return false
 	}
-	fd, err := liteOpen(path)
+	f, err := liteOpenFile(w.fsys, path)
 	if err != nil {
 		return false
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	defer f.close()
+	if st, err := f.stat(); err != nil || !st.regular {
 		return false
 	}
 	const chunk, maxScan = 1 << 20, 16 << 20
@@ -199,7 +193,7 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	buf := make([]byte, chunk+len(pat))
 	carry := 0
 	for off := int64(0); off < maxScan; {
-		n, err := litePreadFull(fd, buf[carry:carry+chunk], off)
+		n, err := f.pread(buf[carry:carry+chunk], off)
 		if err != nil || n == 0 {
 			return false
 		}

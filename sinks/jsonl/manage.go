@@ -42,26 +42,6 @@ var ErrEmptyValue = errors.New("empty value")
 // invalid UTF-8): rather than write a different tag than the SDK, it refuses.
 var ErrUnsupportedTag = errors.New("tag the SDK would write differently")
 
-// ManageOptions tune a change to a session.
-type ManageOptions struct {
-	// LockWait is how long to wait for a live writer to release the
-	// session (0: fail at once with ErrLocked).
-	LockWait time.Duration
-	// Now is the time written into archived.json (default time.Now).
-	Now func() time.Time
-}
-
-// ManageResult says what a change wrote.
-type ManageResult struct {
-	SessionID string   `json:"sessionId"`
-	Files     []string `json:"files"`
-	// Line is the metadata line appended (rename, tag); "" otherwise.
-	Line string `json:"line,omitempty"`
-	// SealedTornTail counts transcripts whose torn last line was sealed
-	// with a newline before the append.
-	SealedTornTail int `json:"sealedTornTail,omitempty"`
-}
-
 // sessionMains returns every non-empty <id>.jsonl in the project folders,
 // in folder name order: the files the SDK's mutators look at.
 func (l Layout) sessionMains(id string) ([]string, error) {

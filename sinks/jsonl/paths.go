@@ -86,9 +86,16 @@ func checkName(kind, s string) error {
 	return nil
 }
 
-// Layout computes paths under a config folder.
+// Layout computes paths under a config folder, and reads the sessions
+// there.
 type Layout struct {
 	ConfigDir string
+	// FS is what the readers read (see FS): nil for the files on disk.
+	// Only the readers (List, Info, Messages, Subagents, SubagentMessages,
+	// SidecarRecords, Lifecycle, Checkpoints, FindSession, ForkSession's
+	// read) take it; everything that changes a session, the sessions index
+	// and the locks work on disk only.
+	FS FS
 }
 
 // ProjectsDir is <config dir>/projects.
@@ -124,13 +131,13 @@ func (l Layout) LockFile(sessionID string) string {
 // does. It returns "" when no folder has it.
 func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 	has := func(dir string) bool {
-		if _, err := os.Stat(MainFile(dir, sessionID)); err == nil {
+		if _, err := l.fs().Stat(MainFile(dir, sessionID)); err == nil {
 			return true
 		}
-		if _, err := os.Stat(MainFile(dir, sessionID) + SealedSuffix); err == nil {
+		if _, err := l.fs().Stat(MainFile(dir, sessionID) + SealedSuffix); err == nil {
 			return true
 		}
-		if fi, err := os.Stat(SessionDir(dir, sessionID)); err == nil && fi.IsDir() {
+		if fi, err := l.fs().Stat(SessionDir(dir, sessionID)); err == nil && fi.IsDir() {
 			return true
 		}
 		return false
@@ -140,7 +147,7 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 			return d, nil
 		}
 	}
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

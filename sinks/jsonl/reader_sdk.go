@@ -25,25 +25,6 @@ import (
 // bytes for the message object.
 type SessionMessage = transcript.SessionMessage
 
-// MessagesOptions are getSessionMessages' options.
-type MessagesOptions struct {
-	// IncludeSystem keeps system rows (includeSystemMessages); main
-	// sessions only.
-	IncludeSystem bool
-	// Limit (when > 0) and Offset slice the result as the SDK does.
-	Limit, Offset int
-}
-
-// MessagesReport tells what was read to answer, and what was wrong with it.
-type MessagesReport struct {
-	// Path is the transcript read ("" when nothing was found).
-	Path string
-	ReadReport
-	// Cycle and Gaps come from the chain rebuild (see transcript.Chain).
-	Cycle *transcript.ChainBreak
-	Gaps  []transcript.ChainBreak
-}
-
 // Messages is the SDK's getSessionMessages: the conversation of a session,
 // found in the project folder of dir, or with dir "" in the first project
 // folder (in name order) holding a non-empty <sessionID>.jsonl. A session
@@ -61,7 +42,7 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 		return nil, rep, nil
 	}
 	rep.Path = path
-	out, rrep, err := readFile(path, ReadOptions{}, keepRebuild)
+	out, rrep, err := readFile(l.FS, path, ReadOptions{}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
 		return nil, rep, err
@@ -100,13 +81,13 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 		return nil, rep, err
 	}
 	rep.Path = path
-	out, rrep, err := readFile(path, ReadOptions{NoPrecompactSkip: true}, keepRebuild)
+	out, rrep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
 		return nil, rep, err
 	}
 	mo := transcript.MessageOptions{}
-	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
+	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(l.FS, strings.TrimSuffix(path, ".jsonl") + ".meta.json")
 	var msgs []SessionMessage
 	msgs, rep.Cycle, rep.Gaps = transcript.RowsMessages(out.rows, transcript.ChainOptions{Sidechain: true}, mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
@@ -114,8 +95,8 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 
 // readAgentMeta returns the string toolUseId and parentAgentId of a
 // subagent's meta file ("" when absent or not strings).
-func readAgentMeta(path string) (toolUseID, parentAgentID string) {
-	raw, err := os.ReadFile(path)
+func readAgentMeta(fsys FS, path string) (toolUseID, parentAgentID string) {
+	raw, err := readFileFS(fsys, path)
 	if err != nil {
 		return "", ""
 	}
@@ -181,7 +162,7 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 					continue
 				}
 				for _, d := range l.projectDirs(wt) {
-					if fi, e := os.Stat(MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
+					if fi, e := l.fs().Stat(MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
 						path, err = MainFile(d, sessionID), nil
 						return
 					}
@@ -194,7 +175,7 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 			return "", false, err
 		}
 		p := MainFile(d, sessionID)
-		fi, err := os.Stat(p)
+		fi, err := l.fs().Stat(p)
 		if err != nil {
 			continue
 		}
@@ -215,7 +196,7 @@ func (l Layout) searchDirs(sessionID, dir string) ([]string, error) {
 	if dir != "" {
 		return l.projectDirs(dir), nil
 	}
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("find session %s: %w", sessionID, err)
 	}
@@ -236,7 +217,7 @@ func (l Layout) onlySubagents(sessionID, dir string) bool {
 		return false
 	}
 	for _, d := range dirs {
-		if fi, err := os.Stat(filepath.Join(SessionDir(d, sessionID), subagentsDir)); err == nil && fi.IsDir() {
+		if fi, err := l.fs().Stat(filepath.Join(SessionDir(d, sessionID), subagentsDir)); err == nil && fi.IsDir() {
 			return true
 		}
 	}
@@ -261,7 +242,7 @@ func (l Layout) projectDirs(dir string) []string {
 	p := liteRealpath(dir)
 	var out []string
 	exact := l.ProjectDir(p)
-	if fi, err := os.Stat(exact); err == nil && fi.IsDir() {
+	if fi, err := l.fs().Stat(exact); err == nil && fi.IsDir() {
 		out = append(out, exact)
 	}
 	full := sanitizeFull(p)
@@ -269,7 +250,7 @@ func (l Layout) projectDirs(dir string) []string {
 		return out
 	}
 	prefix := full[:maxProjectName] + "-"
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if err != nil {
 		return out
 	}
@@ -278,7 +259,7 @@ func (l Layout) projectDirs(dir string) []string {
 			continue
 		}
 		d := l.ProjectFolder(e.Name())
-		if d != exact && recordsCwd(d, full) {
+		if d != exact && recordsCwd(l.FS, d, full) {
 			out = append(out, d)
 		}
 	}
@@ -302,8 +283,8 @@ func sanitizeFull(p string) string {
 // recordsCwd reports whether a session file in folder d records the
 // working directory whose full sanitized name is want: a relocated entry in
 // its last 64 KiB, else the first cwd in its first 64 KiB.
-func recordsCwd(d, want string) bool {
-	ents, err := os.ReadDir(d)
+func recordsCwd(fsys FS, d, want string) bool {
+	ents, err := fsOf(fsys).ReadDir(d)
 	if err != nil {
 		return false
 	}
@@ -311,7 +292,7 @@ func recordsCwd(d, want string) bool {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
 		}
-		head, tail, ok := rdHeadTail(filepath.Join(d, e.Name()))
+		head, tail, ok := rdHeadTail(fsys, filepath.Join(d, e.Name()))
 		if !ok {
 			continue
 		}
@@ -328,8 +309,8 @@ func recordsCwd(d, want string) bool {
 
 const rdLiteWindow = 64 << 10
 
-func rdHeadTail(path string) (head, tail string, ok bool) {
-	f, err := os.Open(path)
+func rdHeadTail(fsys FS, path string) (head, tail string, ok bool) {
+	f, err := fsOf(fsys).Open(path)
 	if err != nil {
 		return "", "", false
 	}
@@ -405,20 +386,20 @@ func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentF
 	if err != nil || empty {
 		return nil, err
 	}
-	return walkAgents(ctx, main, "")
+	return walkAgents(ctx, l.FS, main, "")
 }
 
 // walkAgents lists the agent files under the session folder of main, depth
 // first in name order (the order of the SDK's recursive readdir); with
 // stopAt, it stops at the first file of that agent id.
-func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
+func walkAgents(ctx context.Context, fsys FS, main, stopAt string) ([]agentFile, error) {
 	var out []agentFile
 	var walk func(d string) (bool, error)
 	walk = func(d string) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		ents, err := os.ReadDir(d) // sorted by name, links not followed
+		ents, err := fsOf(fsys).ReadDir(d) // sorted by name, links not followed
 		if err != nil {
 			return false, nil
 		}
@@ -458,7 +439,7 @@ func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (
 	if err != nil || empty {
 		return "", err
 	}
-	files, err := walkAgents(ctx, main, agentID)
+	files, err := walkAgents(ctx, l.FS, main, agentID)
 	if err != nil {
 		return "", err
 	}

@@ -115,7 +115,7 @@ func TestSDK337FixturesMessages(t *testing.T) {
 	}
 	agents := map[string][]string{}
 	for _, id := range ids {
-		files, _ := walkAgents(context.Background(), MainFile(l.ProjectDir(sdk337Cwd), id), "")
+		files, _ := walkAgents(context.Background(), nil, MainFile(l.ProjectDir(sdk337Cwd), id), "")
 		for _, a := range files {
 			agents[id] = append(agents[id], a.id)
 			qs = append(qs, sdkQuery{Op: "subagentMessages", Session: id, Agent: a.id})

@@ -62,7 +62,7 @@ func TestSealedSinkContract(t *testing.T) {
 		New: func(t *testing.T) core.Sink { return newSealedSink(t, t.TempDir(), o) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
 			root := s.(*Sink).opts.ConfigDir
-			dir := Layout{root}.ProjectDir(ref.CWD)
+			dir := Layout{ConfigDir: root}.ProjectDir(ref.CWD)
 			if ref.AgentID != "" {
 				return sealedLines(t, root, o, AgentFile(dir, ref.SessionID, ref.AgentID))
 			}
@@ -130,7 +130,7 @@ func TestSealedArchiveHoldsNoPlainText(t *testing.T) {
 	if got := sealedLines(t, dir, o, mainPath(dir)); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("main transcript decrypted:\n%q\nwant\n%q", got, want)
 	}
-	if !(Layout{dir}).IsSealed() {
+	if !(Layout{ConfigDir: dir}).IsSealed() {
 		t.Errorf("IsSealed is false; files %v", names)
 	}
 	if _, err := os.Stat(mainPath(dir) + SealedSuffix); err != nil {
@@ -273,7 +273,7 @@ func TestSealedDamageIsNeverCut(t *testing.T) {
 			return append(out, b[fr[0][0]:fr[0][1]]...)
 		},
 		"frame from another file": func(t *testing.T, dir string, b []byte) []byte {
-			other, err := os.ReadFile(AgentFile(Layout{dir}.ProjectDir(cwd), sess, "a1b2c3") + SealedSuffix)
+			other, err := os.ReadFile(AgentFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess, "a1b2c3") + SealedSuffix)
 			if err != nil {
 				t.Fatal(err)
 			}

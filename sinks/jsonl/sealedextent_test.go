@@ -86,7 +86,7 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 	})
 	t.Run("extent record of another file", func(t *testing.T) {
 		dir, o, disk, _ := setup(t)
-		other := AgentFile(Layout{dir}.ProjectDir(cwd), sess, "a1b2c3") + SealedSuffix + ExtentSuffix
+		other := AgentFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess, "a1b2c3") + SealedSuffix + ExtentSuffix
 		b, err := os.ReadFile(other)
 		if err != nil {
 			t.Fatal(err)

@@ -92,7 +92,7 @@ func TranscriptFiles(projectDir, id string) ([]TranscriptFile, int64) {
 	}
 	main := MainFile(projectDir, id)
 	add(main, TranscriptFile{})
-	agents, _ := walkAgents(context.Background(), main, "")
+	agents, _ := walkAgents(context.Background(), nil, main, "")
 	for _, a := range agents {
 		if a.id != "" {
 			add(a.path, TranscriptFile{AgentID: a.id})

@@ -49,13 +49,13 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(s, "\n")
 }
 
-func mainPath(dir string) string { return MainFile(Layout{dir}.ProjectDir(cwd), sess) }
+func mainPath(dir string) string { return MainFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess) }
 
 func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
 		New: func(t *testing.T) core.Sink { return newSink(t, t.TempDir(), nil) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
-			dir := Layout{s.(*Sink).opts.ConfigDir}.ProjectDir(ref.CWD)
+			dir := Layout{ConfigDir: s.(*Sink).opts.ConfigDir}.ProjectDir(ref.CWD)
 			if ref.AgentID != "" {
 				return readLines(t, AgentFile(dir, ref.SessionID, ref.AgentID))
 			}
@@ -89,7 +89,7 @@ func TestLayoutModesAndSubagents(t *testing.T) {
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	proj := Layout{dir}.ProjectDir(cwd)
+	proj := Layout{ConfigDir: dir}.ProjectDir(cwd)
 	if got := readLines(t, MainFile(proj, sess)); len(got) != 1 || got[0] != main {
 		t.Errorf("main file: %q", got)
 	}
@@ -267,7 +267,7 @@ func TestWriteErrorKeepsEntriesQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A file where the project folder should be makes the write fail.
-	proj := Layout{dir}.ProjectDir(cwd)
+	proj := Layout{ConfigDir: dir}.ProjectDir(cwd)
 	if err := os.MkdirAll(filepath.Dir(proj), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestWriteErrorKeepsEntriesQueued(t *testing.T) {
 
 func TestAppendsToExistingSessionInAnotherProjectFolder(t *testing.T) {
 	dir := t.TempDir()
-	other := MainFile(Layout{dir}.ProjectDir("/elsewhere"), sess)
+	other := MainFile(Layout{ConfigDir: dir}.ProjectDir("/elsewhere"), sess)
 	_ = os.MkdirAll(filepath.Dir(other), 0o700)
 	first := coretest.Line("user", sess, "u-1", "")
 	_ = os.WriteFile(other, []byte(first+"\n"), 0o600)

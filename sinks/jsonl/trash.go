@@ -49,60 +49,6 @@ var ErrTrashDamaged = errors.New("trash item does not match its manifest")
 // ErrTrashNotFound is returned for a trash reference that names no item.
 var ErrTrashNotFound = errors.New("no such trash item")
 
-// TrashFile is one file (or folder, or symlink) of a trash item.
-type TrashFile struct {
-	// Path is where it was, relative to the config dir, '/'-separated.
-	Path    string    `json:"path"`
-	Dir     bool      `json:"dir,omitempty"`
-	Link    string    `json:"link,omitempty"`
-	Size    int64     `json:"size"`
-	SHA256  string    `json:"sha256,omitempty"`
-	Mode    uint32    `json:"mode"`
-	ModTime time.Time `json:"mtime"`
-}
-
-// TrashItem is one session's copy in one project folder, moved to the trash.
-type TrashItem struct {
-	Format    int    `json:"format"`
-	ID        string `json:"id"`
-	SessionID string `json:"sessionId"`
-	// Project is the project folder's name under projects/.
-	Project string `json:"project"`
-	Cwd     string `json:"cwd,omitempty"`
-	Title   string `json:"title,omitempty"`
-	// Reason is the command that moved it: rm, gc, relocate.
-	Reason    string    `json:"reason"`
-	TrashedAt time.Time `json:"trashedAt"`
-	// Entries are the names moved out of the project folder.
-	Entries []string    `json:"entries"`
-	Files   []TrashFile `json:"files"`
-	Bytes   int64       `json:"bytes"`
-	// Complete is false while (or if a crash stopped) the move.
-	Complete bool `json:"complete"`
-	// Sealed: the item's files are encrypted (trashseal.go).
-	Sealed bool `json:"sealed,omitempty"`
-	// DeletionMarkers are the SDK's deletion markers rm wrote for it
-	// (deletemarkers.go); restore removes them.
-	DeletionMarkers []string `json:"deletionMarkers,omitempty"`
-	// MarkersRemoved, in what restore returns, counts the deletion
-	// markers it removed.
-	MarkersRemoved int `json:"markersRemoved,omitempty"`
-}
-
-// TrashOptions tune a move to the trash.
-type TrashOptions struct {
-	Reason   string
-	LockWait time.Duration
-	DryRun   bool
-	Now      func() time.Time
-	// Seal, when set, encrypts the item's files once the move is durable
-	// (an age sealer's SealBytes).
-	Seal func([]byte) ([]byte, error)
-	// Markers writes the SDK's deletion markers before the move, as its
-	// deleteSession does (rm).
-	Markers bool
-}
-
 // TrashDir is <config dir>/scribe/trash.
 func (l Layout) TrashDir() string { return filepath.Join(l.ConfigDir, "scribe", "trash") }
 
