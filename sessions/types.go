@@ -105,6 +105,9 @@ type ListOptions struct {
 	// SkipLastEntryTail leaves Info.LastEntryTail nil, for callers
 	// that only print the SDK's fields.
 	SkipLastEntryTail bool
+	// NoIndex reads every transcript instead of answering through the
+	// sessions index (a store that has one).
+	NoIndex bool
 }
 
 // MessagesOptions are getSessionMessages' options.

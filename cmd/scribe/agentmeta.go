@@ -10,6 +10,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -18,11 +19,6 @@ import (
 // entry {"type":"agent_metadata", ...the file's fields} of the subagent's
 // subpath, as the SDK's importSessionToStore appends it and its load turns
 // it back into the file.
-
-// typeAgentMetadata is the SDK's entry type for a subagent's meta file.
-const typeAgentMetadata = "agent_metadata"
-
-const agentMetaPrefix = `{"type":"` + typeAgentMetadata + `"`
 
 // agentMetaEntry reads a subagent's meta file as the SDK's entry; ok is
 // false when there is no meta file.
@@ -38,9 +34,9 @@ func agentMetaEntry(path string, ref core.SessionRef) (core.Entry, bool, error) 
 	if err := json.Compact(&compact, raw); err != nil || !bytes.HasPrefix(compact.Bytes(), []byte("{")) {
 		return core.Entry{}, false, fmt.Errorf("%s is not a JSON object: %v", path, err)
 	}
-	line := agentMetaPrefix + "}"
+	line := backend.AgentMetaPrefix + "}"
 	if body := compact.Bytes()[1:]; !bytes.Equal(body, []byte("}")) {
-		line = agentMetaPrefix + "," + string(body)
+		line = backend.AgentMetaPrefix + "," + string(body)
 	}
 	e, err := core.ParseEntry([]byte(line))
 	if err != nil {
@@ -50,44 +46,10 @@ func agentMetaEntry(path string, ref core.SessionRef) (core.Entry, bool, error) 
 	return e, true, nil
 }
 
-// agentMetaFile is the meta file an agent_metadata entry stands for: the
-// entry without its type (byte for byte when the entry was made by
-// agentMetaEntry or the SDK puts type first).
-func agentMetaFile(e core.Entry) ([]byte, error) {
-	if rest, ok := bytes.CutPrefix(e.Raw, []byte(agentMetaPrefix)); ok {
-		if bytes.Equal(rest, []byte("}")) {
-			return []byte("{}"), nil
-		}
-		if len(rest) > 0 && rest[0] == ',' {
-			return append([]byte("{"), rest[1:]...), nil
-		}
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(e.Raw, &m); err != nil {
-		return nil, fmt.Errorf("agent_metadata entry: %w", err)
-	}
-	delete(m, "type")
-	return json.Marshal(m)
-}
-
-// splitAgentMeta takes a subagent transcript's agent_metadata entries out
-// of entries; the last one is its meta file.
-func splitAgentMeta(entries []core.Entry) (rest []core.Entry, meta *core.Entry) {
-	rest = entries[:0:0]
-	for i := range entries {
-		if entries[i].Type == typeAgentMetadata {
-			meta = &entries[i]
-			continue
-		}
-		rest = append(rest, entries[i])
-	}
-	return rest, meta
-}
-
 // writeAgentMeta writes a subagent's meta file from its agent_metadata
 // entry, durably; it reports false when the file already held those bytes.
 func writeAgentMeta(path string, e core.Entry) (bool, error) {
-	b, err := agentMetaFile(e)
+	b, err := backend.AgentMetaFile(e)
 	if err != nil {
 		return false, err
 	}

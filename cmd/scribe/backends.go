@@ -312,7 +312,7 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 				return jsonl.Layout{}, nil, fmt.Errorf("load agent %s of %s from %s: %w", a, s.SessionID, st.id, err)
 			}
 			var meta *core.Entry
-			t.Entries, meta = splitAgentMeta(t.Entries)
+			t.Entries, meta = backend.SplitAgentMeta(t.Entries)
 			path := jsonl.AgentFile(pdir, s.SessionID, a)
 			if err := write(path, t, s.MTime); err != nil {
 				cleanup()

@@ -208,7 +208,7 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		if dst.layout != nil && ref.AgentID != "" {
 			// The local store keeps it as the meta file, not a line.
 			var meta *core.Entry
-			if entries, meta = splitAgentMeta(entries); meta != nil {
+			if entries, meta = backend.SplitAgentMeta(entries); meta != nil {
 				metas[ref] = *meta
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -218,7 +219,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, r
 				agents[ev.AgentID] = f
 				ps.order = append(ps.order, ev.AgentID)
 			}
-			if e.Type == typeAgentMetadata {
+			if e.Type == backend.TypeAgentMetadata {
 				f.meta = &e
 				return nil
 			}

@@ -180,29 +180,47 @@ func (l Layout) lockSession(ctx context.Context, id string, wait time.Duration) 
 
 // RenameSession gives a session a custom title, as renameSession does.
 func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageOptions) (ManageResult, error) {
+	line, err := RenameLine(id, title)
+	if err != nil {
+		return ManageResult{}, err
+	}
+	return l.appendMeta(ctx, "rename", id, line, opt)
+}
+
+// RenameLine is the line renameSession appends to give session id its
+// title (trimmed as JavaScript trims; an empty title is ErrEmptyValue).
+func RenameLine(id, title string) (string, error) {
 	t := transcript.JSTrim(title)
 	if t == "" {
-		return ManageResult{}, fmt.Errorf("rename %s: %w: the title is empty", id, ErrEmptyValue)
+		return "", fmt.Errorf("rename %s: %w: the title is empty", id, ErrEmptyValue)
 	}
-	line := `{"type":"custom-title","customTitle":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`
-	return l.appendMeta(ctx, "rename", id, line, opt)
+	return `{"type":"custom-title","customTitle":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`, nil
 }
 
 // TagSession sets a session's tag, as tagSession does; clear appends the
 // empty tag, as tagSession(id, null) does.
 func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt ManageOptions) (ManageResult, error) {
+	line, err := TagLine(id, tag, clear)
+	if err != nil {
+		return ManageResult{}, err
+	}
+	return l.appendMeta(ctx, "tag", id, line, opt)
+}
+
+// TagLine is the line tagSession appends to set session id's tag, or with
+// clear to clear it.
+func TagLine(id, tag string, clear bool) (string, error) {
 	t := ""
 	if !clear {
 		clean, err := transcript.SanitizeJSTag(tag)
 		if err != nil {
-			return ManageResult{}, fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
+			return "", fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
 		}
 		if t = transcript.JSTrim(clean); t == "" {
-			return ManageResult{}, fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
+			return "", fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
 		}
 	}
-	line := `{"type":"tag","tag":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`
-	return l.appendMeta(ctx, "tag", id, line, opt)
+	return `{"type":"tag","tag":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`, nil
 }
 
 func (l Layout) appendMeta(ctx context.Context, what, id, line string, opt ManageOptions) (ManageResult, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/e0dc0000/scribe/sessions"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,7 +88,7 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 		return nil, rep, err
 	}
 	mo := transcript.MessageOptions{}
-	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(l.FS, strings.TrimSuffix(path, ".jsonl") + ".meta.json")
+	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(l.FS, strings.TrimSuffix(path, ".jsonl")+".meta.json")
 	var msgs []SessionMessage
 	msgs, rep.Cycle, rep.Gaps = transcript.RowsMessages(out.rows, transcript.ChainOptions{Sidechain: true}, mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
@@ -447,4 +448,68 @@ func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (
 		return files[n-1].path, nil
 	}
 	return "", fmt.Errorf("%w: agent %s of session %s", ErrNotFound, agentID, sessionID)
+}
+
+// MainIDs returns the session ids of the main transcripts of every project
+// folder that start with prefix (lower case), each with the folders
+// holding it.
+func (l Layout) MainIDs(prefix string) (map[string][]string, error) {
+	projects, err := l.fs().ReadDir(l.ProjectsDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	found := map[string][]string{}
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		files, _ := l.fs().ReadDir(l.ProjectFolder(p.Name()))
+		for _, f := range files {
+			id, ok := MainFileID(f.Name())
+			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
+				found[id] = append(found[id], p.Name())
+			}
+		}
+	}
+	return found, nil
+}
+
+// Transcript reads a session's main transcript whole (every line that
+// parses, nothing skipped before a compaction), as the SDK finds it, with
+// its size and the size of its subagents' transcripts.
+func (l Layout) Transcript(ctx context.Context, sessionID, dir string) (*sessions.Transcript, error) {
+	path, empty, err := l.findReadable(ctx, sessionID, dir)
+	if err != nil {
+		return nil, err
+	}
+	if empty || path == "" {
+		return nil, fmt.Errorf("%w: session %s has no transcript to read (an empty file, or only subagent files)", ErrNotFound, sessionID)
+	}
+	out, rep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepLine)
+	if err != nil {
+		return nil, err
+	}
+	t := &sessions.Transcript{Path: path, Entries: out.entries, Report: rep}
+	if fi, err := l.fs().Stat(path); err == nil {
+		t.Bytes = fi.Size()
+	}
+	t.AgentBytes = treeSize(l.fs(), SubagentDir(filepath.Dir(path), sessionID))
+	return t, nil
+}
+
+// treeSize is the total size of the files under dir (links not followed).
+func treeSize(fsys FS, dir string) int64 {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if e.IsDir() {
+			n += treeSize(fsys, filepath.Join(dir, e.Name()))
+		} else if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }

@@ -353,3 +353,23 @@ func (s *Store) ListSubagents(ctx context.Context, projectKey, sessionID string)
 	}
 	return out, rows.Err()
 }
+
+// DeleteSession implements backend.Deleter: every row of the session under
+// projectKey, its subpaths too, as the reference adapter's delete of a
+// main key.
+func (s *Store) DeleteSession(ctx context.Context, projectKey, sessionID string) (int, error) {
+	pool, err := s.db(ctx)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE project_key = $1 AND session_id = $2`, projectKey, sessionID)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete %s/%s: %w", projectKey, sessionID, err)
+	}
+	s.mu.Lock()
+	if s.projects[sessionID] == projectKey {
+		delete(s.projects, sessionID)
+	}
+	s.mu.Unlock()
+	return int(tag.RowsAffected()), nil
+}

@@ -428,3 +428,34 @@ func (s *Store) ListSubagents(ctx context.Context, projectKey, sessionID string)
 	sort.Strings(out)
 	return out, err
 }
+
+// DeleteSession implements backend.Deleter: every object under the
+// session's folder of projectKey (its parts and its subpaths' parts), as
+// the reference adapter's delete removes the prefix. Lines still buffered
+// for the session are stored first, so that none is put after the delete
+// or lost without a word.
+func (s *Store) DeleteSession(ctx context.Context, projectKey, sessionID string) (int, error) {
+	if err := s.putParts(ctx, true); err != nil {
+		return 0, err
+	}
+	prefix := s.subpathPrefix(projectKey, sessionID, "")
+	var keys []string
+	if err := s.listKeys(ctx, prefix, "", func(k string, mt time.Time) {
+		if !mt.IsZero() {
+			keys = append(keys, k)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	for i, k := range keys {
+		if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.cfg.Bucket, Key: &k}); err != nil {
+			return i, fmt.Errorf("s3: delete %s: %w", k, err)
+		}
+	}
+	s.mu.Lock()
+	if s.projects[sessionID] == projectKey {
+		delete(s.projects, sessionID)
+	}
+	s.mu.Unlock()
+	return len(keys), nil
+}
