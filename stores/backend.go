@@ -281,6 +281,7 @@ func (b *Backend) appendMeta(ctx context.Context, what, id, line string) (sessio
 	if err := writeThrough(ctx, b.sink, []core.Entry{e}); err != nil {
 		return sessions.ManageResult{}, fmt.Errorf("%s %s in %s: %w", what, id, b.name, err)
 	}
+	b.forget()
 	return sessions.ManageResult{SessionID: cs[0].SessionID, Files: []string{b.name + ":" + cs[0].ProjectKey + "/" + cs[0].SessionID}, Line: line}, nil
 }
 
@@ -299,5 +300,14 @@ func (b *Backend) Fork(ctx context.Context, id string, opt transcript.ForkOption
 	if err := writeThrough(ctx, b.sink, res.Entries); err != nil {
 		return "", "", fmt.Errorf("write the fork into %s: %w", b.name, err)
 	}
+	b.forget()
 	return res.SessionID, b.name, nil
+}
+
+// forget drops what was listed and loaded, after a write: the next read
+// lists and loads again.
+func (b *Backend) forget() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.listed, b.loaded = nil, map[string]bool{}
 }

@@ -70,9 +70,7 @@ func (b *Backend) Trash(ctx context.Context, id string, opt sessions.TrashOption
 		}
 		items = append(items, it)
 	}
-	b.mu.Lock()
-	b.listed = nil
-	b.mu.Unlock()
+	b.forget()
 	return items, nil
 }
 
@@ -248,9 +246,7 @@ func (b *Backend) Restore(ctx context.Context, ref string, _ sessions.RestoreOpt
 	if err := writeThrough(ctx, b.sink, entries); err != nil {
 		return it, fmt.Errorf("restore %s into %s: %w", it.ID, b.name, err)
 	}
-	b.mu.Lock()
-	b.listed = nil
-	b.mu.Unlock()
+	b.forget()
 	return it, os.RemoveAll(dir)
 }
 
