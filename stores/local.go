@@ -64,3 +64,12 @@ func (s *Local) Fork(ctx context.Context, id string, opt transcript.ForkOptions)
 
 // TrashDir is where the store keeps its trash.
 func (s *Local) TrashDir() string { return s.l.TrashDir() }
+
+// Reader is a store that can only be read: the sessions of a layout (on
+// disk, or in memory), named name, at where.
+type Reader struct{ reader }
+
+// NewReader is the read-only store of layout l.
+func NewReader(name, where string, l jsonl.Layout) *Reader {
+	return &Reader{reader{l: l, name: name, where: where}}
+}

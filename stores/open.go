@@ -97,7 +97,7 @@ func (e Env) Open(ctx context.Context, name string) (sessions.Store, error) {
 func (e Env) claude() (sessions.Store, error) {
 	l := jsonl.Layout{ConfigDir: e.ClaudeDir}
 	if l.IsSealed() {
-		return nil, fmt.Errorf("%s holds sealed transcripts: Claude Code's folder is never sealed; read an archive with --from its sink", e.ClaudeDir)
+		return nil, fmt.Errorf("%s is a sealed archive: Claude Code's folder is never sealed; read the archive with --from its sink (a jsonl block with its encryption)", e.ClaudeDir)
 	}
 	return NewLocal(Claude, e.ClaudeDir, e.OnIndex), nil
 }

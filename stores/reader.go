@@ -181,7 +181,7 @@ func checkArg(arg string) error {
 func pick(arg string, found map[string][]string, where string) (string, error) {
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("%w: no session id starts with %q in %s", sessions.ErrNotFound, arg, where)
+		return "", noMatch(fmt.Sprintf("no session id starts with %q in %s", arg, where))
 	case 1:
 		for id := range found {
 			return id, nil
@@ -194,3 +194,10 @@ func pick(arg string, found map[string][]string, where string) (string, error) {
 	sort.Strings(ids)
 	return "", fmt.Errorf("%w: %q matches %d sessions:\n%s", sessions.ErrAmbiguous, arg, len(found), strings.Join(ids, "\n"))
 }
+
+// noMatch is a prefix no session id starts with: sessions.ErrNotFound,
+// said in its own words.
+type noMatch string
+
+func (e noMatch) Error() string        { return string(e) }
+func (e noMatch) Is(target error) bool { return target == sessions.ErrNotFound }

@@ -2,8 +2,8 @@ package stores
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
@@ -34,7 +34,10 @@ var _ sessions.Forker = (*Sealed)(nil)
 func OpenSealed(ctx context.Context, name, dir string, o seal.Options, environ []string, sink func(context.Context) (core.Sink, error)) (*Sealed, error) {
 	fsys, rep, err := jsonl.DecryptArchiveFS(ctx, dir, o, environ)
 	if err != nil {
-		return nil, fmt.Errorf("sealed archive %s: %w", dir, err)
+		if !strings.Contains(err.Error(), dir) {
+			err = fmt.Errorf("sealed archive %s: %w", dir, err)
+		}
+		return nil, err
 	}
 	l := jsonl.Layout{ConfigDir: dir, FS: fsys}
 	return &Sealed{reader: reader{l: l, name: name, where: l.ProjectsDir()}, Report: rep, sink: sink}, nil
@@ -84,6 +87,3 @@ func writeThrough(ctx context.Context, open func(context.Context) (core.Sink, er
 	}
 	return sk.Flush(ctx)
 }
-
-// errNoWrite: a store read without its sink.
-var errNoWrite = errors.New("the store was opened to be read only")

@@ -30,8 +30,11 @@ type store struct {
 	// is set: what is written goes through the sink).
 	layout *jsonl.Layout
 	sealed bool
-	start  func(context.Context) error
-	stop   func(context.Context) error
+	// damaged are the sealed transcripts left out as damaged: the command
+	// reads the rest, then exits 1.
+	damaged []error
+	start   func(context.Context) error
+	stop    func(context.Context) error
 }
 
 // openComponent creates the component of a sink (else loader) block by its
@@ -104,10 +107,14 @@ func openStore(ctx context.Context, cfg *config.Config, arg string, tweak func(a
 	if id.Type == "jsonl" {
 		l := jsonl.Layout{ConfigDir: dir}
 		if js, ok := comp.(*jsonl.Sink); ok && js.Sealed() {
-			if l, err = sealedViewFor(activeCmd, dir, js.DecryptTo); err != nil {
+			// Read decrypted in memory; what is written goes through the
+			// sink, sealed.
+			fsys, rep, err := js.DecryptFS(ctx)
+			if err != nil {
 				st.stop(ctx)
-				return nil, err
+				return nil, &exitError{code: 1, err: fmt.Errorf("sealed archive %s: %w", dir, err)}
 			}
+			l.FS, st.damaged = fsys, rep.Damaged
 			st.sealed = true
 		}
 		st.layout, st.lister = &l, layoutLister{l}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/gitrev"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -173,8 +174,8 @@ func cpTime(cp core.Checkpoint) string {
 
 // checkpointOf resolves --at: a checkpoint of the session named by id,
 // unique id prefix or label.
-func checkpointOf(ctx context.Context, l jsonl.Layout, sessionID, name string) (core.Checkpoint, error) {
-	cps, err := l.Checkpoints(ctx, sessionID, "")
+func checkpointOf(ctx context.Context, st sessions.Store, sessionID, name string) (core.Checkpoint, error) {
+	cps, err := sessions.Checkpoints(ctx, st, sessionID)
 	if err != nil {
 		return core.Checkpoint{}, err
 	}
@@ -229,8 +230,8 @@ func shellQuote(s string) string {
 // printLifecycle shows a session's lifecycle records and checkpoints (its
 // sidecar), in the order they were recorded, after the conversation: for
 // `scribe show --system`. Nothing is printed for a session without any.
-func printLifecycle(ctx context.Context, w io.Writer, l jsonl.Layout, id, format string) error {
-	entries, _, err := l.SidecarRecords(ctx, id, "")
+func printLifecycle(ctx context.Context, w io.Writer, st sessions.Store, id, format string) error {
+	entries, err := st.Lifecycle(ctx, id)
 	if err != nil || len(entries) == 0 {
 		return err
 	}

@@ -76,13 +76,21 @@ type copyReport struct {
 	Notes []string `json:"notes"`
 }
 
-func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []string, asJSON bool) error {
+func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []string, asJSON bool) (err error) {
 	ctx := cmd.Context()
 	src, err := openStore(ctx, cfg, from, nil)
 	if err != nil {
 		return err
 	}
 	defer src.stop(context.WithoutCancel(ctx))
+	for _, d := range src.damaged {
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %v: left out of what this command reads\n", d)
+	}
+	defer func() {
+		if err == nil && len(src.damaged) > 0 {
+			err = fmt.Errorf("%d sealed transcript(s) of %s are damaged and were left out (see above): %w", len(src.damaged), from, src.damaged[0])
+		}
+	}()
 	dst, err := openStore(ctx, cfg, to, faithfulCopy)
 	if err != nil {
 		return err
@@ -314,7 +322,7 @@ func readTranscript(ctx context.Context, st *store, ref core.SessionRef) (*core.
 	if dir == "" {
 		return nil, fmt.Errorf("%w: %s is not in %s", core.ErrNotFound, ref.Key(), st.layout.ProjectsDir())
 	}
-	entries, rep, err := jsonl.ReadFile(path, jsonl.ReadOptions{NoPrecompactSkip: true})
+	entries, rep, err := st.layout.ReadEntries(path, jsonl.ReadOptions{NoPrecompactSkip: true})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", core.ErrNotFound, path)
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 )
 
 func newExportCmd() *cobra.Command {
@@ -42,15 +44,29 @@ processor "redact" block --rules names (default: the first redact
 processor of pipeline.processors, else redact/default); the session itself
 is not changed.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			switch format {
 			case "md", "html", "json", "bundle":
 			default:
 				return &exitError{code: 2, err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
 			}
-			l, id, err := sessionArg(cmd, args[0])
+			st, _, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
+			}
+			defer done(&err)
+			id, err := st.Resolve(cmd.Context(), args[0])
+			if err != nil {
+				return resolveErr(err)
+			}
+			var l jsonl.Layout
+			if format == "bundle" || redactOn {
+				// A bundle holds the session's files, and a redacted export
+				// reads a redacted copy of them: folders only (a sealed
+				// archive's decrypted in memory).
+				if l, err = filesOf(st, "export a bundle or --redact"); err != nil {
+					return err
+				}
 			}
 			sl, err := keys.sealer(cmd)
 			if err != nil {
@@ -65,7 +81,7 @@ is not changed.`,
 					return err
 				}
 				defer cleanup()
-				l = rl
+				l, st = rl, stores.NewReader(st.Name(), st.Where(), rl)
 			}
 			return writeOut(cmd, out, func(w io.Writer) error {
 				if format == "bundle" {
@@ -88,7 +104,7 @@ is not changed.`,
 					}
 					return err
 				}
-				doc, err := exportDoc(cmd.Context(), l, id)
+				doc, err := exportDoc(cmd.Context(), st, id)
 				if err != nil {
 					return err
 				}
@@ -169,23 +185,23 @@ func writeOut(cmd *cobra.Command, path string, fn func(io.Writer) error) error {
 }
 
 // exportDoc gathers what md, html and json show.
-func exportDoc(ctx context.Context, l jsonl.Layout, id string) (*renderDoc, error) {
-	info, err := l.Info(ctx, id, "")
+func exportDoc(ctx context.Context, st sessions.Store, id string) (*renderDoc, error) {
+	info, err := st.Info(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	msgs, _, err := l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+	msgs, _, err := st.Messages(ctx, id, jsonl.MessagesOptions{})
 	if err != nil {
 		return nil, err
 	}
 	doc := &renderDoc{Info: info, Messages: msgs, Agents: map[string][]jsonl.SessionMessage{},
 		Orphans: map[string][]jsonl.SessionMessage{}, ByAgent: map[string][]jsonl.SessionMessage{}, Checkpoints: map[string][]core.Checkpoint{}}
-	agents, err := l.Subagents(ctx, id, "")
+	agents, err := st.Subagents(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range agents {
-		am, _, err := l.SubagentMessages(ctx, id, a, "", jsonl.MessagesOptions{})
+		am, _, err := st.SubagentMessages(ctx, id, a, jsonl.MessagesOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +219,7 @@ func exportDoc(ctx context.Context, l jsonl.Layout, id string) (*renderDoc, erro
 			doc.Orphans[a] = am
 		}
 	}
-	cps, err := l.Checkpoints(ctx, id, "")
+	cps, err := sessions.Checkpoints(ctx, st, id)
 	if err != nil && !errors.Is(err, jsonl.ErrNotFound) {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -32,46 +33,36 @@ that message would, and prints the commit to check out.
 --from STORE forks a session of another store (a postgres or s3 block) and
 writes the fork into that store; "path" is then the store's type/name.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, cfg, err := layoutFor(cmd)
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, _, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
-			var st *store
-			if from != "" {
-				fl, s, done, err := fromLayout(cmd, cfg, from, args[0], "")
-				if err != nil {
-					return err
-				}
-				defer done()
-				l, st = fl, s
-			}
-			id, err := resolveSession(cmd.Context(), l, args[0])
+			defer done(&err)
+			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return resolveErr(err)
 			}
 			var cp *core.Checkpoint
 			if at != "" {
 				if upTo != "" {
 					return &exitError{code: 2, err: errors.New("--at and --up-to exclude each other")}
 				}
-				c, err := checkpointOf(cmd.Context(), l, id, at)
+				c, err := checkpointOf(cmd.Context(), st, id, at)
 				if err != nil {
 					return err
 				}
 				cp, upTo = &c, c.MessageUUID
 			}
-			newID, path, err := l.ForkSession(cmd.Context(), id, "", transcript.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
+			fk, err := capability[sessions.Forker](st, "fork")
 			if err != nil {
 				return err
 			}
-			if st != nil && (st.layout == nil || st.sealed) {
-				// The fork goes where its source is, as the SDK's
-				// forkSession with a sessionStore does.
-				if err := writeFork(cmd.Context(), st, path, newID); err != nil {
-					return err
-				}
-				path = st.id.String()
+			// The fork goes where its source is, as the SDK's forkSession
+			// with a sessionStore does.
+			newID, path, err := fk.Fork(cmd.Context(), id, transcript.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				doc := map[string]any{"sessionId": newID, "forkedFrom": id, "path": path}

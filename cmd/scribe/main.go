@@ -38,7 +38,6 @@ func newRoot() *cobra.Command {
 	pf.String("trace", "", "write an execution trace of the command to this file (for bench/)")
 	_ = pf.MarkHidden("trace")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		activeCmd = cmd
 		if tp, _ := cmd.Flags().GetString("trace"); tp != "" {
 			f, err := os.Create(tp)
 			if err != nil {
@@ -126,11 +125,7 @@ var stopProfile = func() {}
 
 func main() {
 	cmd, err := newRoot().ExecuteC()
-	runViewCleanups()
 	stopProfile()
-	if err == nil && len(viewDamage) > 0 {
-		err = errors.Join(viewDamage...)
-	}
 	if err == nil {
 		return
 	}
@@ -139,7 +134,7 @@ func main() {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	fmt.Fprintln(os.Stderr, "scribe:", viewToArchive(err.Error()))
+	fmt.Fprintln(os.Stderr, "scribe:", err.Error())
 	if code == 2 && cmd != nil && cmd.Runnable() {
 		// A usage error: the usage line, and where the rest is.
 		use := cmd.UseLine()

@@ -29,7 +29,9 @@ import (
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/search"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 )
 
 const (
@@ -63,15 +65,20 @@ replaced by a note of its size.
 
 scribe mcp install adds it to Claude Code (user or project scope).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if maxBytes < 4096 {
 				return &exitError{code: 2, err: fmt.Errorf("--max-bytes %d: want 4096 or more", maxBytes)}
 			}
-			l, cfg, err := layoutFor(cmd)
+			st, cfg, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
-			m := &mcpServer{l: l, cfg: cfg, maxBytes: maxBytes}
+			defer done(&err)
+			m := &mcpServer{st: st, cfg: cfg, maxBytes: maxBytes}
+			l := jsonl.Layout{}
+			if ls, ok := st.(*stores.Local); ok {
+				m.l, l = ls.Layout(), ls.Layout()
+			}
 			if !noRedact {
 				if m.red, _, _, err = redactorNamed(cmd.Context(), cfg, l, "", "processor"); err != nil {
 					return err
@@ -90,6 +97,9 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 }
 
 type mcpServer struct {
+	st sessions.Store
+	// l is the store's folder when it is a local one (search reads its
+	// index); search_sessions is not offered on other stores.
 	l        jsonl.Layout
 	cfg      *config.Config
 	maxBytes int
@@ -269,7 +279,7 @@ func (m *mcpServer) listSessions(ctx context.Context, in listIn) ([]byte, error)
 		return nil, err
 	}
 	opt := jsonl.ListOptions{Dir: in.Project, Limit: in.Limit, Offset: in.Offset, IncludeWorktrees: true, IncludeProgrammatic: true}
-	_, recs, err := listSessions(ctx, m.l, m.cfg, opt, want, keep, false, false)
+	_, recs, err := listSessions(ctx, m.st, opt, want, keep, false)
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +370,9 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	}
 	if q.Project, err = projectFolder(in.Project); err != nil {
 		return nil, err
+	}
+	if m.l.ConfigDir == "" {
+		return nil, sessions.Unsupported(m.st, "search", "the full-text index is kept for local folders only")
 	}
 	x, err := search.Open(m.l)
 	if err != nil {
@@ -469,18 +482,18 @@ func (m *mcpServer) getSession(ctx context.Context, in getIn) ([]byte, error) {
 	if in.Around != "" && !core.IsUUID(in.Around) {
 		return nil, fmt.Errorf("around %q is not a message uuid", in.Around)
 	}
-	id, err := resolveSession(ctx, m.l, in.ID)
+	id, err := m.st.Resolve(ctx, in.ID)
 	if err != nil {
 		return nil, err
 	}
 	var msgs []jsonl.SessionMessage
 	switch {
 	case in.Agent == "":
-		msgs, _, err = m.l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+		msgs, _, err = m.st.Messages(ctx, id, jsonl.MessagesOptions{})
 	case !ident.Token(in.Agent, 128):
 		return nil, fmt.Errorf("agent %q is not an agent id", in.Agent)
 	default:
-		msgs, _, err = m.l.SubagentMessages(ctx, id, in.Agent, "", jsonl.MessagesOptions{})
+		msgs, _, err = m.st.SubagentMessages(ctx, id, in.Agent, jsonl.MessagesOptions{})
 	}
 	if err != nil {
 		return nil, err

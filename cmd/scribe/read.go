@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -20,31 +19,16 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-// layoutFor resolves Claude's config folder from the configuration, or
-// the folder of the jsonl store --from names (an archive).
+// layoutFor is the folder of the local store the command works on (see
+// localLayout): Claude's folder, or the plain jsonl archive --from names.
 func layoutFor(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return jsonl.Layout{}, nil, &exitError{code: 2, err: err}
-	}
-	if l, ok, err := storeLayout(cmd, cfg); ok || err != nil {
-		return l, cfg, err
-	}
-	dir, err := claudeConfigDir(cfg)
-	if err != nil {
-		return jsonl.Layout{}, nil, err
-	}
-	l := jsonl.Layout{ConfigDir: dir}
-	if l.IsSealed() {
-		// Claude Code's folder is never sealed: this is an archive, read
-		// through its sink (--from).
-		return jsonl.Layout{}, nil, refuseSealed(cmd, dir)
-	}
-	return l, cfg, nil
+	return localLayout(cmd)
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -128,11 +112,7 @@ activity from each session's own timestamps; through the cloud loader of
 --from, else the first one of resume.loaders. It fetches each session's main
 transcript.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, cfg, err := layoutFor(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			want := jsonl.SessionStatus(status)
 			if status != "" && !want.Valid() {
 				return &exitError{code: 2, err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
@@ -146,8 +126,12 @@ transcript.`,
 			if err != nil {
 				return err
 			}
-			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true}
-			if remote {
+			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true, NoIndex: noIndex}
+			if remote || isCloudBlock(from) {
+				cfg, err := loadConfig(cmd)
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
 				// Every project, unless --project names one.
 				opt.Dir = project
 				return runRemoteLs(cmd, cfg, from, opt, want, keep, asJSON, lsTable{colored: colored, now: now})
@@ -165,23 +149,12 @@ transcript.`,
 				}
 				opt.Dir = wd
 			}
-			where := l.ProjectsDir()
-			if from != "" {
-				// Another store: its sessions, read as local files are.
-				key := ""
-				if opt.Dir != "" {
-					key = jsonl.SanitizePath(opt.Dir)
-				}
-				fl, st, done, err := fromLayout(cmd, cfg, from, "", key)
-				if err != nil {
-					return err
-				}
-				defer done()
-				if st.layout == nil {
-					l, noIndex, where = fl, true, st.id.String()
-				}
+			st, _, done, err := openStoreOf(cmd)
+			if err != nil {
+				return err
 			}
-			infos, recs, err := listSessions(cmd.Context(), l, cfg, opt, want, keep, asJSON, noIndex)
+			defer done(&err)
+			infos, recs, err := listSessions(cmd.Context(), st, opt, want, keep, asJSON)
 			if err != nil {
 				return err
 			}
@@ -191,9 +164,9 @@ transcript.`,
 			}
 			if len(infos) == 0 {
 				if opt.Dir != "" {
-					fmt.Fprintf(out, "no sessions for %s in %s (--all lists every project)\n", opt.Dir, where)
+					fmt.Fprintf(out, "no sessions for %s in %s (--all lists every project)\n", opt.Dir, st.Where())
 				} else {
-					fmt.Fprintf(out, "no sessions in %s\n", where)
+					fmt.Fprintf(out, "no sessions in %s\n", st.Where())
 				}
 				return nil
 			}
@@ -220,8 +193,8 @@ transcript.`,
 // listSessions is ls's listing: through the index unless noIndex, with
 // the lifecycle records when the table or the status filter needs them
 // (the filters, status and keep, apply before --limit and --offset).
-func listSessions(ctx context.Context, l jsonl.Layout, cfg *config.Config, opt jsonl.ListOptions, status jsonl.SessionStatus,
-	keep func(*jsonl.SessionInfo) bool, asJSON, noIndex bool) ([]jsonl.SessionInfo, []jsonl.SessionRecord, error) {
+func listSessions(ctx context.Context, st sessions.Store, opt jsonl.ListOptions, status jsonl.SessionStatus,
+	keep func(*jsonl.SessionInfo) bool, asJSON bool) ([]jsonl.SessionInfo, []jsonl.SessionRecord, error) {
 	needRecs := !asJSON || status != ""
 	page := opt
 	filtered := status != "" || keep != nil
@@ -233,20 +206,11 @@ func listSessions(ctx context.Context, l jsonl.Layout, cfg *config.Config, opt j
 		recs  []jsonl.SessionRecord
 		err   error
 	)
-	switch {
-	case noIndex:
-		opt.SkipLastEntryTail = !needRecs
-		if infos, err = l.List(ctx, opt); err == nil && needRecs {
-			recs, err = l.Records(ctx, infos)
-		}
-	case needRecs:
-		var st jsonl.IndexStats
-		recs, st, err = l.ListRecords(ctx, opt)
-		logIndexStats(indexLogger(cfg), l, st)
-	default:
-		var st jsonl.IndexStats
-		infos, st, err = l.ListIndexedWith(ctx, opt, jsonl.IndexOptions{SkipLastEntryTail: true})
-		logIndexStats(indexLogger(cfg), l, st)
+	if needRecs {
+		recs, err = st.Records(ctx, opt)
+	} else {
+		opt.SkipLastEntryTail = true
+		infos, err = st.List(ctx, opt)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -451,27 +415,20 @@ checkpoints in the order they were recorded (not with --json). Damage found on
 the way (malformed lines, a parentUuid cycle, a missing parent) is reported on
 stderr.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if format != "text" && format != "md" {
 				return &exitError{code: 2, err: fmt.Errorf("--format %q: want text or md", format)}
 			}
-			l, cfg, err := layoutFor(cmd)
+			st, _, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
-			if from != "" {
-				fl, _, done, err := fromLayout(cmd, cfg, from, args[0], "")
-				if err != nil {
-					return err
-				}
-				defer done()
-				l = fl
-			}
-			id, err := resolveSession(cmd.Context(), l, args[0])
+			defer done(&err)
+			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return resolveErr(err)
 			}
-			msgs, rep, err := l.Messages(cmd.Context(), id, "", jsonl.MessagesOptions{IncludeSystem: system})
+			msgs, rep, err := st.Messages(cmd.Context(), id, jsonl.MessagesOptions{IncludeSystem: system})
 			if err != nil {
 				return err
 			}
@@ -483,7 +440,7 @@ stderr.`,
 			out := cmd.OutOrStdout()
 			var agents []string
 			if subagents {
-				if agents, err = l.Subagents(cmd.Context(), id, ""); err != nil {
+				if agents, err = st.Subagents(cmd.Context(), id); err != nil {
 					return err
 				}
 			}
@@ -496,7 +453,7 @@ stderr.`,
 				}
 				doc := map[string]any{"messages": msgs, "subagents": map[string]any{}}
 				for _, a := range agents {
-					am, arep, err := l.SubagentMessages(cmd.Context(), id, a, "", jsonl.MessagesOptions{})
+					am, arep, err := st.SubagentMessages(cmd.Context(), id, a, jsonl.MessagesOptions{})
 					if err != nil {
 						return err
 					}
@@ -509,12 +466,12 @@ stderr.`,
 			if system {
 				// Scribe's lifecycle records and checkpoints, after the
 				// conversation (not in --json: that is the SDK's answer).
-				if err := printLifecycle(cmd.Context(), out, l, id, format); err != nil {
+				if err := printLifecycle(cmd.Context(), out, st, id, format); err != nil {
 					return err
 				}
 			}
 			for _, a := range agents {
-				am, arep, err := l.SubagentMessages(cmd.Context(), id, a, "", jsonl.MessagesOptions{})
+				am, arep, err := st.SubagentMessages(cmd.Context(), id, a, jsonl.MessagesOptions{})
 				if err != nil {
 					return err
 				}
@@ -611,16 +568,17 @@ func newInfoCmd() *cobra.Command {
 		Use:   "info ID",
 		Short: "One session's listing fields plus counts (entries, skipped lines, subagents, compactions, bytes)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, _, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
-			id, err := resolveSession(cmd.Context(), l, args[0])
+			defer done(&err)
+			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return resolveErr(err)
 			}
-			info, err := sessionInfo(cmd.Context(), l, id)
+			info, err := sessionInfo(cmd.Context(), st, id)
 			if err != nil {
 				return err
 			}
@@ -656,12 +614,12 @@ type infoReport struct {
 	lastActivity time.Time
 }
 
-func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, error) {
-	si, err := l.Info(ctx, id, "")
+func sessionInfo(ctx context.Context, st sessions.Store, id string) (*infoReport, error) {
+	si, err := st.Info(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	msgs, rep, err := l.Messages(ctx, id, "", jsonl.MessagesOptions{})
+	msgs, rep, err := st.Messages(ctx, id, jsonl.MessagesOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -674,32 +632,22 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 	if si == nil {
 		r.SessionInfo = &jsonl.SessionInfo{SessionID: id}
 	}
-	entries, full, err := jsonl.ReadFile(rep.Path, jsonl.ReadOptions{NoPrecompactSkip: true})
+	tr, err := st.Transcript(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	entries, full := tr.Entries, tr.Report
 	r.Entries, r.Lines, r.Compactions, r.TornTail = len(entries), full.Lines, full.Compactions, full.Torn
 	for _, m := range full.Malformed {
 		r.SkippedLines = append(r.SkippedLines, m.Line)
 	}
-	if fi, err := os.Stat(rep.Path); err == nil {
-		r.Bytes = fi.Size()
-	}
-	if r.Subagents, err = l.Subagents(ctx, id, ""); err != nil {
+	r.Bytes, r.SubagentBytes = tr.Bytes, tr.AgentBytes
+	if r.Subagents, err = st.Subagents(ctx, id); err != nil {
 		return nil, err
 	}
 	if r.Subagents == nil {
 		r.Subagents = []string{}
 	}
-	sub := jsonl.SubagentDir(filepath.Dir(rep.Path), id)
-	_ = filepath.WalkDir(sub, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				r.SubagentBytes += fi.Size()
-			}
-		}
-		return nil
-	})
 	// How the conversation ends, judged on the whole rebuilt chain exactly
 	// as resume judges it (ls judges from the tail window's rows).
 	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
@@ -710,8 +658,13 @@ func sessionInfo(ctx context.Context, l jsonl.Layout, id string) (*infoReport, e
 		r.Interrupted = string(rec.Class)
 	}
 	if si != nil {
-		if recs, err := l.Records(ctx, []jsonl.SessionInfo{*si}); err == nil && len(recs) == 1 {
-			r.Status, r.lastActivity = string(recs[0].Status), recs[0].UpdatedAt
+		if recs, err := st.Records(ctx, jsonl.ListOptions{IncludeProgrammatic: true}); err == nil {
+			for _, rec := range recs {
+				if rec.ID == id {
+					r.Status, r.lastActivity = string(rec.Status), rec.UpdatedAt
+					break
+				}
+			}
 		}
 	}
 	return r, nil
@@ -752,4 +705,11 @@ func printInfo(w io.Writer, r *infoReport) {
 	}
 	row("state", state)
 	tw.Flush()
+}
+
+// isCloudBlock reports whether name is a cloud loader block (the team
+// server), which ls reads as ls --remote does.
+func isCloudBlock(name string) bool {
+	id, err := core.ParseID(name)
+	return name != "" && err == nil && id.Type == events.LoaderType
 }

@@ -7,12 +7,12 @@ package main
 // every retry said on stderr.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -24,8 +24,10 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 )
 
 // unreachableAttempts is how many attempts an interactive command makes to
@@ -159,7 +161,8 @@ func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.
 			fmt.Fprintf(stderr, "scribe: %d sessions on %s are not listed, as ls would not list them (a subagent's first line, or nothing to title them with)\n", unlisted, t.client.BaseURL)
 		}
 	}
-	infos, recs, err := listSessions(ctx, l, cfg, opt, status, keep, asJSON, true)
+	opt.NoIndex = true
+	infos, recs, err := listSessions(ctx, stores.NewReader(t.id.String(), t.client.BaseURL, l), opt, status, keep, asJSON)
 	if err != nil {
 		return err
 	}
@@ -187,17 +190,15 @@ type remoteListStats struct {
 	noTimestamp, empty int
 }
 
-// fetchRemoteListing fetches the sessions of list into a temporary folder
-// laid out as Claude Code lays it out (see runRemoteLs); cleanup removes
-// it. bar, when not nil, shows the sessions fetched.
+// fetchRemoteListing fetches the sessions of list into memory, laid out
+// as Claude Code lays out its folder (see runRemoteLs). bar, when not nil, shows the sessions fetched.
 func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo, bar *progressBar) (jsonl.Layout, func(), remoteListStats, error) {
 	var rs remoteListStats
-	dir, err := os.MkdirTemp("", "scribe-remote-")
-	if err != nil {
-		return jsonl.Layout{}, nil, rs, fmt.Errorf("make a folder for the sessions of %s: %w", t.client.BaseURL, err)
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	l := jsonl.Layout{ConfigDir: dir}
+	// In memory, laid out as Claude Code lays out its folder: nothing of
+	// the server's sessions is written to disk to list them.
+	mem := &memfs.FS{}
+	cleanup := func() {}
+	l := jsonl.Layout{ConfigDir: t.id.String(), FS: jsonl.MemFS(mem)}
 	var (
 		mu  sync.Mutex
 		got atomic.Int64 // bytes fetched
@@ -206,7 +207,7 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 		bar.start(-1, len(list), &got)
 		defer bar.finish()
 	}
-	err = durable.Each(ctx, remoteListWorkers, len(list), func(ctx context.Context, i int) error {
+	err := durable.Each(ctx, remoteListWorkers, len(list), func(ctx context.Context, i int) error {
 		s := list[i]
 		if bar != nil {
 			defer bar.sessionDone()
@@ -247,11 +248,10 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 			mu.Unlock()
 		}
 		if ps.side.entries > 0 {
-			if err := writeListed(jsonl.SidecarFile(proj, s.ID), ps.side.data.Bytes(), at); err != nil {
-				return err
-			}
+			mem.Add(jsonl.SidecarFile(proj, s.ID), bytes.Clone(ps.side.data.Bytes()), at)
 		}
-		return writeListed(jsonl.MainFile(proj, s.ID), ps.main.data.Bytes(), at)
+		mem.Add(jsonl.MainFile(proj, s.ID), bytes.Clone(ps.main.data.Bytes()), at)
+		return nil
 	})
 	if err != nil {
 		cleanup()
@@ -262,18 +262,6 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 
 // remoteListWorkers is how many sessions ls --remote fetches side by side.
 const remoteListWorkers = 4
-
-// writeListed writes a fetched file of the temporary listing folder, its
-// mtime at.
-func writeListed(path string, data []byte, at time.Time) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return err
-	}
-	return os.Chtimes(path, at, at)
-}
 
 // resumeRemote is the server resume resolves prefixes on: the loader of
 // --from when it is a cloud loader, else the first cloud loader of

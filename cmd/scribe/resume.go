@@ -13,6 +13,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -191,7 +192,7 @@ func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id stri
 	}
 	var cp *core.Checkpoint
 	if fl.at != "" {
-		c, err := checkpointOf(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, id, fl.at)
+		c, err := checkpointOf(ctx, stores.NewLocal(stores.Claude, rt.host.ConfigDir, nil), id, fl.at)
 		if err != nil {
 			return opt, nil, err
 		}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 )
 
 // The session commands: rm and the trash, rename, tag, archive, unarchive.
@@ -57,16 +59,6 @@ func parseAge(flag, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// sessionArg is the layout and the session an ID argument names.
-func sessionArg(cmd *cobra.Command, arg string) (jsonl.Layout, string, error) {
-	l, _, err := layoutFor(cmd)
-	if err != nil {
-		return l, "", err
-	}
-	id, err := resolveSession(cmd.Context(), l, arg)
-	return l, id, err
-}
-
 // storeErr makes the store's refusals of a value usage errors (exit 2).
 func storeErr(err error) error {
 	switch {
@@ -95,16 +87,17 @@ As the Agent SDK's deleteSession, rm first writes the deletion markers
 saving the transcript again; trash restore removes them.
 A session a live writer holds is refused (--lock-wait to wait).`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, tr, done, err := openCapable[sessions.Trasher](cmd, "remove sessions")
 			if err != nil {
 				return err
 			}
+			defer done(&err)
 			ids := make([]string, 0, len(args))
 			for _, a := range args {
-				id, err := resolveSession(cmd.Context(), l, a)
+				id, err := st.Resolve(cmd.Context(), a)
 				if err != nil {
-					return err
+					return resolveErr(err)
 				}
 				ids = append(ids, id)
 			}
@@ -123,10 +116,10 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 			}
 			var all []jsonl.TrashItem
 			for _, id := range ids {
-				items, err := l.MoveToTrash(cmd.Context(), id, opt)
+				items, err := tr.Trash(cmd.Context(), id, opt)
 				all = append(all, items...)
-				if len(items) > 0 && !dryRun {
-					forgetSearch(cmd, l, []string{id})
+				if local, ok := st.(*stores.Local); ok && len(items) > 0 && !dryRun {
+					forgetSearch(cmd, local.Layout(), []string{id})
 				}
 				if err != nil {
 					printTrashed(cmd, all, dryRun, asJSON)
@@ -142,6 +135,7 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
 	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
 	rmKeys.add(c, true)
+	addStoreFlag(c, "remove the sessions of this store (a jsonl, postgres or s3 block, type/name); a SessionStore's trash is kept on this machine")
 	return c
 }
 
@@ -184,12 +178,13 @@ func newTrashCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the sessions in the trash, oldest first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, _, err := layoutFor(cmd)
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			st, tr, done, err := openCapable[sessions.Trasher](cmd, "keep a trash")
 			if err != nil {
 				return err
 			}
-			items, problems, err := l.ListTrash()
+			defer done(&err)
+			items, problems, err := tr.TrashItems(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -203,7 +198,7 @@ func newTrashCmd() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"items": items, "problems": problems})
 			}
 			if len(items) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "the trash is empty (%s)\n", l.TrashDir())
+				fmt.Fprintf(cmd.OutOrStdout(), "the trash is empty (%s)\n", trashDirOf(st))
 				return nil
 			}
 			tw := newTable(cmd.OutOrStdout())
@@ -219,6 +214,7 @@ func newTrashCmd() *cobra.Command {
 		},
 	}
 	ls.Flags().BoolVar(&asJSON, "json", false, "print the manifests as JSON")
+	addStoreFlag(ls, "list the trash of this store (type/name)")
 	c.AddCommand(ls, newTrashRestoreCmd(), newTrashEmptyCmd())
 	return c
 }
@@ -236,11 +232,12 @@ func newTrashRestoreCmd() *cobra.Command {
 refuses to overwrite anything that is in its place now, and moves the files
 back, with their modes and mtimes.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			st, tr, done, err := openCapable[sessions.Trasher](cmd, "restore from a trash")
 			if err != nil {
 				return err
 			}
+			defer done(&err)
 			sl, err := restoreKeys.sealer(cmd)
 			if err != nil {
 				return err
@@ -249,7 +246,7 @@ back, with their modes and mtimes.`,
 			if sl != nil {
 				open = sl.OpenBytes
 			}
-			it, err := l.RestoreTrashSealed(cmd.Context(), args[0], lockWait, open)
+			it, err := tr.Restore(cmd.Context(), args[0], sessions.RestoreOptions{LockWait: lockWait, Open: open})
 			if err != nil {
 				return err
 			}
@@ -258,7 +255,9 @@ back, with their modes and mtimes.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored %s (%d files, %s) to %s", it.SessionID, len(it.Files), humanBytes(it.Bytes), it.Project)
 			if it.MarkersRemoved > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "; removed %d deletion marker(s) from %s", it.MarkersRemoved, l.DeletedTranscriptsDir())
+				if local, ok := st.(*stores.Local); ok {
+					fmt.Fprintf(cmd.OutOrStdout(), "; removed %d deletion marker(s) from %s", it.MarkersRemoved, local.Layout().DeletedTranscriptsDir())
+				}
 			}
 			fmt.Fprintln(cmd.OutOrStdout())
 			return nil
@@ -267,6 +266,7 @@ back, with their modes and mtimes.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the restored item as JSON")
 	restoreKeys.add(c, false)
 	c.Flags().DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	addStoreFlag(c, "restore into this store (type/name), from its trash")
 	return c
 }
 
@@ -279,18 +279,19 @@ func newTrashEmptyCmd() *cobra.Command {
 		Use:   "empty",
 		Short: "Delete what is in the trash (--older-than D: only what was trashed before)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, _, err := layoutFor(cmd)
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			_, tr, done, err := openCapable[sessions.Trasher](cmd, "keep a trash")
 			if err != nil {
 				return err
 			}
+			defer done(&err)
 			age, err := parseAge("--older-than", olderThan)
 			if err != nil {
 				return err
 			}
 			now := time.Now()
 			if !dryRun {
-				plan, err := l.EmptyTrash(age, true, now)
+				plan, err := tr.EmptyTrash(cmd.Context(), age, true, now)
 				if err != nil {
 					return err
 				}
@@ -298,7 +299,7 @@ func newTrashEmptyCmd() *cobra.Command {
 					return err
 				}
 			}
-			items, err := l.EmptyTrash(age, dryRun, now)
+			items, err := tr.EmptyTrash(cmd.Context(), age, dryRun, now)
 			var bytes int64
 			for _, it := range items {
 				bytes += it.Bytes
@@ -325,11 +326,12 @@ func newTrashEmptyCmd() *cobra.Command {
 	f.BoolVar(&dryRun, "dry-run", false, "say what would be deleted, delete nothing")
 	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
 	f.BoolVar(&asJSON, "json", false, "print the deleted items as JSON")
+	addStoreFlag(c, "empty the trash of this store (type/name)")
 	return c
 }
 
 // manageCmd is the shape of rename, tag, archive and unarchive.
-func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx context.Context, l jsonl.Layout, id string, args []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error)) *cobra.Command {
+func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx context.Context, st sessions.Store, id string, args []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error)) *cobra.Command {
 	var (
 		asJSON, dryRun bool
 		lockWait       time.Duration
@@ -339,16 +341,21 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 		Short: short,
 		Long:  long,
 		Args:  args,
-		RunE: func(cmd *cobra.Command, a []string) error {
-			l, id, err := sessionArg(cmd, a[0])
+		RunE: func(cmd *cobra.Command, a []string) (err error) {
+			st, _, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
+			}
+			defer done(&err)
+			id, err := st.Resolve(cmd.Context(), a[0])
+			if err != nil {
+				return resolveErr(err)
 			}
 			if dryRun {
 				fmt.Fprintf(cmd.OutOrStdout(), "would %s %s\n", strings.Fields(use)[0], id)
 				return nil
 			}
-			res, err := run(cmd.Context(), l, id, a[1:], jsonl.ManageOptions{LockWait: lockWait})
+			res, err := run(cmd.Context(), st, id, a[1:], jsonl.ManageOptions{LockWait: lockWait})
 			if err != nil {
 				return storeErr(err)
 			}
@@ -368,6 +375,7 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 	f.BoolVar(&asJSON, "json", false, "print what was written as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
 	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	addStoreFlag(c, "change a session of this store (a jsonl, postgres or s3 block, type/name)")
 	return c
 }
 
@@ -376,8 +384,12 @@ func newRenameCmd() *cobra.Command {
 		`rename appends {"type":"custom-title","customTitle":TITLE,"sessionId":ID} to the
 transcript, exactly the line the SDK's renameSession writes (TITLE trimmed).`,
 		cobra.ExactArgs(2),
-		func(ctx context.Context, l jsonl.Layout, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
-			return l.RenameSession(ctx, id, a[0], opt)
+		func(ctx context.Context, st sessions.Store, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+			m, err := capability[sessions.Manager](st, "rename sessions")
+			if err != nil {
+				return jsonl.ManageResult{}, err
+			}
+			return m.Rename(ctx, id, a[0], opt)
 		})
 }
 
@@ -387,7 +399,11 @@ func newTagCmd() *cobra.Command {
 		`tag appends {"type":"tag","tag":TAG,"sessionId":ID}, the line the SDK's tagSession
 writes; --clear appends the empty tag, as tagSession(id, null) does.`,
 		cobra.RangeArgs(1, 2),
-		func(ctx context.Context, l jsonl.Layout, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+		func(ctx context.Context, st sessions.Store, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+			m, err := capability[sessions.Manager](st, "tag sessions")
+			if err != nil {
+				return jsonl.ManageResult{}, err
+			}
 			if clear == (len(a) == 1) {
 				return jsonl.ManageResult{}, &exitError{code: 2, err: errors.New("give a TAG or --clear, not both or neither")}
 			}
@@ -395,7 +411,7 @@ writes; --clear appends the empty tag, as tagSession(id, null) does.`,
 			if len(a) == 1 {
 				tag = a[0]
 			}
-			return l.TagSession(ctx, id, tag, clear, opt)
+			return m.Tag(ctx, id, tag, clear, opt)
 		})
 	c.Flags().BoolVar(&clear, "clear", false, "clear the tag")
 	return c
@@ -411,8 +427,12 @@ func newArchiveCmd(archived bool) *cobra.Command {
 every copy of the transcript, as the SDK does. The SDK then lists the session
 with archived set (a prompt sent after TIME un-archives it).`,
 		cobra.ExactArgs(1),
-		func(ctx context.Context, l jsonl.Layout, id string, _ []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
-			return l.SetArchived(ctx, id, archived, opt)
+		func(ctx context.Context, st sessions.Store, id string, _ []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
+			ar, err := capability[sessions.Archiver](st, "archive sessions")
+			if err != nil {
+				return jsonl.ManageResult{}, err
+			}
+			return ar.SetArchived(ctx, id, archived, opt)
 		})
 }
 
@@ -426,4 +446,17 @@ func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
 	if err := dropFromSearch(cmd, l, ids); err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
 	}
+}
+
+// addStoreFlag gives a command --from STORE.
+func addStoreFlag(c *cobra.Command, usage string) {
+	c.Flags().String("from", "", usage)
+}
+
+// trashDirOf says where a store keeps its trash.
+func trashDirOf(st sessions.Store) string {
+	if t, ok := st.(interface{ TrashDir() string }); ok {
+		return t.TrashDir()
+	}
+	return st.Where()
 }

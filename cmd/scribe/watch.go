@@ -465,56 +465,6 @@ func launchdPlist(argv []string, env [][2]string) string {
 	return b.String()
 }
 
-// storeLayout is the layout of the jsonl store that --from names
-// (jsonl/archive): ls, show, info and fork read an archive so. ok is
-// false when --from is unset or names something else.
-func storeLayout(cmd *cobra.Command, cfg *config.Config) (jsonl.Layout, bool, error) {
-	fl := cmd.Flags().Lookup("from")
-	if fl == nil || fl.Value.String() == "" {
-		return jsonl.Layout{}, false, nil
-	}
-	if remote, _ := cmd.Flags().GetBool("remote"); remote {
-		return jsonl.Layout{}, false, nil
-	}
-	id, err := core.ParseID(fl.Value.String())
-	if err != nil || id.Type != "jsonl" {
-		return jsonl.Layout{}, false, nil
-	}
-	comp, ok := cfg.Lookup(core.KindSink, id)
-	if !ok {
-		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("--from %s: no such sink in the configuration (declare sink \"jsonl\" %q { dir = \"...\" })", id, id.Name)}
-	}
-	jc := jsonl.DefaultConfig()
-	if err := comp.Decode(jc); err != nil {
-		return jsonl.Layout{}, true, &exitError{code: 2, err: err}
-	}
-	dir := jc.Dir
-	if !jc.Encryption.IsZero() {
-		if err := jc.Validate(); err != nil {
-			return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("sink %s: %w", id, err)}
-		}
-	}
-	if dir == "" {
-		d, err := claudeConfigDir(cfg)
-		return jsonl.Layout{ConfigDir: d}, true, err
-	}
-	abs, err := filepath.Abs(dir) // ~ was expanded by the configuration
-	if err != nil {
-		return jsonl.Layout{}, true, err
-	}
-	l := jsonl.Layout{ConfigDir: abs}
-	if jc.Encryption.IsZero() && !l.IsSealed() {
-		return l, true, nil
-	}
-	if jc.Encryption.IsZero() {
-		return jsonl.Layout{}, true, &exitError{code: 2, err: fmt.Errorf("sink %s: %w: %s is sealed; give the sink its encryption block", id, jsonl.ErrMixedArchive, abs)}
-	}
-	l, err = sealedViewFor(cmd, abs, func(ctx context.Context, view *os.Root) (jsonl.ViewReport, error) {
-		return jsonl.DecryptArchiveInto(ctx, abs, jc.Encryption, os.Environ(), view)
-	})
-	return l, true, err
-}
-
 // addFromFlags gives show, info and fork a --from flag for reading a
 // jsonl store other than Claude's folder, unless they have one already.
 func addFromFlags(root *cobra.Command) {

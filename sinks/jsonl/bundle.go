@@ -101,10 +101,10 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	if len(folders) > 1 {
 		return m, fmt.Errorf("export %s: the session is in %d project folders (%s): move or remove the others first", id, len(folders), strings.Join(folders, ", "))
 	}
-	if info, ok, _ := ReadLite(mains[0], ""); ok {
+	if info, ok, _ := liteNewWorker(l.FS).readLite(mains[0], strings.TrimSuffix(filepath.Base(mains[0]), ".jsonl"), "", true); ok {
 		m.Cwd, m.Title = info.Cwd, info.Summary
 	}
-	names, err := sessionEntries(dir, id)
+	names, err := sessionEntriesIn(l.FS, dir, id)
 	if err != nil {
 		return m, fmt.Errorf("export %s: %w", id, err)
 	}
@@ -113,7 +113,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	// each is checked against its description as it is written.
 	var files []TrashFile
 	for _, n := range names {
-		tree, err := describeTree(dir, n)
+		tree, err := describeTreeIn(l.FS, dir, n)
 		if err != nil {
 			return m, fmt.Errorf("export %s: %w", id, err)
 		}
@@ -143,7 +143,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 			return m, err
 		}
 		var bf BundleFile
-		if bf, err = bundleAdd(tw, dir, f); err == nil && bf != m.Files[i] {
+		if bf, err = bundleAdd(l.FS, tw, dir, f); err == nil && bf != m.Files[i] {
 			err = fmt.Errorf("%s changed while it was exported (sha256 %s, described as %s): export again", f.Path, bf.SHA256, f.SHA256)
 		}
 	}
@@ -160,8 +160,8 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 
 // bundleAdd writes one file (the size it had when described) to the tar
 // and returns its manifest entry, hashed from the bytes written.
-func bundleAdd(tw *tar.Writer, dir string, f TrashFile) (BundleFile, error) {
-	fh, err := os.Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
+func bundleAdd(fsys FS, tw *tar.Writer, dir string, f TrashFile) (BundleFile, error) {
+	fh, err := fsOf(fsys).Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
 	if err != nil {
 		return BundleFile{}, err
 	}
@@ -170,7 +170,7 @@ func bundleAdd(tw *tar.Writer, dir string, f TrashFile) (BundleFile, error) {
 		return BundleFile{}, err
 	}
 	h := sha256.New()
-	if n, err := io.Copy(io.MultiWriter(tw, h), io.LimitReader(fh, f.Size)); err != nil || n != f.Size {
+	if n, err := io.Copy(io.MultiWriter(tw, h), io.NewSectionReader(fh, 0, f.Size)); err != nil || n != f.Size {
 		return BundleFile{}, fmt.Errorf("read %s: %d of %d bytes: %v", f.Path, n, f.Size, err)
 	}
 	return BundleFile{Path: f.Path, Size: f.Size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -168,20 +169,7 @@ func (l Layout) Checkpoints(ctx context.Context, sessionID, dir string) ([]core.
 	if err != nil {
 		return nil, err
 	}
-	var out []core.Checkpoint
-	seen := map[string]bool{}
-	for i := range entries {
-		if entries[i].Type != core.TypeCheckpoint {
-			continue
-		}
-		c, err := core.ParseCheckpoint(&entries[i])
-		if err != nil || seen[c.ID] {
-			continue
-		}
-		seen[c.ID] = true
-		out = append(out, c)
-	}
-	return out, nil
+	return sessions.CheckpointsIn(entries), nil
 }
 
 // CheckpointAtLeaf builds a checkpoint of a session as it stands: after the

@@ -232,4 +232,3 @@ func ixSweepTemps(dir string) {
 		}
 	}
 }
-

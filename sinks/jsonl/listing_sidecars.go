@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/transcript"
 )

@@ -55,7 +55,7 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 	var out []string
 	for _, folder := range folders {
 		p := MainFile(l.ProjectFolder(folder), id)
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+		if fi, err := l.fs().Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 			out = append(out, p)
 		}
 	}
@@ -69,7 +69,7 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 func (l Layout) ProjectFolders() ([]string, error) { return l.projectFolders() }
 
 func (l Layout) projectFolders() ([]string, error) {
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -156,3 +156,9 @@ func cutsAt(line []byte, start int64) bool {
 	}
 	return transcript.IsPlainCompactBoundary(&e)
 }
+
+// ReadEntries is ReadFile through the layout's FS.
+func (l Layout) ReadEntries(path string, opt ReadOptions) ([]core.Entry, ReadReport, error) {
+	out, rep, err := readFile(l.FS, path, opt, keepLine)
+	return out.entries, rep, err
+}

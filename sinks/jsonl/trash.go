@@ -54,7 +54,12 @@ func (l Layout) TrashDir() string { return filepath.Join(l.ConfigDir, "scribe", 
 
 // sessionEntries lists the names in projectDir that belong to session id.
 func sessionEntries(projectDir, id string) ([]string, error) {
-	ents, err := os.ReadDir(projectDir)
+	return sessionEntriesIn(nil, projectDir, id)
+}
+
+// sessionEntriesIn is sessionEntries in fsys.
+func sessionEntriesIn(fsys FS, projectDir, id string) ([]string, error) {
+	ents, err := fsOf(fsys).ReadDir(projectDir)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +80,7 @@ func (l Layout) sessionFolders(id string) ([]string, error) {
 	}
 	var out []string
 	for _, folder := range folders {
-		if names, _ := sessionEntries(l.ProjectFolder(folder), id); len(names) > 0 {
+		if names, _ := sessionEntriesIn(l.FS, l.ProjectFolder(folder), id); len(names) > 0 {
 			out = append(out, folder)
 		}
 	}
@@ -84,18 +89,18 @@ func (l Layout) sessionFolders(id string) ([]string, error) {
 
 // describeTree lists every file under root/rel (rel included) with its
 // hash, as manifest entries relative to base.
-func describeTree(base, rel string) ([]TrashFile, error) {
+func describeTree(base, rel string) ([]TrashFile, error) { return describeTreeIn(nil, base, rel) }
+
+// describeTreeIn is describeTree in fsys (links not followed), in lexical
+// order as filepath.WalkDir walks.
+func describeTreeIn(fsys FS, base, rel string) ([]TrashFile, error) {
+	fsys = fsOf(fsys)
 	var out []TrashFile
-	err := filepath.WalkDir(filepath.Join(base, rel), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
+	var walk func(p string, fi fs.FileInfo) error
+	walk = func(p string, fi fs.FileInfo) error {
 		r, _ := filepath.Rel(base, p)
 		tf := TrashFile{Path: filepath.ToSlash(r), Mode: uint32(fi.Mode().Perm()), ModTime: fi.ModTime().UTC()}
+		var err error
 		switch {
 		case fi.IsDir():
 			tf.Dir = true
@@ -103,24 +108,51 @@ func describeTree(base, rel string) ([]TrashFile, error) {
 			tf.Link, err = os.Readlink(p)
 		case fi.Mode().IsRegular():
 			tf.Size = fi.Size()
-			tf.SHA256, err = hashFile(p)
+			tf.SHA256, err = hashFileIn(fsys, p)
 		default:
 			return fmt.Errorf("%s: not a regular file, folder or symlink", p)
 		}
 		out = append(out, tf)
-		return err
-	})
-	return out, err
+		if err != nil || !fi.IsDir() {
+			return err
+		}
+		ents, err := fsys.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			cfi, err := e.Info()
+			if err != nil {
+				return err
+			}
+			if err := walk(filepath.Join(p, e.Name()), cfi); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	root := filepath.Join(base, rel)
+	fi, err := fsys.Lstat(root)
+	if err != nil {
+		return nil, err
+	}
+	return out, walk(root, fi)
 }
 
-func hashFile(p string) (string, error) {
-	f, err := os.Open(p)
+func hashFile(p string) (string, error) { return hashFileIn(nil, p) }
+
+func hashFileIn(fsys FS, p string) (string, error) {
+	f, err := fsOf(fsys).Open(p)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, fi.Size())); err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
