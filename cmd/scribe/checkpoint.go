@@ -11,12 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/gitrev"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newCheckpointCmd() *cobra.Command {
+func newCheckpointCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		label    string
 		asJSON   bool
@@ -38,44 +39,44 @@ start from that message and print the commit to check out. A checkpoint is
 named by its id, a unique prefix of it, or its label.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			local := false
 			for _, id := range cfg.Pipeline.Sinks {
 				local = local || id.Type == "jsonl"
 			}
 			if !local {
-				return &exitError{code: 2, err: errors.New("checkpoint needs the local store: list a jsonl sink in pipeline { sinks = [...] }")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("checkpoint needs the local store: list a jsonl sink in pipeline { sinks = [...] }")}
 			}
-			log := newLogger(cfg, "scribe")
-			ctx, rt, done, err := buildForCommand(cmd, cfg, log, buildOpts{lockWait: lockWait})
+			log := f.Logger(cfg, "scribe")
+			ctx, rt, done, err := cmdutil.BuildForCommand(cmd, cfg, log, cmdutil.BuildOpts{LockWait: lockWait})
 			if err != nil {
 				return err
 			}
 			defer done()
-			l := jsonl.Layout{ConfigDir: rt.host.ConfigDir}
-			id, err := resolveSession(ctx, l, args[0])
+			l := jsonl.Layout{ConfigDir: rt.Host.ConfigDir}
+			id, err := cmdutil.ResolveSession(ctx, l, args[0])
 			if err != nil {
 				return err
 			}
-			cp, err := takeCheckpoint(ctx, rt.pipeline, l, id, label)
+			cp, err := takeCheckpoint(ctx, rt.Pipeline, l, id, label)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), cp)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), cp)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "checkpoint %s %q in session %s\n", cp.ID, cp.Label, cp.SessionID)
 			printCheckout(cmd.OutOrStdout(), cp)
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&label, "label", "", "the checkpoint's label (it can name the checkpoint later)")
-	f.BoolVar(&asJSON, "json", false, "print the checkpoint as JSON")
-	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
+	fl := c.Flags()
+	fl.StringVar(&label, "label", "", "the checkpoint's label (it can name the checkpoint later)")
+	fl.BoolVar(&asJSON, "json", false, "print the checkpoint as JSON")
+	fl.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
 	return c
 }
 
@@ -108,7 +109,7 @@ func takeCheckpoint(ctx context.Context, p *core.Pipeline, l jsonl.Layout, id, l
 		return fail(err)
 	}
 	if res.Status == core.Refused {
-		return fail(&exitError{code: 3, err: fmt.Errorf("checkpoint refused by %s: %v", res.Guard, res.Reason)})
+		return fail(&cmdutil.ExitError{Code: 3, Err: fmt.Errorf("checkpoint refused by %s: %v", res.Guard, res.Reason)})
 	}
 	if err := p.Flush(ctx); err != nil {
 		return fail(err)
@@ -119,18 +120,18 @@ func takeCheckpoint(ctx context.Context, p *core.Pipeline, l jsonl.Layout, id, l
 	return cp, nil
 }
 
-func newCheckpointsCmd() *cobra.Command {
+func newCheckpointsCmd(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "checkpoints ID",
 		Short: "List a session's checkpoints, oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
-			id, err := resolveSession(cmd.Context(), l, args[0])
+			id, err := cmdutil.ResolveSession(cmd.Context(), l, args[0])
 			if err != nil {
 				return err
 			}
@@ -143,7 +144,7 @@ func newCheckpointsCmd() *cobra.Command {
 				if cps == nil {
 					cps = []core.Checkpoint{}
 				}
-				return writeJSON(out, cps)
+				return cmdutil.WriteJSON(out, cps)
 			}
 			if len(cps) == 0 {
 				fmt.Fprintf(out, "no checkpoints in session %s (scribe checkpoint %s --label TEXT takes one)\n", id, id)
@@ -156,7 +157,7 @@ func newCheckpointsCmd() *cobra.Command {
 				if commit == "" {
 					commit = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cp.ID, cpTime(cp), clip(cp.Label, 50), commit, cp.MessageUUID)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cp.ID, cpTime(cp), cmdutil.Clip(cp.Label, 50), commit, cp.MessageUUID)
 			}
 			return tw.Flush()
 		},
@@ -182,9 +183,9 @@ func checkpointOf(ctx context.Context, st sessions.Store, sessionID, name string
 	cp, err := core.ResolveCheckpoint(cps, name)
 	switch {
 	case errors.Is(err, core.ErrCheckpointAmbiguous):
-		return cp, &exitError{code: 2, err: fmt.Errorf("--at: %w", err)}
+		return cp, &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--at: %w", err)}
 	case err != nil:
-		return cp, &exitError{code: 1, err: fmt.Errorf("--at: session %s: %w", sessionID, err)}
+		return cp, &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("--at: session %s: %w", sessionID, err)}
 	}
 	return cp, nil
 }
@@ -194,7 +195,7 @@ func printCheckout(w io.Writer, cp core.Checkpoint) {
 	fmt.Fprintf(w, "  after message %s (%s)\n", cp.MessageUUID, cp.Timestamp)
 	switch {
 	case cp.Commit != "" && cp.CWD != "":
-		fmt.Fprintf(w, "  commit %s: git -C %s checkout %s\n", cp.Commit, shellQuote(cp.CWD), cp.Commit)
+		fmt.Fprintf(w, "  commit %s: git -C %s checkout %s\n", cp.Commit, cmdutil.ShellQuote(cp.CWD), cp.Commit)
 	case cp.Commit != "":
 		fmt.Fprintf(w, "  commit %s: git checkout %s\n", cp.Commit, cp.Commit)
 	case cp.CWD != "":
@@ -202,29 +203,6 @@ func printCheckout(w io.Writer, cp core.Checkpoint) {
 	default:
 		fmt.Fprintln(w, "  no commit: the session had no cwd")
 	}
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@') {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	out := []byte{'\''}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			out = append(out, `'\''`...)
-		} else {
-			out = append(out, s[i])
-		}
-	}
-	return string(append(out, '\''))
 }
 
 // printLifecycle shows a session's lifecycle records and checkpoints (its

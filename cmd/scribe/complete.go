@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -26,15 +27,15 @@ var completionTargets = map[string]bool{
 
 // addCompletions attaches the session-id completion to every command of
 // completionTargets and the trash-id completion to trash restore.
-func addCompletions(root *cobra.Command) {
+func addCompletions(f *cmdutil.Factory, root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		path := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
 		if many, ok := completionTargets[path]; ok {
-			c.ValidArgsFunction = sessionCompleter(many)
+			c.ValidArgsFunction = sessionCompleter(f, many)
 		}
 		if path == "trash restore" {
-			c.ValidArgsFunction = completeTrashIDs
+			c.ValidArgsFunction = trashCompleter(f)
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -45,17 +46,17 @@ func addCompletions(root *cobra.Command) {
 
 // completionTitle is a title fit for a completion description: one line,
 // at most 60 characters.
-func completionTitle(s string) string { return clip(s, 60) }
+func completionTitle(s string) string { return cmdutil.Clip(s, 60) }
 
 // sessionCompleter completes the first positional argument (every one when
 // many) with the ids of the indexed sessions that start with the prefix,
 // each with its title; ids already on the line are left out.
-func sessionCompleter(many bool) cobra.CompletionFunc {
+func sessionCompleter(f *cmdutil.Factory, many bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 && !many {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		l, _, err := layoutFor(cmd)
+		l, _, err := f.LocalLayout(cmd)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -79,13 +80,19 @@ func sessionCompleter(many bool) cobra.CompletionFunc {
 	}
 }
 
-// completeTrashIDs completes trash restore's argument with the trash ids,
+// trashCompleter completes trash restore's argument with the trash ids,
 // each described by its session's title and id.
-func completeTrashIDs(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+func trashCompleter(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeTrashIDs(f, cmd, args, prefix)
+	}
+}
+
+func completeTrashIDs(f *cmdutil.Factory, cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	l, _, err := layoutFor(cmd)
+	l, _, err := f.LocalLayout(cmd)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

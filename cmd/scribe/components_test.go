@@ -10,6 +10,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 )
 
 // Every block of the built-in configuration (and so of example.hcl, which
@@ -19,7 +20,7 @@ func TestDefaultConfigDecodesIntoFactories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := validate(cfg); len(errs) > 0 {
+	if errs := validate(&cmdutil.Factory{}, cfg); len(errs) > 0 {
 		t.Fatalf("the built-in configuration does not decode: %v", errs)
 	}
 	// A type that serves as several kinds (memcache, plugin) takes the same
@@ -28,7 +29,7 @@ func TestDefaultConfigDecodesIntoFactories(t *testing.T) {
 	for _, c := range cfg.Components {
 		seen[c.ID.Type] = true
 	}
-	for _, f := range factories() {
+	for _, f := range cmdutil.Factories() {
 		if !seen[f.Type()] {
 			t.Errorf("example.hcl shows no %q block: every option must be shown with its default", f.Type())
 		}
@@ -45,11 +46,11 @@ func TestUnknownComponentTypeListsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := validate(cfg)
+	errs := validate(&cmdutil.Factory{}, cfg)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `x.hcl:4:1`) || !strings.Contains(errs[0].Error(), "valid: events, ingress, jsonl, memcache, plugin") {
 		t.Fatalf("got %v", errs)
 	}
-	if _, err := findFactory(core.KindGuard, "nope"); err == nil || !strings.Contains(err.Error(), "config, env, flag, plugin") {
+	if _, err := (&cmdutil.Factory{}).FindFactory(core.KindGuard, "nope"); err == nil || !strings.Contains(err.Error(), "config, env, flag, plugin") {
 		t.Fatalf("findFactory: %v", err)
 	}
 }

@@ -16,11 +16,12 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/plugins"
 	"github.com/e0dc0000/scribe/server"
 )
 
-func newConfigCmd() *cobra.Command {
+func newConfigCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: fullOnly["config"].use, Short: fullOnly["config"].short}
 	var asJSON bool
 	check := &cobra.Command{
@@ -35,11 +36,11 @@ func newConfigCmd() *cobra.Command {
 			"warnings (such as persistence guards left out) go to stderr. Exit status 2 when there are problems.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			found, err := configFile(cmd)
+			found, err := cmdutil.ConfigFile(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			rep, cfg := checkConfig(found.Path, os.Environ(), cmd.Flags())
+			rep, cfg := checkConfig(f, found.Path, os.Environ(), cmd.Flags())
 			rep.Source = found.Source
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -51,17 +52,17 @@ func newConfigCmd() *cobra.Command {
 				printCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), rep, cfg)
 			}
 			if !rep.OK {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %d %s", rep.name(), len(rep.Problems), plural(len(rep.Problems), "problem"))}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s: %d %s", rep.name(), len(rep.Problems), plural(len(rep.Problems), "problem"))}
 			}
 			return nil
 		},
 	}
 	check.Flags().BoolVar(&asJSON, "json", false, `print {"file", "source", "ok", "problems", "warnings", "paths"} as JSON`)
-	c.AddCommand(check, newConfigPathCmd())
+	c.AddCommand(check, newConfigPathCmd(f))
 	return c
 }
 
-func newConfigPathCmd() *cobra.Command {
+func newConfigPathCmd(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "path",
@@ -73,12 +74,12 @@ that exists). With none, it prints "built-in only". CLAUDE_CONFIG_DIR is not
 scribe's configuration: it names Claude Code's folder, the one scribe mirrors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			found, err := configFile(cmd)
+			found, err := cmdutil.ConfigFile(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), found)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), found)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), describeFound(found))
 			return nil
@@ -149,14 +150,14 @@ func itemsOf(errs []*config.Error) []checkItem {
 
 // checkConfig runs every check of `scribe config check` and returns the
 // report, and the configuration when it could be read.
-func checkConfig(path string, env []string, flags *pflag.FlagSet) (checkReport, *config.Config) {
+func checkConfig(f *cmdutil.Factory, path string, env []string, flags *pflag.FlagSet) (checkReport, *config.Config) {
 	rep := checkReport{File: path}
 	if path == "" {
 		rep.File = config.DefaultName
 	}
 	cfg, errs := config.Check(path, env, flags)
 	if cfg != nil {
-		decoded, derrs := decodeAll(cfg)
+		decoded, derrs := decodeAll(f, cfg)
 		errs = append(errs, derrs...)
 		errs = append(errs, checkInUse(cfg, decoded, env)...)
 		rep.Warnings = itemsOf(cfg.Warnings)
@@ -250,16 +251,16 @@ type blockRef struct {
 // decodeAll decodes every declared block (and the server block) into its
 // factory's config without starting anything. It returns the configs of the
 // blocks that decoded, and every problem of the others.
-func decodeAll(cfg *config.Config) (map[blockRef]any, []*config.Error) {
+func decodeAll(f *cmdutil.Factory, cfg *config.Config) (map[blockRef]any, []*config.Error) {
 	decoded := map[blockRef]any{}
 	var errs []*config.Error
 	for _, comp := range cfg.Components {
-		f, err := findFactory(comp.Kind, comp.ID.Type)
+		fac, err := f.FindFactory(comp.Kind, comp.ID.Type)
 		if err != nil {
 			errs = append(errs, &config.Error{Pos: comp.Range, Msg: fmt.Sprintf("%s %s: %v", comp.Kind, comp.ID, err)})
 			continue
 		}
-		c := f.DefaultConfig()
+		c := fac.DefaultConfig()
 		if derrs := comp.DecodeAll(c); len(derrs) > 0 {
 			errs = append(errs, derrs...)
 			continue
@@ -279,8 +280,8 @@ func decodeAll(cfg *config.Config) (map[blockRef]any, []*config.Error) {
 
 // validate decodes and checks every declared component without starting
 // anything: decodeAll's problems.
-func validate(cfg *config.Config) []*config.Error {
-	_, errs := decodeAll(cfg)
+func validate(f *cmdutil.Factory, cfg *config.Config) []*config.Error {
+	_, errs := decodeAll(f, cfg)
 	return errs
 }
 

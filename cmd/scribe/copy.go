@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"sync/atomic"
@@ -16,12 +15,14 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/agentmeta"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/s3"
 )
 
-func newCopyCmd() *cobra.Command {
+func newCopyCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		from, to    string
 		all, asJSON bool
@@ -39,26 +40,26 @@ before the next one starts. The progress goes to stderr; the summary says how
 many entries were copied and how many were already there.`,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if from == "" || to == "" {
-				return &exitError{code: 2, err: errors.New("copy needs --from and --to (type/name of a jsonl, postgres or s3 block)")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("copy needs --from and --to (type/name of a jsonl, postgres or s3 block)")}
 			}
 			if from == to {
-				return &exitError{code: 2, err: fmt.Errorf("--from and --to are both %s", from)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--from and --to are both %s", from)}
 			}
 			if all == (len(ids) > 0) {
-				return &exitError{code: 2, err: errors.New("give session ids, or --all")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("give session ids, or --all")}
 			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			return runCopy(cmd, cfg, from, to, ids, asJSON)
+			return runCopy(f, cmd, cfg, from, to, ids, asJSON)
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&from, "from", "", "the store to read (type/name)")
-	f.StringVar(&to, "to", "", "the store to write (type/name of a sink block)")
-	f.BoolVar(&all, "all", false, "copy every session of --from")
-	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	fl := c.Flags()
+	fl.StringVar(&from, "from", "", "the store to read (type/name)")
+	fl.StringVar(&to, "to", "", "the store to write (type/name of a sink block)")
+	fl.BoolVar(&all, "all", false, "copy every session of --from")
+	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return c
 }
 
@@ -76,30 +77,30 @@ type copyReport struct {
 	Notes []string `json:"notes"`
 }
 
-func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []string, asJSON bool) (err error) {
+func runCopy(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, from, to string, ids []string, asJSON bool) (err error) {
 	ctx := cmd.Context()
-	src, err := openStore(ctx, cfg, from, nil)
+	src, err := f.OpenStore(ctx, cfg, from, nil)
 	if err != nil {
 		return err
 	}
-	defer src.stop(context.WithoutCancel(ctx))
-	for _, d := range src.damaged {
+	defer src.Stop(context.WithoutCancel(ctx))
+	for _, d := range src.Damaged {
 		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: %v: left out of what this command reads\n", d)
 	}
 	defer func() {
-		if err == nil && len(src.damaged) > 0 {
-			err = fmt.Errorf("%d sealed transcript(s) of %s are damaged and were left out (see above): %w", len(src.damaged), from, src.damaged[0])
+		if err == nil && len(src.Damaged) > 0 {
+			err = fmt.Errorf("%d sealed transcript(s) of %s are damaged and were left out (see above): %w", len(src.Damaged), from, src.Damaged[0])
 		}
 	}()
-	dst, err := openStore(ctx, cfg, to, faithfulCopy)
+	dst, err := f.OpenStore(ctx, cfg, to, faithfulCopy)
 	if err != nil {
 		return err
 	}
-	if dst.sink == nil {
-		dst.stop(ctx)
-		return &exitError{code: 2, err: fmt.Errorf("--to %s is a loader block: name a sink block", to)}
+	if dst.Sink == nil {
+		dst.Stop(ctx)
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--to %s is a loader block: name a sink block", to)}
 	}
-	if err := dst.start(ctx); err != nil {
+	if err := dst.Start(ctx); err != nil {
 		return fmt.Errorf("start %s: %w", to, err)
 	}
 	stopped := false
@@ -110,23 +111,23 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 		stopped = true
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		return dst.stop(sctx)
+		return dst.Stop(sctx)
 	}
 	defer stopDst()
 
 	var sessions []backend.Listed
 	if len(ids) == 0 {
-		if sessions, err = src.lister.ListSessions(ctx, ""); err != nil {
+		if sessions, err = src.Lister.ListSessions(ctx, ""); err != nil {
 			return fmt.Errorf("list %s: %w", from, err)
 		}
 	}
 	for _, arg := range ids {
-		found, err := matching(ctx, src, arg)
+		found, err := cmdutil.Matching(ctx, src, arg)
 		if err != nil {
 			return err
 		}
 		if len(found) > 1 {
-			if _, err := resolveIn(ctx, src, arg); err != nil {
+			if _, err := cmdutil.ResolveIn(ctx, src, arg); err != nil {
 				return err
 			}
 		}
@@ -141,8 +142,8 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 
 	rep := copyReport{From: from, To: to, Failed: []string{}, Notes: []string{}}
 	var read atomic.Int64
-	bar := newProgressBar(cmd.ErrOrStderr(), "copy", !isTerminal(cmd.ErrOrStderr()))
-	bar.start(-1, len(sessions), &read)
+	bar := cmdutil.NewProgressBar(cmd.ErrOrStderr(), "copy", !cmdutil.IsTerminal(cmd.ErrOrStderr()))
+	bar.Start(-1, len(sessions), &read)
 	for _, s := range sessions {
 		n, subs, err := copySession(ctx, src, dst, s, &read, &rep)
 		if err != nil {
@@ -155,16 +156,16 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 		}
 		rep.Sessions++
 		rep.Subagent += subs
-		bar.entries(n)
-		bar.sessionDone()
+		bar.Entries(n)
+		bar.SessionDone()
 	}
-	bar.finish()
+	bar.Finish()
 	if err := stopDst(); err != nil {
 		return fmt.Errorf("close %s: %w", to, err)
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
-		if err := writeJSON(out, rep); err != nil {
+		if err := cmdutil.WriteJSON(out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -178,7 +179,7 @@ func runCopy(cmd *cobra.Command, cfg *config.Config, from, to string, ids []stri
 		}
 	}
 	if len(rep.Failed) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d sessions were not copied", len(rep.Failed), len(sessions))}
+		return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("%d of %d sessions were not copied", len(rep.Failed), len(sessions))}
 	}
 	return nil
 }
@@ -194,8 +195,8 @@ func faithfulCopy(c any) {
 
 // copySession copies one session's main transcript and subagents (their
 // meta files too), writing only what dst lacks, and flushes dst.
-func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *atomic.Int64, rep *copyReport) (int64, int, error) {
-	agents, err := src.lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
+func copySession(ctx context.Context, src, dst *cmdutil.Store, s backend.Listed, read *atomic.Int64, rep *copyReport) (int64, int, error) {
+	agents, err := src.Lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -213,7 +214,7 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		for _, n := range notes {
 			rep.Notes = append(rep.Notes, ref.Key()+": "+n)
 		}
-		if dst.layout != nil && ref.AgentID != "" {
+		if dst.Layout != nil && ref.AgentID != "" {
 			// The local store keeps it as the meta file, not a line.
 			var meta *core.Entry
 			if entries, meta = backend.SplitAgentMeta(entries); meta != nil {
@@ -231,8 +232,8 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		if len(missing) == 0 {
 			continue
 		}
-		if err := dst.sink.Write(ctx, missing); err != nil {
-			return written, 0, fmt.Errorf("write %s into %s: %w", ref.Key(), dst.id, err)
+		if err := dst.Sink.Write(ctx, missing); err != nil {
+			return written, 0, fmt.Errorf("write %s into %s: %w", ref.Key(), dst.ID, err)
 		}
 		written += int64(len(missing))
 		rep.Copied += int64(len(missing))
@@ -242,15 +243,15 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 		return written, 0, err
 	}
 	written += n
-	if err := dst.sink.Flush(ctx); err != nil {
-		return written, 0, fmt.Errorf("flush %s: %w", dst.id, err)
+	if err := dst.Sink.Flush(ctx); err != nil {
+		return written, 0, fmt.Errorf("flush %s: %w", dst.ID, err)
 	}
 	for ref, meta := range metas {
-		path, err := localAgentFile(*dst.layout, ref)
+		path, err := agentmeta.LocalAgentFile(*dst.Layout, ref)
 		if err != nil {
 			return written, 0, err
 		}
-		wrote, err := writeAgentMeta(jsonl.AgentMetaFile(path), meta)
+		wrote, err := agentmeta.Write(jsonl.AgentMetaFile(path), meta)
 		if err != nil {
 			return written, 0, err
 		}
@@ -268,10 +269,10 @@ func copySession(ctx context.Context, src, dst *store, s backend.Listed, read *a
 // sessionId (snapshots, summaries) are routed to the transcript they were
 // read from, and a local subagent's meta file comes last as the SDK's
 // agent_metadata entry.
-func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.Entry, []string, error) {
+func copyEntries(ctx context.Context, src *cmdutil.Store, ref core.SessionRef) ([]core.Entry, []string, error) {
 	t, err := readTranscript(ctx, src, ref)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load %s from %s: %w", ref.Key(), src.id, err)
+		return nil, nil, fmt.Errorf("load %s from %s: %w", ref.Key(), src.ID, err)
 	}
 	for i := range t.Entries {
 		e := &t.Entries[i]
@@ -282,14 +283,14 @@ func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.E
 			e.AgentID = ref.AgentID
 		}
 	}
-	if src.layout == nil || ref.AgentID == "" {
+	if src.Layout == nil || ref.AgentID == "" {
 		return t.Entries, t.Notes, nil
 	}
-	path, err := localAgentFile(*src.layout, ref)
+	path, err := agentmeta.LocalAgentFile(*src.Layout, ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	meta, ok, err := agentMetaEntry(jsonl.AgentMetaFile(path), ref)
+	meta, ok, err := agentmeta.Entry(jsonl.AgentMetaFile(path), ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -304,14 +305,14 @@ func copyEntries(ctx context.Context, src *store, ref core.SessionRef) ([]core.E
 // compaction on and refuses a damaged chain), else the store's load. What
 // a local file holds that is no entry (a malformed or torn line) is said
 // in the notes.
-func readTranscript(ctx context.Context, st *store, ref core.SessionRef) (*core.Transcript, error) {
-	if st.layout == nil {
-		return st.loader.Load(ctx, ref)
+func readTranscript(ctx context.Context, st *cmdutil.Store, ref core.SessionRef) (*core.Transcript, error) {
+	if st.Layout == nil {
+		return st.Loader.Load(ctx, ref)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	dir, err := st.layout.FindSession(ref.SessionID, "")
+	dir, err := st.Layout.FindSession(ref.SessionID, "")
 	if err != nil {
 		return nil, err
 	}
@@ -320,9 +321,9 @@ func readTranscript(ctx context.Context, st *store, ref core.SessionRef) (*core.
 		path = jsonl.AgentFile(dir, ref.SessionID, ref.AgentID)
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("%w: %s is not in %s", core.ErrNotFound, ref.Key(), st.layout.ProjectsDir())
+		return nil, fmt.Errorf("%w: %s is not in %s", core.ErrNotFound, ref.Key(), st.Layout.ProjectsDir())
 	}
-	entries, rep, err := st.layout.ReadEntries(path, jsonl.ReadOptions{NoPrecompactSkip: true})
+	entries, rep, err := st.Layout.ReadEntries(path, jsonl.ReadOptions{NoPrecompactSkip: true})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", core.ErrNotFound, path)
 	}
@@ -341,13 +342,13 @@ func readTranscript(ctx context.Context, st *store, ref core.SessionRef) (*core.
 
 // missingIn returns the entries dst does not hold yet for ref, and how
 // many it holds already.
-func missingIn(ctx context.Context, dst *store, ref core.SessionRef, entries []core.Entry) ([]core.Entry, int64, error) {
+func missingIn(ctx context.Context, dst *cmdutil.Store, ref core.SessionRef, entries []core.Entry) ([]core.Entry, int64, error) {
 	have, err := readTranscript(ctx, dst, ref)
 	if errors.Is(err, core.ErrNotFound) {
 		return entries, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("read what %s holds of %s: %w", dst.id, ref.Key(), err)
+		return nil, 0, fmt.Errorf("read what %s holds of %s: %w", dst.ID, ref.Key(), err)
 	}
 	out, already := notIn(entries, have.Entries)
 	return out, already, nil
@@ -383,14 +384,14 @@ func notIn(entries, have []core.Entry) ([]core.Entry, int64) {
 }
 
 // copyLifecycle copies the lifecycle records dst lacks.
-func copyLifecycle(ctx context.Context, src, dst *store, sessionID string, rep *copyReport) (int64, error) {
-	life, err := lifecycleOf(ctx, src, sessionID)
+func copyLifecycle(ctx context.Context, src, dst *cmdutil.Store, sessionID string, rep *copyReport) (int64, error) {
+	life, err := cmdutil.LifecycleOf(ctx, src, sessionID)
 	if err != nil || len(life) == 0 {
 		return 0, err
 	}
-	have, err := lifecycleOf(ctx, dst, sessionID)
+	have, err := cmdutil.LifecycleOf(ctx, dst, sessionID)
 	if err != nil {
-		return 0, fmt.Errorf("read the lifecycle records %s holds of %s: %w", dst.id, sessionID, err)
+		return 0, fmt.Errorf("read the lifecycle records %s holds of %s: %w", dst.ID, sessionID, err)
 	}
 	missing, already := notIn(life, have)
 	rep.Already += already
@@ -402,19 +403,14 @@ func copyLifecycle(ctx context.Context, src, dst *store, sessionID string, rep *
 	if len(missing) == 0 {
 		return 0, nil
 	}
-	if err := dst.sink.Write(ctx, missing); err != nil {
-		return 0, fmt.Errorf("write the lifecycle records of %s into %s: %w", sessionID, dst.id, err)
+	if err := dst.Sink.Write(ctx, missing); err != nil {
+		return 0, fmt.Errorf("write the lifecycle records of %s into %s: %w", sessionID, dst.ID, err)
 	}
 	rep.Copied += int64(len(missing))
 	return int64(len(missing)), nil
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isCharDevice(f)
-}
-
-func newS3Cmd() *cobra.Command {
+func newS3Cmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: fullOnly["s3"].use, Short: fullOnly["s3"].short, Args: cobra.NoArgs}
 	var (
 		storeID     string
@@ -430,20 +426,20 @@ between sees lines twice, which loads serve once by uuid). Compact sessions
 nothing is writing.`,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if all == (len(ids) > 0) {
-				return &exitError{code: 2, err: errors.New("give session ids, or --all")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("give session ids, or --all")}
 			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			st, err := openStore(cmd.Context(), cfg, storeID, nil)
+			st, err := f.OpenStore(cmd.Context(), cfg, storeID, nil)
 			if err != nil {
 				return err
 			}
-			defer st.stop(context.WithoutCancel(cmd.Context()))
-			s3s, ok := st.loader.(*s3.Store)
+			defer st.Stop(context.WithoutCancel(cmd.Context()))
+			s3s, ok := st.Loader.(*s3.Store)
 			if !ok {
-				return &exitError{code: 2, err: fmt.Errorf("--store %s is not an s3 block", storeID)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--store %s is not an s3 block", storeID)}
 			}
 			return runCompact(cmd, st, s3s, ids, asJSON)
 		},
@@ -463,26 +459,26 @@ type compactLine struct {
 	Merged  string `json:"merged,omitempty"`
 }
 
-func runCompact(cmd *cobra.Command, st *store, s3s *s3.Store, ids []string, asJSON bool) error {
+func runCompact(cmd *cobra.Command, st *cmdutil.Store, s3s *s3.Store, ids []string, asJSON bool) error {
 	ctx := cmd.Context()
 	var sessions []backend.Listed
 	var err error
 	if len(ids) == 0 {
-		if sessions, err = st.lister.ListSessions(ctx, ""); err != nil {
+		if sessions, err = st.Lister.ListSessions(ctx, ""); err != nil {
 			return err
 		}
 	}
 	for _, arg := range ids {
-		id, err := resolveIn(ctx, st, arg)
+		id, err := cmdutil.ResolveIn(ctx, st, arg)
 		if err != nil {
 			return err
 		}
-		found, _ := matching(ctx, st, id)
+		found, _ := cmdutil.Matching(ctx, st, id)
 		sessions = append(sessions, found...)
 	}
 	lines := []compactLine{}
 	for _, s := range sessions {
-		agents, err := st.lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
+		agents, err := st.Lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
 		if err != nil {
 			return err
 		}
@@ -495,7 +491,7 @@ func runCompact(cmd *cobra.Command, st *store, s3s *s3.Store, ids []string, asJS
 		}
 	}
 	if asJSON {
-		return writeJSON(cmd.OutOrStdout(), lines)
+		return cmdutil.WriteJSON(cmd.OutOrStdout(), lines)
 	}
 	merged := 0
 	for _, l := range lines {
@@ -507,7 +503,7 @@ func runCompact(cmd *cobra.Command, st *store, s3s *s3.Store, ids []string, asJS
 		if l.Agent != "" {
 			what += " agent " + l.Agent
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d parts merged into one (%s)\n", what, l.Parts, humanBytes(l.Bytes))
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d parts merged into one (%s)\n", what, l.Parts, cmdutil.HumanBytes(l.Bytes))
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "compacted %d of %d transcripts (the others had one part)\n", merged, len(lines))
 	return nil

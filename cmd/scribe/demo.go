@@ -14,13 +14,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/server"
 )
 
 //go:embed testdata/sample.jsonl
 var sampleSession []byte
 
-func newDemoCmd() *cobra.Command {
+func newDemoCmd(f *cmdutil.Factory) *cobra.Command {
 	var keep bool
 	c := &cobra.Command{
 		Use:   fullOnly["demo"].use,

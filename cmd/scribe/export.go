@@ -12,16 +12,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
 )
 
-func newExportCmd() *cobra.Command {
+func newExportCmd(f *cmdutil.Factory) *cobra.Command {
 	var format, out string
 	var redactOn bool
-	var keys sealFlags
+	var keys cmdutil.SealFlags
 	c := &cobra.Command{
 		Use:   "export ID --format md|html|json|bundle [-o FILE]",
 		Short: "Write a session as Markdown, one HTML file, JSON, or a portable bundle",
@@ -48,35 +49,35 @@ is not changed.`,
 			switch format {
 			case "md", "html", "json", "bundle":
 			default:
-				return &exitError{code: 2, err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
 			}
-			st, _, done, err := openStoreOf(cmd)
+			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
 			defer done(&err)
 			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return resolveErr(err)
+				return cmdutil.ResolveErr(err)
 			}
 			var l jsonl.Layout
 			if format == "bundle" || redactOn {
 				// A bundle holds the session's files, and a redacted export
 				// reads a redacted copy of them: folders only (a sealed
 				// archive's decrypted in memory).
-				if l, err = filesOf(st, "export a bundle or --redact"); err != nil {
+				if l, err = cmdutil.FilesOf(st, "export a bundle or --redact"); err != nil {
 					return err
 				}
 			}
-			sl, err := keys.sealer(cmd)
+			sl, err := keys.Sealer(cmd)
 			if err != nil {
 				return err
 			}
 			if sl != nil && format != "bundle" {
-				return &exitError{code: 2, err: fmt.Errorf("--recipient and the passphrase flags encrypt bundles only (--format bundle)")}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--recipient and the passphrase flags encrypt bundles only (--format bundle)")}
 			}
 			if redactOn {
-				rl, cleanup, err := redactedCopy(cmd, l, id)
+				rl, cleanup, err := redactedCopy(f, cmd, l, id)
 				if err != nil {
 					return err
 				}
@@ -110,7 +111,7 @@ is not changed.`,
 				}
 				switch format {
 				case "json":
-					return writeJSON(w, map[string]any{"info": doc.Info, "messages": nonNil(doc.Messages), "subagents": doc.ByAgent})
+					return cmdutil.WriteJSON(w, map[string]any{"info": doc.Info, "messages": nonNil(doc.Messages), "subagents": doc.ByAgent})
 				case "md":
 					render(doc, mdRenderer{w})
 				default:
@@ -122,7 +123,7 @@ is not changed.`,
 	}
 	c.Flags().StringVar(&format, "format", "md", "md, html, json or bundle")
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
-	keys.add(c, true)
+	keys.Add(c, true)
 	c.Flags().BoolVar(&redactOn, "redact", false, "replace secrets by markers in what is exported (the session is not changed)")
 	c.Flags().String("rules", "", `with --redact: the processor "redact" block to use`)
 	return c
@@ -130,12 +131,12 @@ is not changed.`,
 
 // redactedCopy copies a session, redacted, into a temporary store; the
 // export reads that copy.
-func redactedCopy(cmd *cobra.Command, l jsonl.Layout, id string) (jsonl.Layout, func(), error) {
-	cfg, err := loadConfig(cmd)
+func redactedCopy(f *cmdutil.Factory, cmd *cobra.Command, l jsonl.Layout, id string) (jsonl.Layout, func(), error) {
+	cfg, err := f.LoadConfig(cmd)
 	if err != nil {
-		return l, nil, &exitError{code: 2, err: err}
+		return l, nil, &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	red, _, _, err := redactorFor(cmd.Context(), cmd, cfg, l)
+	red, _, _, err := cmdutil.RedactorFor(cmd.Context(), cmd, cfg, l)
 	if err != nil {
 		return l, nil, err
 	}
@@ -229,12 +230,12 @@ func exportDoc(ctx context.Context, st sessions.Store, id string) (*renderDoc, e
 	return doc, nil
 }
 
-func newImportCmd() *cobra.Command {
+func newImportCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		cwd          string
 		fork, asJSON bool
 		dryRun       bool
-		keys         sealFlags
+		keys         cmdutil.SealFlags
 	)
 	c := &cobra.Command{
 		Use:   "import BUNDLE [--cwd PATH] [--fork]",
@@ -250,7 +251,7 @@ a different session of the same id is refused unless --fork, which imports the
 conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
@@ -264,7 +265,7 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 				return fmt.Errorf("import: %w", err)
 			}
 			defer fh.Close()
-			f, _, err := openMaybeSealed(cmd, fh, &keys)
+			f, _, err := cmdutil.OpenMaybeSealed(cmd, fh, &keys)
 			if err != nil {
 				return fmt.Errorf("import: %w", err)
 			}
@@ -283,7 +284,7 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 				if err != nil {
 					return nil, err
 				}
-				r, _, err := openMaybeSealed(cmd, fh, &keys)
+				r, _, err := cmdutil.OpenMaybeSealed(cmd, fh, &keys)
 				if err != nil {
 					fh.Close()
 					return nil, err
@@ -313,18 +314,18 @@ conversation as a new session (fresh uuids, forkedFrom, "<title> (fork)").`,
 			return printImport(cmd, asJSON, res, msg)
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&cwd, "cwd", "", "place the session under the project of this path (default: its original cwd)")
-	f.BoolVar(&fork, "fork", false, "import the conversation as a new session")
-	f.BoolVar(&dryRun, "dry-run", false, "verify the bundle, import nothing")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	keys.add(c, false)
+	fl := c.Flags()
+	fl.StringVar(&cwd, "cwd", "", "place the session under the project of this path (default: its original cwd)")
+	fl.BoolVar(&fork, "fork", false, "import the conversation as a new session")
+	fl.BoolVar(&dryRun, "dry-run", false, "verify the bundle, import nothing")
+	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	keys.Add(c, false)
 	return c
 }
 
 func printImport(cmd *cobra.Command, asJSON bool, v any, msg string) error {
 	if asJSON {
-		return writeJSON(cmd.OutOrStdout(), v)
+		return cmdutil.WriteJSON(cmd.OutOrStdout(), v)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), msg)
 	return nil

@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-func newForkCmd() *cobra.Command {
+func newForkCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		upTo, title, at   string
 		from              string
@@ -34,19 +35,19 @@ that message would, and prints the commit to check out.
 writes the fork into that store; "path" is then the store's type/name.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, _, done, err := openStoreOf(cmd)
+			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
 			defer done(&err)
 			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return resolveErr(err)
+				return cmdutil.ResolveErr(err)
 			}
 			var cp *core.Checkpoint
 			if at != "" {
 				if upTo != "" {
-					return &exitError{code: 2, err: errors.New("--at and --up-to exclude each other")}
+					return &cmdutil.ExitError{Code: 2, Err: errors.New("--at and --up-to exclude each other")}
 				}
 				c, err := checkpointOf(cmd.Context(), st, id, at)
 				if err != nil {
@@ -54,7 +55,7 @@ writes the fork into that store; "path" is then the store's type/name.`,
 				}
 				cp, upTo = &c, c.MessageUUID
 			}
-			fk, err := capability[sessions.Forker](st, "fork")
+			fk, err := cmdutil.Capability[sessions.Forker](st, "fork")
 			if err != nil {
 				return err
 			}
@@ -69,7 +70,7 @@ writes the fork into that store; "path" is then the store's type/name.`,
 				if cp != nil {
 					doc["checkpoint"] = cp
 				}
-				return writeJSON(cmd.OutOrStdout(), doc)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), doc)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "forked %s into %s\n  %s\n", id, newID, path)
 			if cp != nil {
@@ -79,12 +80,12 @@ writes the fork into that store; "path" is then the store's type/name.`,
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&upTo, "up-to", "", "copy the conversation up to this message uuid, inclusive")
-	f.StringVar(&title, "title", "", `the fork's title (default "<source title> (fork)")`)
-	f.BoolVar(&keepUUIDs, "keep-uuids", false, "keep the original uuids (Claude Code's /branch)")
-	f.StringVar(&at, "at", "", "fork up to this checkpoint's message (id, unique id prefix or label) and print its commit")
-	f.BoolVar(&asJSON, "json", false, `print {"sessionId","forkedFrom","path"} (and "checkpoint" with --at)`)
-	f.StringVar(&from, "from", "", "fork a session of this store (a postgres or s3 block, type/name) into the same store")
+	fl := c.Flags()
+	fl.StringVar(&upTo, "up-to", "", "copy the conversation up to this message uuid, inclusive")
+	fl.StringVar(&title, "title", "", `the fork's title (default "<source title> (fork)")`)
+	fl.BoolVar(&keepUUIDs, "keep-uuids", false, "keep the original uuids (Claude Code's /branch)")
+	fl.StringVar(&at, "at", "", "fork up to this checkpoint's message (id, unique id prefix or label) and print its commit")
+	fl.BoolVar(&asJSON, "json", false, `print {"sessionId","forkedFrom","path"} (and "checkpoint" with --at)`)
+	fl.StringVar(&from, "from", "", "fork a session of this store (a postgres or s3 block, type/name) into the same store")
 	return c
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
 )
@@ -29,7 +30,7 @@ const hookLockWait = 25 * time.Millisecond
 // archive's key, building the pipeline and recording the delta.
 const hookTimeout = 20 * time.Second
 
-func newHookCmd() *cobra.Command {
+func newHookCmd(f *cmdutil.Factory) *cobra.Command {
 	var stateDir string
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -54,9 +55,9 @@ in <state dir>/inbox for watch to take.`,
 			// A large delta still collects, at four times the live heap.
 			debug.SetGCPercent(400)
 			if timeout <= 0 {
-				return &exitError{code: 2, err: fmt.Errorf("--timeout %s: want a positive duration", timeout)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--timeout %s: want a positive duration", timeout)}
 			}
-			runHook(cmd, stateDir, timeout)
+			runHook(f, cmd, stateDir, timeout)
 			return nil
 		},
 	}
@@ -66,10 +67,10 @@ in <state dir>/inbox for watch to take.`,
 }
 
 // runHook handles one event; it reports nothing but its log.
-func runHook(cmd *cobra.Command, stateDir string, timeout time.Duration) {
+func runHook(f *cmdutil.Factory, cmd *cobra.Command, stateDir string, timeout time.Duration) {
 	log := hclog.New(&hclog.LoggerOptions{Name: "scribe.hook", Output: io.Discard})
 	var logFile *os.File
-	err := handleHook(cmd, stateDir, timeout, &log, &logFile)
+	err := handleHook(f, cmd, stateDir, timeout, &log, &logFile)
 	if err != nil {
 		log.Error("hook event not recorded", "error", err)
 	}
@@ -78,13 +79,13 @@ func runHook(cmd *cobra.Command, stateDir string, timeout time.Duration) {
 	}
 }
 
-func handleHook(cmd *cobra.Command, stateDir string, timeout time.Duration, logp *hclog.Logger, logFile **os.File) error {
+func handleHook(f *cmdutil.Factory, cmd *cobra.Command, stateDir string, timeout time.Duration, logp *hclog.Logger, logFile **os.File) error {
 	received := time.Now()
 	in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
 	if err != nil {
 		return fmt.Errorf("read the hook event: %w", err)
 	}
-	cfg, err := loadConfigAfter(cmd, in)
+	cfg, err := f.LoadConfigAfter(cmd, in)
 	if err != nil {
 		return err
 	}

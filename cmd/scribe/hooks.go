@@ -12,13 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // hookEvents are the Claude Code hook events scribe hook handles.
 var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "PostToolUse", "Stop", "Interrupt", "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"}
 
-func newHooksCmd() *cobra.Command {
+func newHooksCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hooks",
 		Short: "Install or remove scribe's entries in Claude Code's settings.json hooks",
@@ -49,7 +50,7 @@ or that holds a key twice where scribe edits (two "hooks", an event twice in
 "hooks"), is refused and left as it is (exit 2). --dry-run prints
 the file as it would be and changes nothing.`,
 			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return runHooks(cmd, install, scope, dryRun) },
+			RunE: func(cmd *cobra.Command, _ []string) error { return runHooks(f, cmd, install, scope, dryRun) },
 		}
 		sub.Flags().StringVar(&scope, "scope", "user", "which settings.json: user, project or local")
 		sub.Flags().BoolVar(&dryRun, "dry-run", false, "print the changed settings.json instead of writing it")
@@ -58,14 +59,14 @@ the file as it would be and changes nothing.`,
 	return c
 }
 
-func settingsPath(cmd *cobra.Command, scope string) (string, error) {
+func settingsPath(f *cmdutil.Factory, cmd *cobra.Command, scope string) (string, error) {
 	switch scope {
 	case "user":
-		cfg, err := loadConfig(cmd)
+		cfg, err := f.LoadConfig(cmd)
 		if err != nil {
 			return "", err
 		}
-		dir, err := claudeConfigDir(cfg)
+		dir, err := cmdutil.ClaudeConfigDir(cfg)
 		if err != nil {
 			return "", err
 		}
@@ -84,25 +85,25 @@ func settingsPath(cmd *cobra.Command, scope string) (string, error) {
 	return "", fmt.Errorf("--scope %q: want user, project or local", scope)
 }
 
-func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error {
-	path, err := settingsPath(cmd, scope)
+func runHooks(f *cmdutil.Factory, cmd *cobra.Command, install bool, scope string, dryRun bool) error {
+	path, err := settingsPath(f, cmd, scope)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	target, old, exe, err := readSettings(path)
 	if err != nil {
 		return err
 	}
-	command := shellQuote(exe) + " hook"
-	if p, err := pinnedConfig(cmd); err != nil {
-		return &exitError{code: 2, err: err}
+	command := cmdutil.ShellQuote(exe) + " hook"
+	if p, err := cmdutil.PinnedConfig(cmd); err != nil {
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	} else if p != "" {
 		// The hook reads the same configuration as this command.
-		command += " --config " + shellQuote(p)
+		command += " --config " + cmdutil.ShellQuote(p)
 	}
 	if install {
-		if cfg, err := loadConfig(cmd); err != nil {
-			return &exitError{code: 2, err: err}
+		if cfg, err := f.LoadConfig(cmd); err != nil {
+			return &cmdutil.ExitError{Code: 2, Err: err}
 		} else if _, err := resolveWatch(cfg, nil, ""); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: scribe hook will record nothing with this configuration: %v\n", err)
 		}
@@ -110,7 +111,7 @@ func runHooks(cmd *cobra.Command, install bool, scope string, dryRun bool) error
 	names := []string{"scribe", "scribe-full", filepath.Base(exe)}
 	updated, changes, err := editHooks(old, install, command, names)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w; nothing changed", path, err)}
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s: %w; nothing changed", path, err)}
 	}
 	return saveSettings(cmd, path, target, old, updated, changes,
 		"scribe's hooks are "+map[bool]string{true: "installed", false: "not there"}[install], dryRun)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/jsonv"
 )
 
@@ -356,7 +357,7 @@ func scribeGroupCommand(g []byte, names []string) (string, bool) {
 }
 
 // isScribeCommand reports whether c is a command hooks install makes:
-// shellQuote(binary) + " hook", with " --config " + shellQuote(file) or
+// cmdutil.ShellQuote(binary) + " hook", with " --config " + cmdutil.ShellQuote(file) or
 // not, the binary an absolute path whose name is one of names, the file
 // an absolute path. Anything else (a user's own `scribe-notify hook
 // --sound`) is not scribe's.
@@ -405,7 +406,7 @@ func cutShellWord(s string) (word, rest string, ok bool) {
 		w = []byte(s[:i])
 	}
 	word = string(w)
-	return word, s[i:], shellQuote(word) == s[:i]
+	return word, s[i:], cmdutil.ShellQuote(word) == s[:i]
 }
 
 // editHooks adds (install) or removes scribe's hook groups in old, a

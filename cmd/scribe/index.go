@@ -5,20 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newIndexCmd() *cobra.Command {
+func newIndexCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "index",
 		Short: "The sessions index: a cache of the listing and of each session's status, rebuilt from the transcripts",
@@ -28,7 +26,7 @@ model, tools, last message). It is derived from the transcripts: every listing
 checks each file's size, mtime, ctime and inode against it and reads again
 what changed, so it can be deleted at any time.`,
 	}
-	c.AddCommand(newIndexRebuildCmd(), newIndexExportCmd())
+	c.AddCommand(newIndexRebuildCmd(f), newIndexExportCmd(f))
 	return c
 }
 
@@ -40,14 +38,14 @@ type indexRebuildReport struct {
 	jsonl.IndexStats
 }
 
-func newIndexRebuildCmd() *cobra.Command {
+func newIndexRebuildCmd(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "rebuild",
 		Short: "Throw the index away and build it again from every transcript",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
@@ -73,7 +71,7 @@ func newIndexRebuildCmd() *cobra.Command {
 			rep := indexRebuildReport{Index: l.IndexFile(), Sessions: len(recs),
 				TookMs: float64(time.Since(start).Microseconds()) / 1e3, IndexStats: st}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "indexed %d transcript files (%d sessions listed) into %s in %v\n",
 				st.Files, rep.Sessions, rep.Index, time.Since(start).Round(time.Millisecond))
@@ -84,7 +82,7 @@ func newIndexRebuildCmd() *cobra.Command {
 	return c
 }
 
-func newIndexExportCmd() *cobra.Command {
+func newIndexExportCmd(f *cmdutil.Factory) *cobra.Command {
 	var out string
 	c := &cobra.Command{
 		Use:   "export",
@@ -99,7 +97,7 @@ session's: the model of most of its assistant turns, and every tool it used
 a file, replaced atomically.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, cfg, err := layoutFor(cmd)
+			l, cfg, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
@@ -109,7 +107,7 @@ a file, replaced atomically.`,
 			if err != nil {
 				return err
 			}
-			logIndexStats(newLogger(cfg, "scribe.index"), l, st)
+			cmdutil.LogIndexStats(f.Logger(cfg, "scribe.index"), l, st)
 			if out == "" {
 				w := bufio.NewWriter(cmd.OutOrStdout())
 				if err := l.ExportSessionsJSON(w); err != nil {
@@ -122,23 +120,6 @@ a file, replaced atomically.`,
 	}
 	c.Flags().StringVar(&out, "out", "", "write to this file instead of stdout")
 	return c
-}
-
-// logIndexStats logs what a listing did with the index: a corrupt or
-// unreadable index file as a warning, the rest at debug level.
-func logIndexStats(log hclog.Logger, l jsonl.Layout, st jsonl.IndexStats) {
-	switch {
-	case strings.HasPrefix(st.Discarded, "corrupt"), strings.HasPrefix(st.Discarded, "unreadable"):
-		log.Warn("sessions index discarded and rebuilt from the transcripts", "index", l.IndexFile(), "reason", st.Discarded)
-	case st.Discarded != "":
-		log.Debug("sessions index rebuilt", "index", l.IndexFile(), "reason", st.Discarded)
-	}
-	if st.SaveError != "" {
-		// A read-only config folder is no reason to complain on every
-		// listing: the answer is right, only slower.
-		log.Debug("sessions index not saved; listings stay correct but read changed files again", "index", l.IndexFile(), "error", st.SaveError)
-	}
-	log.Debug("sessions index", "files", st.Files, "hits", st.Hits, "read", st.Misses, "dropped", st.Dropped, "rebuilt", st.Rebuilt, "saved", st.Saved)
 }
 
 // indexWriteAtomic writes path (0644) through durable.Replace.
@@ -183,6 +164,3 @@ func (p *indexProgress) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
-
-// indexLogger is the logger ls uses for index notes.
-func indexLogger(cfg *config.Config) hclog.Logger { return newLogger(cfg, "scribe.index") }

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/term"
 	"golang.org/x/text/width"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -33,44 +31,6 @@ func liveState(state core.State, status jsonl.SessionStatus, last, now time.Time
 		return state
 	}
 	return core.StateIdle
-}
-
-// outputWidth is the width the table must fit: $COLUMNS when it is a
-// positive number, else the terminal's when f is one; 0 (no limit) off a
-// terminal.
-func outputWidth(f *os.File) int {
-	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("COLUMNS"))); err == nil && n > 0 {
-		return n
-	}
-	if f != nil && term.IsTerminal(int(f.Fd())) {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-			return w
-		}
-	}
-	return 0
-}
-
-// colorMode is --color: auto (on a terminal), always, never. NO_COLOR (set
-// and not empty) turns colour off whatever the flag says.
-func useColor(mode string, f *os.File) (bool, error) {
-	switch mode {
-	case "auto", "always", "never":
-	default:
-		return false, &exitError{code: 2, err: fmt.Errorf("--color %q: want auto, always or never", mode)}
-	}
-	if os.Getenv("NO_COLOR") != "" || mode == "never" {
-		return false, nil
-	}
-	if mode == "always" {
-		return true, nil
-	}
-	return f != nil && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb", nil
-}
-
-// stdoutFile is w as a file, when it is one.
-func stdoutFile(w io.Writer) *os.File {
-	f, _ := w.(*os.File)
-	return f
 }
 
 // ANSI styles.
@@ -289,7 +249,7 @@ func printSessionTable(w io.Writer, recs []jsonl.SessionRecord, width int, color
 			{modifiedText(s.LastModified, width > 0, now), ""},
 			statusCell(r),
 			{string(st), stStyle},
-			{humanBytes(s.FileSize), ""},
+			{cmdutil.HumanBytes(s.FileSize), ""},
 			{branch, ""},
 			{projectLabel(s, home), ansiCyan},
 			{title, ""},

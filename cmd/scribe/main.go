@@ -10,18 +10,24 @@ import (
 	"runtime/trace"
 
 	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 )
 
-// exitError carries an exit status out of a command.
-type exitError struct {
-	code int
-	err  error
+// newFactory is what every command is made with: the process's streams and
+// this build's hand-overs to the full build (lite.go, full.go).
+func newFactory() *cmdutil.Factory {
+	return &cmdutil.Factory{
+		IOStreams:      cmdutil.System(),
+		Version:        version,
+		NeedsFull:      needsFull,
+		FullFor:        fullFor,
+		DropFromSearch: dropFromSearch,
+	}
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 func newRoot() *cobra.Command {
+	f := newFactory()
 	root := &cobra.Command{
 		Use:           "scribe",
 		Short:         "Session persistence for AI coding agents, in Claude Code's own format",
@@ -41,7 +47,7 @@ func newRoot() *cobra.Command {
 		if tp, _ := cmd.Flags().GetString("trace"); tp != "" {
 			f, err := os.Create(tp)
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--trace: %w", err)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--trace: %w", err)}
 			}
 			if err := trace.Start(f); err != nil {
 				f.Close()
@@ -56,7 +62,7 @@ func newRoot() *cobra.Command {
 		}
 		f, err := os.Create(path)
 		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--cpu-profile: %w", err)}
+			return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--cpu-profile: %w", err)}
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
@@ -66,12 +72,12 @@ func newRoot() *cobra.Command {
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
-	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newCopyCmd(), newS3Cmd())
-	root.AddCommand(newScanCmd(), newRedactCmd())
-	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd(), newSearchCmd(), newMcpCmd(), newUsageCmd())
-	root.AddCommand(newWatchCmd(), newHookCmd(), newHooksCmd())
+	root.AddCommand(newRecordCmd(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), newLsCmd(f), newShowCmd(f), newInfoCmd(f), newResumeCmd(f), newForkCmd(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), newPushCmd(f), newPullCmd(f), newCheckpointCmd(f), newCheckpointsCmd(f), newIndexCmd(f), newCopyCmd(f), newS3Cmd(f))
+	root.AddCommand(newScanCmd(f), newRedactCmd(f))
+	root.AddCommand(newRmCmd(f), newTrashCmd(f), newRenameCmd(f), newTagCmd(f), newArchiveCmd(f, true), newArchiveCmd(f, false), newGCCmd(f), newDuCmd(f), newDoctorCmd(f), newExportCmd(f), newImportCmd(f), newRelocateCmd(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
+	root.AddCommand(newWatchCmd(f), newHookCmd(f), newHooksCmd(f))
 	addFromFlags(root)
-	addCompletions(root)
+	addCompletions(f, root)
 	usageExits(root)
 	return root
 }
@@ -83,7 +89,7 @@ func newRoot() *cobra.Command {
 // a plain error, exit 1).
 func usageExits(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	})
 	root.SuggestionsMinimumDistance = 2
 	// cobra adds its completion command only in Execute; added now, its
@@ -103,12 +109,12 @@ func usageExits(root *cobra.Command) {
 				if s := c.SuggestionsFor(a[0]); len(s) > 0 {
 					msg += fmt.Sprintf("; did you mean %q?", s[0])
 				}
-				return &exitError{code: 2, err: errors.New(msg)}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New(msg)}
 			}
 		} else if args := c.Args; args != nil {
 			c.Args = func(c *cobra.Command, a []string) error {
 				if err := args(c, a); err != nil {
-					return &exitError{code: 2, err: err}
+					return &cmdutil.ExitError{Code: 2, Err: err}
 				}
 				return nil
 			}
@@ -130,9 +136,9 @@ func main() {
 		return
 	}
 	code := 1
-	var ee *exitError
+	var ee *cmdutil.ExitError
 	if errors.As(err, &ee) {
-		code = ee.code
+		code = ee.Code
 	}
 	fmt.Fprintln(os.Stderr, "scribe:", err.Error())
 	if code == 2 && cmd != nil && cmd.Runnable() {

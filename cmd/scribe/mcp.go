@@ -26,6 +26,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/search"
@@ -43,7 +44,7 @@ const (
 	mcpDefaultHits          = 20
 )
 
-func newMcpCmd() *cobra.Command {
+func newMcpCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		noRedact bool
 		maxBytes int
@@ -67,9 +68,9 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if maxBytes < 4096 {
-				return &exitError{code: 2, err: fmt.Errorf("--max-bytes %d: want 4096 or more", maxBytes)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--max-bytes %d: want 4096 or more", maxBytes)}
 			}
-			st, cfg, done, err := openStoreOf(cmd)
+			st, cfg, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
@@ -80,19 +81,19 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 				m.l, l = ls.Layout(), ls.Layout()
 			}
 			if !noRedact {
-				if m.red, _, _, err = redactorNamed(cmd.Context(), cfg, l, "", "processor"); err != nil {
+				if m.red, _, _, err = cmdutil.RedactorNamed(cmd.Context(), cfg, l, "", "processor"); err != nil {
 					return err
 				}
 			}
-			s := mcp.NewServer(&mcp.Implementation{Name: "scribe", Version: buildVersion()}, nil)
+			s := mcp.NewServer(&mcp.Implementation{Name: "scribe", Version: cmdutil.BuildVersion(f.Version)}, nil)
 			m.register(s)
 			return s.Run(cmd.Context(), &mcp.StdioTransport{})
 		},
 	}
-	c.AddCommand(newMcpInstallCmds()...)
-	f := c.Flags()
-	f.BoolVar(&noRedact, "no-redact", false, "hand out raw text: no redaction of secrets")
-	f.IntVar(&maxBytes, "max-bytes", mcpDefaultMaxBytes, "at most this many bytes of JSON in one answer")
+	c.AddCommand(newMcpInstallCmds(f)...)
+	fl := c.Flags()
+	fl.BoolVar(&noRedact, "no-redact", false, "hand out raw text: no redaction of secrets")
+	fl.IntVar(&maxBytes, "max-bytes", mcpDefaultMaxBytes, "at most this many bytes of JSON in one answer")
 	return c
 }
 
@@ -174,7 +175,7 @@ func (m *mcpServer) readSession(ctx context.Context, req *mcp.ReadResourceReques
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	doc, err := m.getSession(ctx, getIn{ID: id})
-	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == 1 {
+	if ee := (*cmdutil.ExitError)(nil); errors.As(err, &ee) && ee.Code == 1 {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	if err != nil {
@@ -365,10 +366,10 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	}
 	q := search.Query{Text: in.Query, Role: in.Role, Limit: in.Limit, WithText: m.red != nil}
 	var err error
-	if q.Since, err = parseSince(in.Since); err != nil {
+	if q.Since, err = cmdutil.ParseSince(in.Since); err != nil {
 		return nil, err
 	}
-	if q.Project, err = projectFolder(in.Project); err != nil {
+	if q.Project, err = cmdutil.ProjectFolder(in.Project); err != nil {
 		return nil, err
 	}
 	if m.l.ConfigDir == "" {

@@ -11,12 +11,14 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 )
 
 // mcpServerName is the name scribe's entry has under "mcpServers".
 const mcpServerName = "scribe"
 
-func newMcpInstallCmds() []*cobra.Command {
+func newMcpInstallCmds(f *cmdutil.Factory) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, install := range []bool{true, false} {
 		var (
@@ -77,15 +79,15 @@ func mcpConfigPath(scope string) (string, error) {
 func runMcpInstall(cmd *cobra.Command, install bool, scope string, dryRun bool) error {
 	path, err := mcpConfigPath(scope)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	target, old, exe, err := readSettings(path)
 	if err != nil {
 		return err
 	}
 	args := []any{"mcp"}
-	if p, err := pinnedConfig(cmd); err != nil {
-		return &exitError{code: 2, err: err}
+	if p, err := cmdutil.PinnedConfig(cmd); err != nil {
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	} else if p != "" {
 		args = append(args, "--config", p)
 	}
@@ -93,7 +95,7 @@ func runMcpInstall(cmd *cobra.Command, install bool, scope string, dryRun bool) 
 	names := []string{"scribe", "scribe-full", filepath.Base(exe)}
 	updated, changes, err := editMcpServers(old, install, entry, names)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w; nothing changed", path, err)}
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s: %w; nothing changed", path, err)}
 	}
 	return saveSettings(cmd, path, target, old, updated, changes,
 		"scribe mcp is "+map[bool]string{true: "installed", false: "not there"}[install], dryRun)

@@ -19,11 +19,12 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/plugins"
 )
 
 // newPluginCmd is `scribe plugin`: work with one plugin binary.
-func newPluginCmd() *cobra.Command {
+func newPluginCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: fullOnly["plugin"].use, Short: fullOnly["plugin"].short}
 	var asJSON bool
 	var timeout time.Duration
@@ -44,7 +45,7 @@ func newPluginCmd() *cobra.Command {
 				Args: args, Environ: os.Environ(), StartTimeout: timeout, Logger: log,
 			})
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return &cmdutil.ExitError{Code: 1, Err: err}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -84,7 +85,7 @@ func printDescription(w io.Writer, d *plugins.Description) {
 }
 
 // newPluginsCmd is `scribe plugins`: the configured plugins.
-func newPluginsCmd() *cobra.Command {
+func newPluginsCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: fullOnly["plugins"].use, Short: fullOnly["plugins"].short}
 	var asJSON, all bool
 	status := &cobra.Command{
@@ -97,13 +98,13 @@ func newPluginsCmd() *cobra.Command {
 			"It sends the plugins nothing else; the counters of a running scribe are in its pipeline stats.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			results, err := probePlugins(cmd.Context(), cfg, os.Args, all)
+			results, err := probePlugins(f, cmd.Context(), cfg, os.Args, all)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -117,7 +118,7 @@ func newPluginsCmd() *cobra.Command {
 			}
 			for _, r := range results {
 				if r.State != plugins.StateOK {
-					return &exitError{code: 1, err: fmt.Errorf("%s %s: %s", r.Kind, r.ID, r.LastError)}
+					return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("%s %s: %s", r.Kind, r.ID, r.LastError)}
 				}
 			}
 			return nil
@@ -131,14 +132,14 @@ func newPluginsCmd() *cobra.Command {
 
 // probePlugins starts and stops the plugin components of cfg in turn: the
 // ones in use, or with all every one declared.
-func probePlugins(ctx context.Context, cfg *config.Config, args []string, all bool) ([]plugins.ProbeResult, error) {
-	dir, err := claudeConfigDir(cfg)
+func probePlugins(f *cmdutil.Factory, ctx context.Context, cfg *config.Config, args []string, all bool) ([]plugins.ProbeResult, error) {
+	dir, err := cmdutil.ClaudeConfigDir(cfg)
 	if err != nil {
 		return nil, err
 	}
 	wd, _ := os.Getwd()
 	host := core.HostInfo{ConfigDir: dir, CleanupPeriodDays: cfg.CleanupPeriodDays, WorkDir: wd}
-	log := newLogger(cfg, "scribe")
+	log := f.Logger(cfg, "scribe")
 	used := map[string]bool{}
 	for _, id := range cfg.Pipeline.Sinks {
 		used[string(core.KindSink)+" "+id.String()] = true

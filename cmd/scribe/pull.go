@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/agentmeta"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -67,7 +69,7 @@ type pullFile struct {
 	Backup string `json:"backup,omitempty"`
 }
 
-func newPullCmd() *cobra.Command {
+func newPullCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON   bool
 		noProg   bool
@@ -110,17 +112,17 @@ cloud loader. Exit status: 0 done, 1 failed (nothing half-written), 2 for a bad
 configuration or flag.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			dir, err := claudeConfigDir(cfg)
+			dir, err := cmdutil.ClaudeConfigDir(cfg)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			target, err := findCloudTarget(cfg, from, true)
+			target, err := findCloudTarget(f, cfg, from, true)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -131,30 +133,30 @@ configuration or flag.`,
 			if err != nil {
 				return err
 			}
-			var bar *progressBar
+			var bar *cmdutil.ProgressBar
 			if !noProg {
-				bar = newProgressBar(cmd.ErrOrStderr(), "pull", !isCharDevice(os.Stderr))
+				bar = cmdutil.NewProgressBar(cmd.ErrOrStderr(), "pull", !f.IOStreams.IsStderrTTY())
 			}
 			rep, err := runPull(ctx, target, layout, id, cwd, lockWait, bar)
 			if err != nil {
 				if errors.Is(err, core.ErrNotFound) {
-					return &exitError{code: 1, err: err}
+					return &cmdutil.ExitError{Code: 1, Err: err}
 				}
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			printPullReport(cmd.OutOrStdout(), rep)
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.StringVar(&from, "from", "", `the server's block: a "cloud" loader, or an "events" or "ingress" sink (type/name)`)
-	f.StringVar(&cwd, "cwd", "", "write into this path's project folder (default: where the session is, else its first cwd)")
-	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another process writing the session")
-	f.BoolVar(&noProg, "no-progress", false, "no progress on stderr")
+	fl := c.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl.StringVar(&from, "from", "", `the server's block: a "cloud" loader, or an "events" or "ingress" sink (type/name)`)
+	fl.StringVar(&cwd, "cwd", "", "write into this path's project folder (default: where the session is, else its first cwd)")
+	fl.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another process writing the session")
+	fl.BoolVar(&noProg, "no-progress", false, "no progress on stderr")
 	return c
 }
 
@@ -185,18 +187,18 @@ type pulledSession struct {
 
 // fetchPull reads a session's rows from the server (the subagents' too
 // with subagents), counting in rep what it leaves out.
-func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, rep *pullReport, bar *progressBar) (*pulledSession, error) {
+func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, rep *pullReport, bar *cmdutil.ProgressBar) (*pulledSession, error) {
 	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
 		agents: map[string]*pulledFile{}}
 	main, side, agents := ps.main, ps.side, ps.agents
 	var got atomic.Int64
 	if bar != nil {
-		bar.start(-1, 1, &got)
+		bar.Start(-1, 1, &got)
 	}
 	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: subagents}, func(ev events.HistoryEvent) error {
 		got.Add(int64(len(ev.Payload)) + 1)
 		if bar != nil {
-			bar.entries(1)
+			bar.Entries(1)
 		}
 		e, err := core.ParseEntry(ev.Payload)
 		if err != nil {
@@ -243,7 +245,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, r
 		return nil
 	})
 	if bar != nil {
-		bar.finish()
+		bar.Finish()
 	}
 	if err != nil {
 		return nil, err
@@ -260,7 +262,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, r
 }
 
 func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
-	bar *progressBar) (*pullReport, error) {
+	bar *cmdutil.ProgressBar) (*pullReport, error) {
 	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
 	ps, err := fetchPull(ctx, t, id, true, rep, bar)
 	if err != nil {
@@ -288,7 +290,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	case ps.agentCWD != "":
 		proj = layout.ProjectDir(ps.agentCWD)
 	default:
-		return nil, &exitError{code: 2, err: fmt.Errorf("session %s: no entry says its cwd, so its project folder is unknown: pass --cwd", id)}
+		return nil, &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("session %s: no entry says its cwd, so its project folder is unknown: pass --cwd", id)}
 	}
 	rep.ProjectDir = proj
 
@@ -322,7 +324,7 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			return rep, err
 		}
 		if m := agents[a].meta; m != nil {
-			changed, err := writeAgentMeta(jsonl.AgentMetaFile(path), *m)
+			changed, err := agentmeta.Write(jsonl.AgentMetaFile(path), *m)
 			if err != nil {
 				return rep, err
 			}
@@ -351,9 +353,9 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 		}
 	}
 	if cwd == "" {
-		dir, _ = sessionCwd(ctx, layout, id, dir)
+		dir, _ = cmdutil.SessionCwd(ctx, layout, id, dir)
 	}
-	rep.ContinueCommand = continueCommand(dir, id)
+	rep.ContinueCommand = cmdutil.ContinueCommand(dir, id)
 	return rep, nil
 }
 
@@ -371,7 +373,7 @@ func printPullReport(w io.Writer, r *pullReport) {
 	fmt.Fprintf(w, "pulled session %s from %s (%s) into %s\n", r.SessionID, r.Server, r.Via, r.ProjectDir)
 	fmt.Fprintf(w, "  entries:  %d in %d files (%d internal rows left out)\n", r.Entries, len(r.Files), r.Filtered)
 	for _, f := range r.Files {
-		fmt.Fprintf(w, "  %-9s %s (%d entries, %s)", f.Status, f.Path, f.Entries, humanBytes(f.Bytes))
+		fmt.Fprintf(w, "  %-9s %s (%d entries, %s)", f.Status, f.Path, f.Entries, cmdutil.HumanBytes(f.Bytes))
 		if f.Backup != "" {
 			fmt.Fprintf(w, ", was kept as %s", filepath.Base(f.Backup))
 		}

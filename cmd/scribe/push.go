@@ -21,6 +21,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
@@ -48,7 +49,7 @@ type cloudTarget struct {
 // to), the first cloud loader of resume.loaders when preferLoader, the
 // first declared events sink, the first declared ingress sink, and the
 // first declared cloud loader.
-func findCloudTarget(cfg *config.Config, flag string, preferLoader bool) (*cloudTarget, error) {
+func findCloudTarget(f *cmdutil.Factory, cfg *config.Config, flag string, preferLoader bool) (*cloudTarget, error) {
 	kindOf := map[string]core.Kind{events.Type: core.KindSink, ingress.Type: core.KindSink, events.LoaderType: core.KindLoader}
 	var id core.ID
 	switch {
@@ -91,11 +92,11 @@ func findCloudTarget(cfg *config.Config, flag string, preferLoader bool) (*cloud
 	if !ok {
 		return nil, fmt.Errorf("%s %s is not declared in the configuration", kind, id)
 	}
-	f, err := findFactory(kind, id.Type)
+	fac, err := f.FindFactory(kind, id.Type)
 	if err != nil {
 		return nil, err
 	}
-	c := f.DefaultConfig()
+	c := fac.DefaultConfig()
 	if err := comp.Decode(c); err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ type pushResult struct {
 // maxRefusalsListed bounds the refusals listed one by one.
 const maxRefusalsListed = 100
 
-func newPushCmd() *cobra.Command {
+func newPushCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		all, asJSON, noProgress bool
 		redactOn                bool
@@ -218,22 +219,22 @@ Exit status: 0 when everything was sent, 1 when a session failed (the others
 are still pushed), 2 for a bad configuration or flag.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
-				return &exitError{code: 2, err: errors.New("name the sessions to push, or pass --all (not both)")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("name the sessions to push, or pass --all (not both)")}
 			}
 			if batch < 0 || workers < 1 {
-				return &exitError{code: 2, err: errors.New("--batch must be at least 0 and --workers at least 1")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("--batch must be at least 0 and --workers at least 1")}
 			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			dir, err := claudeConfigDir(cfg)
+			dir, err := cmdutil.ClaudeConfigDir(cfg)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			target, err := findCloudTarget(cfg, to, false)
+			target, err := findCloudTarget(f, cfg, to, false)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			if batch > 0 {
 				target.maxBatch = batch
@@ -243,7 +244,7 @@ are still pushed), 2 for a bad configuration or flag.`,
 			defer stop()
 			layout := jsonl.Layout{ConfigDir: dir}
 			if redactOn {
-				if target.red, _, _, err = redactorFor(ctx, cmd, cfg, layout); err != nil {
+				if target.red, _, _, err = cmdutil.RedactorFor(ctx, cmd, cfg, layout); err != nil {
 					return err
 				}
 			}
@@ -251,13 +252,13 @@ are still pushed), 2 for a bad configuration or flag.`,
 			if err != nil {
 				return err
 			}
-			var bar *progressBar
+			var bar *cmdutil.ProgressBar
 			if !noProgress {
-				bar = newProgressBar(cmd.ErrOrStderr(), "push", !isCharDevice(os.Stderr))
+				bar = cmdutil.NewProgressBar(cmd.ErrOrStderr(), "push", !f.IOStreams.IsStderrTTY())
 			}
 			rep := runPush(ctx, target, sessions, workers, bar)
 			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+				if err := cmdutil.WriteJSON(cmd.OutOrStdout(), rep); err != nil {
 					return err
 				}
 			} else {
@@ -267,48 +268,39 @@ are still pushed), 2 for a bad configuration or flag.`,
 				return ctx.Err()
 			}
 			if rep.Unreachable != "" {
-				return &exitError{code: 1, err: fmt.Errorf("%s: nothing more was sent (%s)", rep.Unreachable, rep.Via)}
+				return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("%s: nothing more was sent (%s)", rep.Unreachable, rep.Via)}
 			}
 			if rep.TokenRefused {
-				return &exitError{code: 1, err: fmt.Errorf("%s refused the token of %s: nothing more was sent (check token or token_file)", rep.Server, rep.Via)}
+				return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("%s refused the token of %s: nothing more was sent (check token or token_file)", rep.Server, rep.Via)}
 			}
 			if len(rep.Errors) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d of %d sessions were not pushed completely (run push again to finish)", len(rep.Errors), rep.Sessions)}
+				return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("%d of %d sessions were not pushed completely (run push again to finish)", len(rep.Errors), rep.Sessions)}
 			}
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&all, "all", false, "push every session of the config folder")
-	f.BoolVar(&redactOn, "redact", false, "replace secrets by markers before anything leaves the machine (the local files are not changed)")
-	f.String("rules", "", `with --redact: the processor "redact" block to use (default: the first redact processor of pipeline.processors, else redact/default)`)
-	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	f.StringVar(&to, "to", "", `the server's block: an "events" or "ingress" sink, or a "cloud" loader (type/name)`)
-	f.IntVar(&batch, "batch", 0, "entries per request (default: the events block's max_batch, 500)")
-	f.IntVar(&workers, "workers", 4, "sessions pushed side by side")
-	f.BoolVar(&noProgress, "no-progress", false, "no progress bar, even on a terminal")
+	fl := c.Flags()
+	fl.BoolVar(&all, "all", false, "push every session of the config folder")
+	fl.BoolVar(&redactOn, "redact", false, "replace secrets by markers before anything leaves the machine (the local files are not changed)")
+	fl.String("rules", "", `with --redact: the processor "redact" block to use (default: the first redact processor of pipeline.processors, else redact/default)`)
+	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	fl.StringVar(&to, "to", "", `the server's block: an "events" or "ingress" sink, or a "cloud" loader (type/name)`)
+	fl.IntVar(&batch, "batch", 0, "entries per request (default: the events block's max_batch, 500)")
+	fl.IntVar(&workers, "workers", 4, "sessions pushed side by side")
+	fl.BoolVar(&noProgress, "no-progress", false, "no progress bar, even on a terminal")
 	return c
-}
-
-// localSession is a session found in the config folder.
-type localSession struct {
-	id  string
-	dir string // its project folder
-	// size is the bytes of its transcript files, for the progress bar.
-	size  int64
-	files []jsonl.TranscriptFile
 }
 
 // pushSessions lists what push sends: every session of the store with
 // all, else the sessions args name, each once.
-func pushSessions(ctx context.Context, layout jsonl.Layout, all bool, args []string) ([]localSession, error) {
+func pushSessions(ctx context.Context, layout jsonl.Layout, all bool, args []string) ([]cmdutil.LocalSession, error) {
 	if all {
-		return allLocalSessions(layout)
+		return cmdutil.AllLocalSessions(layout)
 	}
-	var sessions []localSession
+	var sessions []cmdutil.LocalSession
 	seen := map[string]bool{}
 	for _, a := range args {
-		id, err := resolveSession(ctx, layout, a)
+		id, err := cmdutil.ResolveSession(ctx, layout, a)
 		if err != nil {
 			return nil, err
 		}
@@ -321,27 +313,17 @@ func pushSessions(ctx context.Context, layout jsonl.Layout, all bool, args []str
 			return nil, err
 		}
 		if d == "" {
-			return nil, &exitError{code: 1, err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
+			return nil, &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("session %s is not in %s", id, layout.ProjectsDir())}
 		}
-		sessions = append(sessions, localSession{id: id, dir: d})
+		sessions = append(sessions, cmdutil.LocalSession{ID: id, Dir: d})
 	}
 	return sessions, nil
-}
-
-// allLocalSessions lists every session of the store (StoredSessions).
-func allLocalSessions(l jsonl.Layout) ([]localSession, error) {
-	stored, err := l.StoredSessions()
-	out := make([]localSession, len(stored))
-	for i, st := range stored {
-		out[i] = localSession{id: st.ID, dir: st.ProjectDir}
-	}
-	return out, err
 }
 
 // pusher pushes sessions and sums up.
 type pusher struct {
 	t   *cloudTarget
-	bar *progressBar
+	bar *cmdutil.ProgressBar
 	// abort stops every session once the server refused the token: the
 	// others would be refused too.
 	abort   context.CancelCauseFunc
@@ -355,22 +337,22 @@ type pusher struct {
 	done atomic.Int64 // bytes read, for the progress bar
 }
 
-func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, workers int, bar *progressBar) *pushReport {
+func runPush(ctx context.Context, t *cloudTarget, sessions []cmdutil.LocalSession, workers int, bar *cmdutil.ProgressBar) *pushReport {
 	start := time.Now()
 	rep := &pushReport{Server: t.client.BaseURL, Via: t.id.String(), Sessions: len(sessions),
 		Refusals: []pushIssue{}, Errors: []pushIssue{}, Results: []pushResult{}}
 	var total int64
 	for i := range sessions {
 		s := &sessions[i]
-		s.files, s.size = jsonl.TranscriptFiles(s.dir, s.id)
-		total += s.size
-		rep.Files += len(s.files)
+		s.Files, s.Size = jsonl.TranscriptFiles(s.Dir, s.ID)
+		total += s.Size
+		rep.Files += len(s.Files)
 	}
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 	p := &pusher{t: t, bar: bar, rep: rep, abort: abort}
 	if bar != nil {
-		bar.start(total, len(sessions), &p.done)
+		bar.Start(total, len(sessions), &p.done)
 	}
 	results := make([]pushResult, len(sessions))
 	// Sessions not started when ctx ends (interrupted, or aborted) keep
@@ -378,12 +360,12 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 	_ = durable.Each(ctx, workers, len(sessions), func(ctx context.Context, i int) error {
 		results[i] = p.session(ctx, sessions[i])
 		if bar != nil {
-			bar.sessionDone()
+			bar.SessionDone()
 		}
 		return nil
 	})
 	if bar != nil {
-		bar.finish()
+		bar.Finish()
 	}
 	why := "not started: interrupted"
 	if p.refused.Load() {
@@ -397,7 +379,7 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 	}
 	for i, r := range results {
 		if r.Session == "" {
-			r = pushResult{Session: sessions[i].id, ProjectDir: sessions[i].dir, Error: why}
+			r = pushResult{Session: sessions[i].ID, ProjectDir: sessions[i].Dir, Error: why}
 		}
 		rep.Results = append(rep.Results, r)
 		if r.Error != "" {
@@ -410,10 +392,10 @@ func runPush(ctx context.Context, t *cloudTarget, sessions []localSession, worke
 }
 
 // session pushes one session's files in order, each in batches.
-func (p *pusher) session(ctx context.Context, s localSession) pushResult {
-	res := pushResult{Session: s.id, ProjectDir: s.dir, Files: len(s.files)}
-	for _, f := range s.files {
-		if err := p.file(ctx, s.id, f, &res); err != nil {
+func (p *pusher) session(ctx context.Context, s cmdutil.LocalSession) pushResult {
+	res := pushResult{Session: s.ID, ProjectDir: s.Dir, Files: len(s.Files)}
+	for _, f := range s.Files {
+		if err := p.file(ctx, s.ID, f, &res); err != nil {
 			if errors.Is(err, sinkhelper.ErrUnauthorized) && p.refused.CompareAndSwap(false, true) {
 				var se *sinkhelper.StatusError
 				if errors.As(err, &se) {
@@ -586,7 +568,7 @@ func (p *pusher) post(ctx context.Context, sid, file string, batch []events.Even
 			rep.Bytes += n
 		})
 		if p.bar != nil {
-			p.bar.entries(int64(len(batch)))
+			p.bar.Entries(int64(len(batch)))
 		}
 		return nil
 	}
@@ -647,7 +629,7 @@ func pushHeadline(r *pushReport) string {
 
 func printPushReport(w io.Writer, r *pushReport) {
 	fmt.Fprintln(w, pushHeadline(r))
-	fmt.Fprintf(w, "  entries sent:   %d (%s in %d requests)\n", r.EntriesSent, humanBytes(r.Bytes), r.Requests)
+	fmt.Fprintf(w, "  entries sent:   %d (%s in %d requests)\n", r.EntriesSent, cmdutil.HumanBytes(r.Bytes), r.Requests)
 	fmt.Fprintf(w, "  stored:         %d new\n", r.Stored)
 	fmt.Fprintf(w, "  duplicates:     %d (already on the server)\n", r.Duplicates)
 	if r.Malformed > 0 || r.Torn > 0 || r.Blank > 0 {

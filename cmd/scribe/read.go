@@ -9,15 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -25,26 +24,13 @@ import (
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-// layoutFor is the folder of the local store the command works on (see
-// localLayout): Claude's folder, or the plain jsonl archive --from names.
-func layoutFor(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
-	return localLayout(cmd)
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // writeMessages prints msgs as writeJSON does, byte for byte, a message at
 // a time (SessionMessage.AppendJSON, jsonv.AppendIndent): a long
 // conversation is never held again in memory as JSON, and encoding/json's
 // compaction and indentation, which dominated printing it, are skipped.
 func writeMessages(w io.Writer, msgs []jsonl.SessionMessage) error {
 	if len(msgs) == 0 {
-		return writeJSON(w, []jsonl.SessionMessage{})
+		return cmdutil.WriteJSON(w, []jsonl.SessionMessage{})
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var flat, ind []byte
@@ -64,7 +50,7 @@ func writeMessages(w io.Writer, msgs []jsonl.SessionMessage) error {
 	return bw.Flush()
 }
 
-func newLsCmd() *cobra.Command {
+func newLsCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		all, asJSON, noIndex bool
 		project, status      string
@@ -115,30 +101,30 @@ transcript.`,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			want := jsonl.SessionStatus(status)
 			if status != "" && !want.Valid() {
-				return &exitError{code: 2, err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
 			}
 			now := time.Now()
 			keep, err := modifiedWithin(since, until, now)
 			if err != nil {
 				return err
 			}
-			colored, err := useColor(color, stdoutFile(cmd.OutOrStdout()))
+			colored, err := cmdutil.UseColor(color, cmdutil.StdoutFile(cmd.OutOrStdout()))
 			if err != nil {
 				return err
 			}
 			opt := jsonl.ListOptions{Limit: limit, Offset: offset, IncludeWorktrees: true, IncludeProgrammatic: true, NoIndex: noIndex}
 			if remote || isCloudBlock(from) {
-				cfg, err := loadConfig(cmd)
+				cfg, err := f.LoadConfig(cmd)
 				if err != nil {
-					return &exitError{code: 2, err: err}
+					return &cmdutil.ExitError{Code: 2, Err: err}
 				}
 				// Every project, unless --project names one.
 				opt.Dir = project
-				return runRemoteLs(cmd, cfg, from, opt, want, keep, asJSON, lsTable{colored: colored, now: now})
+				return runRemoteLs(f, cmd, cfg, from, opt, want, keep, asJSON, lsTable{colored: colored, now: now})
 			}
 			switch {
 			case all && project != "":
-				return &exitError{code: 2, err: errors.New("--all and --project exclude each other")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("--all and --project exclude each other")}
 			case all:
 			case project != "":
 				opt.Dir = project
@@ -149,7 +135,7 @@ transcript.`,
 				}
 				opt.Dir = wd
 			}
-			st, _, done, err := openStoreOf(cmd)
+			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
@@ -170,23 +156,23 @@ transcript.`,
 				}
 				return nil
 			}
-			printSessionTable(out, recs, outputWidth(stdoutFile(out)), colored, now)
+			printSessionTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), colored, now)
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&noIndex, "no-index", false, "read every transcript instead of using the sessions index")
-	f.StringVar(&status, "status", "", "only sessions with this status: active, interrupted or completed")
-	f.StringVar(&since, "since", "", "only sessions modified at or after this date, time or duration ago (2026-01-02, 7d)")
-	f.StringVar(&until, "until", "", "only sessions modified before this date (the whole day), time or duration ago")
-	f.StringVar(&color, "color", "auto", "colour: auto (on a terminal), always or never; NO_COLOR turns it off")
-	f.BoolVar(&all, "all", false, "list every project")
-	f.StringVar(&project, "project", "", "list the project of this path")
-	f.IntVar(&limit, "limit", 0, "at most this many sessions")
-	f.IntVar(&offset, "offset", 0, "skip this many sessions first")
-	f.BoolVar(&asJSON, "json", false, "print the SDK's listSessions array")
-	f.BoolVar(&remote, "remote", false, "list the team server's sessions instead")
-	f.StringVar(&from, "from", "", `list this store (a jsonl, postgres or s3 block, type/name) instead of the local files; with --remote: the server's block, a "cloud" loader`)
+	fl := c.Flags()
+	fl.BoolVar(&noIndex, "no-index", false, "read every transcript instead of using the sessions index")
+	fl.StringVar(&status, "status", "", "only sessions with this status: active, interrupted or completed")
+	fl.StringVar(&since, "since", "", "only sessions modified at or after this date, time or duration ago (2026-01-02, 7d)")
+	fl.StringVar(&until, "until", "", "only sessions modified before this date (the whole day), time or duration ago")
+	fl.StringVar(&color, "color", "auto", "colour: auto (on a terminal), always or never; NO_COLOR turns it off")
+	fl.BoolVar(&all, "all", false, "list every project")
+	fl.StringVar(&project, "project", "", "list the project of this path")
+	fl.IntVar(&limit, "limit", 0, "at most this many sessions")
+	fl.IntVar(&offset, "offset", 0, "skip this many sessions first")
+	fl.BoolVar(&asJSON, "json", false, "print the SDK's listSessions array")
+	fl.BoolVar(&remote, "remote", false, "list the team server's sessions instead")
+	fl.StringVar(&from, "from", "", `list this store (a jsonl, postgres or s3 block, type/name) instead of the local files; with --remote: the server's block, a "cloud" loader`)
 	return c
 }
 
@@ -258,11 +244,11 @@ func modifiedWithin(since, until string, now time.Time) (func(*jsonl.SessionInfo
 	if since == "" && until == "" {
 		return nil, nil
 	}
-	from, err := parseWhen("--since", since, false, now)
+	from, err := cmdutil.ParseWhen("--since", since, false, now)
 	if err != nil {
 		return nil, err
 	}
-	to, err := parseWhen("--until", until, true, now)
+	to, err := cmdutil.ParseWhen("--until", until, true, now)
 	if err != nil {
 		return nil, err
 	}
@@ -270,34 +256,6 @@ func modifiedWithin(since, until string, now time.Time) (func(*jsonl.SessionInfo
 		t := time.UnixMilli(s.LastModified)
 		return (since == "" || !t.Before(from)) && (until == "" || t.Before(to))
 	}, nil
-}
-
-// parseWhen reads --since/--until: a date (local time; with end, the end
-// of that day), a local date and time, an RFC 3339 time, or a duration
-// ago (7d, 2w, 12h).
-func parseWhen(flag, s string, end bool, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
-		if end {
-			t = t.AddDate(0, 0, 1)
-		}
-		return t, nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	d, err := parseAge(flag, s)
-	if err != nil {
-		return time.Time{}, &exitError{code: 2, err: fmt.Errorf("%s %q: want a date (2026-01-02), a time (2026-01-02T15:04) or a duration ago (7d, 2w, 12h)", flag, s)}
-	}
-	return now.Add(-d), nil
 }
 
 // writeInfosJSON prints the listing as writeJSON would, one session at a
@@ -329,77 +287,7 @@ func writeInfosJSON(out io.Writer, infos []jsonl.SessionInfo) error {
 	return w.Flush()
 }
 
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
-}
-
-// ErrAmbiguous is returned when an id prefix names several sessions.
-var errAmbiguous = errors.New("ambiguous session id")
-
-// resolveSession turns a full id or a unique prefix into a session id,
-// searching every project folder.
-func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, error) {
-	if arg == "" {
-		return "", &exitError{code: 2, err: errors.New("no session id given")}
-	}
-	if jsonl.IsSessionID(arg) {
-		return strings.ToLower(arg), nil
-	}
-	if strings.ContainsAny(arg, `/\.`) {
-		return "", &exitError{code: 2, err: fmt.Errorf("%q is not a session id or a prefix of one", arg)}
-	}
-	prefix := strings.ToLower(arg)
-	projects, err := os.ReadDir(l.ProjectsDir())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	found := map[string][]string{}
-	for _, p := range projects {
-		if !p.IsDir() {
-			continue
-		}
-		files, _ := os.ReadDir(l.ProjectFolder(p.Name()))
-		for _, f := range files {
-			id, ok := jsonl.MainFileID(f.Name())
-			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
-				found[id] = append(found[id], p.Name())
-			}
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", &exitError{code: 1, err: fmt.Errorf("no session id starts with %q in %s", arg, l.ProjectsDir())}
-	case 1:
-		for id := range found {
-			return id, nil
-		}
-	}
-	ids := make([]string, 0, len(found))
-	for id := range found {
-		ids = append(ids, fmt.Sprintf("  %s  (%s)", id, strings.Join(found[id], ", ")))
-	}
-	sort.Strings(ids)
-	return "", &exitError{code: 2, err: fmt.Errorf("%w: %q matches %d sessions:\n%s", errAmbiguous, arg, len(found), strings.Join(ids, "\n"))}
-}
-
-func newShowCmd() *cobra.Command {
+func newShowCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON, system, subagents bool
 		format, from              string
@@ -417,16 +305,16 @@ stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if format != "text" && format != "md" {
-				return &exitError{code: 2, err: fmt.Errorf("--format %q: want text or md", format)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--format %q: want text or md", format)}
 			}
-			st, _, done, err := openStoreOf(cmd)
+			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
 			defer done(&err)
 			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return resolveErr(err)
+				return cmdutil.ResolveErr(err)
 			}
 			msgs, rep, err := st.Messages(cmd.Context(), id, jsonl.MessagesOptions{IncludeSystem: system})
 			if err != nil {
@@ -460,7 +348,7 @@ stderr.`,
 					reportDamage(cmd.ErrOrStderr(), "agent "+a, arep)
 					doc["subagents"].(map[string]any)[a] = am
 				}
-				return writeJSON(out, doc)
+				return cmdutil.WriteJSON(out, doc)
 			}
 			printConversation(out, msgs, format)
 			if system {
@@ -486,12 +374,12 @@ stderr.`,
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, "print exactly what the SDK's getSessionMessages returns")
-	f.BoolVar(&system, "system", false, "include system messages")
-	f.BoolVar(&subagents, "subagents", false, "also show each subagent's conversation")
-	f.StringVar(&format, "format", "text", "text or md")
-	f.StringVar(&from, "from", "", "read the session from this store (a jsonl, postgres or s3 block, type/name)")
+	fl := c.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print exactly what the SDK's getSessionMessages returns")
+	fl.BoolVar(&system, "system", false, "include system messages")
+	fl.BoolVar(&subagents, "subagents", false, "also show each subagent's conversation")
+	fl.StringVar(&format, "format", "text", "text or md")
+	fl.StringVar(&from, "from", "", "read the session from this store (a jsonl, postgres or s3 block, type/name)")
 	return c
 }
 
@@ -549,7 +437,7 @@ func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) 
 			} else if format == "md" {
 				fmt.Fprintf(w, "%s\n\n", part.text)
 			} else {
-				fmt.Fprintf(w, "%s\n", indent(part.text))
+				fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.text))
 			}
 		}
 		if format != "md" {
@@ -558,32 +446,28 @@ func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) 
 	}
 }
 
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
-}
-
-func newInfoCmd() *cobra.Command {
+func newInfoCmd(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "info ID",
 		Short: "One session's listing fields plus counts (entries, skipped lines, subagents, compactions, bytes)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, _, done, err := openStoreOf(cmd)
+			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
 			defer done(&err)
 			id, err := st.Resolve(cmd.Context(), args[0])
 			if err != nil {
-				return resolveErr(err)
+				return cmdutil.ResolveErr(err)
 			}
 			info, err := sessionInfo(cmd.Context(), st, id)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), info)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), info)
 			}
 			printInfo(cmd.OutOrStdout(), info)
 			return nil
@@ -689,7 +573,7 @@ func printInfo(w io.Writer, r *infoReport) {
 		row("modified", time.UnixMilli(r.LastModified).Local().Format(time.RFC3339))
 	}
 	row("file", r.Path)
-	row("bytes", fmt.Sprintf("%d (%s), subagents %s", r.Bytes, humanBytes(r.Bytes), humanBytes(r.SubagentBytes)))
+	row("bytes", fmt.Sprintf("%d (%s), subagents %s", r.Bytes, cmdutil.HumanBytes(r.Bytes), cmdutil.HumanBytes(r.SubagentBytes)))
 	row("lines", r.Lines)
 	row("entries", r.Entries)
 	row("messages", r.Messages)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -87,7 +88,7 @@ type recordOpts struct {
 	shutdownTimeout time.Duration
 }
 
-func newRecordCmd() *cobra.Command {
+func newRecordCmd(f *cmdutil.Factory) *cobra.Command {
 	var o recordOpts
 	c := &cobra.Command{
 		Use:   "record [FILE...]",
@@ -117,18 +118,18 @@ A session's leading lines outside the chain (a title, a queue operation) wait
 for its first chain row, whose cwd the announcement carries, or for the next
 flush. If standard output cannot be written, record stops, after making
 durable what it accepted.`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runRecord(cmd, args, o) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runRecord(f, cmd, args, o) },
 	}
-	f := c.Flags()
-	f.StringVar(&o.session, "session", "", "record every entry into this session id")
-	f.StringVar(&o.cwd, "cwd", "", "the project folder is this path's, whatever the entries' cwd says")
-	f.Bool("no-session-persistence", false, "record nothing (the flag guard refuses every entry)")
-	f.BoolVar(&o.json, "json", false, "print the report as JSON")
-	f.BoolVar(&o.ack, "ack", false, `after each flush, print {"acked_lines":N} on stdout: the first N input lines are durable`)
-	f.BoolVar(&o.events, "events", false, `write the SDK-style event stream (NDJSON) on stdout; the report goes to stderr`)
-	f.DurationVar(&o.flushInterval, "flush-interval", time.Second, "how often to flush (make durable) what was recorded")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "at the end of the input or on SIGINT/SIGTERM, how long to wait for the sinks to make everything durable (a second signal exits at once)")
-	f.DurationVar(&o.lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
+	fl := c.Flags()
+	fl.StringVar(&o.session, "session", "", "record every entry into this session id")
+	fl.StringVar(&o.cwd, "cwd", "", "the project folder is this path's, whatever the entries' cwd says")
+	fl.Bool("no-session-persistence", false, "record nothing (the flag guard refuses every entry)")
+	fl.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fl.BoolVar(&o.ack, "ack", false, `after each flush, print {"acked_lines":N} on stdout: the first N input lines are durable`)
+	fl.BoolVar(&o.events, "events", false, `write the SDK-style event stream (NDJSON) on stdout; the report goes to stderr`)
+	fl.DurationVar(&o.flushInterval, "flush-interval", time.Second, "how often to flush (make durable) what was recorded")
+	fl.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "at the end of the input or on SIGINT/SIGTERM, how long to wait for the sinks to make everything durable (a second signal exits at once)")
+	fl.DurationVar(&o.lockWait, "lock-wait", 0, "wait this long for another process writing the same session (default: the store's lock_wait, 0s)")
 	return c
 }
 
@@ -142,35 +143,35 @@ type input struct {
 	eof   bool
 }
 
-func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
-	cfg, err := loadConfig(cmd)
+func runRecord(f *cmdutil.Factory, cmd *cobra.Command, args []string, o recordOpts) error {
+	cfg, err := f.LoadConfig(cmd)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	if o.session != "" && !jsonl.IsSessionID(o.session) {
-		return &exitError{code: 2, err: fmt.Errorf("--session %q is not a session id (a UUID)", o.session)}
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--session %q is not a session id (a UUID)", o.session)}
 	}
 	if o.shutdownTimeout <= 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--shutdown-timeout %s: want a positive duration", o.shutdownTimeout)}
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--shutdown-timeout %s: want a positive duration", o.shutdownTimeout)}
 	}
-	log := newLogger(cfg, "scribe")
+	log := f.Logger(cfg, "scribe")
 	intake, stopIntake := context.WithCancel(cmd.Context())
 	defer stopIntake()
 	sig := watchSignals(log, stopIntake)
 	defer sig.stop()
 
-	rt, err := build(cmd.Context(), cfg, log, os.Args[1:], buildOpts{lockWait: o.lockWait})
+	rt, err := cmdutil.Build(cmd.Context(), cfg, log, os.Args[1:], cmdutil.BuildOpts{LockWait: o.lockWait})
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	// A key read (a sealed archive's key command) gets --shutdown-timeout
 	// and ends at a signal: a command that never answers does not hang
 	// record.
 	keys, stopKeys := context.WithTimeout(intake, o.shutdownTimeout)
-	err = rt.pipeline.Start(seal.BoundReads(cmd.Context(), keys))
+	err = rt.Pipeline.Start(seal.BoundReads(cmd.Context(), keys))
 	stopKeys()
 	if err != nil {
-		_ = rt.close(context.Background())
+		_ = rt.Close(context.Background())
 		return err
 	}
 	r := newRecorder(cmd, rt, o, log)
@@ -189,7 +190,7 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	runErr = r.finish(runErr, sig.caught())
 	if runErr != nil {
 		if sig.caught() {
-			return &exitError{code: 130, err: runErr}
+			return &cmdutil.ExitError{Code: 130, Err: runErr}
 		}
 		return runErr
 	}
@@ -234,7 +235,7 @@ func (s *signals) stop() {
 
 // recorder submits the parsed lines and keeps the report.
 type recorder struct {
-	rt     *runtime
+	rt     *cmdutil.Runtime
 	o      recordOpts
 	log    hclog.Logger
 	rep    *recordReport
@@ -269,10 +270,10 @@ type recorder struct {
 	current map[string]string
 }
 
-func newRecorder(cmd *cobra.Command, rt *runtime, o recordOpts, log hclog.Logger) *recorder {
+func newRecorder(cmd *cobra.Command, rt *cmdutil.Runtime, o recordOpts, log hclog.Logger) *recorder {
 	r := &recorder{
 		rt: rt, o: o, log: log,
-		rep:      &recordReport{ConfigDir: rt.host.ConfigDir, Into: sinkTargets(rt.cfg, rt.host)},
+		rep:      &recordReport{ConfigDir: rt.Host.ConfigDir, Into: sinkTargets(rt.Cfg, rt.Host)},
 		out:      cmd.OutOrStdout(),
 		repOut:   cmd.OutOrStdout(),
 		sessions: map[string]bool{},
@@ -439,7 +440,7 @@ func (r *recorder) submit(in *input) error {
 		in.entry.Lease.Retain(1)
 		defer in.entry.Lease.Release()
 	}
-	res, err := r.rt.pipeline.Submit(context.Background(), in.entry)
+	res, err := r.rt.Pipeline.Submit(context.Background(), in.entry)
 	if errors.Is(err, core.ErrClosed) {
 		return err
 	}
@@ -474,7 +475,7 @@ func (r *recorder) submit(in *input) error {
 		}
 		if in.entry.Subtype == core.SubtypeCompactBoundary {
 			// The compaction goes to the session's lifecycle records too.
-			if _, err := r.rt.pipeline.SubmitLifecycle(context.Background(), compactionMeta(in.entry), compactionOf(in.entry)); err != nil {
+			if _, err := r.rt.Pipeline.SubmitLifecycle(context.Background(), compactionMeta(in.entry), compactionOf(in.entry)); err != nil {
 				r.log.Warn("could not record the compaction in the session's lifecycle", "uuid", in.entry.UUID, "error", err)
 			}
 		}
@@ -506,7 +507,7 @@ func (r *recorder) flush(parent context.Context, timeout time.Duration) error {
 	fctx, cancel := context.WithTimeout(parent, max(timeout, time.Second))
 	defer cancel()
 	through := min(r.submitted.Load(), r.ackLimit.Load())
-	if err := r.rt.pipeline.Flush(fctx); err != nil {
+	if err := r.rt.Pipeline.Flush(fctx); err != nil {
 		return err
 	}
 	r.outMu.Lock()
@@ -518,7 +519,7 @@ func (r *recorder) flush(parent context.Context, timeout time.Duration) error {
 			return outputError{err}
 		}
 	}
-	acked := r.rt.pipeline.Acked(through)
+	acked := r.rt.Pipeline.Acked(through)
 	if !r.o.ack || acked <= r.acked {
 		r.acked = max(r.acked, acked)
 		return nil
@@ -558,14 +559,14 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 	}
 	sctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
 	defer cancel()
-	if err := r.rt.close(sctx); err != nil {
+	if err := r.rt.Close(sctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	r.fillReport()
 	if r.openFailures > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("%d lines not recorded: their session could not be opened: %w", r.openFailures, r.openErr))
 	}
-	if r.rt.pipeline.Lost() || r.rep.Lost > 0 {
+	if r.rt.Pipeline.Lost() || r.rep.Lost > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("%d entries did not reach every sink (see each sink in the report)", r.rep.Lost))
 	}
 	if signalled {
@@ -589,7 +590,7 @@ func (r *recorder) finish(runErr error, signalled bool) error {
 
 func (r *recorder) fillReport() {
 	rep := r.rep
-	st := r.rt.pipeline.Stats()
+	st := r.rt.Pipeline.Stats()
 	rep.Accepted, rep.Duplicates = st.Accepted, st.Duplicates
 	rep.Refused, rep.RefusedReasons = st.Refused, st.Reasons
 	rep.DroppedBy, rep.DroppedReasons = st.Dropped, st.DropReasons

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/processors/redact"
@@ -47,7 +48,7 @@ type redactReport struct {
 	Index    string           `json:"index,omitempty"`
 }
 
-func newRedactCmd() *cobra.Command {
+func newRedactCmd(f *cmdutil.Factory) *cobra.Command {
 	var all, dryRun, asJSON bool
 	var lockWait time.Duration
 	cmd := &cobra.Command{
@@ -59,7 +60,7 @@ func newRedactCmd() *cobra.Command {
 			"one is set), the session's sidecar gets a redaction record, and the sessions index is updated.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			l, red, rc, id, sessions, err := redactTargets(cmd, args, all)
+			l, red, rc, id, sessions, err := redactTargets(f, cmd, args, all)
 			if err != nil {
 				return err
 			}
@@ -69,7 +70,7 @@ func newRedactCmd() *cobra.Command {
 			if !dryRun {
 				sealer, err := seal.New(ctx, rc.Trash, os.Environ())
 				if err != nil && !errors.Is(err, seal.ErrNoKey) {
-					return &exitError{code: 2, err: fmt.Errorf("processor %s: trash: %w", id, err)}
+					return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("processor %s: trash: %w", id, err)}
 				}
 				rd.sealer = sealer
 			}
@@ -79,7 +80,7 @@ func newRedactCmd() *cobra.Command {
 				rs, err := rd.session(ctx, s)
 				if err != nil {
 					rs.Error = err.Error()
-					failed = append(failed, fmt.Errorf("session %s: %w", s.id, err))
+					failed = append(failed, fmt.Errorf("session %s: %w", s.ID, err))
 				}
 				for _, f := range rs.Files {
 					for r, n := range f.ByRule {
@@ -103,19 +104,19 @@ func newRedactCmd() *cobra.Command {
 				}
 			}
 			if asJSON {
-				failed = append(failed, writeJSON(cmd.OutOrStdout(), rep))
+				failed = append(failed, cmdutil.WriteJSON(cmd.OutOrStdout(), rep))
 			} else {
 				printRedactReport(cmd.OutOrStdout(), rep)
 			}
 			return errors.Join(failed...)
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&all, "all", false, "redact every session")
-	f.BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another writer of a session (default: fail at once)")
-	f.String("rules", "", `the redact processor block whose rules apply (its name: "default" for processor "redact" "default")`)
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "redact every session")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl.DurationVar(&lockWait, "lock-wait", 0, "wait this long for another writer of a session (default: fail at once)")
+	fl.String("rules", "", `the redact processor block whose rules apply (its name: "default" for processor "redact" "default")`)
 	return cmd
 }
 
@@ -132,8 +133,8 @@ type redactor struct {
 
 // session redacts one session's files under its lock and appends the
 // audit record to its sidecar.
-func (rd *redactor) session(ctx context.Context, s localSession) (rs redactSession, err error) {
-	rs = redactSession{Session: s.id, Files: []redactFile{}}
+func (rd *redactor) session(ctx context.Context, s cmdutil.LocalSession) (rs redactSession, err error) {
+	rs = redactSession{Session: s.ID, Files: []redactFile{}}
 	// The store takes the session's lock in Seed, as any writer does. It
 	// never appends to the transcript here (no re-append at close).
 	st, err := jsonl.New(jsonl.Options{ConfigDir: rd.l.ConfigDir, LockWait: rd.lockWait, Fsync: jsonl.FsyncAlways, ReappendBytes: 1 << 50})
@@ -148,10 +149,10 @@ func (rd *redactor) session(ctx context.Context, s localSession) (rs redactSessi
 			err = serr
 		}
 	}()
-	if _, err := st.Seed(ctx, core.SessionRef{SessionID: s.id}); err != nil {
+	if _, err := st.Seed(ctx, core.SessionRef{SessionID: s.ID}); err != nil {
 		return rs, err
 	}
-	files, _ := jsonl.TranscriptFiles(s.dir, s.id)
+	files, _ := jsonl.TranscriptFiles(s.Dir, s.ID)
 	total := map[string]int64{}
 	var lines int64
 	for _, f := range files {
@@ -171,7 +172,7 @@ func (rd *redactor) session(ctx context.Context, s localSession) (rs redactSessi
 	if rd.dryRun || len(total) == 0 {
 		return rs, nil
 	}
-	e, err := core.LifecycleEntry(core.LifecycleMeta{SessionID: s.id}, core.Redaction{By: "scribe redact", Rules: total, Entries: lines})
+	e, err := core.LifecycleEntry(core.LifecycleMeta{SessionID: s.ID}, core.Redaction{By: "scribe redact", Rules: total, Entries: lines})
 	if err != nil {
 		return rs, err
 	}
@@ -183,7 +184,7 @@ func (rd *redactor) session(ctx context.Context, s localSession) (rs redactSessi
 
 // file redacts one file: the new bytes replace it atomically and the old
 // ones go to the trash.
-func (rd *redactor) file(s localSession, path string) (redactFile, error) {
+func (rd *redactor) file(s cmdutil.LocalSession, path string) (redactFile, error) {
 	rf := redactFile{Path: path, ByRule: map[string]int64{}}
 	if rd.red.Allowed(path) {
 		rf.Skipped = "allow_paths"

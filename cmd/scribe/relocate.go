@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newRelocateCmd() *cobra.Command {
+func newRelocateCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		dryRun, yes, asJSON bool
 	)
@@ -24,7 +25,7 @@ as a backup (scribe trash ls shows them with reason relocate), and the sessions
 index forgets them in the same step.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
@@ -42,15 +43,15 @@ index forgets them in the same step.`,
 			}
 			res := plan
 			if !dryRun && len(plan) > 0 {
-				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s) from %s to %s?", len(plan), oldPath, newPath)); err != nil {
+				if err := f.Confirm(cmd, yes, fmt.Sprintf("move %d session(s) from %s to %s?", len(plan), oldPath, newPath)); err != nil {
 					return err
 				}
-				res, err = l.Relocate(cmd.Context(), oldPath, newPath, jsonl.RelocateOptions{Progress: progressCounter(cmd.ErrOrStderr(), "relocate")})
+				res, err = l.Relocate(cmd.Context(), oldPath, newPath, jsonl.RelocateOptions{Progress: f.IOStreams.ProgressCounter(cmd.ErrOrStderr(), "relocate")})
 				var moved []string
 				for _, s := range res {
 					moved = append(moved, s.SessionID)
 				}
-				forgetSearch(cmd, l, moved)
+				f.ForgetSearch(cmd, l, moved)
 				if err != nil {
 					printRelocated(cmd, res, false, asJSON)
 					return err
@@ -59,10 +60,10 @@ index forgets them in the same step.`,
 			return printRelocated(cmd, res, dryRun, asJSON)
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&dryRun, "dry-run", false, "say what would move, move nothing")
-	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
-	f.BoolVar(&asJSON, "json", false, "print the sessions as JSON")
+	fl := c.Flags()
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would move, move nothing")
+	fl.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	fl.BoolVar(&asJSON, "json", false, "print the sessions as JSON")
 	return c
 }
 
@@ -71,7 +72,7 @@ func printRelocated(cmd *cobra.Command, res []jsonl.RelocatedSession, dryRun, as
 		if res == nil {
 			res = []jsonl.RelocatedSession{}
 		}
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"dryRun": dryRun, "sessions": res})
+		return cmdutil.WriteJSON(cmd.OutOrStdout(), map[string]any{"dryRun": dryRun, "sessions": res})
 	}
 	verb := "moved"
 	if dryRun {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -53,18 +53,18 @@ var errNoRemote = errors.New("no cloud loader configured")
 // remoteTarget is the server of `ls --remote` and of the id resolver: the
 // block named by from, else the first cloud loader of resume.loaders, else
 // the first declared cloud loader.
-func remoteTarget(cfg *config.Config, from string) (*cloudTarget, error) {
+func remoteTarget(f *cmdutil.Factory, cfg *config.Config, from string) (*cloudTarget, error) {
 	if from != "" {
-		return findCloudTarget(cfg, from, true)
+		return findCloudTarget(f, cfg, from, true)
 	}
 	for _, l := range cfg.Resume.Loaders {
 		if _, ok := cfg.Lookup(core.KindLoader, l); ok && l.Type == events.LoaderType {
-			return findCloudTarget(cfg, l.String(), true)
+			return findCloudTarget(f, cfg, l.String(), true)
 		}
 	}
 	for _, c := range cfg.Components {
 		if c.Kind == core.KindLoader && c.ID.Type == events.LoaderType {
-			return findCloudTarget(cfg, c.ID.String(), true)
+			return findCloudTarget(f, cfg, c.ID.String(), true)
 		}
 	}
 	return nil, fmt.Errorf(`%w: declare a loader "cloud" block (and list it in resume.loaders), or name one with --from`, errNoRemote)
@@ -75,9 +75,9 @@ func remoteTarget(cfg *config.Config, from string) (*cloudTarget, error) {
 // that remote returns (one match is the id, several are an error listing
 // them). remote returning errNoRemote keeps the local answer.
 func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote func() (*cloudTarget, error), stderr io.Writer) (string, error) {
-	id, err := resolveSession(ctx, l, arg)
-	var xe *exitError
-	if err == nil || !errors.As(err, &xe) || xe.code != 1 || errors.Is(err, errAmbiguous) {
+	id, err := cmdutil.ResolveSession(ctx, l, arg)
+	var xe *cmdutil.ExitError
+	if err == nil || !errors.As(err, &xe) || xe.Code != 1 || errors.Is(err, cmdutil.ErrAmbiguous) {
 		// Found, ambiguous, not an id at all (2), or an I/O error.
 		return id, err
 	}
@@ -86,7 +86,7 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 		return "", err
 	}
 	if terr != nil {
-		return "", &exitError{code: 2, err: fmt.Errorf("%w; and the server: %w", err, terr)}
+		return "", &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%w; and the server: %w", err, terr)}
 	}
 	if t.client.OnRetry == nil {
 		t.interactive(stderr, "look up "+arg)
@@ -98,7 +98,7 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 	}
 	switch {
 	case len(list) == 0:
-		return "", &exitError{code: 1, err: fmt.Errorf("no session id starts with %q in %s or on %s (%s)",
+		return "", &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("no session id starts with %q in %s or on %s (%s)",
 			arg, l.ProjectsDir(), t.client.BaseURL, t.id)}
 	case len(list) == 1 && !more:
 		fmt.Fprintf(stderr, "scribe: %q is session %s on %s (none here)\n", arg, list[0].ID, t.client.BaseURL)
@@ -106,15 +106,15 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 	}
 	lines := make([]string, 0, len(list))
 	for _, s := range list {
-		lines = append(lines, fmt.Sprintf("  %s  %s", s.ID, clip(s.Title, 60)))
+		lines = append(lines, fmt.Sprintf("  %s  %s", s.ID, cmdutil.Clip(s.Title, 60)))
 	}
 	sort.Strings(lines)
 	n := fmt.Sprint(len(list))
 	if more {
 		n = "more than " + n
 	}
-	return "", &exitError{code: 2, err: fmt.Errorf("%w: %q matches no local session and %s sessions on %s:\n%s",
-		errAmbiguous, arg, n, t.client.BaseURL, strings.Join(lines, "\n"))}
+	return "", &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%w: %q matches no local session and %s sessions on %s:\n%s",
+		cmdutil.ErrAmbiguous, arg, n, t.client.BaseURL, strings.Join(lines, "\n"))}
 }
 
 // runRemoteLs is `scribe ls --remote`: the server's sessions listed by the
@@ -126,11 +126,11 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 // each transcript's mtime the latest timestamp of its rows: the last
 // activity Claude Code's own writes would have left (the server's last
 // write, when no row has a timestamp).
-func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.ListOptions, status jsonl.SessionStatus,
+func runRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.ListOptions, status jsonl.SessionStatus,
 	keep func(*jsonl.SessionInfo) bool, asJSON bool, table lsTable) error {
-	t, err := remoteTarget(cfg, from)
+	t, err := remoteTarget(f, cfg, from)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	stderr := cmd.ErrOrStderr()
 	t.interactive(stderr, "ls --remote")
@@ -142,9 +142,9 @@ func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.
 	if more {
 		fmt.Fprintf(stderr, "scribe: %s has more sessions; these are the %d most recently pushed\n", t.client.BaseURL, len(list))
 	}
-	var bar *progressBar
-	if isCharDevice(os.Stderr) {
-		bar = newProgressBar(stderr, "ls --remote", false)
+	var bar *cmdutil.ProgressBar
+	if f.IOStreams.IsStderrTTY() {
+		bar = cmdutil.NewProgressBar(stderr, "ls --remote", false)
 	}
 	l, cleanup, rs, err := fetchRemoteListing(ctx, t, list, bar)
 	if err != nil {
@@ -180,7 +180,7 @@ func runRemoteLs(cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.
 		fmt.Fprintf(out, "no sessions listed on %s (%s)\n", t.client.BaseURL, t.id)
 		return nil
 	}
-	printSessionTable(out, recs, outputWidth(stdoutFile(out)), table.colored, table.now)
+	printSessionTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), table.colored, table.now)
 	return nil
 }
 
@@ -192,7 +192,7 @@ type remoteListStats struct {
 
 // fetchRemoteListing fetches the sessions of list into memory, laid out
 // as Claude Code lays out its folder (see runRemoteLs). bar, when not nil, shows the sessions fetched.
-func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo, bar *progressBar) (jsonl.Layout, func(), remoteListStats, error) {
+func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo, bar *cmdutil.ProgressBar) (jsonl.Layout, func(), remoteListStats, error) {
 	var rs remoteListStats
 	// In memory, laid out as Claude Code lays out its folder: nothing of
 	// the server's sessions is written to disk to list them.
@@ -204,16 +204,16 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 		got atomic.Int64 // bytes fetched
 	)
 	if bar != nil {
-		bar.start(-1, len(list), &got)
-		defer bar.finish()
+		bar.Start(-1, len(list), &got)
+		defer bar.Finish()
 	}
 	err := durable.Each(ctx, remoteListWorkers, len(list), func(ctx context.Context, i int) error {
 		s := list[i]
 		if bar != nil {
-			defer bar.sessionDone()
+			defer bar.SessionDone()
 		}
 		if !jsonl.IsSessionID(s.ID) {
-			return fmt.Errorf("the server lists %q, which is not a session id", clip(s.ID, 60))
+			return fmt.Errorf("the server lists %q, which is not a session id", cmdutil.Clip(s.ID, 60))
 		}
 		ps, err := fetchPull(ctx, t, s.ID, false, &pullReport{}, nil)
 		if errors.Is(err, core.ErrNotFound) {
@@ -266,13 +266,13 @@ const remoteListWorkers = 4
 // resumeRemote is the server resume resolves prefixes on: the loader of
 // --from when it is a cloud loader, else the first cloud loader of
 // resume.loaders (none: errNoRemote, as resume would not ask a server).
-func resumeRemote(cfg *config.Config, from string) (*cloudTarget, error) {
+func resumeRemote(f *cmdutil.Factory, cfg *config.Config, from string) (*cloudTarget, error) {
 	if id, err := core.ParseID(from); from != "" && err == nil && id.Type == events.LoaderType {
-		return findCloudTarget(cfg, from, true)
+		return findCloudTarget(f, cfg, from, true)
 	}
 	for _, l := range cfg.Resume.Loaders {
 		if _, ok := cfg.Lookup(core.KindLoader, l); ok && l.Type == events.LoaderType {
-			return findCloudTarget(cfg, l.String(), true)
+			return findCloudTarget(f, cfg, l.String(), true)
 		}
 	}
 	return nil, errNoRemote

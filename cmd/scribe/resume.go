@@ -12,6 +12,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/transcript"
@@ -61,7 +62,7 @@ type resumeFlags struct {
 	from, at              string
 }
 
-func newResumeCmd() *cobra.Command {
+func newResumeCmd(f *cmdutil.Factory) *cobra.Command {
 	var fl resumeFlags
 	c := &cobra.Command{
 		Use:   "resume ID",
@@ -88,50 +89,50 @@ branched away since, and the commit to check out. Repairs at a checkpoint hang
 from its message, so persisting them makes it the session's leaf (as continuing
 from there would); --dry-run leaves the session as it is.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runResume(cmd, args[0], fl) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runResume(f, cmd, args[0], fl) },
 	}
-	f := c.Flags()
-	f.BoolVar(&fl.asJSON, "json", false, "print the result as JSON")
-	f.BoolVar(&fl.check, "check", false, "validate the repaired conversation against the model API's rules; exit 3 if it breaks one")
-	f.BoolVar(&fl.dryRun, "dry-run", false, "show the repairs without persisting them")
-	f.StringVar(&fl.from, "from", "", "ask only this loader (type/name)")
-	f.StringVar(&fl.at, "at", "", "resume from this checkpoint (id, unique id prefix or label) and print its commit")
+	fs := c.Flags()
+	fs.BoolVar(&fl.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&fl.check, "check", false, "validate the repaired conversation against the model API's rules; exit 3 if it breaks one")
+	fs.BoolVar(&fl.dryRun, "dry-run", false, "show the repairs without persisting them")
+	fs.StringVar(&fl.from, "from", "", "ask only this loader (type/name)")
+	fs.StringVar(&fl.at, "at", "", "resume from this checkpoint (id, unique id prefix or label) and print its commit")
 	return c
 }
 
 // runResume is scribe resume: the runtime, the session's id, the resume
 // through the pipeline (none with --dry-run), its record and its report.
-func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
-	cfg, err := loadConfig(cmd)
+func runResume(f *cmdutil.Factory, cmd *cobra.Command, arg string, fl resumeFlags) error {
+	cfg, err := f.LoadConfig(cmd)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	log := newLogger(cfg, "scribe")
-	ctx, rt, done, err := buildForCommand(cmd, cfg, log, buildOpts{})
+	log := f.Logger(cfg, "scribe")
+	ctx, rt, done, err := cmdutil.BuildForCommand(cmd, cfg, log, cmdutil.BuildOpts{})
 	if err != nil {
 		return err
 	}
 	defer done()
-	if len(rt.loaders) == 0 {
-		return &exitError{code: 2, err: errors.New("no loaders: list them in resume { loaders = [...] }")}
+	if len(rt.Loaders) == 0 {
+		return &cmdutil.ExitError{Code: 2, Err: errors.New("no loaders: list them in resume { loaders = [...] }")}
 	}
 	id := arg
-	var fromStore *store
+	var fromStore *cmdutil.Store
 	if fl.from != "" {
-		if fromStore, err = resumeFrom(ctx, cfg, rt, fl.from); err != nil {
+		if fromStore, err = f.ResumeFrom(ctx, cfg, rt, fl.from); err != nil {
 			return err
 		}
 		if fromStore != nil {
-			defer fromStore.stop(context.WithoutCancel(ctx))
+			defer fromStore.Stop(context.WithoutCancel(ctx))
 		}
 	}
-	if fromStore != nil && fromStore.lister != nil {
-		if id, err = resolveIn(ctx, fromStore, arg); err != nil {
+	if fromStore != nil && fromStore.Lister != nil {
+		if id, err = cmdutil.ResolveIn(ctx, fromStore, arg); err != nil {
 			return err
 		}
 	} else if !jsonl.IsSessionID(id) {
-		remote := func() (*cloudTarget, error) { return resumeRemote(cfg, fl.from) }
-		if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
+		remote := func() (*cloudTarget, error) { return resumeRemote(f, cfg, fl.from) }
+		if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.Host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 	}
@@ -141,17 +142,17 @@ func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
 	}
 	var p *core.Pipeline
 	if !fl.dryRun {
-		if err := rt.pipeline.Start(ctx); err != nil {
+		if err := rt.Pipeline.Start(ctx); err != nil {
 			return err
 		}
-		p = rt.pipeline
+		p = rt.Pipeline
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_ = rt.pipeline.Shutdown(sctx)
+			_ = rt.Pipeline.Shutdown(sctx)
 		}()
 	}
-	res, err := core.Resume(ctx, core.NewResumer(rt.loaders), p, core.SessionRef{SessionID: id}, opt)
+	res, err := core.Resume(ctx, core.NewResumer(rt.Loaders), p, core.SessionRef{SessionID: id}, opt)
 	if err != nil {
 		if res != nil && res.LoadResult != nil && !fl.asJSON {
 			for _, m := range res.Misses {
@@ -165,11 +166,11 @@ func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
 			log.Warn("could not record the resume in the session's lifecycle", "error", err)
 		}
 	}
-	cwd, local := sessionCwd(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, id, firstCwd(res.Conversation))
+	cwd, local := cmdutil.SessionCwd(ctx, jsonl.Layout{ConfigDir: rt.Host.ConfigDir}, id, firstCwd(res.Conversation))
 	if !local {
-		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: session %s is not in the local store (%s), so Claude Code does not list it yet\n", id, jsonl.Layout{ConfigDir: rt.host.ConfigDir}.ProjectsDir())
+		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: session %s is not in the local store (%s), so Claude Code does not list it yet\n", id, jsonl.Layout{ConfigDir: rt.Host.ConfigDir}.ProjectsDir())
 	}
-	return reportResume(cmd.OutOrStdout(), id, res, cp, fl, continueCommand(cwd, id))
+	return reportResume(cmd.OutOrStdout(), id, res, cp, fl, cmdutil.ContinueCommand(cwd, id))
 }
 
 // firstCwd is the first cwd the entries name ("" for none).
@@ -184,7 +185,7 @@ func firstCwd(es []core.Entry) string {
 
 // resumeOptions are the options of core.Resume for the flags: the
 // configured recovery, the checkpoint of --at and the loader of --from.
-func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id string, fl resumeFlags) (core.ResumeOptions, *core.Checkpoint, error) {
+func resumeOptions(ctx context.Context, cfg *config.Config, rt *cmdutil.Runtime, id string, fl resumeFlags) (core.ResumeOptions, *core.Checkpoint, error) {
 	opt := core.ResumeOptions{
 		Rebuild:  transcript.Rebuild,
 		DryRun:   fl.dryRun,
@@ -192,7 +193,7 @@ func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id stri
 	}
 	var cp *core.Checkpoint
 	if fl.at != "" {
-		c, err := checkpointOf(ctx, stores.NewLocal(stores.Claude, rt.host.ConfigDir, nil), id, fl.at)
+		c, err := checkpointOf(ctx, stores.NewLocal(stores.Claude, rt.Host.ConfigDir, nil), id, fl.at)
 		if err != nil {
 			return opt, nil, err
 		}
@@ -201,7 +202,7 @@ func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id stri
 	if fl.from != "" {
 		fid, err := core.ParseID(fl.from)
 		if err != nil {
-			return opt, nil, &exitError{code: 2, err: fmt.Errorf("--from: %w", err)}
+			return opt, nil, &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--from: %w", err)}
 		}
 		opt.From = []core.ID{fid}
 	}
@@ -214,14 +215,14 @@ func reportResume(out io.Writer, id string, res *core.ResumeResult, cp *core.Che
 	rep := newResumeReport(id, res, fl.dryRun)
 	rep.Checkpoint, rep.ContinueCommand = cp, cont
 	if fl.asJSON {
-		if err := writeJSON(out, rep); err != nil {
+		if err := cmdutil.WriteJSON(out, rep); err != nil {
 			return err
 		}
 	} else {
 		printResume(out, rep, res)
 	}
 	if fl.check && len(res.Violations) > 0 {
-		return &exitError{code: 3, err: fmt.Errorf("the repaired conversation breaks %d of the model API's rules", len(res.Violations))}
+		return &cmdutil.ExitError{Code: 3, Err: fmt.Errorf("the repaired conversation breaks %d of the model API's rules", len(res.Violations))}
 	}
 	return nil
 }
@@ -309,7 +310,7 @@ func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
 		}
 		fmt.Fprintf(w, "── %s · %s\n", role, e.Timestamp)
 		for _, part := range messageParts(m.Message) {
-			fmt.Fprintf(w, "%s\n", indent(part.text))
+			fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.text))
 		}
 		fmt.Fprintln(w)
 	}

@@ -4,23 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // gc, du and doctor: disk use and retention.
-
-func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix
 // (powers of 1024; a trailing B or iB is allowed).
@@ -37,44 +34,12 @@ func parseSize(flag, s string) (int64, error) {
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || v <= 0 {
-		return 0, &exitError{code: 2, err: fmt.Errorf("%s %q: want a size such as 500M or 2G", flag, s)}
+		return 0, &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s %q: want a size such as 500M or 2G", flag, s)}
 	}
 	return int64(v * float64(mult)), nil
 }
 
-// projectFolder turns --project PATH into its project folder name.
-func projectFolder(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("--project %s: %w", path, err)
-	}
-	return jsonl.SanitizePath(abs), nil
-}
-
-// progressCounter reports done/total sessions on stderr: a line redrawn
-// in place on a terminal, else a line every progressLineEvery.
-func progressCounter(w io.Writer, label string) func(done, total int) {
-	term := isCharDevice(os.Stderr)
-	last, printed := time.Now(), false
-	return func(done, total int) {
-		switch {
-		case term:
-			fmt.Fprintf(w, "\r%s %d/%d sessions\x1b[K", label, done, total)
-			if done == total {
-				fmt.Fprintln(w)
-			}
-		case time.Since(last) >= progressLineEvery || (done == total && printed):
-			// Work shorter than a progress interval prints nothing.
-			last, printed = time.Now(), true
-			fmt.Fprintf(w, "scribe: %s %d/%d sessions\n", label, done, total)
-		}
-	}
-}
-
-func newGCCmd() *cobra.Command {
+func newGCCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		olderThan, maxSize, project string
 		dryRun, yes, asJSON         bool
@@ -91,21 +56,21 @@ the last hour, is always kept. Everything collected goes to the trash
 (scribe trash ls / restore); run --dry-run first to see the plan.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
 			opt := jsonl.GCOptions{DryRun: true, Now: time.Now()}
-			if opt.OlderThan, err = parseAge("--older-than", olderThan); err != nil {
+			if opt.OlderThan, err = cmdutil.ParseAge("--older-than", olderThan); err != nil {
 				return err
 			}
 			if opt.MaxSize, err = parseSize("--max-size", maxSize); err != nil {
 				return err
 			}
 			if opt.OlderThan == 0 && opt.MaxSize == 0 {
-				return &exitError{code: 2, err: errors.New("give --older-than or --max-size (gc collects nothing by default)")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("give --older-than or --max-size (gc collects nothing by default)")}
 			}
-			if opt.Project, err = projectFolder(project); err != nil {
+			if opt.Project, err = cmdutil.ProjectFolder(project); err != nil {
 				return err
 			}
 			if !dryRun {
@@ -113,11 +78,11 @@ the last hour, is always kept. Everything collected goes to the trash
 				if err != nil {
 					return err
 				}
-				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s), %s, to the trash?", plan.Collected, humanBytes(plan.CollectedBytes))); err != nil {
+				if err := f.Confirm(cmd, yes, fmt.Sprintf("move %d session(s), %s, to the trash?", plan.Collected, cmdutil.HumanBytes(plan.CollectedBytes))); err != nil {
 					return err
 				}
 				opt.DryRun = false
-				opt.Progress = progressCounter(cmd.ErrOrStderr(), "gc")
+				opt.Progress = f.IOStreams.ProgressCounter(cmd.ErrOrStderr(), "gc")
 			}
 			rep, err := l.GC(cmd.Context(), opt)
 			if err != nil {
@@ -129,29 +94,29 @@ the last hour, is always kept. Everything collected goes to the trash
 					gone = append(gone, s.SessionID)
 				}
 			}
-			forgetSearch(cmd, l, gone)
+			f.ForgetSearch(cmd, l, gone)
 			if asJSON {
 				if rep.Sessions == nil {
 					rep.Sessions = []jsonl.GCSession{}
 				}
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			printGC(cmd.OutOrStdout(), rep)
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&olderThan, "older-than", "", "collect sessions whose last activity is older than this (30d, 2w, 36h)")
-	f.StringVar(&maxSize, "max-size", "", "collect the oldest sessions until the rest take at most this (500M, 2G)")
-	f.StringVar(&project, "project", "", "only the sessions of the project of this path")
-	f.BoolVar(&dryRun, "dry-run", false, "print the plan, move nothing")
-	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl := c.Flags()
+	fl.StringVar(&olderThan, "older-than", "", "collect sessions whose last activity is older than this (30d, 2w, 36h)")
+	fl.StringVar(&maxSize, "max-size", "", "collect the oldest sessions until the rest take at most this (500M, 2G)")
+	fl.StringVar(&project, "project", "", "only the sessions of the project of this path")
+	fl.BoolVar(&dryRun, "dry-run", false, "print the plan, move nothing")
+	fl.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
 }
 
 func printGC(out io.Writer, rep jsonl.GCReport) {
-	tw := newTable(out)
+	tw := cmdutil.NewTable(out)
 	fmt.Fprintln(tw, "ACTION\tSESSION\tLAST ACTIVITY\tSIZE\tPROJECT\tWHY")
 	for _, s := range rep.Sessions {
 		act := s.Action
@@ -162,15 +127,15 @@ func printGC(out io.Writer, rep jsonl.GCReport) {
 		if s.LastActivity != nil {
 			last = s.LastActivity.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", act, s.SessionID, last, humanBytes(s.Bytes), s.Project, s.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", act, s.SessionID, last, cmdutil.HumanBytes(s.Bytes), s.Project, s.Reason)
 	}
 	tw.Flush()
 	verb := "collected"
 	if rep.DryRun {
 		verb = "would collect"
 	}
-	fmt.Fprintf(out, "%s %d session(s), %s; kept %d; %s -> %s", verb, rep.Collected, humanBytes(rep.CollectedBytes), rep.Kept,
-		humanBytes(rep.BytesBefore), humanBytes(rep.BytesAfter))
+	fmt.Fprintf(out, "%s %d session(s), %s; kept %d; %s -> %s", verb, rep.Collected, cmdutil.HumanBytes(rep.CollectedBytes), rep.Kept,
+		cmdutil.HumanBytes(rep.BytesBefore), cmdutil.HumanBytes(rep.BytesAfter))
 	if rep.QuotaMet != nil && !*rep.QuotaMet {
 		fmt.Fprint(out, " (the quota cannot be met: the rest is recent, live or undated)")
 	}
@@ -184,11 +149,11 @@ func printGC(out io.Writer, rep jsonl.GCReport) {
 		for _, st := range rep.StaleStagings {
 			b += st.Bytes
 		}
-		fmt.Fprintf(out, "%s %d staging folder(s) left by imports that died, %s\n", verb, n, humanBytes(b))
+		fmt.Fprintf(out, "%s %d staging folder(s) left by imports that died, %s\n", verb, n, cmdutil.HumanBytes(b))
 	}
 }
 
-func newDuCmd() *cobra.Command {
+func newDuCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		by, project string
 		asJSON      bool
@@ -203,17 +168,17 @@ whose entries its source holds too (by uuid, or by forkedFrom).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if by != "project" && by != "session" {
-				return &exitError{code: 2, err: fmt.Errorf("--by %q: want project or session", by)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--by %q: want project or session", by)}
 			}
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
-			folder, err := projectFolder(project)
+			folder, err := cmdutil.ProjectFolder(project)
 			if err != nil {
 				return err
 			}
-			rep, err := l.DiskUsage(cmd.Context(), folder, progressCounter(cmd.ErrOrStderr(), "du"))
+			rep, err := l.DiskUsage(cmd.Context(), folder, f.IOStreams.ProgressCounter(cmd.ErrOrStderr(), "du"))
 			if err != nil {
 				return err
 			}
@@ -221,22 +186,22 @@ whose entries its source holds too (by uuid, or by forkedFrom).`,
 				if rep.Projects == nil {
 					rep.Projects, rep.Sessions = []jsonl.DUProject{}, []jsonl.DUSession{}
 				}
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			printDu(cmd.OutOrStdout(), rep, by)
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&by, "by", "project", "one row per project or per session")
-	f.StringVar(&project, "project", "", "only the project of this path")
-	f.BoolVar(&asJSON, "json", false, "print every project and session as JSON")
+	fl := c.Flags()
+	fl.StringVar(&by, "by", "project", "one row per project or per session")
+	fl.StringVar(&project, "project", "", "only the project of this path")
+	fl.BoolVar(&asJSON, "json", false, "print every project and session as JSON")
 	return c
 }
 
 func printDu(out io.Writer, rep jsonl.DUReport, by string) {
-	tw := newTable(out)
-	h := humanBytes
+	tw := cmdutil.NewTable(out)
+	h := cmdutil.HumanBytes
 	if by == "session" {
 		fmt.Fprintln(tw, "TOTAL\tTRANSCRIPT\tSUBAGENTS\tTOOL RESULTS\tSIDECARS\tFORK DUP\tSESSION\tPROJECT")
 		for _, s := range rep.Sessions {
@@ -261,7 +226,7 @@ func printDu(out io.Writer, rep jsonl.DUReport, by string) {
 	}
 }
 
-func newDoctorCmd() *cobra.Command {
+func newDoctorCmd(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -275,7 +240,7 @@ of its own, such as the built-in jsonl/archive scribe watch mirrors into) and
 warns about those no archive holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, cfg, err := layoutFor(cmd)
+			l, cfg, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
@@ -315,7 +280,7 @@ warns about those no archive holds.`,
 				for i, a := range archives {
 					ids[i] = a.id
 				}
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"cleanupPeriodDays": set, "wouldDelete": vs, "bytes": bytes,
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), map[string]any{"cleanupPeriodDays": set, "wouldDelete": vs, "bytes": bytes,
 					"archives": ids, "unarchived": unarchived})
 			}
 			out := cmd.OutOrStdout()
@@ -324,8 +289,8 @@ warns about those no archive holds.`,
 				fmt.Fprintln(out, "Claude Code's retention sweep deletes nothing at its next start")
 				return nil
 			}
-			fmt.Fprintf(out, "Claude Code's next start deletes %d session(s), %s, for good (keyed on file mtime):\n", len(victims), humanBytes(bytes))
-			tw := newTable(out)
+			fmt.Fprintf(out, "Claude Code's next start deletes %d session(s), %s, for good (keyed on file mtime):\n", len(victims), cmdutil.HumanBytes(bytes))
+			tw := cmdutil.NewTable(out)
 			fmt.Fprintln(tw, "SESSION\tMTIME\tLAST ACTIVITY\tSIZE\tPROJECT\tARCHIVED IN")
 			for i, v := range victims {
 				last := "-"
@@ -336,7 +301,7 @@ warns about those no archive holds.`,
 				if len(held[i]) > 0 {
 					in = strings.Join(held[i], ",")
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.SessionID, v.ModTime.Format(time.RFC3339), last, humanBytes(v.Bytes), v.Project, in)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.SessionID, v.ModTime.Format(time.RFC3339), last, cmdutil.HumanBytes(v.Bytes), v.Project, in)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

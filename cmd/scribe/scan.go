@@ -14,17 +14,10 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
-
-// redactorFor builds the redactor of the processor block --rules names
-// (type redact; default: the first redact processor of pipeline.processors,
-// else redact/default), with its marker key.
-func redactorFor(ctx context.Context, cmd *cobra.Command, cfg *config.Config, l jsonl.Layout) (*redact.Redactor, *redact.Config, core.ID, error) {
-	name, _ := cmd.Flags().GetString("rules")
-	return redactorNamed(ctx, cfg, l, name, "--rules")
-}
 
 // serveProcessor is the processor of server { redact = NAME }: nil when
 // the option is empty.
@@ -32,60 +25,25 @@ func serveProcessor(ctx context.Context, cfg *config.Config, name string) (core.
 	if name == "" {
 		return nil, nil
 	}
-	dir, err := claudeConfigDir(cfg)
+	dir, err := cmdutil.ClaudeConfigDir(cfg)
 	if err != nil {
 		return nil, err
 	}
-	red, _, id, err := redactorNamed(ctx, cfg, jsonl.Layout{ConfigDir: dir}, name, "server.redact")
+	red, _, id, err := cmdutil.RedactorNamed(ctx, cfg, jsonl.Layout{ConfigDir: dir}, name, "server.redact")
 	if err != nil {
 		return nil, err
 	}
 	return redact.New(id, red), nil
 }
 
-// redactorNamed is redactorFor with the block's name given ("" for the
-// default); what names it in messages.
-func redactorNamed(ctx context.Context, cfg *config.Config, l jsonl.Layout, name, what string) (*redact.Redactor, *redact.Config, core.ID, error) {
-	id := core.ID{Type: "redact", Name: "default"}
-	if name != "" {
-		id.Name = name
-	} else {
-		for _, p := range cfg.Pipeline.Processors {
-			if p.Type == "redact" {
-				id = p
-				break
-			}
-		}
-	}
-	c := redact.DefaultConfig()
-	comp, ok := cfg.Lookup(core.KindProcessor, id)
-	switch {
-	case ok:
-		if err := comp.Decode(c); err != nil {
-			return nil, nil, id, &exitError{code: 2, err: err}
-		}
-	case name != "":
-		return nil, nil, id, &exitError{code: 2, err: fmt.Errorf("%s %s: no processor \"redact\" %q block in the configuration", what, name, name)}
-	}
-	key, err := redact.LoadKey(ctx, c.Key, l.ConfigDir, os.Environ())
-	if err != nil {
-		return nil, nil, id, err
-	}
-	r, err := redact.NewRedactor(c, key)
-	if err != nil {
-		return nil, nil, id, &exitError{code: 2, err: fmt.Errorf("processor %s: %w", id, err)}
-	}
-	return r, c, id, nil
-}
-
 // redactTargets is what scan and redact share: the store, the redactor of
 // --rules, and the sessions the arguments name.
-func redactTargets(cmd *cobra.Command, args []string, all bool) (jsonl.Layout, *redact.Redactor, *redact.Config, core.ID, []localSession, error) {
-	l, cfg, err := layoutFor(cmd)
+func redactTargets(f *cmdutil.Factory, cmd *cobra.Command, args []string, all bool) (jsonl.Layout, *redact.Redactor, *redact.Config, core.ID, []cmdutil.LocalSession, error) {
+	l, cfg, err := f.LocalLayout(cmd)
 	if err != nil {
 		return l, nil, nil, core.ID{}, nil, err
 	}
-	red, rc, id, err := redactorFor(cmd.Context(), cmd, cfg, l)
+	red, rc, id, err := cmdutil.RedactorFor(cmd.Context(), cmd, cfg, l)
 	if err != nil {
 		return l, nil, nil, id, nil, err
 	}
@@ -94,31 +52,31 @@ func redactTargets(cmd *cobra.Command, args []string, all bool) (jsonl.Layout, *
 }
 
 // sessionsFor resolves the ID arguments (or --all) to local sessions.
-func sessionsFor(ctx context.Context, l jsonl.Layout, args []string, all bool) ([]localSession, error) {
+func sessionsFor(ctx context.Context, l jsonl.Layout, args []string, all bool) ([]cmdutil.LocalSession, error) {
 	if all == (len(args) > 0) {
-		return nil, &exitError{code: 2, err: errors.New("give session ids or --all (not both)")}
+		return nil, &cmdutil.ExitError{Code: 2, Err: errors.New("give session ids or --all (not both)")}
 	}
-	every, err := allLocalSessions(l)
+	every, err := cmdutil.AllLocalSessions(l)
 	if err != nil {
 		return nil, err
 	}
 	if all {
 		return every, nil
 	}
-	byID := map[string]localSession{}
+	byID := map[string]cmdutil.LocalSession{}
 	for _, s := range every {
-		byID[s.id] = s
+		byID[s.ID] = s
 	}
-	var out []localSession
+	var out []cmdutil.LocalSession
 	seen := map[string]bool{}
 	for _, a := range args {
-		id, err := resolveSession(ctx, l, a)
+		id, err := cmdutil.ResolveSession(ctx, l, a)
 		if err != nil {
 			return nil, err
 		}
 		s, ok := byID[id]
 		if !ok {
-			return nil, &exitError{code: 1, err: fmt.Errorf("session %s: not found in %s", id, l.ProjectsDir())}
+			return nil, &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("session %s: not found in %s", id, l.ProjectsDir())}
 		}
 		if !seen[id] {
 			seen[id] = true
@@ -150,7 +108,7 @@ type scanReport struct {
 	Findings []scanFinding    `json:"findings"`
 }
 
-func newScanCmd() *cobra.Command {
+func newScanCmd(f *cmdutil.Factory) *cobra.Command {
 	var all, asJSON, sarif, show bool
 	cmd := &cobra.Command{
 		Use:   "scan [ID... | --all]",
@@ -160,9 +118,9 @@ func newScanCmd() *cobra.Command {
 			"Exit status: 0 none found, 1 found (or a failure), 2 usage.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && sarif {
-				return &exitError{code: 2, err: errors.New("--json and --sarif: choose one")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("--json and --sarif: choose one")}
 			}
-			_, red, _, id, sessions, err := redactTargets(cmd, args, all)
+			_, red, _, id, sessions, err := redactTargets(f, cmd, args, all)
 			if err != nil {
 				return err
 			}
@@ -175,9 +133,9 @@ func newScanCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				err = writeJSON(out, rep)
+				err = cmdutil.WriteJSON(out, rep)
 			case sarif:
-				err = writeJSON(out, sarifOf(rep, red))
+				err = cmdutil.WriteJSON(out, sarifOf(rep, red))
 			default:
 				printScanReport(out, rep)
 			}
@@ -185,24 +143,24 @@ func newScanCmd() *cobra.Command {
 				return err
 			}
 			if len(rep.Findings) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d secrets found in %d sessions", len(rep.Findings), countSessions(rep))}
+				return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("%d secrets found in %d sessions", len(rep.Findings), countSessions(rep))}
 			}
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&all, "all", false, "scan every session")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.BoolVar(&sarif, "sarif", false, "print the report as SARIF 2.1.0 (for code-scanning tools)")
-	f.BoolVar(&show, "show", false, "print each secret's value too")
-	f.String("rules", "", `the redact processor block whose rules apply (its name: "default" for processor "redact" "default")`)
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "scan every session")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl.BoolVar(&sarif, "sarif", false, "print the report as SARIF 2.1.0 (for code-scanning tools)")
+	fl.BoolVar(&show, "show", false, "print each secret's value too")
+	fl.String("rules", "", `the redact processor block whose rules apply (its name: "default" for processor "redact" "default")`)
 	return cmd
 }
 
 // scanSession scans a session's transcript and subagent files (not
 // scribe's sidecar).
-func scanSession(red *redact.Redactor, s localSession, show bool, rep *scanReport) error {
-	files, _ := jsonl.TranscriptFiles(s.dir, s.id)
+func scanSession(red *redact.Redactor, s cmdutil.LocalSession, show bool, rep *scanReport) error {
+	files, _ := jsonl.TranscriptFiles(s.Dir, s.ID)
 	rep.Sessions++
 	for _, f := range files {
 		if f.Sidecar {
@@ -222,7 +180,7 @@ func scanSession(red *redact.Redactor, s localSession, show bool, rep *scanRepor
 			n++
 			rep.Bytes += int64(len(line)) + 1
 			for _, fd := range red.Scan(line) {
-				sf := scanFinding{Session: s.id, File: f.Path, Line: n, Column: fd.Start + 1, Rule: fd.Rule, Key: fd.Key,
+				sf := scanFinding{Session: s.ID, File: f.Path, Line: n, Column: fd.Start + 1, Rule: fd.Rule, Key: fd.Key,
 					Fingerprint: red.Fingerprint(fd.Secret)}
 				if show {
 					sf.Secret = fd.Secret
@@ -256,7 +214,7 @@ func printScanReport(w io.Writer, rep *scanReport) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "%d secrets in %d of %d sessions (%d files, %s scanned, rules of %s)\n",
-		len(rep.Findings), countSessions(rep), rep.Sessions, rep.Files, humanBytes(rep.Bytes), rep.Rules)
+		len(rep.Findings), countSessions(rep), rep.Sessions, rep.Files, cmdutil.HumanBytes(rep.Bytes), rep.Rules)
 	rules := make([]string, 0, len(rep.ByRule))
 	for r := range rep.ByRule {
 		rules = append(rules, r)

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newSearchCmd() *cobra.Command {
+func newSearchCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		project, since, role string
 		asJSON, forget       bool
@@ -44,18 +44,18 @@ trusted.`,
 			switch role {
 			case "", search.RoleUser, search.RoleAssistant, search.RoleTool:
 			default:
-				return &exitError{code: 2, err: fmt.Errorf("--role %q: want user, assistant or tool", role)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--role %q: want user, assistant or tool", role)}
 			}
 			q := search.Query{Text: strings.Join(args, " "), Role: role, Limit: limit}
 			var err error
-			if q.Since, err = parseSince(since); err != nil {
+			if q.Since, err = cmdutil.ParseSince(since); err != nil {
 				return err
 			}
-			l, _, err := layoutFor(cmd)
+			l, _, err := f.LocalLayout(cmd)
 			if err != nil {
 				return err
 			}
-			if q.Project, err = projectFolder(project); err != nil {
+			if q.Project, err = cmdutil.ProjectFolder(project); err != nil {
 				return err
 			}
 			x, err := search.Open(l)
@@ -63,20 +63,20 @@ trusted.`,
 				return err
 			}
 			defer x.Close()
-			hits, st, err := x.SearchFresh(cmd.Context(), q, progressCounter(cmd.ErrOrStderr(), "indexing"))
+			hits, st, err := x.SearchFresh(cmd.Context(), q, f.IOStreams.ProgressCounter(cmd.ErrOrStderr(), "indexing"))
 			if x.Rebuilt != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index was rebuilt (%s)\n", x.Rebuilt)
 			}
 			if st.New+st.Reindexed+st.Removed > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: search index: %d new, %d appended, %d reindexed, %d removed files (%s read)\n",
-					st.New, st.Appended, st.Reindexed, st.Removed, humanBytes(st.Bytes))
+					st.New, st.Appended, st.Reindexed, st.Removed, cmdutil.HumanBytes(st.Bytes))
 			}
 			if _, dropped := search.Terms(q.Text); dropped > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the query holds more than %d distinct words and phrases (or %d words in them): %d dropped, the first ones searched\n",
 					search.MaxTerms, search.MaxTokens, dropped)
 			}
 			if errors.Is(err, search.ErrBadQuery) {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			if err != nil {
 				return err
@@ -85,7 +85,7 @@ trusted.`,
 				if hits == nil {
 					hits = []search.Hit{}
 				}
-				return writeJSON(cmd.OutOrStdout(), hits)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), hits)
 			}
 			out := cmd.OutOrStdout()
 			if len(hits) == 0 {
@@ -102,14 +102,14 @@ trusted.`,
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&project, "project", "", "only the sessions of the project of this path")
-	f.StringVar(&since, "since", "", "only messages from this date (2026-03-01) or age (7d, 12h) on")
-	f.StringVar(&role, "role", "", "only user, assistant or tool text")
-	f.BoolVar(&asJSON, "json", false, "print the hits as JSON")
-	f.IntVar(&limit, "limit", 20, "at most this many hits")
-	f.BoolVar(&forget, "forget", false, "drop the sessions given as arguments from the index of --config-dir (the light build's forgetSearch)")
-	_ = f.MarkHidden("forget")
+	fl := c.Flags()
+	fl.StringVar(&project, "project", "", "only the sessions of the project of this path")
+	fl.StringVar(&since, "since", "", "only messages from this date (2026-03-01) or age (7d, 12h) on")
+	fl.StringVar(&role, "role", "", "only user, assistant or tool text")
+	fl.BoolVar(&asJSON, "json", false, "print the hits as JSON")
+	fl.IntVar(&limit, "limit", 20, "at most this many hits")
+	fl.BoolVar(&forget, "forget", false, "drop the sessions given as arguments from the index of --config-dir (the light build's forgetSearch)")
+	_ = fl.MarkHidden("forget")
 	return c
 }
 
@@ -118,20 +118,14 @@ trusted.`,
 func forgetSessions(cmd *cobra.Command, ids []string) error {
 	dir, _ := cmd.Flags().GetString("config-dir")
 	if dir == "" {
-		return &exitError{code: 2, err: errors.New("search --forget: --config-dir is required")}
+		return &cmdutil.ExitError{Code: 2, Err: errors.New("search --forget: --config-dir is required")}
 	}
 	_, err := search.Forget(jsonl.Layout{ConfigDir: dir}, ids...)
 	return err
 }
 
 // dropFromSearch drops sessions from the search index (forgetSearch).
-func dropFromSearch(_ *cobra.Command, l jsonl.Layout, ids []string) error {
+func dropFromSearch(l jsonl.Layout, ids []string) error {
 	_, err := search.Forget(l, ids...)
 	return err
-}
-
-// parseSince reads search's --since as ls reads its own (parseWhen): a
-// date (local time), a time, or an age.
-func parseSince(s string) (time.Time, error) {
-	return parseWhen("--since", s, false, time.Now())
 }

@@ -20,11 +20,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/server"
 )
 
-func newServeCmd() *cobra.Command {
+func newServeCmd(f *cmdutil.Factory) *cobra.Command {
 	var tokenFile string
 	cmd := &cobra.Command{
 		Use:   fullOnly["serve"].use,
@@ -44,18 +45,18 @@ in --token-file: make one with 'scribe token new'.
 It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
+			cfg, err := f.LoadConfig(cmd)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			sc, err := serverConfig(cfg, cmd.Flags(), tokenFile)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
-			log := newLogger(cfg, "scribe")
+			log := f.Logger(cfg, "scribe")
 			srv, err := server.New(*sc, log.Named("serve"))
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			if p, err := serveProcessor(cmd.Context(), cfg, sc.Redact); err != nil {
 				return err
@@ -75,14 +76,14 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 			return srv.Shutdown(sctx)
 		},
 	}
-	f := cmd.Flags()
-	f.String("listen", "", "HTTP address, host:port (default: server.listen, 127.0.0.1:8787)")
-	f.String("data-dir", "", "embedded JetStream store folder (default: server.data_dir, <user config dir>/scribe/serve)")
-	f.String("nats-url", "", "external NATS server or cluster URLs, comma-separated (default: server.nats_url, embedded)")
-	f.String("nats-creds", "", "NATS credentials file for --nats-url (default: server.nats_creds)")
-	f.Int("replicas", 0, "replicas of the stream and KV buckets (default: server.replicas, 1)")
-	f.String("sync", "", `when the embedded JetStream fsyncs: "always" (before every acknowledgement) or a duration (default: server.sync, always)`)
-	f.StringVar(&tokenFile, "token-file", "", "file of more tokens, one a line: <sha256> <tenant> <scope>[,<scope>]")
+	fl := cmd.Flags()
+	fl.String("listen", "", "HTTP address, host:port (default: server.listen, 127.0.0.1:8787)")
+	fl.String("data-dir", "", "embedded JetStream store folder (default: server.data_dir, <user config dir>/scribe/serve)")
+	fl.String("nats-url", "", "external NATS server or cluster URLs, comma-separated (default: server.nats_url, embedded)")
+	fl.String("nats-creds", "", "NATS credentials file for --nats-url (default: server.nats_creds)")
+	fl.Int("replicas", 0, "replicas of the stream and KV buckets (default: server.replicas, 1)")
+	fl.String("sync", "", `when the embedded JetStream fsyncs: "always" (before every acknowledgement) or a duration (default: server.sync, always)`)
+	fl.StringVar(&tokenFile, "token-file", "", "file of more tokens, one a line: <sha256> <tenant> <scope>[,<scope>]")
 	return cmd
 }
 
@@ -154,7 +155,7 @@ func readTokens(r io.Reader, name string) ([]server.Token, error) {
 	return out, errors.Join(errs...)
 }
 
-func newTokenCmd() *cobra.Command {
+func newTokenCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: fullOnly["token"].use, Short: fullOnly["token"].short}
 	hash := &cobra.Command{
 		Use:   "hash",
@@ -167,7 +168,7 @@ func newTokenCmd() *cobra.Command {
 			}
 			tok := strings.TrimSpace(line)
 			if tok == "" {
-				return &exitError{code: 2, err: errors.New("no token on stdin")}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New("no token on stdin")}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), server.HashToken(tok))
 			return nil
@@ -187,11 +188,11 @@ func newTokenCmd() *cobra.Command {
 			list := strings.Split(scopes, ",")
 			for _, s := range list {
 				if s != server.ScopeRead && s != server.ScopeWrite {
-					return &exitError{code: 2, err: fmt.Errorf("--scopes: unknown scope %q (valid: %s, %s)", s, server.ScopeRead, server.ScopeWrite)}
+					return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--scopes: unknown scope %q (valid: %s, %s)", s, server.ScopeRead, server.ScopeWrite)}
 				}
 			}
 			if !ident.Tenant(tenant) {
-				return &exitError{code: 2, err: fmt.Errorf("--tenant %q: want 1 to 64 of a-z, 0-9, '_' and '-'", tenant)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--tenant %q: want 1 to 64 of a-z, 0-9, '_' and '-'", tenant)}
 			}
 			t := server.Token{SHA256: server.HashToken(tok), Tenant: tenant, Scopes: list}
 			quoted := make([]string, len(list))

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
@@ -22,57 +20,20 @@ import (
 // Everything on disk goes through sinks/jsonl; these only parse, ask and
 // print.
 
-// confirm asks on a terminal whether to go on; off a terminal, or with
-// yes, it goes on. A "no" is an error saying nothing was done.
-func confirm(cmd *cobra.Command, yes bool, question string) error {
-	if yes || !isCharDevice(os.Stdin) {
-		return nil
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
-	line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read the answer: %w", err)
-	}
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return errors.New("cancelled: nothing changed")
-	}
-	return nil
-}
-
-// parseAge reads a duration with day and week units as well as Go's
-// ("30d", "2w", "36h").
-func parseAge(flag, s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			if v, err := strconv.ParseFloat(n, 64); err == nil && v > 0 {
-				return time.Duration(v * float64(unit)), nil
-			}
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, &exitError{code: 2, err: fmt.Errorf("%s %q: want a positive duration such as 30d, 2w or 12h", flag, s)}
-	}
-	return d, nil
-}
-
 // storeErr makes the store's refusals of a value usage errors (exit 2).
 func storeErr(err error) error {
 	switch {
 	case errors.Is(err, jsonl.ErrEmptyValue), errors.Is(err, jsonl.ErrUnsupportedTag), errors.Is(err, jsonl.ErrBadID):
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	return err
 }
 
-func newRmCmd() *cobra.Command {
+func newRmCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON, dryRun, yes bool
 		lockWait            time.Duration
-		rmKeys              sealFlags
+		rmKeys              cmdutil.SealFlags
 	)
 	c := &cobra.Command{
 		Use:   "rm ID...",
@@ -88,7 +49,7 @@ saving the transcript again; trash restore removes them.
 A session a live writer holds is refused (--lock-wait to wait).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, tr, done, err := openCapable[sessions.Trasher](cmd, "remove sessions")
+			st, tr, done, err := cmdutil.OpenCapable[sessions.Trasher](f, cmd, "remove sessions")
 			if err != nil {
 				return err
 			}
@@ -97,16 +58,16 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 			for _, a := range args {
 				id, err := st.Resolve(cmd.Context(), a)
 				if err != nil {
-					return resolveErr(err)
+					return cmdutil.ResolveErr(err)
 				}
 				ids = append(ids, id)
 			}
 			if !dryRun {
-				if err := confirm(cmd, yes, fmt.Sprintf("move %d session(s) to the trash?", len(ids))); err != nil {
+				if err := f.Confirm(cmd, yes, fmt.Sprintf("move %d session(s) to the trash?", len(ids))); err != nil {
 					return err
 				}
 			}
-			sl, err := rmKeys.sealer(cmd)
+			sl, err := rmKeys.Sealer(cmd)
 			if err != nil {
 				return err
 			}
@@ -119,7 +80,7 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 				items, err := tr.Trash(cmd.Context(), id, opt)
 				all = append(all, items...)
 				if local, ok := st.(*stores.Local); ok && len(items) > 0 && !dryRun {
-					forgetSearch(cmd, local.Layout(), []string{id})
+					f.ForgetSearch(cmd, local.Layout(), []string{id})
 				}
 				if err != nil {
 					printTrashed(cmd, all, dryRun, asJSON)
@@ -129,13 +90,13 @@ A session a live writer holds is refused (--lock-wait to wait).`,
 			return printTrashed(cmd, all, dryRun, asJSON)
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, "print the trash items as JSON")
-	f.BoolVar(&dryRun, "dry-run", false, "say what would move, move nothing")
-	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
-	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
-	rmKeys.add(c, true)
-	addStoreFlag(c, "remove the sessions of this store (a jsonl, postgres or s3 block, type/name); a SessionStore's trash is kept on this machine")
+	fl := c.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print the trash items as JSON")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would move, move nothing")
+	fl.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	fl.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	rmKeys.Add(c, true)
+	cmdutil.AddStoreFlag(c, "remove the sessions of this store (a jsonl, postgres or s3 block, type/name); a SessionStore's trash is kept on this machine")
 	return c
 }
 
@@ -145,14 +106,14 @@ func printTrashed(cmd *cobra.Command, items []jsonl.TrashItem, dryRun, asJSON bo
 		if items == nil {
 			items = []jsonl.TrashItem{}
 		}
-		return writeJSON(out, map[string]any{"dryRun": dryRun, "items": items})
+		return cmdutil.WriteJSON(out, map[string]any{"dryRun": dryRun, "items": items})
 	}
 	verb := "moved to the trash"
 	if dryRun {
 		verb = "would move to the trash"
 	}
 	for _, it := range items {
-		fmt.Fprintf(out, "%s %s (%s, %d files, %s) from %s", verb, it.SessionID, orDash(it.Title), len(it.Files), humanBytes(it.Bytes), it.Project)
+		fmt.Fprintf(out, "%s %s (%s, %d files, %s) from %s", verb, it.SessionID, orDash(it.Title), len(it.Files), cmdutil.HumanBytes(it.Bytes), it.Project)
 		if !dryRun {
 			fmt.Fprintf(out, " as %s", it.ID)
 		}
@@ -168,7 +129,7 @@ func orDash(s string) string {
 	return strconv.Quote(s)
 }
 
-func newTrashCmd() *cobra.Command {
+func newTrashCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "trash",
 		Short: "List, restore or empty scribe's trash",
@@ -179,7 +140,7 @@ func newTrashCmd() *cobra.Command {
 		Short: "List the sessions in the trash, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			st, tr, done, err := openCapable[sessions.Trasher](cmd, "keep a trash")
+			st, tr, done, err := cmdutil.OpenCapable[sessions.Trasher](f, cmd, "keep a trash")
 			if err != nil {
 				return err
 			}
@@ -195,35 +156,35 @@ func newTrashCmd() *cobra.Command {
 				if items == nil {
 					items = []jsonl.TrashItem{}
 				}
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"items": items, "problems": problems})
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), map[string]any{"items": items, "problems": problems})
 			}
 			if len(items) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "the trash is empty (%s)\n", trashDirOf(st))
 				return nil
 			}
-			tw := newTable(cmd.OutOrStdout())
+			tw := cmdutil.NewTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "TRASH ID\tSESSION\tREASON\tSIZE\tFILES\tPROJECT\tTITLE")
 			for _, it := range items {
 				state := it.Reason
 				if !it.Complete {
 					state += " (incomplete)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, clip(it.SessionID, 8), state, humanBytes(it.Bytes), len(it.Files), it.Project, orDash(it.Title))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, cmdutil.Clip(it.SessionID, 8), state, cmdutil.HumanBytes(it.Bytes), len(it.Files), it.Project, orDash(it.Title))
 			}
 			return tw.Flush()
 		},
 	}
 	ls.Flags().BoolVar(&asJSON, "json", false, "print the manifests as JSON")
-	addStoreFlag(ls, "list the trash of this store (type/name)")
-	c.AddCommand(ls, newTrashRestoreCmd(), newTrashEmptyCmd())
+	cmdutil.AddStoreFlag(ls, "list the trash of this store (type/name)")
+	c.AddCommand(ls, newTrashRestoreCmd(f), newTrashEmptyCmd(f))
 	return c
 }
 
-func newTrashRestoreCmd() *cobra.Command {
+func newTrashRestoreCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON      bool
 		lockWait    time.Duration
-		restoreKeys sealFlags
+		restoreKeys cmdutil.SealFlags
 	)
 	c := &cobra.Command{
 		Use:   "restore ID",
@@ -233,12 +194,12 @@ refuses to overwrite anything that is in its place now, and moves the files
 back, with their modes and mtimes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			st, tr, done, err := openCapable[sessions.Trasher](cmd, "restore from a trash")
+			st, tr, done, err := cmdutil.OpenCapable[sessions.Trasher](f, cmd, "restore from a trash")
 			if err != nil {
 				return err
 			}
 			defer done(&err)
-			sl, err := restoreKeys.sealer(cmd)
+			sl, err := restoreKeys.Sealer(cmd)
 			if err != nil {
 				return err
 			}
@@ -251,9 +212,9 @@ back, with their modes and mtimes.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), it)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), it)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %s (%d files, %s) to %s", it.SessionID, len(it.Files), humanBytes(it.Bytes), it.Project)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s (%d files, %s) to %s", it.SessionID, len(it.Files), cmdutil.HumanBytes(it.Bytes), it.Project)
 			if it.MarkersRemoved > 0 {
 				if local, ok := st.(*stores.Local); ok {
 					fmt.Fprintf(cmd.OutOrStdout(), "; removed %d deletion marker(s) from %s", it.MarkersRemoved, local.Layout().DeletedTranscriptsDir())
@@ -264,13 +225,13 @@ back, with their modes and mtimes.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the restored item as JSON")
-	restoreKeys.add(c, false)
+	restoreKeys.Add(c, false)
 	c.Flags().DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
-	addStoreFlag(c, "restore into this store (type/name), from its trash")
+	cmdutil.AddStoreFlag(c, "restore into this store (type/name), from its trash")
 	return c
 }
 
-func newTrashEmptyCmd() *cobra.Command {
+func newTrashEmptyCmd(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON, dryRun, yes bool
 		olderThan           string
@@ -280,12 +241,12 @@ func newTrashEmptyCmd() *cobra.Command {
 		Short: "Delete what is in the trash (--older-than D: only what was trashed before)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			_, tr, done, err := openCapable[sessions.Trasher](cmd, "keep a trash")
+			_, tr, done, err := cmdutil.OpenCapable[sessions.Trasher](f, cmd, "keep a trash")
 			if err != nil {
 				return err
 			}
 			defer done(&err)
-			age, err := parseAge("--older-than", olderThan)
+			age, err := cmdutil.ParseAge("--older-than", olderThan)
 			if err != nil {
 				return err
 			}
@@ -295,7 +256,7 @@ func newTrashEmptyCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := confirm(cmd, yes, fmt.Sprintf("delete %d trash item(s) for good?", len(plan))); err != nil {
+				if err := f.Confirm(cmd, yes, fmt.Sprintf("delete %d trash item(s) for good?", len(plan))); err != nil {
 					return err
 				}
 			}
@@ -308,7 +269,7 @@ func newTrashEmptyCmd() *cobra.Command {
 				if items == nil {
 					items = []jsonl.TrashItem{}
 				}
-				if jerr := writeJSON(cmd.OutOrStdout(), map[string]any{"dryRun": dryRun, "deleted": items, "bytes": bytes}); jerr != nil {
+				if jerr := cmdutil.WriteJSON(cmd.OutOrStdout(), map[string]any{"dryRun": dryRun, "deleted": items, "bytes": bytes}); jerr != nil {
 					return jerr
 				}
 				return err
@@ -317,21 +278,21 @@ func newTrashEmptyCmd() *cobra.Command {
 			if dryRun {
 				verb = "would delete"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %d trash item(s), %s\n", verb, len(items), humanBytes(bytes))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d trash item(s), %s\n", verb, len(items), cmdutil.HumanBytes(bytes))
 			return err
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&olderThan, "older-than", "", "only items trashed longer ago than this (30d, 2w, 12h)")
-	f.BoolVar(&dryRun, "dry-run", false, "say what would be deleted, delete nothing")
-	f.BoolVar(&yes, "yes", false, "do not ask on a terminal")
-	f.BoolVar(&asJSON, "json", false, "print the deleted items as JSON")
-	addStoreFlag(c, "empty the trash of this store (type/name)")
+	fl := c.Flags()
+	fl.StringVar(&olderThan, "older-than", "", "only items trashed longer ago than this (30d, 2w, 12h)")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would be deleted, delete nothing")
+	fl.BoolVar(&yes, "yes", false, "do not ask on a terminal")
+	fl.BoolVar(&asJSON, "json", false, "print the deleted items as JSON")
+	cmdutil.AddStoreFlag(c, "empty the trash of this store (type/name)")
 	return c
 }
 
 // manageCmd is the shape of rename, tag, archive and unarchive.
-func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx context.Context, st sessions.Store, id string, args []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error)) *cobra.Command {
+func manageCmd(f *cmdutil.Factory, use, short, long string, args cobra.PositionalArgs, run func(ctx context.Context, st sessions.Store, id string, args []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error)) *cobra.Command {
 	var (
 		asJSON, dryRun bool
 		lockWait       time.Duration
@@ -342,14 +303,14 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 		Long:  long,
 		Args:  args,
 		RunE: func(cmd *cobra.Command, a []string) (err error) {
-			st, _, done, err := openStoreOf(cmd)
+			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
 			}
 			defer done(&err)
 			id, err := st.Resolve(cmd.Context(), a[0])
 			if err != nil {
-				return resolveErr(err)
+				return cmdutil.ResolveErr(err)
 			}
 			if dryRun {
 				fmt.Fprintf(cmd.OutOrStdout(), "would %s %s\n", strings.Fields(use)[0], id)
@@ -363,7 +324,7 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: sealed a torn last line of %s before appending\n", res.Files[0])
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), res)
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), res)
 			}
 			for _, f := range res.Files {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s: wrote %s\n", strings.Fields(use)[0], id, f)
@@ -371,21 +332,21 @@ func manageCmd(use, short, long string, args cobra.PositionalArgs, run func(ctx 
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, "print what was written as JSON")
-	f.BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
-	f.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
-	addStoreFlag(c, "change a session of this store (a jsonl, postgres or s3 block, type/name)")
+	fl := c.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print what was written as JSON")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
+	fl.DurationVar(&lockWait, "lock-wait", 0, "wait this long for a process writing the session")
+	cmdutil.AddStoreFlag(c, "change a session of this store (a jsonl, postgres or s3 block, type/name)")
 	return c
 }
 
-func newRenameCmd() *cobra.Command {
-	return manageCmd("rename ID TITLE", "Give a session a title, as the SDK's renameSession does",
+func newRenameCmd(f *cmdutil.Factory) *cobra.Command {
+	return manageCmd(f, "rename ID TITLE", "Give a session a title, as the SDK's renameSession does",
 		`rename appends {"type":"custom-title","customTitle":TITLE,"sessionId":ID} to the
 transcript, exactly the line the SDK's renameSession writes (TITLE trimmed).`,
 		cobra.ExactArgs(2),
 		func(ctx context.Context, st sessions.Store, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
-			m, err := capability[sessions.Manager](st, "rename sessions")
+			m, err := cmdutil.Capability[sessions.Manager](st, "rename sessions")
 			if err != nil {
 				return jsonl.ManageResult{}, err
 			}
@@ -393,19 +354,19 @@ transcript, exactly the line the SDK's renameSession writes (TITLE trimmed).`,
 		})
 }
 
-func newTagCmd() *cobra.Command {
+func newTagCmd(f *cmdutil.Factory) *cobra.Command {
 	var clear bool
-	c := manageCmd("tag ID TAG | --clear", "Tag a session (or clear its tag), as the SDK's tagSession does",
+	c := manageCmd(f, "tag ID TAG | --clear", "Tag a session (or clear its tag), as the SDK's tagSession does",
 		`tag appends {"type":"tag","tag":TAG,"sessionId":ID}, the line the SDK's tagSession
 writes; --clear appends the empty tag, as tagSession(id, null) does.`,
 		cobra.RangeArgs(1, 2),
 		func(ctx context.Context, st sessions.Store, id string, a []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
-			m, err := capability[sessions.Manager](st, "tag sessions")
+			m, err := cmdutil.Capability[sessions.Manager](st, "tag sessions")
 			if err != nil {
 				return jsonl.ManageResult{}, err
 			}
 			if clear == (len(a) == 1) {
-				return jsonl.ManageResult{}, &exitError{code: 2, err: errors.New("give a TAG or --clear, not both or neither")}
+				return jsonl.ManageResult{}, &cmdutil.ExitError{Code: 2, Err: errors.New("give a TAG or --clear, not both or neither")}
 			}
 			tag := ""
 			if len(a) == 1 {
@@ -417,40 +378,23 @@ writes; --clear appends the empty tag, as tagSession(id, null) does.`,
 	return c
 }
 
-func newArchiveCmd(archived bool) *cobra.Command {
+func newArchiveCmd(f *cmdutil.Factory, archived bool) *cobra.Command {
 	use, short := "archive ID", "Archive a session, as the SDK's archiveSession does"
 	if !archived {
 		use, short = "unarchive ID", "Unarchive a session, as the SDK's unarchiveSession does"
 	}
-	return manageCmd(use, short,
+	return manageCmd(f, use, short,
 		`writes <id>/archived.json ({"archived":true|false,"at":TIME,"by":"scribe"}) beside
 every copy of the transcript, as the SDK does. The SDK then lists the session
 with archived set (a prompt sent after TIME un-archives it).`,
 		cobra.ExactArgs(1),
 		func(ctx context.Context, st sessions.Store, id string, _ []string, opt jsonl.ManageOptions) (jsonl.ManageResult, error) {
-			ar, err := capability[sessions.Archiver](st, "archive sessions")
+			ar, err := cmdutil.Capability[sessions.Archiver](st, "archive sessions")
 			if err != nil {
 				return jsonl.ManageResult{}, err
 			}
 			return ar.SetArchived(ctx, id, archived, opt)
 		})
-}
-
-// forgetSearch drops sessions from the search index in the same step as
-// the command that moved them (rm, gc, relocate); a failure is said, never
-// fatal (the next search drops them too).
-func forgetSearch(cmd *cobra.Command, l jsonl.Layout, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	if err := dropFromSearch(cmd, l, ids); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index still holds %d moved session(s) until the next search: %v\n", len(ids), err)
-	}
-}
-
-// addStoreFlag gives a command --from STORE.
-func addStoreFlag(c *cobra.Command, usage string) {
-	c.Flags().String("from", "", usage)
 }
 
 // trashDirOf says where a store keeps its trash.

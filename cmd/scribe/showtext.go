@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 )
 
 // A message's content as show's text prints it: prose as it is, tool calls
@@ -50,7 +52,7 @@ func messageParts(raw json.RawMessage) []part {
 		case "text":
 			out = append(out, part{text: b.Text})
 		case "thinking":
-			out = append(out, part{text: "(thinking) " + clip(b.Thinking, 200)})
+			out = append(out, part{text: "(thinking) " + cmdutil.Clip(b.Thinking, 200)})
 		case "redacted_thinking":
 			out = append(out, part{text: "(thinking, redacted)"})
 		case "tool_use", "server_tool_use":
@@ -206,7 +208,7 @@ func toolCallText(name string, input json.RawMessage) string {
 		if json.Unmarshal(v, &s) != nil {
 			s = string(v)
 		}
-		fmt.Fprintf(&b, "\n  %s: %s", k, clip(s, showArgChars))
+		fmt.Fprintf(&b, "\n  %s: %s", k, cmdutil.Clip(s, showArgChars))
 	}
 	return b.String()
 }

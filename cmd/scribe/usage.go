@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/usage"
 )
@@ -26,7 +27,7 @@ func usageReportJSON(kind string, periods []*usage.Period, tot usage.Totals) map
 	return map[string]any{kind: periods, "totals": tot}
 }
 
-func newUsageCmd() *cobra.Command {
+func newUsageCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "usage daily|weekly|monthly|session|blocks",
 		Short: "Tokens and cost of the stored sessions, counted as ccusage counts them",
@@ -37,12 +38,12 @@ func newUsageCmd() *cobra.Command {
 			"one. Rows with missing, negative or non-integer token counts are left out and counted on stderr.",
 	}
 	for _, kind := range []string{usage.Daily, usage.Weekly, usage.Monthly, usage.Session, usage.Blocks} {
-		cmd.AddCommand(newUsageKindCmd(kind))
+		cmd.AddCommand(newUsageKindCmd(f, kind))
 	}
 	return cmd
 }
 
-func newUsageKindCmd(kind string) *cobra.Command {
+func newUsageKindCmd(f *cmdutil.Factory, kind string) *cobra.Command {
 	var asJSON, breakdown bool
 	var since, until, tz, from string
 	cmd := &cobra.Command{
@@ -60,10 +61,10 @@ func newUsageKindCmd(kind string) *cobra.Command {
 			}
 			if tz != "" {
 				if opt.Loc, err = time.LoadLocation(tz); err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--timezone %q: %w", tz, err)}
+					return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--timezone %q: %w", tz, err)}
 				}
 			}
-			l, done, err := usageLayout(cmd, from)
+			l, done, err := usageLayout(f, cmd, from)
 			if err != nil {
 				return err
 			}
@@ -77,29 +78,29 @@ func newUsageKindCmd(kind string) *cobra.Command {
 			if kind == usage.Blocks {
 				blocks := usage.BuildBlocks(kept, usage.NewPricer(), time.Now())
 				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), map[string]any{"blocks": blocks})
+					return cmdutil.WriteJSON(cmd.OutOrStdout(), map[string]any{"blocks": blocks})
 				}
 				printBlocksTable(cmd.OutOrStdout(), blocks)
 				return nil
 			}
 			periods, tot := usage.Build(kind, kept, usage.NewPricer(), opt)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), usageReportJSON(kind, periods, tot))
+				return cmdutil.WriteJSON(cmd.OutOrStdout(), usageReportJSON(kind, periods, tot))
 			}
-			printUsageTable(cmd.OutOrStdout(), kind, periods, tot, outputWidth(os.Stdout), breakdown)
+			printUsageTable(cmd.OutOrStdout(), kind, periods, tot, cmdutil.OutputWidth(os.Stdout), breakdown)
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&asJSON, "json", false, "print ccusage's JSON (as `ccusage "+kind+" --offline --json`)")
-	f.StringVar(&from, "from", "", "read this store (a jsonl, postgres or s3 block, type/name) instead of the local files")
+	fl := cmd.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print ccusage's JSON (as `ccusage "+kind+" --offline --json`)")
+	fl.StringVar(&from, "from", "", "read this store (a jsonl, postgres or s3 block, type/name) instead of the local files")
 	if kind == usage.Blocks {
 		return cmd
 	}
-	f.BoolVar(&breakdown, "breakdown", false, "a row per model under each period (the JSON always has them)")
-	f.StringVar(&since, "since", "", "only days from this one (YYYYMMDD or YYYY-MM-DD, in the report's time zone)")
-	f.StringVar(&until, "until", "", "only days up to this one (YYYYMMDD or YYYY-MM-DD)")
-	f.StringVar(&tz, "timezone", "", "the time zone of days and months (an IANA name; default: TZ, the local one)")
+	fl.BoolVar(&breakdown, "breakdown", false, "a row per model under each period (the JSON always has them)")
+	fl.StringVar(&since, "since", "", "only days from this one (YYYYMMDD or YYYY-MM-DD, in the report's time zone)")
+	fl.StringVar(&until, "until", "", "only days up to this one (YYYYMMDD or YYYY-MM-DD)")
+	fl.StringVar(&tz, "timezone", "", "the time zone of days and months (an IANA name; default: TZ, the local one)")
 	return cmd
 }
 
@@ -110,22 +111,22 @@ func usageDate(flag, v string) (string, error) {
 	}
 	d := strings.ReplaceAll(v, "-", "")
 	if _, err := time.Parse("20060102", d); err != nil || len(d) != 8 {
-		return "", &exitError{code: 2, err: fmt.Errorf("%s %q: want YYYYMMDD or YYYY-MM-DD", flag, v)}
+		return "", &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s %q: want YYYYMMDD or YYYY-MM-DD", flag, v)}
 	}
 	return d, nil
 }
 
 // usageLayout is the folder whose sessions are counted: Claude's, a jsonl
 // store's (--from), or another store's sessions materialized.
-func usageLayout(cmd *cobra.Command, from string) (jsonl.Layout, func(), error) {
-	l, cfg, err := layoutFor(cmd)
+func usageLayout(f *cmdutil.Factory, cmd *cobra.Command, from string) (jsonl.Layout, func(), error) {
+	l, cfg, err := f.LocalLayout(cmd)
 	if err != nil || from == "" {
 		return l, func() {}, err
 	}
 	if id, err := core.ParseID(from); err == nil && id.Type == "jsonl" {
 		return l, func() {}, nil
 	}
-	fl, _, done, err := fromLayout(cmd, cfg, from, "", "")
+	fl, _, done, err := f.FromLayout(cmd, cfg, from, "", "")
 	return fl, done, err
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
@@ -36,7 +37,7 @@ type watchOpts struct {
 	launchd       bool
 }
 
-func newWatchCmd() *cobra.Command {
+func newWatchCmd(f *cmdutil.Factory) *cobra.Command {
 	var o watchOpts
 	c := &cobra.Command{
 		Use:   "watch [ROOT...]",
@@ -65,16 +66,16 @@ what watch reads); another folder is configured as
   sink "jsonl" "archive" { dir = "~/scribe-archive" }
 
 SIGTERM or SIGINT stops it cleanly: a flush, then the checkpoints.`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(cmd, args, o) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runWatch(f, cmd, args, o) },
 	}
-	f := c.Flags()
-	f.StringVar(&o.stateDir, "state-dir", "", "where the checkpoints live (default: <archive dir>/scribe/watch, else ~/.local/state/scribe/watch)")
-	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (host:port) at /metrics")
-	f.DurationVar(&o.rescan, "rescan", 30*time.Second, "how often to list every followed folder, for events that were missed")
-	f.DurationVar(&o.flushInterval, "flush-interval", 10*time.Millisecond, "how long submitted entries may wait for a flush while more keep coming")
-	f.BoolVar(&o.once, "once", false, "catch up with every file, make it durable, save the checkpoints and exit")
-	f.BoolVar(&o.printService, "print-service", false, "print a systemd user unit that runs this watch (with --launchd: a launchd agent plist) and exit")
-	f.BoolVar(&o.launchd, "launchd", false, "with --print-service: print a launchd plist (macOS) instead of a systemd unit")
+	fl := c.Flags()
+	fl.StringVar(&o.stateDir, "state-dir", "", "where the checkpoints live (default: <archive dir>/scribe/watch, else ~/.local/state/scribe/watch)")
+	fl.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (host:port) at /metrics")
+	fl.DurationVar(&o.rescan, "rescan", 30*time.Second, "how often to list every followed folder, for events that were missed")
+	fl.DurationVar(&o.flushInterval, "flush-interval", 10*time.Millisecond, "how long submitted entries may wait for a flush while more keep coming")
+	fl.BoolVar(&o.once, "once", false, "catch up with every file, make it durable, save the checkpoints and exit")
+	fl.BoolVar(&o.printService, "print-service", false, "print a systemd user unit that runs this watch (with --launchd: a launchd agent plist) and exit")
+	fl.BoolVar(&o.launchd, "launchd", false, "with --print-service: print a launchd plist (macOS) instead of a systemd unit")
 	return c
 }
 
@@ -102,7 +103,7 @@ var defaultArchive = core.ID{Type: "jsonl", Name: "archive"}
 // at the built-in ["jsonl/local"] (which would) becomes the built-in
 // archive, defaultArchive: cfg is changed so.
 func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSetup, error) {
-	dir, err := claudeConfigDir(cfg)
+	dir, err := cmdutil.ClaudeConfigDir(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -216,22 +217,22 @@ func defaultStateDir(archives []string) string {
 	return filepath.Join(home, ".local", "state", "scribe", "watch")
 }
 
-func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
-	cfg, err := loadConfig(cmd)
+func runWatch(f *cmdutil.Factory, cmd *cobra.Command, args []string, o watchOpts) error {
+	cfg, err := f.LoadConfig(cmd)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	if o.rescan <= 0 || o.flushInterval <= 0 {
-		return &exitError{code: 2, err: errors.New("--rescan and --flush-interval want positive durations")}
+		return &cmdutil.ExitError{Code: 2, Err: errors.New("--rescan and --flush-interval want positive durations")}
 	}
 	ws, err := resolveWatch(cfg, args, o.stateDir)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
 	if o.printService {
 		return printService(cmd, cmd.OutOrStdout(), args, o)
 	}
-	log := newLogger(cfg, "scribe")
+	log := f.Logger(cfg, "scribe")
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -268,7 +269,7 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 		srv, err := serveMetrics(o.metrics, w, log)
 		if err != nil {
 			_ = closeAll()
-			return &exitError{code: 2, err: err}
+			return &cmdutil.ExitError{Code: 2, Err: err}
 		}
 		defer srv.Close()
 	}
@@ -297,43 +298,43 @@ func runWatch(cmd *cobra.Command, args []string, o watchOpts) error {
 // each with the configured guards and processors: each sink then
 // deduplicates against what it holds itself, so after a kill -9 a server
 // that got less than the archive is sent what it lacks.
-func buildPerSink(ctx context.Context, cfg *config.Config, log hclog.Logger) ([]*runtime, error) {
-	var rts []*runtime
+func buildPerSink(ctx context.Context, cfg *config.Config, log hclog.Logger) ([]*cmdutil.Runtime, error) {
+	var rts []*cmdutil.Runtime
 	for _, id := range cfg.Pipeline.Sinks {
 		c := *cfg
 		c.Pipeline.Sinks = []core.ID{id}
 		c.Resume.Loaders = nil
-		rt, err := build(ctx, &c, log, os.Args[1:], buildOpts{})
+		rt, err := cmdutil.Build(ctx, &c, log, os.Args[1:], cmdutil.BuildOpts{})
 		if err == nil {
-			if err = rt.pipeline.Start(ctx); err != nil {
-				_ = rt.close(context.Background())
+			if err = rt.Pipeline.Start(ctx); err != nil {
+				_ = rt.Close(context.Background())
 			}
 		}
 		if err != nil {
 			_ = closeRuntimes(context.Background(), rts)
-			return nil, &exitError{code: 2, err: fmt.Errorf("sink %s: %w", id, err)}
+			return nil, &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("sink %s: %w", id, err)}
 		}
 		rts = append(rts, rt)
 	}
 	if len(rts) == 0 {
-		return nil, &exitError{code: 2, err: errors.New("the pipeline has no sinks: list at least one in pipeline { sinks = [...] }")}
+		return nil, &cmdutil.ExitError{Code: 2, Err: errors.New("the pipeline has no sinks: list at least one in pipeline { sinks = [...] }")}
 	}
 	return rts, nil
 }
 
-func pipelines(rts []*runtime) []*core.Pipeline {
+func pipelines(rts []*cmdutil.Runtime) []*core.Pipeline {
 	ps := make([]*core.Pipeline, len(rts))
 	for i, rt := range rts {
-		ps[i] = rt.pipeline
+		ps[i] = rt.Pipeline
 	}
 	return ps
 }
 
 // closeRuntimes shuts every pipeline down, the last built first.
-func closeRuntimes(ctx context.Context, rts []*runtime) error {
+func closeRuntimes(ctx context.Context, rts []*cmdutil.Runtime) error {
 	var errs []error
 	for i := len(rts) - 1; i >= 0; i-- {
-		if err := rts[i].close(ctx); err != nil {
+		if err := rts[i].Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -376,8 +377,8 @@ func printService(cmd *cobra.Command, out io.Writer, roots []string, o watchOpts
 		return fmt.Errorf("find the scribe binary: %w", err)
 	}
 	argv := []string{exe, "watch"}
-	if p, err := pinnedConfig(cmd); err != nil {
-		return &exitError{code: 2, err: err}
+	if p, err := cmdutil.PinnedConfig(cmd); err != nil {
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	} else if p != "" {
 		argv = append(argv, "--config", p)
 	}

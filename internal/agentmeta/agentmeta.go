@@ -1,4 +1,10 @@
-package main
+// Package agentmeta moves a subagent's metadata between the local store,
+// where it is the file <agent>.meta.json beside the subagent's transcript
+// (its toolUseId, parentAgentId, ...), and a SessionStore, where it is an
+// entry {"type":"agent_metadata", ...the file's fields} of the subagent's
+// subpath, as the SDK's importSessionToStore appends it and its load turns
+// it back into the file.
+package agentmeta
 
 import (
 	"bytes"
@@ -14,15 +20,9 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-// A subagent's <agent>.meta.json (its toolUseId, parentAgentId, ...) lives
-// beside its transcript in the local store; in a SessionStore it is an
-// entry {"type":"agent_metadata", ...the file's fields} of the subagent's
-// subpath, as the SDK's importSessionToStore appends it and its load turns
-// it back into the file.
-
-// agentMetaEntry reads a subagent's meta file as the SDK's entry; ok is
+// Entry reads a subagent's meta file as the SDK's entry; ok is
 // false when there is no meta file.
-func agentMetaEntry(path string, ref core.SessionRef) (core.Entry, bool, error) {
+func Entry(path string, ref core.SessionRef) (core.Entry, bool, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return core.Entry{}, false, nil
@@ -46,9 +46,9 @@ func agentMetaEntry(path string, ref core.SessionRef) (core.Entry, bool, error) 
 	return e, true, nil
 }
 
-// writeAgentMeta writes a subagent's meta file from its agent_metadata
+// Write writes a subagent's meta file from its agent_metadata
 // entry, durably; it reports false when the file already held those bytes.
-func writeAgentMeta(path string, e core.Entry) (bool, error) {
+func Write(path string, e core.Entry) (bool, error) {
 	b, err := backend.AgentMetaFile(e)
 	if err != nil {
 		return false, err
@@ -64,9 +64,9 @@ func writeAgentMeta(path string, e core.Entry) (bool, error) {
 	return true, nil
 }
 
-// localAgentFile is where the local store keeps a subagent's transcript
+// LocalAgentFile is where the local store keeps a subagent's transcript
 // (its folder found as the store finds it).
-func localAgentFile(l jsonl.Layout, ref core.SessionRef) (string, error) {
+func LocalAgentFile(l jsonl.Layout, ref core.SessionRef) (string, error) {
 	dir, err := l.FindSession(ref.SessionID, "")
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 // The last line of resume and pull: the command that continues a session
 // in Claude Code on this machine.
@@ -9,21 +9,21 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-// continueCommand is the shell command that continues session id in
+// ContinueCommand is the shell command that continues session id in
 // Claude Code from dir, the working directory whose project folder holds
 // it ("" when unknown: the command alone).
-func continueCommand(dir, id string) string {
+func ContinueCommand(dir, id string) string {
 	if dir == "" {
 		return "claude --resume " + id
 	}
-	return "cd " + shellQuote(dir) + " && claude --resume " + id
+	return "cd " + ShellQuote(dir) + " && claude --resume " + id
 }
 
-// sessionCwd is the working directory Claude Code's /resume lists session
+// SessionCwd is the working directory Claude Code's /resume lists session
 // id under: the local listing's cwd for it, else fallback (a session not
 // in the local store, or one whose entries name no cwd). local says
 // whether the local store lists the session.
-func sessionCwd(ctx context.Context, l jsonl.Layout, id, fallback string) (cwd string, local bool) {
+func SessionCwd(ctx context.Context, l jsonl.Layout, id, fallback string) (cwd string, local bool) {
 	if info, err := l.Info(ctx, id, ""); err == nil && info != nil {
 		if info.Cwd != "" {
 			return info.Cwd, true

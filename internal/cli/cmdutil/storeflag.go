@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"context"
@@ -23,17 +23,17 @@ import (
 // capability a store lacks.
 
 // storeEnv is the factory's view of the configuration.
-func storeEnv(cfg *config.Config) (stores.Env, error) {
-	dir, err := claudeConfigDir(cfg)
+func (f *Factory) storeEnv(cfg *config.Config) (stores.Env, error) {
+	dir, err := ClaudeConfigDir(cfg)
 	if err != nil {
 		return stores.Env{}, err
 	}
 	env := stores.Env{Config: cfg, ClaudeDir: dir, Environ: os.Environ(),
 		Component: func(ctx context.Context, id core.ID) (any, error) {
-			comp, _, err := openComponent(ctx, cfg, id, nil)
+			comp, _, err := f.OpenComponent(ctx, cfg, id, nil)
 			return comp, err
 		},
-		OnIndex: func(l jsonl.Layout, st sessions.IndexStats) { logIndexStats(indexLogger(cfg), l, st) },
+		OnIndex: func(l jsonl.Layout, st sessions.IndexStats) { LogIndexStats(f.indexLogger(cfg), l, st) },
 	}
 	if data, err := config.XDGDir("XDG_DATA_HOME"); err == nil {
 		env.DataDir = filepath.Join(data, "scribe")
@@ -50,22 +50,22 @@ func fromFlag(cmd *cobra.Command) string {
 	return ""
 }
 
-// openStoreOf opens the store the command reads: --from's, else Claude
+// OpenStoreOf opens the store the command reads: --from's, else Claude
 // Code's folder. The caller defers done(&err): it closes the store and,
 // when a sealed archive's damaged transcripts were left out, makes a
 // command that otherwise succeeded exit 1 naming them.
-func openStoreOf(cmd *cobra.Command) (sessions.Store, *config.Config, func(*error), error) {
-	cfg, err := loadConfig(cmd)
+func (f *Factory) OpenStoreOf(cmd *cobra.Command) (sessions.Store, *config.Config, func(*error), error) {
+	cfg, err := f.LoadConfig(cmd)
 	if err != nil {
-		return nil, nil, nil, &exitError{code: 2, err: err}
+		return nil, nil, nil, &ExitError{Code: 2, Err: err}
 	}
-	st, done, err := openNamedStore(cmd, cfg, fromFlag(cmd))
+	st, done, err := f.OpenNamedStore(cmd, cfg, fromFlag(cmd))
 	return st, cfg, done, err
 }
 
-// openNamedStore is openStoreOf for the store name names.
-func openNamedStore(cmd *cobra.Command, cfg *config.Config, name string) (sessions.Store, func(*error), error) {
-	env, err := storeEnv(cfg)
+// OpenNamedStore is OpenStoreOf for the store name names.
+func (f *Factory) OpenNamedStore(cmd *cobra.Command, cfg *config.Config, name string) (sessions.Store, func(*error), error) {
+	env, err := f.storeEnv(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,33 +95,33 @@ func openNamedStore(cmd *cobra.Command, cfg *config.Config, name string) (sessio
 // storeOpenErr gives a store that cannot be opened its exit code: a name
 // that names no store, or a block that is none, is a usage error (2).
 func storeOpenErr(name string, err error) error {
-	var ee *exitError
+	var ee *ExitError
 	switch {
 	case errors.As(err, &ee):
 		return err
 	case errors.Is(err, stores.ErrNoSuchStore), errors.Is(err, stores.ErrNotAStore), errors.Is(err, jsonl.ErrMixedArchive):
-		return &exitError{code: 2, err: fmt.Errorf("--from %s: %w", name, err)}
+		return &ExitError{Code: 2, Err: fmt.Errorf("--from %s: %w", name, err)}
 	}
-	return &exitError{code: 1, err: err}
+	return &ExitError{Code: 1, Err: err}
 }
 
-// resolveErr gives a store's answer to an id argument its exit code: not
+// ResolveErr gives a store's answer to an id argument its exit code: not
 // an id (2), ambiguous (2), no such session (1).
-func resolveErr(err error) error {
+func ResolveErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, stores.ErrBadArg), errors.Is(err, sessions.ErrAmbiguous):
-		return &exitError{code: 2, err: err}
+		return &ExitError{Code: 2, Err: err}
 	case errors.Is(err, sessions.ErrNotFound):
-		return &exitError{code: 1, err: err}
+		return &ExitError{Code: 1, Err: err}
 	}
 	return err
 }
 
-// capability is the store as a T (a capability of the contract), or an
+// Capability is the store as a T (a capability of the contract), or an
 // error saying the store lacks what (exit 1).
-func capability[T any](st sessions.Store, what string) (T, error) {
+func Capability[T any](st sessions.Store, what string) (T, error) {
 	c, ok := st.(T)
 	if !ok {
 		why := ""
@@ -130,22 +130,22 @@ func capability[T any](st sessions.Store, what string) (T, error) {
 		} else if _, ro := st.(*stores.Reader); ro {
 			why = "it is read only"
 		}
-		return c, &exitError{code: 1, err: sessions.Unsupported(st, what, why)}
+		return c, &ExitError{Code: 1, Err: sessions.Unsupported(st, what, why)}
 	}
 	return c, nil
 }
 
-// localLayout is the folder of the store the command reads, for the
+// LocalLayout is the folder of the store the command reads, for the
 // commands that work on local files only: an error for any other store.
-func localLayout(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
-	st, cfg, done, err := openStoreOf(cmd)
+func (f *Factory) LocalLayout(cmd *cobra.Command) (jsonl.Layout, *config.Config, error) {
+	st, cfg, done, err := f.OpenStoreOf(cmd)
 	if err != nil {
 		return jsonl.Layout{}, nil, err
 	}
 	defer done(nil)
 	l, ok := st.(*stores.Local)
 	if !ok {
-		return jsonl.Layout{}, nil, &exitError{code: 1, err: fmt.Errorf("%s is a %s store: scribe %s works on local folders only (Claude's folder, a plain jsonl archive)",
+		return jsonl.Layout{}, nil, &ExitError{Code: 1, Err: fmt.Errorf("%s is a %s store: scribe %s works on local folders only (Claude's folder, a plain jsonl archive)",
 			st.Name(), storeKind(st), cmd.Name())}
 	}
 	return l.Layout(), cfg, nil
@@ -164,28 +164,28 @@ func storeKind(st sessions.Store) string {
 	return "read-only"
 }
 
-// filesOf is the folder of files a store is read through, for what works
+// FilesOf is the folder of files a store is read through, for what works
 // on the files themselves: the local store's, or a sealed archive's
 // decrypted in memory. Any other store lacks what (exit 1).
-func filesOf(st sessions.Store, what string) (jsonl.Layout, error) {
+func FilesOf(st sessions.Store, what string) (jsonl.Layout, error) {
 	switch s := st.(type) {
 	case *stores.Local:
 		return s.Layout(), nil
 	case *stores.Sealed:
 		return s.Layout(), nil
 	}
-	return jsonl.Layout{}, &exitError{code: 1, err: sessions.Unsupported(st, what, "it keeps no folder of files")}
+	return jsonl.Layout{}, &ExitError{Code: 1, Err: sessions.Unsupported(st, what, "it keeps no folder of files")}
 }
 
-// openCapable is openStoreOf for a command that needs capability T of the
+// OpenCapable is OpenStoreOf for a command that needs capability T of the
 // store (what names it for the error when the store lacks it).
-func openCapable[T any](cmd *cobra.Command, what string) (sessions.Store, T, func(*error), error) {
+func OpenCapable[T any](f *Factory, cmd *cobra.Command, what string) (sessions.Store, T, func(*error), error) {
 	var zero T
-	st, _, done, err := openStoreOf(cmd)
+	st, _, done, err := f.OpenStoreOf(cmd)
 	if err != nil {
 		return nil, zero, nil, err
 	}
-	c, err := capability[T](st, what)
+	c, err := Capability[T](st, what)
 	if err != nil {
 		done(nil)
 		return nil, zero, nil, err
