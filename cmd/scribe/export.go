@@ -14,6 +14,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/internal/render"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
@@ -113,9 +114,9 @@ is not changed.`,
 				case "json":
 					return cmdutil.WriteJSON(w, map[string]any{"info": doc.Info, "messages": nonNil(doc.Messages), "subagents": doc.ByAgent})
 				case "md":
-					render(doc, mdRenderer{w})
+					render.Render(doc, render.Markdown{W: w})
 				default:
-					render(doc, htmlRenderer{w})
+					render.Render(doc, render.HTML{W: w})
 				}
 				return nil
 			})
@@ -186,7 +187,7 @@ func writeOut(cmd *cobra.Command, path string, fn func(io.Writer) error) error {
 }
 
 // exportDoc gathers what md, html and json show.
-func exportDoc(ctx context.Context, st sessions.Store, id string) (*renderDoc, error) {
+func exportDoc(ctx context.Context, st sessions.Store, id string) (*render.Doc, error) {
 	info, err := st.Info(ctx, id)
 	if err != nil {
 		return nil, err
@@ -195,7 +196,7 @@ func exportDoc(ctx context.Context, st sessions.Store, id string) (*renderDoc, e
 	if err != nil {
 		return nil, err
 	}
-	doc := &renderDoc{Info: info, Messages: msgs, Agents: map[string][]jsonl.SessionMessage{},
+	doc := &render.Doc{Info: info, Messages: msgs, Agents: map[string][]jsonl.SessionMessage{},
 		Orphans: map[string][]jsonl.SessionMessage{}, ByAgent: map[string][]jsonl.SessionMessage{}, Checkpoints: map[string][]core.Checkpoint{}}
 	agents, err := st.Subagents(ctx, id)
 	if err != nil {

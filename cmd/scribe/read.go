@@ -17,6 +17,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/render"
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -431,13 +432,13 @@ func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) 
 		} else {
 			fmt.Fprintf(w, "── %s · %s\n", role, ts)
 		}
-		for _, part := range messageParts(m.Message) {
-			if format == "md" && part.code {
-				fmt.Fprintf(w, "```\n%s\n```\n\n", part.text)
+		for _, part := range render.MessageParts(m.Message) {
+			if format == "md" && part.Code {
+				fmt.Fprintf(w, "```\n%s\n```\n\n", part.Text)
 			} else if format == "md" {
-				fmt.Fprintf(w, "%s\n\n", part.text)
+				fmt.Fprintf(w, "%s\n\n", part.Text)
 			} else {
-				fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.text))
+				fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.Text))
 			}
 		}
 		if format != "md" {

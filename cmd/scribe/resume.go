@@ -13,6 +13,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/render"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/transcript"
@@ -309,8 +310,8 @@ func printResume(w io.Writer, rep *resumeReport, res *core.ResumeResult) {
 			role += " (compact summary)"
 		}
 		fmt.Fprintf(w, "── %s · %s\n", role, e.Timestamp)
-		for _, part := range messageParts(m.Message) {
-			fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.text))
+		for _, part := range render.MessageParts(m.Message) {
+			fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.Text))
 		}
 		fmt.Fprintln(w)
 	}

@@ -1,4 +1,8 @@
-package main
+// Package render turns a session's messages into what a person reads:
+// show's text (MessageParts: prose, tool calls and their diffs, results,
+// placeholders for media), and export's Markdown and self-contained HTML
+// (Render with Markdown or HTML).
+package render
 
 import (
 	"encoding/json"
@@ -17,8 +21,8 @@ import (
 // thinking folded; images inline as data URIs; checkpoints after the
 // message they follow.
 
-// renderDoc is what an export renders.
-type renderDoc struct {
+// Doc is what an export renders.
+type Doc struct {
 	Info     *jsonl.SessionInfo
 	Messages []jsonl.SessionMessage
 	// Agents are subagent conversations by the tool_use id that started
@@ -89,8 +93,8 @@ func resultText(c json.RawMessage) (string, []rBlock) {
 	return strings.Join(texts, "\n"), media
 }
 
-// renderer emits one format.
-type renderer interface {
+// Renderer emits one format (Markdown, HTML).
+type Renderer interface {
 	header(title string, facts [][2]string)
 	turn(role, ts string)
 	text(s string)
@@ -101,8 +105,8 @@ type renderer interface {
 	footer()
 }
 
-// render writes doc with r.
-func render(doc *renderDoc, r renderer) {
+// Render writes doc with r.
+func Render(doc *Doc, r Renderer) {
 	title := "Session"
 	var facts [][2]string
 	if doc.Info != nil {
@@ -146,7 +150,7 @@ func resultsOf(msgs []jsonl.SessionMessage) map[string]rBlock {
 	return out
 }
 
-func renderMessages(doc *renderDoc, r renderer, msgs []jsonl.SessionMessage, results map[string]rBlock) {
+func renderMessages(doc *Doc, r Renderer, msgs []jsonl.SessionMessage, results map[string]rBlock) {
 	calls := map[string]bool{}
 	for _, m := range msgs {
 		for _, b := range blocksOf(m) {
@@ -232,38 +236,38 @@ func renderMessages(doc *renderDoc, r renderer, msgs []jsonl.SessionMessage, res
 	}
 }
 
-// mdRenderer writes Markdown (folds are <details>, which GitHub renders).
-type mdRenderer struct{ w io.Writer }
+// Markdown writes Markdown (folds are <details>, which GitHub renders).
+type Markdown struct{ W io.Writer }
 
-func (m mdRenderer) header(title string, facts [][2]string) {
-	fmt.Fprintf(m.w, "# %s\n\n", title)
+func (m Markdown) header(title string, facts [][2]string) {
+	fmt.Fprintf(m.W, "# %s\n\n", title)
 	for _, f := range facts {
-		fmt.Fprintf(m.w, "- **%s**: `%s`\n", f[0], f[1])
+		fmt.Fprintf(m.W, "- **%s**: `%s`\n", f[0], f[1])
 	}
-	fmt.Fprintln(m.w)
+	fmt.Fprintln(m.W)
 }
-func (m mdRenderer) turn(role, ts string) { fmt.Fprintf(m.w, "## %s\n\n*%s*\n\n", role, ts) }
-func (m mdRenderer) text(s string)        { fmt.Fprintf(m.w, "%s\n\n", s) }
-func (m mdRenderer) fold(summary string, body func()) {
-	fmt.Fprintf(m.w, "<details><summary>%s</summary>\n\n", html.EscapeString(summary))
+func (m Markdown) turn(role, ts string) { fmt.Fprintf(m.W, "## %s\n\n*%s*\n\n", role, ts) }
+func (m Markdown) text(s string)        { fmt.Fprintf(m.W, "%s\n\n", s) }
+func (m Markdown) fold(summary string, body func()) {
+	fmt.Fprintf(m.W, "<details><summary>%s</summary>\n\n", html.EscapeString(summary))
 	body()
-	fmt.Fprint(m.w, "</details>\n\n")
+	fmt.Fprint(m.W, "</details>\n\n")
 }
-func (m mdRenderer) code(s string) {
+func (m Markdown) code(s string) {
 	fence := "```"
 	for strings.Contains(s, fence) {
 		fence += "`"
 	}
-	fmt.Fprintf(m.w, "%s\n%s\n%s\n\n", fence, strings.TrimRight(s, "\n"), fence)
+	fmt.Fprintf(m.W, "%s\n%s\n%s\n\n", fence, strings.TrimRight(s, "\n"), fence)
 }
-func (m mdRenderer) image(mt, data string) {
-	fmt.Fprintf(m.w, "![image](data:%s;base64,%s)\n\n", mt, data)
+func (m Markdown) image(mt, data string) {
+	fmt.Fprintf(m.W, "![image](data:%s;base64,%s)\n\n", mt, data)
 }
-func (m mdRenderer) note(s string) { fmt.Fprintf(m.w, "> %s\n\n", s) }
-func (m mdRenderer) footer()       {}
+func (m Markdown) note(s string) { fmt.Fprintf(m.W, "> %s\n\n", s) }
+func (m Markdown) footer()       {}
 
-// htmlRenderer writes one self-contained HTML page.
-type htmlRenderer struct{ w io.Writer }
+// HTML writes one self-contained HTML page.
+type HTML struct{ W io.Writer }
 
 const htmlStyle = `body{font:15px/1.5 system-ui,sans-serif;max-width:56em;margin:2em auto;padding:0 1em;color:#222}
 h2{font-size:1em;margin:1.5em 0 .3em;color:#555}h2 small{font-weight:normal;color:#999;margin-left:.5em}
@@ -271,30 +275,30 @@ h2{font-size:1em;margin:1.5em 0 .3em;color:#555}h2 small{font-weight:normal;colo
 summary{cursor:pointer;color:#357}pre{background:#f6f6f6;padding:.5em;overflow:auto;white-space:pre-wrap}
 .note{color:#777;font-style:italic}img{max-width:100%}dl{display:grid;grid-template-columns:max-content auto;gap:0 1em}`
 
-func (h htmlRenderer) header(title string, facts [][2]string) {
+func (h HTML) header(title string, facts [][2]string) {
 	e := html.EscapeString
-	fmt.Fprintf(h.w, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>\n<h1>%s</h1>\n<dl>", e(title), htmlStyle, e(title))
+	fmt.Fprintf(h.W, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>\n<h1>%s</h1>\n<dl>", e(title), htmlStyle, e(title))
 	for _, f := range facts {
-		fmt.Fprintf(h.w, "<dt>%s</dt><dd><code>%s</code></dd>", e(f[0]), e(f[1]))
+		fmt.Fprintf(h.W, "<dt>%s</dt><dd><code>%s</code></dd>", e(f[0]), e(f[1]))
 	}
-	fmt.Fprintln(h.w, "</dl>")
+	fmt.Fprintln(h.W, "</dl>")
 }
-func (h htmlRenderer) turn(role, ts string) {
-	fmt.Fprintf(h.w, "<h2>%s<small>%s</small></h2>\n", html.EscapeString(role), html.EscapeString(ts))
+func (h HTML) turn(role, ts string) {
+	fmt.Fprintf(h.W, "<h2>%s<small>%s</small></h2>\n", html.EscapeString(role), html.EscapeString(ts))
 }
-func (h htmlRenderer) text(s string) {
-	fmt.Fprintf(h.w, "<div class=\"text\">%s</div>\n", html.EscapeString(s))
+func (h HTML) text(s string) {
+	fmt.Fprintf(h.W, "<div class=\"text\">%s</div>\n", html.EscapeString(s))
 }
-func (h htmlRenderer) fold(summary string, body func()) {
-	fmt.Fprintf(h.w, "<details><summary>%s</summary>\n", html.EscapeString(summary))
+func (h HTML) fold(summary string, body func()) {
+	fmt.Fprintf(h.W, "<details><summary>%s</summary>\n", html.EscapeString(summary))
 	body()
-	fmt.Fprintln(h.w, "</details>")
+	fmt.Fprintln(h.W, "</details>")
 }
-func (h htmlRenderer) code(s string) { fmt.Fprintf(h.w, "<pre>%s</pre>\n", html.EscapeString(s)) }
-func (h htmlRenderer) image(mt, data string) {
-	fmt.Fprintf(h.w, "<img alt=\"image\" src=\"data:%s;base64,%s\">\n", html.EscapeString(mt), html.EscapeString(data))
+func (h HTML) code(s string) { fmt.Fprintf(h.W, "<pre>%s</pre>\n", html.EscapeString(s)) }
+func (h HTML) image(mt, data string) {
+	fmt.Fprintf(h.W, "<img alt=\"image\" src=\"data:%s;base64,%s\">\n", html.EscapeString(mt), html.EscapeString(data))
 }
-func (h htmlRenderer) note(s string) {
-	fmt.Fprintf(h.w, "<p class=\"note\">%s</p>\n", html.EscapeString(s))
+func (h HTML) note(s string) {
+	fmt.Fprintf(h.W, "<p class=\"note\">%s</p>\n", html.EscapeString(s))
 }
-func (h htmlRenderer) footer() { fmt.Fprintln(h.w, "</body></html>") }
+func (h HTML) footer() { fmt.Fprintln(h.W, "</body></html>") }

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"encoding/base64"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 )
 
 // A message's content as show's text prints it: prose as it is, tool calls
@@ -25,13 +23,15 @@ const (
 	showDiffCells   = 1 << 20
 )
 
-type part struct {
-	text string
-	code bool
+// Part is a piece of a message as show prints it: Code is a tool call or
+// result, printed as code.
+type Part struct {
+	Text string
+	Code bool
 }
 
-// messageParts turns a message's content into printable parts.
-func messageParts(raw json.RawMessage) []part {
+// MessageParts turns a message's content into printable parts.
+func MessageParts(raw json.RawMessage) []Part {
 	var m struct {
 		Content json.RawMessage `json:"content"`
 	}
@@ -40,23 +40,23 @@ func messageParts(raw json.RawMessage) []part {
 	}
 	var s string
 	if json.Unmarshal(m.Content, &s) == nil {
-		return []part{{text: s}}
+		return []Part{{Text: s}}
 	}
 	var blocks []rBlock
 	if json.Unmarshal(m.Content, &blocks) != nil {
-		return []part{{text: fmt.Sprintf("[content scribe cannot read, %s]", sizeText(len(m.Content)))}}
+		return []Part{{Text: fmt.Sprintf("[content scribe cannot read, %s]", sizeText(len(m.Content)))}}
 	}
-	var out []part
+	var out []Part
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			out = append(out, part{text: b.Text})
+			out = append(out, Part{Text: b.Text})
 		case "thinking":
-			out = append(out, part{text: "(thinking) " + cmdutil.Clip(b.Thinking, 200)})
+			out = append(out, Part{Text: "(thinking) " + Clip(b.Thinking, 200)})
 		case "redacted_thinking":
-			out = append(out, part{text: "(thinking, redacted)"})
+			out = append(out, Part{Text: "(thinking, redacted)"})
 		case "tool_use", "server_tool_use":
-			out = append(out, part{text: toolCallText(b.Name, b.Input), code: true})
+			out = append(out, Part{Text: toolCallText(b.Name, b.Input), Code: true})
 		case "tool_result":
 			label := "← result"
 			if b.IsError {
@@ -64,12 +64,12 @@ func messageParts(raw json.RawMessage) []part {
 			}
 			text := resultBody(b.Content)
 			if strings.Contains(text, "\n") {
-				out = append(out, part{text: label + ":\n" + text, code: true})
+				out = append(out, Part{Text: label + ":\n" + text, Code: true})
 			} else {
-				out = append(out, part{text: label + ": " + text, code: true})
+				out = append(out, Part{Text: label + ": " + text, Code: true})
 			}
 		default:
-			out = append(out, part{text: placeholder(b)})
+			out = append(out, Part{Text: placeholder(b)})
 		}
 	}
 	return out
@@ -208,7 +208,7 @@ func toolCallText(name string, input json.RawMessage) string {
 		if json.Unmarshal(v, &s) != nil {
 			s = string(v)
 		}
-		fmt.Fprintf(&b, "\n  %s: %s", k, cmdutil.Clip(s, showArgChars))
+		fmt.Fprintf(&b, "\n  %s: %s", k, Clip(s, showArgChars))
 	}
 	return b.String()
 }
@@ -306,4 +306,15 @@ func diffLCS(a, b []string, emit func(string, []string), keep func([]string)) {
 		}
 	}
 	flush()
+}
+
+// Clip is s on one line (its runs of white space one blank), cut to n
+// characters ending in … when longer.
+func Clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

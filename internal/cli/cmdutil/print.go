@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/e0dc0000/scribe/internal/render"
 )
 
 // WriteJSON prints v as indented JSON, <, > and & as they are.
@@ -18,14 +20,7 @@ func WriteJSON(w io.Writer, v any) error {
 
 // Clip is s on one line (its runs of white space one blank), cut to n
 // characters ending in … when longer.
-func Clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
+func Clip(s string, n int) string { return render.Clip(s, n) }
 
 // HumanBytes is a byte count as 12B, 1.5K, 2.0M or 3.1G.
 func HumanBytes(n int64) string {
