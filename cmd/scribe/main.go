@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/internal/cli/cloud"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/read"
 )
 
 // newFactory is what every command is made with: the process's streams and
@@ -72,12 +74,12 @@ func newRoot() *cobra.Command {
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
-	root.AddCommand(newRecordCmd(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), newLsCmd(f), newShowCmd(f), newInfoCmd(f), newResumeCmd(f), newForkCmd(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), newPushCmd(f), newPullCmd(f), newCheckpointCmd(f), newCheckpointsCmd(f), newIndexCmd(f), newCopyCmd(f), newS3Cmd(f))
+	root.AddCommand(newRecordCmd(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), newResumeCmd(f), newForkCmd(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), cloud.NewCmdPush(f), cloud.NewCmdPull(f), newCheckpointCmd(f), newCheckpointsCmd(f), newIndexCmd(f), newCopyCmd(f), newS3Cmd(f))
 	root.AddCommand(newScanCmd(f), newRedactCmd(f))
-	root.AddCommand(newRmCmd(f), newTrashCmd(f), newRenameCmd(f), newTagCmd(f), newArchiveCmd(f, true), newArchiveCmd(f, false), newGCCmd(f), newDuCmd(f), newDoctorCmd(f), newExportCmd(f), newImportCmd(f), newRelocateCmd(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
+	root.AddCommand(newRmCmd(f), newTrashCmd(f), newRenameCmd(f), newTagCmd(f), newArchiveCmd(f, true), newArchiveCmd(f, false), newGCCmd(f), newDuCmd(f), newDoctorCmd(f), read.NewCmdExport(f), read.NewCmdImport(f), newRelocateCmd(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
 	root.AddCommand(newWatchCmd(f), newHookCmd(f), newHooksCmd(f))
 	addFromFlags(root)
-	addCompletions(f, root)
+	read.AddCompletions(f, root)
 	usageExits(root)
 	return root
 }

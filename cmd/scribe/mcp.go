@@ -27,6 +27,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/listing"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/search"
@@ -275,12 +276,12 @@ func (m *mcpServer) listSessions(ctx context.Context, in listIn) ([]byte, error)
 	if in.Status != "" && !want.Valid() {
 		return nil, fmt.Errorf("status %q: want active, interrupted or completed", in.Status)
 	}
-	keep, err := modifiedWithin(in.Since, in.Until, time.Now())
+	keep, err := listing.ModifiedWithin(in.Since, in.Until, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	opt := jsonl.ListOptions{Dir: in.Project, Limit: in.Limit, Offset: in.Offset, IncludeWorktrees: true, IncludeProgrammatic: true}
-	_, recs, err := listSessions(ctx, m.st, opt, want, keep, false)
+	_, recs, err := listing.Sessions(ctx, m.st, opt, want, keep, false)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cloud"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/render"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -132,8 +133,8 @@ func runResume(f *cmdutil.Factory, cmd *cobra.Command, arg string, fl resumeFlag
 			return err
 		}
 	} else if !jsonl.IsSessionID(id) {
-		remote := func() (*cloudTarget, error) { return resumeRemote(f, cfg, fl.from) }
-		if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.Host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
+		remote := func() (*cloud.Target, error) { return cloud.ResumeRemote(f, cfg, fl.from) }
+		if id, err = cloud.ResolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.Host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 	}

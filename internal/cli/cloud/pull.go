@@ -1,4 +1,4 @@
-package main
+package cloud
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ type pullFile struct {
 	Backup string `json:"backup,omitempty"`
 }
 
-func newPullCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdPull(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON   bool
 		noProg   bool
@@ -128,8 +128,8 @@ configuration or flag.`,
 			defer stop()
 			layout := jsonl.Layout{ConfigDir: dir}
 			target.interactive(cmd.ErrOrStderr(), "pull")
-			remote := func() (*cloudTarget, error) { return target, nil }
-			id, err := resolveAnywhere(ctx, layout, args[0], remote, cmd.ErrOrStderr())
+			remote := func() (*Target, error) { return target, nil }
+			id, err := ResolveAnywhere(ctx, layout, args[0], remote, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -187,7 +187,7 @@ type pulledSession struct {
 
 // fetchPull reads a session's rows from the server (the subagents' too
 // with subagents), counting in rep what it leaves out.
-func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, rep *pullReport, bar *cmdutil.ProgressBar) (*pulledSession, error) {
+func fetchPull(ctx context.Context, t *Target, id string, subagents bool, rep *pullReport, bar *cmdutil.ProgressBar) (*pulledSession, error) {
 	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
 		agents: map[string]*pulledFile{}}
 	main, side, agents := ps.main, ps.side, ps.agents
@@ -261,7 +261,7 @@ func fetchPull(ctx context.Context, t *cloudTarget, id string, subagents bool, r
 	return ps, nil
 }
 
-func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
+func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
 	bar *cmdutil.ProgressBar) (*pullReport, error) {
 	rep := &pullReport{SessionID: id, Server: t.client.BaseURL, Via: t.id.String(), Files: []pullFile{}, Untouched: []string{}}
 	ps, err := fetchPull(ctx, t, id, true, rep, bar)

@@ -1,4 +1,7 @@
-package main
+// Package cloud holds the commands that talk to the team server: push,
+// pull, and the server side of ls --remote and of id prefixes (resolved
+// on the server when nothing local matches).
+package cloud
 
 import (
 	"context"
@@ -31,9 +34,9 @@ import (
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 )
 
-// cloudTarget is the server push and pull talk to, and the block that
+// Target is the server push and pull talk to, and the block that
 // named it.
-type cloudTarget struct {
+type Target struct {
 	id       core.ID
 	client   *events.Client
 	maxBatch int
@@ -49,7 +52,7 @@ type cloudTarget struct {
 // to), the first cloud loader of resume.loaders when preferLoader, the
 // first declared events sink, the first declared ingress sink, and the
 // first declared cloud loader.
-func findCloudTarget(f *cmdutil.Factory, cfg *config.Config, flag string, preferLoader bool) (*cloudTarget, error) {
+func findCloudTarget(f *cmdutil.Factory, cfg *config.Config, flag string, preferLoader bool) (*Target, error) {
 	kindOf := map[string]core.Kind{events.Type: core.KindSink, ingress.Type: core.KindSink, events.LoaderType: core.KindLoader}
 	var id core.ID
 	switch {
@@ -100,7 +103,7 @@ func findCloudTarget(f *cmdutil.Factory, cfg *config.Config, flag string, prefer
 	if err := comp.Decode(c); err != nil {
 		return nil, err
 	}
-	t := &cloudTarget{id: id, maxBatch: events.DefaultMaxBatch, maxBytes: events.DefaultMaxRequestBytes}
+	t := &Target{id: id, maxBatch: events.DefaultMaxBatch, maxBytes: events.DefaultMaxRequestBytes}
 	var cc sinkhelper.ClientConfig
 	switch c := c.(type) {
 	case *events.Config:
@@ -181,7 +184,7 @@ type pushResult struct {
 // maxRefusalsListed bounds the refusals listed one by one.
 const maxRefusalsListed = 100
 
-func newPushCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdPush(f *cmdutil.Factory) *cobra.Command {
 	var (
 		all, asJSON, noProgress bool
 		redactOn                bool
@@ -322,7 +325,7 @@ func pushSessions(ctx context.Context, layout jsonl.Layout, all bool, args []str
 
 // pusher pushes sessions and sums up.
 type pusher struct {
-	t   *cloudTarget
+	t   *Target
 	bar *cmdutil.ProgressBar
 	// abort stops every session once the server refused the token: the
 	// others would be refused too.
@@ -337,7 +340,7 @@ type pusher struct {
 	done atomic.Int64 // bytes read, for the progress bar
 }
 
-func runPush(ctx context.Context, t *cloudTarget, sessions []cmdutil.LocalSession, workers int, bar *cmdutil.ProgressBar) *pushReport {
+func runPush(ctx context.Context, t *Target, sessions []cmdutil.LocalSession, workers int, bar *cmdutil.ProgressBar) *pushReport {
 	start := time.Now()
 	rep := &pushReport{Server: t.client.BaseURL, Via: t.id.String(), Sessions: len(sessions),
 		Refusals: []pushIssue{}, Errors: []pushIssue{}, Results: []pushResult{}}

@@ -1,4 +1,4 @@
-package main
+package cloud
 
 // The command line's view of the team server: `scribe ls --remote`, session
 // id prefixes resolved on the server when nothing local matches (pull,
@@ -23,6 +23,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/listing"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -39,7 +40,7 @@ const unreachableAttempts = 3
 // for: a server that cannot be reached ends it after unreachableAttempts
 // attempts with an error naming the address, and every retry is printed on
 // stderr (what names the command).
-func (t *cloudTarget) interactive(stderr io.Writer, what string) {
+func (t *Target) interactive(stderr io.Writer, what string) {
 	t.client.Unreachable = unreachableAttempts
 	t.client.OnRetry = func(attempt, attempts int, wait time.Duration, err error) {
 		fmt.Fprintf(stderr, "scribe: %s: attempt %d of %d failed: %v; retrying in %v\n",
@@ -53,7 +54,7 @@ var errNoRemote = errors.New("no cloud loader configured")
 // remoteTarget is the server of `ls --remote` and of the id resolver: the
 // block named by from, else the first cloud loader of resume.loaders, else
 // the first declared cloud loader.
-func remoteTarget(f *cmdutil.Factory, cfg *config.Config, from string) (*cloudTarget, error) {
+func remoteTarget(f *cmdutil.Factory, cfg *config.Config, from string) (*Target, error) {
 	if from != "" {
 		return findCloudTarget(f, cfg, from, true)
 	}
@@ -74,7 +75,7 @@ func remoteTarget(f *cmdutil.Factory, cfg *config.Config, from string) (*cloudTa
 // it is; a prefix that matches no local session is looked up on the server
 // that remote returns (one match is the id, several are an error listing
 // them). remote returning errNoRemote keeps the local answer.
-func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote func() (*cloudTarget, error), stderr io.Writer) (string, error) {
+func ResolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote func() (*Target, error), stderr io.Writer) (string, error) {
 	id, err := cmdutil.ResolveSession(ctx, l, arg)
 	var xe *cmdutil.ExitError
 	if err == nil || !errors.As(err, &xe) || xe.Code != 1 || errors.Is(err, cmdutil.ErrAmbiguous) {
@@ -126,8 +127,8 @@ func resolveAnywhere(ctx context.Context, l jsonl.Layout, arg string, remote fun
 // each transcript's mtime the latest timestamp of its rows: the last
 // activity Claude Code's own writes would have left (the server's last
 // write, when no row has a timestamp).
-func runRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.ListOptions, status jsonl.SessionStatus,
-	keep func(*jsonl.SessionInfo) bool, asJSON bool, table lsTable) error {
+func RunRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, from string, opt jsonl.ListOptions, status jsonl.SessionStatus,
+	keep func(*jsonl.SessionInfo) bool, asJSON bool, table listing.Table) error {
 	t, err := remoteTarget(f, cfg, from)
 	if err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
@@ -162,7 +163,7 @@ func runRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, fro
 		}
 	}
 	opt.NoIndex = true
-	infos, recs, err := listSessions(ctx, stores.NewReader(t.id.String(), t.client.BaseURL, l), opt, status, keep, asJSON)
+	infos, recs, err := listing.Sessions(ctx, stores.NewReader(t.id.String(), t.client.BaseURL, l), opt, status, keep, asJSON)
 	if err != nil {
 		return err
 	}
@@ -174,13 +175,13 @@ func runRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, fro
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
-		return writeInfosJSON(out, infos)
+		return listing.WriteInfosJSON(out, infos)
 	}
 	if len(infos) == 0 {
 		fmt.Fprintf(out, "no sessions listed on %s (%s)\n", t.client.BaseURL, t.id)
 		return nil
 	}
-	printSessionTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), table.colored, table.now)
+	listing.PrintTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), table.Colored, table.Now)
 	return nil
 }
 
@@ -192,7 +193,7 @@ type remoteListStats struct {
 
 // fetchRemoteListing fetches the sessions of list into memory, laid out
 // as Claude Code lays out its folder (see runRemoteLs). bar, when not nil, shows the sessions fetched.
-func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.SessionInfo, bar *cmdutil.ProgressBar) (jsonl.Layout, func(), remoteListStats, error) {
+func fetchRemoteListing(ctx context.Context, t *Target, list []events.SessionInfo, bar *cmdutil.ProgressBar) (jsonl.Layout, func(), remoteListStats, error) {
 	var rs remoteListStats
 	// In memory, laid out as Claude Code lays out its folder: nothing of
 	// the server's sessions is written to disk to list them.
@@ -266,7 +267,7 @@ const remoteListWorkers = 4
 // resumeRemote is the server resume resolves prefixes on: the loader of
 // --from when it is a cloud loader, else the first cloud loader of
 // resume.loaders (none: errNoRemote, as resume would not ask a server).
-func resumeRemote(f *cmdutil.Factory, cfg *config.Config, from string) (*cloudTarget, error) {
+func ResumeRemote(f *cmdutil.Factory, cfg *config.Config, from string) (*Target, error) {
 	if id, err := core.ParseID(from); from != "" && err == nil && id.Type == events.LoaderType {
 		return findCloudTarget(f, cfg, from, true)
 	}

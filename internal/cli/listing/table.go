@@ -1,4 +1,8 @@
-package main
+// Package listing is ls's listing, shared by ls, ls --remote and the MCP
+// server: the sessions of a store filtered and paged (Sessions), their
+// JSON (WriteInfosJSON), and the table fitted to the terminal, one row per
+// session with its project, marks and live state (PrintTable).
+package listing
 
 import (
 	"io"
@@ -13,9 +17,6 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-// ls's table: fitted to the terminal, one row per session with its
-// project, marks and live state, coloured only on a terminal.
-
 // liveWindow is how recent a session's last activity (the last timestamp
 // of its transcript) must be for ls to show the state its tail implies
 // (running, requires_action); a session a live writer holds (status
@@ -24,9 +25,9 @@ import (
 // (STATUS says interrupted when that turn did not finish).
 const liveWindow = 15 * time.Minute
 
-// liveState is the state ls and info print: the tail's state while the
+// LiveState is the state ls and info print: the tail's state while the
 // session is live, else idle.
-func liveState(state core.State, status jsonl.SessionStatus, last, now time.Time) core.State {
+func LiveState(state core.State, status jsonl.SessionStatus, last, now time.Time) core.State {
 	if state == core.StateIdle || status == jsonl.StatusActive || now.Sub(last) <= liveWindow {
 		return state
 	}
@@ -202,16 +203,16 @@ type lsColumn struct {
 // are left out.
 const minTitle = 24
 
-// printSessionTable prints the sessions fitted to width columns (0: no
-// limit, full ids), in colour when color is set.
-// lsTable is how ls prints its table: in colour or not, the live state
+// Table is how ls prints its table: in colour or not, the live state
 // judged at now.
-type lsTable struct {
-	colored bool
-	now     time.Time
+type Table struct {
+	Colored bool
+	Now     time.Time
 }
 
-func printSessionTable(w io.Writer, recs []jsonl.SessionRecord, width int, color bool, now time.Time) {
+// PrintTable prints the sessions fitted to width columns (0: no limit,
+// full ids), in colour when color is set.
+func PrintTable(w io.Writer, recs []jsonl.SessionRecord, width int, color bool, now time.Time) {
 	home, _ := os.UserHomeDir()
 	ids := make([]string, len(recs))
 	for i := range recs {
@@ -228,7 +229,7 @@ func printSessionTable(w io.Writer, recs []jsonl.SessionRecord, width int, color
 	for i := range recs {
 		r := &recs[i]
 		s := &r.Info
-		st := liveState(r.State, r.Status, r.UpdatedAt, now)
+		st := LiveState(r.State, r.Status, r.UpdatedAt, now)
 		stStyle := ""
 		if st != core.StateIdle {
 			stStyle = ansiBold + ansiGreen

@@ -1,4 +1,4 @@
-package main
+package read
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ var completionTargets = map[string]bool{
 
 // addCompletions attaches the session-id completion to every command of
 // completionTargets and the trash-id completion to trash restore.
-func addCompletions(f *cmdutil.Factory, root *cobra.Command) {
+func AddCompletions(f *cmdutil.Factory, root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		path := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")

@@ -1,4 +1,4 @@
-package main
+package read
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 	"github.com/e0dc0000/scribe/stores"
 )
 
-func newExportCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdExport(f *cmdutil.Factory) *cobra.Command {
 	var format, out string
 	var redactOn bool
 	var keys cmdutil.SealFlags
@@ -231,7 +231,7 @@ func exportDoc(ctx context.Context, st sessions.Store, id string) (*render.Doc, 
 	return doc, nil
 }
 
-func newImportCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdImport(f *cmdutil.Factory) *cobra.Command {
 	var (
 		cwd          string
 		fork, asJSON bool

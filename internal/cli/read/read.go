@@ -1,8 +1,10 @@
-package main
+// Package read holds the commands that read sessions: ls (the listing of a
+// store, or of the team server with --remote), show, info, export and
+// import, and the shell completion of session ids.
+package read
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cloud"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/listing"
 	"github.com/e0dc0000/scribe/internal/render"
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
@@ -51,7 +55,7 @@ func writeMessages(w io.Writer, msgs []jsonl.SessionMessage) error {
 	return bw.Flush()
 }
 
-func newLsCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdLs(f *cmdutil.Factory) *cobra.Command {
 	var (
 		all, asJSON, noIndex bool
 		project, status      string
@@ -105,7 +109,7 @@ transcript.`,
 				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--status %q: want active, interrupted or completed", status)}
 			}
 			now := time.Now()
-			keep, err := modifiedWithin(since, until, now)
+			keep, err := listing.ModifiedWithin(since, until, now)
 			if err != nil {
 				return err
 			}
@@ -121,7 +125,7 @@ transcript.`,
 				}
 				// Every project, unless --project names one.
 				opt.Dir = project
-				return runRemoteLs(f, cmd, cfg, from, opt, want, keep, asJSON, lsTable{colored: colored, now: now})
+				return cloud.RunRemoteLs(f, cmd, cfg, from, opt, want, keep, asJSON, listing.Table{Colored: colored, Now: now})
 			}
 			switch {
 			case all && project != "":
@@ -141,13 +145,13 @@ transcript.`,
 				return err
 			}
 			defer done(&err)
-			infos, recs, err := listSessions(cmd.Context(), st, opt, want, keep, asJSON)
+			infos, recs, err := listing.Sessions(cmd.Context(), st, opt, want, keep, asJSON)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeInfosJSON(out, infos)
+				return listing.WriteInfosJSON(out, infos)
 			}
 			if len(infos) == 0 {
 				if opt.Dir != "" {
@@ -157,7 +161,7 @@ transcript.`,
 				}
 				return nil
 			}
-			printSessionTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), colored, now)
+			listing.PrintTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), colored, now)
 			return nil
 		},
 	}
@@ -177,118 +181,7 @@ transcript.`,
 	return c
 }
 
-// listSessions is ls's listing: through the index unless noIndex, with
-// the lifecycle records when the table or the status filter needs them
-// (the filters, status and keep, apply before --limit and --offset).
-func listSessions(ctx context.Context, st sessions.Store, opt jsonl.ListOptions, status jsonl.SessionStatus,
-	keep func(*jsonl.SessionInfo) bool, asJSON bool) ([]jsonl.SessionInfo, []jsonl.SessionRecord, error) {
-	needRecs := !asJSON || status != ""
-	page := opt
-	filtered := status != "" || keep != nil
-	if filtered {
-		opt.Limit, opt.Offset = 0, 0
-	}
-	var (
-		infos []jsonl.SessionInfo
-		recs  []jsonl.SessionRecord
-		err   error
-	)
-	if needRecs {
-		recs, err = st.Records(ctx, opt)
-	} else {
-		opt.SkipLastEntryTail = true
-		infos, err = st.List(ctx, opt)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if recs == nil {
-		if keep == nil {
-			return infos, nil, nil
-		}
-		kept := infos[:0]
-		for i := range infos {
-			if keep(&infos[i]) {
-				kept = append(kept, infos[i])
-			}
-		}
-		return pageOf(kept, page), nil, nil
-	}
-	kept := recs[:0]
-	for _, r := range recs {
-		if (status == "" || r.Status == status) && (keep == nil || keep(&r.Info)) {
-			kept = append(kept, r)
-		}
-	}
-	if filtered {
-		kept = pageOf(kept, page)
-	}
-	infos = make([]jsonl.SessionInfo, len(kept))
-	for i := range kept {
-		infos[i] = kept[i].Info
-	}
-	return infos, kept, nil
-}
-
-// pageOf is the --offset and --limit page of a filtered listing.
-func pageOf[T any](all []T, page jsonl.ListOptions) []T {
-	all = all[min(max(page.Offset, 0), len(all)):]
-	if page.Limit > 0 && page.Limit < len(all) {
-		all = all[:page.Limit]
-	}
-	return all
-}
-
-// modifiedWithin is --since and --until as a filter on the listing's
-// modification time (nil when neither is given).
-func modifiedWithin(since, until string, now time.Time) (func(*jsonl.SessionInfo) bool, error) {
-	if since == "" && until == "" {
-		return nil, nil
-	}
-	from, err := cmdutil.ParseWhen("--since", since, false, now)
-	if err != nil {
-		return nil, err
-	}
-	to, err := cmdutil.ParseWhen("--until", until, true, now)
-	if err != nil {
-		return nil, err
-	}
-	return func(s *jsonl.SessionInfo) bool {
-		t := time.UnixMilli(s.LastModified)
-		return (since == "" || !t.Before(from)) && (until == "" || t.Before(to))
-	}, nil
-}
-
-// writeInfosJSON prints the listing as writeJSON would, one session at a
-// time, so the whole document is never held in memory.
-func writeInfosJSON(out io.Writer, infos []jsonl.SessionInfo) error {
-	if len(infos) == 0 {
-		_, err := io.WriteString(out, "[]\n")
-		return err
-	}
-	w := bufio.NewWriterSize(out, 64<<10)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", "  ")
-	w.WriteString("[\n")
-	for i := range infos {
-		buf.Reset()
-		if err := enc.Encode(&infos[i]); err != nil {
-			return err
-		}
-		w.WriteString("  ")
-		w.Write(bytes.TrimRight(buf.Bytes(), "\n"))
-		if i < len(infos)-1 {
-			w.WriteString(",")
-		}
-		w.WriteString("\n")
-	}
-	w.WriteString("]\n")
-	return w.Flush()
-}
-
-func newShowCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdShow(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON, system, subagents bool
 		format, from              string
@@ -447,7 +340,7 @@ func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) 
 	}
 }
 
-func newInfoCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdInfo(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "info ID",
@@ -586,7 +479,7 @@ func printInfo(w io.Writer, r *infoReport) {
 	row("interrupted", r.Interrupted)
 	state := r.State
 	if !r.lastActivity.IsZero() {
-		state = string(liveState(core.State(r.State), jsonl.SessionStatus(r.Status), r.lastActivity, time.Now()))
+		state = string(listing.LiveState(core.State(r.State), jsonl.SessionStatus(r.Status), r.lastActivity, time.Now()))
 	}
 	row("state", state)
 	tw.Flush()
@@ -597,4 +490,57 @@ func printInfo(w io.Writer, r *infoReport) {
 func isCloudBlock(name string) bool {
 	id, err := core.ParseID(name)
 	return name != "" && err == nil && id.Type == events.LoaderType
+}
+
+// printLifecycle shows a session's lifecycle records and checkpoints (its
+// sidecar), in the order they were recorded, after the conversation: for
+// `scribe show --system`. Nothing is printed for a session without any.
+func printLifecycle(ctx context.Context, w io.Writer, st sessions.Store, id, format string) error {
+	entries, err := st.Lifecycle(ctx, id)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	if format == "md" {
+		fmt.Fprintf(w, "## Scribe lifecycle\n\n")
+	} else {
+		noun := "records"
+		if len(entries) == 1 {
+			noun = "record"
+		}
+		fmt.Fprintf(w, "════ scribe lifecycle (%d %s) ════\n", len(entries), noun)
+	}
+	for i := range entries {
+		e := &entries[i]
+		var line string
+		switch e.Type {
+		case core.TypeLifecycle:
+			lc, err := core.ParseLifecycle(e)
+			if err != nil {
+				line = "(unreadable lifecycle record: " + err.Error() + ")"
+			} else {
+				line = lc.Describe()
+			}
+		case core.TypeCheckpoint:
+			cp, err := core.ParseCheckpoint(e)
+			if err != nil {
+				line = "(unreadable checkpoint: " + err.Error() + ")"
+				break
+			}
+			line = fmt.Sprintf("checkpoint %s %q after %s", cp.ID, cp.Label, cp.MessageUUID)
+			if cp.Commit != "" {
+				line += " commit " + cp.Commit
+			}
+		default:
+			line = "(" + e.Type + ")"
+		}
+		if format == "md" {
+			fmt.Fprintf(w, "- *%s* %s\n", e.Timestamp, line)
+		} else {
+			fmt.Fprintf(w, "%s  %s\n", e.Timestamp, line)
+		}
+	}
+	if format == "md" {
+		fmt.Fprintln(w)
+	}
+	return nil
 }
