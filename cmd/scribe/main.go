@@ -13,6 +13,7 @@ import (
 
 	"github.com/e0dc0000/scribe/internal/cli/cloud"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/manage"
 	"github.com/e0dc0000/scribe/internal/cli/read"
 )
 
@@ -74,9 +75,9 @@ func newRoot() *cobra.Command {
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
-	root.AddCommand(newRecordCmd(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), newResumeCmd(f), newForkCmd(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), cloud.NewCmdPush(f), cloud.NewCmdPull(f), newCheckpointCmd(f), newCheckpointsCmd(f), newIndexCmd(f), newCopyCmd(f), newS3Cmd(f))
+	root.AddCommand(newRecordCmd(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), manage.NewCmdResume(f), manage.NewCmdFork(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), cloud.NewCmdPush(f), cloud.NewCmdPull(f), manage.NewCmdCheckpoint(f), manage.NewCmdCheckpoints(f), manage.NewCmdIndex(f), newCopyCmd(f), newS3Cmd(f))
 	root.AddCommand(newScanCmd(f), newRedactCmd(f))
-	root.AddCommand(newRmCmd(f), newTrashCmd(f), newRenameCmd(f), newTagCmd(f), newArchiveCmd(f, true), newArchiveCmd(f, false), newGCCmd(f), newDuCmd(f), newDoctorCmd(f), read.NewCmdExport(f), read.NewCmdImport(f), newRelocateCmd(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
+	root.AddCommand(manage.NewCmdRm(f), manage.NewCmdTrash(f), manage.NewCmdRename(f), manage.NewCmdTag(f), manage.NewCmdArchive(f, true), manage.NewCmdArchive(f, false), manage.NewCmdGC(f), manage.NewCmdDu(f), manage.NewCmdDoctor(f), read.NewCmdExport(f), read.NewCmdImport(f), manage.NewCmdRelocate(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
 	root.AddCommand(newWatchCmd(f), newHookCmd(f), newHooksCmd(f))
 	addFromFlags(root)
 	read.AddCompletions(f, root)

@@ -1,4 +1,4 @@
-package main
+package manage
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newCheckpointCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdCheckpoint(f *cmdutil.Factory) *cobra.Command {
 	var (
 		label    string
 		asJSON   bool
@@ -120,7 +120,7 @@ func takeCheckpoint(ctx context.Context, p *core.Pipeline, l jsonl.Layout, id, l
 	return cp, nil
 }
 
-func newCheckpointsCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdCheckpoints(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "checkpoints ID",

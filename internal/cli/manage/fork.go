@@ -1,4 +1,4 @@
-package main
+package manage
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-func newForkCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdFork(f *cmdutil.Factory) *cobra.Command {
 	var (
 		upTo, title, at   string
 		from              string

@@ -1,4 +1,4 @@
-package main
+package manage
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newIndexCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdIndex(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "index",
 		Short: "The sessions index: a cache of the listing and of each session's status, rebuilt from the transcripts",

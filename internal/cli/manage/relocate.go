@@ -1,4 +1,4 @@
-package main
+package manage
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newRelocateCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdRelocate(f *cmdutil.Factory) *cobra.Command {
 	var (
 		dryRun, yes, asJSON bool
 	)

@@ -1,4 +1,4 @@
-package main
+package manage
 
 import (
 	"context"
@@ -64,7 +64,7 @@ type resumeFlags struct {
 	from, at              string
 }
 
-func newResumeCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdResume(f *cmdutil.Factory) *cobra.Command {
 	var fl resumeFlags
 	c := &cobra.Command{
 		Use:   "resume ID",

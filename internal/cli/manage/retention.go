@@ -1,4 +1,4 @@
-package main
+package manage
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ func parseSize(flag, s string) (int64, error) {
 	return int64(v * float64(mult)), nil
 }
 
-func newGCCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdGC(f *cmdutil.Factory) *cobra.Command {
 	var (
 		olderThan, maxSize, project string
 		dryRun, yes, asJSON         bool
@@ -153,7 +153,7 @@ func printGC(out io.Writer, rep jsonl.GCReport) {
 	}
 }
 
-func newDuCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdDu(f *cmdutil.Factory) *cobra.Command {
 	var (
 		by, project string
 		asJSON      bool
@@ -226,7 +226,7 @@ func printDu(out io.Writer, rep jsonl.DUReport, by string) {
 	}
 }
 
-func newDoctorCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdDoctor(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "doctor",

@@ -1,4 +1,7 @@
-package main
+// Package manage holds the commands that change or look after stored
+// sessions: rm and the trash, rename, tag, archive and unarchive, gc, du,
+// doctor, relocate, the sessions index, checkpoints, fork and resume.
+package manage
 
 import (
 	"context"
@@ -29,7 +32,7 @@ func storeErr(err error) error {
 	return err
 }
 
-func newRmCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdRm(f *cmdutil.Factory) *cobra.Command {
 	var (
 		asJSON, dryRun, yes bool
 		lockWait            time.Duration
@@ -129,7 +132,7 @@ func orDash(s string) string {
 	return strconv.Quote(s)
 }
 
-func newTrashCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdTrash(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "trash",
 		Short: "List, restore or empty scribe's trash",
@@ -340,7 +343,7 @@ func manageCmd(f *cmdutil.Factory, use, short, long string, args cobra.Positiona
 	return c
 }
 
-func newRenameCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdRename(f *cmdutil.Factory) *cobra.Command {
 	return manageCmd(f, "rename ID TITLE", "Give a session a title, as the SDK's renameSession does",
 		`rename appends {"type":"custom-title","customTitle":TITLE,"sessionId":ID} to the
 transcript, exactly the line the SDK's renameSession writes (TITLE trimmed).`,
@@ -354,7 +357,7 @@ transcript, exactly the line the SDK's renameSession writes (TITLE trimmed).`,
 		})
 }
 
-func newTagCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdTag(f *cmdutil.Factory) *cobra.Command {
 	var clear bool
 	c := manageCmd(f, "tag ID TAG | --clear", "Tag a session (or clear its tag), as the SDK's tagSession does",
 		`tag appends {"type":"tag","tag":TAG,"sessionId":ID}, the line the SDK's tagSession
@@ -378,7 +381,7 @@ writes; --clear appends the empty tag, as tagSession(id, null) does.`,
 	return c
 }
 
-func newArchiveCmd(f *cmdutil.Factory, archived bool) *cobra.Command {
+func NewCmdArchive(f *cmdutil.Factory, archived bool) *cobra.Command {
 	use, short := "archive ID", "Archive a session, as the SDK's archiveSession does"
 	if !archived {
 		use, short = "unarchive ID", "Unarchive a session, as the SDK's unarchiveSession does"
