@@ -17,6 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/record"
 	"github.com/e0dc0000/scribe/plugins"
 	"github.com/e0dc0000/scribe/server"
 )
@@ -190,7 +191,7 @@ func printCheck(out, errw io.Writer, rep checkReport, cfg *config.Config) {
 			fmt.Fprintf(out, "file: %s\n", describeFound(config.Found{Path: cfg.File, Source: rep.Source}))
 		}
 		if cfg.Origin("pipeline.sinks") == config.BuiltinOrigin {
-			fmt.Fprintf(out, "watch and hook mirror into %s (pipeline.sinks is not configured)\n", defaultArchive)
+			fmt.Fprintf(out, "watch and hook mirror into %s (pipeline.sinks is not configured)\n", record.DefaultArchive)
 		}
 		printPaths(out, rep.Paths)
 	}

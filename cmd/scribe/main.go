@@ -13,8 +13,10 @@ import (
 
 	"github.com/e0dc0000/scribe/internal/cli/cloud"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/install"
 	"github.com/e0dc0000/scribe/internal/cli/manage"
 	"github.com/e0dc0000/scribe/internal/cli/read"
+	"github.com/e0dc0000/scribe/internal/cli/record"
 )
 
 // newFactory is what every command is made with: the process's streams and
@@ -75,10 +77,10 @@ func newRoot() *cobra.Command {
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
-	root.AddCommand(newRecordCmd(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), manage.NewCmdResume(f), manage.NewCmdFork(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), cloud.NewCmdPush(f), cloud.NewCmdPull(f), manage.NewCmdCheckpoint(f), manage.NewCmdCheckpoints(f), manage.NewCmdIndex(f), newCopyCmd(f), newS3Cmd(f))
+	root.AddCommand(record.NewCmdRecord(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), manage.NewCmdResume(f), manage.NewCmdFork(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), cloud.NewCmdPush(f), cloud.NewCmdPull(f), manage.NewCmdCheckpoint(f), manage.NewCmdCheckpoints(f), manage.NewCmdIndex(f), newCopyCmd(f), newS3Cmd(f))
 	root.AddCommand(newScanCmd(f), newRedactCmd(f))
 	root.AddCommand(manage.NewCmdRm(f), manage.NewCmdTrash(f), manage.NewCmdRename(f), manage.NewCmdTag(f), manage.NewCmdArchive(f, true), manage.NewCmdArchive(f, false), manage.NewCmdGC(f), manage.NewCmdDu(f), manage.NewCmdDoctor(f), read.NewCmdExport(f), read.NewCmdImport(f), manage.NewCmdRelocate(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
-	root.AddCommand(newWatchCmd(f), newHookCmd(f), newHooksCmd(f))
+	root.AddCommand(record.NewCmdWatch(f), record.NewCmdHook(f), install.NewCmdHooks(f))
 	addFromFlags(root)
 	read.AddCompletions(f, root)
 	usageExits(root)
@@ -153,4 +155,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "Usage: %s\nRun '%s --help' for more.\n", use, cmd.CommandPath())
 	}
 	os.Exit(code)
+}
+
+// addFromFlags gives show, info and fork a --from flag for reading a
+// jsonl store other than Claude's folder, unless they have one already.
+func addFromFlags(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "info", "fork", "export":
+			if c.Flags().Lookup("from") == nil {
+				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
+			}
+		}
+	}
 }

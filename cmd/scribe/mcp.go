@@ -27,6 +27,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/install"
 	"github.com/e0dc0000/scribe/internal/cli/listing"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
@@ -91,7 +92,7 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 			return s.Run(cmd.Context(), &mcp.StdioTransport{})
 		},
 	}
-	c.AddCommand(newMcpInstallCmds(f)...)
+	c.AddCommand(install.NewMcpInstallCmds(f)...)
 	fl := c.Flags()
 	fl.BoolVar(&noRedact, "no-redact", false, "hand out raw text: no redaction of secrets")
 	fl.IntVar(&maxBytes, "max-bytes", mcpDefaultMaxBytes, "at most this many bytes of JSON in one answer")

@@ -1,4 +1,8 @@
-package main
+// Package install puts scribe into Claude Code's settings files and takes
+// it out again, editing them in place (every byte scribe does not change
+// stays as it was): hooks install/uninstall (settings.json) and mcp
+// install/uninstall (.claude.json, .mcp.json).
+package install
 
 import (
 	"bytes"
@@ -13,13 +17,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/record"
 	"github.com/e0dc0000/scribe/internal/durable"
 )
 
 // hookEvents are the Claude Code hook events scribe hook handles.
 var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "PostToolUse", "Stop", "Interrupt", "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"}
 
-func newHooksCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdHooks(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hooks",
 		Short: "Install or remove scribe's entries in Claude Code's settings.json hooks",
@@ -104,7 +109,7 @@ func runHooks(f *cmdutil.Factory, cmd *cobra.Command, install bool, scope string
 	if install {
 		if cfg, err := f.LoadConfig(cmd); err != nil {
 			return &cmdutil.ExitError{Code: 2, Err: err}
-		} else if _, err := resolveWatch(cfg, nil, ""); err != nil {
+		} else if _, err := record.ResolveWatch(cfg, nil, ""); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: scribe hook will record nothing with this configuration: %v\n", err)
 		}
 	}

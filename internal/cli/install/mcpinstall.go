@@ -1,6 +1,4 @@
-//go:build !lite
-
-package main
+package install
 
 import (
 	"encoding/json"
@@ -18,7 +16,7 @@ import (
 // mcpServerName is the name scribe's entry has under "mcpServers".
 const mcpServerName = "scribe"
 
-func newMcpInstallCmds(f *cmdutil.Factory) []*cobra.Command {
+func NewMcpInstallCmds(f *cmdutil.Factory) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, install := range []bool{true, false} {
 		var (

@@ -1,4 +1,4 @@
-package main
+package record
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const hookLockWait = 25 * time.Millisecond
 // archive's key, building the pipeline and recording the delta.
 const hookTimeout = 20 * time.Second
 
-func newHookCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdHook(f *cmdutil.Factory) *cobra.Command {
 	var stateDir string
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -89,7 +89,7 @@ func handleHook(f *cmdutil.Factory, cmd *cobra.Command, stateDir string, timeout
 	if err != nil {
 		return err
 	}
-	ws, err := resolveWatch(cfg, nil, stateDir)
+	ws, err := ResolveWatch(cfg, nil, stateDir)
 	if err != nil {
 		// The log goes where the checkpoints would be without an archive.
 		if f, lerr := openHookLog(defaultStateDir(nil)); lerr == nil {

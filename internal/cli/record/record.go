@@ -1,4 +1,8 @@
-package main
+// Package record holds the commands that record sessions: record (JSONL
+// on stdin or in files, through the pipeline), watch (Claude Code's live
+// transcripts) and hook (one Claude Code hook event), and the
+// configuration check watch and hook share (ResolveWatch).
+package record
 
 import (
 	"bufio"
@@ -88,7 +92,7 @@ type recordOpts struct {
 	shutdownTimeout time.Duration
 }
 
-func newRecordCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdRecord(f *cmdutil.Factory) *cobra.Command {
 	var o recordOpts
 	c := &cobra.Command{
 		Use:   "record [FILE...]",
@@ -166,7 +170,7 @@ func runRecord(f *cmdutil.Factory, cmd *cobra.Command, args []string, o recordOp
 	}
 	// A key read (a sealed archive's key command) gets --shutdown-timeout
 	// and ends at a signal: a command that never answers does not hang
-	// record.
+	//
 	keys, stopKeys := context.WithTimeout(intake, o.shutdownTimeout)
 	err = rt.Pipeline.Start(seal.BoundReads(cmd.Context(), keys))
 	stopKeys()

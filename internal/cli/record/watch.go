@@ -1,4 +1,4 @@
-package main
+package record
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type watchOpts struct {
 	launchd       bool
 }
 
-func newWatchCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdWatch(f *cmdutil.Factory) *cobra.Command {
 	var o watchOpts
 	c := &cobra.Command{
 		Use:   "watch [ROOT...]",
@@ -79,8 +79,8 @@ SIGTERM or SIGINT stops it cleanly: a flush, then the checkpoints.`,
 	return c
 }
 
-// watchSetup is what watch and hook derive from the configuration.
-type watchSetup struct {
+// WatchSetup is what watch and hook derive from the configuration.
+type WatchSetup struct {
 	configDir string
 	roots     []string
 	archives  []string
@@ -90,26 +90,26 @@ type watchSetup struct {
 	sealed   []string
 	stateDir string
 	// builtinSinks: pipeline.sinks was not configured, so the pipeline is
-	// the built-in archive alone (defaultArchive).
+	// the built-in archive alone (DefaultArchive).
 	builtinSinks bool
 }
 
-// defaultArchive is the sink watch and hook mirror into when
+// DefaultArchive is the sink watch and hook mirror into when
 // pipeline.sinks is the built-in one (example.hcl declares it).
-var defaultArchive = core.ID{Type: "jsonl", Name: "archive"}
+var DefaultArchive = core.ID{Type: "jsonl", Name: "archive"}
 
-// resolveWatch checks the configuration for watching: no sink may be a
+// ResolveWatch checks the configuration for watching: no sink may be a
 // jsonl store that writes into a followed folder. A pipeline.sinks left
 // at the built-in ["jsonl/local"] (which would) becomes the built-in
-// archive, defaultArchive: cfg is changed so.
-func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSetup, error) {
+// archive, DefaultArchive: cfg is changed so.
+func ResolveWatch(cfg *config.Config, roots []string, stateDir string) (*WatchSetup, error) {
 	dir, err := cmdutil.ClaudeConfigDir(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ws := &watchSetup{configDir: dir, roots: []string{jsonl.Layout{ConfigDir: dir}.ProjectsDir()}}
+	ws := &WatchSetup{configDir: dir, roots: []string{jsonl.Layout{ConfigDir: dir}.ProjectsDir()}}
 	if cfg.Origin("pipeline.sinks") == config.BuiltinOrigin {
-		cfg.Pipeline.Sinks = []core.ID{defaultArchive}
+		cfg.Pipeline.Sinks = []core.ID{DefaultArchive}
 		ws.builtinSinks = true
 	}
 	for _, r := range roots {
@@ -164,7 +164,7 @@ func resolveWatch(cfg *config.Config, roots []string, stateDir string) (*watchSe
 // session's folder, a notification's message): for a state dir there, a
 // folder of the user's state named for it,
 // $XDG_STATE_HOME/scribe/inbox/<hash> (~/.local/state/scribe/inbox/<hash>).
-func (ws *watchSetup) inboxDir() string {
+func (ws *WatchSetup) inboxDir() string {
 	for _, s := range ws.sealed {
 		if within(ws.stateDir, s) {
 			sum := sha256.Sum256([]byte(ws.stateDir))
@@ -176,7 +176,7 @@ func (ws *watchSetup) inboxDir() string {
 
 // moveOldInbox moves the events an older scribe left in <state dir>/inbox
 // inside a sealed archive to the inbox outside it (inboxDir).
-func (ws *watchSetup) moveOldInbox(log hclog.Logger) {
+func (ws *WatchSetup) moveOldInbox(log hclog.Logger) {
 	old, inbox := filepath.Join(ws.stateDir, "inbox"), ws.inboxDir()
 	if old == inbox {
 		return
@@ -225,7 +225,7 @@ func runWatch(f *cmdutil.Factory, cmd *cobra.Command, args []string, o watchOpts
 	if o.rescan <= 0 || o.flushInterval <= 0 {
 		return &cmdutil.ExitError{Code: 2, Err: errors.New("--rescan and --flush-interval want positive durations")}
 	}
-	ws, err := resolveWatch(cfg, args, o.stateDir)
+	ws, err := ResolveWatch(cfg, args, o.stateDir)
 	if err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
@@ -274,7 +274,7 @@ func runWatch(f *cmdutil.Factory, cmd *cobra.Command, args []string, o watchOpts
 		defer srv.Close()
 	}
 	if ws.builtinSinks {
-		log.Info("no pipeline.sinks configured: mirroring into the built-in archive", "sink", defaultArchive.String())
+		log.Info("no pipeline.sinks configured: mirroring into the built-in archive", "sink", DefaultArchive.String())
 	}
 	log.Info("watching", "roots", strings.Join(ws.roots, ","), "archives", strings.Join(ws.archives, ","), "state_dir", ws.stateDir)
 	if len(ws.sealed) > 0 {
@@ -464,17 +464,4 @@ func launchdPlist(argv []string, env [][2]string) string {
 	}
 	b.WriteString("  <key>RunAtLoad</key><true/>\n  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n  <key>ProcessType</key><string>Background</string>\n</dict>\n</plist>\n")
 	return b.String()
-}
-
-// addFromFlags gives show, info and fork a --from flag for reading a
-// jsonl store other than Claude's folder, unless they have one already.
-func addFromFlags(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "show", "info", "fork", "export":
-			if c.Flags().Lookup("from") == nil {
-				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
-			}
-		}
-	}
 }
