@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -38,17 +39,20 @@ const fullName = "scribe-full"
 // the command, and refuses instead of handing it on for ever.
 const handedOver = "SCRIBE_HANDED_OVER"
 
-// The commands of the full build, as stubs (fullOnly holds their text).
-func newConfigCmd(f *cmdutil.Factory) *cobra.Command  { return fullCmd(fullOnly["config"]) }
-func newCopyCmd(f *cmdutil.Factory) *cobra.Command    { return fullCmd(fullOnly["copy"]) }
-func newDemoCmd(f *cmdutil.Factory) *cobra.Command    { return fullCmd(fullOnly["demo"]) }
-func newMcpCmd(f *cmdutil.Factory) *cobra.Command     { return fullCmd(fullOnly["mcp"]) }
-func newPluginCmd(f *cmdutil.Factory) *cobra.Command  { return fullCmd(fullOnly["plugin"]) }
-func newPluginsCmd(f *cmdutil.Factory) *cobra.Command { return fullCmd(fullOnly["plugins"]) }
-func newS3Cmd(f *cmdutil.Factory) *cobra.Command      { return fullCmd(fullOnly["s3"]) }
-func newSearchCmd(f *cmdutil.Factory) *cobra.Command  { return fullCmd(fullOnly["search"]) }
-func newServeCmd(f *cmdutil.Factory) *cobra.Command   { return fullCmd(fullOnly["serve"]) }
-func newTokenCmd(f *cmdutil.Factory) *cobra.Command   { return fullCmd(fullOnly["token"]) }
+// fullCommands are the commands of the full build, as stubs (fullOnly
+// holds their text) that hand the command to it.
+func fullCommands(*cmdutil.Factory) []*cobra.Command {
+	names := make([]string, 0, len(fullOnly))
+	for name := range fullOnly {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	cmds := make([]*cobra.Command, len(names))
+	for i, name := range names {
+		cmds[i] = fullCmd(fullOnly[name])
+	}
+	return cmds
+}
 
 // fullCmd is a command the full build runs: its flags, help and
 // subcommands are the full build's.

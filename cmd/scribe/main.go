@@ -17,6 +17,8 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/manage"
 	"github.com/e0dc0000/scribe/internal/cli/read"
 	"github.com/e0dc0000/scribe/internal/cli/record"
+	"github.com/e0dc0000/scribe/internal/cli/secrets"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 )
 
 // newFactory is what every command is made with: the process's streams and
@@ -77,10 +79,24 @@ func newRoot() *cobra.Command {
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
-	root.AddCommand(record.NewCmdRecord(f), newConfigCmd(f), newVersionCmd(f), newDemoCmd(f), read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), manage.NewCmdResume(f), manage.NewCmdFork(f), newServeCmd(f), newTokenCmd(f), newPluginCmd(f), newPluginsCmd(f), cloud.NewCmdPush(f), cloud.NewCmdPull(f), manage.NewCmdCheckpoint(f), manage.NewCmdCheckpoints(f), manage.NewCmdIndex(f), newCopyCmd(f), newS3Cmd(f))
-	root.AddCommand(newScanCmd(f), newRedactCmd(f))
-	root.AddCommand(manage.NewCmdRm(f), manage.NewCmdTrash(f), manage.NewCmdRename(f), manage.NewCmdTag(f), manage.NewCmdArchive(f, true), manage.NewCmdArchive(f, false), manage.NewCmdGC(f), manage.NewCmdDu(f), manage.NewCmdDoctor(f), read.NewCmdExport(f), read.NewCmdImport(f), manage.NewCmdRelocate(f), newSearchCmd(f), newMcpCmd(f), newUsageCmd(f))
-	root.AddCommand(record.NewCmdWatch(f), record.NewCmdHook(f), install.NewCmdHooks(f))
+	root.AddCommand(
+		// Recording.
+		record.NewCmdRecord(f), record.NewCmdWatch(f), record.NewCmdHook(f), install.NewCmdHooks(f),
+		// Reading.
+		read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), read.NewCmdExport(f), read.NewCmdImport(f),
+		// Changing and looking after stored sessions.
+		manage.NewCmdRm(f), manage.NewCmdTrash(f), manage.NewCmdRename(f), manage.NewCmdTag(f),
+		manage.NewCmdArchive(f, true), manage.NewCmdArchive(f, false), manage.NewCmdGC(f), manage.NewCmdDu(f),
+		manage.NewCmdDoctor(f), manage.NewCmdRelocate(f), manage.NewCmdIndex(f),
+		manage.NewCmdCheckpoint(f), manage.NewCmdCheckpoints(f), manage.NewCmdFork(f), manage.NewCmdResume(f),
+		// The team server.
+		cloud.NewCmdPush(f), cloud.NewCmdPull(f),
+		// Secrets, usage, this binary.
+		secrets.NewCmdScan(f), secrets.NewCmdRedact(f), usagecmd.NewCmdUsage(f), newVersionCmd(f),
+	)
+	// The full build's commands: in the light build, stubs that hand the
+	// command to scribe-full (fullonly.go, lite.go, full.go).
+	root.AddCommand(fullCommands(f)...)
 	addFromFlags(root)
 	read.AddCompletions(f, root)
 	usageExits(root)

@@ -1,6 +1,6 @@
-//go:build !lite
-
-package main
+// Package backends holds the full build's commands that work on the
+// storage backends: copy between any two stores, and s3 compact.
+package backends
 
 import (
 	"context"
@@ -22,14 +22,13 @@ import (
 	"github.com/e0dc0000/scribe/sinks/s3"
 )
 
-func newCopyCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdCopy(f *cmdutil.Factory) *cobra.Command {
 	var (
 		from, to    string
 		all, asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   fullOnly["copy"].use,
-		Short: fullOnly["copy"].short,
+		Use: "copy",
 		Long: `copy moves sessions between any two stores: the local files (jsonl/local), a
 postgres or an s3 block, named type/name. Each session's main transcript and its
 subagents are read from --from and written to --to, in order and byte for byte.
@@ -410,8 +409,8 @@ func copyLifecycle(ctx context.Context, src, dst *cmdutil.Store, sessionID strin
 	return int64(len(missing)), nil
 }
 
-func newS3Cmd(f *cmdutil.Factory) *cobra.Command {
-	c := &cobra.Command{Use: fullOnly["s3"].use, Short: fullOnly["s3"].short, Args: cobra.NoArgs}
+func NewCmdS3(f *cmdutil.Factory) *cobra.Command {
+	c := &cobra.Command{Use: "s3", Args: cobra.NoArgs}
 	var (
 		storeID     string
 		all, asJSON bool

@@ -1,6 +1,6 @@
 //go:build !lite
 
-package main
+package configcmd
 
 import (
 	"os"

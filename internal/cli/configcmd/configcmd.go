@@ -1,6 +1,6 @@
-//go:build !lite
-
-package main
+// Package configcmd holds config (check, path) and demo, commands of the
+// full build.
+package configcmd
 
 import (
 	"encoding/json"
@@ -22,8 +22,8 @@ import (
 	"github.com/e0dc0000/scribe/server"
 )
 
-func newConfigCmd(f *cmdutil.Factory) *cobra.Command {
-	c := &cobra.Command{Use: fullOnly["config"].use, Short: fullOnly["config"].short}
+func NewCmdConfig(f *cmdutil.Factory) *cobra.Command {
+	c := &cobra.Command{Use: "config"}
 	var asJSON bool
 	check := &cobra.Command{
 		Use:   "check",

@@ -1,10 +1,7 @@
-//go:build !lite
-
-package main
+package configcmd
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,15 +15,13 @@ import (
 	"github.com/e0dc0000/scribe/server"
 )
 
-//go:embed testdata/sample.jsonl
-var sampleSession []byte
-
-func newDemoCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmdDemo is scribe demo: it records sample (a session's JSONL) and
+// runs the commands of newRoot, a root command as the binary's, on it.
+func NewCmdDemo(f *cmdutil.Factory, newRoot func() *cobra.Command, sample []byte) *cobra.Command {
 	var keep bool
 	c := &cobra.Command{
-		Use:   fullOnly["demo"].use,
-		Short: fullOnly["demo"].short,
-		Args:  cobra.NoArgs,
+		Use:  "demo",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := os.MkdirTemp("", "scribe-demo-")
 			if err != nil {
@@ -37,7 +32,7 @@ func newDemoCmd(f *cmdutil.Factory) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			in := filepath.Join(dir, "sample.jsonl")
-			if err := os.WriteFile(in, sampleSession, 0o600); err != nil {
+			if err := os.WriteFile(in, sample, 0o600); err != nil {
 				return err
 			}
 			cfgDir := filepath.Join(dir, "claude")

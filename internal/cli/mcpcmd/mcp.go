@@ -1,11 +1,8 @@
-//go:build !lite
-
-package main
-
-// scribe mcp: the local sessions as read-only tools of a Model Context
-// Protocol server over stdio (list_sessions, search_sessions,
-// get_session). Everything handed out passes the redact processor
+// Package mcpcmd is scribe mcp (the full build's): the local sessions as
+// read-only tools of a Model Context Protocol server over stdio
+// (list_sessions, search_sessions, get_session). Everything handed out passes the redact processor
 // (unless --no-redact) and no answer's JSON exceeds --max-bytes.
+package mcpcmd
 
 import (
 	"bytes"
@@ -46,14 +43,13 @@ const (
 	mcpDefaultHits          = 20
 )
 
-func newMcpCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdMcp(f *cmdutil.Factory) *cobra.Command {
 	var (
 		noRedact bool
 		maxBytes int
 	)
 	c := &cobra.Command{
-		Use:   fullOnly["mcp"].use,
-		Short: fullOnly["mcp"].short,
+		Use: "mcp",
 		Long: `mcp runs a Model Context Protocol server on standard input and output that
 gives an agent read-only access to the local sessions: list_sessions (the
 listing of scribe ls), search_sessions (the index of scribe search) and

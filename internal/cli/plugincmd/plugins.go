@@ -1,6 +1,6 @@
-//go:build !lite
-
-package main
+// Package plugincmd holds the full build's plugin commands: plugin
+// describe (one binary) and plugins status (those of the configuration).
+package plugincmd
 
 import (
 	"bytes"
@@ -24,8 +24,8 @@ import (
 )
 
 // newPluginCmd is `scribe plugin`: work with one plugin binary.
-func newPluginCmd(f *cmdutil.Factory) *cobra.Command {
-	c := &cobra.Command{Use: fullOnly["plugin"].use, Short: fullOnly["plugin"].short}
+func NewCmdPlugin(f *cmdutil.Factory) *cobra.Command {
+	c := &cobra.Command{Use: "plugin"}
 	var asJSON bool
 	var timeout time.Duration
 	var args []string
@@ -85,8 +85,8 @@ func printDescription(w io.Writer, d *plugins.Description) {
 }
 
 // newPluginsCmd is `scribe plugins`: the configured plugins.
-func newPluginsCmd(f *cmdutil.Factory) *cobra.Command {
-	c := &cobra.Command{Use: fullOnly["plugins"].use, Short: fullOnly["plugins"].short}
+func NewCmdPlugins(f *cmdutil.Factory) *cobra.Command {
+	c := &cobra.Command{Use: "plugins"}
 	var asJSON, all bool
 	status := &cobra.Command{
 		Use:   "status",

@@ -1,6 +1,6 @@
-//go:build !lite
-
-package main
+// Package searchcmd is scribe search (the full build's: it holds SQLite)
+// and the search index's forgetting of sessions other commands moved.
+package searchcmd
 
 import (
 	"errors"
@@ -14,15 +14,14 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newSearchCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdSearch(f *cmdutil.Factory) *cobra.Command {
 	var (
 		project, since, role string
 		asJSON, forget       bool
 		limit                int
 	)
 	c := &cobra.Command{
-		Use:   fullOnly["search"].use,
-		Short: fullOnly["search"].short,
+		Use: "search",
 		Long: `search finds the messages that hold every word (or "quoted phrase") of QUERY,
 best match first (BM25), with a snippet, the session id and the message uuid
 (for scribe show or scribe fork --up-to). --role keeps prompts (user), answers
@@ -124,8 +123,9 @@ func forgetSessions(cmd *cobra.Command, ids []string) error {
 	return err
 }
 
-// dropFromSearch drops sessions from the search index (forgetSearch).
-func dropFromSearch(l jsonl.Layout, ids []string) error {
+// DropFromSearch drops sessions from the search index (the full build's
+// Factory.DropFromSearch).
+func DropFromSearch(l jsonl.Layout, ids []string) error {
 	_, err := search.Forget(l, ids...)
 	return err
 }

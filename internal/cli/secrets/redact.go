@@ -1,4 +1,4 @@
-package main
+package secrets
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ type redactReport struct {
 	Index    string           `json:"index,omitempty"`
 }
 
-func newRedactCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdRedact(f *cmdutil.Factory) *cobra.Command {
 	var all, dryRun, asJSON bool
 	var lockWait time.Duration
 	cmd := &cobra.Command{

@@ -1,4 +1,7 @@
-package main
+// Package secrets holds the commands that find and remove secrets in
+// stored transcripts: scan (report) and redact (rewrite in place, the
+// originals kept in the trash).
+package secrets
 
 import (
 	"context"
@@ -12,29 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
-
-// serveProcessor is the processor of server { redact = NAME }: nil when
-// the option is empty.
-func serveProcessor(ctx context.Context, cfg *config.Config, name string) (core.Processor, error) {
-	if name == "" {
-		return nil, nil
-	}
-	dir, err := cmdutil.ClaudeConfigDir(cfg)
-	if err != nil {
-		return nil, err
-	}
-	red, _, id, err := cmdutil.RedactorNamed(ctx, cfg, jsonl.Layout{ConfigDir: dir}, name, "server.redact")
-	if err != nil {
-		return nil, err
-	}
-	return redact.New(id, red), nil
-}
 
 // redactTargets is what scan and redact share: the store, the redactor of
 // --rules, and the sessions the arguments name.
@@ -108,7 +93,7 @@ type scanReport struct {
 	Findings []scanFinding    `json:"findings"`
 }
 
-func newScanCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdScan(f *cmdutil.Factory) *cobra.Command {
 	var all, asJSON, sarif, show bool
 	cmd := &cobra.Command{
 		Use:   "scan [ID... | --all]",
@@ -135,7 +120,7 @@ func newScanCmd(f *cmdutil.Factory) *cobra.Command {
 			case asJSON:
 				err = cmdutil.WriteJSON(out, rep)
 			case sarif:
-				err = cmdutil.WriteJSON(out, sarifOf(rep, red))
+				err = cmdutil.WriteJSON(out, sarifOf(rep, red, f.Version))
 			default:
 				printScanReport(out, rep)
 			}
@@ -229,7 +214,7 @@ func printScanReport(w io.Writer, rep *scanReport) {
 }
 
 // sarifOf is the report as a SARIF 2.1.0 log.
-func sarifOf(rep *scanReport, red *redact.Redactor) map[string]any {
+func sarifOf(rep *scanReport, red *redact.Redactor, version string) map[string]any {
 	var rules []map[string]any
 	for _, id := range red.Rules() {
 		rules = append(rules, map[string]any{"id": id, "shortDescription": map[string]any{"text": "secret: " + id}})

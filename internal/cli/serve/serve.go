@@ -1,6 +1,6 @@
-//go:build !lite
-
-package main
+// Package serve holds the team server's commands (the full build's):
+// serve, and token to make and hash its bearer tokens.
+package serve
 
 import (
 	"bufio"
@@ -20,16 +20,18 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/e0dc0000/scribe/config"
+	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/server"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-func newServeCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdServe(f *cmdutil.Factory) *cobra.Command {
 	var tokenFile string
 	cmd := &cobra.Command{
-		Use:   fullOnly["serve"].use,
-		Short: fullOnly["serve"].short,
+		Use: "serve",
 		Long: `Run the scribe server: the routes Claude Code's remote client uses (PUT/GET
 /v1/session_ingress/session/{id}, POST /v1/code/sessions/{id}/events, GET
 /v1/code/sessions/{id}/teleport-events), GET /v1/sessions, /healthz, /readyz and
@@ -155,8 +157,8 @@ func readTokens(r io.Reader, name string) ([]server.Token, error) {
 	return out, errors.Join(errs...)
 }
 
-func newTokenCmd(f *cmdutil.Factory) *cobra.Command {
-	c := &cobra.Command{Use: fullOnly["token"].use, Short: fullOnly["token"].short}
+func NewCmdToken(f *cmdutil.Factory) *cobra.Command {
+	c := &cobra.Command{Use: "token"}
 	hash := &cobra.Command{
 		Use:   "hash",
 		Short: "Print the SHA-256 of a token read from stdin (the form the server configuration keeps)",
@@ -210,4 +212,21 @@ func newTokenCmd(f *cmdutil.Factory) *cobra.Command {
 	newTok.Flags().StringVar(&scopes, "scopes", "read,write", "scopes, comma-separated: read, write")
 	c.AddCommand(hash, newTok)
 	return c
+}
+
+// serveProcessor is the processor of server { redact = NAME }: nil when
+// the option is empty.
+func serveProcessor(ctx context.Context, cfg *config.Config, name string) (core.Processor, error) {
+	if name == "" {
+		return nil, nil
+	}
+	dir, err := cmdutil.ClaudeConfigDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	red, _, id, err := cmdutil.RedactorNamed(ctx, cfg, jsonl.Layout{ConfigDir: dir}, name, "server.redact")
+	if err != nil {
+		return nil, err
+	}
+	return redact.New(id, red), nil
 }

@@ -1,4 +1,6 @@
-package main
+// Package usagecmd is scribe usage: tokens and cost of the stored sessions,
+// counted as ccusage counts them.
+package usagecmd
 
 import (
 	"bufio"
@@ -27,7 +29,7 @@ func usageReportJSON(kind string, periods []*usage.Period, tot usage.Totals) map
 	return map[string]any{kind: periods, "totals": tot}
 }
 
-func newUsageCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdUsage(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "usage daily|weekly|monthly|session|blocks",
 		Short: "Tokens and cost of the stored sessions, counted as ccusage counts them",
