@@ -337,7 +337,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 				return nil, &UnreachableError{Addr: c.BaseURL, Attempts: n, Err: err}
 			}
 		}
-		if sinkhelper.IsPermanent(err) || n >= attempts || ctx.Err() != nil {
+		if core.IsPermanent(err) || n >= attempts || ctx.Err() != nil {
 			return nil, err
 		}
 		wait := c.wait(n)

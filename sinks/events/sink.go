@@ -253,7 +253,7 @@ func (s *Sink) push(ctx context.Context, b *sinkhelper.Batch) error {
 	wg.Wait()
 	var retry error
 	for _, err := range errs {
-		if sinkhelper.IsPermanent(err) {
+		if core.IsPermanent(err) {
 			return err // a refused token: every session is refused
 		}
 		if err != nil && retry == nil {
@@ -293,7 +293,7 @@ func (s *Sink) send(ctx context.Context, u string, b *sinkhelper.Batch, idx []in
 		}
 		s.events.Add(int64(len(idx)))
 		return nil
-	case !sinkhelper.IsPermanent(err) || errors.Is(err, sinkhelper.ErrUnauthorized):
+	case !core.IsPermanent(err) || errors.Is(err, sinkhelper.ErrUnauthorized):
 		s.failed.Add(1)
 		return err
 	}

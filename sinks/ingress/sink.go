@@ -221,7 +221,7 @@ func (s *Sink) push(ctx context.Context, b *sinkhelper.Batch) error {
 	// other failure is retried.
 	var retry error
 	for _, err := range errs {
-		if sinkhelper.IsPermanent(err) {
+		if core.IsPermanent(err) {
 			return err
 		}
 		if err != nil && retry == nil {
@@ -240,7 +240,7 @@ func (s *Sink) session(ctx context.Context, b *sinkhelper.Batch, sid string, idx
 		switch {
 		case err == nil:
 			b.MarkDone(i)
-		case sinkhelper.IsPermanent(err) && !errors.Is(err, sinkhelper.ErrUnauthorized):
+		case core.IsPermanent(err) && !errors.Is(err, sinkhelper.ErrUnauthorized):
 			// The server refuses this entry (too large, malformed):
 			// sending it again cannot help, and the rest must not wait.
 			s.refused.Add(1)

@@ -58,8 +58,9 @@ const (
 )
 
 // PushFunc delivers a batch. It returns nil when every entry of the batch
-// was delivered (or given up with Batch.Drop); an error wrapped with
-// Permanent to give up on the rest; any other error to be retried. It must
+// was delivered (or given up with Batch.Drop); an error marked permanent
+// (core.Permanent, or Permanent; core.IsPermanent tells) to give up on the
+// rest; any other error to be retried. It must
 // honour ctx, which ends at the attempt's timeout and at Shutdown, and must
 // not change the entries or keep them after it returns.
 type PushFunc func(ctx context.Context, b *Batch) error
