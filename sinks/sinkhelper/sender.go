@@ -1,7 +1,9 @@
 // Package sinkhelper is the machinery shared by sinks that send entries to a
 // server: a bounded in-memory queue that spills to an on-disk spool, and a
 // retry loop with exponential backoff, jitter, a timeout per attempt and
-// permanent errors. A network sink is a Sender plus a push function.
+// permanent errors (the Sender); and around it the finished network sink
+// (NetSink: the token, the HTTP client, the counters, the fan-out by
+// session), so that a network sink is a push function and its options.
 //
 //	Write ──► memory queue ──(full │ server failing │ Flush timed out │ Shutdown)──► spool
 //	              │                                                                 │
