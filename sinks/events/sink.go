@@ -20,7 +20,6 @@ package events
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,6 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 )
 
@@ -262,8 +262,8 @@ func (s *Sink) postOnce(ctx context.Context, u string, body []byte, n int) (int,
 	return resp.StatusCode, sinkhelper.ResponseError(resp)
 }
 
-// encode builds {"events":[…]} with each entry's line as its payload, byte
-// for byte.
+// encode builds {"events":[…]} (wire.Event) with each entry's line as its
+// payload, byte for byte, and a sidechain row's agent as its agent_id.
 func encode(entries []core.Entry, idx []int) []byte {
 	n := 16
 	for _, i := range idx {
@@ -276,22 +276,13 @@ func encode(entries []core.Entry, idx []int) []byte {
 		if k > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, `{"type":`...)
-		buf = appendString(buf, e.Type)
-		buf = append(buf, `,"payload":`...)
-		buf = append(buf, e.Raw...)
-		if e.IsSidechain && e.AgentID != "" {
-			buf = append(buf, `,"agent_id":`...)
-			buf = appendString(buf, e.AgentID)
+		ev := wire.Event{Type: e.Type, Payload: e.Raw}
+		if e.IsSidechain {
+			ev.AgentID = e.AgentID
 		}
-		buf = append(buf, '}')
+		buf = wire.AppendEvent(buf, &ev)
 	}
 	return append(buf, "]}"...)
-}
-
-func appendString(buf []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(buf, b...)
 }
 
 // Factory makes events sinks.
