@@ -51,6 +51,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -240,12 +241,7 @@ func (s *cloudServer) history(sid, query string) []string {
 		if cursor != "" {
 			route += "&cursor=" + url.QueryEscape(cursor)
 		}
-		var p struct {
-			Data []struct {
-				Payload json.RawMessage `json:"payload"`
-			} `json:"data"`
-			NextCursor *string `json:"next_cursor"`
-		}
+		var p wire.HistoryPage
 		if err := json.Unmarshal(s.get(route), &p); err != nil {
 			s.t.Fatal(err)
 		}
@@ -262,12 +258,7 @@ func (s *cloudServer) history(sid, query string) []string {
 // counts returns the entries the server holds for each session.
 func (s *cloudServer) counts() map[string]int64 {
 	s.t.Helper()
-	var l struct {
-		Data []struct {
-			ID      string `json:"id"`
-			Entries int64  `json:"entries"`
-		} `json:"data"`
-	}
+	var l wire.SessionList
 	if err := json.Unmarshal(s.get("/v1/sessions?limit=1000"), &l); err != nil {
 		s.t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ func firstCwd(es []core.Entry) string {
 // configured recovery, the checkpoint of --at and the loader of --from.
 func resumeOptions(ctx context.Context, cfg *config.Config, rt *runtime, id string, fl resumeFlags) (core.ResumeOptions, *core.Checkpoint, error) {
 	opt := core.ResumeOptions{
-		Rebuild:  transcript.Rebuild,
+		Format:   transcript.Format{},
 		DryRun:   fl.dryRun,
 		Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
 	}

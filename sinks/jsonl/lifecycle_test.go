@@ -267,7 +267,7 @@ func TestCheckpointAppend(t *testing.T) {
 	}
 	// Resume at the first checkpoint: the conversation up to a-1.
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("jsonl/local"), Loader: NewLoader(l)}})
-	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: cp.MessageUUID})
+	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}, UpTo: cp.MessageUUID})
 	if err != nil || len(res.Conversation) != 2 || res.Conversation[1].UUID != "a-1" {
 		t.Fatalf("resume at checkpoint: %v %+v", err, res)
 	}
