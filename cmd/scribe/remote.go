@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
@@ -212,7 +213,7 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 		if bar != nil {
 			defer bar.sessionDone()
 		}
-		if !jsonl.IsSessionID(s.ID) {
+		if !claudedir.IsSessionID(s.ID) {
 			return fmt.Errorf("the server lists %q, which is not a session id", clip(s.ID, 60))
 		}
 		ps, err := fetchPull(ctx, t, s.ID, false, &pullReport{}, nil)
@@ -248,9 +249,9 @@ func fetchRemoteListing(ctx context.Context, t *cloudTarget, list []events.Sessi
 			mu.Unlock()
 		}
 		if ps.side.entries > 0 {
-			mem.Add(jsonl.SidecarFile(proj, s.ID), bytes.Clone(ps.side.data.Bytes()), at)
+			mem.Add(claudedir.SidecarFile(proj, s.ID), bytes.Clone(ps.side.data.Bytes()), at)
 		}
-		mem.Add(jsonl.MainFile(proj, s.ID), bytes.Clone(ps.main.data.Bytes()), at)
+		mem.Add(claudedir.MainFile(proj, s.ID), bytes.Clone(ps.main.data.Bytes()), at)
 		return nil
 	})
 	if err != nil {
