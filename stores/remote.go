@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/e0dc0000/scribe/claudedir"
 	"sort"
 	"strings"
 	"sync"
@@ -87,7 +88,7 @@ func (r *Remote) listing(ctx context.Context) ([]events.SessionInfo, error) {
 		return nil, err
 	}
 	for _, s := range list {
-		if !jsonl.IsSessionID(s.ID) {
+		if !claudedir.IsSessionID(s.ID) {
 			return nil, fmt.Errorf("the server lists %q, which is not a session id", s.ID)
 		}
 	}
@@ -164,14 +165,14 @@ func (r *Remote) put(id string, s *events.FetchedSession, at time.Time) {
 		r.mu.Unlock()
 	}
 	if s.Side.Entries > 0 {
-		r.mem.Add(jsonl.SidecarFile(proj, id), bytes.Clone(s.Side.Data.Bytes()), mt)
+		r.mem.Add(claudedir.SidecarFile(proj, id), bytes.Clone(s.Side.Data.Bytes()), mt)
 	}
 	for _, a := range s.Order {
 		f := s.Agents[a]
-		path := jsonl.AgentFile(proj, id, a)
+		path := claudedir.AgentFile(proj, id, a)
 		r.mem.Add(path, bytes.Clone(f.Data.Bytes()), mt)
 	}
-	r.mem.Add(jsonl.MainFile(proj, id), bytes.Clone(s.Main.Data.Bytes()), mt)
+	r.mem.Add(claudedir.MainFile(proj, id), bytes.Clone(s.Main.Data.Bytes()), mt)
 }
 
 // Resolve resolves an id prefix on the server (its listing of that
@@ -180,7 +181,7 @@ func (r *Remote) Resolve(ctx context.Context, arg string) (string, error) {
 	if err := checkArg(arg); err != nil {
 		return "", err
 	}
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	list, more, err := r.client.Sessions(ctx, strings.ToLower(arg))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
@@ -179,7 +180,7 @@ func resumeFrom(ctx context.Context, cfg *config.Config, rt *runtime, from strin
 
 // resolveIn resolves an id prefix among a store's sessions.
 func resolveIn(ctx context.Context, st *store, arg string) (string, error) {
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	found, err := matching(ctx, st, arg)
@@ -220,7 +221,7 @@ func (ll layoutLister) ListSessions(_ context.Context, projectKey string) ([]bac
 		}
 		files, _ := os.ReadDir(ll.l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := jsonl.MainFileID(f.Name())
+			id, ok := claudedir.MainFileID(f.Name())
 			if !ok {
 				continue
 			}
@@ -292,14 +293,14 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 			cleanup()
 			return jsonl.Layout{}, nil, fmt.Errorf("load %s from %s: %w", s.SessionID, st.id, err)
 		}
-		if err := write(jsonl.MainFile(pdir, s.SessionID), t, s.MTime); err != nil {
+		if err := write(claudedir.MainFile(pdir, s.SessionID), t, s.MTime); err != nil {
 			cleanup()
 			return jsonl.Layout{}, nil, fmt.Errorf("write %s from %s: %w", s.SessionID, st.id, err)
 		}
 		if life, err := lifecycleOf(ctx, st, s.SessionID); err != nil || len(life) > 0 {
 			// The sidecar: show --system and checkpoints read it.
 			if err == nil {
-				err = write(jsonl.SidecarFile(pdir, s.SessionID), &core.Transcript{Entries: life}, s.MTime)
+				err = write(claudedir.SidecarFile(pdir, s.SessionID), &core.Transcript{Entries: life}, s.MTime)
 			}
 			if err != nil {
 				cleanup()
@@ -320,13 +321,13 @@ func materialize(ctx context.Context, st *store, sessions []backend.Listed) (jso
 			}
 			var meta *core.Entry
 			t.Entries, meta = backend.SplitAgentMeta(t.Entries)
-			path := jsonl.AgentFile(pdir, s.SessionID, a)
+			path := claudedir.AgentFile(pdir, s.SessionID, a)
 			if err := write(path, t, s.MTime); err != nil {
 				cleanup()
 				return jsonl.Layout{}, nil, err
 			}
 			if meta != nil {
-				if _, err := writeAgentMeta(jsonl.AgentMetaFile(path), *meta); err != nil {
+				if _, err := writeAgentMeta(claudedir.AgentMetaFile(path), *meta); err != nil {
 					cleanup()
 					return jsonl.Layout{}, nil, err
 				}
@@ -377,7 +378,7 @@ func writeFork(ctx context.Context, st *store, path, newID string) error {
 		return &exitError{code: 2, err: fmt.Errorf("%s is a loader block: the fork cannot be written there (name its sink block)", st.id)}
 	}
 	files := []string{path}
-	agents, _ := filepath.Glob(jsonl.AgentFileGlob(filepath.Dir(path), newID))
+	agents, _ := filepath.Glob(claudedir.AgentFileGlob(filepath.Dir(path), newID))
 	files = append(files, agents...)
 	if err := st.sink.Start(ctx); err != nil {
 		return fmt.Errorf("start %s: %w", st.id, err)

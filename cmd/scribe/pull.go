@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -234,12 +235,12 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 	// Subagents and the sidecar first: the main file, which makes the
 	// session visible, comes last.
 	for _, a := range order {
-		path := jsonl.AgentFile(proj, id, a)
+		path := claudedir.AgentFile(proj, id, a)
 		if err := write(path, agents[a], false); err != nil {
 			return rep, err
 		}
 		if m := agents[a].Meta; m != nil {
-			changed, err := writeAgentMeta(jsonl.AgentMetaFile(path), *m)
+			changed, err := writeAgentMeta(claudedir.AgentMetaFile(path), *m)
 			if err != nil {
 				return rep, err
 			}
@@ -247,16 +248,16 @@ func runPull(ctx context.Context, t *cloudTarget, layout jsonl.Layout, id, cwd s
 			if changed {
 				status = "written"
 			}
-			rep.Files = append(rep.Files, pullFile{Path: jsonl.AgentMetaFile(path), Agent: a, Meta: true, Status: status})
+			rep.Files = append(rep.Files, pullFile{Path: claudedir.AgentMetaFile(path), Agent: a, Meta: true, Status: status})
 		}
 	}
 	if side.Entries > 0 {
-		if err := write(jsonl.SidecarFile(proj, id), side, true); err != nil {
+		if err := write(claudedir.SidecarFile(proj, id), side, true); err != nil {
 			return rep, err
 		}
 	}
 	if main.Entries > 0 {
-		if err := write(jsonl.MainFile(proj, id), main, false); err != nil {
+		if err := write(claudedir.MainFile(proj, id), main, false); err != nil {
 			return rep, err
 		}
 	}

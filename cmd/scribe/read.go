@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/jsonv"
@@ -359,7 +360,7 @@ func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 	if arg == "" {
 		return "", &exitError{code: 2, err: errors.New("no session id given")}
 	}
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	if strings.ContainsAny(arg, `/\.`) {
@@ -377,7 +378,7 @@ func resolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 		}
 		files, _ := os.ReadDir(l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := jsonl.MainFileID(f.Name())
+			id, ok := claudedir.MainFileID(f.Name())
 			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
 				found[id] = append(found[id], p.Name())
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
@@ -147,7 +148,7 @@ func runRecord(cmd *cobra.Command, args []string, o recordOpts) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if o.session != "" && !jsonl.IsSessionID(o.session) {
+	if o.session != "" && !claudedir.IsSessionID(o.session) {
 		return &exitError{code: 2, err: fmt.Errorf("--session %q is not a session id (a UUID)", o.session)}
 	}
 	if o.shutdownTimeout <= 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -129,7 +130,7 @@ func runResume(cmd *cobra.Command, arg string, fl resumeFlags) error {
 		if id, err = resolveIn(ctx, fromStore, arg); err != nil {
 			return err
 		}
-	} else if !jsonl.IsSessionID(id) {
+	} else if !claudedir.IsSessionID(id) {
 		remote := func() (*cloudTarget, error) { return resumeRemote(cfg, fl.from) }
 		if id, err = resolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -51,7 +52,7 @@ func projectFolder(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--project %s: %w", path, err)
 	}
-	return jsonl.SanitizePath(abs), nil
+	return claudedir.SanitizePath(abs), nil
 }
 
 // progressCounter reports done/total sessions on stderr: a line redrawn
