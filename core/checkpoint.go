@@ -65,12 +65,12 @@ func NewCheckpoint(c Checkpoint, at time.Time) (Checkpoint, Entry, error) {
 		if at.IsZero() {
 			at = time.Now()
 		}
-		c.Timestamp = at.UTC().Format(recTimestampLayout)
+		c.Timestamp = at.UTC().Format(timestampLayout)
 	}
 	if c.ID == "" {
-		c.ID = recNameUUID(TypeCheckpoint + "\x00" + c.SessionID + "\x00" + c.MessageUUID + "\x00" + c.Label + "\x00" + c.Timestamp)
+		c.ID = nameUUID(TypeCheckpoint + "\x00" + c.SessionID + "\x00" + c.MessageUUID + "\x00" + c.Label + "\x00" + c.Timestamp)
 	}
-	var o recJSON
+	var o jsonObject
 	o.str("type", TypeCheckpoint)
 	o.str("sessionId", c.SessionID)
 	if c.Commit != "" {

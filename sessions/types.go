@@ -194,7 +194,7 @@ const (
 	// StatusActive: a live writer holds the session's lock.
 	StatusActive Status = "active"
 	// StatusInterrupted: the end of the conversation says the last turn
-	// did not finish (core.ClassifyAndRepair).
+	// did not finish (transcript.ClassifyAndRepair).
 	StatusInterrupted Status = "interrupted"
 	// StatusCompleted: anything else.
 	StatusCompleted Status = "completed"
@@ -223,9 +223,9 @@ type Record struct {
 	// TranscriptPath its main transcript.
 	ProjectPath, TranscriptPath string
 	Metadata                    RecordMetadata
-	// Interruption is how the tail ends (core.ClassifyAndRepair's class),
+	// Interruption is how the tail ends (transcript.ClassifyAndRepair's class),
 	// also for an active session; State what that leaves the session
-	// doing (core.StateFromTail), from the same rows.
+	// doing (transcript.StateFromTail), from the same rows.
 	Interruption core.Interruption
 	State        core.State
 	// Info is the session's listing entry.

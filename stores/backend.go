@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/sessions"
@@ -104,7 +105,7 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]backend.Listed, er
 	}
 	b.listed = make([]backend.Listed, 0, len(all))
 	for _, l := range all {
-		if jsonl.IsSessionID(l.SessionID) {
+		if claudedir.IsSessionID(l.SessionID) {
 			b.listed = append(b.listed, l)
 		}
 	}
@@ -180,17 +181,17 @@ func (b *Backend) fetch(ctx context.Context, s backend.Listed) (*fetched, error)
 func (b *Backend) put(s backend.Listed, f *fetched) {
 	mt := time.UnixMilli(s.MTime)
 	dir := b.l.ProjectFolder(s.ProjectKey)
-	b.mem.Add(jsonl.MainFile(dir, s.SessionID), joinLines(f.main), mt)
+	b.mem.Add(claudedir.MainFile(dir, s.SessionID), joinLines(f.main), mt)
 	if len(f.life) > 0 {
-		b.mem.Add(jsonl.SidecarFile(dir, s.SessionID), joinLines(f.life), mt)
+		b.mem.Add(claudedir.SidecarFile(dir, s.SessionID), joinLines(f.life), mt)
 	}
 	for a, es := range f.agents {
 		rest, meta := backend.SplitAgentMeta(es)
-		path := jsonl.AgentFile(dir, s.SessionID, a)
+		path := claudedir.AgentFile(dir, s.SessionID, a)
 		b.mem.Add(path, joinLines(rest), mt)
 		if meta != nil {
 			if mb, err := backend.AgentMetaFile(*meta); err == nil {
-				b.mem.Add(jsonl.AgentMetaFile(path), mb, mt)
+				b.mem.Add(claudedir.AgentMetaFile(path), mb, mt)
 			}
 		}
 	}
@@ -213,7 +214,7 @@ func (b *Backend) Resolve(ctx context.Context, arg string) (string, error) {
 	if err := checkArg(arg); err != nil {
 		return "", err
 	}
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	listed, err := b.listing(ctx, false)

@@ -10,6 +10,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -68,6 +69,10 @@ func (e Env) Open(ctx context.Context, name string) (sessions.Store, error) {
 			return sd.Shutdown(ctx)
 		}
 		return nil
+	}
+	if ld, ok := comp.(*events.Loader); ok {
+		// The team server: read only.
+		return NewRemote(id.String(), ld.Client), nil
 	}
 	o := BackendOptions{Name: id.String(), Where: id.String(), Component: comp, Close: closeComp}
 	if _, isSink := comp.(core.Sink); isSink {

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -53,7 +54,7 @@ func (r *reader) ready(ctx context.Context, id, key string) error {
 func (r *reader) readyFor(ctx context.Context, opt sessions.ListOptions) error {
 	key := ""
 	if opt.Dir != "" {
-		key = jsonl.SanitizePath(opt.Dir)
+		key = claudedir.SanitizePath(opt.Dir)
 	}
 	return r.ready(ctx, "", key)
 }
@@ -150,7 +151,7 @@ func (r *reader) Resolve(ctx context.Context, arg string) (string, error) {
 	if err := checkArg(arg); err != nil {
 		return "", err
 	}
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	if err := r.ready(ctx, "", ""); err != nil {

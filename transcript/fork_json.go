@@ -52,6 +52,10 @@ func (o *fkObj) set(k string, v []byte) {
 	o.vals = append(o.vals, v)
 }
 
+// setString sets k to the JSON string s (escaped as JSON.stringify
+// escapes it).
+func (o *fkObj) setString(k, s string) { o.set(k, core.AppendJSString(nil, s)) }
+
 func (o *fkObj) clone() *fkObj {
 	c := &fkObj{keys: append([]string(nil), o.keys...), vals: append([][]byte(nil), o.vals...), at: make(map[string]int, len(o.at))}
 	for k, v := range o.at {
@@ -134,6 +138,14 @@ func fkIsObj(v []byte) bool  { return len(v) > 0 && v[0] == '{' }
 func fkIsArr(v []byte) bool  { return len(v) > 0 && v[0] == '[' }
 func fkIsNull(v []byte) bool { return string(v) == "null" }
 func fkIsTrue(v []byte) bool { return string(v) == "true" }
+
+// fkBool is JSON's true or false.
+func fkBool(v bool) []byte {
+	if v {
+		return fkTrue
+	}
+	return fkFalse
+}
 
 func fkStr(v []byte) (string, bool) { return jsonv.String(v) }
 

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -222,7 +223,7 @@ func lay(l jsonl.Layout, srcs []source, n int, total int64) (int64, []string, er
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return 0, nil, err
 		}
-		if err := os.WriteFile(jsonl.MainFile(dir, id), data, 0o600); err != nil {
+		if err := os.WriteFile(claudedir.MainFile(dir, id), data, 0o600); err != nil {
 			return 0, nil, err
 		}
 		written += int64(len(data))

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // sealedMain is the sealed main transcript of session id in the archive.
@@ -21,7 +21,7 @@ func (se *sealedEnv) sealedMain(t *testing.T, id string) string {
 	t.Helper()
 	var main string
 	_ = filepath.WalkDir(se.sealed, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && filepath.Base(p) == id+".jsonl"+jsonl.SealedSuffix {
+		if err == nil && filepath.Base(p) == id+".jsonl"+claudedir.SealedSuffix {
 			main = p
 		}
 		return err
@@ -147,13 +147,13 @@ func TestSealedMissingKeyFileRefused(t *testing.T) {
 	p := peer.Find(t)
 	se := newSealedEnv(t, p)
 	id := se.ids["withSummaryAndSubagent"]
-	keyFile := filepath.Join(se.sealed, jsonl.ArchiveKeyName)
+	keyFile := filepath.Join(se.sealed, claudedir.ArchiveKeyName)
 	if err := os.Remove(keyFile); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, se.sealed)
 	out, errs, code := testenv.RunScribe(t, se.env, nil, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", se.sealedCfg)
-	if code != 1 || !strings.Contains(errs, se.sealed) || !strings.Contains(errs, jsonl.ArchiveKeyName) {
+	if code != 1 || !strings.Contains(errs, se.sealed) || !strings.Contains(errs, claudedir.ArchiveKeyName) {
 		t.Errorf("record without the key file: exit %d, want 1 naming %s and its key file\nstdout: %.300s\nstderr: %s", code, se.sealed, out, errs)
 	}
 	if _, err := os.Stat(keyFile); err == nil {
@@ -169,7 +169,7 @@ func TestSealedMissingKeyFileRefused(t *testing.T) {
 		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
 	} {
 		out, errs, code := testenv.RunScribe(t, se.env, nil, "", args...)
-		if code != 1 || !strings.Contains(errs, jsonl.ArchiveKeyName) {
+		if code != 1 || !strings.Contains(errs, claudedir.ArchiveKeyName) {
 			t.Errorf("%v without the key file: exit %d, want 1 naming its key file\nstdout: %.300s\nstderr: %s", args, code, out, errs)
 		}
 	}
@@ -188,7 +188,7 @@ func TestSealedExtentSlotChangedHidesNoTruncation(t *testing.T) {
 	main := se.sealedMain(t, id)
 	se.okIn(t, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", se.sealedCfg)
 	b, _ := os.ReadFile(main)
-	rec, _ := os.ReadFile(main + jsonl.ExtentSuffix)
+	rec, _ := os.ReadFile(main + claudedir.ExtentSuffix)
 	_, spans := sealedFrames(t, b)
 	cuts := []int{16}
 	for _, sp := range spans[:len(spans)-1] {
@@ -200,7 +200,7 @@ func TestSealedExtentSlotChangedHidesNoTruncation(t *testing.T) {
 			if len(changed) > slot+40 {
 				changed[slot+40] ^= 0xff
 			}
-			if err := os.WriteFile(main+jsonl.ExtentSuffix, changed, 0o600); err != nil {
+			if err := os.WriteFile(main+claudedir.ExtentSuffix, changed, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("slot at %d changed, file cut to %d bytes", slot, cut)
@@ -277,8 +277,8 @@ func TestSealedKeyFileOfAnotherArchiveRefused(t *testing.T) {
 	writeFile(t, otherCfg, archiveHCL(other, fmt.Sprintf("{ identity = { file = %q } }", se.identity)))
 	const newID = "0e0e0e0e-0000-4000-8000-0000000000d1"
 	se.okIn(t, oneMore(newID, "0e0e0e0e-0000-4000-8000-0000000000d2"), "record", "--config", otherCfg)
-	keyFile := filepath.Join(se.sealed, jsonl.ArchiveKeyName)
-	otherKey, err := os.ReadFile(filepath.Join(other, jsonl.ArchiveKeyName))
+	keyFile := filepath.Join(se.sealed, claudedir.ArchiveKeyName)
+	otherKey, err := os.ReadFile(filepath.Join(other, claudedir.ArchiveKeyName))
 	if err != nil {
 		t.Fatal(err)
 	}

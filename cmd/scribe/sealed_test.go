@@ -13,9 +13,9 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // sealedEnv is the same input recorded into a plain and a sealed archive,
@@ -301,7 +301,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 	}
 	// The extent record as it was before the write a kill cuts short (it
 	// is written once the frame is synced).
-	record, err := os.ReadFile(main + jsonl.ExtentSuffix)
+	record, err := os.ReadFile(main + claudedir.ExtentSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 	if err := os.WriteFile(main, torn, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(main+jsonl.ExtentSuffix, record, 0o600); err != nil {
+	if err := os.WriteFile(main+claudedir.ExtentSuffix, record, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out := se.ok(t, "show", id, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg); strings.Contains(out, "one more") {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/backend"
@@ -74,5 +75,5 @@ func LocalAgentFile(l jsonl.Layout, ref core.SessionRef) (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("%w: session %s is not in %s", core.ErrNotFound, ref.SessionID, l.ProjectsDir())
 	}
-	return jsonl.AgentFile(dir, ref.SessionID, ref.AgentID), nil
+	return claudedir.AgentFile(dir, ref.SessionID, ref.AgentID), nil
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -105,12 +106,12 @@ func WriteFiles(t testing.TB, configDir string, seeds []Seed) {
 	}
 	for _, s := range seeds {
 		dir := l.ProjectDir(s.Cwd)
-		write(jsonl.MainFile(dir, s.ID), s.Main)
+		write(claudedir.MainFile(dir, s.ID), s.Main)
 		for a, lines := range s.Agents {
-			write(jsonl.AgentFile(dir, s.ID, a), lines)
+			write(claudedir.AgentFile(dir, s.ID, a), lines)
 		}
 		if len(s.Lifecycle) > 0 {
-			write(jsonl.SidecarFile(dir, s.ID), s.Lifecycle)
+			write(claudedir.SidecarFile(dir, s.ID), s.Lifecycle)
 		}
 	}
 }

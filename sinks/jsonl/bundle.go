@@ -48,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/transcript"
@@ -355,7 +356,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	if cwd == "" {
 		return ImportResult{}, fmt.Errorf("import: %w: the bundle records no cwd; give one", ErrBadBundle)
 	}
-	res := ImportResult{SessionID: m.SessionID, Cwd: cwd, Project: SanitizePath(cwd), Files: len(m.Files), StaleStagingsRemoved: len(stale)}
+	res := ImportResult{SessionID: m.SessionID, Cwd: cwd, Project: claudedir.SanitizePath(cwd), Files: len(m.Files), StaleStagingsRemoved: len(stale)}
 	if opt.Fork {
 		return l.importFork(ctx, stage, m, res)
 	}
@@ -367,7 +368,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	if dir, err := l.FindSession(m.SessionID, ""); err != nil {
 		return res, fmt.Errorf("import %s: %w", m.SessionID, err)
 	} else if dir != "" {
-		same, _ := continues(MainFile(dir, m.SessionID), MainFile(stage, m.SessionID))
+		same, _ := continues(claudedir.MainFile(dir, m.SessionID), claudedir.MainFile(stage, m.SessionID))
 		if !same {
 			return res, fmt.Errorf("import: %w: a different session %s is in %s (--fork imports the bundle as a new session)", ErrSessionExists, m.SessionID, dir)
 		}
@@ -376,7 +377,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	}
 	if cwd != m.Cwd {
 		line := `{"type":"relocated","relocatedCwd":` + string(core.AppendJSString(nil, cwd)) + `,"sessionId":"` + m.SessionID + `"}`
-		if _, err := appendLineDurably(MainFile(stage, m.SessionID), line); err != nil {
+		if _, err := appendLineDurably(claudedir.MainFile(stage, m.SessionID), line); err != nil {
 			return res, fmt.Errorf("import %s: %w", m.SessionID, err)
 		}
 		res.Relocated = true
@@ -418,7 +419,7 @@ func (l Layout) placeStaged(stage, folder, id string) error {
 }
 
 func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, res ImportResult) (ImportResult, error) {
-	buf, err := os.ReadFile(MainFile(stage, m.SessionID))
+	buf, err := os.ReadFile(claudedir.MainFile(stage, m.SessionID))
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
@@ -430,7 +431,7 @@ func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, 
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	path := MainFile(l.ProjectFolder(res.Project), fk.SessionID)
+	path := claudedir.MainFile(l.ProjectFolder(res.Project), fk.SessionID)
 	if err := forkWriteNew(path, fk.Entries); err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)
 	}
@@ -552,7 +553,7 @@ func readManifest(r io.Reader) (BundleManifest, error) {
 	if m.Format != BundleFormat || m.Version != BundleVersion {
 		return m, fmt.Errorf("%w: format %q version %d (this build reads %s version %d)", ErrBadBundle, m.Format, m.Version, BundleFormat, BundleVersion)
 	}
-	if !IsSessionID(m.SessionID) {
+	if !claudedir.IsSessionID(m.SessionID) {
 		return m, fmt.Errorf("%w: session id %q", ErrBadBundle, m.SessionID)
 	}
 	paths := make(map[string]bool, len(m.Files))

@@ -29,18 +29,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/transcript"
 )
-
-// SidecarName is the sidecar's file name in the session's folder.
-const SidecarName = "scribe-lifecycle.jsonl"
-
-// SidecarFile is a session's sidecar in a project folder.
-func SidecarFile(projectDir, sessionID string) string {
-	return filepath.Join(SessionDir(projectDir, sessionID), SidecarName)
-}
 
 // sideFor returns the session's sidecar queue, scanning the file the first
 // time the session's folder is known. Called with s.mu held.
@@ -50,7 +43,7 @@ func (s *Sink) sideFor(ss *session) (*file, error) {
 	}
 	f := ss.side
 	if f.scanned == nil && ss.dir != "" {
-		f.path = SidecarFile(ss.dir, ss.id)
+		f.path = claudedir.SidecarFile(ss.dir, ss.id)
 		sc, err := s.scanOf(f)
 		if err != nil {
 			return nil, err
@@ -139,7 +132,7 @@ func (l Layout) sidecarPath(ctx context.Context, sessionID, dir string) (string,
 	if empty || main == "" {
 		return "", nil
 	}
-	return SidecarFile(filepath.Dir(main), sessionID), nil
+	return claudedir.SidecarFile(filepath.Dir(main), sessionID), nil
 }
 
 // Lifecycle returns a session's lifecycle events in the order they were

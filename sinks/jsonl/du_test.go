@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -29,7 +30,7 @@ func duChain(t *testing.T, l Layout, id string, n int) string {
 			parent, typ, typ, i, u, i, id)
 		parent = `"` + u + `"`
 	}
-	p := MainFile(dir, id)
+	p := claudedir.MainFile(dir, id)
 	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}

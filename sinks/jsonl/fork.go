@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/transcript"
@@ -42,7 +43,7 @@ func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt tran
 	if err != nil {
 		return "", "", err
 	}
-	path = MainFile(projectDir, res.SessionID)
+	path = claudedir.MainFile(projectDir, res.SessionID)
 	if err := forkWriteNew(path, res.Entries); err != nil {
 		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
 	}
@@ -54,10 +55,10 @@ func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt tran
 // so a store read in memory is forked by writing the entries through its
 // sink.
 func (l Layout) Fork(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (res transcript.ForkResult, projectDir string, err error) {
-	if !IsSessionID(sessionID) {
+	if !claudedir.IsSessionID(sessionID) {
 		return res, "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
 	}
-	if opt.NewSessionID != "" && !IsSessionID(opt.NewSessionID) {
+	if opt.NewSessionID != "" && !claudedir.IsSessionID(opt.NewSessionID) {
 		return res, "", fmt.Errorf("fork %s: %w: new session %q (not a UUID)", sessionID, ErrBadID, opt.NewSessionID)
 	}
 	src, _, err := l.findMain(ctx, sessionID, dir)

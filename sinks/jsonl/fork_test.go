@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/transcript"
@@ -52,7 +53,7 @@ func TestForkSessionWritesNewFile(t *testing.T) {
 	cfg := t.TempDir()
 	l := Layout{ConfigDir: cfg}
 	dir := l.ProjectDir(forkCwd)
-	src := MainFile(dir, forkSrcID)
+	src := claudedir.MainFile(dir, forkSrcID)
 	u1, u2, u3 := "aaaaaaaa-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002", "aaaaaaaa-0000-4000-8000-000000000003"
 	data := forkRow("user", u1, "", "Fix the login bug") + "\n" +
 		"not json at all\n" +
@@ -69,7 +70,7 @@ func TestForkSessionWritesNewFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(path) != dir || filepath.Base(path) != id+".jsonl" || !IsSessionID(id) {
+	if filepath.Dir(path) != dir || filepath.Base(path) != id+".jsonl" || !claudedir.IsSessionID(id) {
 		t.Fatalf("fork written to %s (id %s), want %s/<id>.jsonl", path, id, dir)
 	}
 	fi, err := os.Stat(path)
@@ -116,10 +117,10 @@ func TestForkSessionNeverOverwrites(t *testing.T) {
 	cfg := t.TempDir()
 	l := Layout{ConfigDir: cfg}
 	u1 := "aaaaaaaa-0000-4000-8000-000000000001"
-	src := MainFile(l.ProjectDir(forkCwd), forkSrcID)
+	src := claudedir.MainFile(l.ProjectDir(forkCwd), forkSrcID)
 	forkWrite(t, src, forkRow("user", u1, "", "hello")+"\n")
 	other := "22222222-2222-4222-8222-222222222222"
-	otherPath := MainFile(l.ProjectDir("/elsewhere"), other)
+	otherPath := claudedir.MainFile(l.ProjectDir("/elsewhere"), other)
 	forkWrite(t, otherPath, "keep me\n")
 	for _, id := range []string{forkSrcID, other} {
 		_, _, err := l.ForkSession(context.Background(), forkSrcID, "", transcript.ForkOptions{NewSessionID: id})
@@ -147,14 +148,14 @@ func TestForkSessionErrors(t *testing.T) {
 		t.Errorf("missing session: %v", err)
 	}
 	u1 := "aaaaaaaa-0000-4000-8000-000000000001"
-	forkWrite(t, MainFile(l.ProjectDir(forkCwd), forkSrcID), forkRow("user", u1, "", "hello")+"\n")
+	forkWrite(t, claudedir.MainFile(l.ProjectDir(forkCwd), forkSrcID), forkRow("user", u1, "", "hello")+"\n")
 	_, _, err := l.ForkSession(ctx, forkSrcID, "", transcript.ForkOptions{UpTo: "bbbbbbbb-0000-4000-8000-000000000009"})
 	if !errors.Is(err, core.ErrMessageNotFound) || !strings.Contains(err.Error(), "bbbbbbbb-0000-4000-8000-000000000009") {
 		t.Errorf("unknown up-to: %v", err)
 	}
 	side := `{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"user","message":{"role":"user","content":"x"},"uuid":"` + u1 + `","timestamp":"2026-01-10T11:00:00.000Z","sessionId":"` + forkSrcID + `"}`
 	other := "33333333-3333-4333-8333-333333333333"
-	forkWrite(t, MainFile(l.ProjectDir(forkCwd), other), side+"\n")
+	forkWrite(t, claudedir.MainFile(l.ProjectDir(forkCwd), other), side+"\n")
 	if _, _, err := l.ForkSession(ctx, other, "", transcript.ForkOptions{}); !errors.Is(err, transcript.ErrNothingToFork) {
 		t.Errorf("sidechain-only: %v", err)
 	}

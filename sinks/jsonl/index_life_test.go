@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
@@ -224,7 +225,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		tails = append(tails, b[max(len(b)-liteWindow, 0):])
+		tails = append(tails, b[max(len(b)-claudedir.ListWindow, 0):])
 		return nil
 	})
 	if err != nil {
@@ -232,7 +233,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 	}
 	for seed := uint64(1); seed <= 200; seed++ {
 		b := randomTranscript(seed, false)
-		tails = append(tails, b[max(len(b)-liteWindow, 0):])
+		tails = append(tails, b[max(len(b)-claudedir.ListWindow, 0):])
 	}
 	shortcuts, classes := 0, map[core.Interruption]int{}
 	for i, tail := range tails {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/gitrev"
@@ -97,13 +98,13 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("transcript with lifecycle records differs:\n%s\nwant\n%s", got, want)
 	}
-	side := SidecarFile(Layout{ConfigDir: with}.ProjectDir(cwd), sess)
+	side := claudedir.SidecarFile(Layout{ConfigDir: with}.ProjectDir(cwd), sess)
 	lines := readLines(t, side)
 	wantLines := []string{string(start.Raw), string(cost.Raw), string(cpEntry.Raw), string(end.Raw)}
 	if !reflect.DeepEqual(lines, wantLines) {
 		t.Fatalf("sidecar\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(wantLines, "\n"))
 	}
-	if _, err := os.Stat(SidecarFile(Layout{ConfigDir: plain}.ProjectDir(cwd), sess)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(claudedir.SidecarFile(Layout{ConfigDir: plain}.ProjectDir(cwd), sess)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a sidecar without lifecycle records: %v", err)
 	}
 	for path, mode := range map[string]os.FileMode{side: fileMode, filepath.Dir(side): dirMode | os.ModeDir} {
@@ -164,7 +165,7 @@ func TestLifecycleDedupsAgainstTheSidecar(t *testing.T) {
 	start := lcEntry(t, sess, cwd, lcAt, core.SessionStart{Model: "m"})
 	all := append([]core.Entry{start}, conv...)
 	lcPipeline(t, dir, all...)
-	side := SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
+	side := claudedir.SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
 	before, _ := os.ReadFile(side)
 	mainBefore, _ := os.ReadFile(mainPath(dir))
 	st := lcPipeline(t, dir, all...)
@@ -194,7 +195,7 @@ func TestLifecycleDedupsAgainstTheSidecar(t *testing.T) {
 func TestLifecycleSealsATornSidecar(t *testing.T) {
 	dir := t.TempDir()
 	lcPipeline(t, dir, lcConversation(t)...)
-	side := SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
+	side := claudedir.SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
 	if err := os.MkdirAll(filepath.Dir(side), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +263,12 @@ func TestCheckpointAppend(t *testing.T) {
 		t.Fatalf("resolve: %+v %v", c, err)
 	}
 	// The transcript holds no checkpoint.
-	if b, _ := os.ReadFile(MainFile(l.ProjectDir(repo), sess)); bytes.Contains(b, []byte("scribe-")) {
+	if b, _ := os.ReadFile(claudedir.MainFile(l.ProjectDir(repo), sess)); bytes.Contains(b, []byte("scribe-")) {
 		t.Fatalf("transcript holds scribe records:\n%s", b)
 	}
 	// Resume at the first checkpoint: the conversation up to a-1.
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("jsonl/local"), Loader: NewLoader(l)}})
-	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: cp.MessageUUID})
+	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}, UpTo: cp.MessageUUID})
 	if err != nil || len(res.Conversation) != 2 || res.Conversation[1].UUID != "a-1" {
 		t.Fatalf("resume at checkpoint: %v %+v", err, res)
 	}
@@ -427,8 +428,8 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 	fvs := p.Views(t, []peer.ViewGroup{{Dirs: []string{plain}, Sids: fas}, {Dirs: []string{with}, Sids: fbs}})
 	for i, id := range forked {
 		fa, fb := fas[i], fbs[i]
-		ba, _ := os.ReadFile(MainFile(filepath.Join(plain, ids["projectDir"]), fa))
-		bb, _ := os.ReadFile(MainFile(filepath.Join(with, ids["projectDir"]), fb))
+		ba, _ := os.ReadFile(claudedir.MainFile(filepath.Join(plain, ids["projectDir"]), fa))
+		bb, _ := os.ReadFile(claudedir.MainFile(filepath.Join(with, ids["projectDir"]), fb))
 		if bytes.Contains(bb, []byte("scribe-")) {
 			t.Fatalf("the SDK's fork of %s copied scribe records", id)
 		}
@@ -468,7 +469,7 @@ func TestLifecycleInTranscriptChangesTheSDKListing(t *testing.T) {
 	// A record carrying a gitBranch key, as a naive design would.
 	branch := coretest.MustEntry(t, `{"type":"scribe-lifecycle","event":"session_end","gitBranch":"other","sessionId":"`+id+`","uuid":"22222222-2222-4222-8222-222222222222","timestamp":"2030-01-01T00:00:00.000Z"}`)
 	put := func(dir string, first bool, es ...core.Entry) {
-		path := MainFile(filepath.Join(dir, ids["projectDir"]), id)
+		path := claudedir.MainFile(filepath.Join(dir, ids["projectDir"]), id)
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)

@@ -27,11 +27,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"golang.org/x/sys/unix"
 )
-
-// liteWindow is the size of the head and tail windows (the SDK's 65536).
-const liteWindow = 64 << 10
 
 // ---------------------------------------------------------------------------
 // Listing
@@ -188,7 +186,7 @@ func liteListPage(ctx context.Context, fsys FS, cands []liteCand, opt ListOption
 // returns undefined (not a UUID, no non-empty file, a sidechain-first file,
 // nothing to title it with). It applies none of the listing's filters.
 func (l Layout) Info(ctx context.Context, sessionID, dir string) (*SessionInfo, error) {
-	if !IsSessionID(sessionID) {
+	if !claudedir.IsSessionID(sessionID) {
 		return nil, nil
 	}
 	path, projectPath := l.liteFind(ctx, sessionID, dir)
@@ -213,7 +211,7 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*SessionInfo, 
 // followed), empty, sidechain-first, or nothing to title it with.
 func ReadLite(path string, projectPath string) (SessionInfo, bool, error) {
 	base := filepath.Base(path)
-	if !strings.HasSuffix(base, ".jsonl") || !IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
+	if !strings.HasSuffix(base, ".jsonl") || !claudedir.IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
 		return SessionInfo{}, false, nil
 	}
 	w := liteNewWorker(nil)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"golang.org/x/sys/unix"
 )
@@ -98,9 +99,9 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 	}
 	ts := make([]tree, len(trees))
 	for i, t := range trees {
-		ts[i] = tree{path: t, exact: SanitizePath(t)}
-		if len(ts[i].exact) > maxProjectName {
-			ts[i].prefix = ts[i].exact[:maxProjectName]
+		ts[i] = tree{path: t, exact: claudedir.SanitizePath(t)}
+		if len(ts[i].exact) > claudedir.MaxProjectName {
+			ts[i].prefix = ts[i].exact[:claudedir.MaxProjectName]
 		}
 	}
 	sort.SliceStable(ts, func(a, b int) bool { return len(ts[a].exact) > len(ts[b].exact) })
@@ -143,15 +144,15 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 // and '-' that holds a session recorded in that path.
 func liteProjectDirs(fsys FS, projects, projectPath string) []liteDir {
 	var out []liteDir
-	exact := filepath.Join(projects, SanitizePath(projectPath))
+	exact := filepath.Join(projects, claudedir.SanitizePath(projectPath))
 	if ents, err := fsOf(fsys).ReadDir(exact); err == nil {
 		out = append(out, liteDir{exact, ents})
 	}
-	full := liteSanitizeFull(projectPath)
-	if len(full) <= maxProjectName {
+	full := claudedir.SanitizeFull(projectPath)
+	if len(full) <= claudedir.MaxProjectName {
 		return out
 	}
-	prefix := full[:maxProjectName] + "-"
+	prefix := full[:claudedir.MaxProjectName] + "-"
 	ents, err := fsOf(fsys).ReadDir(projects)
 	if err != nil {
 		return out
@@ -179,7 +180,7 @@ func liteFolderHasCwd(fsys FS, dir, projectPath string) bool {
 	if err != nil {
 		return false
 	}
-	want := liteSanitizeFull(projectPath)
+	want := claudedir.SanitizeFull(projectPath)
 	w := liteNewWorker(fsys)
 	for _, e := range ents {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
@@ -194,7 +195,7 @@ func liteFolderHasCwd(fsys FS, dir, projectPath string) bool {
 		if !found {
 			cwd, found = liteFirstParsed(win.head, "cwd")
 		}
-		if found && liteSanitizeFull(cwd) == want {
+		if found && claudedir.SanitizeFull(cwd) == want {
 			return true
 		}
 	}

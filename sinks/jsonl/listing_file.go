@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,7 @@ func (w *liteWorker) headTitles(win *liteWin) *liteIdx {
 }
 
 func liteNewWorker(fsys FS) *liteWorker {
-	return &liteWorker{fsys: fsys, buf: make([]byte, 2*liteWindow)}
+	return &liteWorker{fsys: fsys, buf: make([]byte, 2*claudedir.ListWindow)}
 }
 
 // read opens path as the SDK does (O_NOFOLLOW|O_NONBLOCK: a symlink is an
@@ -78,7 +79,7 @@ func (w *liteWorker) read(path string) (liteWin, bool, error) {
 	if !st.regular {
 		return liteWin{}, false, nil
 	}
-	n, err := f.pread(w.buf[:liteWindow], 0)
+	n, err := f.pread(w.buf[:claudedir.ListWindow], 0)
 	if err != nil {
 		return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
 	}
@@ -87,12 +88,12 @@ func (w *liteWorker) read(path string) (liteWin, bool, error) {
 	}
 	win := liteWin{head: w.buf[:n], size: st.size, mtime: st.mtime}
 	win.tail = win.head
-	if off := st.size - liteWindow; off > 0 {
-		m, err := f.pread(w.buf[liteWindow:], off)
+	if off := st.size - claudedir.ListWindow; off > 0 {
+		m, err := f.pread(w.buf[claudedir.ListWindow:], off)
 		if err != nil {
 			return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
 		}
-		win.tail = w.buf[liteWindow : liteWindow+m]
+		win.tail = w.buf[claudedir.ListWindow : claudedir.ListWindow+m]
 	}
 	return win, true, nil
 }

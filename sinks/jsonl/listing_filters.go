@@ -4,11 +4,13 @@ package jsonl
 
 import (
 	"bytes"
-	"github.com/e0dc0000/scribe/sessions"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/sessions"
 
 	"github.com/e0dc0000/scribe/jsonv"
 )
@@ -118,7 +120,7 @@ func liteContinuedLine(line []byte) (id string, decided bool) {
 		t, _ := jsonv.GetString(obj, "type")
 		id, ok := jsonv.GetString(obj, "continuedInSessionId")
 		if t == "continued-in" && ok {
-			if !IsSessionID(id) {
+			if !claudedir.IsSessionID(id) {
 				return "", true
 			}
 			return id, true
@@ -177,7 +179,7 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	if liteParentUUID.index(win.head, 0) >= 0 || liteParentUUID.index(win.tail, 0) >= 0 {
 		return true
 	}
-	if win.size <= liteWindow {
+	if win.size <= claudedir.ListWindow {
 		return false
 	}
 	f, err := liteOpenFile(w.fsys, path)
@@ -254,7 +256,7 @@ func (liteCollision) collides(recorded, projectPath string) bool {
 }
 
 func liteSameNameOtherPath(a, b string) bool {
-	if liteSanitizeFull(a) != liteSanitizeFull(b) {
+	if claudedir.SanitizeFull(a) != claudedir.SanitizeFull(b) {
 		return false
 	}
 	return strings.ReplaceAll(a, `\`, "/") != strings.ReplaceAll(b, `\`, "/")
@@ -294,21 +296,4 @@ func liteNetworkPath(p string) bool {
 		return true
 	}
 	return false
-}
-
-// liteSanitizeFull is the project-name rule without the 200-character cut:
-// every UTF-16 unit outside [A-Za-z0-9] becomes '-'.
-func liteSanitizeFull(p string) string {
-	b := make([]byte, 0, len(p))
-	for _, r := range p {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-			b = append(b, byte(r))
-		case r >= 0x10000:
-			b = append(b, '-', '-')
-		default:
-			b = append(b, '-')
-		}
-	}
-	return string(b)
 }

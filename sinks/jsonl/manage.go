@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/transcript"
 )
@@ -45,7 +46,7 @@ var ErrUnsupportedTag = errors.New("tag the SDK would write differently")
 // sessionMains returns every non-empty <id>.jsonl in the project folders,
 // in folder name order: the files the SDK's mutators look at.
 func (l Layout) sessionMains(id string) ([]string, error) {
-	if !IsSessionID(id) {
+	if !claudedir.IsSessionID(id) {
 		return nil, fmt.Errorf("%w: session %q (not a UUID)", ErrBadID, id)
 	}
 	folders, err := l.projectFolders()
@@ -54,7 +55,7 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 	}
 	var out []string
 	for _, folder := range folders {
-		p := MainFile(l.ProjectFolder(folder), id)
+		p := claudedir.MainFile(l.ProjectFolder(folder), id)
 		if fi, err := l.fs().Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 			out = append(out, p)
 		}

@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/e0dc0000/scribe/sessions"
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/sessions"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/transcript"
@@ -143,7 +144,7 @@ func page(msgs []SessionMessage, limit, offset int) []SessionMessage {
 // non-empty <id>.jsonl in the project folder(s) of dir, or in the first
 // project folder that has one. empty is true when only empty files exist.
 func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path string, empty bool, err error) {
-	if !IsSessionID(sessionID) {
+	if !claudedir.IsSessionID(sessionID) {
 		return "", false, fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, sessionID)
 	}
 	dirs, err := l.searchDirs(sessionID, dir)
@@ -163,8 +164,8 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 					continue
 				}
 				for _, d := range l.projectDirs(wt) {
-					if fi, e := l.fs().Stat(MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
-						path, err = MainFile(d, sessionID), nil
+					if fi, e := l.fs().Stat(claudedir.MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
+						path, err = claudedir.MainFile(d, sessionID), nil
 						return
 					}
 				}
@@ -175,7 +176,7 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 		if err := ctx.Err(); err != nil {
 			return "", false, err
 		}
-		p := MainFile(d, sessionID)
+		p := claudedir.MainFile(d, sessionID)
 		fi, err := l.fs().Stat(p)
 		if err != nil {
 			continue
@@ -218,7 +219,7 @@ func (l Layout) onlySubagents(sessionID, dir string) bool {
 		return false
 	}
 	for _, d := range dirs {
-		if fi, err := l.fs().Stat(filepath.Join(SessionDir(d, sessionID), subagentsDir)); err == nil && fi.IsDir() {
+		if fi, err := l.fs().Stat(filepath.Join(claudedir.SessionDir(d, sessionID), claudedir.SubagentsDir)); err == nil && fi.IsDir() {
 			return true
 		}
 	}
@@ -229,7 +230,7 @@ func (l Layout) onlySubagents(sessionID, dir string) bool {
 // subagent files counts as empty (see onlySubagents).
 func (l Layout) findReadable(ctx context.Context, sessionID, dir string) (path string, empty bool, err error) {
 	path, empty, err = l.findMain(ctx, sessionID, dir)
-	if errors.Is(err, core.ErrNotFound) && IsSessionID(sessionID) && l.onlySubagents(sessionID, dir) {
+	if errors.Is(err, core.ErrNotFound) && claudedir.IsSessionID(sessionID) && l.onlySubagents(sessionID, dir) {
 		return "", true, nil
 	}
 	return path, empty, err
@@ -246,11 +247,11 @@ func (l Layout) projectDirs(dir string) []string {
 	if fi, err := l.fs().Stat(exact); err == nil && fi.IsDir() {
 		out = append(out, exact)
 	}
-	full := sanitizeFull(p)
-	if len(full) <= maxProjectName {
+	full := claudedir.SanitizeFull(p)
+	if len(full) <= claudedir.MaxProjectName {
 		return out
 	}
-	prefix := full[:maxProjectName] + "-"
+	prefix := full[:claudedir.MaxProjectName] + "-"
 	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if err != nil {
 		return out
@@ -265,20 +266,6 @@ func (l Layout) projectDirs(dir string) []string {
 		}
 	}
 	return out
-}
-
-// sanitizeFull is the project-name rule without the length cut.
-func sanitizeFull(p string) string {
-	units := utf16.Encode([]rune(p))
-	out := make([]byte, len(units))
-	for i, u := range units {
-		if (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') {
-			out[i] = byte(u)
-		} else {
-			out[i] = '-'
-		}
-	}
-	return string(out)
 }
 
 // recordsCwd reports whether a session file in folder d records the
@@ -301,14 +288,12 @@ func recordsCwd(fsys FS, d, want string) bool {
 		if !found {
 			cwd, found = firstStringField(head, "cwd")
 		}
-		if found && sanitizeFull(cwd) == want {
+		if found && claudedir.SanitizeFull(cwd) == want {
 			return true
 		}
 	}
 	return false
 }
-
-const rdLiteWindow = 64 << 10
 
 func rdHeadTail(fsys FS, path string) (head, tail string, ok bool) {
 	f, err := fsOf(fsys).Open(path)
@@ -320,14 +305,14 @@ func rdHeadTail(fsys FS, path string) (head, tail string, ok bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", "", false
 	}
-	buf := make([]byte, rdLiteWindow)
+	buf := make([]byte, claudedir.ListWindow)
 	n, _ := f.ReadAt(buf, 0)
 	if n == 0 {
 		return "", "", false
 	}
 	head = string(buf[:n])
 	tail = head
-	if off := fi.Size() - rdLiteWindow; off > 0 {
+	if off := fi.Size() - claudedir.ListWindow; off > 0 {
 		n, _ = f.ReadAt(buf, off)
 		tail = string(buf[:n])
 	}
@@ -408,7 +393,7 @@ func walkAgents(ctx context.Context, fsys FS, main, stopAt string) ([]agentFile,
 			name := e.Name()
 			switch {
 			case e.Type().IsRegular():
-				id, ok := AgentFileID(name)
+				id, ok := claudedir.AgentFileID(name)
 				if !ok {
 					continue
 				}
@@ -424,7 +409,7 @@ func walkAgents(ctx context.Context, fsys FS, main, stopAt string) ([]agentFile,
 		}
 		return false, nil
 	}
-	if _, err := walk(filepath.Join(SessionDirOf(main), subagentsDir)); err != nil {
+	if _, err := walk(filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -465,7 +450,7 @@ func (l Layout) MainIDs(prefix string) (map[string][]string, error) {
 		}
 		files, _ := l.fs().ReadDir(l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := MainFileID(f.Name())
+			id, ok := claudedir.MainFileID(f.Name())
 			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
 				found[id] = append(found[id], p.Name())
 			}
@@ -493,7 +478,7 @@ func (l Layout) Transcript(ctx context.Context, sessionID, dir string) (*session
 	if fi, err := l.fs().Stat(path); err == nil {
 		t.Bytes = fi.Size()
 	}
-	t.AgentBytes = treeSize(l.fs(), SubagentDir(filepath.Dir(path), sessionID))
+	t.AgentBytes = treeSize(l.fs(), claudedir.SubagentDir(filepath.Dir(path), sessionID))
 	return t, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
@@ -147,23 +148,23 @@ func (st *sealedStore) decryptEach(ctx context.Context, put func(rel string, pla
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, ".jsonl"+SealedSuffix+ExtentSuffix) {
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl"+claudedir.SealedSuffix+claudedir.ExtentSuffix) {
 			// An extent record whose file is gone: a deleted transcript.
-			disk := strings.TrimSuffix(p, ExtentSuffix)
+			disk := strings.TrimSuffix(p, claudedir.ExtentSuffix)
 			if _, err := os.Lstat(disk); errors.Is(err, fs.ErrNotExist) {
-				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, SealedSuffix), false)
+				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, claudedir.SealedSuffix), false)
 				return rep.leaveOut(err)
 			}
 			return nil
 		}
-		if d.IsDir() || !strings.HasSuffix(p, ".jsonl"+SealedSuffix) {
+		if d.IsDir() || !strings.HasSuffix(p, ".jsonl"+claudedir.SealedSuffix) {
 			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		plainName := strings.TrimSuffix(p, SealedSuffix)
+		plainName := strings.TrimSuffix(p, claudedir.SealedSuffix)
 		plain, _, t, err := st.read(ctx, plainName, false)
 		if err != nil {
 			return rep.leaveOut(err)

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"golang.org/x/sys/unix"
 )
@@ -173,7 +174,7 @@ func sameDevice(a, b string) (bool, error) {
 // folder holding it) to the trash, under its lock, and drops it from the
 // sessions index. With DryRun it only says what it would move.
 func (l Layout) MoveToTrash(ctx context.Context, id string, opt TrashOptions) ([]TrashItem, error) {
-	if !IsSessionID(id) {
+	if !claudedir.IsSessionID(id) {
 		return nil, fmt.Errorf("trash: %w: session %q (not a UUID)", ErrBadID, id)
 	}
 	folders, err := l.sessionFolders(id)
@@ -214,7 +215,7 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	}
 	it := TrashItem{Format: TrashFormat, ID: at.Format("20060102T150405.000000000Z") + "-" + id, SessionID: id,
 		Project: folder, Reason: opt.Reason, TrashedAt: at, Entries: names}
-	if info, ok, _ := ReadLite(MainFile(projectDir, id), ""); ok {
+	if info, ok, _ := ReadLite(claudedir.MainFile(projectDir, id), ""); ok {
 		it.Cwd, it.Title = info.Cwd, info.Summary
 	}
 	for _, n := range names {
@@ -259,7 +260,7 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	for _, n := range names {
 		if err := os.Rename(filepath.Join(projectDir, n), filepath.Join(data, n)); err != nil {
 			err = fmt.Errorf("move %s to the trash: %w", n, err)
-			if _, statErr := os.Lstat(MainFile(projectDir, id)); statErr == nil && len(it.DeletionMarkers) > 0 {
+			if _, statErr := os.Lstat(claudedir.MainFile(projectDir, id)); statErr == nil && len(it.DeletionMarkers) > 0 {
 				// The transcript is still there: its markers would stop
 				// Claude Code from saving it.
 				if _, merr := l.removeDeletionMarkers(it); merr != nil {
@@ -341,7 +342,7 @@ func isTrashID(name string) bool {
 			return false
 		}
 	}
-	return IsSessionID(name[stamp:])
+	return claudedir.IsSessionID(name[stamp:])
 }
 
 // FindTrash resolves a trash id, a session id or a unique prefix of

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // maxInsertBytes and maxInsertRows bound one INSERT statement.
@@ -176,14 +176,14 @@ func (s *Store) projectKeys(ctx context.Context, entries []core.Entry) (map[stri
 	for i := range entries {
 		e := &entries[i]
 		if k, ok := keys[e.SessionID]; ok && k == "" && e.CWD != "" {
-			keys[e.SessionID] = jsonl.SanitizePath(e.CWD)
+			keys[e.SessionID] = claudedir.SanitizePath(e.CWD)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sid := range unknown {
 		if keys[sid] == "" {
-			keys[sid] = jsonl.SanitizePath(s.workDir)
+			keys[sid] = claudedir.SanitizePath(s.workDir)
 		}
 		s.projects[sid] = keys[sid]
 	}
@@ -281,7 +281,7 @@ func (s *Store) findProject(ctx context.Context, pool interface {
 }, ref core.SessionRef, sub string) (string, error) {
 	want := ""
 	if ref.CWD != "" {
-		want = jsonl.SanitizePath(ref.CWD)
+		want = claudedir.SanitizePath(ref.CWD)
 	}
 	var pk string
 	err := pool.QueryRow(ctx, `SELECT project_key FROM `+s.table+` WHERE session_id = $1 AND COALESCE(subpath, '') = $2

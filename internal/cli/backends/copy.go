@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/agentmeta"
@@ -250,7 +251,7 @@ func copySession(ctx context.Context, src, dst *cmdutil.Store, s backend.Listed,
 		if err != nil {
 			return written, 0, err
 		}
-		wrote, err := agentmeta.Write(jsonl.AgentMetaFile(path), meta)
+		wrote, err := agentmeta.Write(claudedir.AgentMetaFile(path), meta)
 		if err != nil {
 			return written, 0, err
 		}
@@ -289,7 +290,7 @@ func copyEntries(ctx context.Context, src *cmdutil.Store, ref core.SessionRef) (
 	if err != nil {
 		return nil, nil, err
 	}
-	meta, ok, err := agentmeta.Entry(jsonl.AgentMetaFile(path), ref)
+	meta, ok, err := agentmeta.Entry(claudedir.AgentMetaFile(path), ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -315,9 +316,9 @@ func readTranscript(ctx context.Context, st *cmdutil.Store, ref core.SessionRef)
 	if err != nil {
 		return nil, err
 	}
-	path := jsonl.MainFile(dir, ref.SessionID)
+	path := claudedir.MainFile(dir, ref.SessionID)
 	if ref.AgentID != "" {
-		path = jsonl.AgentFile(dir, ref.SessionID, ref.AgentID)
+		path = claudedir.AgentFile(dir, ref.SessionID, ref.AgentID)
 	}
 	if dir == "" {
 		return nil, fmt.Errorf("%w: %s is not in %s", core.ErrNotFound, ref.Key(), st.Layout.ProjectsDir())

@@ -15,11 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/agentmeta"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
-	"github.com/e0dc0000/scribe/internal/ident"
-	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -160,105 +159,24 @@ configuration or flag.`,
 	return c
 }
 
-// pulledFile is one transcript as the server has it.
-type pulledFile struct {
-	agent string
-	// meta is a subagent's agent_metadata row (a SessionStore's form of
-	// its .meta.json), the last one the server has.
-	meta    *core.Entry
-	data    bytes.Buffer
-	entries int
-	uuids   map[string]bool
-}
-
-// pulledSession is a session as the server has it, split into the files
-// the local store keeps.
-type pulledSession struct {
-	main, side *pulledFile
-	agents     map[string]*pulledFile
-	order      []string // agent ids, as first met
-	// firstCWD and agentCWD are the first cwd of the main conversation and
-	// of any subagent: where the project folder is, when no file is local.
-	firstCWD, agentCWD string
-	// lastAt is the latest timestamp of the main transcript's rows: when
-	// the session was last active (zero when no row has one).
-	lastAt time.Time
-}
-
 // fetchPull reads a session's rows from the server (the subagents' too
 // with subagents), counting in rep what it leaves out.
-func fetchPull(ctx context.Context, t *Target, id string, subagents bool, rep *pullReport, bar *cmdutil.ProgressBar) (*pulledSession, error) {
-	ps := &pulledSession{main: &pulledFile{uuids: map[string]bool{}}, side: &pulledFile{uuids: map[string]bool{}},
-		agents: map[string]*pulledFile{}}
-	main, side, agents := ps.main, ps.side, ps.agents
+func fetchPull(ctx context.Context, t *Target, id string, subagents bool, rep *pullReport, bar *cmdutil.ProgressBar) (*events.FetchedSession, error) {
 	var got atomic.Int64
+	var onRow func(int)
 	if bar != nil {
 		bar.Start(-1, 1, &got)
+		onRow = func(n int) { got.Add(int64(n)); bar.Entries(1) }
 	}
-	err := t.client.History(ctx, id, events.HistoryQuery{Subagents: subagents}, func(ev events.HistoryEvent) error {
-		got.Add(int64(len(ev.Payload)) + 1)
-		if bar != nil {
-			bar.Entries(1)
-		}
-		e, err := core.ParseEntry(ev.Payload)
-		if err != nil {
-			rep.Malformed++
-			return nil
-		}
-		if events.InternalRow(e.Type) {
-			rep.Filtered++
-			return nil
-		}
-		f := main
-		switch {
-		case ev.AgentID == "" && core.IsLifecycleRecord(e.Type):
-			// scribe's own records: the sidecar, as the local store
-			// keeps them.
-			f = side
-		case ev.AgentID != "":
-			if f = agents[ev.AgentID]; f == nil {
-				f = &pulledFile{agent: ev.AgentID, uuids: map[string]bool{}}
-				agents[ev.AgentID] = f
-				ps.order = append(ps.order, ev.AgentID)
-			}
-			if e.Type == backend.TypeAgentMetadata {
-				f.meta = &e
-				return nil
-			}
-			if ps.agentCWD == "" {
-				ps.agentCWD = e.CWD
-			}
-		case ps.firstCWD == "":
-			ps.firstCWD = e.CWD
-		}
-		f.data.Write(e.Raw)
-		f.data.WriteByte('\n')
-		f.entries++
-		if f == main && e.Timestamp != "" {
-			if at, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil && at.After(ps.lastAt) {
-				ps.lastAt = at
-			}
-		}
-		if e.UUID != "" {
-			f.uuids[e.UUID] = true
-		}
-		return nil
-	})
+	ps, err := t.client.FetchSession(ctx, id, subagents, onRow)
 	if bar != nil {
 		bar.Finish()
 	}
-	if err != nil {
-		return nil, err
+	if ps != nil {
+		rep.Filtered += ps.Filtered
+		rep.Malformed += ps.Malformed
 	}
-	for _, a := range ps.order {
-		if !ident.Token(a, 64) {
-			return nil, fmt.Errorf("the server names subagent %q, which cannot be a file name", a)
-		}
-	}
-	if main.entries == 0 && len(ps.order) == 0 && side.entries == 0 {
-		return nil, fmt.Errorf("session %s: the server has no rows for it to write (%d internal rows left out): %w", id, rep.Filtered, core.ErrNotFound)
-	}
-	return ps, nil
+	return ps, err
 }
 
 func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string, lockWait time.Duration,
@@ -268,14 +186,14 @@ func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string
 	if err != nil {
 		return nil, err
 	}
-	main, side, agents, order := ps.main, ps.side, ps.agents, ps.order
+	main, side, agents, order := ps.Main, ps.Side, ps.Agents, ps.Order
 	proj, err := layout.FindSession(id, "")
 	if err != nil {
 		return nil, err
 	}
-	dir := ps.firstCWD
+	dir := ps.FirstCWD
 	if dir == "" {
-		dir = ps.agentCWD
+		dir = ps.AgentCWD
 	}
 	switch {
 	case cwd != "":
@@ -285,10 +203,10 @@ func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string
 		}
 		proj, dir = layout.ProjectDir(abs), abs
 	case proj != "":
-	case ps.firstCWD != "":
-		proj = layout.ProjectDir(ps.firstCWD)
-	case ps.agentCWD != "":
-		proj = layout.ProjectDir(ps.agentCWD)
+	case ps.FirstCWD != "":
+		proj = layout.ProjectDir(ps.FirstCWD)
+	case ps.AgentCWD != "":
+		proj = layout.ProjectDir(ps.AgentCWD)
 	default:
 		return nil, &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("session %s: no entry says its cwd, so its project folder is unknown: pass --cwd", id)}
 	}
@@ -301,30 +219,30 @@ func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string
 	defer unlock()
 
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	write := func(path string, f *pulledFile, sidecar bool) error {
+	write := func(path string, f *events.FetchedFile, sidecar bool) error {
 		old, _ := os.ReadFile(path)
-		status, backup, err := layout.ReplaceTranscript(path, f.data.Bytes(), stamp)
+		status, backup, err := layout.ReplaceTranscript(path, f.Data.Bytes(), stamp)
 		if err != nil {
 			return err
 		}
 		if backup != "" {
 			rep.Backups++
-			rep.LocalOnly += localOnly(old, f.uuids)
+			rep.LocalOnly += localOnly(old, f.UUIDs)
 		}
-		rep.Entries += f.entries
-		rep.Files = append(rep.Files, pullFile{Path: path, Agent: f.agent, Sidecar: sidecar, Entries: f.entries,
-			Bytes: int64(f.data.Len()), Status: status, Backup: backup})
+		rep.Entries += f.Entries
+		rep.Files = append(rep.Files, pullFile{Path: path, Agent: f.Agent, Sidecar: sidecar, Entries: f.Entries,
+			Bytes: int64(f.Data.Len()), Status: status, Backup: backup})
 		return nil
 	}
 	// Subagents and the sidecar first: the main file, which makes the
 	// session visible, comes last.
 	for _, a := range order {
-		path := jsonl.AgentFile(proj, id, a)
+		path := claudedir.AgentFile(proj, id, a)
 		if err := write(path, agents[a], false); err != nil {
 			return rep, err
 		}
-		if m := agents[a].meta; m != nil {
-			changed, err := agentmeta.Write(jsonl.AgentMetaFile(path), *m)
+		if m := agents[a].Meta; m != nil {
+			changed, err := agentmeta.Write(claudedir.AgentMetaFile(path), *m)
 			if err != nil {
 				return rep, err
 			}
@@ -332,22 +250,22 @@ func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string
 			if changed {
 				status = "written"
 			}
-			rep.Files = append(rep.Files, pullFile{Path: jsonl.AgentMetaFile(path), Agent: a, Meta: true, Status: status})
+			rep.Files = append(rep.Files, pullFile{Path: claudedir.AgentMetaFile(path), Agent: a, Meta: true, Status: status})
 		}
 	}
-	if side.entries > 0 {
-		if err := write(jsonl.SidecarFile(proj, id), side, true); err != nil {
+	if side.Entries > 0 {
+		if err := write(claudedir.SidecarFile(proj, id), side, true); err != nil {
 			return rep, err
 		}
 	}
-	if main.entries > 0 {
-		if err := write(jsonl.MainFile(proj, id), main, false); err != nil {
+	if main.Entries > 0 {
+		if err := write(claudedir.MainFile(proj, id), main, false); err != nil {
 			return rep, err
 		}
 	}
 	local, _ := jsonl.TranscriptFiles(proj, id)
 	for _, lf := range local {
-		if (lf.Sidecar && side.entries == 0) || (!lf.Sidecar && lf.AgentID == "" && main.entries == 0) ||
+		if (lf.Sidecar && side.Entries == 0) || (!lf.Sidecar && lf.AgentID == "" && main.Entries == 0) ||
 			(lf.AgentID != "" && agents[lf.AgentID] == nil) {
 			rep.Untouched = append(rep.Untouched, lf.Path)
 		}

@@ -7,16 +7,13 @@ package cloud
 // every retry said on stderr.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,28 +21,15 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/listing"
-	"github.com/e0dc0000/scribe/internal/durable"
-	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
 )
 
-// unreachableAttempts is how many attempts an interactive command makes to
-// reach a server that refuses connections (or has no route, or no address)
-// before it gives up.
-const unreachableAttempts = 3
-
 // interactive sets the target's client up for a command a person waits
-// for: a server that cannot be reached ends it after unreachableAttempts
-// attempts with an error naming the address, and every retry is printed on
-// stderr (what names the command).
+// for (cmdutil.Interactive).
 func (t *Target) interactive(stderr io.Writer, what string) {
-	t.client.Unreachable = unreachableAttempts
-	t.client.OnRetry = func(attempt, attempts int, wait time.Duration, err error) {
-		fmt.Fprintf(stderr, "scribe: %s: attempt %d of %d failed: %v; retrying in %v\n",
-			what, attempt, attempts, err, wait.Round(time.Millisecond))
-	}
+	cmdutil.Interactive(t.client, stderr, what)
 }
 
 // errNoRemote: the configuration names no server to ask.
@@ -136,42 +120,43 @@ func RunRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, fro
 	stderr := cmd.ErrOrStderr()
 	t.interactive(stderr, "ls --remote")
 	ctx := cmd.Context()
-	list, more, err := t.client.Sessions(ctx, "")
+	r := stores.NewRemote(t.id.String(), t.client)
+	list, err := r.Listed(ctx)
 	if err != nil {
 		return err
 	}
-	if more {
+	if rs := r.Stats(); rs.More {
 		fmt.Fprintf(stderr, "scribe: %s has more sessions; these are the %d most recently pushed\n", t.client.BaseURL, len(list))
 	}
-	var bar *cmdutil.ProgressBar
 	if f.IOStreams.IsStderrTTY() {
-		bar = cmdutil.NewProgressBar(stderr, "ls --remote", false)
+		bar := cmdutil.NewProgressBar(stderr, "ls --remote", false)
+		var got atomic.Int64
+		bar.Start(-1, len(list), &got)
+		r.OnFetch = func(n int) { got.Add(int64(n)) }
+		r.OnSession = bar.SessionDone
+		defer bar.Finish()
 	}
-	l, cleanup, rs, err := fetchRemoteListing(ctx, t, list, bar)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
+	opt.NoIndex = true
 	if opt.Dir == "" && status == "" {
 		// Every session ls would list: say how many it would not.
-		all, err := l.List(ctx, jsonl.ListOptions{IncludeProgrammatic: true, SkipLastEntryTail: true})
+		all, err := r.List(ctx, jsonl.ListOptions{IncludeProgrammatic: true, SkipLastEntryTail: true, NoIndex: true})
 		if err != nil {
 			return err
 		}
-		if unlisted := len(list) - rs.empty - len(all); unlisted > 0 {
+		if unlisted := len(list) - r.Stats().Empty - len(all); unlisted > 0 {
 			fmt.Fprintf(stderr, "scribe: %d sessions on %s are not listed, as ls would not list them (a subagent's first line, or nothing to title them with)\n", unlisted, t.client.BaseURL)
 		}
 	}
-	opt.NoIndex = true
-	infos, recs, err := listing.Sessions(ctx, stores.NewReader(t.id.String(), t.client.BaseURL, l), opt, status, keep, asJSON)
+	infos, recs, err := listing.Sessions(ctx, r, opt, status, keep, asJSON)
 	if err != nil {
 		return err
 	}
-	if rs.noTimestamp > 0 {
-		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no row with a timestamp: their last activity is the server's last write\n", rs.noTimestamp, t.client.BaseURL)
+	rs := r.Stats()
+	if rs.NoTimestamp > 0 {
+		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no row with a timestamp: their last activity is the server's last write\n", rs.NoTimestamp, t.client.BaseURL)
 	}
-	if rs.empty > 0 {
-		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no main transcript (only subagents or internal rows): not listed\n", rs.empty, t.client.BaseURL)
+	if rs.Empty > 0 {
+		fmt.Fprintf(stderr, "scribe: %d sessions on %s have no main transcript (only subagents or internal rows): not listed\n", rs.Empty, t.client.BaseURL)
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
@@ -184,85 +169,6 @@ func RunRemoteLs(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, fro
 	listing.PrintTable(out, recs, cmdutil.OutputWidth(cmdutil.StdoutFile(out)), table.Colored, table.Now)
 	return nil
 }
-
-// remoteListStats counts what fetchRemoteListing could not give as ls
-// would.
-type remoteListStats struct {
-	noTimestamp, empty int
-}
-
-// fetchRemoteListing fetches the sessions of list into memory, laid out
-// as Claude Code lays out its folder (see runRemoteLs). bar, when not nil, shows the sessions fetched.
-func fetchRemoteListing(ctx context.Context, t *Target, list []events.SessionInfo, bar *cmdutil.ProgressBar) (jsonl.Layout, func(), remoteListStats, error) {
-	var rs remoteListStats
-	// In memory, laid out as Claude Code lays out its folder: nothing of
-	// the server's sessions is written to disk to list them.
-	mem := &memfs.FS{}
-	cleanup := func() {}
-	l := jsonl.Layout{ConfigDir: t.id.String(), FS: jsonl.MemFS(mem)}
-	var (
-		mu  sync.Mutex
-		got atomic.Int64 // bytes fetched
-	)
-	if bar != nil {
-		bar.Start(-1, len(list), &got)
-		defer bar.Finish()
-	}
-	err := durable.Each(ctx, remoteListWorkers, len(list), func(ctx context.Context, i int) error {
-		s := list[i]
-		if bar != nil {
-			defer bar.SessionDone()
-		}
-		if !jsonl.IsSessionID(s.ID) {
-			return fmt.Errorf("the server lists %q, which is not a session id", cmdutil.Clip(s.ID, 60))
-		}
-		ps, err := fetchPull(ctx, t, s.ID, false, &pullReport{}, nil)
-		if errors.Is(err, core.ErrNotFound) {
-			mu.Lock()
-			rs.empty++
-			mu.Unlock()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("session %s: %w", s.ID, err)
-		}
-		got.Add(int64(ps.main.data.Len()))
-		if ps.main.entries == 0 {
-			mu.Lock()
-			rs.empty++
-			mu.Unlock()
-			return nil
-		}
-		cwd := ps.firstCWD
-		if cwd == "" {
-			cwd = ps.agentCWD
-		}
-		proj := l.ProjectFolder("unknown-cwd")
-		if cwd != "" {
-			proj = l.ProjectDir(cwd)
-		}
-		at := ps.lastAt
-		if at.IsZero() {
-			at = s.LastActivity
-			mu.Lock()
-			rs.noTimestamp++
-			mu.Unlock()
-		}
-		if ps.side.entries > 0 {
-			mem.Add(jsonl.SidecarFile(proj, s.ID), bytes.Clone(ps.side.data.Bytes()), at)
-		}
-		mem.Add(jsonl.MainFile(proj, s.ID), bytes.Clone(ps.main.data.Bytes()), at)
-		return nil
-	})
-	if err != nil {
-		cleanup()
-		return jsonl.Layout{}, nil, rs, err
-	}
-	return l, cleanup, rs, nil
-}
-
-// remoteListWorkers is how many sessions ls --remote fetches side by side.
-const remoteListWorkers = 4
 
 // resumeRemote is the server resume resolves prefixes on: the loader of
 // --from when it is a cloud loader, else the first cloud loader of

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/agentmeta"
@@ -180,7 +181,7 @@ func (f *Factory) ResumeFrom(ctx context.Context, cfg *config.Config, rt *Runtim
 
 // ResolveIn resolves an id prefix among a store's sessions.
 func ResolveIn(ctx context.Context, st *Store, arg string) (string, error) {
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	found, err := Matching(ctx, st, arg)
@@ -221,7 +222,7 @@ func (ll layoutLister) ListSessions(_ context.Context, projectKey string) ([]bac
 		}
 		files, _ := os.ReadDir(ll.l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := jsonl.MainFileID(f.Name())
+			id, ok := claudedir.MainFileID(f.Name())
 			if !ok {
 				continue
 			}
@@ -293,14 +294,14 @@ func materialize(ctx context.Context, st *Store, sessions []backend.Listed) (jso
 			cleanup()
 			return jsonl.Layout{}, nil, fmt.Errorf("load %s from %s: %w", s.SessionID, st.ID, err)
 		}
-		if err := write(jsonl.MainFile(pdir, s.SessionID), t, s.MTime); err != nil {
+		if err := write(claudedir.MainFile(pdir, s.SessionID), t, s.MTime); err != nil {
 			cleanup()
 			return jsonl.Layout{}, nil, fmt.Errorf("write %s from %s: %w", s.SessionID, st.ID, err)
 		}
 		if life, err := LifecycleOf(ctx, st, s.SessionID); err != nil || len(life) > 0 {
 			// The sidecar: show --system and checkpoints read it.
 			if err == nil {
-				err = write(jsonl.SidecarFile(pdir, s.SessionID), &core.Transcript{Entries: life}, s.MTime)
+				err = write(claudedir.SidecarFile(pdir, s.SessionID), &core.Transcript{Entries: life}, s.MTime)
 			}
 			if err != nil {
 				cleanup()
@@ -321,13 +322,13 @@ func materialize(ctx context.Context, st *Store, sessions []backend.Listed) (jso
 			}
 			var meta *core.Entry
 			t.Entries, meta = backend.SplitAgentMeta(t.Entries)
-			path := jsonl.AgentFile(pdir, s.SessionID, a)
+			path := claudedir.AgentFile(pdir, s.SessionID, a)
 			if err := write(path, t, s.MTime); err != nil {
 				cleanup()
 				return jsonl.Layout{}, nil, err
 			}
 			if meta != nil {
-				if _, err := agentmeta.Write(jsonl.AgentMetaFile(path), *meta); err != nil {
+				if _, err := agentmeta.Write(claudedir.AgentMetaFile(path), *meta); err != nil {
 					cleanup()
 					return jsonl.Layout{}, nil, err
 				}
@@ -378,7 +379,7 @@ func writeFork(ctx context.Context, st *Store, path, newID string) error {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s is a loader block: the fork cannot be written there (name its sink block)", st.ID)}
 	}
 	files := []string{path}
-	agents, _ := filepath.Glob(jsonl.AgentFileGlob(filepath.Dir(path), newID))
+	agents, _ := filepath.Glob(claudedir.AgentFileGlob(filepath.Dir(path), newID))
 	files = append(files, agents...)
 	if err := st.Sink.Start(ctx); err != nil {
 		return fmt.Errorf("start %s: %w", st.ID, err)

@@ -7,8 +7,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
+
+	"github.com/e0dc0000/scribe/sinks/events"
 )
 
 // IOStreams are a command's standard streams and what is known of them.
@@ -111,4 +114,21 @@ func UseColor(mode string, f *os.File) (bool, error) {
 func StdoutFile(w io.Writer) *os.File {
 	f, _ := w.(*os.File)
 	return f
+}
+
+// unreachableAttempts is how many attempts an interactive command makes to
+// reach a server that refuses connections (or has no route, or no address)
+// before it gives up.
+const unreachableAttempts = 3
+
+// Interactive sets a team server's client up for a command a person waits
+// for: a server that cannot be reached ends it after unreachableAttempts
+// attempts with an error naming the address, and every retry is printed on
+// stderr (what names the command).
+func Interactive(c *events.Client, stderr io.Writer, what string) {
+	c.Unreachable = unreachableAttempts
+	c.OnRetry = func(attempt, attempts int, wait time.Duration, err error) {
+		fmt.Fprintf(stderr, "scribe: %s: attempt %d of %d failed: %v; retrying in %v\n",
+			what, attempt, attempts, err, wait.Round(time.Millisecond))
+	}
 }

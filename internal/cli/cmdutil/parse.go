@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // Confirm asks on a terminal whether to go on; off a terminal, or with
@@ -95,7 +95,7 @@ func ProjectFolder(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--project %s: %w", path, err)
 	}
-	return jsonl.SanitizePath(abs), nil
+	return claudedir.SanitizePath(abs), nil
 }
 
 // AddStoreFlag gives a command --from STORE.

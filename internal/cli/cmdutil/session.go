@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -23,7 +24,7 @@ func ResolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 	if arg == "" {
 		return "", &ExitError{Code: 2, Err: errors.New("no session id given")}
 	}
-	if jsonl.IsSessionID(arg) {
+	if claudedir.IsSessionID(arg) {
 		return strings.ToLower(arg), nil
 	}
 	if strings.ContainsAny(arg, `/\.`) {
@@ -41,7 +42,7 @@ func ResolveSession(ctx context.Context, l jsonl.Layout, arg string) (string, er
 		}
 		files, _ := os.ReadDir(l.ProjectFolder(p.Name()))
 		for _, f := range files {
-			id, ok := jsonl.MainFileID(f.Name())
+			id, ok := claudedir.MainFileID(f.Name())
 			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
 				found[id] = append(found[id], p.Name())
 			}

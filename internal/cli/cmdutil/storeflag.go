@@ -74,6 +74,11 @@ func (f *Factory) OpenNamedStore(cmd *cobra.Command, cfg *config.Config, name st
 		return nil, nil, storeOpenErr(name, err)
 	}
 	var damage error
+	if r, ok := st.(*stores.Remote); ok {
+		// A server that cannot be reached ends the command in seconds,
+		// every retry said.
+		Interactive(r.Client(), cmd.ErrOrStderr(), "read "+name)
+	}
 	if s, ok := st.(*stores.Sealed); ok {
 		for _, p := range s.Report.TornFrames {
 			fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the last frame of %s is torn (a write was cut short); skipped (the writer cuts it at its next start)\n", p)
@@ -129,6 +134,8 @@ func Capability[T any](st sessions.Store, what string) (T, error) {
 			why = "a sealed archive is not changed in place"
 		} else if _, ro := st.(*stores.Reader); ro {
 			why = "it is read only"
+		} else if _, ro := st.(*stores.Remote); ro {
+			why = "it is read only"
 		}
 		return c, &ExitError{Code: 1, Err: sessions.Unsupported(st, what, why)}
 	}
@@ -160,6 +167,8 @@ func storeKind(st sessions.Store) string {
 		return "sealed"
 	case *stores.Backend:
 		return "SessionStore (" + st.Name() + ")"
+	case *stores.Remote:
+		return "team server"
 	}
 	return "read-only"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cloud"
@@ -132,7 +133,7 @@ func runResume(f *cmdutil.Factory, cmd *cobra.Command, arg string, fl resumeFlag
 		if id, err = cmdutil.ResolveIn(ctx, fromStore, arg); err != nil {
 			return err
 		}
-	} else if !jsonl.IsSessionID(id) {
+	} else if !claudedir.IsSessionID(id) {
 		remote := func() (*cloud.Target, error) { return cloud.ResumeRemote(f, cfg, fl.from) }
 		if id, err = cloud.ResolveAnywhere(ctx, jsonl.Layout{ConfigDir: rt.Host.ConfigDir}, arg, remote, cmd.ErrOrStderr()); err != nil {
 			return err
@@ -189,7 +190,7 @@ func firstCwd(es []core.Entry) string {
 // configured recovery, the checkpoint of --at and the loader of --from.
 func resumeOptions(ctx context.Context, cfg *config.Config, rt *cmdutil.Runtime, id string, fl resumeFlags) (core.ResumeOptions, *core.Checkpoint, error) {
 	opt := core.ResumeOptions{
-		Rebuild:  transcript.Rebuild,
+		Format:   transcript.Format{},
 		DryRun:   fl.dryRun,
 		Recovery: core.RecoveryOptions{Now: time.Now(), MaxAge: cfg.Resume.MaxAge, ContinueText: cfg.Resume.ContinueText},
 	}

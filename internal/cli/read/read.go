@@ -430,8 +430,8 @@ func sessionInfo(ctx context.Context, st sessions.Store, id string) (*infoReport
 	// as resume judges it (ls judges from the tail window's rows).
 	ch := transcript.BuildChain(entries, transcript.ChainOptions{})
 	conv := append(ch.Entries, ch.Trailing...)
-	rec := core.ClassifyAndRepair(conv, core.RecoveryOptions{NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" }})
-	r.Interrupted, r.State = "no", string(core.StateFromTail(conv))
+	rec := transcript.ClassifyAndRepair(conv, core.RecoveryOptions{NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" }})
+	r.Interrupted, r.State = "no", string(transcript.StateFromTail(conv))
 	if rec.Class != core.InterruptionNone {
 		r.Interrupted = string(rec.Class)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
 )
 
@@ -152,10 +152,10 @@ func handleHook(f *cmdutil.Factory, cmd *cobra.Command, stateDir string, timeout
 	paths := []string{ev.TranscriptPath}
 	switch ev.Event {
 	case "SubagentStop":
-		paths = append(paths, ev.AgentTranscriptPath, jsonl.AgentMetaFile(ev.AgentTranscriptPath))
+		paths = append(paths, ev.AgentTranscriptPath, claudedir.AgentMetaFile(ev.AgentTranscriptPath))
 	case "Stop", "Interrupt", "SessionEnd", "PreCompact":
 		// The session's folder: subagents, their .meta.json, tool results.
-		paths = append(paths, jsonl.SessionDirOf(ev.TranscriptPath))
+		paths = append(paths, claudedir.SessionDirOf(ev.TranscriptPath))
 	}
 	err = w.Once(ctx, paths...)
 	log.Debug("hook event recorded", "event", ev.Event, "session", ev.SessionID, "lines", w.Stats.Lines.Load(), "accepted", w.Stats.Accepted.Load(), "took", time.Since(received).String())

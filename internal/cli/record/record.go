@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
@@ -152,7 +153,7 @@ func runRecord(f *cmdutil.Factory, cmd *cobra.Command, args []string, o recordOp
 	if err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	if o.session != "" && !jsonl.IsSessionID(o.session) {
+	if o.session != "" && !claudedir.IsSessionID(o.session) {
 		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--session %q is not a session id (a UUID)", o.session)}
 	}
 	if o.shutdownTimeout <= 0 {

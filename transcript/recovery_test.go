@@ -1,4 +1,4 @@
-package core
+package transcript
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // rcConvFixture builds a conversation row by row: each row gets the next
@@ -13,7 +15,7 @@ import (
 // previous, and Claude Code's envelope.
 type rcConvFixture struct {
 	t    *testing.T
-	conv []Entry
+	conv []core.Entry
 	base time.Time
 	// tail is the envelope after the message keys.
 	tail string
@@ -46,7 +48,7 @@ func (f *rcConvFixture) rowWith(body, extra string) *rcConvFixture {
 	ts := f.base.Add(time.Duration(n) * time.Second).Format(recTimestampLayout)
 	line := fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,%s,"uuid":"%s","timestamp":"%s",%s%s}`,
 		parent, body, rcRowUUID(n+1), ts, extra, f.tail)
-	e, err := ParseEntry([]byte(line))
+	e, err := core.ParseEntry([]byte(line))
 	if err != nil {
 		f.t.Fatalf("fixture row %d: %v\n%s", n, err, line)
 	}
@@ -54,7 +56,7 @@ func (f *rcConvFixture) rowWith(body, extra string) *rcConvFixture {
 	return f
 }
 
-func (f *rcConvFixture) entries() []Entry { return append([]Entry(nil), f.conv...) }
+func (f *rcConvFixture) entries() []core.Entry { return append([]core.Entry(nil), f.conv...) }
 
 func rcJq(s string) string {
 	b, _ := json.Marshal(s)
@@ -102,11 +104,11 @@ func rcCounter(prefix string) func() string {
 	}
 }
 
-func rcRecoveryOpts() RecoveryOptions {
-	return RecoveryOptions{Now: rcFixtureBase.Add(time.Hour), NewUUID: rcCounter("9e9e9e9e")}
+func rcRecoveryOpts() core.RecoveryOptions {
+	return core.RecoveryOptions{Now: rcFixtureBase.Add(time.Hour), NewUUID: rcCounter("9e9e9e9e")}
 }
 
-func rcKinds(rs []Repair) string {
+func rcKinds(rs []core.Repair) string {
 	var k []string
 	for _, r := range rs {
 		k = append(k, r.Kind+":"+r.ToolUseID)
@@ -119,8 +121,8 @@ func rcKinds(rs []Repair) string {
 type rcClassifyCase struct {
 	name  string
 	build func(f *rcConvFixture)
-	opt   func(o *RecoveryOptions)
-	class Interruption
+	opt   func(o *core.RecoveryOptions)
+	class core.Interruption
 	// repairs is "kind:toolUseID,…".
 	repairs    string
 	promptRow  int // 1-based row of PromptUUID; -1 = the continue rcPrompt; 0 = none
@@ -134,45 +136,45 @@ func rcClassifyCases() []rcClassifyCase {
 		cp = RepairContinue
 	)
 	return []rcClassifyCase{
-		{name: "empty", build: func(f *rcConvFixture) {}, class: InterruptionNone},
+		{name: "empty", build: func(f *rcConvFixture) {}, class: core.InterruptionNone},
 		{name: "finished turn", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello")))
-		}, class: InterruptionNone},
+		}, class: core.InterruptionNone},
 		{name: "unanswered rcPrompt", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello"))).row(rcPrompt("again"))
-		}, class: InterruptedPrompt, promptRow: 3},
+		}, class: core.InterruptedPrompt, promptRow: 3},
 		{name: "prompt then system and api error rows", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcSystemRow("api_error")).
 				rowWith(rcAssistant("msg_e", "stop_sequence", rcTextBlock("API Error: 529")), `"isApiErrorMessage":true,`)
-		}, class: InterruptedPrompt, promptRow: 1},
+		}, class: core.InterruptedPrompt, promptRow: 1},
 		{name: "prompt then attachments", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAttachment("environment")).row(rcAttachment("date"))
-		}, class: InterruptedTurn, repairs: cp + ":", promptRow: -1},
+		}, class: core.InterruptedTurn, repairs: cp + ":", promptRow: -1},
 		{name: "queued rcPrompt", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello"))).row(rcAttachment("queued_command"))
-		}, class: InterruptedPrompt, promptRow: 3},
+		}, class: core.InterruptedPrompt, promptRow: 3},
 		{name: "tool result last", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).row(rcResults("toolu_a"))
-		}, class: InterruptedTurn, repairs: cp + ":", promptRow: -1},
+		}, class: core.InterruptedTurn, repairs: cp + ":", promptRow: -1},
 		{name: "tool result then meta and reminder", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).row(rcResults("toolu_a")).
 				row(rcMetaPrompt("<system-reminder>x</system-reminder>")).row(rcAttachment("total_tokens_reminder"))
-		}, class: InterruptedTurn, repairs: cp + ":", promptRow: -1},
+		}, class: core.InterruptedTurn, repairs: cp + ":", promptRow: -1},
 		{name: "tool call without result", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcTextBlock("let me look"), rcUseBlock("toolu_a", "Read")))
-		}, class: InterruptedTurn, repairs: tr + ":toolu_a," + cp + ":", promptRow: -1},
+		}, class: core.InterruptedTurn, repairs: tr + ":toolu_a," + cp + ":", promptRow: -1},
 		{name: "too old to continue", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read")))
-		}, opt: func(o *RecoveryOptions) { o.MaxAge = 30 * time.Minute },
-			class: InterruptedTurn, repairs: tr + ":toolu_a"},
+		}, opt: func(o *core.RecoveryOptions) { o.MaxAge = 30 * time.Minute },
+			class: core.InterruptedTurn, repairs: tr + ":toolu_a"},
 		{name: "within max age", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read")))
-		}, opt: func(o *RecoveryOptions) { o.MaxAge = 6 * time.Hour },
-			class: InterruptedTurn, repairs: tr + ":toolu_a," + cp + ":", promptRow: -1},
+		}, opt: func(o *core.RecoveryOptions) { o.MaxAge = 6 * time.Hour },
+			class: core.InterruptedTurn, repairs: tr + ":toolu_a," + cp + ":", promptRow: -1},
 		{name: "parallel calls, one answered", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read"), rcUseBlock("toolu_b", "Grep"))).
 				row(rcResults("toolu_a"))
-		}, class: InterruptedTurn, repairs: tr + ":toolu_b," + cp + ":", promptRow: -1},
+		}, class: core.InterruptedTurn, repairs: tr + ":toolu_b," + cp + ":", promptRow: -1},
 		{name: "split rcAssistant rows, parallel calls", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).
 				row(rcAssistant("msg_1", "tool_use", rcTextBlock("two reads"))).
@@ -180,47 +182,47 @@ func rcClassifyCases() []rcClassifyCase {
 				row(rcResults("toolu_a")).
 				row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_b", "Read"))).
 				row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_c", "Read")))
-		}, class: InterruptedTurn, repairs: tr + ":toolu_b," + tr + ":toolu_c," + cp + ":", promptRow: -1},
+		}, class: core.InterruptedTurn, repairs: tr + ":toolu_b," + tr + ":toolu_c," + cp + ":", promptRow: -1},
 		{name: "orphan in an earlier turn", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_old", "Bash"))).
 				row(rcPrompt("never mind")).row(rcAssistant("msg_2", "end_turn", rcTextBlock("ok")))
-		}, class: InterruptionNone, unrepaired: "toolu_old"},
+		}, class: core.InterruptionNone, unrepaired: "toolu_old"},
 		{name: "compact summary", build: func(f *rcConvFixture) {
 			f.row(rcSystemRow("compact_boundary")).
 				row(rcPrompt("This session is being continued…") + `,"isVisibleInTranscriptOnly":true,"isCompactSummary":true`)
-		}, class: InterruptionNone},
+		}, class: core.InterruptionNone},
 		{name: "local command", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello"))).
 				row(rcMetaPrompt("<local-command-caveat>Caveat</local-command-caveat>")).
 				row(rcPrompt("<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>")).
 				row(rcPrompt("<local-command-stdout>Set model to opus</local-command-stdout>"))
-		}, class: InterruptionNone},
+		}, class: core.InterruptionNone},
 		{name: "local command output in blocks", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello"))).
 				row(`"type":"user","message":{"role":"user","content":[{"type":"image","source":{}},` + rcTextBlock("<local-command-stdout>ok</local-command-stdout>") + `]}`)
-		}, class: InterruptionNone},
+		}, class: core.InterruptionNone},
 		{name: "prompt in blocks", build: func(f *rcConvFixture) {
 			f.row(`"type":"user","message":{"role":"user","content":[` + rcTextBlock("look at this") + `,{"type":"image","source":{}}]}`)
-		}, class: InterruptedPrompt, promptRow: 1},
+		}, class: core.InterruptedPrompt, promptRow: 1},
 		{name: "bash mode", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("<bash-input>ls</bash-input>")).row(rcPrompt("<bash-stdout>a b</bash-stdout><bash-stderr></bash-stderr>"))
-		}, class: InterruptionNone},
+		}, class: core.InterruptionNone},
 		{name: "prompt command", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("<command-message>init is analyzing your codebase…</command-message>\n<command-name>/init</command-name>")).
 				row(rcMetaPrompt("Please analyze this codebase"))
-		}, class: InterruptedPrompt, promptRow: 1},
+		}, class: core.InterruptedPrompt, promptRow: 1},
 		{name: "user stopped the turn", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).
 				row(`"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"[Request interrupted by user for tool use]","is_error":true,"tool_use_id":"toolu_a"}]}`).
 				row(`"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}`)
-		}, class: InterruptionNone},
+		}, class: core.InterruptionNone},
 		{name: "unanswered continue rcPrompt", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).row(rcResults("toolu_a")).
 				row(rcMetaPrompt(DefaultContinueText) + `,"rowSource":"harness"`)
-		}, class: InterruptedPrompt, promptRow: 4},
+		}, class: core.InterruptedPrompt, promptRow: 4},
 		{name: "prompt after an orphan keeps its class", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).row(rcPrompt("hello?"))
-		}, class: InterruptedPrompt, repairs: tr + ":toolu_a", promptRow: 3},
+		}, class: core.InterruptedPrompt, repairs: tr + ":toolu_a", promptRow: 3},
 	}
 }
 
@@ -270,7 +272,7 @@ func rcCheckClassification(t *testing.T, tc rcClassifyCase) {
 // rcCheckRepairChain checks that the repairs hang from leaf (default the last
 // row) and then from each other, carry the session's envelope, and are
 // well-formed entries.
-func rcCheckRepairChain(t *testing.T, conv []Entry, repairs []Repair, leaf string) {
+func rcCheckRepairChain(t *testing.T, conv []core.Entry, repairs []core.Repair, leaf string) {
 	t.Helper()
 	parent := leaf
 	if parent == "" && len(conv) > 0 {
@@ -282,7 +284,7 @@ func rcCheckRepairChain(t *testing.T, conv []Entry, repairs []Repair, leaf strin
 	}
 	for i, r := range repairs {
 		e := r.Entry
-		if e.Type != TypeUser || e.Role != "user" {
+		if e.Type != core.TypeUser || e.Role != "user" {
 			t.Errorf("repair %d: type %q role %q", i, e.Type, e.Role)
 		}
 		if !e.ParentUUID.Valid() || e.ParentUUID.Value != parent {
@@ -298,7 +300,7 @@ func rcCheckRepairChain(t *testing.T, conv []Entry, repairs []Repair, leaf strin
 		if e.IsMeta != (r.Kind == RepairContinue) {
 			t.Errorf("repair %d (%s): isMeta %v", i, r.Kind, e.IsMeta)
 		}
-		if !ValidJSON(e.Raw) {
+		if !core.ValidJSON(e.Raw) {
 			t.Errorf("repair %d: invalid JSON %s", i, e.Raw)
 		}
 		parent = e.UUID
@@ -310,7 +312,7 @@ func TestRepairLineShapes(t *testing.T) {
 	f.row(rcPrompt("Fix the login bug") + `,"promptId":"p-1"`)
 	f.row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_01", "Bash")))
 	conv := f.entries()
-	opt := RecoveryOptions{Now: time.Date(2026, 1, 10, 11, 30, 0, 5e6, time.UTC), NewUUID: rcCounter("9e9e9e9e")}
+	opt := core.RecoveryOptions{Now: time.Date(2026, 1, 10, 11, 30, 0, 5e6, time.UTC), NewUUID: rcCounter("9e9e9e9e")}
 	rec := ClassifyAndRepair(conv, opt)
 	if len(rec.Repairs) != 2 {
 		t.Fatalf("repairs = %s", rcKinds(rec.Repairs))
@@ -342,7 +344,7 @@ func TestRepairOptions(t *testing.T) {
 	f.tail = `"cwd":"/a","sessionId":"s-1"` // a last row without the version fields
 	f.row(rcSystemRow("informational"))
 	conv := f.entries()
-	rec := ClassifyAndRepair(conv, RecoveryOptions{
+	rec := ClassifyAndRepair(conv, core.RecoveryOptions{
 		Now: rcFixtureBase.Add(time.Minute), ContinueText: "Go on.", SessionID: "s-2", CWD: "/b",
 		Leaf: rcRowUUID(2), NewUUID: rcCounter("abababab"),
 	})
@@ -363,7 +365,7 @@ func TestRepairOptions(t *testing.T) {
 	}
 }
 
-func rcCheckRepairChainFrom(t *testing.T, repairs []Repair, leaf string) {
+func rcCheckRepairChainFrom(t *testing.T, repairs []core.Repair, leaf string) {
 	t.Helper()
 	parent := leaf
 	for i, r := range repairs {
@@ -382,7 +384,7 @@ func TestRepairSidechain(t *testing.T) {
 	for i := range conv {
 		// The fixture writes isSidechain:false; make it a sidechain row.
 		line := strings.Replace(string(conv[i].Raw), `"isSidechain":false`, `"isSidechain":true`, 1)
-		e, err := ParseEntry([]byte(line))
+		e, err := core.ParseEntry([]byte(line))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,19 +409,19 @@ func TestResumeTwice(t *testing.T) {
 		build  func(f *rcConvFixture)
 		maxAge time.Duration
 		// second is the class of the second classification.
-		second Interruption
+		second core.Interruption
 	}{
 		{name: "interrupted turn", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read"), rcUseBlock("toolu_b", "Grep"))).
 				row(rcResults("toolu_a"))
-		}, second: InterruptedPrompt},
+		}, second: core.InterruptedPrompt},
 		{name: "too old", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read")))
-		}, maxAge: time.Minute, second: InterruptedTurn},
+		}, maxAge: time.Minute, second: core.InterruptedTurn},
 		{name: "stopped by the user", build: func(f *rcConvFixture) {
 			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read"))).
 				row(rcPrompt("[Request interrupted by user]"))
-		}, second: InterruptionNone},
+		}, second: core.InterruptionNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := rcNewConv(t)
@@ -443,7 +445,7 @@ func TestResumeTwice(t *testing.T) {
 			if again.Class != tc.second {
 				t.Errorf("second class = %s, want %s (%s)", again.Class, tc.second, again.Reason)
 			}
-			if tc.second == InterruptedPrompt && again.PromptUUID != conv[len(conv)-1].UUID {
+			if tc.second == core.InterruptedPrompt && again.PromptUUID != conv[len(conv)-1].UUID {
 				t.Errorf("second PromptUUID = %q, want the continue rcPrompt", again.PromptUUID)
 			}
 			if len(again.Repairs) != 0 {
@@ -462,7 +464,7 @@ func TestResumeAfterPartialAppend(t *testing.T) {
 	first := ClassifyAndRepair(conv, rcRecoveryOpts())
 	conv = append(conv, first.Repairs[0].Entry)
 	again := ClassifyAndRepair(conv, rcRecoveryOpts())
-	if again.Class != InterruptedTurn || rcKinds(again.Repairs) != RepairContinue+":" {
+	if again.Class != core.InterruptedTurn || rcKinds(again.Repairs) != RepairContinue+":" {
 		t.Errorf("class %s repairs %q (%s)", again.Class, rcKinds(again.Repairs), again.Reason)
 	}
 }
@@ -476,13 +478,74 @@ func TestRandomUUIDs(t *testing.T) {
 		}
 		seen[u] = true
 	}
-	if a, b := recNameUUID("x"), recNameUUID("x"); a != b || a[14] != '5' || a == recNameUUID("y") {
-		t.Errorf("nameUUID: %q %q", a, b)
-	}
 	f := rcNewConv(t)
 	f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read")))
-	rec := ClassifyAndRepair(f.entries(), RecoveryOptions{})
+	rec := ClassifyAndRepair(f.entries(), core.RecoveryOptions{})
 	if len(rec.Repairs) != 2 || rec.Repairs[0].Entry.UUID == rec.Repairs[1].Entry.UUID {
 		t.Errorf("default options: %s", rcKinds(rec.Repairs))
+	}
+}
+
+func TestStateFromTail(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(f *rcConvFixture)
+		want  core.State
+	}{
+		{"empty", func(f *rcConvFixture) {}, core.StateIdle},
+		{"finished turn", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "end_turn", rcTextBlock("hello"))).row(rcSystemRow("stop_hook_summary"))
+		}, core.StateIdle},
+		{"prompt in flight", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAttachment("date"))
+		}, core.StateRunning},
+		{"tool result in flight", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Read"))).row(rcResults("toolu_a"))
+		}, core.StateRunning},
+		{"tool working", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash")))
+		}, core.StateRunning},
+		{"question to the user", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcTextBlock("which?"), rcUseBlock("toolu_q", "AskUserQuestion")))
+		}, core.StateRequiresAction},
+		{"plan for approval", func(f *rcConvFixture) {
+			f.row(rcPrompt("plan it")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_p", "ExitPlanMode")))
+		}, core.StateRequiresAction},
+		{"question answered", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_q", "AskUserQuestion"))).
+				row(rcResults("toolu_q")).row(rcAssistant("msg_2", "end_turn", rcTextBlock("ok")))
+		}, core.StateIdle},
+		{"stopped by the user", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).
+				row(`"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"[Request interrupted by user for tool use]","is_error":true,"tool_use_id":"toolu_a"}]}`).
+				row(rcPrompt("[Request interrupted by user for tool use]"))
+		}, core.StateIdle},
+		{"local command", func(f *rcConvFixture) {
+			f.row(rcPrompt("<command-name>/clear</command-name>")).row(rcPrompt("<local-command-stdout></local-command-stdout>"))
+		}, core.StateIdle},
+		{"continue prompt pending", func(f *rcConvFixture) {
+			f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash"))).row(rcResults("toolu_a")).
+				row(rcMetaPrompt(DefaultContinueText) + `,"rowSource":"harness"`)
+		}, core.StateRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := rcNewConv(t)
+			tc.build(f)
+			if got := StateFromTail(f.entries()); got != tc.want {
+				t.Errorf("StateFromTail = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	// Repaired but too old to continue: the session rests.
+	f := rcNewConv(t)
+	f.row(rcPrompt("hi")).row(rcAssistant("msg_1", "tool_use", rcUseBlock("toolu_a", "Bash")))
+	conv := f.entries()
+	opt := rcRecoveryOpts()
+	opt.MaxAge = time.Minute
+	for _, r := range ClassifyAndRepair(conv, opt).Repairs {
+		conv = append(conv, r.Entry)
+	}
+	if got := StateFromTail(conv); got != core.StateIdle {
+		t.Errorf("repaired, not continued: %s, want idle", got)
 	}
 }

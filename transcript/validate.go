@@ -1,20 +1,11 @@
-package core
+package transcript
 
 import (
 	"fmt"
 	"sort"
-)
 
-// Violation is a place where a conversation breaks a rule of the model API.
-type Violation struct {
-	// Index is the row's position in the conversation, UUID its uuid.
-	Index int
-	UUID  string
-	// Rule is one of the Rule constants.
-	Rule string
-	// Detail says what is wrong, naming the tool call.
-	Detail string
-}
+	"github.com/e0dc0000/scribe/core"
+)
 
 // The rules ValidateConversation checks. Each one is a 400 from the API.
 const (
@@ -61,12 +52,12 @@ type vdBlock struct {
 // message: the API combines consecutive user turns and consecutive
 // assistant turns, so a split assistant message (one row per block) and a
 // run of tool_result rows each count as one.
-func ValidateConversation(conv []Entry) []Violation {
+func ValidateConversation(conv []core.Entry) []core.Violation {
 	rows := decodeRecRows(conv)
 	var msgs []vdMessage
 	for i := range rows {
 		r := &rows[i]
-		if r.typ != TypeUser && r.typ != TypeAssistant || r.typ == TypeAssistant && r.apiError {
+		if r.typ != core.TypeUser && r.typ != core.TypeAssistant || r.typ == core.TypeAssistant && r.apiError {
 			continue
 		}
 		if n := len(msgs); n == 0 || msgs[n-1].role != r.typ {
@@ -89,17 +80,17 @@ func ValidateConversation(conv []Entry) []Violation {
 		}
 	}
 
-	var out []Violation
+	var out []core.Violation
 	add := func(row int, rule, detail string) {
-		out = append(out, Violation{Index: row, UUID: conv[row].UUID, Rule: rule, Detail: detail})
+		out = append(out, core.Violation{Index: row, UUID: conv[row].UUID, Rule: rule, Detail: detail})
 	}
-	if len(msgs) > 0 && msgs[0].role != TypeUser {
+	if len(msgs) > 0 && msgs[0].role != core.TypeUser {
 		add(msgs[0].first, RuleFirstNotUser, "the first message sent is an assistant message")
 	}
 	everUsed := make(map[string]bool) // tool_use ids of the messages so far
 	for k := range msgs {
 		m := &msgs[k]
-		if m.role == TypeAssistant {
+		if m.role == core.TypeAssistant {
 			answers := make(map[string]bool)
 			if k+1 < len(msgs) {
 				for _, b := range msgs[k+1].blocks {

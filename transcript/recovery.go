@@ -1,4 +1,4 @@
-package core
+package transcript
 
 // Recovery of an interrupted session on resume: what state the transcript's
 // end is in, and which rows to append so the conversation can go on.
@@ -21,24 +21,12 @@ package core
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/google/uuid"
 	"strings"
 	"time"
-)
 
-// Interruption classifies how a transcript ended.
-type Interruption string
+	"github.com/google/uuid"
 
-// The classes of ClassifyAndRepair.
-const (
-	// InterruptionNone: the last turn finished (or the user stopped it).
-	InterruptionNone Interruption = "none"
-	// InterruptedPrompt: the last message is a user prompt nobody answered;
-	// the host offers it again.
-	InterruptedPrompt Interruption = "interrupted_prompt"
-	// InterruptedTurn: the turn was cut off between tool calls; the host
-	// continues it with a synthetic prompt.
-	InterruptedTurn Interruption = "interrupted_turn"
+	"github.com/e0dc0000/scribe/core"
 )
 
 // The kinds of Repair.
@@ -60,68 +48,10 @@ const DefaultContinueText = "Continue from where you left off."
 // one of the interruption notices the Agent SDK's readers recognise.
 const InterruptedToolText = "[Tool call interrupted: the session ended before this call's result was recorded, so its outcome is unknown. Check whether it took effect before relying on it or running it again.]"
 
-// RecoveryOptions configures ClassifyAndRepair.
-type RecoveryOptions struct {
-	// Now is the time the repairs are stamped with and the age of the
-	// interruption is measured at. Zero means time.Now().
-	Now time.Time
-	// MaxAge is how old an interrupted turn may be and still be continued;
-	// 0 means no limit. Claude Code uses 6h. The age runs from the timestamp
-	// of the last row (synthetic results of an earlier resume not counted);
-	// a conversation without a readable timestamp counts as recent. An older
-	// turn still gets its synthetic tool results, but no continue prompt.
-	MaxAge time.Duration
-	// ContinueText replaces DefaultContinueText when not empty.
-	ContinueText string
-	// SessionID and CWD are stamped on the repairs; empty means the value
-	// of the conversation's last row that has one. userType, entrypoint,
-	// version, gitBranch and slug are copied the same way, and isSidechain
-	// and agentId from the last row.
-	SessionID, CWD string
-	// Leaf is the uuid the first repair hangs from. Empty means the last
-	// row of the conversation. Pass the rebuilt Leaf when the conversation comes
-	// from a Rebuild: the split-assistant repair can place off-chain rows
-	// after the leaf.
-	Leaf string
-	// NewUUID makes the repairs' uuids. Nil means a random (version 4) uuid.
-	NewUUID func() string
-}
-
-// Repair is one row to append.
-type Repair struct {
-	// Kind is RepairToolResult or RepairContinue.
-	Kind string
-	// Entry is the complete transcript line, parsed.
-	Entry Entry
-	// ToolUseID is the tool call a RepairToolResult answers.
-	ToolUseID string
-}
-
-// Recovery is the verdict of ClassifyAndRepair.
-type Recovery struct {
-	// Class says how the transcript ended.
-	Class Interruption
-	// Repairs are the rows to append, in order: each one's parentUuid is the
-	// previous one's uuid, the first one's the conversation's leaf.
-	Repairs []Repair
-	// Reason says why, for logs and for the user.
-	Reason string
-	// PromptUUID is the uuid of the prompt the next turn answers: the
-	// unanswered prompt of an interrupted_prompt, or the continue prompt
-	// among the repairs. Empty otherwise.
-	PromptUUID string
-	// Unrepaired lists tool calls of earlier turns that have no result.
-	// Appending cannot fix them (the API wants a result in the very next
-	// message), and a result appended at the end would make a finished
-	// conversation look like an interrupted turn; ValidateConversation
-	// reports them.
-	Unrepaired []string
-}
-
 // ClassifyAndRepair classifies a conversation (rows in chain order, root
 // first, as a Rebuild returns them) and builds the rows that repair it.
 // It never changes conv.
-func ClassifyAndRepair(conv []Entry, opt RecoveryOptions) Recovery {
+func ClassifyAndRepair(conv []core.Entry, opt core.RecoveryOptions) core.Recovery {
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
 	}
@@ -133,15 +63,15 @@ func ClassifyAndRepair(conv []Entry, opt RecoveryOptions) Recovery {
 	}
 	rows := decodeRecRows(conv)
 	v := recClassifyTail(rows)
-	rec := Recovery{Class: v.class, Reason: v.why}
-	if v.class == InterruptedPrompt && v.at >= 0 {
+	rec := core.Recovery{Class: v.class, Reason: v.why}
+	if v.class == core.InterruptedPrompt && v.at >= 0 {
 		rec.PromptUUID = conv[v.at].UUID
 	}
 
 	final, earlier := recOpenToolCalls(rows)
 	rec.Unrepaired = earlier
-	if len(final) > 0 && v.class == InterruptionNone && v.at >= 0 && rows[v.at].typ == TypeAssistant {
-		rec.Class = InterruptedTurn
+	if len(final) > 0 && v.class == core.InterruptionNone && v.at >= 0 && rows[v.at].typ == core.TypeAssistant {
+		rec.Class = core.InterruptedTurn
 		rec.Reason = fmt.Sprintf("last assistant message has %s with no result", recPlural(len(final), "tool call"))
 	} else if len(final) > 0 {
 		rec.Reason += fmt.Sprintf("; %s had no result", recPlural(len(final), "tool call"))
@@ -156,17 +86,17 @@ func ClassifyAndRepair(conv []Entry, opt RecoveryOptions) Recovery {
 	for _, call := range final {
 		id := opt.NewUUID()
 		line := env.toolResultLine(parent, id, ts, call, recPromptIDBefore(rows, call.row))
-		rec.Repairs = append(rec.Repairs, Repair{Kind: RepairToolResult, Entry: recMustParse(line), ToolUseID: call.id})
+		rec.Repairs = append(rec.Repairs, core.Repair{Kind: RepairToolResult, Entry: recMustParse(line), ToolUseID: call.id})
 		parent = id
 	}
 
-	if rec.Class == InterruptedTurn {
+	if rec.Class == core.InterruptedTurn {
 		if age, ok := recLastAge(rows, opt.Now); ok && opt.MaxAge > 0 && age > opt.MaxAge {
 			rec.Reason += fmt.Sprintf("; not continued: interrupted %s ago, older than %s", age.Round(time.Second), opt.MaxAge)
 		} else {
 			id := opt.NewUUID()
 			line := env.continueLine(parent, id, ts, opt.ContinueText)
-			rec.Repairs = append(rec.Repairs, Repair{Kind: RepairContinue, Entry: recMustParse(line)})
+			rec.Repairs = append(rec.Repairs, core.Repair{Kind: RepairContinue, Entry: recMustParse(line)})
 			rec.PromptUUID = id
 		}
 	}
@@ -190,7 +120,7 @@ func recPlural(n int, what string) string {
 
 // recRow is what recovery, validation and state need of one row.
 type recRow struct {
-	e              *Entry
+	e              *core.Entry
 	typ            string
 	apiError       bool   // isApiErrorMessage
 	visibleOnly    bool   // isVisibleInTranscriptOnly
@@ -217,7 +147,7 @@ type recBlock struct {
 // recEnvelopeKeys are the fields copied from the conversation onto repairs.
 var recEnvelopeKeys = []string{"promptId", "agentId", "userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug"}
 
-func decodeRecRows(conv []Entry) []recRow {
+func decodeRecRows(conv []core.Entry) []recRow {
 	rows := make([]recRow, len(conv))
 	for i := range conv {
 		rows[i] = decodeRecRow(&conv[i])
@@ -227,7 +157,7 @@ func decodeRecRows(conv []Entry) []recRow {
 
 // decodeRecRow reads a row leniently: a field of an unexpected type is
 // treated as absent, so one odd field does not hide the rest.
-func decodeRecRow(e *Entry) recRow {
+func decodeRecRow(e *core.Entry) recRow {
 	r := recRow{e: e, typ: e.Type}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(e.Raw, &top) != nil {
@@ -388,7 +318,7 @@ func (r *recRow) interruptionNotice() bool {
 
 // isHarnessPrompt reports the continue prompt of a resume.
 func (r *recRow) isHarnessPrompt() bool {
-	return r.typ == TypeUser && r.e.IsMeta && r.rowSource == "harness" && !r.hasToolResult()
+	return r.typ == core.TypeUser && r.e.IsMeta && r.rowSource == "harness" && !r.hasToolResult()
 }
 
 // ---------------------------------------------------------------------------
@@ -397,7 +327,7 @@ func (r *recRow) isHarnessPrompt() bool {
 // recVerdict is the class, why, and the row that decided (-1 when none
 // did).
 type recVerdict struct {
-	class Interruption
+	class core.Interruption
 	why   string
 	at    int
 }
@@ -413,42 +343,42 @@ func recClassifyTail(rows []recRow) recVerdict {
 	for i := len(rows) - 1; i >= 0; i-- {
 		r := &rows[i]
 		switch r.typ {
-		case TypeAssistant:
+		case core.TypeAssistant:
 			if r.apiError {
 				continue
 			}
 			if skipped {
-				return recVerdict{InterruptedTurn, "last tool calls have only the synthetic results of an earlier resume", i}
+				return recVerdict{core.InterruptedTurn, "last tool calls have only the synthetic results of an earlier resume", i}
 			}
-			return recVerdict{InterruptionNone, "last row is an assistant message", i}
-		case TypeAttachment:
+			return recVerdict{core.InterruptionNone, "last row is an assistant message", i}
+		case core.TypeAttachment:
 			if r.attachment == "queued_command" {
-				return recVerdict{InterruptedPrompt, "last row is a queued prompt", i}
+				return recVerdict{core.InterruptedPrompt, "last row is a queued prompt", i}
 			}
-			return recVerdict{InterruptedTurn, fmt.Sprintf("last row is an attachment (%s)", r.attachment), i}
-		case TypeUser:
+			return recVerdict{core.InterruptedTurn, fmt.Sprintf("last row is an attachment (%s)", r.attachment), i}
+		case core.TypeUser:
 			switch {
 			case r.hasToolResult():
 				if r.syntheticInterrupted() {
 					skipped = true
 					continue
 				}
-				return recVerdict{InterruptedTurn, "last row is a tool_result", i}
+				return recVerdict{core.InterruptedTurn, "last row is a tool_result", i}
 			case r.e.IsCompactSummary:
-				return recVerdict{InterruptionNone, "last row is a compact summary", i}
+				return recVerdict{core.InterruptionNone, "last row is a compact summary", i}
 			case r.isHarnessPrompt():
-				return recVerdict{InterruptedPrompt, "last row is an unanswered continue prompt", i}
+				return recVerdict{core.InterruptedPrompt, "last row is an unanswered continue prompt", i}
 			case r.e.IsMeta || r.visibleOnly:
 				continue
 			case r.interruptionNotice():
-				return recVerdict{InterruptionNone, "last row is an interruption notice: the turn was stopped", i}
+				return recVerdict{core.InterruptionNone, "last row is an interruption notice: the turn was stopped", i}
 			case r.localCommand():
-				return recVerdict{InterruptionNone, "last row is a local command", i}
+				return recVerdict{core.InterruptionNone, "last row is a local command", i}
 			}
-			return recVerdict{InterruptedPrompt, "last row is a user prompt", i}
+			return recVerdict{core.InterruptedPrompt, "last row is a user prompt", i}
 		}
 	}
-	return recVerdict{InterruptionNone, "no message rows", -1}
+	return recVerdict{core.InterruptionNone, "no message rows", -1}
 }
 
 // recOpenCall is a tool call without a result.
@@ -467,7 +397,7 @@ func recOpenToolCalls(rows []recRow) (final []recOpenCall, earlier []string) {
 	lastID, found := "", false
 	for i := len(rows) - 1; i >= 0; i-- {
 		r := &rows[i]
-		if r.typ != TypeAssistant || r.apiError {
+		if r.typ != core.TypeAssistant || r.apiError {
 			continue
 		}
 		if !found {
@@ -490,13 +420,13 @@ func recOpenToolCalls(rows []recRow) (final []recOpenCall, earlier []string) {
 	for i := len(rows) - 1; i >= 0; i-- {
 		r := &rows[i]
 		switch {
-		case r.typ == TypeUser:
+		case r.typ == core.TypeUser:
 			for _, b := range r.blocks {
 				if b.typ == "tool_result" && b.toolUseID != "" {
 					answered[b.toolUseID] = true
 				}
 			}
-		case r.typ == TypeAssistant && !r.apiError:
+		case r.typ == core.TypeAssistant && !r.apiError:
 			for j := len(r.blocks) - 1; j >= 0; j-- {
 				b := r.blocks[j]
 				if b.typ != "tool_use" || b.id == "" || answered[b.id] || seen[b.id] {
@@ -521,7 +451,7 @@ func recOpenToolCalls(rows []recRow) (final []recOpenCall, earlier []string) {
 // nearest user row at or before it that has one.
 func recPromptIDBefore(rows []recRow, at int) string {
 	for i := at; i >= 0; i-- {
-		if rows[i].typ == TypeUser && rows[i].env["promptId"] != "" {
+		if rows[i].typ == core.TypeUser && rows[i].env["promptId"] != "" {
 			return rows[i].env["promptId"]
 		}
 	}
@@ -546,6 +476,52 @@ func recLastAge(rows []recRow, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// stateQuestionTools are the tools whose call waits for the user by design.
+var stateQuestionTools = map[string]bool{
+	"AskUserQuestion": true, // a question with choices
+	"ExitPlanMode":    true, // the plan, for the user's approval
+}
+
+// StateFromTail derives the last known state from the end of a transcript
+// (conversation rows in chain order, root first). The row that decides is
+// the one ClassifyAndRepair's walk back finds (system, progress, API-error,
+// meta context rows and synthetic interrupted results are stepped over):
+//
+//   - a user prompt, the continue prompt, a tool_result or an attachment:
+//     a turn is in flight, running;
+//   - an assistant message with a tool call that has no result: if one of
+//     those calls is AskUserQuestion or ExitPlanMode, requires_action; else
+//     running (a tool is working; a transcript cannot tell that from a
+//     permission prompt, which leaves no row);
+//   - anything else (an answered assistant message, an interruption notice,
+//     a local command, a compact summary, nothing): idle.
+func StateFromTail(conv []core.Entry) core.State {
+	rows := decodeRecRows(conv)
+	v := recClassifyTail(rows)
+	if v.at < 0 {
+		return core.StateIdle
+	}
+	switch rows[v.at].typ {
+	case core.TypeAssistant:
+		final, _ := recOpenToolCalls(rows)
+		if len(final) == 0 {
+			return core.StateIdle
+		}
+		for _, c := range final {
+			if stateQuestionTools[c.name] {
+				return core.StateRequiresAction
+			}
+		}
+		return core.StateRunning
+	case core.TypeAttachment:
+		return core.StateRunning
+	}
+	if v.class == core.InterruptionNone {
+		return core.StateIdle
+	}
+	return core.StateRunning
+}
+
 // ---------------------------------------------------------------------------
 // Writing the repairs
 
@@ -556,7 +532,7 @@ type recEnvelope struct {
 	fields    map[string]string // userType, entrypoint, cwd, sessionId, version, gitBranch, slug
 }
 
-func recEnvelopeOf(rows []recRow, opt RecoveryOptions) recEnvelope {
+func recEnvelopeOf(rows []recRow, opt core.RecoveryOptions) recEnvelope {
 	env := recEnvelope{fields: make(map[string]string)}
 	if n := len(rows); n > 0 {
 		last := rows[n-1].e
@@ -584,22 +560,22 @@ func recEnvelopeOf(rows []recRow, opt RecoveryOptions) recEnvelope {
 
 // head writes the keys before the message's own: parentUuid, isSidechain,
 // promptId?, agentId?.
-func (env recEnvelope) head(o *recJSON, parent, promptID string) {
-	o.str("parentUuid", parent)
-	o.boolean("isSidechain", env.sidechain)
+func (env recEnvelope) head(o *fkObj, parent, promptID string) {
+	o.setString("parentUuid", parent)
+	o.set("isSidechain", fkBool(env.sidechain))
 	if promptID != "" {
-		o.str("promptId", promptID)
+		o.setString("promptId", promptID)
 	}
 	if env.agentID != "" {
-		o.str("agentId", env.agentID)
+		o.setString("agentId", env.agentID)
 	}
 }
 
 // tail writes the keys after the message's own, in Claude Code's order.
-func (env recEnvelope) tail(o *recJSON) {
+func (env recEnvelope) tail(o *fkObj) {
 	for _, k := range []string{"userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug"} {
 		if v, ok := env.fields[k]; ok {
-			o.str(k, v)
+			o.setString(k, v)
 		}
 	}
 }
@@ -612,25 +588,25 @@ func (env recEnvelope) tail(o *recJSON) {
 //	 "uuid":…,"timestamp":…,"toolUseResult":"Error: [Tool call interrupted: …]",
 //	 "sourceToolAssistantUUID":…,"toolDenialKind":"interrupted","userType":…,…}
 func (env recEnvelope) toolResultLine(parent, id, ts string, call recOpenCall, promptID string) []byte {
-	var block recJSON
-	block.str("type", "tool_result")
-	block.str("content", InterruptedToolText)
-	block.boolean("is_error", true)
-	block.str("tool_use_id", call.id)
-	var msg recJSON
-	msg.str("role", "user")
-	msg.raw("content", append(append([]byte{'['}, block.bytes()...), ']'))
+	block := newFkObj()
+	block.setString("type", "tool_result")
+	block.setString("content", InterruptedToolText)
+	block.set("is_error", fkTrue)
+	block.setString("tool_use_id", call.id)
+	msg := newFkObj()
+	msg.setString("role", "user")
+	msg.set("content", fkArray([][]byte{block.bytes()}))
 
-	var o recJSON
-	env.head(&o, parent, promptID)
-	o.str("type", "user")
-	o.raw("message", msg.bytes())
-	o.str("uuid", id)
-	o.str("timestamp", ts)
-	o.str("toolUseResult", "Error: "+InterruptedToolText)
-	o.str("sourceToolAssistantUUID", call.assistant)
-	o.str("toolDenialKind", "interrupted")
-	env.tail(&o)
+	o := newFkObj()
+	env.head(o, parent, promptID)
+	o.setString("type", "user")
+	o.set("message", msg.bytes())
+	o.setString("uuid", id)
+	o.setString("timestamp", ts)
+	o.setString("toolUseResult", "Error: "+InterruptedToolText)
+	o.setString("sourceToolAssistantUUID", call.assistant)
+	o.setString("toolDenialKind", "interrupted")
+	env.tail(o)
 	return o.bytes()
 }
 
@@ -640,62 +616,28 @@ func (env recEnvelope) toolResultLine(parent, id, ts string, call recOpenCall, p
 //	 "message":{"role":"user","content":"Continue from where you left off."},
 //	 "isMeta":true,"rowSource":"harness","uuid":…,"timestamp":…,"userType":…,…}
 func (env recEnvelope) continueLine(parent, id, ts, text string) []byte {
-	var msg recJSON
-	msg.str("role", "user")
-	msg.str("content", text)
-	var o recJSON
-	env.head(&o, parent, "")
-	o.str("type", "user")
-	o.raw("message", msg.bytes())
-	o.boolean("isMeta", true)
-	o.str("rowSource", "harness")
-	o.str("uuid", id)
-	o.str("timestamp", ts)
-	env.tail(&o)
+	msg := newFkObj()
+	msg.setString("role", "user")
+	msg.setString("content", text)
+	o := newFkObj()
+	env.head(o, parent, "")
+	o.setString("type", "user")
+	o.set("message", msg.bytes())
+	o.set("isMeta", fkTrue)
+	o.setString("rowSource", "harness")
+	o.setString("uuid", id)
+	o.setString("timestamp", ts)
+	env.tail(o)
 	return o.bytes()
 }
 
-func recMustParse(line []byte) Entry {
-	e, err := ParseEntryOwned(line)
+func recMustParse(line []byte) core.Entry {
+	e, err := core.ParseEntryOwned(line)
 	if err != nil {
 		// The lines are built here from quoted strings; a failure is a bug.
-		panic("core: repair line does not parse: " + err.Error())
+		panic("transcript: repair line does not parse: " + err.Error())
 	}
 	return e
-}
-
-// recJSON writes a JSON object with its keys in the order they are
-// added. Strings are escaped like JSON.stringify: no HTML escaping.
-type recJSON struct{ b []byte }
-
-func (o *recJSON) key(k string) {
-	if len(o.b) == 0 {
-		o.b = append(o.b, '{')
-	} else {
-		o.b = append(o.b, ',')
-	}
-	o.b = AppendJSString(o.b, k)
-	o.b = append(o.b, ':')
-}
-
-func (o *recJSON) str(k, v string) { o.key(k); o.b = AppendJSString(o.b, v) }
-
-func (o *recJSON) boolean(k string, v bool) {
-	o.key(k)
-	if v {
-		o.b = append(o.b, "true"...)
-	} else {
-		o.b = append(o.b, "false"...)
-	}
-}
-
-func (o *recJSON) raw(k string, v []byte) { o.key(k); o.b = append(o.b, v...) }
-
-func (o *recJSON) bytes() []byte {
-	if len(o.b) == 0 {
-		return []byte("{}")
-	}
-	return append(o.b, '}')
 }
 
 // ---------------------------------------------------------------------------
@@ -703,10 +645,3 @@ func (o *recJSON) bytes() []byte {
 
 // recRandomUUID returns a random version 4 uuid in the canonical form.
 func recRandomUUID() string { return uuid.NewString() }
-
-// recNameUUID returns a version 5 (SHA-1, name-based) uuid of name in
-// scribe's namespace: the same name always gives the same uuid.
-func recNameUUID(name string) string { return uuid.NewSHA1(recNamespace, []byte(name)).String() }
-
-// recNamespace is the namespace of recNameUUID (itself a fixed random uuid).
-var recNamespace = uuid.UUID{0x6b, 0x1e, 0x0c, 0x3a, 0x9d, 0x52, 0x4f, 0x0e, 0x8a, 0x41, 0x2c, 0x77, 0xd3, 0x90, 0x15, 0xe8}

@@ -1,8 +1,10 @@
-package jsonl
+package claudedir
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 func TestLayoutNames(t *testing.T) {
@@ -32,9 +34,6 @@ func TestLayoutNames(t *testing.T) {
 	if _, ok := MainFileID("x.jsonl"); ok {
 		t.Error("MainFileID accepts a name that is not a uuid")
 	}
-	if l := (Layout{ConfigDir: "c"}); l.ProjectFolder("-p") != filepath.Join("c", "projects", "-p") || l.ProjectFolder(SanitizePath("/p")) != l.ProjectDir("/p") {
-		t.Errorf("ProjectFolder = %s", l.ProjectFolder("-p"))
-	}
 	j := func(s ...string) string { return filepath.Join(s...) }
 	for _, c := range []struct {
 		rel            string
@@ -57,6 +56,54 @@ func TestLayoutNames(t *testing.T) {
 		k, s, a := ClassifyPath(c.rel)
 		if k != c.kind || s != c.session || a != c.agent {
 			t.Errorf("ClassifyPath(%s) = %v %q %q, want %v %q %q", c.rel, k, s, a, c.kind, c.session, c.agent)
+		}
+	}
+}
+
+func TestSanitizePath(t *testing.T) {
+	long := "/home/alice/" + strings.Repeat("très-long-dossier/", 14) + "😀end"
+	for _, tc := range []struct{ in, want string }{
+		{"/home/alice/src/shop", "-home-alice-src-shop"},
+		{"/a/b.c", "-a-b-c"},
+		{"/Users/dain/workspace/danieldemmel.me-next", "-Users-dain-workspace-danieldemmel-me-next"},
+		{"/x/😀", "-x---"},
+		{"/x/é", "-x--"},
+		// The SDK's own answer (peer.mjs sanitize) for this path.
+		{long, "-home-alice" + strings.Repeat("-tr-s-long-dossier", 10) + "-tr-s-lon-kvkmau"},
+	} {
+		if got := SanitizePath(tc.in); got != tc.want {
+			t.Errorf("SanitizePath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	got := SanitizePath(long)
+	if len(got) <= 201 || got[200] != '-' {
+		t.Errorf("long path: %q", got)
+	}
+}
+
+func TestIsSessionID(t *testing.T) {
+	if !IsSessionID("0565a3a4-1b2c-4d5e-8f90-0123456789ab") || IsSessionID("agent-c63fe96c") || IsSessionID("../x") {
+		t.Error("IsSessionID")
+	}
+}
+
+// SanitizeFull maps each UTF-16 unit of the path (as the SDK's JavaScript
+// string holds it) to one byte, without converting the string.
+func TestSanitizeFullIsPerUTF16Unit(t *testing.T) {
+	perUnit := func(p string) string {
+		var b strings.Builder
+		for _, u := range utf16.Encode([]rune(p)) {
+			if u < 0x80 && (u >= 'a' && u <= 'z' || u >= 'A' && u <= 'Z' || u >= '0' && u <= '9') {
+				b.WriteByte(byte(u))
+			} else {
+				b.WriteByte('-')
+			}
+		}
+		return b.String()
+	}
+	for _, p := range []string{"", "/a/b", "/x/😀é", "bad\xff\xfe utf8", "\U0010FFFF", strings.Repeat("ab/", 90) + "日本"} {
+		if got, want := SanitizeFull(p), perUnit(p); got != want {
+			t.Errorf("SanitizeFull(%q) = %q, want %q", p, got, want)
 		}
 	}
 }

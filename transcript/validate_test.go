@@ -1,4 +1,4 @@
-package core
+package transcript
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
 // vdRules renders violations as "row:rule" (1-based rows, as the fixture
 // numbers them).
-func vdRules(vs []Violation) string {
+func vdRules(vs []core.Violation) string {
 	var s []string
 	for _, v := range vs {
 		s = append(s, fmt.Sprintf("%d:%s", v.Index+1, v.Rule))
@@ -154,16 +156,16 @@ func TestRepairsMakeConversationValid(t *testing.T) {
 
 // rcFileRows reads a transcript's main-chain rows in file order (for a
 // linear session that is the chain order).
-func rcFileRows(t *testing.T, path string) []Entry {
+func rcFileRows(t *testing.T, path string) []core.Entry {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Skipf("corpus: %v", err)
 	}
-	var conv []Entry
+	var conv []core.Entry
 	for _, line := range bytes.Split(data, []byte("\n")) {
-		e, err := ParseEntry(line)
-		if err != nil || e.UUID == "" || e.IsSidechain || e.Type == TypeProgress || !e.IsChain() {
+		e, err := core.ParseEntry(line)
+		if err != nil || e.UUID == "" || e.IsSidechain || e.Type == core.TypeProgress || !e.IsChain() {
 			continue
 		}
 		conv = append(conv, e)
@@ -179,19 +181,19 @@ func TestRealTranscriptPrefixes(t *testing.T) {
 	if vs := ValidateConversation(conv); len(vs) != 0 {
 		t.Fatalf("the whole session is invalid: %s", vdRules(vs))
 	}
-	if rec := ClassifyAndRepair(conv, RecoveryOptions{}); rec.Class != InterruptionNone || len(rec.Repairs) != 0 {
+	if rec := ClassifyAndRepair(conv, core.RecoveryOptions{}); rec.Class != core.InterruptionNone || len(rec.Repairs) != 0 {
 		t.Fatalf("whole session: %s, %s (%s)", rec.Class, rcKinds(rec.Repairs), rec.Reason)
 	}
 	for k := 1; k <= len(conv); k++ {
-		prefix := append([]Entry(nil), conv[:k]...)
-		rec := ClassifyAndRepair(prefix, RecoveryOptions{})
+		prefix := append([]core.Entry(nil), conv[:k]...)
+		rec := ClassifyAndRepair(prefix, core.RecoveryOptions{})
 		for _, r := range rec.Repairs {
 			prefix = append(prefix, r.Entry)
 		}
 		if vs := ValidateConversation(prefix); len(vs) != 0 {
 			t.Errorf("prefix %d (%s, %s): invalid after repair: %s", k, rec.Class, rcKinds(rec.Repairs), vdRules(vs))
 		}
-		if again := ClassifyAndRepair(prefix, RecoveryOptions{}); len(again.Repairs) != 0 {
+		if again := ClassifyAndRepair(prefix, core.RecoveryOptions{}); len(again.Repairs) != 0 {
 			t.Errorf("prefix %d: second resume repairs %s", k, rcKinds(again.Repairs))
 		}
 	}
@@ -212,7 +214,7 @@ func TestCorpusResumeIsIdempotent(t *testing.T) {
 	}
 	for _, p := range files {
 		conv := rcFileRows(t, p)
-		rec := ClassifyAndRepair(conv, RecoveryOptions{})
+		rec := ClassifyAndRepair(conv, core.RecoveryOptions{})
 		t.Logf("%s: %s, %d repairs, %d unrepaired: %s", filepath.Base(p), rec.Class, len(rec.Repairs), len(rec.Unrepaired), rec.Reason)
 		ids := map[string]bool{}
 		for _, r := range rec.Repairs {
@@ -222,7 +224,7 @@ func TestCorpusResumeIsIdempotent(t *testing.T) {
 			ids[r.ToolUseID] = true
 			conv = append(conv, r.Entry)
 		}
-		again := ClassifyAndRepair(conv, RecoveryOptions{})
+		again := ClassifyAndRepair(conv, core.RecoveryOptions{})
 		for _, r := range again.Repairs {
 			if r.Kind == RepairToolResult {
 				t.Errorf("%s: second resume repairs %s", p, r.ToolUseID)
