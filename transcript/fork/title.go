@@ -1,4 +1,4 @@
-package transcript
+package fork
 
 import (
 	"bytes"
@@ -7,15 +7,17 @@ import (
 	"sync"
 
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 )
 
 // Titles
 
-// fkLastTyped is the SDK's tail search for a metadata value: from the end,
+// lastTyped is the SDK's tail search for a metadata value: from the end,
 // the first line holding "key": and "type":"typ" (or "type": "typ") that
 // parses with a string key; a line that does not parse is retried from
 // its last {"type":"typ" when that does not follow ':', ',' or '['.
-func fkLastTyped(text []byte, key, typ string) (string, bool) {
+func lastTyped(text []byte, key, typ string) (string, bool) {
 	want := []byte(`"` + key + `":`)
 	t1 := []byte(`"type":"` + typ + `"`)
 	t2 := []byte(`"type": "` + typ + `"`)
@@ -25,13 +27,13 @@ func fkLastTyped(text []byte, key, typ string) (string, bool) {
 		l := text[a+1 : i]
 		i = a
 		if bytes.Contains(l, want) && (bytes.Contains(l, t1) || bytes.Contains(l, t2)) {
-			v, st := fkTypedValue(l, key, typ)
-			if st == fkParseFailed {
+			v, st := typedValue(l, key, typ)
+			if st == parseFailed {
 				if u := bytes.LastIndex(l, retry); u > 0 && !strings.ContainsRune(":,[", rune(l[u-1])) {
-					v, st = fkTypedValue(l[u:], key, typ)
+					v, st = typedValue(l[u:], key, typ)
 				}
 			}
-			if st == fkFoundString {
+			if st == foundString {
 				return v, true
 			}
 		}
@@ -43,30 +45,30 @@ func fkLastTyped(text []byte, key, typ string) (string, bool) {
 }
 
 const (
-	fkNotFound = iota
-	fkFoundString
-	fkParseFailed
+	notFound = iota
+	foundString
+	parseFailed
 )
 
-func fkTypedValue(line []byte, key, typ string) (string, int) {
+func typedValue(line []byte, key, typ string) (string, int) {
 	if !jsonv.Valid(line) {
-		return "", fkParseFailed
+		return "", parseFailed
 	}
-	obj, ok := fkParseObj(line)
-	if !ok || !fkStrIs(obj.get("type"), typ) {
-		return "", fkNotFound
+	obj, ok := jsjson.Parse(line)
+	if !ok || !strIs(obj.Get("type"), typ) {
+		return "", notFound
 	}
-	if s, ok := fkStr(obj.get(key)); ok {
-		return s, fkFoundString
+	if s, ok := stringOf(obj.Get(key)); ok {
+		return s, foundString
 	}
-	return "", fkNotFound
+	return "", notFound
 }
 
-// fkFirstPrompt is the SDK's first prompt of a head as a fork shows it: the
+// firstPrompt is the SDK's first prompt of a head as a fork shows it: the
 // first line holding "type":"user" (and none of "tool_result",
 // "isMeta":true, "isCompactSummary":true) whose prompt text survives the
 // rules below; else the first <command-name> met on the way.
-func fkFirstPrompt(head []byte) string {
+func firstPrompt(head []byte) string {
 	fallback := ""
 	for n := 0; n < len(head); {
 		var s []byte
@@ -86,11 +88,11 @@ func fkFirstPrompt(head []byte) string {
 		if !jsonv.Valid(s) {
 			continue
 		}
-		obj, ok := fkParseObj(s)
+		obj, ok := jsjson.Parse(s)
 		if !ok {
 			continue
 		}
-		if p, ok := fkPromptOf(obj, &fallback); ok {
+		if p, ok := promptOf(obj, &fallback); ok {
 			return p
 		}
 	}
@@ -98,100 +100,100 @@ func fkFirstPrompt(head []byte) string {
 }
 
 var (
-	fkCommandRE = sync.OnceValue(func() *regexp.Regexp {
+	commandRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`<command-name>([^\n\r\x{2028}\x{2029}]*?)</command-name>`)
 	})
-	fkBashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<bash-input>(.*?)</bash-input>`) })
-	fkTagRE  = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:` + fkJSSpaceClass + `*<[a-z][A-Za-z0-9_-]*(?:` + fkJSSpaceClass +
+	bashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<bash-input>(.*?)</bash-input>`) })
+	tagRE  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:` + jsSpaceClass + `*<[a-z][A-Za-z0-9_-]*(?:` + jsSpaceClass +
 			`|>)|\[Request interrupted by user[^\]]*\])`)
 	})
 )
 
-// fkJSSpaceClass is JavaScript's \s.
-const fkJSSpaceClass = `[\t\n\x0B\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}]`
+// jsSpaceClass is JavaScript's \s.
+const jsSpaceClass = `[\t\n\x0B\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}]`
 
-func fkPromptOf(obj *fkObj, fallback *string) (string, bool) {
-	if !fkStrIs(obj.get("type"), "user") || fkIsTrue(obj.get("isMeta")) || fkIsTrue(obj.get("isCompactSummary")) {
+func promptOf(obj *jsjson.Object, fallback *string) (string, bool) {
+	if !strIs(obj.Get("type"), "user") || isTrue(obj.Get("isMeta")) || isTrue(obj.Get("isCompactSummary")) {
 		return "", false
 	}
-	msg := obj.get("message")
-	if !fkTruthy(msg) {
+	msg := obj.Get("message")
+	if !truthy(msg) {
 		return "", false
 	}
 	var content []byte
-	if fkIsObj(msg) {
-		content = fkField(msg, "content")
+	if isObj(msg) {
+		content = field(msg, "content")
 	}
 	var texts []string
 	shown := false
-	if s, ok := fkStr(content); ok {
-		if p, ok := fkPluginPrompt(s, obj.get("pluginPrompt")); ok {
+	if s, ok := stringOf(content); ok {
+		if p, ok := pluginPrompt(s, obj.Get("pluginPrompt")); ok {
 			s, shown = p, true
 		}
 		texts = append(texts, s)
-	} else if fkIsArr(content) {
-		for _, el := range fkElems(content) {
-			if !fkIsObj(el) {
+	} else if isArr(content) {
+		for _, el := range elems(content) {
+			if !isObj(el) {
 				continue
 			}
-			t := fkField(el, "type")
-			if fkStrIs(t, "tool_result") {
+			t := field(el, "type")
+			if strIs(t, "tool_result") {
 				return "", false
 			}
-			if fkStrIs(t, "text") {
-				if s, ok := fkStr(fkField(el, "text")); ok {
+			if strIs(t, "text") {
+				if s, ok := stringOf(field(el, "text")); ok {
 					texts = append(texts, s)
 				}
 			}
 		}
 	}
 	for _, l := range texts {
-		c := JSTrim(strings.ReplaceAll(UnwrapPastedContent(l), "\n", " "))
+		c := transcript.JSTrim(strings.ReplaceAll(transcript.UnwrapPastedContent(l), "\n", " "))
 		if c == "" {
 			continue
 		}
 		if !shown {
-			if m := fkCommandRE().FindStringSubmatch(c); m != nil {
+			if m := commandRE().FindStringSubmatch(c); m != nil {
 				if *fallback == "" {
 					*fallback = m[1]
 				}
 				continue
 			}
-			if m := fkBashRE().FindStringSubmatch(c); m != nil {
-				return "! " + JSTrim(m[1]), true
+			if m := bashRE().FindStringSubmatch(c); m != nil {
+				return "! " + transcript.JSTrim(m[1]), true
 			}
 		}
-		if fkTagRE().MatchString(c) {
+		if tagRE().MatchString(c) {
 			continue
 		}
-		if UTF16Len(c) > 200 {
-			c = JSTrim(TruncateUTF16(c, 200)) + "…"
+		if transcript.UTF16Len(c) > 200 {
+			c = transcript.JSTrim(transcript.TruncateUTF16(c, 200)) + "…"
 		}
 		return c, true
 	}
 	return "", false
 }
 
-// fkPluginTrailer ends the text Claude Code puts in the user's place for a
+// pluginTrailer ends the text Claude Code puts in the user's place for a
 // plugin's prompt.
-const fkPluginTrailer = "\n\nThis is how Claude Code surfaces a prompt a plugin submits between " +
+const pluginTrailer = "\n\nThis is how Claude Code surfaces a prompt a plugin submits between " +
 	"turns \u2014 it starts this turn in the user's place. Address the message above."
 
-// fkPluginPrompt shows a plugin's prompt ("The X plugin sent a
-// message:\n<text>" + fkPluginTrailer, with pluginPrompt.text = <text>)
+// pluginPrompt shows a plugin's prompt ("The X plugin sent a
+// message:\n<text>" + pluginTrailer, with pluginPrompt.text = <text>)
 // as "Prompt from the X plugin: <text>".
-func fkPluginPrompt(s string, pp []byte) (string, bool) {
+func pluginPrompt(s string, pp []byte) (string, bool) {
 	const pre, suf = "The ", " plugin sent a message:\n"
-	if !fkIsObj(pp) {
+	if !isObj(pp) {
 		return "", false
 	}
-	text, ok := fkStr(fkField(pp, "text"))
+	text, ok := stringOf(field(pp, "text"))
 	if !ok || text == "" {
 		return "", false
 	}
 	first := s[:strings.IndexByte(s, '\n')+1]
-	if UTF16Len(first) <= 28 || !strings.HasPrefix(first, pre) || !strings.HasSuffix(first, suf) || s != first+text+fkPluginTrailer {
+	if transcript.UTF16Len(first) <= 28 || !strings.HasPrefix(first, pre) || !strings.HasSuffix(first, suf) || s != first+text+pluginTrailer {
 		return "", false
 	}
 	return "Prompt from the " + first[len(pre):len(first)-len(suf)] + " plugin: " + text, true

@@ -1,4 +1,4 @@
-package transcript
+package fork
 
 import (
 	"fmt"
@@ -7,85 +7,87 @@ import (
 	"strings"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 )
 
 // The fork
 
 type forker struct {
 	src     string
-	opt     ForkOptions
+	opt     Options
 	newUUID func() string
 	now     string
 	sid     string
 
 	// What the SDK's loader gathers from the whole source.
-	transcript   []*fkRow
+	transcript   []*row
 	historySupp  bool
 	atis         *string
 	tools        []string
 	toolsSet     bool
-	flows        map[string]*fkFlow
+	flows        map[string]*dataFlow
 	flowOrder    []string
 	uncovered    map[string]bool
-	derived      []fkSession
+	derived      []derivation
 	derivedSet   bool
 	orgs         []string
-	owner        *fkObj
+	owner        *jsjson.Object
 	replacements [][]byte
 	relocated    string
-	connectors   bool      // an isolation-latch row held the source to connectors
-	routes       []fkRoute // distinct api-request-route rows, first seen first
+	connectors   bool    // an isolation-latch row held the source to connectors
+	routes       []route // distinct api-request-route rows, first seen first
 }
 
-// fkRoute is an api-request-route row's route, normalised as the SDK does.
-type fkRoute struct{ provider, credential string }
+// route is an api-request-route row's route, normalised as the SDK does.
+type route struct{ provider, credential string }
 
-// fkUnrecorded is the route of a fork whose source records none.
-var fkUnrecorded = fkRoute{"unrecorded", "unrecorded"}
+// unrecorded is the route of a fork whose source records none.
+var unrecorded = route{"unrecorded", "unrecorded"}
 
 var (
-	fkProviders   = []string{"anthropic", "customEndpoint", "bedrock", "vertex", "foundry", "anthropicAws", "mantle", "gateway"}
-	fkCredentials = []string{"login", "key", "token", "cloud", "gateway", "none"}
+	providers   = []string{"anthropic", "customEndpoint", "bedrock", "vertex", "foundry", "anthropicAws", "mantle", "gateway"}
+	credentials = []string{"login", "key", "token", "cloud", "gateway", "none"}
 )
 
-// fkNormRoute is the SDK's reading of an api-request-route row: provider
+// normRoute is the SDK's reading of an api-request-route row: provider
 // and credential must both be strings; the unrecorded pair stays as it is;
 // otherwise an unknown provider or credential becomes "other".
-func fkNormRoute(obj *fkObj) (fkRoute, bool) {
-	p, ok := fkStr(obj.get("provider"))
+func normRoute(obj *jsjson.Object) (route, bool) {
+	p, ok := stringOf(obj.Get("provider"))
 	if !ok {
-		return fkRoute{}, false
+		return route{}, false
 	}
-	c, ok := fkStr(obj.get("credential"))
+	c, ok := stringOf(obj.Get("credential"))
 	if !ok {
-		return fkRoute{}, false
+		return route{}, false
 	}
-	r := fkRoute{p, c}
-	if r == fkUnrecorded {
+	r := route{p, c}
+	if r == unrecorded {
 		return r, true
 	}
-	if !fkHasString(fkProviders, p) {
+	if !hasString(providers, p) {
 		r.provider = "other"
 	}
-	if !fkHasString(fkCredentials, c) {
+	if !hasString(credentials, c) {
 		r.credential = "other"
 	}
 	return r, true
 }
 
-// fkFlow is the data-flow state of one session id: here only its
+// dataFlow is the data-flow state of one session id: here only its
 // "incomplete" codes (scribe refuses sources with data-flow records).
-type fkFlow struct{ codes []int }
+type dataFlow struct{ codes []int }
 
-func (fl *fkFlow) add(codes ...int) {
+func (fl *dataFlow) add(codes ...int) {
 	for _, c := range codes {
-		if !fkHasInt(fl.codes, c) {
+		if !hasInt(fl.codes, c) {
 			fl.codes = append(fl.codes, c)
 		}
 	}
 }
 
-func fkHasInt(list []int, v int) bool {
+func hasInt(list []int, v int) bool {
 	for _, x := range list {
 		if x == v {
 			return true
@@ -96,15 +98,15 @@ func fkHasInt(list []int, v int) bool {
 
 // Data-flow "incomplete" codes the fork adds.
 const (
-	fkCodeNotFlowed = 11 // a transcript row written without data-flow tracking
-	fkCodeLost      = 12 // derived-from sessions that could not be read
-	fkCodeUncovered = 13 // a compact boundary with no data-flow snapshot after it
+	codeNotFlowed = 11 // a transcript row written without data-flow tracking
+	codeLost      = 12 // derived-from sessions that could not be read
+	codeUncovered = 13 // a compact boundary with no data-flow snapshot after it
 )
 
-func (f *forker) flow(sid string) *fkFlow {
+func (f *forker) flow(sid string) *dataFlow {
 	fl := f.flows[sid]
 	if fl == nil {
-		fl = &fkFlow{}
+		fl = &dataFlow{}
 		f.flows[sid] = fl
 		f.flowOrder = append(f.flowOrder, sid)
 	}
@@ -112,19 +114,19 @@ func (f *forker) flow(sid string) *fkFlow {
 }
 
 // take is the SDK loader's handling of one parsed line.
-func (f *forker) take(obj *fkObj) error {
-	typ, typOK := fkStr(obj.get("type"))
-	if id, ok := fkStr(obj.get("uuid")); ok && typOK && fkChainType(typ) {
-		r := &fkRow{obj: obj, uuid: id, typ: typ}
+func (f *forker) take(obj *jsjson.Object) error {
+	typ, typOK := stringOf(obj.Get("type"))
+	if id, ok := stringOf(obj.Get("uuid")); ok && typOK && chainType(typ) {
+		r := &row{obj: obj, uuid: id, typ: typ}
 		f.transcript = append(f.transcript, r)
-		if typ == core.TypeSystem && r.subtype() == core.SubtypeCompactBoundary && !fkIsTrue(obj.get("isSidechain")) {
-			if sid, ok := fkStr(obj.get("sessionId")); ok {
+		if typ == core.TypeSystem && r.subtype() == core.SubtypeCompactBoundary && !isTrue(obj.Get("isSidechain")) {
+			if sid, ok := stringOf(obj.Get("sessionId")); ok {
 				f.uncovered[sid] = true
 			}
 		}
-		if !fkIsTrue(obj.get("dataFlowOn")) && !fkTruthy(obj.get("isSidechain")) {
+		if !isTrue(obj.Get("dataFlowOn")) && !truthy(obj.Get("isSidechain")) {
 			for _, k := range f.flowOrder {
-				f.flows[k].add(fkCodeNotFlowed)
+				f.flows[k].add(codeNotFlowed)
 			}
 		}
 		return nil
@@ -132,70 +134,70 @@ func (f *forker) take(obj *fkObj) error {
 	if !typOK {
 		return nil
 	}
-	sid, sidOK := fkStr(obj.get("sessionId"))
+	sid, sidOK := stringOf(obj.Get("sessionId"))
 	own := sidOK && sid == f.src
 	switch {
 	case typ == "history-suppression":
 		f.historySupp = true
 	case typ == "atis-latch" && own:
-		if a, ok := fkStr(obj.get("atis")); ok && fkVisibleASCII(a) {
+		if a, ok := stringOf(obj.Get("atis")); ok && visibleASCII(a) {
 			f.atis = &a
 		}
-	case typ == "tools-used" && own && fkIsArr(obj.get("tools")):
+	case typ == "tools-used" && own && isArr(obj.Get("tools")):
 		f.tools, f.toolsSet = nil, true
-		for _, el := range fkElems(obj.get("tools")) {
-			if s, ok := fkStr(el); ok && s != "" {
+		for _, el := range elems(obj.Get("tools")) {
+			if s, ok := stringOf(el); ok && s != "" {
 				f.tools = append(f.tools, s)
 			}
 		}
-	case (typ == "data-flow-records" || typ == "data-flow-incomplete") && sidOK && obj.get("agentId") == nil:
+	case (typ == "data-flow-records" || typ == "data-flow-incomplete") && sidOK && obj.Get("agentId") == nil:
 		if typ == "data-flow-records" {
-			return fmt.Errorf("%w: session %s has data-flow records, which scribe does not merge", ErrForkUnsupported, f.src)
+			return fmt.Errorf("%w: session %s has data-flow records, which scribe does not merge", ErrUnsupported, f.src)
 		}
-		f.flow(sid).add(fkFlowCodes(obj.get("codes"))...)
+		f.flow(sid).add(flowCodes(obj.Get("codes"))...)
 	case typ == "derived-from" && own:
-		sessions, lost := fkDerivedSessions(obj)
+		sessions, lost := derivedSessions(obj)
 		if lost {
-			f.derived = fkDedupSessions(append(f.derived, sessions...))
-			f.flow(f.src).add(fkCodeLost)
+			f.derived = dedupSessions(append(f.derived, sessions...))
+			f.flow(f.src).add(codeLost)
 		} else {
 			f.derived = sessions
 		}
 		f.derivedSet = true
 	case typ == "hybrid-organization":
-		if s, ok := fkStr(obj.get("organizationUuid")); ok && core.IsUUID(s) {
+		if s, ok := stringOf(obj.Get("organizationUuid")); ok && core.IsUUID(s) {
 			s = strings.ToLower(s)
-			if !fkHasString(f.orgs, s) {
+			if !hasString(f.orgs, s) {
 				f.orgs = append(f.orgs, s)
 			}
 		}
 	case typ == "isolation-latch":
-		if side := obj.get("side"); fkTruthy(side) && !fkStrIs(side, "web") {
+		if side := obj.Get("side"); truthy(side) && !strIs(side, "web") {
 			f.connectors = true
 		}
 	case typ == "api-request-route":
-		if r, ok := fkNormRoute(obj); ok && !fkHasRoute(f.routes, r) {
+		if r, ok := normRoute(obj); ok && !hasRoute(f.routes, r) {
 			f.routes = append(f.routes, r)
 		}
 	case typ == "session-owner":
 		if f.owner == nil {
-			f.owner = fkOwner(obj)
+			f.owner = restrictedOwner(obj)
 		}
-	case typ == "content-replacement" && own && fkIsArr(obj.get("replacements")):
-		for _, el := range fkElems(obj.get("replacements")) {
-			if fkIsObj(el) {
+	case typ == "content-replacement" && own && isArr(obj.Get("replacements")):
+		for _, el := range elems(obj.Get("replacements")) {
+			if isObj(el) {
 				f.replacements = append(f.replacements, el)
 			}
 		}
 	case typ == "relocated" && own:
-		if s, ok := fkStr(obj.get("relocatedCwd")); ok && s != "" {
+		if s, ok := stringOf(obj.Get("relocatedCwd")); ok && s != "" {
 			f.relocated = s
 		}
 	}
 	return nil
 }
 
-func fkHasRoute(list []fkRoute, r fkRoute) bool {
+func hasRoute(list []route, r route) bool {
 	for _, x := range list {
 		if x == r {
 			return true
@@ -204,7 +206,7 @@ func fkHasRoute(list []fkRoute, r fkRoute) bool {
 	return false
 }
 
-func fkChainType(t string) bool {
+func chainType(t string) bool {
 	switch t {
 	case core.TypeUser, core.TypeAssistant, core.TypeAttachment, core.TypeSystem, core.TypeProgress:
 		return true
@@ -212,7 +214,7 @@ func fkChainType(t string) bool {
 	return false
 }
 
-func fkVisibleASCII(s string) bool {
+func visibleASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x21 || s[i] > 0x7e {
 			return false
@@ -221,7 +223,7 @@ func fkVisibleASCII(s string) bool {
 	return true
 }
 
-func fkHasString(list []string, s string) bool {
+func hasString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true
@@ -230,16 +232,16 @@ func fkHasString(list []string, s string) bool {
 	return false
 }
 
-// fkFlowCodes reads a data-flow-incomplete row's codes: integers 1..255,
+// flowCodes reads a data-flow-incomplete row's codes: integers 1..255,
 // anything else counting as 1, deduplicated; [1] when there are none.
-func fkFlowCodes(v []byte) []int {
+func flowCodes(v []byte) []int {
 	var out []int
-	for _, el := range fkElems(v) {
+	for _, el := range elems(v) {
 		c := 1
-		if x, ok := fkNum(el); ok && x == math.Trunc(x) && x >= 1 && x <= 255 {
+		if x, ok := jsjson.Num(el); ok && x == math.Trunc(x) && x >= 1 && x <= 255 {
 			c = int(x)
 		}
-		if !fkHasInt(out, c) {
+		if !hasInt(out, c) {
 			out = append(out, c)
 		}
 	}
@@ -249,37 +251,37 @@ func fkFlowCodes(v []byte) []int {
 	return out
 }
 
-// fkOwner is a session-owner row's owner when it is restricted, else nil.
-func fkOwner(obj *fkObj) *fkObj {
-	acct, ok := fkStr(obj.get("accountUuid"))
+// restrictedOwner is a session-owner row's owner when it is restricted, else nil.
+func restrictedOwner(obj *jsjson.Object) *jsjson.Object {
+	acct, ok := stringOf(obj.Get("accountUuid"))
 	if !ok || acct == "" {
 		return nil
 	}
 	restricted := false
-	for _, el := range fkElems(obj.get("restricted")) {
-		if s, ok := fkStr(el); ok && s == "ldr" {
+	for _, el := range elems(obj.Get("restricted")) {
+		if s, ok := stringOf(el); ok && s == "ldr" {
 			restricted = true
 		}
 	}
 	if !restricted {
 		return nil
 	}
-	o := newFkObj()
-	o.set("accountUuid", core.AppendJSString(nil, acct))
-	if org, ok := fkStr(obj.get("organizationUuid")); ok {
-		o.set("organizationUuid", core.AppendJSString(nil, org))
+	o := jsjson.New()
+	o.Set("accountUuid", core.AppendJSString(nil, acct))
+	if org, ok := stringOf(obj.Get("organizationUuid")); ok {
+		o.Set("organizationUuid", core.AppendJSString(nil, org))
 	}
-	o.set("restricted", []byte(`["ldr"]`))
+	o.Set("restricted", []byte(`["ldr"]`))
 	return o
 }
 
-// fkSession is one entry of a derived-from row.
-type fkSession struct {
+// derivation is one entry of a derived-from row.
+type derivation struct {
 	typ, via, started string
 	id                *string // nil for an "unknown" session's null id
 }
 
-func (s fkSession) key() string {
+func (s derivation) key() string {
 	id := ""
 	if s.id != nil {
 		id = *s.id
@@ -288,62 +290,62 @@ func (s fkSession) key() string {
 }
 
 var (
-	fkSessionTypes = []string{"claude_code_session", "unknown"}
-	fkSessionVias  = []string{"clear", "fork", "branch", "background", "cloud", "teleport", "teammate", "launch",
+	sessionTypes = []string{"claude_code_session", "unknown"}
+	sessionVias  = []string{"clear", "fork", "branch", "background", "cloud", "teleport", "teammate", "launch",
 		"subprocess", "resume", "import", "compact"}
 )
 
-// fkDerivedSessions reads a derived-from row: its valid sessions, and
+// derivedSessions reads a derived-from row: its valid sessions, and
 // whether any entry (or the whole list) was unreadable.
-func fkDerivedSessions(obj *fkObj) ([]fkSession, bool) {
-	if v, ok := fkNum(obj.get("v")); !ok || v != 1 || !fkIsArr(obj.get("sessions")) {
+func derivedSessions(obj *jsjson.Object) ([]derivation, bool) {
+	if v, ok := jsjson.Num(obj.Get("v")); !ok || v != 1 || !isArr(obj.Get("sessions")) {
 		return nil, true
 	}
-	var out []fkSession
+	var out []derivation
 	lost := false
-	for _, el := range fkElems(obj.get("sessions")) {
-		s, ok := fkDerivedSession(el)
+	for _, el := range elems(obj.Get("sessions")) {
+		s, ok := derivedSession(el)
 		if !ok {
 			lost = true
 			continue
 		}
 		out = append(out, s)
 	}
-	return fkDedupSessions(out), lost
+	return dedupSessions(out), lost
 }
 
-func fkDerivedSession(v []byte) (fkSession, bool) {
-	if !fkIsObj(v) {
-		return fkSession{}, false
+func derivedSession(v []byte) (derivation, bool) {
+	if !isObj(v) {
+		return derivation{}, false
 	}
-	typ, _ := fkStr(fkField(v, "type"))
-	via, _ := fkStr(fkField(v, "via"))
-	if !fkHasString(fkSessionTypes, typ) || !fkHasString(fkSessionVias, via) {
-		return fkSession{}, false
+	typ, _ := stringOf(field(v, "type"))
+	via, _ := stringOf(field(v, "via"))
+	if !hasString(sessionTypes, typ) || !hasString(sessionVias, via) {
+		return derivation{}, false
 	}
-	s := fkSession{typ: typ, via: via}
-	id := fkField(v, "id")
+	s := derivation{typ: typ, via: via}
+	id := field(v, "id")
 	if typ == "unknown" {
-		if !fkIsNull(id) {
-			return fkSession{}, false
+		if !isNull(id) {
+			return derivation{}, false
 		}
 	} else {
-		str, ok := fkStr(id)
-		if !ok || !fkValidID(str) {
-			return fkSession{}, false
+		str, ok := stringOf(id)
+		if !ok || !validID(str) {
+			return derivation{}, false
 		}
 		s.id = &str
 	}
-	if st, ok := fkStr(fkField(v, "started")); ok && fkValidID(st) {
+	if st, ok := stringOf(field(v, "started")); ok && validID(st) {
 		s.started = st
 	}
 	return s, true
 }
 
-// fkValidID is the SDK's check for ids in provenance records: a string of
+// validID is the SDK's check for ids in provenance records: a string of
 // 1 to 256 UTF-16 units without control characters.
-func fkValidID(s string) bool {
-	if s == "" || UTF16Len(s) > 256 {
+func validID(s string) bool {
+	if s == "" || transcript.UTF16Len(s) > 256 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -354,7 +356,7 @@ func fkValidID(s string) bool {
 	return true
 }
 
-func fkDedupSessions(list []fkSession) []fkSession {
+func dedupSessions(list []derivation) []derivation {
 	seen := map[string]bool{}
 	out := list[:0:0]
 	for _, s := range list {
@@ -366,31 +368,31 @@ func fkDedupSessions(list []fkSession) []fkSession {
 	return out
 }
 
-func (s fkSession) json() []byte {
-	o := newFkObj()
-	o.set("type", core.AppendJSString(nil, s.typ))
+func (s derivation) json() []byte {
+	o := jsjson.New()
+	o.Set("type", core.AppendJSString(nil, s.typ))
 	if s.id == nil {
-		o.set("id", fkNull)
+		o.Set("id", jsonNull)
 	} else {
-		o.set("id", core.AppendJSString(nil, *s.id))
+		o.Set("id", core.AppendJSString(nil, *s.id))
 	}
-	o.set("via", core.AppendJSString(nil, s.via))
+	o.Set("via", core.AppendJSString(nil, s.via))
 	if s.started != "" {
-		o.set("started", core.AppendJSString(nil, s.started))
+		o.Set("started", core.AppendJSString(nil, s.started))
 	}
-	return o.bytes()
+	return o.Bytes()
 }
 
 // fork builds the new file's lines.
 func (f *forker) fork(source []core.Entry) ([][]byte, error) {
-	var rows []*fkRow
+	var rows []*row
 	for _, r := range f.transcript {
-		if !fkTruthy(r.obj.get("isSidechain")) {
+		if !truthy(r.obj.Get("isSidechain")) {
 			rows = append(rows, r)
 		}
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("%w: session %s", ErrNothingToFork, f.src)
+		return nil, fmt.Errorf("%w: session %s", ErrNoMessages, f.src)
 	}
 	if f.opt.UpTo != "" {
 		var err error
@@ -400,7 +402,7 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 	}
 	ids := f.drawUUIDs(rows)
 	if len(ids.kept) == 0 {
-		return nil, fmt.Errorf("%w: session %s", ErrNothingToFork, f.src)
+		return nil, fmt.Errorf("%w: session %s", ErrNoMessages, f.src)
 	}
 	f.sid = f.opt.NewSessionID
 	if f.sid == "" {
@@ -408,14 +410,14 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 	}
 	sid := core.AppendJSString(nil, f.sid)
 	now := core.AppendJSString(nil, f.now)
-	var out fkLines
+	var out outLines
 	f.headMeta(&out, sid, now)
 	for g, r := range ids.kept {
 		out = append(out, f.rewrite(r, g == len(ids.kept)-1, ids.newOf, ids.keptNew, ids.byUUID, sid, now))
 	}
 	if len(f.replacements) > 0 {
 		out.meta("type", core.AppendJSString(nil, "content-replacement"), "sessionId", sid,
-			"replacements", fkArray(f.replacements), "uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
+			"replacements", jsjson.Array(f.replacements), "uuid", core.AppendJSString(nil, f.newUUID()), "timestamp", now)
 	}
 	if f.atis != nil {
 		out.meta("type", core.AppendJSString(nil, "atis-latch"), "sessionId", sid, "atis", core.AppendJSString(nil, *f.atis))
@@ -425,7 +427,7 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 		for i, t := range f.tools {
 			tools[i] = core.AppendJSString(nil, t)
 		}
-		out.meta("type", core.AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", fkArray(tools))
+		out.meta("type", core.AppendJSString(nil, "tools-used"), "sessionId", sid, "tools", jsjson.Array(tools))
 	}
 	f.provenanceMeta(&out, sid)
 	if f.relocated != "" {
@@ -436,29 +438,29 @@ func (f *forker) fork(source []core.Entry) ([][]byte, error) {
 	return out, nil
 }
 
-// fkLines are the fork's lines.
-type fkLines [][]byte
+// outLines are the fork's lines.
+type outLines [][]byte
 
 // meta appends a metadata line of these key/value pairs (values are JSON).
-func (out *fkLines) meta(kv ...any) {
-	o := newFkObj()
+func (out *outLines) meta(kv ...any) {
+	o := jsjson.New()
 	for i := 0; i+1 < len(kv); i += 2 {
-		o.set(kv[i].(string), kv[i+1].([]byte))
+		o.Set(kv[i].(string), kv[i+1].([]byte))
 	}
-	*out = append(*out, o.bytes())
+	*out = append(*out, o.Bytes())
 }
 
-// fkIDs are the fork's uuids: new by old for every row, and the rows kept.
-type fkIDs struct {
+// rowIDs are the fork's uuids: new by old for every row, and the rows kept.
+type rowIDs struct {
 	newOf, keptNew map[string]string
-	byUUID         map[string]*fkRow
-	kept           []*fkRow
+	byUUID         map[string]*row
+	kept           []*row
 }
 
 // drawUUIDs draws fresh uuids for every row, progress rows included (a
 // repeated uuid gets the one drawn last), in the SDK's order.
-func (f *forker) drawUUIDs(rows []*fkRow) fkIDs {
-	ids := fkIDs{newOf: make(map[string]string, len(rows)), byUUID: make(map[string]*fkRow, len(rows))}
+func (f *forker) drawUUIDs(rows []*row) rowIDs {
+	ids := rowIDs{newOf: make(map[string]string, len(rows)), byUUID: make(map[string]*row, len(rows))}
 	for _, r := range rows {
 		if f.opt.KeepUUIDs {
 			ids.newOf[r.uuid] = r.uuid
@@ -478,7 +480,7 @@ func (f *forker) drawUUIDs(rows []*fkRow) fkIDs {
 }
 
 // headMeta writes the metadata lines that go before the rows.
-func (f *forker) headMeta(out *fkLines, sid, now []byte) {
+func (f *forker) headMeta(out *outLines, sid, now []byte) {
 	if f.historySupp {
 		out.meta("type", core.AppendJSString(nil, "history-suppression"), "sessionId", sid, "cause", core.AppendJSString(nil, "fork_inherit"), "ts", now)
 	}
@@ -486,20 +488,20 @@ func (f *forker) headMeta(out *fkLines, sid, now []byte) {
 		out.meta("type", core.AppendJSString(nil, "hybrid-organization"), "sessionId", sid, "organizationUuid", core.AppendJSString(nil, org))
 	}
 	if f.owner != nil {
-		o := newFkObj()
-		o.set("type", core.AppendJSString(nil, "session-owner"))
-		o.set("sessionId", sid)
-		for j, k := range f.owner.keys {
-			o.set(k, f.owner.vals[j])
+		o := jsjson.New()
+		o.Set("type", core.AppendJSString(nil, "session-owner"))
+		o.Set("sessionId", sid)
+		for k, v := range f.owner.Members() {
+			o.Set(k, v)
 		}
-		*out = append(*out, o.bytes())
+		*out = append(*out, o.Bytes())
 	}
 	if f.connectors {
 		out.meta("type", core.AppendJSString(nil, "isolation-latch"), "side", core.AppendJSString(nil, "connectors"), "sessionId", sid)
 	}
 	routes := f.routes
 	if len(routes) == 0 {
-		routes = []fkRoute{fkUnrecorded}
+		routes = []route{unrecorded}
 	}
 	for _, r := range routes {
 		out.meta("type", core.AppendJSString(nil, "api-request-route"), "provider", core.AppendJSString(nil, r.provider),
@@ -508,17 +510,17 @@ func (f *forker) headMeta(out *fkLines, sid, now []byte) {
 }
 
 // provenanceMeta writes the data-flow and derived-from lines.
-func (f *forker) provenanceMeta(out *fkLines, sid []byte) {
-	var flow *fkFlow
+func (f *forker) provenanceMeta(out *outLines, sid []byte) {
+	var flow *dataFlow
 	if f.flows[f.src] != nil {
 		// Every session's codes, merged in the order they were met.
-		flow = &fkFlow{}
+		flow = &dataFlow{}
 		for _, k := range f.flowOrder {
 			flow.add(f.flows[k].codes...)
 		}
 		for _, k := range f.flowOrder {
 			if f.uncovered[k] {
-				flow.add(fkCodeUncovered)
+				flow.add(codeUncovered)
 				break
 			}
 		}
@@ -527,7 +529,7 @@ func (f *forker) provenanceMeta(out *fkLines, sid []byte) {
 			for i, c := range flow.codes {
 				codes[i] = strconv.AppendInt(nil, int64(c), 10)
 			}
-			out.meta("type", core.AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", fkArray(codes))
+			out.meta("type", core.AppendJSString(nil, "data-flow-incomplete"), "v", []byte("1"), "sessionId", sid, "codes", jsjson.Array(codes))
 		}
 		out.meta("type", core.AppendJSString(nil, "data-flow-records"), "v", []byte("1"), "sessionId", sid,
 			"records", []byte("[]"), "snapshot", []byte("true"))
@@ -535,7 +537,7 @@ func (f *forker) provenanceMeta(out *fkLines, sid []byte) {
 	if flow == nil && !f.derivedSet {
 		return
 	}
-	list := fkDedupSessions(f.derived)
+	list := dedupSessions(f.derived)
 	seen := map[string]bool{}
 	for _, s := range list {
 		if s.id != nil {
@@ -543,34 +545,34 @@ func (f *forker) provenanceMeta(out *fkLines, sid []byte) {
 		}
 	}
 	for _, r := range f.transcript {
-		ff := r.obj.get("forkedFrom")
-		if !fkIsObj(ff) {
+		ff := r.obj.Get("forkedFrom")
+		if !isObj(ff) {
 			continue
 		}
-		if id, ok := fkStr(fkField(ff, "sessionId")); ok && fkValidID(id) && !seen[id] {
+		if id, ok := stringOf(field(ff, "sessionId")); ok && validID(id) && !seen[id] {
 			seen[id] = true
-			list = append(list, fkSession{typ: "claude_code_session", id: &id, via: "fork"})
+			list = append(list, derivation{typ: "claude_code_session", id: &id, via: "fork"})
 		}
 	}
 	src := f.src
-	list = fkDedupSessions(append(list, fkSession{typ: "claude_code_session", id: &src, via: "fork"}))
+	list = dedupSessions(append(list, derivation{typ: "claude_code_session", id: &src, via: "fork"}))
 	els := make([][]byte, len(list))
 	for i, s := range list {
 		els[i] = s.json()
 	}
-	out.meta("type", core.AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", fkArray(els))
+	out.meta("type", core.AppendJSString(nil, "derived-from"), "v", []byte("1"), "sessionId", sid, "sessions", jsjson.Array(els))
 }
 
-// title is the fork's title: ForkOptions.Title, else "<source title> (fork)".
+// title is the fork's title: Options.Title, else "<source title> (fork)".
 func (f *forker) title(source []core.Entry) string {
-	if title := JSTrim(f.opt.Title); title != "" {
+	if title := transcript.JSTrim(f.opt.Title); title != "" {
 		return title
 	}
 	var src string
 	if f.opt.SourceTitle != nil {
 		src = f.opt.SourceTitle()
 	} else {
-		src = ForkSourceTitle(fkJoinLines(source), "")
+		src = SourceTitle(joinLines(source), "")
 	}
 	if src == "" {
 		src = "Forked session"
@@ -578,7 +580,7 @@ func (f *forker) title(source []core.Entry) string {
 	return src + " (fork)"
 }
 
-func fkJoinLines(entries []core.Entry) []byte {
+func joinLines(entries []core.Entry) []byte {
 	n := 0
 	for i := range entries {
 		n += len(entries[i].Raw) + 1
@@ -591,34 +593,34 @@ func fkJoinLines(entries []core.Entry) []byte {
 	return b
 }
 
-// fkYJ are the keys the fork removes from every row (isSidechain, also in
-// the SDK's list, is set to false instead). Since 0.3.337 the list has
-// entrypointInherited, nestedSession and askedToGoOn, and no longer
-// rowsAheadOfPutBack (Claude Code 2.1.337 does not know it).
-var fkYJ = []string{"teamName", "agentName", "sessionKind", "entrypointInherited", "nestedSession", "slug",
+// removedKeys (the SDK's YJ) are the keys the fork removes from every row
+// (isSidechain, also in the SDK's list, is set to false instead). Since
+// 0.3.337 the list has entrypointInherited, nestedSession and askedToGoOn,
+// and no longer rowsAheadOfPutBack (Claude Code 2.1.337 does not know it).
+var removedKeys = []string{"teamName", "agentName", "sessionKind", "entrypointInherited", "nestedSession", "slug",
 	"sourceToolAssistantUUID", "summarizedTurnPromptUuids", "droppedPromptUuids", "sentAsUuid", "turnAttributionKey",
 	"askedToGoOn"}
 
-// fkBranchCleared are the keys Claude Code's /branch removes (KeepUUIDs).
-var fkBranchCleared = []string{"sessionKind", "entrypointInherited", "nestedSession"}
+// branchCleared are the keys Claude Code's /branch removes (KeepUUIDs).
+var branchCleared = []string{"sessionKind", "entrypointInherited", "nestedSession"}
 
 var (
-	fkNull  = []byte("null")
-	fkTrue  = []byte("true")
-	fkFalse = []byte("false")
+	jsonNull  = []byte("null")
+	jsonTrue  = []byte("true")
+	jsonFalse = []byte("false")
 )
 
 // rewrite is one copied row.
-func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, byUUID map[string]*fkRow, sid, now []byte) []byte {
-	o := r.obj.clone()
+func (f *forker) rewrite(r *row, last bool, newOf, keptNew map[string]string, byUUID map[string]*row, sid, now []byte) []byte {
+	o := r.obj.Clone()
 	keep := f.opt.KeepUUIDs
 
 	// The parent: the nearest row above that is not a progress row.
-	parent := fkNull
-	p := r.obj.get("parentUuid")
+	parent := jsonNull
+	p := r.obj.Get("parentUuid")
 	var seen map[string]bool
-	for fkTruthy(p) {
-		ps, ok := fkStr(p)
+	for truthy(p) {
+		ps, ok := stringOf(p)
 		if !ok {
 			break
 		}
@@ -639,21 +641,21 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 			break
 		}
 		seen[up.uuid] = true
-		p = up.obj.get("parentUuid")
+		p = up.obj.Get("parentUuid")
 	}
 
 	if !keep {
 		if r.typ == core.TypeSystem && r.subtype() == "model_refusal_fallback" {
-			o.set("neutralizedByFork", fkTrue)
+			o.Set("neutralizedByFork", jsonTrue)
 		}
-		if v := fkMapAttachment(r, newOf); v != nil {
-			o.set("attachment", v)
+		if v := mapAttachment(r, newOf); v != nil {
+			o.Set("attachment", v)
 		}
-		if v := fkMapCompactMetadata(r, keptNew); v != nil {
-			o.set("compactMetadata", v)
+		if v := mapCompactMetadata(r, keptNew); v != nil {
+			o.Set("compactMetadata", v)
 		}
-		if key, v := fkMapSourceUUID(r, newOf); v != nil {
-			o.set(key, v)
+		if key, v := mapSourceUUID(r, newOf); v != nil {
+			o.Set(key, v)
 		}
 	}
 
@@ -661,61 +663,61 @@ func (f *forker) rewrite(r *fkRow, last bool, newOf, keptNew map[string]string, 
 	if last && !keep {
 		ts = now
 	} else {
-		ts = r.obj.get("timestamp")
+		ts = r.obj.Get("timestamp")
 	}
-	lp := r.obj.get("logicalParentUuid")
-	if !keep && lp != nil && !fkIsNull(lp) {
-		if s, ok := fkStr(lp); ok && newOf[s] != "" {
+	lp := r.obj.Get("logicalParentUuid")
+	if !keep && lp != nil && !isNull(lp) {
+		if s, ok := stringOf(lp); ok && newOf[s] != "" {
 			lp = core.AppendJSString(nil, newOf[s])
 		} else {
-			lp = fkNull
+			lp = jsonNull
 		}
 	}
-	o.set("uuid", core.AppendJSString(nil, newOf[r.uuid]))
-	o.set("parentUuid", parent)
-	o.set("logicalParentUuid", lp)
-	o.set("sessionId", sid)
-	o.set("timestamp", ts)
-	o.set("isSidechain", fkFalse)
+	o.Set("uuid", core.AppendJSString(nil, newOf[r.uuid]))
+	o.Set("parentUuid", parent)
+	o.Set("logicalParentUuid", lp)
+	o.Set("sessionId", sid)
+	o.Set("timestamp", ts)
+	o.Set("isSidechain", jsonFalse)
 	if keep {
-		for _, k := range fkBranchCleared {
-			o.set(k, nil)
+		for _, k := range branchCleared {
+			o.Set(k, nil)
 		}
 	} else {
-		for _, k := range fkYJ {
-			o.set(k, nil)
+		for _, k := range removedKeys {
+			o.Set(k, nil)
 		}
 	}
-	o.set("requestSessionId", fkRequestSession(r))
-	ff := newFkObj()
-	ff.set("sessionId", core.AppendJSString(nil, f.src))
-	ff.set("messageUuid", core.AppendJSString(nil, r.uuid))
-	o.set("forkedFrom", ff.bytes())
-	return o.bytes()
+	o.Set("requestSessionId", requestSession(r))
+	ff := jsjson.New()
+	ff.Set("sessionId", core.AppendJSString(nil, f.src))
+	ff.Set("messageUuid", core.AppendJSString(nil, r.uuid))
+	o.Set("forkedFrom", ff.Bytes())
+	return o.Bytes()
 }
 
-// fkRequestSession is the requestSessionId the fork gives a row: on
+// requestSession is the requestSessionId the fork gives a row: on
 // assistant rows the row's own, else its forkedFrom.sessionId, else its
 // sessionId; none on other rows.
-func fkRequestSession(r *fkRow) []byte {
+func requestSession(r *row) []byte {
 	if r.typ != core.TypeAssistant {
 		return nil
 	}
-	if v := r.obj.get("requestSessionId"); fkIsStr(v) {
+	if v := r.obj.Get("requestSessionId"); isStr(v) {
 		return v
 	}
-	if ff := r.obj.get("forkedFrom"); fkIsObj(ff) {
-		if v := fkField(ff, "sessionId"); fkIsStr(v) {
+	if ff := r.obj.Get("forkedFrom"); isObj(ff) {
+		if v := field(ff, "sessionId"); isStr(v) {
 			return v
 		}
 	}
-	if v := r.obj.get("sessionId"); fkIsStr(v) {
+	if v := r.obj.Get("sessionId"); isStr(v) {
 		return v
 	}
 	return nil
 }
 
-// fkMapAttachment maps the uuids an attachment names to the fresh ones:
+// mapAttachment maps the uuids an attachment names to the fresh ones:
 //   - deferred_tools_record: nameOnlyAnnouncements, dropping the ones not
 //     copied;
 //   - attachment_answer: a string rowUuid of a copied row (0.3.337);
@@ -723,166 +725,166 @@ func fkRequestSession(r *fkRow) []byte {
 //     their elements, keeping those that name no copied row (0.3.337).
 //
 // nil when the row is none of these or nothing changes.
-func fkMapAttachment(r *fkRow, newOf map[string]string) []byte {
-	att := r.obj.get("attachment")
-	if r.typ != core.TypeAttachment || !fkIsObj(att) {
+func mapAttachment(r *row, newOf map[string]string) []byte {
+	att := r.obj.Get("attachment")
+	if r.typ != core.TypeAttachment || !isObj(att) {
 		return nil
 	}
 	mapped := func(el []byte) ([]byte, bool) {
-		if s, ok := fkStr(el); ok && newOf[s] != "" {
+		if s, ok := stringOf(el); ok && newOf[s] != "" {
 			return core.AppendJSString(nil, newOf[s]), true
 		}
 		return el, false
 	}
-	typ, _ := fkStr(fkField(att, "type"))
+	typ, _ := stringOf(field(att, "type"))
 	switch typ {
 	case "deferred_tools_record":
-		ann := fkField(att, "nameOnlyAnnouncements")
-		if !fkIsArr(ann) {
+		ann := field(att, "nameOnlyAnnouncements")
+		if !isArr(ann) {
 			return nil
 		}
 		els := [][]byte{}
-		for _, el := range fkElems(ann) {
+		for _, el := range elems(ann) {
 			if m, ok := mapped(el); ok {
 				els = append(els, m)
 			}
 		}
-		a, _ := fkParseObj(att)
-		a.set("nameOnlyAnnouncements", fkArray(els))
-		return a.bytes()
+		a, _ := jsjson.Parse(att)
+		a.Set("nameOnlyAnnouncements", jsjson.Array(els))
+		return a.Bytes()
 	case "attachment_answer":
-		m, ok := mapped(fkField(att, "rowUuid"))
+		m, ok := mapped(field(att, "rowUuid"))
 		if !ok {
 			return nil
 		}
-		a, _ := fkParseObj(att)
-		a.set("rowUuid", m)
-		return a.bytes()
+		a, _ := jsjson.Parse(att)
+		a.Set("rowUuid", m)
+		return a.Bytes()
 	case "blocked_prompts_withdrawn":
-		prompts, rest := fkField(att, "prompts"), fkField(att, "rest")
-		if !fkIsArr(prompts) || !fkIsArr(rest) {
+		prompts, rest := field(att, "prompts"), field(att, "rest")
+		if !isArr(prompts) || !isArr(rest) {
 			return nil
 		}
 		mapAll := func(v []byte) []byte {
-			els := fkElems(v)
+			els := elems(v)
 			for i, el := range els {
 				els[i], _ = mapped(el)
 			}
-			return fkArray(els)
+			return jsjson.Array(els)
 		}
-		a, _ := fkParseObj(att)
-		a.set("prompts", mapAll(prompts))
-		a.set("rest", mapAll(rest))
-		return a.bytes()
+		a, _ := jsjson.Parse(att)
+		a.Set("prompts", mapAll(prompts))
+		a.Set("rest", mapAll(rest))
+		return a.Bytes()
 	}
 	return nil
 }
 
-// fkMapCompactMetadata rewrites a system row's compactMetadata when it has
+// mapCompactMetadata rewrites a system row's compactMetadata when it has
 // preservedMessages, preservedSegment or runningTurnSends: the last is
 // dropped, the first two move to the end with their uuids mapped (uuids of
 // progress rows and of rows not copied are left as they are).
-func fkMapCompactMetadata(r *fkRow, keptNew map[string]string) []byte {
-	cm := r.obj.get("compactMetadata")
-	if r.typ != core.TypeSystem || !fkIsObj(cm) {
+func mapCompactMetadata(r *row, keptNew map[string]string) []byte {
+	cm := r.obj.Get("compactMetadata")
+	if r.typ != core.TypeSystem || !isObj(cm) {
 		return nil
 	}
-	src, _ := fkParseObj(cm)
-	pm, ps, rts := src.get("preservedMessages"), src.get("preservedSegment"), src.get("runningTurnSends")
+	src, _ := jsjson.Parse(cm)
+	pm, ps, rts := src.Get("preservedMessages"), src.Get("preservedSegment"), src.Get("runningTurnSends")
 	if pm == nil && ps == nil && rts == nil {
 		return nil
 	}
 	mapOne := func(v []byte) []byte {
-		if s, ok := fkStr(v); ok && keptNew[s] != "" {
+		if s, ok := stringOf(v); ok && keptNew[s] != "" {
 			return core.AppendJSString(nil, keptNew[s])
 		}
 		return v
 	}
 	mapIn := func(v []byte, keys ...string) []byte {
-		if !fkIsObj(v) {
+		if !isObj(v) {
 			return v
 		}
-		obj, _ := fkParseObj(v)
+		obj, _ := jsjson.Parse(v)
 		for _, k := range keys {
-			x := obj.get(k)
+			x := obj.Get(k)
 			if x == nil {
 				continue
 			}
-			if fkIsArr(x) {
-				els := fkElems(x)
+			if isArr(x) {
+				els := elems(x)
 				for i, el := range els {
 					els[i] = mapOne(el)
 				}
-				obj.set(k, fkArray(els))
+				obj.Set(k, jsjson.Array(els))
 			} else {
-				obj.set(k, mapOne(x))
+				obj.Set(k, mapOne(x))
 			}
 		}
-		return obj.bytes()
+		return obj.Bytes()
 	}
-	out := newFkObj()
-	for j, k := range src.keys {
+	out := jsjson.New()
+	for k, v := range src.Members() {
 		switch k {
 		case "preservedMessages", "preservedSegment", "runningTurnSends":
 			continue
 		}
-		out.set(k, src.vals[j])
+		out.Set(k, v)
 	}
 	if pm != nil {
-		out.set("preservedMessages", mapIn(pm, "anchorUuid", "uuids", "allUuids"))
+		out.Set("preservedMessages", mapIn(pm, "anchorUuid", "uuids", "allUuids"))
 	}
 	if ps != nil {
-		out.set("preservedSegment", mapIn(ps, "headUuid", "anchorUuid", "tailUuid"))
+		out.Set("preservedSegment", mapIn(ps, "headUuid", "anchorUuid", "tailUuid"))
 	}
-	return out.bytes()
+	return out.Bytes()
 }
 
-// fkQueued is the object holding a row's queued-command source_uuid: a
+// queued is the object holding a row's queued-command source_uuid: a
 // queued_command attachment, or a voice_call_talk row's fold.command.
-func fkQueued(r *fkRow) (holder []byte, voice bool) {
+func queued(r *row) (holder []byte, voice bool) {
 	if r.typ == core.TypeSystem && r.subtype() == "voice_call_talk" {
-		fold := r.obj.get("fold")
-		if !fkIsObj(fold) {
+		fold := r.obj.Get("fold")
+		if !isObj(fold) {
 			return nil, false
 		}
-		cmd := fkField(fold, "command")
-		if fkIsObj(cmd) {
+		cmd := field(fold, "command")
+		if isObj(cmd) {
 			return cmd, true
 		}
 		return nil, false
 	}
 	if r.typ == core.TypeAttachment {
-		att := r.obj.get("attachment")
-		if fkIsObj(att) && fkStrIs(fkField(att, "type"), "queued_command") {
+		att := r.obj.Get("attachment")
+		if isObj(att) && strIs(field(att, "type"), "queued_command") {
 			return att, false
 		}
 	}
 	return nil, false
 }
 
-// fkSourceUUID is a queued command's source_uuid ("" when none).
-func fkSourceUUID(r *fkRow) string {
-	h, _ := fkQueued(r)
+// sourceUUID is a queued command's source_uuid ("" when none).
+func sourceUUID(r *row) string {
+	h, _ := queued(r)
 	if h == nil {
 		return ""
 	}
-	s, _ := fkStr(fkField(h, "source_uuid"))
+	s, _ := stringOf(field(h, "source_uuid"))
 	return s
 }
 
-// fkMapSourceUUID maps a queued command's source_uuid to its fresh uuid.
-func fkMapSourceUUID(r *fkRow, newOf map[string]string) (string, []byte) {
-	s := fkSourceUUID(r)
+// mapSourceUUID maps a queued command's source_uuid to its fresh uuid.
+func mapSourceUUID(r *row, newOf map[string]string) (string, []byte) {
+	s := sourceUUID(r)
 	if s == "" || newOf[s] == "" {
 		return "", nil
 	}
-	h, voice := fkQueued(r)
-	obj, _ := fkParseObj(h)
-	obj.set("source_uuid", core.AppendJSString(nil, newOf[s]))
+	h, voice := queued(r)
+	obj, _ := jsjson.Parse(h)
+	obj.Set("source_uuid", core.AppendJSString(nil, newOf[s]))
 	if !voice {
-		return "attachment", obj.bytes()
+		return "attachment", obj.Bytes()
 	}
-	fold, _ := fkParseObj(r.obj.get("fold"))
-	fold.set("command", obj.bytes())
-	return "fold", fold.bytes()
+	fold, _ := jsjson.Parse(r.obj.Get("fold"))
+	fold.Set("command", obj.Bytes())
+	return "fold", fold.Bytes()
 }
