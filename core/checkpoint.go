@@ -3,7 +3,7 @@ package core
 // Checkpoints: a named point in a conversation (seed 002's "checkpoint"
 // line: id, label, the git commit of the work at that moment, timestamp),
 // plus the uuid of the message the checkpoint follows, so a session can be
-// resumed or forked from there (ResumeOptions.UpTo, ForkOptions.UpTo).
+// resumed or forked from there (ResumeOptions.UpTo, fork.Options.UpTo).
 //
 //	{"type":"scribe-checkpoint","sessionId":"…","commit":"a1b2c3d…","timestamp":"2026-01-10T11:00:02.267Z",
 //	 "label":"tests pass","id":"…","messageUuid":"…","cwd":"/home/alice/src/shop","uuid":"…"}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // ErrNotFound is returned for a session a store does not hold.
@@ -125,7 +125,7 @@ type RestoreOptions struct {
 type Forker interface {
 	// Fork writes a copy of the session (up to opt.UpToMessageID) as a new
 	// session and returns its id and where it was written.
-	Fork(ctx context.Context, id string, opt transcript.ForkOptions) (newID, where string, err error)
+	Fork(ctx context.Context, id string, opt fork.Options) (newID, where string, err error)
 }
 
 // Capabilities names what a store can do beyond reading, for people and

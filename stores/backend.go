@@ -14,7 +14,7 @@ import (
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // Backend is a store that keeps sessions as the Agent SDK's SessionStore
@@ -287,7 +287,7 @@ func (b *Backend) appendMeta(ctx context.Context, what, id, line string) (sessio
 }
 
 // Fork writes the fork through the sink.
-func (b *Backend) Fork(ctx context.Context, id string, opt transcript.ForkOptions) (string, string, error) {
+func (b *Backend) Fork(ctx context.Context, id string, opt fork.Options) (string, string, error) {
 	if b.sink == nil {
 		return "", "", sessions.Unsupported(b, "fork", "a loader block is read only: name the sink block")
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // Local is a store of plain transcript files laid out as Claude Code lays
@@ -58,7 +58,7 @@ func (s *Local) EmptyTrash(_ context.Context, olderThan time.Duration, dryRun bo
 	return s.l.EmptyTrash(olderThan, dryRun, now)
 }
 
-func (s *Local) Fork(ctx context.Context, id string, opt transcript.ForkOptions) (string, string, error) {
+func (s *Local) Fork(ctx context.Context, id string, opt fork.Options) (string, string, error) {
 	return s.l.ForkSession(ctx, id, "", opt)
 }
 

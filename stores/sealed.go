@@ -9,7 +9,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // Sealed is a sealed archive (a jsonl sink with an encryption block), read
@@ -53,7 +53,7 @@ func (s *Sealed) Damage() error {
 }
 
 // Fork writes the fork through the archive's sink, sealed.
-func (s *Sealed) Fork(ctx context.Context, id string, opt transcript.ForkOptions) (string, string, error) {
+func (s *Sealed) Fork(ctx context.Context, id string, opt fork.Options) (string, string, error) {
 	if s.sink == nil {
 		return "", "", sessions.Unsupported(s, "fork", "no sink to write the fork through")
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 )
 
 // The kinds of Repair.
@@ -560,22 +561,22 @@ func recEnvelopeOf(rows []recRow, opt core.RecoveryOptions) recEnvelope {
 
 // head writes the keys before the message's own: parentUuid, isSidechain,
 // promptId?, agentId?.
-func (env recEnvelope) head(o *fkObj, parent, promptID string) {
-	o.setString("parentUuid", parent)
-	o.set("isSidechain", fkBool(env.sidechain))
+func (env recEnvelope) head(o *jsjson.Object, parent, promptID string) {
+	o.SetString("parentUuid", parent)
+	o.Set("isSidechain", jsjson.Bool(env.sidechain))
 	if promptID != "" {
-		o.setString("promptId", promptID)
+		o.SetString("promptId", promptID)
 	}
 	if env.agentID != "" {
-		o.setString("agentId", env.agentID)
+		o.SetString("agentId", env.agentID)
 	}
 }
 
 // tail writes the keys after the message's own, in Claude Code's order.
-func (env recEnvelope) tail(o *fkObj) {
+func (env recEnvelope) tail(o *jsjson.Object) {
 	for _, k := range []string{"userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug"} {
 		if v, ok := env.fields[k]; ok {
-			o.setString(k, v)
+			o.SetString(k, v)
 		}
 	}
 }
@@ -588,26 +589,26 @@ func (env recEnvelope) tail(o *fkObj) {
 //	 "uuid":…,"timestamp":…,"toolUseResult":"Error: [Tool call interrupted: …]",
 //	 "sourceToolAssistantUUID":…,"toolDenialKind":"interrupted","userType":…,…}
 func (env recEnvelope) toolResultLine(parent, id, ts string, call recOpenCall, promptID string) []byte {
-	block := newFkObj()
-	block.setString("type", "tool_result")
-	block.setString("content", InterruptedToolText)
-	block.set("is_error", fkTrue)
-	block.setString("tool_use_id", call.id)
-	msg := newFkObj()
-	msg.setString("role", "user")
-	msg.set("content", fkArray([][]byte{block.bytes()}))
+	block := jsjson.New()
+	block.SetString("type", "tool_result")
+	block.SetString("content", InterruptedToolText)
+	block.Set("is_error", jsjson.Bool(true))
+	block.SetString("tool_use_id", call.id)
+	msg := jsjson.New()
+	msg.SetString("role", "user")
+	msg.Set("content", jsjson.Array([][]byte{block.Bytes()}))
 
-	o := newFkObj()
+	o := jsjson.New()
 	env.head(o, parent, promptID)
-	o.setString("type", "user")
-	o.set("message", msg.bytes())
-	o.setString("uuid", id)
-	o.setString("timestamp", ts)
-	o.setString("toolUseResult", "Error: "+InterruptedToolText)
-	o.setString("sourceToolAssistantUUID", call.assistant)
-	o.setString("toolDenialKind", "interrupted")
+	o.SetString("type", "user")
+	o.Set("message", msg.Bytes())
+	o.SetString("uuid", id)
+	o.SetString("timestamp", ts)
+	o.SetString("toolUseResult", "Error: "+InterruptedToolText)
+	o.SetString("sourceToolAssistantUUID", call.assistant)
+	o.SetString("toolDenialKind", "interrupted")
 	env.tail(o)
-	return o.bytes()
+	return o.Bytes()
 }
 
 // continueLine is the harness's meta prompt:
@@ -616,19 +617,19 @@ func (env recEnvelope) toolResultLine(parent, id, ts string, call recOpenCall, p
 //	 "message":{"role":"user","content":"Continue from where you left off."},
 //	 "isMeta":true,"rowSource":"harness","uuid":…,"timestamp":…,"userType":…,…}
 func (env recEnvelope) continueLine(parent, id, ts, text string) []byte {
-	msg := newFkObj()
-	msg.setString("role", "user")
-	msg.setString("content", text)
-	o := newFkObj()
+	msg := jsjson.New()
+	msg.SetString("role", "user")
+	msg.SetString("content", text)
+	o := jsjson.New()
 	env.head(o, parent, "")
-	o.setString("type", "user")
-	o.set("message", msg.bytes())
-	o.set("isMeta", fkTrue)
-	o.setString("rowSource", "harness")
-	o.setString("uuid", id)
-	o.setString("timestamp", ts)
+	o.SetString("type", "user")
+	o.Set("message", msg.Bytes())
+	o.Set("isMeta", jsjson.Bool(true))
+	o.SetString("rowSource", "harness")
+	o.SetString("uuid", id)
+	o.SetString("timestamp", ts)
 	env.tail(o)
-	return o.bytes()
+	return o.Bytes()
 }
 
 func recMustParse(line []byte) core.Entry {

@@ -21,7 +21,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // Seed is one session to put into a store: its working directory, its
@@ -365,7 +365,7 @@ func checkForker(t *testing.T, open func() sessions.Store) {
 	}
 	ctx := context.Background()
 	const newID = "dddd5555-5555-4555-8555-555555555555"
-	id, _, err := fk.Fork(ctx, IDOne, transcript.ForkOptions{NewSessionID: newID})
+	id, _, err := fk.Fork(ctx, IDOne, fork.Options{NewSessionID: newID})
 	if err != nil || id != newID {
 		t.Fatalf("Fork = %q, %v", id, err)
 	}

@@ -51,7 +51,7 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // BundleFormat names scribe's bundles in their manifest; BundleVersion is
@@ -423,8 +423,8 @@ func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, 
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
-	title := transcript.ForkSourceTitle(buf, forkSidecarTitle(nil, stage, m.SessionID))
-	fk, err := transcript.Fork(forkParseLines(buf), m.SessionID, transcript.ForkOptions{SourceTitle: func() string { return title }})
+	title := fork.SourceTitle(buf, forkSidecarTitle(nil, stage, m.SessionID))
+	fk, err := fork.Fork(forkParseLines(buf), m.SessionID, fork.Options{SourceTitle: func() string { return title }})
 	if err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)
 	}

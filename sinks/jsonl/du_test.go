@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // duChain writes a linked conversation of n rows.
@@ -63,11 +63,11 @@ func TestDiskUsageKindsAndForkDuplicates(t *testing.T) {
 	}
 	arch, _ := os.Stat(filepath.Join(dir, src, "archived.json"))
 
-	fresh, freshPath, err := l.ForkSession(ctx, src, "", transcript.ForkOptions{})
+	fresh, freshPath, err := l.ForkSession(ctx, src, "", fork.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, keptPath, err := l.ForkSession(ctx, src, "", transcript.ForkOptions{KeepUUIDs: true})
+	kept, keptPath, err := l.ForkSession(ctx, src, "", fork.Options{KeepUUIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

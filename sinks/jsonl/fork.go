@@ -17,6 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // ErrSessionExists is returned by ForkSession when the new session id is
@@ -25,7 +26,7 @@ var ErrSessionExists = errors.New("session already exists")
 
 // ForkSession copies a session into a new one in the same project folder,
 // as the Claude Agent SDK's forkSession(sessionID, {dir, upToMessageId,
-// title}) does (see transcript.Fork for the rules), and returns the new id and
+// title}) does (see fork.Fork for the rules), and returns the new id and
 // file.
 //
 // The source is found as the SDK finds it: the first non-empty
@@ -38,7 +39,7 @@ var ErrSessionExists = errors.New("session already exists")
 // then linked into place, which fails rather than replace an existing
 // file; a session id already present in any project folder is
 // ErrSessionExists.
-func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (newID, path string, err error) {
+func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt fork.Options) (newID, path string, err error) {
 	res, projectDir, err := l.Fork(ctx, sessionID, dir, opt)
 	if err != nil {
 		return "", "", err
@@ -54,7 +55,7 @@ func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt tran
 // the project folder its source is in. It reads through the layout's FS,
 // so a store read in memory is forked by writing the entries through its
 // sink.
-func (l Layout) Fork(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (res transcript.ForkResult, projectDir string, err error) {
+func (l Layout) Fork(ctx context.Context, sessionID, dir string, opt fork.Options) (res fork.Result, projectDir string, err error) {
 	if !claudedir.IsSessionID(sessionID) {
 		return res, "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
 	}
@@ -78,10 +79,10 @@ func (l Layout) Fork(ctx context.Context, sessionID, dir string, opt transcript.
 	projectDir = filepath.Dir(src)
 	if opt.SourceTitle == nil {
 		opt.SourceTitle = func() string {
-			return transcript.ForkSourceTitle(buf, forkSidecarTitle(l.FS, projectDir, sessionID))
+			return fork.SourceTitle(buf, forkSidecarTitle(l.FS, projectDir, sessionID))
 		}
 	}
-	res, err = transcript.Fork(forkParseLines(buf), sessionID, opt)
+	res, err = fork.Fork(forkParseLines(buf), sessionID, opt)
 	if err != nil {
 		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sessions"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 func NewCmdFork(f *cmdutil.Factory) *cobra.Command {
@@ -61,7 +61,7 @@ writes the fork into that store; "path" is then the store's type/name.`,
 			}
 			// The fork goes where its source is, as the SDK's forkSession
 			// with a sessionStore does.
-			newID, path, err := fk.Fork(cmd.Context(), id, transcript.ForkOptions{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
+			newID, path, err := fk.Fork(cmd.Context(), id, fork.Options{UpTo: upTo, Title: title, KeepUUIDs: keepUUIDs})
 			if err != nil {
 				return err
 			}

@@ -1,59 +1,62 @@
-package transcript
+// Package split is the split-assistant repair, shared by transcript's read
+// rebuild (on its rows) and transcript/fork's rebuild (on fork nodes):
+// older CLIs wrote one row per content block of an assistant message, all
+// with the same message.id; the rows of such a message that are off the
+// chain, and the tool_result rows answering them, are put back after the
+// chain row holding that message id, ordered by timestamp.
+//
+// The algorithm is one; what a row says is read through Rules, since the
+// SDK's two readers (getSessionMessages and forkSession) differ at the
+// edges.
+package split
 
 import (
 	"math"
 	"sort"
 )
 
-// The split-assistant repair, shared by the read rebuild (buildMain,
-// on rows) and the fork's rebuild (fkRepairSplit, on fork nodes): older CLIs
-// wrote one row per content block of an assistant message, all with the
-// same message.id; the rows of such a message that are off the chain, and
-// the tool_result rows answering them, are put back after the chain row
-// holding that message id, ordered by timestamp.
-//
-// The algorithm is one; what a row says is read through splitRules, since
-// the SDK's two readers differ at the edges (see fkSplitRules).
-
-// splitRules reads what the repair needs from a row of type T.
-type splitRules[T comparable] struct {
-	uuid        func(T) string
-	isAssistant func(T) bool
-	messageID   func(T) (string, bool)
-	toolUses    func(T) []string // tool_use ids of the row's content
-	toolResults func(T) []string // tool_use_ids of its tool_result blocks
-	// isResultRow: a user row with a parent and a tool_result block.
-	isResultRow func(T) bool
-	parent      func(T) (string, bool) // a string parentUuid
-	// sourceTool is a string sourceToolAssistantUUID that is not the parent.
-	sourceTool func(T) (string, bool)
-	sameSide   func(a, b T) bool // same isSidechain (null is false) and agentId
-	timeKey    func(T) string    // what rows put back are sorted by
+// Rules reads what the repair needs from a row of type T.
+type Rules[T comparable] struct {
+	UUID        func(T) string
+	IsAssistant func(T) bool
+	MessageID   func(T) (string, bool)
+	ToolUses    func(T) []string // tool_use ids of the row's content
+	ToolResults func(T) []string // tool_use_ids of its tool_result blocks
+	// IsResultRow: a user row with a parent and a tool_result block.
+	IsResultRow func(T) bool
+	Parent      func(T) (string, bool) // a string parentUuid
+	// SourceTool is a string sourceToolAssistantUUID that is not the parent.
+	SourceTool func(T) (string, bool)
+	SameSide   func(a, b T) bool // same isSidechain (null is false) and agentId
+	TimeKey    func(T) string    // what rows put back are sorted by
 }
 
-// uuidSet is a set of uuids: the chain's, grown with the rows put back.
-type uuidSet interface {
-	has(u string) bool
-	add(u string)
+// Set is a set of uuids: the chain's, grown with the rows put back.
+type Set interface {
+	Has(u string) bool
+	Add(u string)
 }
 
-// mapSet is a uuidSet in a map.
-type mapSet map[string]bool
+// MapSet is a Set in a map.
+type MapSet map[string]bool
 
-func (s mapSet) has(u string) bool { return s[u] }
-func (s mapSet) add(u string)      { s[u] = true }
+// Has reports whether u is in s.
+func (s MapSet) Has(u string) bool { return s[u] }
 
-// lookup finds a row of order by uuid, with its index in order; nil makes
+// Add puts u in s.
+func (s MapSet) Add(u string) { s[u] = true }
+
+// Lookup finds a row of order by uuid, with its index in order; nil makes
 // the repair map order itself when it first needs to.
-type lookup[T any] func(u string) (T, int, bool)
+type Lookup[T any] func(u string) (T, int, bool)
 
-// reattach is the repair over rows of type T: order is the file's rows (the
+// Reattach is the repair over rows of type T: order is the file's rows (the
 // map's order), path the chain root first, onPath its uuids (grown with the
 // rows put back), find (or nil) order by uuid.
-func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet, find lookup[T]) []T {
+func Reattach[T comparable](rules Rules[T], order, path []T, onPath Set, find Lookup[T]) []T {
 	var assistants []T
 	for _, r := range path {
-		if rules.isAssistant(r) {
+		if rules.IsAssistant(r) {
 			assistants = append(assistants, r)
 		}
 	}
@@ -62,7 +65,7 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet
 	}
 	holder := map[string]T{}
 	for _, r := range assistants {
-		if id, ok := rules.messageID(r); ok {
+		if id, ok := rules.MessageID(r); ok {
 			holder[id] = r
 		}
 	}
@@ -71,7 +74,7 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet
 	insert := map[string][]T{}
 	total := 0
 	for _, b := range assistants {
-		id, ok := rules.messageID(b)
+		id, ok := rules.MessageID(b)
 		if !ok || handled[id] {
 			continue
 		}
@@ -81,10 +84,10 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet
 			continue
 		}
 		for _, r := range add {
-			onPath.add(rules.uuid(r))
+			onPath.Add(rules.UUID(r))
 		}
 		total += len(add)
-		insert[rules.uuid(holder[id])] = add
+		insert[rules.UUID(holder[id])] = add
 	}
 	if total == 0 {
 		return path
@@ -92,7 +95,7 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet
 	out := make([]T, 0, len(path)+total)
 	for _, r := range path {
 		out = append(out, r)
-		out = append(out, insert[rules.uuid(r)]...)
+		out = append(out, insert[rules.UUID(r)]...)
 	}
 	return out
 }
@@ -101,9 +104,9 @@ func reattach[T comparable](rules splitRules[T], order, path []T, onPath uuidSet
 // row holding each tool_use id, the tool_result rows answering each row,
 // and the tool_use ids answered on the path.
 type splitIndex[T comparable] struct {
-	rules       splitRules[T]
+	rules       Rules[T]
 	order       []T
-	find        lookup[T]    // order by uuid: given, or made by index()
+	find        Lookup[T]    // order by uuid: given, or made by index()
 	byUUID      map[string]T // by index()
 	sameMsg     map[string][]T
 	toolUse     map[string]T
@@ -123,8 +126,8 @@ func (x *splitIndex[T]) index() {
 	x.byUUID = make(map[string]T, len(x.order))
 	x.pos = make(map[string]int, len(x.order))
 	for i, r := range x.order {
-		x.byUUID[x.rules.uuid(r)] = r
-		x.pos[x.rules.uuid(r)] = i
+		x.byUUID[x.rules.UUID(r)] = r
+		x.pos[x.rules.UUID(r)] = i
 	}
 	x.find = func(u string) (T, int, bool) {
 		r, ok := x.byUUID[u]
@@ -132,7 +135,7 @@ func (x *splitIndex[T]) index() {
 	}
 }
 
-func newSplitIndex[T comparable](rules splitRules[T], order, path []T, find lookup[T]) *splitIndex[T] {
+func newSplitIndex[T comparable](rules Rules[T], order, path []T, find Lookup[T]) *splitIndex[T] {
 	x := &splitIndex[T]{
 		rules:       rules,
 		order:       order,
@@ -146,10 +149,10 @@ func newSplitIndex[T comparable](rules splitRules[T], order, path []T, find look
 	}
 	var results []T
 	for _, r := range order {
-		if id, ok := rules.messageID(r); ok {
+		if id, ok := rules.MessageID(r); ok {
 			x.sameMsg[id] = append(x.sameMsg[id], r)
 			x.claimToolUses(r, id)
-		} else if rules.isResultRow(r) {
+		} else if rules.IsResultRow(r) {
 			results = append(results, r)
 		}
 	}
@@ -157,7 +160,7 @@ func newSplitIndex[T comparable](rules splitRules[T], order, path []T, find look
 		x.attachResult(b)
 	}
 	for _, r := range path {
-		for _, id := range rules.toolResults(r) {
+		for _, id := range rules.ToolResults(r) {
 			x.pathResults[id] = true
 		}
 	}
@@ -167,14 +170,14 @@ func newSplitIndex[T comparable](rules splitRules[T], order, path []T, find look
 // claimToolUses records r (of message id) as the holder of its tool_use
 // ids; an id that rows of two messages claim holds none.
 func (x *splitIndex[T]) claimToolUses(r T, id string) {
-	for _, u := range x.rules.toolUses(r) {
+	for _, u := range x.rules.ToolUses(r) {
 		w, seen := x.toolUse[u]
 		switch {
 		case !seen:
 			x.toolUse[u] = r
 		case x.conflict[u]:
 		default:
-			if wid, ok := x.rules.messageID(w); ok && wid == id {
+			if wid, ok := x.rules.MessageID(w); ok && wid == id {
 				x.toolUse[u] = r
 			} else {
 				x.conflict[u] = true
@@ -192,24 +195,24 @@ func (x *splitIndex[T]) holderOf(id string) (T, bool) {
 // attachResult files the tool_result row b under the rows it answers: its
 // parent, its sourceToolAssistantUUID and the holders of its tool_use_ids.
 func (x *splitIndex[T]) attachResult(b T) {
-	if p, ok := x.rules.parent(b); ok {
+	if p, ok := x.rules.Parent(b); ok {
 		x.attach(p, b)
 	}
-	if src, ok := x.rules.sourceTool(b); ok {
+	if src, ok := x.rules.SourceTool(b); ok {
 		x.index()
-		if a, _, in := x.find(src); in && x.rules.sameSide(b, a) {
-			x.attach(x.rules.uuid(a), b)
+		if a, _, in := x.find(src); in && x.rules.SameSide(b, a) {
+			x.attach(x.rules.UUID(a), b)
 		}
 	}
-	for _, id := range x.rules.toolResults(b) {
-		if a, ok := x.holderOf(id); ok && x.rules.sameSide(b, a) {
-			x.attach(x.rules.uuid(a), b)
+	for _, id := range x.rules.ToolResults(b) {
+		if a, ok := x.holderOf(id); ok && x.rules.SameSide(b, a) {
+			x.attach(x.rules.UUID(a), b)
 		}
 	}
 }
 
 func (x *splitIndex[T]) attach(key string, r T) {
-	k := key + "\n" + x.rules.uuid(r)
+	k := key + "\n" + x.rules.UUID(r)
 	if x.answered[k] {
 		return
 	}
@@ -219,7 +222,7 @@ func (x *splitIndex[T]) attach(key string, r T) {
 
 func (x *splitIndex[T]) posOf(r T) int {
 	x.index()
-	if _, p, ok := x.find(x.rules.uuid(r)); ok {
+	if _, p, ok := x.find(x.rules.UUID(r)); ok {
 		return p
 	}
 	return math.MaxInt
@@ -227,30 +230,30 @@ func (x *splitIndex[T]) posOf(r T) int {
 
 // putBack returns the rows to put back after the path's holder b of message
 // id: the message's rows off the path, then their answers, each by time.
-func (x *splitIndex[T]) putBack(b T, id string, onPath uuidSet) []T {
+func (x *splitIndex[T]) putBack(b T, id string, onPath Set) []T {
 	group := x.sameMsg[id]
 	if group == nil {
 		group = []T{b}
 	}
 	inGroup := map[string]bool{}
 	for _, r := range group {
-		inGroup[x.rules.uuid(r)] = true
+		inGroup[x.rules.UUID(r)] = true
 	}
 	var off, kept, other []T
 	for _, r := range group {
-		if !onPath.has(x.rules.uuid(r)) {
+		if !onPath.Has(x.rules.UUID(r)) {
 			off = append(off, r)
 		}
 	}
 	seen := map[string]bool{}
 	for _, r := range group {
-		for _, a := range x.answers[x.rules.uuid(r)] {
-			au := x.rules.uuid(a)
-			if onPath.has(au) || seen[au] {
+		for _, a := range x.answers[x.rules.UUID(r)] {
+			au := x.rules.UUID(a)
+			if onPath.Has(au) || seen[au] {
 				continue
 			}
 			seen[au] = true
-			if p, ok := x.rules.parent(a); ok && inGroup[p] {
+			if p, ok := x.rules.Parent(a); ok && inGroup[p] {
 				kept = append(kept, a)
 			} else {
 				other = append(other, a)
@@ -276,16 +279,16 @@ func (x *splitIndex[T]) keepUseful(other, kept []T, inGroup map[string]bool) []T
 		have[k] = true
 	}
 	for _, a := range kept {
-		for _, id := range x.rules.toolResults(a) {
+		for _, id := range x.rules.ToolResults(a) {
 			have[id] = true
 		}
 	}
 	sort.SliceStable(other, func(i, j int) bool { return x.posOf(other[i]) < x.posOf(other[j]) })
 	for _, a := range other {
-		ids := x.rules.toolResults(a)
+		ids := x.rules.ToolResults(a)
 		useful := false
 		for _, id := range ids {
-			if t, ok := x.holderOf(id); ok && !have[id] && inGroup[x.rules.uuid(t)] {
+			if t, ok := x.holderOf(id); ok && !have[id] && inGroup[x.rules.UUID(t)] {
 				useful = true
 				break
 			}
@@ -302,5 +305,5 @@ func (x *splitIndex[T]) keepUseful(other, kept []T, inGroup map[string]bool) []T
 }
 
 func (x *splitIndex[T]) byTime(rs []T) {
-	sort.SliceStable(rs, func(i, j int) bool { return x.rules.timeKey(rs[i]) < x.rules.timeKey(rs[j]) })
+	sort.SliceStable(rs, func(i, j int) bool { return x.rules.TimeKey(rs[i]) < x.rules.TimeKey(rs[j]) })
 }

@@ -1,20 +1,21 @@
-package transcript
+package fork
 
 import (
 	"fmt"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 )
 
 // The cut (UpTo)
 
 // cut keeps the rows up to upTo, as the SDK does.
-func (f *forker) cut(rows []*fkRow, upTo string) ([]*fkRow, error) {
-	chain, _, err := fkBuildChain(fkNodes(rows, false))
+func (f *forker) cut(rows []*row, upTo string) ([]*row, error) {
+	chain, _, err := buildChain(toNodes(rows, false))
 	if err != nil {
 		return nil, err
 	}
-	first := fkFirstIndex(rows)
+	first := firstIndex(rows)
 	y := -1
 	for _, n := range chain {
 		if i, ok := first[n.r.uuid]; ok && i > y {
@@ -22,39 +23,39 @@ func (f *forker) cut(rows []*fkRow, upTo string) ([]*fkRow, error) {
 		}
 	}
 	// Look in the conversation and what follows it first, then anywhere.
-	h := make([]*fkRow, 0, len(chain)+len(rows)-y-1)
+	h := make([]*row, 0, len(chain)+len(rows)-y-1)
 	for _, n := range chain {
 		h = append(h, n.r)
 	}
 	h = append(h, rows[y+1:]...)
 	b := -1
-	if k := fkFind(h, upTo); k >= 0 {
+	if k := findRow(h, upTo); k >= 0 {
 		if i, ok := first[h[k].uuid]; ok {
 			b = i
 		}
 	} else {
-		b = fkFind(rows, upTo)
+		b = findRow(rows, upTo)
 	}
 	if b < 0 {
 		return nil, fmt.Errorf("%w: %s in session %s", core.ErrMessageNotFound, upTo, f.src)
 	}
 	at := rows[b].uuid
 	after := rows[b+1:]
-	kept := fkDropTrailingBoundary(rows[:b+1])
-	kept = fkUnpreserve(at, kept)
+	kept := dropTrailingBoundary(rows[:b+1])
+	kept = unpreserve(at, kept)
 	if kept, err = f.dropDeadBranches(kept); err != nil {
 		return nil, err
 	}
-	return fkKeepStateRows(kept, after), nil
+	return keepStateRows(kept, after), nil
 }
 
-// fkKeepStateRows carries into a cut fork the plugin state rows that come
+// keepStateRows carries into a cut fork the plugin state rows that come
 // after the cut (SDK 0.3.337): walking the rows after the cut in file
 // order, a row that is not a user or assistant row and hangs off the kept
 // chain (its parent is the last kept row or such a row) joins it; when it
 // is a system row with content "" and pluginRow.name "state:kept" it is
 // copied, parented on the last row of the fork so far.
-func fkKeepStateRows(kept, after []*fkRow) []*fkRow {
+func keepStateRows(kept, after []*row) []*row {
 	var last []byte // the last kept row's uuid as JSON; nil when none
 	if n := len(kept); n > 0 {
 		last = core.AppendJSString(nil, kept[n-1].uuid)
@@ -64,30 +65,30 @@ func fkKeepStateRows(kept, after []*fkRow) []*fkRow {
 		if p == nil {
 			return last == nil // undefined === undefined
 		}
-		s, ok := fkStr(p)
-		return ok && (hang[s] || last != nil && fkSame(p, last))
+		s, ok := stringOf(p)
+		return ok && (hang[s] || last != nil && strictEq(p, last))
 	}
 	for _, r := range after {
-		if r.typ == core.TypeUser || r.typ == core.TypeAssistant || !hangs(r.obj.get("parentUuid")) {
+		if r.typ == core.TypeUser || r.typ == core.TypeAssistant || !hangs(r.obj.Get("parentUuid")) {
 			continue
 		}
 		hang[r.uuid] = true
-		if r.typ != core.TypeSystem || !fkStrIs(r.obj.get("content"), "") ||
-			!fkStrIs(fkField(r.obj.get("pluginRow"), "name"), "state:kept") {
+		if r.typ != core.TypeSystem || !strIs(r.obj.Get("content"), "") ||
+			!strIs(field(r.obj.Get("pluginRow"), "name"), "state:kept") {
 			continue
 		}
-		parent := fkNull
+		parent := jsonNull
 		if n := len(kept); n > 0 {
 			parent = core.AppendJSString(nil, kept[n-1].uuid)
 		}
-		obj := r.obj.clone()
-		obj.set("parentUuid", parent)
-		kept = append(kept, &fkRow{obj: obj, uuid: r.uuid, typ: r.typ})
+		obj := r.obj.Clone()
+		obj.Set("parentUuid", parent)
+		kept = append(kept, &row{obj: obj, uuid: r.uuid, typ: r.typ})
 	}
 	return kept
 }
 
-func fkFirstIndex(rows []*fkRow) map[string]int {
+func firstIndex(rows []*row) map[string]int {
 	m := make(map[string]int, len(rows))
 	for i, r := range rows {
 		if _, ok := m[r.uuid]; !ok {
@@ -97,95 +98,95 @@ func fkFirstIndex(rows []*fkRow) map[string]int {
 	return m
 }
 
-// fkFind is the index of the row with uuid s, else of the queued command
+// findRow is the index of the row with uuid s, else of the queued command
 // whose source_uuid is s, else -1.
-func fkFind(rows []*fkRow, s string) int {
+func findRow(rows []*row, s string) int {
 	for i, r := range rows {
 		if r.uuid == s {
 			return i
 		}
 	}
 	for i, r := range rows {
-		if fkSourceUUID(r) == s {
+		if sourceUUID(r) == s {
 			return i
 		}
 	}
 	return -1
 }
 
-// fkPreserved is a compact boundary's preservedMessages (else
+// preserved is a compact boundary's preservedMessages (else
 // preservedSegment) object when it has an anchorUuid, else nil.
-func fkPreserved(r *fkRow) []byte {
-	cm := r.obj.get("compactMetadata")
-	if !fkIsObj(cm) {
+func preserved(r *row) []byte {
+	cm := r.obj.Get("compactMetadata")
+	if !isObj(cm) {
 		return nil
 	}
-	o := fkField(cm, "preservedMessages")
-	if o == nil || fkIsNull(o) {
-		o = fkField(cm, "preservedSegment")
+	o := field(cm, "preservedMessages")
+	if o == nil || isNull(o) {
+		o = field(cm, "preservedSegment")
 	}
-	if fkIsObj(o) && fkField(o, "anchorUuid") != nil {
+	if isObj(o) && field(o, "anchorUuid") != nil {
 		return o
 	}
 	return nil
 }
 
-func fkAnchorIs(r *fkRow, s string) bool {
-	p := fkPreserved(r)
-	return p != nil && fkStrIs(fkField(p, "anchorUuid"), s)
+func anchorIs(r *row, s string) bool {
+	p := preserved(r)
+	return p != nil && strIs(field(p, "anchorUuid"), s)
 }
 
-// fkPreservedUUIDs lists the uuids a compact boundary keeps:
+// preservedUUIDs lists the uuids a compact boundary keeps:
 // preservedMessages.uuids, then preservedSegment's headUuid and tailUuid.
 // Entries may be non-strings or absent (nil).
-func fkPreservedUUIDs(r *fkRow) [][]byte {
-	cm := r.obj.get("compactMetadata")
-	if !fkIsObj(cm) {
+func preservedUUIDs(r *row) [][]byte {
+	cm := r.obj.Get("compactMetadata")
+	if !isObj(cm) {
 		return nil
 	}
 	var out [][]byte
-	if pm := fkField(cm, "preservedMessages"); fkIsObj(pm) {
-		if u := fkField(pm, "uuids"); fkIsArr(u) {
-			out = append(out, fkElems(u)...)
+	if pm := field(cm, "preservedMessages"); isObj(pm) {
+		if u := field(pm, "uuids"); isArr(u) {
+			out = append(out, elems(u)...)
 		}
 	}
-	if ps := fkField(cm, "preservedSegment"); fkIsObj(ps) {
-		out = append(out, fkField(ps, "headUuid"), fkField(ps, "tailUuid"))
+	if ps := field(cm, "preservedSegment"); isObj(ps) {
+		out = append(out, field(ps, "headUuid"), field(ps, "tailUuid"))
 	}
 	return out
 }
 
-func fkPreservedHas(r *fkRow, s string) bool {
-	for _, v := range fkPreservedUUIDs(r) {
-		if fkStrIs(v, s) {
+func preservedHas(r *row, s string) bool {
+	for _, v := range preservedUUIDs(r) {
+		if strIs(v, s) {
 			return true
 		}
 	}
 	return false
 }
 
-// fkSelfAnchored is a boundary that records no compaction of its own
+// selfAnchored is a boundary that records no compaction of its own
 // (durationMs 0 and anchored at itself).
-func fkSelfAnchored(r *fkRow) bool {
-	cm := r.obj.get("compactMetadata")
-	if !fkIsObj(cm) {
+func selfAnchored(r *row) bool {
+	cm := r.obj.Get("compactMetadata")
+	if !isObj(cm) {
 		return false
 	}
-	d, ok := fkNum(fkField(cm, "durationMs"))
-	return ok && d == 0 && fkAnchorIs(r, r.uuid)
+	d, ok := jsjson.Num(field(cm, "durationMs"))
+	return ok && d == 0 && anchorIs(r, r.uuid)
 }
 
-func fkIsBoundary(r *fkRow) bool {
+func isBoundary(r *row) bool {
 	return r.typ == core.TypeSystem && r.subtype() == core.SubtypeCompactBoundary
 }
 
-// fkRealBoundary is a compact boundary that is not self-anchored.
-func fkRealBoundary(r *fkRow) bool { return fkIsBoundary(r) && !fkSelfAnchored(r) }
+// realBoundary is a compact boundary that is not self-anchored.
+func realBoundary(r *row) bool { return isBoundary(r) && !selfAnchored(r) }
 
-// fkDropTrailingBoundary drops a compact boundary that follows the cut's
+// dropTrailingBoundary drops a compact boundary that follows the cut's
 // last user or assistant row, with everything after it, and goes back to
 // the last row it preserves (or that row's own anchor) when it has one.
-func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
+func dropTrailingBoundary(rows []*row) []*row {
 	t := -1
 	for i := len(rows) - 1; i >= 0; i-- {
 		if rows[i].typ == core.TypeUser || rows[i].typ == core.TypeAssistant {
@@ -195,7 +196,7 @@ func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
 	}
 	n := -1
 	for i := t + 1; i < len(rows); i++ {
-		if fkRealBoundary(rows[i]) {
+		if realBoundary(rows[i]) {
 			n = i
 			break
 		}
@@ -206,13 +207,13 @@ func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
 	bnd := rows[n]
 	before := rows[:n]
 	var keep [][]byte
-	if !fkAnchorIs(bnd, bnd.uuid) {
-		keep = append(fkPreservedUUIDs(bnd), bnd.obj.get("logicalParentUuid"))
+	if !anchorIs(bnd, bnd.uuid) {
+		keep = append(preservedUUIDs(bnd), bnd.obj.Get("logicalParentUuid"))
 	}
 	i := -1
 	for j := len(before) - 1; j >= 0 && i < 0; j-- {
 		for _, v := range keep {
-			if fkStrIs(v, before[j].uuid) {
+			if strIs(v, before[j].uuid) {
 				i = j
 				break
 			}
@@ -220,16 +221,16 @@ func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
 	}
 	l := -1
 	if i >= 0 {
-		var prev *fkRow
+		var prev *row
 		for j := len(before) - 1; j >= 0; j-- {
-			if fkIsBoundary(before[j]) {
+			if isBoundary(before[j]) {
 				prev = before[j]
 				break
 			}
 		}
-		if prev != nil && !fkSelfAnchored(prev) && fkPreservedHas(prev, before[i].uuid) {
-			if p := fkPreserved(prev); p != nil {
-				if a, ok := fkStr(fkField(p, "anchorUuid")); ok {
+		if prev != nil && !selfAnchored(prev) && preservedHas(prev, before[i].uuid) {
+			if p := preserved(prev); p != nil {
+				if a, ok := stringOf(field(p, "anchorUuid")); ok {
 					for j := len(before) - 1; j >= 0; j-- {
 						if before[j].uuid == a {
 							l = j
@@ -252,26 +253,26 @@ func fkDropTrailingBoundary(rows []*fkRow) []*fkRow {
 	return rows
 }
 
-// fkUnpreserve removes preservedMessages, preservedSegment and postTokens
+// unpreserve removes preservedMessages, preservedSegment and postTokens
 // from compact boundaries anchored at the cut row.
-func fkUnpreserve(at string, rows []*fkRow) []*fkRow {
+func unpreserve(at string, rows []*row) []*row {
 	out := rows
 	copied := false
 	for i, r := range rows {
-		if !fkRealBoundary(r) || !fkAnchorIs(r, at) {
+		if !realBoundary(r) || !anchorIs(r, at) {
 			continue
 		}
-		cm, _ := fkParseObj(r.obj.get("compactMetadata"))
-		cm.set("preservedMessages", nil)
-		cm.set("preservedSegment", nil)
-		cm.set("postTokens", nil)
-		obj := r.obj.clone()
-		obj.set("compactMetadata", cm.bytes())
+		cm, _ := jsjson.Parse(r.obj.Get("compactMetadata"))
+		cm.Set("preservedMessages", nil)
+		cm.Set("preservedSegment", nil)
+		cm.Set("postTokens", nil)
+		obj := r.obj.Clone()
+		obj.Set("compactMetadata", cm.Bytes())
 		if !copied {
-			out = append([]*fkRow(nil), rows...)
+			out = append([]*row(nil), rows...)
 			copied = true
 		}
-		out[i] = &fkRow{obj: obj, uuid: r.uuid, typ: r.typ}
+		out[i] = &row{obj: obj, uuid: r.uuid, typ: r.typ}
 	}
 	return out
 }
@@ -279,21 +280,21 @@ func fkUnpreserve(at string, rows []*fkRow) []*fkRow {
 // dropDeadBranches leaves out rows that a compact boundary cut off from the
 // conversation that ends at the cut's last row, then the branches that
 // still hide that conversation.
-func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
+func (f *forker) dropDeadBranches(rows []*row) ([]*row, error) {
 	if len(rows) == 0 {
 		return rows, nil
 	}
 	last := rows[len(rows)-1]
-	nodes := fkNodes(rows, true)
-	probe := &fkRow{obj: newFkObj(), uuid: f.newUUID(), typ: core.TypeSystem}
-	probe.obj.set("type", core.AppendJSString(nil, core.TypeSystem))
-	probe.obj.set("uuid", core.AppendJSString(nil, probe.uuid))
-	withProbe := append(append([]*fkNode(nil), nodes...), &fkNode{r: probe, parent: core.AppendJSString(nil, last.uuid)})
-	want, _, err := fkBuildChain(withProbe)
+	nodes := toNodes(rows, true)
+	probe := &row{obj: jsjson.New(), uuid: f.newUUID(), typ: core.TypeSystem}
+	probe.obj.Set("type", core.AppendJSString(nil, core.TypeSystem))
+	probe.obj.Set("uuid", core.AppendJSString(nil, probe.uuid))
+	withProbe := append(append([]*node(nil), nodes...), &node{r: probe, parent: core.AppendJSString(nil, last.uuid)})
+	want, _, err := buildChain(withProbe)
 	if err != nil {
 		return nil, err
 	}
-	first := fkFirstIndex(rows)
+	first := firstIndex(rows)
 	if len(want) == 0 {
 		return rows, nil
 	}
@@ -305,24 +306,24 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 	for _, n := range want {
 		wantSet[n.r.uuid] = true
 	}
-	byUUID := make(map[string]*fkRow, len(rows))
+	byUUID := make(map[string]*row, len(rows))
 	for _, r := range rows {
 		byUUID[r.uuid] = r
 	}
-	parentOf := func(r *fkRow) *fkRow {
-		if s, ok := fkStr(r.obj.get("parentUuid")); ok && s != "" {
+	parentOf := func(r *row) *row {
+		if s, ok := stringOf(r.obj.Get("parentUuid")); ok && s != "" {
 			return byUUID[s]
 		}
 		return nil
 	}
 	live := map[string]bool{}
-	roots := append([]string{last.uuid}, fkKeys(want)...)
+	roots := append([]string{last.uuid}, uuidsOf(want)...)
 	for _, u := range roots {
 		for r := byUUID[u]; r != nil && !live[r.uuid]; r = parentOf(r) {
 			live[r.uuid] = true
 		}
 	}
-	removable := func(r *fkRow) bool {
+	removable := func(r *row) bool {
 		if live[r.uuid] {
 			return false
 		}
@@ -333,23 +334,23 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 		return i >= start
 	}
 	left := map[string]bool{}
-	leave := func(t *fkRow) {
+	leave := func(t *row) {
 		for r := byUUID[t.uuid]; r != nil && removable(r) && !left[r.uuid]; r = parentOf(r) {
 			left[r.uuid] = true
 		}
 		for _, r := range rows {
-			if s, ok := fkStr(r.obj.get("parentUuid")); ok && s != "" && left[s] {
+			if s, ok := stringOf(r.obj.Get("parentUuid")); ok && s != "" && left[s] {
 				left[r.uuid] = true
 			}
 		}
 	}
 	for _, r := range rows {
-		if !fkIsBoundary(r) || !removable(r) {
+		if !isBoundary(r) || !removable(r) {
 			continue
 		}
 		hit := false
-		for _, v := range fkPreservedUUIDs(r) {
-			if s, ok := fkStr(v); ok && live[s] {
+		for _, v := range preservedUUIDs(r) {
+			if s, ok := stringOf(v); ok && live[s] {
 				hit = true
 				break
 			}
@@ -359,13 +360,13 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 		}
 	}
 	for {
-		var in []*fkNode
+		var in []*node
 		for _, n := range nodes {
 			if !left[n.r.uuid] {
 				in = append(in, n)
 			}
 		}
-		got, terminal, err := fkBuildChain(in)
+		got, terminal, err := buildChain(in)
 		if err != nil {
 			return nil, err
 		}
@@ -384,7 +385,7 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 	if len(left) == 0 {
 		return rows, nil
 	}
-	out := make([]*fkRow, 0, len(rows)-len(left))
+	out := make([]*row, 0, len(rows)-len(left))
 	for _, r := range rows {
 		if !left[r.uuid] {
 			out = append(out, r)
@@ -393,7 +394,7 @@ func (f *forker) dropDeadBranches(rows []*fkRow) ([]*fkRow, error) {
 	return out, nil
 }
 
-func fkKeys(nodes []*fkNode) []string {
+func uuidsOf(nodes []*node) []string {
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.r.uuid

@@ -1,17 +1,19 @@
-package transcript
+package fork
 
 import (
 	"fmt"
 	"sort"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
+	"github.com/e0dc0000/scribe/transcript/internal/split"
 )
 
 // The SDK's conversation rebuild, as the fork uses it
 
-// fkRow is one transcript row.
-type fkRow struct {
-	obj  *fkObj
+// row is one transcript row.
+type row struct {
+	obj  *jsjson.Object
 	uuid string
 	typ  string
 
@@ -21,34 +23,34 @@ type fkRow struct {
 	results []string
 }
 
-func (r *fkRow) subtype() string {
-	s, _ := fkStr(r.obj.get("subtype"))
+func (r *row) subtype() string {
+	s, _ := stringOf(r.obj.Get("subtype"))
 	return s
 }
 
-func (r *fkRow) loadMessage() {
+func (r *row) loadMessage() {
 	if r.msgDone {
 		return
 	}
 	r.msgDone = true
-	msg := r.obj.get("message")
-	if !fkIsObj(msg) {
+	msg := r.obj.Get("message")
+	if !isObj(msg) {
 		return
 	}
 	if r.typ == core.TypeAssistant {
-		r.msgID, _ = fkStr(fkField(msg, "id"))
+		r.msgID, _ = stringOf(field(msg, "id"))
 	}
-	for _, b := range fkElems(fkField(msg, "content")) {
-		if !fkIsObj(b) {
+	for _, b := range elems(field(msg, "content")) {
+		if !isObj(b) {
 			continue
 		}
-		switch t, _ := fkStr(fkField(b, "type")); t {
+		switch t, _ := stringOf(field(b, "type")); t {
 		case "tool_use":
-			if s, ok := fkStr(fkField(b, "id")); ok {
+			if s, ok := stringOf(field(b, "id")); ok {
 				r.uses = append(r.uses, s)
 			}
 		case "tool_result":
-			if s, ok := fkStr(fkField(b, "tool_use_id")); ok {
+			if s, ok := stringOf(field(b, "tool_use_id")); ok {
 				r.results = append(r.results, s)
 			}
 		}
@@ -56,69 +58,69 @@ func (r *fkRow) loadMessage() {
 }
 
 // messageID is an assistant row's non-empty message.id.
-func (r *fkRow) messageID() string { r.loadMessage(); return r.msgID }
+func (r *row) messageID() string { r.loadMessage(); return r.msgID }
 
 // hasToolResult reports a user row with a parent whose content holds a
 // tool_result block.
-func (r *fkRow) hasToolResult(parent []byte) bool {
-	if r.typ != core.TypeUser || !fkTruthy(parent) {
+func (r *row) hasToolResult(parent []byte) bool {
+	if r.typ != core.TypeUser || !truthy(parent) {
 		return false
 	}
-	msg := r.obj.get("message")
-	if !fkIsObj(msg) {
+	msg := r.obj.Get("message")
+	if !isObj(msg) {
 		return false
 	}
-	for _, b := range fkElems(fkField(msg, "content")) {
-		if fkIsObj(b) && fkStrIs(fkField(b, "type"), "tool_result") {
+	for _, b := range elems(field(msg, "content")) {
+		if isObj(b) && strIs(field(b, "type"), "tool_result") {
 			return true
 		}
 	}
 	return false
 }
 
-// fkNode is a row as the rebuild sees it: its parent may be re-linked, and
+// node is a row as the rebuild sees it: its parent may be re-linked, and
 // a clean node reads as the fork's copy (not a sidechain row, no team, no
 // sourceToolAssistantUUID).
-type fkNode struct {
-	r      *fkRow
+type node struct {
+	r      *row
 	parent []byte
 	clean  bool
 }
 
-func fkNodes(rows []*fkRow, clean bool) []*fkNode {
-	out := make([]*fkNode, len(rows))
+func toNodes(rows []*row, clean bool) []*node {
+	out := make([]*node, len(rows))
 	for i, r := range rows {
-		out[i] = &fkNode{r: r, parent: r.obj.get("parentUuid"), clean: clean}
+		out[i] = &node{r: r, parent: r.obj.Get("parentUuid"), clean: clean}
 	}
 	return out
 }
 
-func (n *fkNode) get(k string) []byte {
+func (n *node) get(k string) []byte {
 	if n.clean {
 		if k == "isSidechain" {
-			return fkFalse
+			return jsonFalse
 		}
-		for _, y := range fkYJ {
+		for _, y := range removedKeys {
 			if k == y {
 				return nil
 			}
 		}
 	}
-	return n.r.obj.get(k)
+	return n.r.obj.Get(k)
 }
 
-func (n *fkNode) with(parent []byte) *fkNode {
+func (n *node) with(parent []byte) *node {
 	c := *n
 	c.parent = parent
 	return &c
 }
 
-// fkBuildChain is the SDK's rebuild of the conversation (the one its
+// buildChain is the SDK's rebuild of the conversation (the one its
 // forkSession uses): compact relinking, the leaf, the walk to the root,
 // split-assistant repair. It returns the chain and the terminal row the
 // leaf was found from (nil when the fallback chose the leaf).
-func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
-	fm := newFkMap(in)
+func buildChain(in []*node) ([]*node, *node, error) {
+	fm := newNodeMap(in)
 	for _, key := range fm.order {
 		if err := fm.relinkCompact(fm.m[key]); err != nil {
 			return nil, nil, err
@@ -130,7 +132,7 @@ func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
 			return nil, nil, nil
 		}
 	}
-	var chain []*fkNode
+	var chain []*node
 	onChain := map[string]bool{}
 	for y := fm.m[leaf.r.uuid]; y != nil && !onChain[y.r.uuid]; y = fm.up(y) {
 		onChain[y.r.uuid] = true
@@ -139,21 +141,21 @@ func fkBuildChain(in []*fkNode) ([]*fkNode, *fkNode, error) {
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
-	return fkRepairSplit(fm.order, fm.m, chain, onChain), terminal, nil
+	return repairSplit(fm.order, fm.m, chain, onChain), terminal, nil
 }
 
-// fkMap is the fork's map of rows by uuid: first-seen order, last value,
+// nodeMap is the fork's map of rows by uuid: first-seen order, last value,
 // last position.
-type fkMap struct {
+type nodeMap struct {
 	order []string
-	m     map[string]*fkNode
+	m     map[string]*node
 	pos   map[string]int
 }
 
-func newFkMap(in []*fkNode) *fkMap {
-	fm := &fkMap{
+func newNodeMap(in []*node) *nodeMap {
+	fm := &nodeMap{
 		order: make([]string, 0, len(in)),
-		m:     make(map[string]*fkNode, len(in)),
+		m:     make(map[string]*node, len(in)),
 		pos:   make(map[string]int, len(in)),
 	}
 	for i, n := range in {
@@ -166,8 +168,8 @@ func newFkMap(in []*fkNode) *fkMap {
 	return fm
 }
 
-func (fm *fkMap) up(n *fkNode) *fkNode {
-	if s, ok := fkStr(n.parent); ok && s != "" {
+func (fm *nodeMap) up(n *node) *node {
+	if s, ok := stringOf(n.parent); ok && s != "" {
 		return fm.m[s]
 	}
 	return nil
@@ -175,23 +177,23 @@ func (fm *fkMap) up(n *fkNode) *fkNode {
 
 // relinkCompact relinks the rows a compact boundary h kept to its anchor;
 // a boundary the SDK fails on is an error.
-func (fm *fkMap) relinkCompact(h *fkNode) error {
-	if !fkIsBoundary(h.r) {
+func (fm *nodeMap) relinkCompact(h *node) error {
+	if !isBoundary(h.r) {
 		return nil
 	}
 	m := fm.m
 	cm := h.get("compactMetadata")
 	var pm, ps []byte
-	if fkIsObj(cm) {
-		pm, ps = fkField(cm, "preservedMessages"), fkField(cm, "preservedSegment")
+	if isObj(cm) {
+		pm, ps = field(cm, "preservedMessages"), field(cm, "preservedSegment")
 	}
 	switch {
-	case fkTruthy(pm):
-		uuids, skip, err := fkRelinkList(pm, m, h.r.uuid)
+	case truthy(pm):
+		uuids, skip, err := relinkList(pm, m, h.r.uuid)
 		if err != nil || skip {
 			return err
 		}
-		anchor := fkField(pm, "anchorUuid")
+		anchor := field(pm, "anchorUuid")
 		c := anchor
 		for _, w := range uuids {
 			m[w] = m[w].with(c)
@@ -199,21 +201,21 @@ func (fm *fkMap) relinkCompact(h *fkNode) error {
 		}
 		head, tail := uuids[0], core.AppendJSString(nil, uuids[len(uuids)-1])
 		for _, k := range fm.order {
-			if x := m[k]; fkSame(x.parent, anchor) && k != head {
+			if x := m[k]; strictEq(x.parent, anchor) && k != head {
 				m[k] = x.with(tail)
 			}
 		}
-	case fkTruthy(ps):
+	case truthy(ps):
 		var head, anchor, tail []byte
-		if fkIsObj(ps) {
-			head, anchor, tail = fkField(ps, "headUuid"), fkField(ps, "anchorUuid"), fkField(ps, "tailUuid")
+		if isObj(ps) {
+			head, anchor, tail = field(ps, "headUuid"), field(ps, "anchorUuid"), field(ps, "tailUuid")
 		}
-		hs, hok := fkStr(head)
+		hs, hok := stringOf(head)
 		if hok && m[hs] != nil {
 			m[hs] = m[hs].with(anchor)
 		}
 		for _, k := range fm.order {
-			if x := m[k]; fkSame(x.parent, anchor) && !(hok && k == hs) {
+			if x := m[k]; strictEq(x.parent, anchor) && !(hok && k == hs) {
 				m[k] = x.with(tail)
 			}
 		}
@@ -221,28 +223,28 @@ func (fm *fkMap) relinkCompact(h *fkNode) error {
 	return nil
 }
 
-func fkCountsForLeaf(n *fkNode) bool {
-	if fkTruthy(n.get("isSidechain")) || fkTruthy(n.get("teamName")) || n.r.typ == core.TypeProgress {
+func countsForLeaf(n *node) bool {
+	if truthy(n.get("isSidechain")) || truthy(n.get("teamName")) || n.r.typ == core.TypeProgress {
 		return false
 	}
-	return !(n.r.typ == core.TypeAttachment && fkStrIs(fkField(n.get("attachment"), "type"), "fork_briefing"))
+	return !(n.r.typ == core.TypeAttachment && strIs(field(n.get("attachment"), "type"), "fork_briefing"))
 }
 
-func fkIsMessage(n *fkNode) bool { return n.r.typ == core.TypeUser || n.r.typ == core.TypeAssistant }
+func isMessage(n *node) bool { return n.r.typ == core.TypeUser || n.r.typ == core.TypeAssistant }
 
 // newestTerminalLeaf is the leaf (and the terminal row it was climbed
 // from): the newest terminal that climbs to a user or assistant row.
-func (fm *fkMap) newestTerminalLeaf() (leaf, terminal *fkNode) {
+func (fm *nodeMap) newestTerminalLeaf() (leaf, terminal *node) {
 	candParents := map[string]bool{}
 	for _, k := range fm.order {
 		x := fm.m[k]
-		if s, ok := fkStr(x.parent); ok && s != "" && fkCountsForLeaf(x) {
+		if s, ok := stringOf(x.parent); ok && s != "" && countsForLeaf(x) {
 			candParents[s] = true
 		}
 	}
-	var cands []*fkNode
+	var cands []*node
 	for _, k := range fm.order {
-		if x := fm.m[k]; fkCountsForLeaf(x) && !candParents[k] {
+		if x := fm.m[k]; countsForLeaf(x) && !candParents[k] {
 			cands = append(cands, x)
 		}
 	}
@@ -252,7 +254,7 @@ func (fm *fkMap) newestTerminalLeaf() (leaf, terminal *fkNode) {
 		var path []string
 		here := map[string]bool{}
 		for c := h; c != nil && !visited[c.r.uuid] && !here[c.r.uuid]; c = fm.up(c) {
-			if fkIsMessage(c) {
+			if isMessage(c) {
 				return c, h
 			}
 			here[c.r.uuid] = true
@@ -267,14 +269,14 @@ func (fm *fkMap) newestTerminalLeaf() (leaf, terminal *fkNode) {
 
 // fallbackLeaf is the newest user/assistant row a row no one names climbs
 // to, main rows (not sidechain, team or meta) first; nil if none.
-func (fm *fkMap) fallbackLeaf() *fkNode {
+func (fm *nodeMap) fallbackLeaf() *node {
 	parents := map[string]bool{}
 	for _, k := range fm.order {
-		if s, ok := fkStr(fm.m[k].parent); ok && s != "" {
+		if s, ok := stringOf(fm.m[k].parent); ok && s != "" {
 			parents[s] = true
 		}
 	}
-	var found []*fkNode
+	var found []*node
 	for _, k := range fm.order {
 		if parents[k] {
 			continue
@@ -282,7 +284,7 @@ func (fm *fkMap) fallbackLeaf() *fkNode {
 		seen := map[string]bool{}
 		for c := fm.m[k]; c != nil && !seen[c.r.uuid]; c = fm.up(c) {
 			seen[c.r.uuid] = true
-			if fkIsMessage(c) {
+			if isMessage(c) {
 				found = append(found, c)
 				break
 			}
@@ -291,9 +293,9 @@ func (fm *fkMap) fallbackLeaf() *fkNode {
 	if len(found) == 0 {
 		return nil
 	}
-	var main []*fkNode
+	var main []*node
 	for _, c := range found {
-		if !fkTruthy(c.get("isSidechain")) && !fkTruthy(c.get("teamName")) && !fkTruthy(c.get("isMeta")) {
+		if !truthy(c.get("isSidechain")) && !truthy(c.get("teamName")) && !truthy(c.get("isMeta")) {
 			main = append(main, c)
 		}
 	}
@@ -303,7 +305,7 @@ func (fm *fkMap) fallbackLeaf() *fkNode {
 	return fm.latest(found)
 }
 
-func (fm *fkMap) latest(list []*fkNode) *fkNode {
+func (fm *nodeMap) latest(list []*node) *node {
 	best := list[0]
 	for _, x := range list[1:] {
 		if fm.pos[x.r.uuid] > fm.pos[best.r.uuid] {
@@ -313,39 +315,39 @@ func (fm *fkMap) latest(list []*fkNode) *fkNode {
 	return best
 }
 
-// fkRelinkList checks a compact boundary's preservedMessages as the SDK
+// relinkList checks a compact boundary's preservedMessages as the SDK
 // uses it: the uuids to chain, or skip when the SDK skips the boundary; an
 // error where the SDK throws.
-func fkRelinkList(pm []byte, m map[string]*fkNode, boundary string) ([]string, bool, error) {
+func relinkList(pm []byte, m map[string]*node, boundary string) ([]string, bool, error) {
 	bad := fmt.Errorf("%w: compact boundary %s has a malformed compactMetadata.preservedMessages (the SDK fails on it too)",
-		ErrForkUnsupported, boundary)
-	if !fkIsObj(pm) {
+		ErrUnsupported, boundary)
+	if !isObj(pm) {
 		return nil, false, bad
 	}
-	u := fkField(pm, "uuids")
+	u := field(pm, "uuids")
 	switch {
-	case u == nil || fkIsNull(u):
+	case u == nil || isNull(u):
 		return nil, false, bad
-	case fkIsStr(u):
+	case isStr(u):
 		if string(u) == `""` {
 			return nil, true, nil
 		}
 		return nil, false, bad
-	case fkIsObj(u):
-		if fkField(u, "0") != nil {
+	case isObj(u):
+		if field(u, "0") != nil {
 			return nil, false, bad
 		}
 		return nil, true, nil
-	case !fkIsArr(u):
+	case !isArr(u):
 		return nil, true, nil
 	}
-	els := fkElems(u)
+	els := elems(u)
 	if len(els) == 0 {
 		return nil, true, nil
 	}
 	out := make([]string, len(els))
 	for i, el := range els {
-		s, ok := fkStr(el)
+		s, ok := stringOf(el)
 		if !ok || m[s] == nil {
 			return nil, true, nil
 		}
@@ -354,63 +356,63 @@ func fkRelinkList(pm []byte, m map[string]*fkNode, boundary string) ([]string, b
 	return out, false, nil
 }
 
-// fkRepairSplit puts back, after the chain row holding each assistant
+// repairSplit puts back, after the chain row holding each assistant
 // message id, that message's other rows (older CLIs wrote one row per
 // content block) and the tool_result rows answering them, ordered by
 // timestamp.
-func fkRepairSplit(order []string, m map[string]*fkNode, chain []*fkNode, onChain map[string]bool) []*fkNode {
-	nodes := make([]*fkNode, len(order))
+func repairSplit(order []string, m map[string]*node, chain []*node, onChain map[string]bool) []*node {
+	nodes := make([]*node, len(order))
 	for i, k := range order {
 		nodes[i] = m[k]
 	}
-	return reattach(fkSplitRules, nodes, chain, mapSet(onChain), nil)
+	return split.Reattach(splitRules, nodes, chain, split.MapSet(onChain), nil)
 }
 
-// fkSplitRules read the split-assistant repair's facts off a fork node.
-// They differ from rowSplitRules where the SDK's fork reads a row
-// differently from its getSessionMessages: an empty message.id is no id,
+// splitRules read the split-assistant repair's facts off a fork node.
+// They differ from transcript's rules for its rows where the SDK's fork
+// reads a row differently from its getSessionMessages: an empty message.id is no id,
 // the tool_use and tool_result ids are those of message.content whatever
 // message's shape, and a timestamp that is not a string sorts by its JSON
 // text (the read path sorts it as "").
-var fkSplitRules = splitRules[*fkNode]{
-	uuid:        func(n *fkNode) string { return n.r.uuid },
-	isAssistant: func(n *fkNode) bool { return n.r.typ == core.TypeAssistant },
-	messageID: func(n *fkNode) (string, bool) {
+var splitRules = split.Rules[*node]{
+	UUID:        func(n *node) string { return n.r.uuid },
+	IsAssistant: func(n *node) bool { return n.r.typ == core.TypeAssistant },
+	MessageID: func(n *node) (string, bool) {
 		id := n.r.messageID()
 		return id, id != ""
 	},
-	toolUses:    func(n *fkNode) []string { n.r.loadMessage(); return n.r.uses },
-	toolResults: func(n *fkNode) []string { n.r.loadMessage(); return n.r.results },
-	isResultRow: func(n *fkNode) bool { return n.r.hasToolResult(n.parent) },
-	parent:      func(n *fkNode) (string, bool) { return fkStr(n.parent) },
-	sourceTool: func(n *fkNode) (string, bool) {
+	ToolUses:    func(n *node) []string { n.r.loadMessage(); return n.r.uses },
+	ToolResults: func(n *node) []string { n.r.loadMessage(); return n.r.results },
+	IsResultRow: func(n *node) bool { return n.r.hasToolResult(n.parent) },
+	Parent:      func(n *node) (string, bool) { return stringOf(n.parent) },
+	SourceTool: func(n *node) (string, bool) {
 		st := n.get("sourceToolAssistantUUID")
-		if !fkIsStr(st) || fkSame(st, n.parent) {
+		if !isStr(st) || strictEq(st, n.parent) {
 			return "", false
 		}
-		return fkStr(st)
+		return stringOf(st)
 	},
-	sameSide: func(a, b *fkNode) bool {
-		side := func(n *fkNode) []byte {
-			if v := n.get("isSidechain"); v != nil && !fkIsNull(v) {
+	SameSide: func(a, b *node) bool {
+		side := func(n *node) []byte {
+			if v := n.get("isSidechain"); v != nil && !isNull(v) {
 				return v
 			}
-			return fkFalse
+			return jsonFalse
 		}
-		return fkSame(side(a), side(b)) && fkSame(a.get("agentId"), b.get("agentId"))
+		return strictEq(side(a), side(b)) && strictEq(a.get("agentId"), b.get("agentId"))
 	},
-	timeKey: fkTimeKey,
+	TimeKey: timeKey,
 }
 
-// fkTimeKey is a row's timestamp for ordering ("" when absent or null).
+// timeKey is a row's timestamp for ordering ("" when absent or null).
 // The SDK compares with localeCompare; for ISO-8601 timestamps of one
 // format that is the byte order.
-func fkTimeKey(n *fkNode) string {
+func timeKey(n *node) string {
 	v := n.get("timestamp")
-	if v == nil || fkIsNull(v) {
+	if v == nil || isNull(v) {
 		return ""
 	}
-	if s, ok := fkStr(v); ok {
+	if s, ok := stringOf(v); ok {
 		return s
 	}
 	return string(v)

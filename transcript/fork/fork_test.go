@@ -1,4 +1,4 @@
-package transcript
+package fork
 
 import (
 	"errors"
@@ -43,7 +43,7 @@ func forkTestUUIDs() func() string {
 	}
 }
 
-func forkTestRun(t *testing.T, opt ForkOptions, lines ...string) []string {
+func forkTestRun(t *testing.T, opt Options, lines ...string) []string {
 	t.Helper()
 	if opt.NewUUID == nil {
 		opt.NewUUID = forkTestUUIDs()
@@ -70,7 +70,7 @@ func forkTestSame(t *testing.T, got, want []string) {
 }
 
 func TestForkRewritesRows(t *testing.T) {
-	got := forkTestRun(t, ForkOptions{},
+	got := forkTestRun(t, Options{},
 		`{"parentUuid":null,"isSidechain":false,"promptId":"p","type":"user","message":{"role":"user","content":"Fix it"},"uuid":"u1","timestamp":"T1","cwd":"/w","sessionId":"`+forkTestSrc+`","slug":"s","sessionKind":"k","entrypointInherited":true,"nestedSession":true,"askedToGoOn":true,"rowsAheadOfPutBack":2}`,
 		`{"parentUuid":"u1","isSidechain":false,"type":"progress","data":{},"uuid":"p1","timestamp":"T2","sessionId":"`+forkTestSrc+`"}`,
 		`{"parentUuid":"p1","isSidechain":false,"teamName":"t","message":{"id":"m","role":"assistant","content":[]},"type":"assistant","uuid":"a1","timestamp":"T3","sessionId":"old"}`,
@@ -92,7 +92,7 @@ func TestForkRewritesRows(t *testing.T) {
 }
 
 func TestForkKeepsBytesOfUntouchedValues(t *testing.T) {
-	got := forkTestRun(t, ForkOptions{NewSessionID: forkTestNew, Title: "t"},
+	got := forkTestRun(t, Options{NewSessionID: forkTestNew, Title: "t"},
 		`{ "parentUuid" : null , "type":"user","message": {"role": "user", "content": "caf\u00e9 <&>"},"uuid":"u1","timestamp":"T","sessionId":"s","2":1,"10":2,"dup":1,"dup":2}`)
 	forkTestSame(t, got, []string{
 		`{"type":"api-request-route","provider":"unrecorded","credential":"unrecorded","sessionId":"` + forkTestNew + `"}`,
@@ -103,7 +103,7 @@ func TestForkKeepsBytesOfUntouchedValues(t *testing.T) {
 
 func TestForkCarriesMetadata(t *testing.T) {
 	s := forkTestSrc
-	got := forkTestRun(t, ForkOptions{NewSessionID: forkTestNew, Title: "t"},
+	got := forkTestRun(t, Options{NewSessionID: forkTestNew, Title: "t"},
 		`{"type":"history-suppression","sessionId":"x"}`,
 		`{"type":"session-owner","accountUuid":"acc","restricted":["ldr"]}`,
 		`{"type":"hybrid-organization","organizationUuid":"ABCDEF00-0000-4000-8000-000000000000"}`,
@@ -147,7 +147,7 @@ func TestForkCarriesMetadata(t *testing.T) {
 }
 
 func TestForkMapsUUIDsInsideRows(t *testing.T) {
-	got := forkTestRun(t, ForkOptions{NewSessionID: forkTestNew, Title: "t"},
+	got := forkTestRun(t, Options{NewSessionID: forkTestNew, Title: "t"},
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","timestamp":"T1","sessionId":"s"}`,
 		`{"parentUuid":"u1","type":"progress","uuid":"p1","timestamp":"T2","sessionId":"s"}`,
 		`{"parentUuid":null,"logicalParentUuid":"p1","type":"system","subtype":"compact_boundary","compactMetadata":{"preservedSegment":{"headUuid":"u1","tailUuid":"zz"},"trigger":"auto","runningTurnSends":[1]},"uuid":"b1","timestamp":"T3","sessionId":"s"}`,
@@ -212,7 +212,7 @@ func TestForkUpTo(t *testing.T) {
 		{"src-1", []string{"u1", "a1"}},
 		{"u2", []string{"u1", "a1", "b1", "q1", "u2"}},
 	} {
-		got := origins(forkTestRun(t, ForkOptions{UpTo: c.upTo}, rows...))
+		got := origins(forkTestRun(t, Options{UpTo: c.upTo}, rows...))
 		if strings.Join(got, ",") != strings.Join(c.want, ",") {
 			t.Errorf("UpTo %s: rows %v, want %v", c.upTo, got, c.want)
 		}
@@ -232,7 +232,7 @@ func TestForkUpTo(t *testing.T) {
 		`{"parentUuid":"a1","type":"user","message":{"role":"user","content":"later"},"uuid":"u3","timestamp":"T9","sessionId":"s"}`,
 		state("k5", "u3", "state:kept"),
 	)
-	lines := forkTestRun(t, ForkOptions{UpTo: "a1"}, kept...)
+	lines := forkTestRun(t, Options{UpTo: "a1"}, kept...)
 	if got := origins(lines); strings.Join(got, ",") != "u1,a1,k1,k2" {
 		t.Errorf("UpTo a1 with state rows: rows %v, want u1,a1,k1,k2", got)
 	}
@@ -241,7 +241,7 @@ func TestForkUpTo(t *testing.T) {
 	if len(lines) < 5 || !strings.Contains(lines[3], `"parentUuid":"n-3"`) || !strings.Contains(lines[4], `"parentUuid":"n-4"`) {
 		t.Errorf("state rows not parented on the fork's last row:\n%s", strings.Join(lines, "\n"))
 	}
-	_, err := Fork(forkTestEntries(t, rows...), forkTestSrc, ForkOptions{UpTo: "nowhere-1234"})
+	_, err := Fork(forkTestEntries(t, rows...), forkTestSrc, Options{UpTo: "nowhere-1234"})
 	if !errors.Is(err, core.ErrMessageNotFound) || !strings.Contains(err.Error(), "nowhere-1234") {
 		t.Errorf("unknown UpTo: %v", err)
 	}
@@ -250,7 +250,7 @@ func TestForkUpTo(t *testing.T) {
 func TestForkDropsBranchesCutOffByCompaction(t *testing.T) {
 	// The user compacted, then rewound to before the compaction: a fork at
 	// the rewound reply leaves the compacted branch out.
-	got := forkTestRun(t, ForkOptions{UpTo: "a2b"},
+	got := forkTestRun(t, Options{UpTo: "a2b"},
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"one"},"uuid":"u1","timestamp":"T1","sessionId":"s"}`,
 		`{"parentUuid":"u1","type":"assistant","message":{"role":"assistant","content":[]},"uuid":"a1","timestamp":"T2","sessionId":"s"}`,
 		`{"parentUuid":null,"logicalParentUuid":"a1","type":"system","subtype":"compact_boundary","compactMetadata":{},"uuid":"b1","timestamp":"T3","sessionId":"s"}`,
@@ -271,7 +271,7 @@ func TestForkDropsBranchesCutOffByCompaction(t *testing.T) {
 }
 
 func TestForkKeepUUIDs(t *testing.T) {
-	got := forkTestRun(t, ForkOptions{KeepUUIDs: true, NewSessionID: forkTestNew, Title: "b"},
+	got := forkTestRun(t, Options{KeepUUIDs: true, NewSessionID: forkTestNew, Title: "b"},
 		`{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","timestamp":"T1","sessionId":"s","slug":"keep","sessionKind":"k","entrypointInherited":true,"nestedSession":true,"askedToGoOn":true}`,
 		`{"parentUuid":"u1","type":"progress","uuid":"p1","timestamp":"T2","sessionId":"s"}`,
 		`{"parentUuid":"p1","type":"assistant","message":{"role":"assistant","content":[]},"uuid":"a1","timestamp":"T3","sessionId":"s","teamName":"keep"}`,
@@ -290,21 +290,21 @@ func TestForkErrors(t *testing.T) {
 	side := `{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","sessionId":"s"}`
 	prog := `{"parentUuid":null,"type":"progress","uuid":"p1","sessionId":"s"}`
 	for name, lines := range map[string][]string{"sidechain only": {side}, "progress only": {prog}, "metadata only": {`{"type":"tag","tag":"x"}`}} {
-		if _, err := Fork(forkTestEntries(t, lines...), forkTestSrc, ForkOptions{}); !errors.Is(err, ErrNothingToFork) {
-			t.Errorf("%s: %v, want ErrNothingToFork", name, err)
+		if _, err := Fork(forkTestEntries(t, lines...), forkTestSrc, Options{}); !errors.Is(err, ErrNoMessages) {
+			t.Errorf("%s: %v, want ErrNoMessages", name, err)
 		}
 	}
 	flow := `{"type":"data-flow-records","v":1,"sessionId":"x","records":[]}`
 	user := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"},"uuid":"u1","sessionId":"s"}`
-	if _, err := Fork(forkTestEntries(t, user, flow), forkTestSrc, ForkOptions{}); !errors.Is(err, ErrForkUnsupported) {
-		t.Errorf("data-flow records: %v, want ErrForkUnsupported", err)
+	if _, err := Fork(forkTestEntries(t, user, flow), forkTestSrc, Options{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("data-flow records: %v, want ErrUnsupported", err)
 	}
 	bad := `{"parentUuid":null,"type":"system","subtype":"compact_boundary","compactMetadata":{"preservedMessages":{"anchorUuid":"u1"}},"uuid":"b1","sessionId":"s"}`
-	if _, err := Fork(forkTestEntries(t, user, bad), forkTestSrc, ForkOptions{UpTo: "u1"}); !errors.Is(err, ErrForkUnsupported) {
-		t.Errorf("preservedMessages without uuids: %v, want ErrForkUnsupported", err)
+	if _, err := Fork(forkTestEntries(t, user, bad), forkTestSrc, Options{UpTo: "u1"}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("preservedMessages without uuids: %v, want ErrUnsupported", err)
 	}
 	// Without a cut the SDK never rebuilds the chain, so that is fine.
-	if _, err := Fork(forkTestEntries(t, user, bad), forkTestSrc, ForkOptions{}); err != nil {
+	if _, err := Fork(forkTestEntries(t, user, bad), forkTestSrc, Options{}); err != nil {
 		t.Errorf("whole fork: %v", err)
 	}
 }
@@ -313,34 +313,34 @@ func TestForkTitles(t *testing.T) {
 	user := func(content string, extra string) string {
 		return `{"parentUuid":null,"type":"user","message":{"role":"user","content":` + content + `},"uuid":"u1","sessionId":"s"` + extra + `}`
 	}
-	title := func(opt ForkOptions, lines ...string) string {
+	title := func(opt Options, lines ...string) string {
 		got := forkTestRun(t, opt, lines...)
 		last := got[len(got)-1]
 		i := strings.Index(last, `"customTitle":"`)
 		return strings.SplitN(last[i+len(`"customTitle":"`):], `","uuid"`, 2)[0]
 	}
-	plugin := `"The foo plugin sent a message:\nDo it` + strings.ReplaceAll(fkPluginTrailer, "\n", `\n`) + `"`
+	plugin := `"The foo plugin sent a message:\nDo it` + strings.ReplaceAll(pluginTrailer, "\n", `\n`) + `"`
 	long := strings.Repeat("ab ", 80)
 	for _, c := range []struct {
 		name  string
-		opt   ForkOptions
+		opt   Options
 		lines []string
 		want  string
 	}{
-		{"given, trimmed", ForkOptions{Title: "\u00a0 Mine\u2028"}, []string{user(`"x"`, "")}, "Mine"},
-		{"custom title", ForkOptions{}, []string{user(`"x"`, ""), `{"type":"custom-title","customTitle":"Named","sessionId":"s"}`}, "Named (fork)"},
-		{"empty custom title falls to ai-title", ForkOptions{SourceTitle: nil},
+		{"given, trimmed", Options{Title: "\u00a0 Mine\u2028"}, []string{user(`"x"`, "")}, "Mine"},
+		{"custom title", Options{}, []string{user(`"x"`, ""), `{"type":"custom-title","customTitle":"Named","sessionId":"s"}`}, "Named (fork)"},
+		{"empty custom title falls to ai-title", Options{SourceTitle: nil},
 			[]string{`{"type":"ai-title","aiTitle":"AI","sessionId":"s"}`, user(`"x"`, ""), `{"type":"custom-title","customTitle":"","sessionId":"s"}`}, "AI (fork)"},
-		{"first prompt", ForkOptions{}, []string{user(`"  Fix\nthe bug  "`, "")}, "Fix the bug (fork)"},
-		{"command fallback", ForkOptions{}, []string{user(`"<command-name>/init</command-name>"`, "")}, "/init (fork)"},
-		{"bash input", ForkOptions{}, []string{user(`"<bash-input> ls </bash-input>"`, "")}, "! ls (fork)"},
-		{"interrupted skipped", ForkOptions{}, []string{user(`[{"type":"text","text":"[Request interrupted by user]"},{"type":"text","text":"real"}]`, "")}, "real (fork)"},
-		{"tool result stops", ForkOptions{}, []string{user(`[{"type":"text","text":"no"},{"type":"tool_result"}]`, "")}, "Forked session (fork)"},
-		{"plugin prompt", ForkOptions{}, []string{user(plugin, `,"pluginPrompt":{"text":"Do it"}`)}, "Prompt from the foo plugin: Do it (fork)"},
-		{"pasted content", ForkOptions{}, []string{user(`"see\n<pasted_content id=\"00af\">\nbody\n</pasted_content id=\"00af\">\n\nend"`, "")}, "seebodyend (fork)"},
-		{"long", ForkOptions{}, []string{user(`"`+long+`"`, "")}, strings.TrimSpace(long[:200]) + "… (fork)"},
-		{"meta skipped", ForkOptions{}, []string{user(`"hidden"`, `,"isMeta":true`)}, "Forked session (fork)"},
-		{"store's title", ForkOptions{SourceTitle: func() string { return "From store" }}, []string{user(`"x"`, "")}, "From store (fork)"},
+		{"first prompt", Options{}, []string{user(`"  Fix\nthe bug  "`, "")}, "Fix the bug (fork)"},
+		{"command fallback", Options{}, []string{user(`"<command-name>/init</command-name>"`, "")}, "/init (fork)"},
+		{"bash input", Options{}, []string{user(`"<bash-input> ls </bash-input>"`, "")}, "! ls (fork)"},
+		{"interrupted skipped", Options{}, []string{user(`[{"type":"text","text":"[Request interrupted by user]"},{"type":"text","text":"real"}]`, "")}, "real (fork)"},
+		{"tool result stops", Options{}, []string{user(`[{"type":"text","text":"no"},{"type":"tool_result"}]`, "")}, "Forked session (fork)"},
+		{"plugin prompt", Options{}, []string{user(plugin, `,"pluginPrompt":{"text":"Do it"}`)}, "Prompt from the foo plugin: Do it (fork)"},
+		{"pasted content", Options{}, []string{user(`"see\n<pasted_content id=\"00af\">\nbody\n</pasted_content id=\"00af\">\n\nend"`, "")}, "seebodyend (fork)"},
+		{"long", Options{}, []string{user(`"`+long+`"`, "")}, strings.TrimSpace(long[:200]) + "… (fork)"},
+		{"meta skipped", Options{}, []string{user(`"hidden"`, `,"isMeta":true`)}, "Forked session (fork)"},
+		{"store's title", Options{SourceTitle: func() string { return "From store" }}, []string{user(`"x"`, "")}, "From store (fork)"},
 	} {
 		if got := title(c.opt, c.lines...); got != c.want {
 			t.Errorf("%s: title %q, want %q", c.name, got, c.want)
@@ -349,18 +349,18 @@ func TestForkTitles(t *testing.T) {
 	// The tail's custom title, even empty, beats the sidecar; then the
 	// sidecar beats the head's.
 	head := `{"type":"custom-title","customTitle":"Head","sessionId":"s"}` + "\n" + strings.Repeat(`{"type":"x"}`+"\n", 7000)
-	if got := ForkSourceTitle([]byte(head), "Side"); got != "Side" {
+	if got := SourceTitle([]byte(head), "Side"); got != "Side" {
 		t.Errorf("sidecar: %q", got)
 	}
-	if got := ForkSourceTitle([]byte(head), ""); got != "Head" {
+	if got := SourceTitle([]byte(head), ""); got != "Head" {
 		t.Errorf("head title: %q", got)
 	}
-	if got := ForkSourceTitle([]byte(head+`{"type":"custom-title","customTitle":"","sessionId":"s"}`+"\n"), "Side"); got != "" {
+	if got := SourceTitle([]byte(head+`{"type":"custom-title","customTitle":"","sessionId":"s"}`+"\n"), "Side"); got != "" {
 		t.Errorf("empty tail title: %q", got)
 	}
 	// A line cut by the window is retried from its last {"type":"custom-title".
 	torn := `{"a":"b` + `{"type":"custom-title","customTitle":"Torn"}` + "\n"
-	if got := ForkSourceTitle([]byte(torn), ""); got != "Torn" {
+	if got := SourceTitle([]byte(torn), ""); got != "Torn" {
 		t.Errorf("torn line: %q", got)
 	}
 }
@@ -379,27 +379,27 @@ func TestForkLossyUTF8(t *testing.T) {
 		"\xe0\x9f\x80":         "\uFFFD\uFFFD\uFFFD",
 		"\xe1\x80\x80\xe1\x80": "\u1000\uFFFD",
 	} {
-		if got := string(fkLossyUTF8([]byte(in))); got != want {
-			t.Errorf("fkLossyUTF8(%q) = %q, want %q", in, got, want)
+		if got := string(lossyUTF8([]byte(in))); got != want {
+			t.Errorf("lossyUTF8(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestForkJSValues(t *testing.T) {
-	truthy := map[string]bool{"": false, "null": false, "false": false, `""`: false, "0": false, "-0": false, "0.0e5": false,
+	cases := map[string]bool{"": false, "null": false, "false": false, `""`: false, "0": false, "-0": false, "0.0e5": false,
 		"true": true, `"0"`: true, "1": true, "[]": true, "{}": true}
-	for v, want := range truthy {
+	for v, want := range cases {
 		var b []byte
 		if v != "" {
 			b = []byte(v)
 		}
-		if got := fkTruthy(b); got != want {
-			t.Errorf("fkTruthy(%s) = %v", v, got)
+		if got := truthy(b); got != want {
+			t.Errorf("truthy(%s) = %v", v, got)
 		}
 	}
-	if !fkSame(nil, nil) || fkSame(nil, []byte("null")) || !fkSame([]byte(`"a"`), []byte(`"\u0061"`)) ||
-		!fkSame([]byte("1"), []byte("1.0")) || fkSame([]byte("{}"), []byte("{}")) {
-		t.Error("fkSame disagrees with ===")
+	if !strictEq(nil, nil) || strictEq(nil, []byte("null")) || !strictEq([]byte(`"a"`), []byte(`"\u0061"`)) ||
+		!strictEq([]byte("1"), []byte("1.0")) || strictEq([]byte("{}"), []byte("{}")) {
+		t.Error("strictEq disagrees with ===")
 	}
 	if got := string(core.AppendJSString(nil, "a\"\\\n\x01<>&\u2028é")); got != `"a\"\\\n\u0001<>&`+"\u2028é\"" {
 		t.Errorf("AppendJSString: %s", got)
@@ -419,7 +419,7 @@ func FuzzFork(f *testing.F) {
 				entries = append(entries, e)
 			}
 		}
-		res, err := Fork(entries, "s", ForkOptions{UpTo: upTo, NewUUID: forkTestUUIDs(), Now: forkTestNow})
+		res, err := Fork(entries, "s", Options{UpTo: upTo, NewUUID: forkTestUUIDs(), Now: forkTestNow})
 		if err != nil {
 			return
 		}
@@ -465,7 +465,7 @@ func BenchmarkFork(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := Fork(entries, "s", ForkOptions{UpTo: c.upTo, Title: "t"}); err != nil {
+				if _, err := Fork(entries, "s", Options{UpTo: c.upTo, Title: "t"}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,8 +1,7 @@
-package transcript
-
-// Forking a session: the rules of the Claude Agent SDK's forkSession
-// (@anthropic-ai/claude-agent-sdk 0.3.337), written anew from its shipped
-// code and checked against it by sinks/jsonl's compatibility tests.
+// Package fork forks a session: the rules of the Claude Agent SDK's
+// forkSession (@anthropic-ai/claude-agent-sdk 0.3.337), written anew from
+// its shipped code and checked against it by sinks/jsonl's compatibility
+// tests.
 //
 // The source is read as the SDK's loader reads it: every line that parses
 // as an object, in file order. Rows of type user, assistant, attachment,
@@ -32,6 +31,7 @@ package transcript
 // disappears. Lines are written back compactly, with keys quoted the way
 // JSON.stringify quotes them; nested values that are not edited keep their
 // bytes.
+package fork
 
 import (
 	"errors"
@@ -40,33 +40,34 @@ import (
 	"unicode/utf8"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 	"github.com/google/uuid"
 )
 
 // Fork errors.
 var (
-	// ErrNothingToFork is returned when the source has no main-chain
+	// ErrNoMessages is returned when the source has no main-chain
 	// message to copy (the SDK's "has no messages to fork").
-	ErrNothingToFork = errors.New("no messages to fork")
-	// ErrForkUnsupported is returned for sources scribe cannot fork the way
+	ErrNoMessages = errors.New("no messages to fork")
+	// ErrUnsupported is returned for sources scribe cannot fork the way
 	// the SDK does: data-flow records (whose merge rules scribe does not
 	// implement; dropping them would lose provenance), and compact
 	// boundaries the SDK itself fails on.
-	ErrForkUnsupported = errors.New("cannot fork")
+	ErrUnsupported = errors.New("cannot fork")
 )
 
-// ForkOptions tune Fork.
-type ForkOptions struct {
+// Options tune Fork.
+type Options struct {
 	// NewSessionID is the fork's session id; "" draws one with NewUUID.
 	NewSessionID string
 	// UpTo cuts the fork at this message uuid, inclusive ("" copies the
-	// whole conversation). A uuid that names no row is ErrMessageNotFound.
+	// whole conversation). A uuid that names no row is core.ErrMessageNotFound.
 	// As in the SDK, a queued command's source_uuid also names its row.
 	UpTo string
 	// Title is the fork's custom title, trimmed. "" gives
 	// "<source title> (fork)", where the source title is the SDK's:
 	// custom-title ‖ ai-title ‖ first prompt ‖ "Forked session" (see
-	// ForkSourceTitle).
+	// SourceTitle).
 	Title string
 	// KeepUUIDs forks the way Claude Code's /branch does: rows keep their
 	// uuids (and timestamps); each row's parentUuid is re-linked to the
@@ -84,15 +85,15 @@ type ForkOptions struct {
 	// SDK's order. nil means uuid.NewString.
 	NewUUID func() string
 	// SourceTitle, when set and Title is empty, gives the source's title.
-	// A store sets it to ForkSourceTitle over the source file's bytes and
-	// its custom-title.json sidecar. nil means ForkSourceTitle over the
-	// source entries' lines, as if they were the whole file, with no
+	// A store sets it to the function SourceTitle over the source file's
+	// bytes and its custom-title.json sidecar. nil means SourceTitle over
+	// the source entries' lines, as if they were the whole file, with no
 	// sidecar.
 	SourceTitle func() string
 }
 
-// ForkResult is a fork's new session.
-type ForkResult struct {
+// Result is a fork's new session.
+type Result struct {
 	// SessionID is the fork's session id.
 	SessionID string
 	// Entries are the new file's lines in order, each Raw in Claude Code's
@@ -129,8 +130,8 @@ type ForkResult struct {
 // boundary cut off from the conversation ending at the cut. Plugin state
 // rows after the cut (system, content "", pluginRow.name "state:kept")
 // that hang off the kept chain are added, parented on the last row.
-func Fork(source []core.Entry, sourceSessionID string, opt ForkOptions) (ForkResult, error) {
-	f := &forker{src: sourceSessionID, opt: opt, flows: map[string]*fkFlow{}, uncovered: map[string]bool{}}
+func Fork(source []core.Entry, sourceSessionID string, opt Options) (Result, error) {
+	f := &forker{src: sourceSessionID, opt: opt, flows: map[string]*dataFlow{}, uncovered: map[string]bool{}}
 	f.newUUID = opt.NewUUID
 	if f.newUUID == nil {
 		f.newUUID = uuid.NewString
@@ -139,65 +140,65 @@ func Fork(source []core.Entry, sourceSessionID string, opt ForkOptions) (ForkRes
 	if now.IsZero() {
 		now = time.Now()
 	}
-	f.now = fkISOTime(now)
+	f.now = isoTime(now)
 	for i := range source {
 		raw := source[i].Raw
 		if !utf8.Valid(raw) {
 			// The SDK decodes the file as UTF-8 with replacement characters.
-			raw = fkLossyUTF8(raw)
+			raw = lossyUTF8(raw)
 		}
-		obj, ok := fkParseObj(raw)
+		obj, ok := jsjson.Parse(raw)
 		if !ok {
 			continue
 		}
 		if err := f.take(obj); err != nil {
-			return ForkResult{}, err
+			return Result{}, err
 		}
 	}
 	lines, err := f.fork(source)
 	if err != nil {
-		return ForkResult{}, err
+		return Result{}, err
 	}
-	res := ForkResult{SessionID: f.sid, Entries: make([]core.Entry, 0, len(lines))}
+	res := Result{SessionID: f.sid, Entries: make([]core.Entry, 0, len(lines))}
 	for _, l := range lines {
 		e, err := core.ParseEntryOwned(l)
 		if err != nil {
-			return ForkResult{}, fmt.Errorf("fork: built a bad line: %w", err)
+			return Result{}, fmt.Errorf("fork: built a bad line: %w", err)
 		}
 		res.Entries = append(res.Entries, e)
 	}
 	return res, nil
 }
 
-// ForkSourceTitle is the SDK's title of a session being forked, from the
+// SourceTitle is the SDK's title of a session being forked, from the
 // bytes of its file and its custom-title.json sidecar title (already
 // cleaned; "" when there is none): the last custom-title of the file's
 // last 64 KiB (even an empty one), else the sidecar's, else the last
 // custom-title of the first 64 KiB; then the last ai-title of the tail, then
 // of the head; then the first prompt of the head. "" when none is found.
-func ForkSourceTitle(file []byte, sidecar string) string {
+func SourceTitle(file []byte, sidecar string) string {
 	n := len(file)
-	head := fkLossyUTF8(file[:min(n, fkWindow)])
-	tail := fkLossyUTF8(file[max(0, n-fkWindow):])
+	head := lossyUTF8(file[:min(n, titleWindow)])
+	tail := lossyUTF8(file[max(0, n-titleWindow):])
 	var t string
-	if c, ok := fkLastTyped(tail, "customTitle", "custom-title"); ok {
+	if c, ok := lastTyped(tail, "customTitle", "custom-title"); ok {
 		t = c
 	} else if sidecar != "" {
 		t = sidecar
 	} else {
-		t, _ = fkLastTyped(head, "customTitle", "custom-title")
+		t, _ = lastTyped(head, "customTitle", "custom-title")
 	}
 	if t != "" {
 		return t
 	}
-	if v, _ := fkLastTyped(tail, "aiTitle", "ai-title"); v != "" {
+	if v, _ := lastTyped(tail, "aiTitle", "ai-title"); v != "" {
 		return v
 	}
-	if v, _ := fkLastTyped(head, "aiTitle", "ai-title"); v != "" {
+	if v, _ := lastTyped(head, "aiTitle", "ai-title"); v != "" {
 		return v
 	}
-	return fkFirstPrompt(head)
+	return firstPrompt(head)
 }
 
-// fkWindow is the size of the head and tail the SDK reads for titles.
-const fkWindow = 64 << 10
+// titleWindow is the size of the head and tail the SDK reads for titles.
+const titleWindow = 64 << 10
