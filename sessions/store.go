@@ -66,6 +66,9 @@ type Store interface {
 	// that parses, in file order (nothing skipped before a compaction),
 	// with what reading it found and its size.
 	Transcript(ctx context.Context, id string) (*Transcript, error)
+	// AgentTranscript is one subagent's transcript as stored, as
+	// Transcript is the main one's (AgentBytes unset).
+	AgentTranscript(ctx context.Context, id, agent string) (*Transcript, error)
 	// Lifecycle is scribe's own records of the session (lifecycle events
 	// and checkpoints), kept beside its transcript; nil when none.
 	Lifecycle(ctx context.Context, id string) ([]core.Entry, error)

@@ -132,6 +132,13 @@ func (r *reader) Transcript(ctx context.Context, id string) (*sessions.Transcrip
 	return r.l.Transcript(ctx, id, "")
 }
 
+func (r *reader) AgentTranscript(ctx context.Context, id, agent string) (*sessions.Transcript, error) {
+	if err := r.ready(ctx, id, ""); err != nil {
+		return nil, err
+	}
+	return r.l.AgentTranscript(ctx, id, agent, "")
+}
+
 func (r *reader) Lifecycle(ctx context.Context, id string) ([]core.Entry, error) {
 	if err := r.ready(ctx, id, ""); err != nil {
 		return nil, err

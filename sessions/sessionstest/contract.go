@@ -278,7 +278,14 @@ func checkSession(t *testing.T, st sessions.Store, oracle jsonl.Layout, s Seed) 
 	if err != nil || len(agents) != len(s.Agents) {
 		t.Errorf("Subagents(%s) = %v, %v; want %d", s.ID, agents, err, len(s.Agents))
 	}
-	for a := range s.Agents {
+	for a, lines := range s.Agents {
+		at, err := st.AgentTranscript(ctx, s.ID, a)
+		if err != nil || len(at.Entries) != len(lines) || at.Entries[0].AgentID != a {
+			t.Errorf("AgentTranscript(%s, %s): %v; want %d entries", s.ID, a, err, len(lines))
+		}
+		if _, err := st.AgentTranscript(ctx, s.ID, "nosuchagent"); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("AgentTranscript of an unknown agent: %v, want ErrNotFound", err)
+		}
 		wm, _, _ := oracle.SubagentMessages(ctx, s.ID, a, "", sessions.MessagesOptions{})
 		gm, _, err := st.SubagentMessages(ctx, s.ID, a, sessions.MessagesOptions{})
 		if err != nil || asJSON(t, gm) != asJSON(t, wm) || len(gm) == 0 {

@@ -498,3 +498,24 @@ func treeSize(fsys FS, dir string) int64 {
 	}
 	return n
 }
+
+// AgentTranscript reads one subagent's transcript whole, as Transcript
+// reads the main one.
+func (l Layout) AgentTranscript(ctx context.Context, sessionID, agentID, dir string) (*sessions.Transcript, error) {
+	path, err := l.findAgent(ctx, sessionID, agentID, dir)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: agent %s of session %s (the session's transcript is empty)", ErrNotFound, agentID, sessionID)
+	}
+	out, rep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepLine)
+	if err != nil {
+		return nil, err
+	}
+	t := &sessions.Transcript{Path: path, Entries: out.entries, Report: rep}
+	if fi, err := l.fs().Stat(path); err == nil {
+		t.Bytes = fi.Size()
+	}
+	return t, nil
+}
