@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/install"
@@ -73,19 +73,17 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 				return err
 			}
 			defer done(&err)
-			m := &mcpServer{st: st, cfg: cfg, maxBytes: maxBytes}
+			o := ServerOptions{Store: st, MaxBytes: maxBytes, Version: cmdutil.BuildVersion(f.Version)}
 			l := jsonl.Layout{}
 			if ls, ok := st.(*stores.Local); ok {
-				m.l, l = ls.Layout(), ls.Layout()
+				o.Index, l = ls.Layout(), ls.Layout()
 			}
 			if !noRedact {
-				if m.red, _, _, err = cmdutil.RedactorNamed(cmd.Context(), cfg, l, "", "processor"); err != nil {
+				if o.Redactor, _, _, err = cmdutil.RedactorNamed(cmd.Context(), cfg, l, "", "processor"); err != nil {
 					return err
 				}
 			}
-			s := mcp.NewServer(&mcp.Implementation{Name: "scribe", Version: cmdutil.BuildVersion(f.Version)}, nil)
-			m.register(s)
-			return s.Run(cmd.Context(), &mcp.StdioTransport{})
+			return NewServer(o).Run(cmd.Context(), &mcp.StdioTransport{})
 		},
 	}
 	c.AddCommand(install.NewMcpInstallCmds(f)...)
@@ -95,12 +93,48 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 	return c
 }
 
+// ServerOptions say what an MCP server of the sessions serves.
+type ServerOptions struct {
+	// Store is read for every answer.
+	Store sessions.Store
+	// Index is the store's folder when it is a local one: search_sessions
+	// reads its full-text index; on any other store it scans the sessions'
+	// messages.
+	Index jsonl.Layout
+	// Redactor replaces secrets in everything handed out (nil: raw text).
+	Redactor *redact.Redactor
+	// MaxBytes caps one answer's JSON; Version is the server's.
+	MaxBytes int
+	Version  string
+}
+
+// NewServer is the MCP server of the sessions: the tools list_sessions,
+// search_sessions and get_session and the resource session://<id>,
+// read only, over o.Store.
+func NewServer(o ServerOptions) *mcp.Server {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = mcpDefaultMaxBytes
+	}
+	m := &mcpServer{st: o.Store, l: o.Index, red: o.Redactor, maxBytes: o.MaxBytes}
+	s := mcp.NewServer(&mcp.Implementation{Name: "scribe", Version: o.Version}, nil)
+	m.register(s)
+	return s
+}
+
+// HTTPHandler serves NewServer over MCP's streamable HTTP transport,
+// stateless: each request gets a server of its own, made by options from
+// the request (on scribe serve: the store of the caller's tenant), so no
+// request ever reaches another's sessions.
+func HTTPHandler(options func(*http.Request) ServerOptions) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return NewServer(options(r)) },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+}
+
 type mcpServer struct {
 	st sessions.Store
 	// l is the store's folder when it is a local one (search reads its
-	// index); search_sessions is not offered on other stores.
+	// index); other stores are searched by scanning their messages.
 	l        jsonl.Layout
-	cfg      *config.Config
 	maxBytes int
 	// red is nil with --no-redact; mu guards it (it remembers the
 	// secrets it found).
@@ -370,15 +404,13 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	if q.Project, err = cmdutil.ProjectFolder(in.Project); err != nil {
 		return nil, err
 	}
+	var hits []search.Hit
 	if m.l.ConfigDir == "" {
-		return nil, sessions.Unsupported(m.st, "search", "the full-text index is kept for local folders only")
+		// No full-text index for this store: its messages, scanned.
+		hits, err = scanSearch(ctx, m.st, q, in.Project)
+	} else {
+		hits, err = m.indexSearch(ctx, q)
 	}
-	x, err := search.Open(m.l)
-	if err != nil {
-		return nil, err
-	}
-	defer x.Close()
-	hits, _, err := x.SearchFresh(ctx, q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -410,6 +442,17 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 		out.Note = fmt.Sprintf("the answer reached the byte cap of the server (--max-bytes): %d of %d sessions given; narrow the query", n, len(items))
 	}
 	return m.finish(out)
+}
+
+// indexSearch answers from the local store's full-text index.
+func (m *mcpServer) indexSearch(ctx context.Context, q search.Query) ([]search.Hit, error) {
+	x, err := search.Open(m.l)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Close()
+	hits, _, err := x.SearchFresh(ctx, q, nil)
+	return hits, err
 }
 
 // scrubSnippet replaces in a snippet every word of the secrets its

@@ -10,22 +10,28 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/mcpcmd"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/server"
+	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/sinks/sinkhelper"
+	"github.com/e0dc0000/scribe/stores"
 )
 
 func NewCmdServe(f *cmdutil.Factory) *cobra.Command {
@@ -65,6 +71,7 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 			} else if p != nil {
 				srv.SetProcessor(p)
 			}
+			mountMCP(srv, cfg, cmdutil.BuildVersion(f.Version), log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := srv.Start(ctx); err != nil {
@@ -229,4 +236,26 @@ func serveProcessor(ctx context.Context, cfg *config.Config, name string) (core.
 		return nil, err
 	}
 	return redact.New(id, red), nil
+}
+
+// mountMCP serves scribe mcp's tools at /mcp over MCP's streamable HTTP
+// transport, behind the server's bearer tokens: each request reads the
+// sessions of its caller's tenant only, through the server's own routes
+// with the caller's token (the team server as a store, stores.Remote),
+// redacted by the configuration's redact processor as scribe mcp is.
+func mountMCP(srv *server.Server, cfg *config.Config, version string, log hclog.Logger) {
+	srv.Mount("/mcp", mcpcmd.HTTPHandler(func(r *http.Request) mcpcmd.ServerOptions {
+		c := &events.Client{BaseURL: "http://" + srv.Addr(), Token: sinkhelper.NewToken(server.BearerToken(r.Context())),
+			HTTP: sinkhelper.NewHTTPClient(), Retry: sinkhelper.RetryConfig{MaxAttempts: 1}}
+		o := mcpcmd.ServerOptions{Store: stores.NewRemote("serve/"+server.Tenant(r.Context()), c), Version: version}
+		red, _, _, err := cmdutil.RedactorNamed(r.Context(), cfg, jsonl.Layout{}, "", "processor")
+		if err != nil {
+			// Never hand out raw text because the rules did not load:
+			// the tools answer nothing instead.
+			log.Error("mcp: the redact processor cannot be made; answering with an empty store", "error", err)
+			o.Store = stores.NewReader("serve/"+server.Tenant(r.Context()), "nowhere", jsonl.Layout{ConfigDir: "/nonexistent-scribe-mcp"})
+		}
+		o.Redactor = red
+		return o
+	}))
 }
