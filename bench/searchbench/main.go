@@ -39,6 +39,7 @@ func main() {
 		corpus   = flag.String("corpus", "testdata/corpus", "folder of real transcripts (*.jsonl, searched recursively)")
 		dir      = flag.String("dir", "", "work folder (default: a temporary one, removed at the end)")
 		out      = flag.String("out", "", "also write the report (Markdown) to this file")
+		mcpRuns  = flag.Bool("mcp", true, "also time scribe mcp's search_sessions round trips (a real MCP client over stdio) and grep -rlF of the same queries")
 	)
 	flag.Parse()
 	work := *dir
@@ -139,6 +140,11 @@ func main() {
 	}
 	p("| incremental update: one line appended to %d sessions | %s (%d files read from their offset, %d reindexed) |\n",
 		n, time.Since(t0).Round(time.Millisecond), st.Appended, st.Reindexed)
+	if *mcpRuns {
+		if err := benchMCP(ctx, work, l, qs, p); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(rep.String()), 0o644); err != nil {
 			log.Fatal(err)
