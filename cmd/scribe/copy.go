@@ -19,7 +19,6 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/sinks/s3"
 )
 
 func newCopyCmd() *cobra.Command {
@@ -442,7 +441,7 @@ nothing is writing.`,
 				return err
 			}
 			defer st.stop(context.WithoutCancel(cmd.Context()))
-			s3s, ok := st.loader.(*s3.Store)
+			s3s, ok := st.loader.(backend.Compactor)
 			if !ok {
 				return &exitError{code: 2, err: fmt.Errorf("--store %s is not an s3 block", storeID)}
 			}
@@ -464,7 +463,7 @@ type compactLine struct {
 	Merged  string `json:"merged,omitempty"`
 }
 
-func runCompact(cmd *cobra.Command, st *store, s3s *s3.Store, ids []string, asJSON bool) error {
+func runCompact(cmd *cobra.Command, st *store, s3s backend.Compactor, ids []string, asJSON bool) error {
 	ctx := cmd.Context()
 	var sessions []backend.Listed
 	var err error

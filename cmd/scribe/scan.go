@@ -16,6 +16,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // redactorFor builds the redactor of the processor block --rules names
@@ -218,7 +219,7 @@ func scanSession(red *redact.Redactor, s localSession, show bool, rep *scanRepor
 		}
 		rep.Files++
 		n := 0
-		err = jsonl.EachLine(fh, func(line []byte, _ bool) {
+		err = transcript.EachLine(fh, func(line []byte, _ bool) {
 			n++
 			rep.Bytes += int64(len(line)) + 1
 			for _, fd := range red.Scan(line) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // CopySession copies everything a session has in this store (its
@@ -53,7 +55,7 @@ func (l Layout) CopySession(ctx context.Context, id string, dst Layout, line fun
 			if line != nil && strings.HasSuffix(p, ".jsonl") {
 				var buf bytes.Buffer
 				buf.Grow(len(data))
-				if err := EachLine(bytes.NewReader(data), func(b []byte, terminated bool) {
+				if err := transcript.EachLine(bytes.NewReader(data), func(b []byte, terminated bool) {
 					buf.Write(line(p, b))
 					if terminated {
 						buf.WriteByte('\n')

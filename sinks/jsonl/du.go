@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // DUSession is one session's disk use in one project folder.
@@ -246,7 +247,7 @@ func lineUUIDs(path string) (map[string]bool, error) {
 	}
 	defer f.Close()
 	set := map[string]bool{}
-	err = EachLine(f, func(line []byte, _ bool) {
+	err = transcript.EachLine(f, func(line []byte, _ bool) {
 		var v duLine
 		if bytes.Contains(line, []byte(`"uuid"`)) && json.Unmarshal(line, &v) == nil && v.UUID != "" {
 			set[v.UUID] = true
@@ -264,7 +265,7 @@ func sharedBytes(path string, uuids map[string]bool) (int64, error) {
 	}
 	defer f.Close()
 	var n int64
-	err = EachLine(f, func(line []byte, terminated bool) {
+	err = transcript.EachLine(f, func(line []byte, terminated bool) {
 		var v duLine
 		if !bytes.Contains(line, []byte(`"uuid"`)) || json.Unmarshal(line, &v) != nil {
 			return

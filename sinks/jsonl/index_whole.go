@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // The whole-session fields of a session's record: Model and Tools are
@@ -40,7 +41,7 @@ func ixWholeSession(ctx context.Context, fsys FS, path string) (string, []string
 		turn   int
 		vals   = make([][]byte, len(ixTypeMessage))
 	)
-	err = EachLine(io.NewSectionReader(f, 0, fi.Size()), func(line []byte, _ bool) {
+	err = transcript.EachLine(io.NewSectionReader(f, 0, fi.Size()), func(line []byte, _ bool) {
 		if ctx.Err() != nil || !bytes.Contains(line, ixAssistantKey) {
 			return
 		}

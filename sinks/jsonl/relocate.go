@@ -29,6 +29,7 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/transcript"
 	"golang.org/x/sys/unix"
 )
 
@@ -234,8 +235,8 @@ func cwdRewriter(oldPath, newPath string) func(line []byte) ([]byte, bool) {
 }
 
 // copyRewriting copies a file (0600), through rw line by line when it is
-// a transcript, fsyncs it, and counts the lines rw changed.
-func copyRewriting(from, to string, transcript bool, rw func([]byte) ([]byte, bool)) (int, error) {
+// a transcript (isTranscript), fsyncs it, and counts the lines rw changed.
+func copyRewriting(from, to string, isTranscript bool, rw func([]byte) ([]byte, bool)) (int, error) {
 	in, err := os.Open(from)
 	if err != nil {
 		return 0, err
@@ -250,8 +251,8 @@ func copyRewriting(from, to string, transcript bool, rw func([]byte) ([]byte, bo
 	}
 	w := bufio.NewWriterSize(out, 1<<20)
 	n := 0
-	if transcript {
-		err = EachLine(in, func(line []byte, terminated bool) {
+	if isTranscript {
+		err = transcript.EachLine(in, func(line []byte, terminated bool) {
 			nl, changed := rw(line)
 			if changed {
 				n++

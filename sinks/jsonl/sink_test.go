@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -314,21 +313,5 @@ func TestAppendsToExistingSessionInAnotherProjectFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(mainPath(dir)); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a second file was created for the same session")
-	}
-}
-
-func TestEachLineLongAndTorn(t *testing.T) {
-	long := strings.Repeat("x", 3<<20)
-	in := "a\n" + long + "\n\nlast"
-	var got []string
-	var term []bool
-	if err := EachLine(bytes.NewReader([]byte(in)), func(l []byte, ok bool) {
-		got = append(got, string(l))
-		term = append(term, ok)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 4 || got[1] != long || got[2] != "" || got[3] != "last" || term[3] {
-		t.Fatalf("lines %d, terminated %v", len(got), term)
 	}
 }
