@@ -102,7 +102,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	if len(folders) > 1 {
 		return m, fmt.Errorf("export %s: the session is in %d project folders (%s): move or remove the others first", id, len(folders), strings.Join(folders, ", "))
 	}
-	if info, ok, _ := liteNewWorker(l.FS).readLite(mains[0], strings.TrimSuffix(filepath.Base(mains[0]), ".jsonl"), "", true); ok {
+	if info, ok, _ := ReadLiteFS(l.FS, mains[0], ""); ok {
 		m.Cwd, m.Title = info.Cwd, info.Summary
 	}
 	names, err := sessionEntriesIn(l.FS, dir, id)

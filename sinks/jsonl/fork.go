@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sync"
-
-	"io"
-	"io/fs"
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
@@ -172,7 +171,7 @@ func forkWriteNew(path string, entries []core.Entry) error {
 			if _, err := w.Write(entries[i].Raw); err != nil {
 				return err
 			}
-			if _, err := w.Write(newline); err != nil {
+			if _, err := w.Write([]byte{'\n'}); err != nil {
 				return err
 			}
 		}

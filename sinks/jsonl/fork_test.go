@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -165,34 +165,6 @@ func TestForkSessionErrors(t *testing.T) {
 // Against the SDK
 
 // forkCopyTree copies a config folder (modes and mtimes kept).
-func forkCopyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(to, fi.Mode().Perm())
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chtimes(to, fi.ModTime(), fi.ModTime())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 var forkUUIDRE = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 
@@ -403,7 +375,7 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 	ids := p.GenFixture(t, base, forkCwd)
 	sdkCfg, ourCfg, keepCfg := t.TempDir(), t.TempDir(), t.TempDir()
 	for _, d := range []string{sdkCfg, ourCfg, keepCfg} {
-		forkCopyTree(t, base, d)
+		jsonltest.CopyTree(t, base, d)
 	}
 	var sources []string
 	for role, id := range ids {
@@ -423,7 +395,7 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 	for _, id := range sources {
 		src := forkFile(t, base, id)
 		rows := forkChainRows(src)
-		msgs := peer.UUIDs(withoutSystem(t, srcView.Messages[id]))
+		msgs := peer.UUIDs(jsonltest.WithoutSystem(t, srcView.Messages[id]))
 		srcMsgs[id] = msgs
 		cases = append(cases,
 			&forkCase{name: id + "/whole", source: id},
@@ -497,7 +469,7 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 		if k.title != "" && si.CustomTitle != k.title {
 			t.Errorf("%s: listed with title %q, want %q", k.name, si.CustomTitle, k.title)
 		}
-		got := peer.UUIDs(withoutSystem(t, keepView.Messages[k.id]))
+		got := peer.UUIDs(jsonltest.WithoutSystem(t, keepView.Messages[k.id]))
 		if strings.Join(got, " ") != strings.Join(k.want, " ") {
 			t.Errorf("%s: SDK reads uuids\n %v\nwant\n %v", k.name, got, k.want)
 		}

@@ -4,6 +4,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/e0dc0000/scribe/internal/memfs"
 )
 
 // FS is the file system a Layout's readers read: nil is the operating
@@ -67,4 +69,17 @@ func readFileFS(fsys FS, name string) ([]byte, error) {
 		err = nil
 	}
 	return b[:n], err
+}
+
+// MemFS is the FS of a tree of files in memory.
+func MemFS(m *memfs.FS) FS { return memFS{m} }
+
+type memFS struct{ *memfs.FS }
+
+func (m memFS) Open(name string) (File, error) {
+	f, err := m.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/core"
 )
 
 // GCMinIdle is how long a session must have been quiet before gc may
@@ -272,13 +271,6 @@ func (l Layout) gcScan(opt GCOptions) ([]GCSession, error) {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
 	return out, nil
-}
-
-func cutJSONL(name string) (string, bool) {
-	if len(name) != 36+len(".jsonl") || name[36:] != ".jsonl" || !core.IsUUID(name[:36]) {
-		return "", false
-	}
-	return name[:36], true
 }
 
 // trashFrom moves one project folder's copy of a session to the trash

@@ -14,6 +14,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/sessions"
 )
 
 // ---------------------------------------------------------------------------
@@ -269,11 +270,11 @@ func (lf *ixLife) record(info SessionInfo, active func(string) bool) SessionReco
 	}
 	switch {
 	case active != nil && active(info.SessionID):
-		r.Status = StatusActive
+		r.Status = sessions.StatusActive
 	case lf.class != core.InterruptionNone:
-		r.Status = StatusInterrupted
+		r.Status = sessions.StatusInterrupted
 	default:
-		r.Status = StatusCompleted
+		r.Status = sessions.StatusCompleted
 		r.CompletedAt = mtime
 		if lf.convTSok {
 			r.CompletedAt = time.UnixMilli(lf.convTS).UTC()

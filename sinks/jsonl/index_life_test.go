@@ -17,6 +17,8 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
 // ixRow is a conversation row for the status tests.
@@ -90,14 +92,17 @@ func TestIndexStatusTransitions(t *testing.T) {
 	dir := t.TempDir()
 	l := Layout{ConfigDir: dir}
 	ctx := context.Background()
-	c := &ixConv{id: sess, cwd: cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	c := &ixConv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
 	record := func(lines ...string) *Sink {
 		t.Helper()
-		s := newSink(t, dir, nil)
+		s, err := New(Options{ConfigDir: dir, Fsync: FsyncBatch, DrainInterval: DrainLocal})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Write(ctx, entries(t, lines...)); err != nil {
+		if err := s.Write(ctx, jsonltest.Entries(t, lines...)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Flush(ctx); err != nil {
@@ -107,7 +112,7 @@ func TestIndexStatusTransitions(t *testing.T) {
 	}
 	check := func(what string, want SessionStatus, class core.Interruption) SessionRecord {
 		t.Helper()
-		r := ixStatus(t, l, sess)
+		r := ixStatus(t, l, jsonltest.Sess)
 		if r.Status != want || r.Interruption != class {
 			t.Fatalf("%s: status %s (%s), want %s (%s)", what, r.Status, r.Interruption, want, class)
 		}
@@ -116,50 +121,50 @@ func TestIndexStatusTransitions(t *testing.T) {
 
 	// Recorded by a live writer: active until it stops.
 	w := record(c.prompt("Fix the login bug"), c.reply("Fixed."))
-	check("while recording", StatusActive, core.InterruptionNone)
+	check("while recording", sessions.StatusActive, core.InterruptionNone)
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := check("recorded", StatusCompleted, core.InterruptionNone)
+	r := check("recorded", sessions.StatusCompleted, core.InterruptionNone)
 	if r.CompletedAt != c.t || r.UpdatedAt.Before(r.CreatedAt) || r.Metadata.Model != "claude-opus-4-1" ||
-		r.Metadata.LastMessageID != c.last || r.Name != "Fix the login bug" || r.TranscriptPath != mainPath(dir) || r.ProjectPath != cwd {
+		r.Metadata.LastMessageID != c.last || r.Name != "Fix the login bug" || r.TranscriptPath != jsonltest.MainPath(dir) || r.ProjectPath != jsonltest.Cwd {
 		t.Fatalf("completed record: %+v", r)
 	}
 
 	// Held by a live writer (the lock taken here).
-	lk, err := acquireLock(ctx, l.LockFile(sess), 0)
+	lk, err := acquireLock(ctx, l.LockFile(jsonltest.Sess), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("locked", StatusActive, core.InterruptionNone)
+	check("locked", sessions.StatusActive, core.InterruptionNone)
 	lk.release()
-	check("unlocked", StatusCompleted, core.InterruptionNone)
+	check("unlocked", sessions.StatusCompleted, core.InterruptionNone)
 
 	// A tool call cut off, then its result, then the answer.
 	w = record(c.prompt("Run the tests"), c.toolUse("Bash", "toolu_1"))
-	check("tool call in flight", StatusActive, core.InterruptedTurn)
+	check("tool call in flight", sessions.StatusActive, core.InterruptedTurn)
 	_ = w.Shutdown(ctx)
-	r = check("tool call without a result", StatusInterrupted, core.InterruptedTurn)
+	r = check("tool call without a result", sessions.StatusInterrupted, core.InterruptedTurn)
 	if !r.CompletedAt.IsZero() || r.Metadata.Model != "claude-sonnet-4-5" || !reflect.DeepEqual(r.Metadata.Tools, []string{"Bash"}) {
 		t.Fatalf("interrupted record: %+v", r)
 	}
 	_ = record(c.toolResult("toolu_1")).Shutdown(ctx)
-	check("result without an answer", StatusInterrupted, core.InterruptedTurn)
+	check("result without an answer", sessions.StatusInterrupted, core.InterruptedTurn)
 	_ = record(c.reply("All green.")).Shutdown(ctx)
-	check("answered", StatusCompleted, core.InterruptionNone)
+	check("answered", sessions.StatusCompleted, core.InterruptionNone)
 	_ = record(c.prompt("Now the docs")).Shutdown(ctx)
-	check("unanswered prompt", StatusInterrupted, core.InterruptedPrompt)
+	check("unanswered prompt", sessions.StatusInterrupted, core.InterruptedPrompt)
 	_ = record(c.toolUse("Read", "toolu_2"), c.toolResult("toolu_2"), c.reply("Done.")).Shutdown(ctx)
-	r = check("resumed and finished", StatusCompleted, core.InterruptionNone)
+	r = check("resumed and finished", sessions.StatusCompleted, core.InterruptionNone)
 	if !reflect.DeepEqual(r.Metadata.Tools, []string{"Bash", "Read"}) {
 		t.Fatalf("tools: %v", r.Metadata.Tools)
 	}
 
 	// A stale lock file (its writer gone) is not a live writer.
-	if _, err := os.Stat(l.LockFile(sess)); err != nil {
+	if _, err := os.Stat(l.LockFile(jsonltest.Sess)); err != nil {
 		t.Fatalf("lock file: %v", err)
 	}
-	check("stale lock file", StatusCompleted, core.InterruptionNone)
+	check("stale lock file", sessions.StatusCompleted, core.InterruptionNone)
 }
 
 func TestIndexExportSessionsJSON(t *testing.T) {
@@ -232,7 +237,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := uint64(1); seed <= 200; seed++ {
-		b := randomTranscript(seed, false)
+		b := jsonltest.RandomTranscript(seed, false)
 		tails = append(tails, b[max(len(b)-claudedir.ListWindow, 0):])
 	}
 	shortcuts, classes := 0, map[core.Interruption]int{}
@@ -265,7 +270,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
 	dir := t.TempDir()
 	l := Layout{ConfigDir: dir}
-	c := &ixConv{id: sess, cwd: cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	c := &ixConv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
 	withModel := func(line, model string) string {
 		return strings.Replace(line, `"model":"claude-sonnet-4-5"`, `"model":"`+model+`"`, 1)
 	}
@@ -280,14 +285,14 @@ func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
 	for i := range 39 {
 		lines = append(lines, c.prompt(pad), c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-haiku-4-5","id":"msg_h%d","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null}`, i)))
 	}
-	p := mainPath(dir)
+	p := jsonltest.MainPath(dir)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tail := ixStatus(t, l, sess)
+	tail := ixStatus(t, l, jsonltest.Sess)
 	if tail.Metadata.Model != "claude-haiku-4-5" || slices.Contains(tail.Metadata.Tools, "Grep") {
 		t.Fatalf("the tail window's record: model %s, tools %v; the test needs haiku and no Grep there", tail.Metadata.Model, tail.Metadata.Tools)
 	}
@@ -308,7 +313,7 @@ func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
 }
 
 func TestIxWholeSessionTieGoesToTheModelUsedLast(t *testing.T) {
-	c := &ixConv{id: sess, cwd: cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	c := &ixConv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
 	p := filepath.Join(t.TempDir(), "s.jsonl")
 	body := strings.Join([]string{c.prompt("a"), c.reply("x"), c.prompt("b"), c.toolUse("Bash", "toolu_1"), c.toolResult("toolu_1"),
 		`{"type":"assistant","message":{"model":"<synthetic>","id":"msg_s","role":"assistant","content":[]}}`, "not json"}, "\n")

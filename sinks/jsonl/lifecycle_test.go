@@ -19,6 +19,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/gitrev"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -395,7 +396,7 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 		for _, system := range []bool{false, true} {
 			a, b := vs[0].Messages[id], vs[1].Messages[id]
 			if !system {
-				a, b = withoutSystem(t, a), withoutSystem(t, b)
+				a, b = jsonltest.WithoutSystem(t, a), jsonltest.WithoutSystem(t, b)
 			}
 			ja, _ := json.Marshal(a)
 			jb, _ := json.Marshal(b)
@@ -436,7 +437,7 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 		if na, nb := bytes.Count(ba, []byte("\n")), bytes.Count(bb, []byte("\n")); na != nb {
 			t.Fatalf("fork of %s: %d lines without, %d with", id, na, nb)
 		}
-		ma, mb := withoutSystem(t, fvs[0][0].Messages[fa]), withoutSystem(t, fvs[1][0].Messages[fb])
+		ma, mb := jsonltest.WithoutSystem(t, fvs[0][0].Messages[fa]), jsonltest.WithoutSystem(t, fvs[1][0].Messages[fb])
 		if len(ma) != len(mb) {
 			t.Fatalf("fork of %s: %d messages without, %d with", id, len(ma), len(mb))
 		}

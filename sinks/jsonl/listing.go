@@ -27,8 +27,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/e0dc0000/scribe/claudedir"
 	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // ---------------------------------------------------------------------------
@@ -210,11 +211,16 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*SessionInfo, 
 // a name that is not a UUID, not a regular file (symlinks are not
 // followed), empty, sidechain-first, or nothing to title it with.
 func ReadLite(path string, projectPath string) (SessionInfo, bool, error) {
+	return ReadLiteFS(nil, path, projectPath)
+}
+
+// ReadLiteFS is ReadLite on the files of fsys (nil: the disk).
+func ReadLiteFS(fsys FS, path string, projectPath string) (SessionInfo, bool, error) {
 	base := filepath.Base(path)
 	if !strings.HasSuffix(base, ".jsonl") || !claudedir.IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
 		return SessionInfo{}, false, nil
 	}
-	w := liteNewWorker(nil)
+	w := liteNewWorker(fsys)
 	return w.readLite(path, strings.TrimSuffix(base, ".jsonl"), projectPath, true)
 }
 

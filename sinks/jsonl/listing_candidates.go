@@ -5,18 +5,17 @@ package jsonl
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
-	"golang.org/x/sys/unix"
 )
 
 // liteAllCands lists the files of every project folder (directories
@@ -245,47 +244,6 @@ func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath
 		}
 	}
 	return "", ""
-}
-
-// liteRealpath resolves a path as fs.realpath does, falling back to the
-// path as given.
-func liteRealpath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	r, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return p
-	}
-	return r
-}
-
-// liteGitWorktrees runs `git worktree list --porcelain` in dir as the SDK
-// does (hooks and fsmonitor off, 5 s timeout) and returns the worktree
-// paths; nil without git or outside a repository.
-func liteGitWorktrees(ctx context.Context, dir string) []string {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, git, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=",
-		"worktree", "list", "--porcelain")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_REFERENCE_BACKEND=files")
-	out, err := cmd.Output()
-	if err != nil || len(out) == 0 {
-		return nil
-	}
-	var trees []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if p, ok := strings.CutPrefix(line, "worktree "); ok {
-			trees = append(trees, p)
-		}
-	}
-	return trees
 }
 
 // liteWorkers is the size of the read pool.

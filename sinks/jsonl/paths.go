@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/core"
 )
 
 const (
@@ -122,3 +124,10 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 	}
 	return "", nil
 }
+
+// ixISO is a time as the SDK writes one (JavaScript's toISOString).
+func ixISO(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// ErrNotFound is returned when a session or subagent transcript is not in
+// the config folder. It wraps core.ErrNotFound.
+var ErrNotFound = fmt.Errorf("jsonl: %w", core.ErrNotFound)

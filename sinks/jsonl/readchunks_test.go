@@ -11,6 +11,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -21,7 +22,7 @@ import (
 func chunkInputs() map[string][]byte {
 	in := map[string][]byte{}
 	for i := 0; i < 40; i++ {
-		in[fmt.Sprintf("random-%d", i)] = randomTranscript(uint64(i), i%5 == 0)
+		in[fmt.Sprintf("random-%d", i)] = jsonltest.RandomTranscript(uint64(i), i%5 == 0)
 	}
 	for _, d := range damagedFiles() {
 		if len(d.data) < 1<<20 {

@@ -14,10 +14,6 @@ import (
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-// ErrNotFound is returned when a session or subagent transcript is not in
-// the config folder. It wraps core.ErrNotFound.
-var ErrNotFound = fmt.Errorf("jsonl: %w", core.ErrNotFound)
-
 const (
 	// precompactSkipSize: files larger than this are loaded from their last
 	// plain compact boundary on (the SDK's 5 MiB).

@@ -15,6 +15,7 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/gen"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -274,7 +275,7 @@ func FuzzReadAndRebuild(f *testing.F) {
 		}
 	}
 	for i := 0; i < 20; i++ {
-		f.Add(randomTranscript(uint64(i), i%2 == 0))
+		f.Add(jsonltest.RandomTranscript(uint64(i), i%2 == 0))
 	}
 	f.Add([]byte("{\"type\":\"user\",\"uuid\":\"a\",\"parentUuid\":\"a\"}\n{\"type\":\"system\",\"subtype\":\"compact_boundary\",\"uuid\":\"b\",\"compactMetadata\":{\"preservedSegment\":{}}}"))
 	dir := f.TempDir()

@@ -12,20 +12,13 @@ import (
 	"strings"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/sessions"
-
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
 // The SDK's offline readers
-
-// SessionMessage is one element of getSessionMessages' (or
-// getSubagentMessages') result, with the SDK's JSON: its field names, its
-// key order, and its omission rules. Message holds the transcript's own
-// bytes for the message object.
-type SessionMessage = transcript.SessionMessage
 
 // Messages is the SDK's getSessionMessages: the conversation of a session,
 // found in the project folder of dir, or with dir "" in the first project

@@ -18,6 +18,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
 // ---------------------------------------------------------------------------
@@ -70,27 +71,6 @@ func sameMessages(t *testing.T, what string, got []SessionMessage, want []json.R
 			return
 		}
 	}
-}
-
-// withoutSystem is the SDK's includeSystemMessages:false answer derived from
-// its includeSystemMessages:true answer: the output filter is the only step
-// that looks at the flag, and system rows have no message for the later
-// steps to change.
-func withoutSystem(t *testing.T, msgs []json.RawMessage) []json.RawMessage {
-	t.Helper()
-	var out []json.RawMessage
-	for _, m := range msgs {
-		var v struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			t.Fatal(err)
-		}
-		if v.Type != "system" {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // ---------------------------------------------------------------------------
@@ -375,7 +355,7 @@ func TestMessagesMatchSDKOnRealCorpus(t *testing.T) {
 				mains++
 				msgs += len(w)
 				got, _ = messagesOrEmpty(t, l, q.Session, q.Dir, MessagesOptions{})
-				sameMessages(t, q.Session+" system=false", got, withoutSystem(t, w))
+				sameMessages(t, q.Session+" system=false", got, jsonltest.WithoutSystem(t, w))
 			}
 		case "subagents":
 			var w []string

@@ -337,3 +337,15 @@ func tornHeaderLen(rest, want []byte, hdrLen int) bool {
 	}
 	return tornPrefix(rest[:min(len(rest), len(want))], want)
 }
+
+// frameSpans returns where each frame of a format 2 file starts and ends,
+// as its headers say (nothing checked: for tests that change a frame).
+func frameSpans(b []byte) [][2]int {
+	var out [][2]int
+	for off := len(sealedMagic); off+frameHeaderLen <= len(b); {
+		n := int(binary.BigEndian.Uint32(b[off+12 : off+16]))
+		out = append(out, [2]int{off, off + frameHeaderLen + n})
+		off += frameHeaderLen + n
+	}
+	return out
+}

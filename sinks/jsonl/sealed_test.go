@@ -17,22 +17,8 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/seal"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
-
-// sealKey writes a fresh age identity into a file and returns options
-// that seal with it.
-func sealKey(t *testing.T) seal.Options {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "archive.key")
-	if err := os.WriteFile(p, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return seal.Options{Identity: seal.KeySource{File: p}}
-}
 
 func newSealedSink(t *testing.T, dir string, o seal.Options) *Sink {
 	t.Helper()
@@ -58,7 +44,7 @@ func sealedLines(t *testing.T, dir string, o seal.Options, path string) []string
 }
 
 func TestSealedSinkContract(t *testing.T) {
-	o := sealKey(t)
+	o := jsonltest.SealKey(t)
 	coretest.RunSinkContract(t, coretest.SinkHarness{
 		New: func(t *testing.T) core.Sink { return newSealedSink(t, t.TempDir(), o) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
@@ -102,7 +88,7 @@ func sealedSession(t *testing.T, dir string, o seal.Options) []string {
 }
 
 func TestSealedArchiveHoldsNoPlainText(t *testing.T) {
-	dir, o := t.TempDir(), sealKey(t)
+	dir, o := t.TempDir(), jsonltest.SealKey(t)
 	want := sealedSession(t, dir, o)
 	var names []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -140,7 +126,7 @@ func TestSealedArchiveHoldsNoPlainText(t *testing.T) {
 }
 
 func TestSealedSeedAndLoad(t *testing.T) {
-	dir, o := t.TempDir(), sealKey(t)
+	dir, o := t.TempDir(), jsonltest.SealKey(t)
 	want := sealedSession(t, dir, o)
 	ctx := context.Background()
 	s := newSealedSink(t, dir, o)
@@ -201,7 +187,7 @@ func TestSealedTornTailIsCutAndCounted(t *testing.T) {
 	}
 	for name, tear := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir, o := t.TempDir(), sealKey(t)
+			dir, o := t.TempDir(), jsonltest.SealKey(t)
 			want := sealedSession(t, dir, o)
 			disk := mainPath(dir) + claudedir.SealedSuffix
 			whole, _ := os.ReadFile(disk)
@@ -286,7 +272,7 @@ func TestSealedDamageIsNeverCut(t *testing.T) {
 	}
 	for name, hurt := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir, o := t.TempDir(), sealKey(t)
+			dir, o := t.TempDir(), jsonltest.SealKey(t)
 			sealedSession(t, dir, o)
 			disk := mainPath(dir) + claudedir.SealedSuffix
 			b, _ := os.ReadFile(disk)
@@ -311,10 +297,10 @@ func TestSealedDamageIsNeverCut(t *testing.T) {
 
 func TestSealedKeysAndMixing(t *testing.T) {
 	ctx := context.Background()
-	dir, o := t.TempDir(), sealKey(t)
+	dir, o := t.TempDir(), jsonltest.SealKey(t)
 	sealedSession(t, dir, o)
 
-	wrong := newSealedSink(t, dir, sealKey(t))
+	wrong := newSealedSink(t, dir, jsonltest.SealKey(t))
 	if err := wrong.Start(ctx); !errors.Is(err, ErrArchiveKey) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("wrong key: %v, want ErrArchiveKey naming %s", err, dir)
 	}
@@ -355,96 +341,4 @@ func mustRecipient(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return id.Recipient().String()
-}
-
-// FuzzOpenSealed: whatever the bytes, openSealed never panics, never
-// reports whole frames past the end, and a cut is only ever the tail.
-func FuzzOpenSealed(f *testing.F) {
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		f.Fatal(err)
-	}
-	sl, err := seal.New(context.Background(), seal.Options{Recipients: []string{id.Recipient().String()}}, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	key, err := sl.RecordKey(filepath.Join(f.TempDir(), claudedir.ArchiveKeyName))
-	if err != nil {
-		f.Fatal(err)
-	}
-	good := appendFrame(nil, key, "projects/p/x.jsonl", 0, 0, [tagLen]byte{}, []byte("{}\n"))
-	good = appendFrame(good, key, "projects/p/x.jsonl", 1, int64(len(good)), lastTag(good), []byte("{\"a\":1}\n"))
-	f.Add(good)
-	f.Add(good[:len(good)-3])
-	f.Add(append(bytes.Clone(good), make([]byte, 64)...))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b, nil)
-		if tail.end > int64(len(b)) || tail.end+tail.cut > int64(len(b)) {
-			t.Fatalf("end %d cut %d of %d bytes", tail.end, tail.cut, len(b))
-		}
-		if err == nil && tail.end+tail.cut != int64(len(b)) {
-			t.Fatalf("no error, but %d bytes neither whole frames nor cut", int64(len(b))-tail.end-tail.cut)
-		}
-	})
-}
-
-// sealedFrames makes a sealed file of n frames in memory and returns it
-// with the plain text of each frame.
-func sealedFrames(t *testing.T, n int) (*seal.RecordKey, []byte, [][]byte) {
-	t.Helper()
-	o := sealKey(t)
-	sl, err := seal.New(context.Background(), o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := sl.RecordKey(filepath.Join(t.TempDir(), claudedir.ArchiveKeyName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b []byte
-	var plains [][]byte
-	var prev [tagLen]byte
-	for i := 0; i < n; i++ {
-		p := []byte(strings.Repeat(fmt.Sprintf(`{"uuid":"u-%d"}`+"\n", i), 1+i%3))
-		b = appendFrame(b, key, "projects/p/x.jsonl", uint64(i), int64(len(b)), prev, p)
-		prev = lastTag(b)
-		plains = append(plains, p)
-	}
-	return key, b, plains
-}
-
-// TestSealedTruncatedAnywhere: a file cut at any offset opens as its whole
-// frames, the rest reported as a torn tail to cut, never as an error.
-func TestSealedTruncatedAnywhere(t *testing.T) {
-	key, b, plains := sealedFrames(t, 6)
-	for cut := 0; cut <= len(b); cut++ {
-		got, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:cut], nil)
-		if err != nil {
-			t.Fatalf("cut at %d of %d: %v", cut, len(b), err)
-		}
-		var want []byte
-		for _, p := range plains[:tail.frames] {
-			want = append(want, p...)
-		}
-		if !bytes.Equal(got, want) || tail.end+tail.cut != int64(cut) {
-			t.Fatalf("cut at %d: %d frames, end %d, cut %d", cut, tail.frames, tail.end, tail.cut)
-		}
-	}
-}
-
-// TestSealedBitFlipsNeverPass: one flipped bit anywhere in a sealed file
-// (headers, bodies, tags, the file's magic) is an error, never plain text
-// and never a tail to cut.
-func TestSealedBitFlipsNeverPass(t *testing.T) {
-	key, b, _ := sealedFrames(t, 4)
-	for i := range b {
-		for _, bit := range []byte{0x01, 0x80} {
-			bad := bytes.Clone(b)
-			bad[i] ^= bit
-			_, tail, err := openSealed(nil, key, "x", "projects/p/x.jsonl", bad, nil)
-			if !errors.Is(err, ErrSealedDamaged) || tail.cut != 0 {
-				t.Fatalf("bit %#x of byte %d flipped: err %v, cut %d", bit, i, err, tail.cut)
-			}
-		}
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -16,19 +15,8 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/seal"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
-
-// frameSpans returns where each frame of a format 2 file starts and ends.
-func frameSpans(t *testing.T, b []byte) [][2]int {
-	t.Helper()
-	var out [][2]int
-	for off := len(sealedMagic); off < len(b); {
-		n := int(binary.BigEndian.Uint32(b[off+12 : off+16]))
-		out = append(out, [2]int{off, off + frameHeaderLen + n})
-		off += frameHeaderLen + n
-	}
-	return out
-}
 
 // wantDamaged checks that a restarted writer refuses the file, naming it,
 // cuts nothing and leaves every byte as it was.
@@ -53,7 +41,7 @@ func wantDamaged(t *testing.T, dir string, o seal.Options, disk string, want str
 // again.
 func TestSealedTruncationAndRollback(t *testing.T) {
 	setup := func(t *testing.T) (string, seal.Options, string, []byte) {
-		dir, o := t.TempDir(), sealKey(t)
+		dir, o := t.TempDir(), jsonltest.SealKey(t)
 		sealedSession(t, dir, o)
 		disk := mainPath(dir) + claudedir.SealedSuffix
 		older, _ := os.ReadFile(disk)
@@ -65,7 +53,7 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 	t.Run("cut at a frame boundary", func(t *testing.T) {
 		dir, o, disk, _ := setup(t)
 		b, _ := os.ReadFile(disk)
-		fr := frameSpans(t, b)
+		fr := frameSpans(b)
 		if err := os.WriteFile(disk, b[:fr[len(fr)-1][0]], 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +141,7 @@ func TestSealedForgedHeader(t *testing.T) {
 		at   int // offset in the header
 	}{{"length", 15}, {"index", 11}, {"magic", 0}, {"mac", 20}} {
 		t.Run(field.name, func(t *testing.T) {
-			dir, o := t.TempDir(), sealKey(t)
+			dir, o := t.TempDir(), jsonltest.SealKey(t)
 			sealedSession(t, dir, o)
 			disk := mainPath(dir) + claudedir.SealedSuffix
 			b, _ := os.ReadFile(disk)
@@ -213,7 +201,7 @@ func v1Archive(t *testing.T, dir string, o seal.Options) (string, []string) {
 // line kept; a format 1 length forged over later frames (crc recomputed)
 // is damage, not a torn tail.
 func TestSealedFormat1(t *testing.T) {
-	dir, o := t.TempDir(), sealKey(t)
+	dir, o := t.TempDir(), jsonltest.SealKey(t)
 	disk, lines := v1Archive(t, dir, o)
 	if got := sealedLines(t, dir, o, mainPath(dir)); strings.Join(got, "\n") != strings.Join(lines, "\n") {
 		t.Fatalf("format 1 read as %q", got)
@@ -262,7 +250,7 @@ func TestSealedFormat1(t *testing.T) {
 // TestSealedMissingKeyFile: with sealed transcripts present and the key
 // file gone, the writer refuses, naming the archive, and makes no key.
 func TestSealedMissingKeyFile(t *testing.T) {
-	dir, o := t.TempDir(), sealKey(t)
+	dir, o := t.TempDir(), jsonltest.SealKey(t)
 	sealedSession(t, dir, o)
 	keyFile := filepath.Join(dir, claudedir.ArchiveKeyName)
 	if err := os.Remove(keyFile); err != nil {
@@ -275,108 +263,4 @@ func TestSealedMissingKeyFile(t *testing.T) {
 	if _, err := os.Stat(keyFile); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a new key was made over the sealed archive (%v)", err)
 	}
-}
-
-// TestSealedHostilePass: what an attacker who can write the files (but has
-// no key) can do to a sealed file and its extent record. Every change is
-// damage with nothing to cut, except bytes past what the record vouches
-// for, and never more than one write's worth of them.
-func TestSealedHostilePass(t *testing.T) {
-	key, b, _ := sealedFrames(t, 5)
-	const rel = "projects/p/x.jsonl"
-	// Another file of the same archive, its frames the same sizes (so a
-	// frame moved across lands at the same index and offset).
-	var other []byte
-	var prev [tagLen]byte
-	for i := 0; i < 5; i++ {
-		other = appendFrame(other, key, "projects/p/y.jsonl", uint64(i), int64(len(other)), prev, bytes.Repeat([]byte("x"), len(frameBodyPlain(t, key, b, i))))
-		prev = lastTag(other)
-	}
-	spans := frameSpans(t, b)
-	whole := &extent{frames: 5, end: int64(len(b)), tag: lastTag(b)}
-	four := &extent{frames: 4, end: int64(spans[3][1]), tag: lastTag(b[:spans[3][1]])}
-	frame := func(i int) []byte { return b[spans[i][0]:spans[i][1]] }
-	cat := func(parts ...[]byte) []byte {
-		var out []byte
-		for _, p := range parts {
-			out = append(out, p...)
-		}
-		return out
-	}
-	flip := func(at int, bit byte) []byte { c := bytes.Clone(b); c[at] ^= bit; return c }
-	setLen := func(i int, n uint32) []byte {
-		c := bytes.Clone(b)
-		binary.BigEndian.PutUint32(c[spans[i][0]+12:], n)
-		return c
-	}
-	head := b[:spans[0][0]]
-	damaged := map[string]struct {
-		data []byte
-		ext  *extent
-	}{
-		"frames reordered":                             {cat(head, frame(0), frame(2), frame(1), frame(3), frame(4)), whole},
-		"frame repeated":                               {cat(head, frame(0), frame(1), frame(1), frame(2), frame(3), frame(4)), whole},
-		"last frame repeated at the end":               {cat(b, frame(4)), whole},
-		"frame swapped in from another session's file": {cat(head, frame(0), frame(1), other[spans[2][0]:spans[2][1]], frame(3), frame(4)), whole},
-		"cut at a frame boundary":                      {b[:spans[4][0]], whole},
-		"cut mid-frame, inside the record":             {b[:spans[4][0]+50], whole},
-		"huge declared length":                         {setLen(2, 0xffffffff), whole},
-		"zero declared length":                         {setLen(2, 0), whole},
-		"last tag zeroed, inside the record":           {cat(b[:len(b)-tagLen], make([]byte, tagLen)), whole},
-		"record of another length":                     {b, &extent{frames: 5, end: whole.end + 1, tag: whole.tag}},
-		"record of another last frame":                 {b, &extent{frames: 5, end: whole.end, tag: lastTag(other)}},
-		"record claims more frames":                    {b, &extent{frames: 6, end: whole.end + 100}},
-	}
-	for i := range spans {
-		for _, f := range []struct {
-			name string
-			at   int
-		}{{"magic", 1}, {"index", 11}, {"length", 14}, {"mac", 25}, {"nonce", 40}, {"tag", -1}} {
-			at := spans[i][0] + f.at
-			if f.at < 0 {
-				at = spans[i][1] - 1
-			}
-			damaged[fmt.Sprintf("frame %d %s bit flipped", i, f.name)] = struct {
-				data []byte
-				ext  *extent
-			}{flip(at, 0x08), whole}
-		}
-	}
-	for name, c := range damaged {
-		_, tail, err := openSealed(nil, key, "x", rel, c.data, c.ext)
-		if !errors.Is(err, ErrSealedDamaged) || tail.cut != 0 {
-			t.Errorf("%s: err %v, cut %d; want damage, nothing cut", name, err, tail.cut)
-		}
-	}
-
-	// Past what the record vouches for (the last write, before the record
-	// was written): a torn write is cut, never more than that frame.
-	last := int64(spans[4][1] - spans[4][0])
-	torn := map[string][]byte{
-		"cut mid-frame":               b[:spans[4][0]+50],
-		"cut inside the header":       b[:spans[4][0]+9],
-		"last tag zeroed (power cut)": cat(b[:len(b)-tagLen], make([]byte, tagLen)),
-		"a bare header appended":      cat(b[:spans[4][0]], frame(4)[:12], make([]byte, 20)),
-	}
-	for name, data := range torn {
-		_, tail, err := openSealed(nil, key, "x", rel, data, four)
-		if err != nil || tail.frames != 4 || tail.cut > last || tail.end != four.end {
-			t.Errorf("%s: err %v, %d frames, cut %d (one write is %d); want 4 frames and at most the last write cut", name, err, tail.frames, tail.cut, last)
-		}
-	}
-}
-
-// frameBodyPlain decrypts frame i of b (a file of rel projects/p/x.jsonl).
-func frameBodyPlain(t *testing.T, key *seal.RecordKey, b []byte, i int) []byte {
-	t.Helper()
-	spans := frameSpans(t, b)
-	plain, _, err := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:spans[i][1]], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i == 0 {
-		return plain
-	}
-	prev, _, _ := openSealed(nil, key, "x", "projects/p/x.jsonl", b[:spans[i-1][1]], nil)
-	return plain[len(prev):]
 }

@@ -29,23 +29,6 @@ type ViewReport struct {
 	Damaged []error
 }
 
-// Sealed reports whether the sink's archive is sealed at rest.
-func (s *Sink) Sealed() bool { return s.sealed != nil }
-
-// DecryptTo writes every transcript of the sink's sealed archive, decrypted,
-// into the folder view holds, laid out as the archive (projects/...), each
-// file with its sealed file's mtime, files 0600 and folders 0700, so that
-// the readers that need a file tree read it as they read a plain archive.
-// Every file is made new (O_EXCL, O_NOFOLLOW) through view, which no path
-// outside it can be swapped into. The caller chooses a private view on
-// memory-backed storage and removes it after use.
-func (s *Sink) DecryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
-	if s.sealed == nil {
-		return ViewReport{}, fmt.Errorf("%s is not a sealed archive", s.opts.ConfigDir)
-	}
-	return s.sealed.decryptTo(ctx, view)
-}
-
 // DecryptArchive is DecryptTo for the sealed archive in dir, opened with o,
 // into the folder view.
 func DecryptArchive(ctx context.Context, dir string, o seal.Options, environ []string, view string) (ViewReport, error) {
@@ -77,17 +60,6 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 	})
 }
 
-// DecryptFS decrypts every transcript of the sink's sealed archive into
-// memory: an FS holding each at the path its plain file would have (the
-// sealed file's name without its suffix), with the sealed file's mtime, for
-// a Layout to read with no decrypted byte on disk.
-func (s *Sink) DecryptFS(ctx context.Context) (FS, ViewReport, error) {
-	if s.sealed == nil {
-		return nil, ViewReport{}, fmt.Errorf("%s is not a sealed archive", s.opts.ConfigDir)
-	}
-	return s.sealed.decryptFS(ctx)
-}
-
 // DecryptArchiveFS is DecryptFS for the sealed archive in dir, opened with o.
 func DecryptArchiveFS(ctx context.Context, dir string, o seal.Options, environ []string) (FS, ViewReport, error) {
 	st, err := newSealedStore(dir, o, environ, nil)
@@ -110,19 +82,6 @@ func (st *sealedStore) decryptFS(ctx context.Context) (FS, ViewReport, error) {
 		return nil, rep, err
 	}
 	return MemFS(m), rep, nil
-}
-
-// MemFS is the FS of a tree of files in memory.
-func MemFS(m *memfs.FS) FS { return memFS{m} }
-
-type memFS struct{ *memfs.FS }
-
-func (m memFS) Open(name string) (File, error) {
-	f, err := m.FS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 // decryptEach decrypts every transcript of the archive, handing each to

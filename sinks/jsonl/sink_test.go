@@ -13,11 +13,12 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
 const (
-	sess = "0565a3a4-0000-4000-8000-000000000001"
-	cwd  = "/home/alice/src/shop"
+	sess = jsonltest.Sess
+	cwd  = jsonltest.Cwd
 )
 
 func newSink(t *testing.T, dir string, mod func(*Options)) *Sink {
@@ -49,9 +50,7 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(s, "\n")
 }
 
-func mainPath(dir string) string {
-	return claudedir.MainFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
-}
+func mainPath(dir string) string { return jsonltest.MainPath(dir) }
 
 func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
@@ -68,13 +67,7 @@ func TestSinkContract(t *testing.T) {
 	})
 }
 
-func entries(t *testing.T, lines ...string) []core.Entry {
-	var es []core.Entry
-	for _, l := range lines {
-		es = append(es, coretest.MustEntry(t, l))
-	}
-	return es
-}
+func entries(t *testing.T, lines ...string) []core.Entry { return jsonltest.Entries(t, lines...) }
 
 func TestLayoutModesAndSubagents(t *testing.T) {
 	dir := t.TempDir()
