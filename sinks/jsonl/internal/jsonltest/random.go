@@ -382,6 +382,8 @@ func (g *randTranscript) script() []map[string]any {
 	}
 }
 
+// RandomTranscript is a made-up transcript of rows, metadata, damaged lines
+// and blank lines, the same for the same seed (sidechain: a subagent's).
 func RandomTranscript(seed uint64, sidechain bool) []byte {
 	g := &randTranscript{rng: &mrand{s: seed*0x9E3779B97F4A7C15 + 1}}
 	var b bytes.Buffer

@@ -30,6 +30,7 @@ func AcquireLock(ctx context.Context, path string, wait time.Duration) (*Session
 	return &SessionLock{lk: lk}, nil
 }
 
+// Release gives the lock back (nothing for a nil lock).
 func (l *SessionLock) Release() {
 	if l == nil {
 		return

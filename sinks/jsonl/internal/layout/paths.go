@@ -46,6 +46,7 @@ func safeName(s string) bool {
 // ErrBadID is returned for a session or agent id that cannot name a file.
 var ErrBadID = errors.New("invalid id")
 
+// CheckName is ErrBadID, naming kind, for an id s that cannot name a file.
 func CheckName(kind, s string) error {
 	if !safeName(s) || s == "." || s == ".." {
 		return fmt.Errorf("%w: %s %q (want letters, digits, '-', '_', '.')", ErrBadID, kind, s)

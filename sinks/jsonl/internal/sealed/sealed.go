@@ -302,6 +302,7 @@ func laterHeaderV1(b []byte, base int64, from uint64, key *seal.RecordKey, rel s
 	}
 }
 
+// FrameAssocV1 is the associated data of a format 1 frame.
 func FrameAssocV1(rel string, hdr []byte, off int64) []byte {
 	ad := make([]byte, 0, len(frameAD)+len(rel)+1+16+8)
 	ad = append(append(append(ad, frameAD...), rel...), 0)

@@ -53,6 +53,8 @@ func DecryptArchiveInto(ctx context.Context, dir string, o seal.Options, environ
 	return st.DecryptTo(ctx, view)
 }
 
+// DecryptTo writes every transcript of the archive, decrypted, into the
+// folder view holds (see DecryptArchiveInto).
 func (st *Store) DecryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
 	return st.decryptEach(ctx, func(rel string, plain []byte, mod time.Time) error {
 		err := writeViewFile(view, rel, plain, mod)
@@ -73,6 +75,8 @@ func DecryptArchiveFS(ctx context.Context, dir string, o seal.Options, environ [
 	return st.DecryptFS(ctx)
 }
 
+// DecryptFS decrypts every transcript of the archive into memory: an FS
+// holding each at the path its plain file would have.
 func (st *Store) DecryptFS(ctx context.Context) (layout.FS, ViewReport, error) {
 	m := &memfs.FS{}
 	rep, err := st.decryptEach(ctx, func(rel string, plain []byte, mod time.Time) error {
