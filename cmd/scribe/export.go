@@ -50,6 +50,11 @@ is not changed.`,
 			default:
 				return &exitError{code: 2, err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
 			}
+			if format == "html" {
+				if err := htmlNeedsFull(); err != nil {
+					return err
+				}
+			}
 			st, _, done, err := openStoreOf(cmd)
 			if err != nil {
 				return err
@@ -104,6 +109,9 @@ is not changed.`,
 					}
 					return err
 				}
+				if format == "html" {
+					return exportHTML(cmd.Context(), w, st, id)
+				}
 				doc, err := exportDoc(cmd.Context(), st, id)
 				if err != nil {
 					return err
@@ -111,10 +119,8 @@ is not changed.`,
 				switch format {
 				case "json":
 					return writeJSON(w, map[string]any{"info": doc.Info, "messages": nonNil(doc.Messages), "subagents": doc.ByAgent})
-				case "md":
-					render(doc, mdRenderer{w})
 				default:
-					render(doc, htmlRenderer{w})
+					render(doc, mdRenderer{w})
 				}
 				return nil
 			})

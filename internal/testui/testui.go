@@ -1,0 +1,206 @@
+// Package testui helps the tests of the web viewer: transcripts written
+// line by line into a Claude Code folder, and a headless Chromium driven
+// by chromedp (Debian's chromium, which scripts/test installs).
+package testui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// RequireEnv, set to 1 (scripts/test sets it), turns a missing Chromium
+// from a skip into a failure.
+const RequireEnv = "SCRIBE_REQUIRE_CHROMIUM"
+
+// Chromium is the browser's path; the test is skipped without one (failed
+// with RequireEnv=1).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium on PATH: install Debian's chromium (scripts/test does: apt-get install chromium)"
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Browser starts a headless Chromium for the test (its profile and home
+// folder in t.TempDir(), loopback only) and returns a tab's context; the
+// browser is stopped when the test ends. Each chromedp.Run on the context
+// gets timeout.
+func Browser(t testing.TB) context.Context {
+	t.Helper()
+	bin := Chromium(t)
+	home := t.TempDir()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.UserDataDir(filepath.Join(home, "profile")),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("no-proxy-server", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1, EXCLUDE localhost"),
+		chromedp.WindowSize(1200, 900),
+		chromedp.Env("HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache")),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	if err := chromedp.Do(ctx); err != nil { // the first run starts the browser: no timeout on it
+		cancelB()
+		cancelA()
+		t.Fatalf("start chromium %s: %v", bin, err)
+	}
+	t.Cleanup(func() { cancelB(); cancelA() })
+	return ctx
+}
+
+// Timeout bounds one Do or Eval.
+const Timeout = 30 * time.Second
+
+// Do runs steps in the tab (Timeout at most), failing the test on error.
+func Do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+}
+
+// Eval evaluates a script in the tab's page and returns its value.
+func Eval[T any](t testing.TB, ctx context.Context, script string) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](script))
+	if err != nil {
+		t.Fatalf("chromium: evaluate %s: %v", script, err)
+	}
+	return v
+}
+
+// Screenshot saves the page as it shows now into path (a PNG), for a
+// person to look at; a failure is only logged.
+func Screenshot(t testing.TB, ctx context.Context, path string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	buf, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.WriteFile(path, buf, 0o644)
+	}
+	if err != nil {
+		t.Logf("screenshot %s: %v", path, err)
+	}
+}
+
+// Session writes one session's transcript, line by line, as Claude Code
+// does.
+type Session struct {
+	ID, Cwd string
+	Path    string
+	last    string
+	n       int
+	at      time.Time
+}
+
+// NewSession starts session id of project cwd in the Claude folder dir.
+func NewSession(t testing.TB, dir, cwd, id string) *Session {
+	t.Helper()
+	l := jsonl.Layout{ConfigDir: dir}
+	p := filepath.Join(l.ProjectDir(cwd), id+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return &Session{ID: id, Cwd: cwd, Path: p, at: time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC)}
+}
+
+// UUID is the n-th message's uuid (1-based) of the session.
+func (s *Session) UUID(n int) string {
+	return fmt.Sprintf("%s-%012d", s.ID[:23], n)
+}
+
+// User appends a user message whose content is text (a string) or blocks.
+func (s *Session) User(t testing.TB, content any) string {
+	t.Helper()
+	return s.line(t, "user", map[string]any{"role": "user", "content": content}, nil)
+}
+
+// Assistant appends an assistant message of these content blocks.
+func (s *Session) Assistant(t testing.TB, blocks ...map[string]any) string {
+	t.Helper()
+	return s.line(t, "assistant", map[string]any{"model": "claude-sonnet-4-5", "id": "msg_" + s.ID[:8], "type": "message",
+		"role": "assistant", "content": blocks, "stop_reason": "end_turn"}, nil)
+}
+
+// Meta appends a metadata line (custom-title, tag, ...) of these fields.
+func (s *Session) Meta(t testing.TB, fields map[string]any) {
+	t.Helper()
+	fields["sessionId"] = s.ID
+	s.write(t, fields)
+}
+
+// Text is a text block.
+func Text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+// ToolUse is a tool_use block.
+func ToolUse(id, name string, input map[string]any) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+// ToolResult is a tool_result block.
+func ToolResult(id string, content any) map[string]any {
+	return map[string]any{"type": "tool_result", "tool_use_id": id, "content": content}
+}
+
+func (s *Session) line(t testing.TB, typ string, msg map[string]any, extra map[string]any) string {
+	t.Helper()
+	s.n++
+	uuid := s.UUID(s.n)
+	var parent any
+	if s.last != "" {
+		parent = s.last
+	}
+	s.at = s.at.Add(time.Second)
+	row := map[string]any{"parentUuid": parent, "isSidechain": false, "type": typ, "message": msg, "uuid": uuid,
+		"timestamp": s.at.Format("2006-01-02T15:04:05.000Z"), "userType": "external", "entrypoint": "cli",
+		"cwd": s.Cwd, "sessionId": s.ID, "version": "2.1.332", "gitBranch": "main"}
+	for k, v := range extra {
+		row[k] = v
+	}
+	s.write(t, row)
+	s.last = uuid
+	return uuid
+}
+
+func (s *Session) write(t testing.TB, row map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(s.Path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
