@@ -74,14 +74,16 @@ func (m *markdown) code(lang, src string) template.HTML {
 	return template.HTML(b.String())
 }
 
-// chromaCSS is the highlighting's style sheet: light, and dark when the
-// system prefers it.
+// chromaCSS is the highlighting's style sheet: light, or dark when the
+// system prefers it (each under its own media query: a token class one
+// style colours and the other does not must not keep the wrong one).
 func chromaCSS() string {
 	f := chromahtml.New(chromahtml.WithClasses(true))
 	var light, dark bytes.Buffer
 	_ = f.WriteCSS(&light, styles.Get("github"))
 	_ = f.WriteCSS(&dark, styles.Get("github-dark"))
-	return light.String() + "\n@media (prefers-color-scheme: dark) {\n" + dark.String() + "}\n"
+	return "@media not all and (prefers-color-scheme: dark) {\n" + light.String() + "}\n" +
+		"@media (prefers-color-scheme: dark) {\n" + dark.String() + "}\n"
 }
 
 // safeNodes renders the nodes through which a transcript could put markup

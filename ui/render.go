@@ -310,13 +310,23 @@ func imageOf(bl block) (blockView, bool) {
 		Image: template.URL("data:" + s.MediaType + ";base64," + s.Data)}, true
 }
 
-// indentJSON is raw JSON indented (as it is when it does not parse).
+// indentJSON is raw JSON indented, its strings as text (no \u003c for a
+// '<': the page escapes what it shows); as it is when it does not parse.
 func indentJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
 		return string(raw)
 	}
-	return b.String()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // shortTime is a timestamp for people: the date and the time to the

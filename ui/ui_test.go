@@ -196,24 +196,8 @@ func attr(n *xhtml.Node, key string) string {
 	return ""
 }
 
-// hostileSession writes a session whose every field a viewer shows
-// carries markup.
 func hostileSession(t *testing.T, dir string) *testui.Session {
-	t.Helper()
-	const x = `<script>window.pwned=1</script><img src=x onerror="window.pwned=1"></textarea><iframe src="javascript:window.pwned=1"></iframe><style>body{display:none}</style>`
-	s := testui.NewSession(t, dir, cwd+`/<svg onload=window.pwned=1>`, sid(66))
-	s.User(t, "prompt "+x)
-	s.Assistant(t, testui.Text("# answer\n"+x+"\n\n[click](javascript:window.pwned=1) [data](data:text/html;base64,PHNjcmlwdD4=) "+
-		"[spaced]( JaVaScRiPt:window.pwned=1) <a href=\"javascript:window.pwned=1\">raw</a> ![img](javascript:window.pwned=1)\n\n```html\n"+x+"\n```"),
-		testui.ToolUse("toolu_x1", "Bash", map[string]any{"command": "echo " + x}),
-		testui.ToolUse("toolu_x2", "Edit", map[string]any{"file_path": "/tmp/" + x, "old_string": x, "new_string": x + "2"}),
-		map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/svg+xml", "data": "PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+"}},
-		map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": `AAAA" onerror="window.pwned=1`}},
-		map[string]any{"type": "x-unknown" + x, "payload": x})
-	s.User(t, []map[string]any{testui.ToolResult("toolu_x1", x), testui.ToolResult("toolu_x2", []map[string]any{testui.Text(x)})})
-	s.Meta(t, map[string]any{"type": "custom-title", "customTitle": "title " + x})
-	s.Meta(t, map[string]any{"type": "tag", "tag": "tag" + x})
-	return s
+	return testui.HostileSession(t, dir, cwd, sid(66))
 }
 
 // Changes are POST only, with the CSRF token of the page.

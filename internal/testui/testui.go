@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,12 +84,13 @@ func Do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	}
 }
 
-// Eval evaluates a script in the tab's page and returns its value.
+// Eval evaluates a script in the tab's page and returns its value (a
+// promise's, once it settles).
 func Eval[T any](t testing.TB, ctx context.Context, script string) T {
 	t.Helper()
 	tctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](script))
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](script, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("chromium: evaluate %s: %v", script, err)
 	}
@@ -118,6 +120,23 @@ type Session struct {
 	last    string
 	n       int
 	at      time.Time
+	agent   string
+}
+
+// Agent starts the transcript of a subagent of the session, started by
+// the tool call toolUseID (its meta file names it): lines with agentId,
+// isSidechain, and uuids of their own.
+func (s *Session) Agent(t testing.TB, agent, toolUseID string) *Session {
+	t.Helper()
+	dir := filepath.Join(strings.TrimSuffix(s.Path, ".jsonl"), "subagents")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf(`{"agentType":"Explore","toolUseId":%q}`, toolUseID)
+	if err := os.WriteFile(filepath.Join(dir, "agent-"+agent+".meta.json"), []byte(meta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &Session{ID: s.ID, Cwd: s.Cwd, Path: filepath.Join(dir, "agent-"+agent+".jsonl"), at: s.at, agent: agent}
 }
 
 // NewSession starts session id of project cwd in the Claude folder dir.
@@ -133,6 +152,9 @@ func NewSession(t testing.TB, dir, cwd, id string) *Session {
 
 // UUID is the n-th message's uuid (1-based) of the session.
 func (s *Session) UUID(n int) string {
+	if s.agent != "" {
+		return fmt.Sprintf("%s-%012d", s.ID[:19]+"aaaa", n)
+	}
 	return fmt.Sprintf("%s-%012d", s.ID[:23], n)
 }
 
@@ -184,6 +206,9 @@ func (s *Session) line(t testing.TB, typ string, msg map[string]any, extra map[s
 	for k, v := range extra {
 		row[k] = v
 	}
+	if s.agent != "" {
+		row["isSidechain"], row["agentId"] = true, s.agent
+	}
 	s.write(t, row)
 	s.last = uuid
 	return uuid
@@ -203,4 +228,32 @@ func (s *Session) write(t testing.TB, row map[string]any) {
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Hostile is markup that would run script, load a frame or change the
+// page if a viewer let it through; each script sets window.pwned or opens
+// a dialog.
+const Hostile = `<script>window.pwned=1</script><img src=x onerror="window.pwned=1;alert(1)"></textarea>` +
+	`<iframe src="javascript:window.pwned=1"></iframe><style>body{display:none}</style>`
+
+// HostileSession writes a session whose every field a viewer shows
+// carries Hostile: the folder, the prompt, Markdown (with javascript: and
+// data: links), a tool's input and result, an edit, images of unsafe
+// types or data, an unknown block type, the title and the tag.
+func HostileSession(t testing.TB, dir, cwd, id string) *Session {
+	t.Helper()
+	x := Hostile
+	s := NewSession(t, dir, cwd+`/<svg onload=window.pwned=1>`, id)
+	s.User(t, "prompt "+x)
+	s.Assistant(t, Text("# answer\n"+x+"\n\n[click](javascript:window.pwned=1) [data](data:text/html;base64,PHNjcmlwdD4=) "+
+		"[spaced]( JaVaScRiPt:window.pwned=1) <a href=\"javascript:window.pwned=1\">raw</a> ![img](javascript:window.pwned=1)\n\n```html\n"+x+"\n```"),
+		ToolUse("toolu_x1", "Bash", map[string]any{"command": "echo " + x}),
+		ToolUse("toolu_x2", "Edit", map[string]any{"file_path": "/tmp/" + x, "old_string": x, "new_string": x + "2"}),
+		map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/svg+xml", "data": "PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+"}},
+		map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": `AAAA" onerror="window.pwned=1`}},
+		map[string]any{"type": "x-unknown" + x, "payload": x})
+	s.User(t, []map[string]any{ToolResult("toolu_x1", x), ToolResult("toolu_x2", []map[string]any{Text(x)})})
+	s.Meta(t, map[string]any{"type": "custom-title", "customTitle": "title " + x})
+	s.Meta(t, map[string]any{"type": "tag", "tag": "tag" + x})
+	return s
 }
