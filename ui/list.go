@@ -15,8 +15,9 @@ import (
 )
 
 // The sessions list: a store's records (the listing with status and
-// model), read once and reused for ListTTL, then filtered, sorted and cut
-// into one page; a page costs the same on 10,000 sessions as on ten.
+// model), read once and kept, read again in the background after ListTTL;
+// filtered, sorted and cut into one page, so that a page costs little
+// more on 10,000 sessions than on ten.
 
 const (
 	defaultLimit = 50
@@ -25,9 +26,10 @@ const (
 
 // listing is a store's records as last read.
 type listing struct {
-	mu   sync.Mutex
-	at   time.Time
-	rows []row
+	mu         sync.Mutex
+	at         time.Time
+	rows       []row
+	refreshing bool
 }
 
 // row is one session of the list.
@@ -37,11 +39,15 @@ type row struct {
 	Size                            int64
 	Model, Status, State, Tag       string
 	Archived, Fork                  bool
-	// search is what the filter looks in, lower case.
-	search string
+	// search is what the filter looks in, titleKey what the title sort
+	// compares: lower case.
+	search, titleKey string
 }
 
-// rows reads (or reuses) the store's records.
+// rows is the store's records: read now the first time (or after a
+// change made here), else as last read, read again in the background
+// once they are older than ListTTL, so that no page waits for a listing
+// of every session.
 func (h *Handler) rows(ctx context.Context, name string, st sessions.Store) ([]row, error) {
 	h.mu.Lock()
 	l := h.lists[name]
@@ -52,9 +58,34 @@ func (h *Handler) rows(ctx context.Context, name string, st sessions.Store) ([]r
 	h.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.rows != nil && time.Since(l.at) < h.opt.ListTTL {
-		return l.rows, nil
+	if l.rows == nil {
+		rows, err := readRows(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		l.rows, l.at = rows, time.Now()
+		return rows, nil
 	}
+	if time.Since(l.at) >= h.opt.ListTTL && !l.refreshing {
+		l.refreshing = true
+		go l.refresh(context.WithoutCancel(ctx), st)
+	}
+	return l.rows, nil
+}
+
+// refresh reads the records again (a failure keeps the old ones).
+func (l *listing) refresh(ctx context.Context, st sessions.Store) {
+	rows, err := readRows(ctx, st)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.rows, l.at = rows, time.Now()
+	}
+	l.refreshing = false
+}
+
+// readRows lists the store.
+func readRows(ctx context.Context, st sessions.Store) ([]row, error) {
 	recs, err := st.Records(ctx, sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
 	if err != nil {
 		return nil, err
@@ -63,7 +94,6 @@ func (h *Handler) rows(ctx context.Context, name string, st sessions.Store) ([]r
 	for i := range recs {
 		rows = append(rows, rowOf(&recs[i]))
 	}
-	l.rows, l.at = rows, time.Now()
 	return rows, nil
 }
 
@@ -90,6 +120,7 @@ func rowOf(r *sessions.Record) row {
 	if w.Activity.IsZero() && in.LastModified > 0 {
 		w.Activity = time.UnixMilli(in.LastModified)
 	}
+	w.titleKey = strings.ToLower(w.Title)
 	w.search = strings.ToLower(strings.Join([]string{w.ID, w.Title, proj, w.Tag, w.Model, in.FirstPrompt, in.GitBranch}, "\x00"))
 	return w
 }
@@ -199,7 +230,7 @@ func sortRows(rows []row, key string) {
 		var c int
 		switch key {
 		case "title":
-			c = strings.Compare(strings.ToLower(a.Title), strings.ToLower(b.Title))
+			c = strings.Compare(a.titleKey, b.titleKey)
 		case "size":
 			c = -cmpInt(a.Size, b.Size)
 		case "project":

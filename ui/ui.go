@@ -55,8 +55,8 @@ type Options struct {
 	// Window is how many messages a session page shows at first, and
 	// each "load more" adds (default 100).
 	Window int
-	// ListTTL is how long a store's listing is reused before it is read
-	// again (default 2s).
+	// ListTTL is how old a store's listing may be before a page asks for
+	// it to be read again, in the background (default 2s).
 	ListTTL time.Duration
 }
 
