@@ -51,8 +51,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 			if info, err := st.Info(r.Context(), id); err == nil && info != nil {
 				title = info.Summary
 			}
-			h.render(w, "confirm", pageData{Title: "Move to the trash?", Store: name, Stores: h.opt.Stores, CSRF: h.csrf,
-				Body: confirmPage{ID: id, Store: name, Title: title, Action: "trash"}})
+			h.render(w, "confirm", h.frame("Move to the trash?", name, confirmPage{ID: id, Store: name, Title: title, Action: "trash"}))
 			return
 		}
 		err = h.trash(r, st, id)

@@ -17,23 +17,32 @@ import (
 // server's own address is refused whatever it carries, so that a web page
 // whose name resolves to 127.0.0.1 (DNS rebinding) reaches nothing.
 type LocalGuard struct {
-	next  http.Handler
-	hosts []string
+	next       http.Handler
+	hosts      []string
+	cookieName string
 
 	mu     sync.Mutex
 	token  string // "" once exchanged
 	cookie string
 }
 
-// CookieName is the cookie LocalGuard sets.
-const CookieName = "scribe_ui"
-
 // NewLocalGuard guards next; hosts are the Host headers the server
 // answers to ("127.0.0.1:PORT", "localhost:PORT"). Token is what the
 // printed address carries.
 func NewLocalGuard(next http.Handler, hosts []string) *LocalGuard {
-	return &LocalGuard{next: next, hosts: hosts, token: randomToken(), cookie: randomToken()}
+	name := "scribe_ui"
+	if len(hosts) > 0 {
+		if i := strings.LastIndexByte(hosts[0], ':'); i >= 0 {
+			name += "_" + hosts[0][i+1:]
+		}
+	}
+	return &LocalGuard{next: next, hosts: hosts, cookieName: name, token: randomToken(), cookie: randomToken()}
 }
+
+// CookieName is the cookie the guard sets: scribe_ui_PORT, since a
+// browser sends a host's cookies to all its ports, and two viewers on one
+// machine must not sign each other out.
+func (g *LocalGuard) CookieName() string { return g.cookieName }
 
 // Token is the one-time token ("" once it was exchanged).
 func (g *LocalGuard) Token() string {
@@ -55,7 +64,7 @@ func (g *LocalGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.exchange(w, r, tok)
 		return
 	}
-	if c, err := r.Cookie(CookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(g.cookie)) == 1 {
+	if c, err := r.Cookie(g.cookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(g.cookie)) == 1 {
 		g.next.ServeHTTP(w, r)
 		return
 	}
@@ -74,7 +83,7 @@ func (g *LocalGuard) exchange(w http.ResponseWriter, r *http.Request, tok string
 		http.Error(w, "wrong or already used token: restart `scribe ui` for a new address", http.StatusForbidden)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: g.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: g.cookieName, Value: g.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	u := *r.URL
 	q := u.Query()
 	q.Del("token")

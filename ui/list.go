@@ -201,7 +201,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		h.render(w, "rows", p)
 		return
 	}
-	h.render(w, "list", pageData{Title: "Sessions", Store: name, Stores: h.opt.Stores, CSRF: h.csrf, Body: p})
+	h.render(w, "list", h.frame("Sessions", name, p))
 }
 
 // filterRows keeps the rows holding every word of q (case ignored).

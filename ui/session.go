@@ -180,7 +180,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	}
 	start, end := span(c.msgs, r, h.opt.Window)
 	p := h.page(r.Context(), c, start, end)
-	h.render(w, "session", pageData{Title: p.Title, Store: c.store, Stores: h.opt.Stores, CSRF: h.csrf, Body: p})
+	h.render(w, "session", h.frame(p.Title, c.store, p))
 }
 
 // page is the session page of c showing msgs[start:end].

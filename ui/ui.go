@@ -19,6 +19,7 @@ package ui
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -62,13 +63,16 @@ type Options struct {
 
 // Handler serves the viewer. Close releases the stores it opened.
 type Handler struct {
-	opt  Options
-	mux  *http.ServeMux
-	tpl  *template.Template
-	md   *markdown
-	css  []byte
-	js   []byte
-	csrf string
+	opt Options
+	mux *http.ServeMux
+	tpl *template.Template
+	md  *markdown
+	css []byte
+	js  []byte
+	// version names the style sheet and script in their addresses, so a
+	// browser keeps them for good and asks again only for new ones.
+	version string
+	csrf    string
 
 	mu     sync.Mutex
 	stores map[string]sessions.Store
@@ -104,6 +108,8 @@ func New(opt Options) (*Handler, error) {
 	}
 	h := &Handler{opt: opt, tpl: tpl, md: newMarkdown(), css: append(css, chromaCSS()...), js: js,
 		csrf: randomToken(), stores: map[string]sessions.Store{}, lists: map[string]*listing{}, agents: map[string]*agentIndex{}}
+	sum := sha256.Sum256(append(append([]byte{}, h.css...), h.js...))
+	h.version = hex.EncodeToString(sum[:6])
 	h.routes()
 	return h, nil
 }
@@ -143,9 +149,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// static serves the style sheet or the script; asked for by its version
+// (?v=, as the pages do) it may be kept for a year.
 func (h *Handler) static(ctype string, body func() []byte) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ctype)
+		if r.URL.Query().Get("v") == h.version {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		}
 		_, _ = w.Write(body())
 	}
 }
@@ -223,7 +234,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	w.WriteHeader(code)
-	h.render(w, "error", pageData{Title: http.StatusText(code), Stores: h.opt.Stores, Message: err.Error()})
+	d := h.frame(http.StatusText(code), "", nil)
+	d.Message = err.Error()
+	h.render(w, "error", d)
 }
 
 // render runs a template into w (its error, past the headers, is lost
@@ -233,6 +246,11 @@ func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
 	_ = h.tpl.ExecuteTemplate(w, name, data)
+}
+
+// frame is what a page of the handler shows around body.
+func (h *Handler) frame(title, store string, body any) pageData {
+	return pageData{Title: title, Store: store, Stores: h.opt.Stores, CSRF: h.csrf, Version: h.version, Body: body}
 }
 
 // checkCSRF reports whether a state-changing request carries the
@@ -274,5 +292,7 @@ type pageData struct {
 	Message string
 	// Inline puts the style sheet in the page (a self-contained export).
 	Inline template.CSS
-	Body   any
+	// Version is the style sheet's and script's (their ?v=).
+	Version string
+	Body    any
 }

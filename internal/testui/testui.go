@@ -27,10 +27,8 @@ const RequireEnv = "SCRIBE_REQUIRE_CHROMIUM"
 // with RequireEnv=1).
 func Chromium(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	if p := FindChromium(); p != "" {
+		return p
 	}
 	msg := "no Chromium on PATH: install Debian's chromium (scripts/test does: apt-get install chromium)"
 	if os.Getenv(RequireEnv) == "1" {
@@ -40,34 +38,53 @@ func Chromium(t testing.TB) string {
 	return ""
 }
 
-// Browser starts a headless Chromium for the test (its profile and home
-// folder in t.TempDir(), loopback only) and returns a tab's context; the
-// browser is stopped when the test ends. Each chromedp.Run on the context
-// gets timeout.
-func Browser(t testing.TB) context.Context {
-	t.Helper()
-	bin := Chromium(t)
-	home := t.TempDir()
+// FindChromium is the browser's path ("" when there is none).
+func FindChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// NewBrowser starts Chromium bin headless (no sandbox, no GPU, no
+// /dev/shm; every host name but loopback's unresolvable), its profile and
+// HOME under dir, and returns a tab's context; cancel stops the browser.
+func NewBrowser(bin, dir string) (context.Context, context.CancelFunc, error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
-		chromedp.UserDataDir(filepath.Join(home, "profile")),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1, EXCLUDE localhost"),
+		chromedp.Flag("enable-precise-memory-info", true),
 		chromedp.WindowSize(1200, 900),
-		chromedp.Env("HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache")),
+		chromedp.Env("HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"), "XDG_CACHE_HOME="+filepath.Join(dir, ".cache")),
 	)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
+	cancel := func() { cancelB(); cancelA() }
 	if err := chromedp.Do(ctx); err != nil { // the first run starts the browser: no timeout on it
-		cancelB()
-		cancelA()
-		t.Fatalf("start chromium %s: %v", bin, err)
+		cancel()
+		return nil, nil, fmt.Errorf("start chromium %s: %w", bin, err)
 	}
-	t.Cleanup(func() { cancelB(); cancelA() })
+	return ctx, cancel, nil
+}
+
+// Browser starts a headless Chromium for the test (NewBrowser, in
+// t.TempDir()) and returns a tab's context; the browser is stopped when
+// the test ends.
+func Browser(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel, err := NewBrowser(Chromium(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cancel)
 	return ctx
 }
 
