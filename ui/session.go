@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -179,6 +180,20 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start, end := span(c.msgs, r, h.opt.Window)
+	if at := r.FormValue("at"); at != "" && c.agent == "" && !slices.ContainsFunc(c.msgs, func(m sessions.Message) bool { return m.UUID == at }) {
+		// A subagent's message: the window around the call that started
+		// it, or the subagent's own page when it lies past what the call
+		// shows.
+		call, agent, deep := h.findInAgents(r.Context(), c, at)
+		switch {
+		case deep:
+			http.Redirect(w, r, (&conversation{store: c.store, base: c.base + "/agents/" + url.PathEscape(agent)}).link("", url.Values{"at": {at}}), http.StatusSeeOther)
+			return
+		case call >= 0:
+			start = max(0, call-h.opt.Window/2)
+			end = min(len(c.msgs), start+h.opt.Window)
+		}
+	}
 	p := h.page(r.Context(), c, start, end)
 	h.render(w, "session", h.frame(p.Title, c.store, p))
 }
@@ -300,4 +315,36 @@ func (h *Handler) agentView(ctx context.Context, c *conversation, idx *agentInde
 		v.Link = sub.link("", nil)
 	}
 	return v
+}
+
+// findInAgents finds message uuid in the session's subagents: call is the
+// index of the message holding the call that started its subagent (-1
+// when none), deep is set when the message lies past the messages shown
+// under the call (agent names the subagent).
+func (h *Handler) findInAgents(ctx context.Context, c *conversation, uuid string) (call int, agent string, deep bool) {
+	idx := h.agentIndexOf(ctx, c)
+	idx.mu.Lock()
+	byCall := maps.Clone(idx.byCall)
+	idx.mu.Unlock()
+	for toolUseID, a := range byCall {
+		msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{})
+		if err != nil {
+			continue
+		}
+		i := slices.IndexFunc(msgs, func(m sessions.Message) bool { return m.UUID == uuid })
+		if i < 0 {
+			continue
+		}
+		if i >= h.opt.Window {
+			return -1, a, true
+		}
+		for j := range c.msgs {
+			for _, bl := range blocksOf(&c.msgs[j]) {
+				if bl.Type == "tool_use" && bl.ID == toolUseID {
+					return j, a, false
+				}
+			}
+		}
+	}
+	return -1, "", false
 }

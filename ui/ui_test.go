@@ -370,3 +370,108 @@ func TestExportIsSelfContained(t *testing.T) {
 		_ = os.WriteFile(os.Getenv("SCRIBE_UI_DUMP"), []byte(page), 0o644)
 	}
 }
+
+// post sends a form to h with the page's CSRF token.
+func post(t *testing.T, h http.Handler, path string, form url.Values) *httptest.ResponseRecorder {
+	t.Helper()
+	_, page := get(t, h, "/")
+	m := regexp.MustCompile(`<meta name="csrf-token" content="([0-9a-f]+)">`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token in the list page")
+	}
+	form.Set("csrf", m[1])
+	req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// Tag, archive, fork and the trash (after its confirmation page) change
+// what the store says.
+func TestActions(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 2)
+	h, st := newHandler(t, dir)
+	ctx := context.Background()
+	if rec := post(t, h, "/sessions/"+s.ID+"/tag", url.Values{"tag": {"bugfix"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("tag: %d %s", rec.Code, rec.Body)
+	}
+	if rec := post(t, h, "/sessions/"+s.ID+"/archive", url.Values{"archived": {"1"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("archive: %d %s", rec.Code, rec.Body)
+	}
+	info, _ := st.Info(ctx, s.ID)
+	if info.Tag != "bugfix" || info.Archived == nil || !*info.Archived {
+		t.Errorf("after tag and archive: tag %q, archived %v", info.Tag, info.Archived)
+	}
+	if _, body := get(t, h, "/"); !strings.Contains(body, `<tr class="row archived">`) || !strings.Contains(body, `<td class="tag">bugfix</td>`) {
+		t.Error("the list does not show the tag and the archived mark")
+	}
+	rec := post(t, h, "/sessions/"+s.ID+"/fork", url.Values{"up_to": {s.UUID(2)}, "title": {"A fork"}})
+	loc := rec.Header().Get("Location")
+	if rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/sessions/") {
+		t.Fatalf("fork: %d %q %s", rec.Code, loc, rec.Body)
+	}
+	forkID := strings.TrimPrefix(strings.SplitN(loc, "?", 2)[0], "/sessions/")
+	if fi, err := st.Info(ctx, forkID); err != nil || fi == nil || fi.Summary != "A fork" {
+		t.Fatalf("the fork %s: %+v, %v", forkID, fi, err)
+	}
+	rec = post(t, h, "/sessions/"+s.ID+"/trash", url.Values{})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `name="confirm" value="1"`) {
+		t.Fatalf("trash without confirm: %d, want the confirmation page", rec.Code)
+	}
+	if info, _ := st.Info(ctx, s.ID); info == nil {
+		t.Fatal("the confirmation page trashed the session")
+	}
+	if rec := post(t, h, "/sessions/"+s.ID+"/trash", url.Values{"confirm": {"1"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("trash: %d %s", rec.Code, rec.Body)
+	}
+	if info, _ := st.Info(ctx, s.ID); info != nil {
+		t.Error("the session is still there after the trash")
+	}
+}
+
+// A store that cannot change its sessions offers no action, and refuses
+// one asked for.
+func TestActionsOnReadOnlyStore(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 1)
+	local := stores.NewLocal(stores.Claude, dir, nil)
+	ro := stores.NewReader("archive", dir, local.Layout())
+	h, err := ui.New(ui.Options{Stores: []string{"archive"}, Open: func(context.Context, string) (sessions.Store, error) { return ro, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := get(t, h, "/sessions/"+s.ID)
+	if strings.Contains(page, "/rename?") || strings.Contains(page, "/trash?") || !strings.Contains(page, "claude --resume "+s.ID) {
+		t.Error("a read-only store's page offers changes, or lacks the resume command")
+	}
+	if rec := post(t, h, "/sessions/"+s.ID+"/rename", url.Values{"title": {"x"}}); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("rename on a read-only store: %d", rec.Code)
+	}
+}
+
+// ?at= a subagent's message opens the window around the call that
+// started the subagent, whose conversation holds the message.
+func TestPermalinkIntoSubagent(t *testing.T) {
+	dir := t.TempDir()
+	s := testui.NewSession(t, dir, cwd, sid(3))
+	s.User(t, "find it")
+	s.Assistant(t, testui.ToolUse("toolu_a1", "Task", map[string]any{"description": "look", "prompt": "look for it"}))
+	s.User(t, []map[string]any{testui.ToolResult("toolu_a1", "found")})
+	for i := range 150 {
+		s.User(t, fmt.Sprintf("later prompt %d", i))
+	}
+	a := s.Agent(t, "a0123456789abcdef", "toolu_a1")
+	a.User(t, "look for it")
+	target := a.Assistant(t, testui.Text("here it is"))
+	h, _ := newHandler(t, dir)
+	_, body := get(t, h, "/sessions/"+s.ID)
+	if strings.Contains(body, `id="m-`+target+`"`) {
+		t.Fatal("the last window holds the early subagent's message")
+	}
+	_, body = get(t, h, "/sessions/"+s.ID+"?at="+target)
+	if !strings.Contains(body, `id="m-`+target+`"`) || !strings.Contains(body, `id="m-`+s.UUID(2)+`"`) {
+		t.Error("?at= a subagent's message does not show it under its call")
+	}
+}

@@ -75,16 +75,32 @@ func NewBrowser(bin, dir string) (context.Context, context.CancelFunc, error) {
 	return ctx, cancel, nil
 }
 
-// Browser starts a headless Chromium for the test (NewBrowser, in
-// t.TempDir()) and returns a tab's context; the browser is stopped when
+// Browser starts a headless Chromium for the test (NewBrowser, in a
+// temporary folder) and returns a tab's context; the browser is stopped when
 // the test ends.
 func Browser(t testing.TB) context.Context {
 	t.Helper()
-	ctx, cancel, err := NewBrowser(Chromium(t), t.TempDir())
+	dir, err := os.MkdirTemp("", "scribe-chromium-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cancel)
+	ctx, cancel, err := NewBrowser(Chromium(t), dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		// Chromium's helpers can still write there for a moment after it
+		// stops: try again rather than fail (t.TempDir would).
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove %s", dir)
+	})
 	return ctx
 }
 

@@ -135,6 +135,7 @@
       const el = document.getElementById(h);
       if (el) { openTo(el); return true; }
       const u = new URL(location.href);
+      if (u.searchParams.get("at") === h.slice(2)) { return false; } // asked already: not in this session
       u.searchParams.set("at", h.slice(2));
       location.replace(u.pathname + "?" + u.searchParams.toString() + location.hash);
       return true;
