@@ -172,6 +172,14 @@ func TestUIInBrowser(t *testing.T) {
 			t.Errorf("the page holds %d messages of 500", n)
 		}
 		shot("session-long")
+		// k and j step through the messages.
+		testui.Do(t, ctx, chromedp.KeyEvent("k"), chromedp.KeyEvent("k"))
+		up := testui.Eval[string](t, ctx, `(document.querySelector("article.msg.current") || {}).id || ""`)
+		testui.Do(t, ctx, chromedp.KeyEvent("j"))
+		down := testui.Eval[string](t, ctx, `(document.querySelector("article.msg.current") || {}).id || ""`)
+		if up == "" || down == "" || up == down || !inView(t, ctx, down) {
+			t.Errorf("k k then j: %q then %q", up, down)
+		}
 	})
 	t.Run("permalink", func(t *testing.T) {
 		target := "m-" + long.UUID(120)

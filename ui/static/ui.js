@@ -60,6 +60,28 @@
     });
   });
 
+  // Keys: "/" goes to the filter; j and k to the next and previous
+  // message (not while typing).
+  function typing(ev) {
+    const t = ev.target;
+    return ev.ctrlKey || ev.metaKey || ev.altKey || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)));
+  }
+  document.addEventListener("keydown", function (ev) {
+    if (typing(ev)) { return; }
+    if (ev.key === "/" && q) { ev.preventDefault(); q.focus(); return; }
+    if (ev.key !== "j" && ev.key !== "k") { return; }
+    const all = [...document.querySelectorAll("#messages > article.msg:not(.slim)")];
+    if (!all.length) { return; }
+    let i = all.findIndex(function (m) { return m.getBoundingClientRect().top > 60; });
+    if (i < 0) { i = all.length; }
+    const cur = document.querySelector("article.msg.current");
+    if (cur && all.indexOf(cur) >= 0) { i = all.indexOf(cur) + 1; }
+    const next = all[Math.max(0, Math.min(all.length - 1, ev.key === "j" ? i : i - 2))];
+    if (cur) { cur.classList.remove("current"); }
+    next.classList.add("current");
+    next.scrollIntoView({ block: "start" });
+  });
+
   const main = document.querySelector("main.session");
   if (!main) { return; }
   const box = document.getElementById("messages");
