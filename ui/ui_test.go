@@ -404,7 +404,7 @@ func TestActions(t *testing.T) {
 	if info.Tag != "bugfix" || info.Archived == nil || !*info.Archived {
 		t.Errorf("after tag and archive: tag %q, archived %v", info.Tag, info.Archived)
 	}
-	if _, body := get(t, h, "/"); !strings.Contains(body, `<tr class="row archived">`) || !strings.Contains(body, `<td class="tag">bugfix</td>`) {
+	if _, body := get(t, h, "/"); !strings.Contains(body, `<tr class="row archived">`) || !strings.Contains(body, `<td class="tag"><span>bugfix</span></td>`) {
 		t.Error("the list does not show the tag and the archived mark")
 	}
 	rec := post(t, h, "/sessions/"+s.ID+"/fork", url.Values{"up_to": {s.UUID(2)}, "title": {"A fork"}})
