@@ -170,18 +170,7 @@ func writeReadMarkdown(dir string, r *readReport) (string, error) {
 	}
 	fmt.Fprintf(&b, "- every case is a child process timed from start to exit; peak RSS is its rusage Maxrss; %d untimed warm-up round(s), then %d timed runs, order rotated; medians\n", r.Warmup, r.Runs)
 	fmt.Fprintf(&b, "- `go build ./cmd/scribe` took %v (not timed)\n\n", r.Build.Round(time.Millisecond))
-	b.WriteString("| " + strings.Join(readHeader, " | ") + " |\n| --- |" + strings.Repeat(" ---: |", len(readHeader)-1) + "\n")
-	for _, row := range readRows(r) {
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-	}
-	b.WriteString("\n## Goals\n\n| | result | goal | |\n| --- | --- | --- | --- |\n")
-	for _, g := range r.Goals {
-		ok := "met"
-		if !g.Met {
-			ok = "**not met**"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.What, g.Got, g.Goal, ok)
-	}
+	writeTableAndGoals(&b, readHeader, readRows(r), r.Goals)
 	if f := readFind(r, readFloor); f != nil {
 		fmt.Fprintf(&b, "\nFor scale: `scribe version` alone peaks at %.1f MB (the binary links the server, plugins and their libraries), so a quarter of the SDK's listing memory (%.1f MB) leaves scribe's ls %.1f MB for its own work.\n",
 			float64(f.RSSKB)/1024, float64(readFind(r, readLsSDK).RSSKB)/1024/readGoalLsRSS, float64(readFind(r, readLsSDK).RSSKB)/1024/readGoalLsRSS-float64(f.RSSKB)/1024)
@@ -221,4 +210,21 @@ on the same data (compared as JSON values), with and without a boundary; the bou
 gives a conversation that starts at its summary.
 `)
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// writeTableAndGoals writes a Markdown table (the first column left, the
+// others right aligned) and a "Goals" section.
+func writeTableAndGoals(b *strings.Builder, header []string, rows [][]string, goals []readGoal) {
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n| --- |" + strings.Repeat(" ---: |", len(header)-1) + "\n")
+	for _, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	b.WriteString("\n## Goals\n\n| | result | goal | |\n| --- | --- | --- | --- |\n")
+	for _, g := range goals {
+		ok := "met"
+		if !g.Met {
+			ok = "**not met**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", g.What, g.Got, g.Goal, ok)
+	}
 }

@@ -104,8 +104,16 @@ func TestExportImportBundleAcrossConfigFolders(t *testing.T) {
 	md := cpOK(t, nil, "", "export", id, "--format", "md", "--config-dir", src)
 	html := cpOK(t, nil, "", "export", id, "--format", "html", "--config-dir", src)
 	for _, want := range []string{"Fix the login bug in auth.ts", "Tool call: Bash", "Search the codebase for the login handler"} {
-		if !strings.Contains(md, want) || !strings.Contains(html, want) {
-			t.Errorf("the md or html export lacks %q", want)
+		if !strings.Contains(md, want) {
+			t.Errorf("the md export lacks %q", want)
+		}
+	}
+	// The html export is the web viewer's page (package ui): the tool call
+	// summarised by its command, the subagent under it, the style inside.
+	for _, want := range []string{"Fix the login bug in auth.ts", `<span class="tname">Bash</span> <code class="tsum">npm test</code>`,
+		`<section class="agent">`, "Search the codebase for the login handler", "<style>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the html export lacks %q", want)
 		}
 	}
 	var doc struct {

@@ -8,7 +8,9 @@ package main
 // no light build.
 
 import (
+	"context"
 	_ "embed"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +23,10 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/plugincmd"
 	"github.com/e0dc0000/scribe/internal/cli/searchcmd"
 	"github.com/e0dc0000/scribe/internal/cli/serve"
+	"github.com/e0dc0000/scribe/internal/cli/uicmd"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/ui"
 )
 
 // sampleSession is the session scribe demo records.
@@ -39,6 +44,7 @@ func fullCommands(f *cmdutil.Factory) []*cobra.Command {
 		plugincmd.NewCmdPlugin(f), plugincmd.NewCmdPlugins(f),
 		searchcmd.NewCmdSearch(f),
 		serve.NewCmdServe(f), serve.NewCmdToken(f),
+		uicmd.NewCmdUI(f),
 	}
 	for _, c := range cmds {
 		t, ok := fullOnly[c.Name()]
@@ -62,3 +68,12 @@ func dropFromSearch(l jsonl.Layout, ids []string) error { return searchcmd.DropF
 
 // buildName says which build this is, for scribe version.
 func buildName() string { return "full build" }
+
+// htmlNeedsFull is the light build's hand-over of export --format html
+// (lite.go); this build renders it.
+func htmlNeedsFull() error { return nil }
+
+// exportHTML writes a session as the web viewer's self-contained page.
+func exportHTML(ctx context.Context, w io.Writer, st sessions.Store, id string) error {
+	return ui.Export(ctx, w, st, id)
+}

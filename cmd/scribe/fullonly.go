@@ -18,4 +18,5 @@ var fullOnly = map[string]cmdText{
 	"search":  {"search QUERY [--project P] [--since D] [--role user|assistant|tool] [--json] [--limit N]", "Full-text search over every session: prompts, answers, thinking, tool inputs and outputs, subagents"},
 	"serve":   {"serve", "Run the scribe server: session ingress, events and the History API on NATS JetStream"},
 	"token":   {"token", "Make and hash bearer tokens for scribe serve"},
+	"ui":      {"ui [--listen ADDR] [--no-open] [--from STORE]", "Browse the sessions of any store in a web browser (a local viewer behind a one-time token)"},
 }

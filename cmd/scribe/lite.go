@@ -12,8 +12,10 @@ package main
 // input), so the user sees one scribe.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +30,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/service"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -92,6 +95,15 @@ func fullFor(kind core.Kind, typ string) error {
 		return runFull(fmt.Sprintf("a %s of type %q", kind, typ), nil)
 	}
 	return nil
+}
+
+// htmlNeedsFull hands export --format html to the full build: the page is
+// the web viewer's (package ui, with its Markdown and highlighting).
+func htmlNeedsFull() error { return runFull("export --format html", nil) }
+
+// exportHTML is never reached in this build (htmlNeedsFull hands over).
+func exportHTML(context.Context, io.Writer, sessions.Store, string) error {
+	return errors.New("export --format html needs the full build")
 }
 
 // buildName says which build this is, and where its full build is, for

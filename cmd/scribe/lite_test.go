@@ -22,7 +22,8 @@ func TestLightBuildLeavesOutHeavyModules(t *testing.T) {
 	lite := testenv.BuildScribe(t)
 	full := filepath.Join(filepath.Dir(lite), "scribe-full")
 	heavy := []string{"github.com/aws/aws-sdk-go-v2", "github.com/jackc/pgx", "github.com/nats-io/nats-server",
-		"google.golang.org/grpc", "github.com/hashicorp/go-plugin", "modernc.org/sqlite"}
+		"google.golang.org/grpc", "github.com/hashicorp/go-plugin", "modernc.org/sqlite",
+		"github.com/yuin/goldmark", "github.com/alecthomas/chroma/v2"}
 	mods := func(bin string) string {
 		out, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
 		if err != nil {
@@ -56,7 +57,7 @@ func TestLightHelpIsFull(t *testing.T) {
 	full := filepath.Join(filepath.Dir(lite), "scribe-full")
 	env := cleanEnv()
 	cases := [][]string{{"--help"}, {"help"}}
-	for _, c := range []string{"config", "copy", "demo", "plugin", "plugins", "s3", "search", "serve", "token"} {
+	for _, c := range []string{"config", "copy", "demo", "plugin", "plugins", "s3", "search", "serve", "token", "ui"} {
 		cases = append(cases, []string{c, "--help"}, []string{"help", c})
 	}
 	cases = append(cases, []string{"config", "check", "--help"}, []string{"token", "new", "--help"})

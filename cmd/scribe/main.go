@@ -30,6 +30,8 @@ func newFactory() *cmdutil.Factory {
 		NeedsFull:      needsFull,
 		FullFor:        fullFor,
 		DropFromSearch: dropFromSearch,
+		HTMLNeedsFull:  htmlNeedsFull,
+		ExportHTML:     exportHTML,
 	}
 }
 

@@ -97,6 +97,9 @@ func violation(pkg, dep string) string {
 			return "a store never imports another store"
 		}
 	}
+	if under(pkg, "ui") && (under(dep, "sinks") || under(dep, "stores") || under(dep, "cmd") || under(dep, "internal/cli") || under(dep, "service")) {
+		return "the web viewer reads through the session-store contract (sessions) only"
+	}
 	if (under(pkg, "cmd") || under(pkg, "internal/cli")) && (under(dep, "sinks/postgres") || under(dep, "sinks/s3")) {
 		return "the command line reaches a backend through the store factory (stores, service) only"
 	}
@@ -108,13 +111,13 @@ func violation(pkg, dep string) string {
 func TestImportRulesCatch(t *testing.T) {
 	for _, c := range [][2]string{
 		{"core", "sinks/jsonl"}, {"sinks/postgres", "sinks/jsonl"}, {"sessions", "sinks/jsonl"},
-		{"cmd/scribe", "sinks/s3"}, {"internal/cli/backends", "sinks/postgres"}, {"watch", "sinks/jsonl/internal/catalog"},
+		{"cmd/scribe", "sinks/s3"}, {"internal/cli/backends", "sinks/postgres"}, {"watch", "sinks/jsonl/internal/catalog"}, {"ui", "sinks/jsonl"}, {"ui", "stores"},
 	} {
 		if violation(c[0], c[1]) == "" {
 			t.Errorf("%s importing %s breaks no rule", c[0], c[1])
 		}
 	}
-	for _, c := range [][2]string{{"core", "jsonv"}, {"sinks/postgres", "sinks/backend"}, {"sinks/jsonl", "sinks/jsonl/internal/catalog"}, {"stores", "sinks/jsonl"}, {"sessions", "transcript/fork"}} {
+	for _, c := range [][2]string{{"core", "jsonv"}, {"sinks/postgres", "sinks/backend"}, {"sinks/jsonl", "sinks/jsonl/internal/catalog"}, {"stores", "sinks/jsonl"}, {"sessions", "transcript/fork"}, {"ui", "sessions"}} {
 		if why := violation(c[0], c[1]); why != "" {
 			t.Errorf("%s importing %s: %s", c[0], c[1], why)
 		}

@@ -13,10 +13,11 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
-// Rendering a session for export: Markdown, or one self-contained HTML
-// file. Prompts and answers in order; each tool call folded with its
+// Rendering a session for export as Markdown (the HTML export is the web
+// viewer's page: package ui). Prompts and answers in order; each tool call folded with its
 // result (and, for a Task call, the subagent's conversation inline);
 // thinking folded; images inline as data URIs; checkpoints after the
 // message they follow.
@@ -36,38 +37,11 @@ type Doc struct {
 
 // rBlock is a content block (of a message or a tool_result), for export
 // and show.
-type rBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	Name      string          `json:"name"`
-	ID        string          `json:"id"`
-	ToolUseID string          `json:"tool_use_id"`
-	Input     json.RawMessage `json:"input"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-	Source    *struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-		URL       string `json:"url"`
-	} `json:"source"`
-}
+type rBlock = transcript.Block
 
 // blocksOf is a message's content as blocks (a string is one text block).
 func blocksOf(m jsonl.SessionMessage) []rBlock {
-	var msg struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(m.Message, &msg) != nil {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(msg.Content, &s) == nil {
-		return []rBlock{{Type: "text", Text: s}}
-	}
-	var bs []rBlock
-	_ = json.Unmarshal(msg.Content, &bs)
+	bs, _ := transcript.ContentBlocks(m.Message)
 	return bs
 }
 
@@ -265,40 +239,3 @@ func (m Markdown) image(mt, data string) {
 }
 func (m Markdown) note(s string) { fmt.Fprintf(m.W, "> %s\n\n", s) }
 func (m Markdown) footer()       {}
-
-// HTML writes one self-contained HTML page.
-type HTML struct{ W io.Writer }
-
-const htmlStyle = `body{font:15px/1.5 system-ui,sans-serif;max-width:56em;margin:2em auto;padding:0 1em;color:#222}
-h2{font-size:1em;margin:1.5em 0 .3em;color:#555}h2 small{font-weight:normal;color:#999;margin-left:.5em}
-.text{white-space:pre-wrap}details{border:1px solid #ddd;border-radius:4px;margin:.4em 0;padding:.2em .6em}
-summary{cursor:pointer;color:#357}pre{background:#f6f6f6;padding:.5em;overflow:auto;white-space:pre-wrap}
-.note{color:#777;font-style:italic}img{max-width:100%}dl{display:grid;grid-template-columns:max-content auto;gap:0 1em}`
-
-func (h HTML) header(title string, facts [][2]string) {
-	e := html.EscapeString
-	fmt.Fprintf(h.W, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>\n<h1>%s</h1>\n<dl>", e(title), htmlStyle, e(title))
-	for _, f := range facts {
-		fmt.Fprintf(h.W, "<dt>%s</dt><dd><code>%s</code></dd>", e(f[0]), e(f[1]))
-	}
-	fmt.Fprintln(h.W, "</dl>")
-}
-func (h HTML) turn(role, ts string) {
-	fmt.Fprintf(h.W, "<h2>%s<small>%s</small></h2>\n", html.EscapeString(role), html.EscapeString(ts))
-}
-func (h HTML) text(s string) {
-	fmt.Fprintf(h.W, "<div class=\"text\">%s</div>\n", html.EscapeString(s))
-}
-func (h HTML) fold(summary string, body func()) {
-	fmt.Fprintf(h.W, "<details><summary>%s</summary>\n", html.EscapeString(summary))
-	body()
-	fmt.Fprintln(h.W, "</details>")
-}
-func (h HTML) code(s string) { fmt.Fprintf(h.W, "<pre>%s</pre>\n", html.EscapeString(s)) }
-func (h HTML) image(mt, data string) {
-	fmt.Fprintf(h.W, "<img alt=\"image\" src=\"data:%s;base64,%s\">\n", html.EscapeString(mt), html.EscapeString(data))
-}
-func (h HTML) note(s string) {
-	fmt.Fprintf(h.W, "<p class=\"note\">%s</p>\n", html.EscapeString(s))
-}
-func (h HTML) footer() { fmt.Fprintln(h.W, "</body></html>") }

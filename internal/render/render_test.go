@@ -56,9 +56,4 @@ func TestRenderMarkdown(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, b.String())
 		}
 	}
-	b.Reset()
-	Render(doc, HTML{W: &b})
-	if !strings.Contains(b.String(), "hi &lt;there&gt;") || !strings.HasSuffix(b.String(), "</body></html>\n") {
-		t.Errorf("html:\n%s", b.String())
-	}
 }

@@ -7,12 +7,15 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -40,6 +43,11 @@ type Factory struct {
 	// full build; the light build asks the full one); nothing is done
 	// when it is nil.
 	DropFromSearch func(l jsonl.Layout, ids []string) error
+	// HTMLNeedsFull hands export --format html to the full build (the
+	// page is the web viewer's, with its Markdown and highlighting), and
+	// ExportHTML writes it there.
+	HTMLNeedsFull func() error
+	ExportHTML    func(ctx context.Context, w io.Writer, st sessions.Store, id string) error
 }
 
 // needsFull is f.NeedsFull, when there is one.

@@ -201,3 +201,31 @@ func OpenCapable[T any](f *Factory, cmd *cobra.Command, what string) (sessions.S
 	}
 	return st, c, done, nil
 }
+
+// FromFlag is the store --from names ("" when the command has no --from
+// or it is not given).
+func FromFlag(cmd *cobra.Command) string { return fromFlag(cmd) }
+
+// StoreOpener is the factory as a function, for a front end that opens
+// stores by name as it goes (the web viewer's store chooser): each store
+// opened as --from would open it, a sealed archive's damaged transcripts
+// said on stderr. The caller closes what it opens.
+func (f *Factory) StoreOpener(cmd *cobra.Command, cfg *config.Config) (func(ctx context.Context, name string) (sessions.Store, error), error) {
+	env, err := f.storeEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
+	stderr := cmd.ErrOrStderr()
+	return func(ctx context.Context, name string) (sessions.Store, error) {
+		st, err := env.Open(ctx, name)
+		if err != nil {
+			return nil, storeOpenErr(name, err)
+		}
+		if s, ok := st.(*stores.Sealed); ok {
+			for _, d := range s.Report.Damaged {
+				fmt.Fprintf(stderr, "scribe: %v: left out of what is shown\n", d)
+			}
+		}
+		return st, nil
+	}, nil
+}

@@ -52,6 +52,11 @@ is not changed.`,
 			default:
 				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--format %q: want md, html, json or bundle", format)}
 			}
+			if format == "html" && f.HTMLNeedsFull != nil {
+				if err := f.HTMLNeedsFull(); err != nil {
+					return err
+				}
+			}
 			st, _, done, err := f.OpenStoreOf(cmd)
 			if err != nil {
 				return err
@@ -106,6 +111,9 @@ is not changed.`,
 					}
 					return err
 				}
+				if format == "html" {
+					return f.ExportHTML(cmd.Context(), w, st, id)
+				}
 				doc, err := exportDoc(cmd.Context(), st, id)
 				if err != nil {
 					return err
@@ -113,10 +121,8 @@ is not changed.`,
 				switch format {
 				case "json":
 					return cmdutil.WriteJSON(w, map[string]any{"info": doc.Info, "messages": nonNil(doc.Messages), "subagents": doc.ByAgent})
-				case "md":
-					render.Render(doc, render.Markdown{W: w})
 				default:
-					render.Render(doc, render.HTML{W: w})
+					render.Render(doc, render.Markdown{W: w})
 				}
 				return nil
 			})

@@ -1,0 +1,317 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/internal/testui"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/stores"
+)
+
+// scribe ui, driven through the binary in a headless Chromium
+// (internal/testui: skipped without Chromium unless
+// SCRIBE_REQUIRE_CHROMIUM=1, which scripts/test sets). With
+// SCRIBE_UI_SCREENSHOTS=DIR the pages are saved there as PNGs.
+
+const uiCwd = "/home/alice/src/shop"
+
+func uiSID(n int) string { return fmt.Sprintf("3c2a107b-5d4e-4f6a-9b8c-%012d", n) }
+
+// startUI runs scribe ui --no-open on a free loopback port over the
+// Claude folder dir and returns the address it printed (with its token).
+func startUI(t *testing.T, dir string) string {
+	t.Helper()
+	bin := testenv.BuildScribe(t)
+	cmd := exec.Command(bin, "ui", "--no-open", "--listen", "127.0.0.1:0", "--config-dir", dir)
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}`).FindString(sc.Text()); m != "" {
+				found <- m
+			}
+		}
+		close(found)
+	}()
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatalf("scribe ui printed no address; stderr:\n%s", stderr.String())
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("scribe ui printed no address in 30 s; stderr:\n%s", stderr.String())
+	}
+	return ""
+}
+
+// uiFixture writes the sessions the browser tests look at: five short
+// ones (two titled), a long one, a hostile one and one with an edit and a
+// subagent.
+func uiFixture(t *testing.T, dir string) (long, hostile, rich *testui.Session) {
+	t.Helper()
+	for n := range 5 {
+		s := testui.NewSession(t, dir, uiCwd, uiSID(n))
+		s.User(t, fmt.Sprintf("Short session %d: say hello", n))
+		s.Assistant(t, testui.Text("Hello."))
+		if n%2 == 1 {
+			s.Meta(t, map[string]any{"type": "custom-title", "customTitle": fmt.Sprintf("Titled session %d", n)})
+		}
+	}
+	long = testui.NewSession(t, dir, uiCwd, uiSID(10))
+	for i := range 250 {
+		long.User(t, fmt.Sprintf("long prompt %d", i))
+		long.Assistant(t, testui.Text(fmt.Sprintf("long answer %d with `code` and **bold**", i)))
+	}
+	hostile = testui.HostileSession(t, dir, uiCwd, uiSID(11))
+	rich = testui.NewSession(t, dir, uiCwd, uiSID(12))
+	rich.User(t, "Fix the login bug in auth.ts")
+	rich.Assistant(t, testui.Text("Let me look.\n\n```go\nfunc check(a, b string) bool {\n\treturn a == b\n}\n```"),
+		testui.ToolUse("toolu_e1", "Edit", map[string]any{"file_path": "/home/alice/src/shop/auth.ts",
+			"old_string": "if (hash == stored) {\n  return true;\n}", "new_string": "if (timingSafeEqual(hash, stored)) {\n  return true;\n}"}),
+		testui.ToolUse("toolu_t1", "Task", map[string]any{"description": "find the handler", "subagent_type": "Explore", "prompt": "Search the codebase for the login handler"}))
+	rich.User(t, []map[string]any{testui.ToolResult("toolu_e1", "The file was updated."), testui.ToolResult("toolu_t1", "It is in src/auth.ts:42")})
+	rich.Assistant(t, testui.Text("Fixed: the compare is constant-time now."))
+	agent := rich.Agent(t, "a1b2c3d4e5f6a7b8c", "toolu_t1")
+	agent.User(t, "Search the codebase for the login handler")
+	agent.Assistant(t, testui.Text("The handler is in src/auth.ts:42."))
+	return long, hostile, rich
+}
+
+// TestUIInBrowser drives scribe ui in Chromium: the token, the list with
+// the store's titles, the last message in view, a permalink to an early
+// message, a hostile transcript that runs nothing, a line appended that
+// shows up live, changes refused without the CSRF token.
+func TestUIInBrowser(t *testing.T) {
+	ctx := testui.Browser(t)
+	dir := t.TempDir()
+	long, hostile, rich := uiFixture(t, dir)
+	addr := startUI(t, dir)
+	base := strings.SplitN(addr, "/?", 2)[0]
+	shots := os.Getenv("SCRIBE_UI_SCREENSHOTS")
+	shot := func(name string) {
+		if shots != "" {
+			testui.Screenshot(t, ctx, filepath.Join(shots, name+".png"))
+		}
+	}
+	var dialogs atomic.Int32
+	go func() {
+		for _, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			dialogs.Add(1)
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+
+	// The token, exchanged for the cookie every subtest goes on with.
+	testui.Do(t, ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	if loc := testui.Eval[string](t, ctx, `location.href`); loc != base+"/" {
+		t.Errorf("after the token the address is %q, want it without the token", loc)
+	}
+	if c := testui.Eval[string](t, ctx, `document.cookie`); c != "" {
+		t.Errorf("the cookie is readable by script: %q", c)
+	}
+	t.Run("list", func(t *testing.T) {
+		st := stores.NewLocal(stores.Claude, dir, nil)
+		infos, err := st.List(context.Background(), sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := testui.Eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll("td.title a")].map(a => [new URL(a.href).pathname.split("/").pop(), a.textContent]))`)
+		if len(shown) != len(infos) {
+			t.Errorf("the list shows %d sessions, the store has %d", len(shown), len(infos))
+		}
+		for _, in := range infos {
+			if shown[in.SessionID] != in.Summary {
+				t.Errorf("session %s: the list says %q, Store.List %q", in.SessionID, shown[in.SessionID], in.Summary)
+			}
+		}
+		shot("list")
+		testui.Do(t, ctx, chromedp.SendKeys(chromedp.ID("q"), "titled"),
+			chromedp.Poll[chromedp.Void](`document.querySelectorAll("td.title a").length === 2`))
+		if got := testui.Eval[string](t, ctx, `[...document.querySelectorAll("td.title a")].map(a => a.textContent).sort().join(", ")`); got != "Titled session 1, Titled session 3" {
+			t.Errorf("filtered as typed: %q", got)
+		}
+	})
+	t.Run("last message in view", func(t *testing.T) {
+		last := "m-" + long.UUID(500)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+long.ID), chromedp.WaitVisible(chromedp.ID(last)))
+		if !inView(t, ctx, last) {
+			t.Errorf("the last message is not in the viewport")
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("article.msg").length`); n > 200 {
+			t.Errorf("the page holds %d messages of 500", n)
+		}
+		shot("session-long")
+		// k and j step through the messages.
+		testui.Do(t, ctx, chromedp.KeyEvent("k"), chromedp.KeyEvent("k"))
+		up := testui.Eval[string](t, ctx, `(document.querySelector("article.msg.current") || {}).id || ""`)
+		testui.Do(t, ctx, chromedp.KeyEvent("j"))
+		down := testui.Eval[string](t, ctx, `(document.querySelector("article.msg.current") || {}).id || ""`)
+		if up == "" || down == "" || up == down || !inView(t, ctx, down) {
+			t.Errorf("k k then j: %q then %q", up, down)
+		}
+	})
+	t.Run("permalink", func(t *testing.T) {
+		target := "m-" + long.UUID(120)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+long.ID+"#"+target), chromedp.WaitVisible(chromedp.ID(target)))
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`location.search.includes("at=")`))
+		if !inView(t, ctx, target) {
+			t.Errorf("the permalinked message is not in the viewport: top %v of %v", testui.Eval[float64](t, ctx, `document.getElementById("`+target+`").getBoundingClientRect().top`),
+				testui.Eval[float64](t, ctx, `window.innerHeight`))
+		}
+		if got := testui.Eval[string](t, ctx, `(document.querySelector(":target") || {}).id || ""`); got != target {
+			t.Errorf(":target is %q, want %q", got, target)
+		}
+		// Loading earlier messages keeps the reader where they were.
+		before := testui.Eval[float64](t, ctx, `document.getElementById("`+target+`").getBoundingClientRect().top`)
+		// (A script's click: chromedp.Click would scroll to the link first.)
+		testui.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("a.more.earlier").click()`),
+			chromedp.WaitReady(chromedp.ID("m-"+long.UUID(1))))
+		after := testui.Eval[float64](t, ctx, `document.getElementById("`+target+`").getBoundingClientRect().top`)
+		if d := after - before; d > 2 || d < -2 {
+			t.Errorf("loading earlier messages moved the reader by %.0f px", d)
+		}
+	})
+	t.Run("hostile", func(t *testing.T) {
+		for _, p := range []string{"/", "/sessions/" + hostile.ID} {
+			testui.Do(t, ctx, chromedp.Navigate(base+p), chromedp.WaitReady(chromedp.CSS("main")),
+				chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`),
+				chromedp.Sleep(300*time.Millisecond)) // let anything that could run, run
+			if pwned := testui.Eval[bool](t, ctx, `window.pwned !== undefined`); pwned {
+				t.Errorf("%s: the transcript's script ran", p)
+			}
+			if n := testui.Eval[int](t, ctx, `document.querySelectorAll("main script, main iframe, main style, main svg, [onerror], [onload], a[href^='javascript:' i], a[href^='data:' i]").length`); n != 0 {
+				t.Errorf("%s: %d elements came from the transcript", p, n)
+			}
+			if !testui.Eval[bool](t, ctx, `document.body.innerText.includes("<script>window.pwned=1</script>")`) {
+				t.Errorf("%s: the markup is not shown as text", p)
+			}
+		}
+		shot("hostile")
+		if n := dialogs.Load(); n != 0 {
+			t.Errorf("%d dialogs opened", n)
+		}
+	})
+	t.Run("rich", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitVisible(chromedp.CSS("details.tool")),
+			chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details.tool").forEach(d => d.open = true)`))
+		if got := testui.Eval[string](t, ctx, `document.querySelector("details.tool[data-tool=Edit] .diff .add").textContent`); !strings.Contains(got, "+ if (timingSafeEqual(hash, stored)) {") {
+			t.Errorf("the edit's added line: %q", got)
+		}
+		if got := testui.Eval[string](t, ctx, `document.querySelector("details.tool[data-tool=Task] section.agent").innerText`); !strings.Contains(got, "The handler is in src/auth.ts:42.") {
+			t.Errorf("the subagent under its Task call: %q", got)
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll(".md .chroma").length`); n != 1 {
+			t.Errorf("%d highlighted code blocks, want 1", n)
+		}
+		shot("rich")
+		emulateMedia(t, ctx, &emulation.MediaFeature{Name: "prefers-color-scheme", Value: "dark"})
+		if bg := testui.Eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(13, 17, 23)" {
+			t.Errorf("dark mode background %q", bg)
+		}
+		shot("rich-dark")
+		testui.Do(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+		if w := testui.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("at phone width the page is %d px wide", w)
+		}
+		shot("rich-phone")
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+		shot("list-phone")
+		emulateMedia(t, ctx)
+		testui.Do(t, ctx, chromedp.EmulateViewport(1200, 900))
+	})
+	t.Run("live", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitVisible(chromedp.CSS("article.msg")),
+			chromedp.Evaluate[chromedp.Void](`window.marker = 42`), chromedp.Sleep(1500*time.Millisecond))
+		uuid := rich.User(t, "A line appended while the page is open")
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID("m-"+uuid)))
+		if m := testui.Eval[int](t, ctx, `window.marker || 0`); m != 42 {
+			t.Error("the page was reloaded")
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("#m-`+uuid+`").length`); n != 1 {
+			t.Errorf("the new message is in the page %d times", n)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		// In the browser, with the cookie: a POST without the token.
+		status := testui.Eval[int](t, ctx, `fetch("/sessions/`+rich.ID+`/rename", {method: "POST", body: new URLSearchParams({title: "Hijacked"})}).then(r => r.status)`)
+		if status != http.StatusForbidden {
+			t.Errorf("POST without the CSRF token: %d", status)
+		}
+		status = testui.Eval[int](t, ctx, `fetch("/sessions/`+rich.ID+`/rename", {method: "POST", body: new URLSearchParams({title: "Renamed in the browser", csrf: document.querySelector("input[name=csrf]").value})}).then(r => r.status)`)
+		if status != http.StatusOK {
+			t.Errorf("POST with the token: %d", status)
+		}
+		if info, _ := stores.NewLocal(stores.Claude, dir, nil).Info(context.Background(), rich.ID); info == nil || info.Summary != "Renamed in the browser" {
+			t.Errorf("after the rename: %+v", info)
+		}
+		// Without the cookie: no token, a wrong one, the used one; a
+		// foreign Host with the cookie's browser.
+		for _, u := range []string{base + "/", base + "/?token=" + strings.Repeat("0", 64), addr} {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+				t.Errorf("GET %s without the cookie: %d", u, resp.StatusCode)
+			}
+		}
+		req, _ := http.NewRequest("GET", base+"/", nil)
+		req.Host = "rebound.example" + base[strings.LastIndex(base, ":"):]
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("a foreign Host: %d", resp.StatusCode)
+		}
+	})
+}
+
+// inView reports whether the element with that id is within the viewport.
+func inView(t *testing.T, ctx context.Context, id string) bool {
+	t.Helper()
+	return testui.Eval[bool](t, ctx, `(() => { const r = document.getElementById("`+id+`").getBoundingClientRect();
+		return r.top >= 0 && r.top < window.innerHeight; })()`)
+}
+
+// emulateMedia sets the media features the page sees (none: the
+// browser's own).
+func emulateMedia(t *testing.T, ctx context.Context, features ...*emulation.MediaFeature) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features}); err != nil {
+		t.Fatalf("emulate %v: %v", features, err)
+	}
+}

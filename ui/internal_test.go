@@ -1,0 +1,61 @@
+package ui
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSafeHref(t *testing.T) {
+	for href, want := range map[string]bool{
+		"https://example.com/a": true, "http://x": true, "mailto:a@b.c": true, "/sessions/x": true, "#m-1": true, "a/b:c": true,
+		"javascript:alert(1)": false, " JavaScript:alert(1)": false, "java\tscript:alert(1)": false, "data:text/html,x": false,
+		"vbscript:x": false, "file:///etc/passwd": false, "//evil.example/": false, "\\\\evil.example": false, "/\\evil.example": false, "": false,
+	} {
+		if got := safeHref(href); got != want {
+			t.Errorf("safeHref(%q) = %v, want %v", href, got, want)
+		}
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	got := lineDiff("a\nb\nc\nd\n", "a\nB\nc\nd\ne\n")
+	want := []diffLine{{" ", "a"}, {"-", "b"}, {"+", "B"}, {" ", "c"}, {" ", "d"}, {"+", "e"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lineDiff = %v, want %v", got, want)
+	}
+	if got := chunks(lineDiff("", "x\ny\n")); len(got) != 1 || got[0].Text != "+ x\n+ y\n" {
+		t.Errorf("a new file is one chunk: %v", got)
+	}
+}
+
+func TestToolSummary(t *testing.T) {
+	for _, c := range []struct{ name, input, want string }{
+		{"Read", `{"file_path":"/src/a.go"}`, "/src/a.go"},
+		{"Bash", `{"command":"go test ./...\necho done"}`, "go test ./... …"},
+		{"Grep", `{"pattern":"func main","path":"cmd"}`, "func main in cmd"},
+		{"Glob", `{"pattern":"**/*.go"}`, "**/*.go"},
+		{"Task", `{"description":"find it","subagent_type":"Explore"}`, "Explore: find it"},
+		{"Mystery", `{"url":"https://x"}`, "https://x"},
+	} {
+		if got := toolSummary(c.name, []byte(c.input)); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := toolSummary("Bash", []byte(`{"command":"`+strings.Repeat("x", 500)+`"}`)); len([]rune(got)) != maxSummary {
+		t.Errorf("a long command is cut to %d runes: %d", maxSummary, len([]rune(got)))
+	}
+}
+
+func TestMarkdownRawHTMLIsText(t *testing.T) {
+	md := newMarkdown()
+	got := string(md.render("hi <b onclick=x>there</b>\n\n<div>\n<script>x</script>\n</div>\n\n```go\nfunc main() {}\n```\n"))
+	for _, want := range []string{"&lt;b onclick=x&gt;", "&lt;script&gt;x&lt;/script&gt;", `class="chroma"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("render lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "<b ") || strings.Contains(got, "<script") || strings.Contains(got, "<div>") {
+		t.Errorf("raw HTML went through:\n%s", got)
+	}
+}

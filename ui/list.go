@@ -1,0 +1,254 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/e0dc0000/scribe/sessions"
+)
+
+// The sessions list: a store's records (the listing with status and
+// model), read once and kept, read again in the background after ListTTL;
+// filtered, sorted and cut into one page, so that a page costs little
+// more on 10,000 sessions than on ten.
+
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+)
+
+// listing is a store's records as last read.
+type listing struct {
+	mu         sync.Mutex
+	at         time.Time
+	rows       []row
+	refreshing bool
+}
+
+// row is one session of the list.
+type row struct {
+	ID, Title, Project, ProjectPath string
+	Activity                        time.Time
+	Size                            int64
+	Model, Status, State, Tag       string
+	Archived, Fork                  bool
+	// search is what the filter looks in, titleKey what the title sort
+	// compares: lower case.
+	search, titleKey string
+}
+
+// rows is the store's records: read now the first time (or after a
+// change made here), else as last read, read again in the background
+// once they are older than ListTTL, so that no page waits for a listing
+// of every session.
+func (h *Handler) rows(ctx context.Context, name string, st sessions.Store) ([]row, error) {
+	h.mu.Lock()
+	l := h.lists[name]
+	if l == nil {
+		l = &listing{}
+		h.lists[name] = l
+	}
+	h.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rows == nil {
+		rows, err := readRows(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		l.rows, l.at = rows, time.Now()
+		return rows, nil
+	}
+	if time.Since(l.at) >= h.opt.ListTTL && !l.refreshing {
+		l.refreshing = true
+		go l.refresh(context.WithoutCancel(ctx), st)
+	}
+	return l.rows, nil
+}
+
+// refresh reads the records again (a failure keeps the old ones).
+func (l *listing) refresh(ctx context.Context, st sessions.Store) {
+	rows, err := readRows(ctx, st)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.rows, l.at = rows, time.Now()
+	}
+	l.refreshing = false
+}
+
+// readRows lists the store.
+func readRows(ctx context.Context, st sessions.Store) ([]row, error) {
+	recs, err := st.Records(ctx, sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]row, 0, len(recs))
+	for i := range recs {
+		rows = append(rows, rowOf(&recs[i]))
+	}
+	return rows, nil
+}
+
+// forget drops a store's listing (after a change to its sessions).
+func (h *Handler) forget(name string) {
+	h.mu.Lock()
+	delete(h.lists, name)
+	h.mu.Unlock()
+}
+
+func rowOf(r *sessions.Record) row {
+	in := &r.Info
+	title := in.Summary
+	if title == "" {
+		title = r.Name
+	}
+	proj := r.ProjectPath
+	if proj == "" {
+		proj = in.Cwd
+	}
+	w := row{ID: r.ID, Title: title, ProjectPath: proj, Project: filepath.Base(proj),
+		Activity: r.UpdatedAt, Size: in.FileSize, Model: r.Metadata.Model, Status: string(r.Status),
+		State: string(r.State), Tag: in.Tag, Archived: in.Archived != nil && *in.Archived, Fork: in.Forked}
+	if w.Activity.IsZero() && in.LastModified > 0 {
+		w.Activity = time.UnixMilli(in.LastModified)
+	}
+	w.titleKey = strings.ToLower(w.Title)
+	w.search = strings.ToLower(strings.Join([]string{w.ID, w.Title, proj, w.Tag, w.Model, in.FirstPrompt, in.GitBranch}, "\x00"))
+	return w
+}
+
+// listQuery is what the list shows: ?q, ?sort, ?page, ?limit.
+type listQuery struct {
+	Q, Sort     string
+	Page, Limit int
+}
+
+// sorts are the orders offered, the first the default.
+var sorts = []struct{ Key, Label string }{
+	{"activity", "last activity"}, {"title", "title"}, {"size", "size"}, {"project", "project"},
+}
+
+func parseListQuery(r *http.Request) listQuery {
+	q := listQuery{Q: strings.TrimSpace(r.FormValue("q")), Sort: r.FormValue("sort"), Page: 1, Limit: defaultLimit}
+	if !slices.ContainsFunc(sorts, func(s struct{ Key, Label string }) bool { return s.Key == q.Sort }) {
+		q.Sort = sorts[0].Key
+	}
+	if n, err := strconv.Atoi(r.FormValue("page")); err == nil && n > 0 {
+		q.Page = n
+	}
+	if n, err := strconv.Atoi(r.FormValue("limit")); err == nil && n > 0 {
+		q.Limit = min(n, maxLimit)
+	}
+	return q
+}
+
+// listPage is the list's body.
+type listPage struct {
+	Query        listQuery
+	Sorts        []struct{ Key, Label string }
+	Rows         []row
+	Total, First int
+	Last         int
+	Prev, Next   string
+	StoreWhere   string
+	Capabilities []string
+	Store        string
+}
+
+// list serves / (and, with ?partial=1, only its results, for the filter
+// as you type).
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	st, name, err := h.store(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	all, err := h.rows(r.Context(), name, st)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q := parseListQuery(r)
+	matched := filterRows(all, q.Q)
+	sortRows(matched, q.Sort)
+	p := listPage{Query: q, Sorts: sorts, Total: len(matched), StoreWhere: st.Where(),
+		Capabilities: sessions.Capabilities(st), Store: name}
+	start := min((q.Page-1)*q.Limit, len(matched))
+	end := min(start+q.Limit, len(matched))
+	p.Rows, p.First, p.Last = matched[start:end], start+1, end
+	link := func(page int) string {
+		v := url.Values{"store": {name}, "sort": {q.Sort}, "page": {strconv.Itoa(page)}, "limit": {strconv.Itoa(q.Limit)}}
+		if q.Q != "" {
+			v.Set("q", q.Q)
+		}
+		return "/?" + v.Encode()
+	}
+	if q.Page > 1 {
+		p.Prev = link(q.Page - 1)
+	}
+	if end < len(matched) {
+		p.Next = link(q.Page + 1)
+	}
+	if r.FormValue("partial") == "1" {
+		h.render(w, "rows", p)
+		return
+	}
+	h.render(w, "list", h.frame("Sessions", name, p))
+}
+
+// filterRows keeps the rows holding every word of q (case ignored).
+func filterRows(all []row, q string) []row {
+	words := strings.Fields(strings.ToLower(q))
+	out := make([]row, 0, len(all))
+	for _, r := range all {
+		ok := true
+		for _, w := range words {
+			if !strings.Contains(r.search, w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sortRows orders rows by key: activity and size descending, title and
+// project ascending; ties newest first.
+func sortRows(rows []row, key string) {
+	slices.SortStableFunc(rows, func(a, b row) int {
+		var c int
+		switch key {
+		case "title":
+			c = strings.Compare(a.titleKey, b.titleKey)
+		case "size":
+			c = -cmpInt(a.Size, b.Size)
+		case "project":
+			c = strings.Compare(a.ProjectPath, b.ProjectPath)
+		}
+		if c == 0 {
+			c = b.Activity.Compare(a.Activity)
+		}
+		return c
+	})
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,340 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/transcript"
+)
+
+// From getSessionMessages' messages to what the templates show. Every
+// string of a transcript stays a string here: the templates escape it for
+// where it lands. Only Markdown (markdown.go) and highlighted code become
+// template.HTML, and only image data checked to be base64 a template.URL.
+
+// maxResult is how much of a tool's result is shown; the rest is counted.
+const maxResult = 32 << 10
+
+// msgView is one message as the templates show it.
+type msgView struct {
+	UUID  string
+	Role  string // user, assistant, system
+	Label string
+	// Time is the timestamp as written, TimeShort for people.
+	Time, TimeShort string
+	// Class adds meta, compact, slim (only results shown with their call).
+	Class  string
+	Model  string
+	Blocks []blockView
+	// Folded: the whole message sits in a <details> (a compaction
+	// summary).
+	Folded bool
+	Notes  []string
+}
+
+// blockView is one content block.
+type blockView struct {
+	// Kind: text (plain), markdown, thinking, tool, result, image, raw, note.
+	Kind      string
+	Text      string
+	HTML      template.HTML
+	Tool      *toolView
+	Result    *resultView
+	Image     template.URL
+	MediaType string
+}
+
+// toolView is a tool call with what it returned.
+type toolView struct {
+	ID, Name string
+	// Summary says what the call did: the path, the command, the pattern.
+	Summary string
+	// Diffs are an Edit's, MultiEdit's or Write's changes; Input the
+	// call's input otherwise (indented JSON).
+	Diffs  []diffView
+	Input  string
+	Result *resultView
+	Agent  *agentView
+}
+
+// diffView is one change to a file.
+type diffView struct {
+	Path  string
+	Lines []diffLine
+}
+
+// resultView is a tool's result.
+type resultView struct {
+	Tool    string // the call's name, when the call is not shown with it
+	Text    string
+	More    int64 // bytes left out
+	Error   bool
+	Images  []blockView
+	Missing bool
+}
+
+// agentView is a subagent's conversation under the call that started it.
+type agentView struct {
+	ID       string
+	Messages []msgView
+	// More counts the messages left out; Link is the agent's own page.
+	More int
+	Link string
+}
+
+// block is a content block as a transcript writes it.
+type block = transcript.Block
+
+// payload is a message's message field.
+type payload struct {
+	Model string `json:"model"`
+}
+
+// blocksOf is a message's content as blocks: a content that is neither a
+// string nor an array of blocks is one raw block.
+func blocksOf(m *sessions.Message) []block {
+	bs, ok := transcript.ContentBlocks(m.Message)
+	if !ok {
+		return []block{{Raw: m.Message}}
+	}
+	return bs
+}
+
+// builder turns messages into views.
+type builder struct {
+	md *markdown
+	// results are the tool results of the whole conversation by call id;
+	// calls the calls by id, for a result shown on its own.
+	results map[string]block
+	calls   map[string]string
+	// agent is the subagent a call started (nil: none), checkpoints what
+	// follows a message.
+	agent       func(toolUseID string) *agentView
+	checkpoints map[string][]core.Checkpoint
+}
+
+// newBuilder indexes the calls and results of all, the whole
+// conversation.
+func newBuilder(md *markdown, all []sessions.Message) *builder {
+	b := &builder{md: md, results: map[string]block{}, calls: map[string]string{}}
+	for i := range all {
+		for _, bl := range blocksOf(&all[i]) {
+			switch bl.Type {
+			case "tool_result":
+				b.results[bl.ToolUseID] = bl
+			case "tool_use":
+				b.calls[bl.ID] = bl.Name
+			}
+		}
+	}
+	return b
+}
+
+// views renders msgs (a window of the conversation, in order); next is
+// the message after the window, if any (a compact boundary is told by
+// the summary after it).
+func (b *builder) views(msgs []sessions.Message, next *sessions.Message) []msgView {
+	shown := map[string]bool{}
+	for i := range msgs {
+		for _, bl := range blocksOf(&msgs[i]) {
+			if bl.Type == "tool_use" {
+				shown[bl.ID] = true
+			}
+		}
+	}
+	out := make([]msgView, 0, len(msgs))
+	for i := range msgs {
+		n := next
+		if i+1 < len(msgs) {
+			n = &msgs[i+1]
+		}
+		out = append(out, b.view(&msgs[i], n, shown))
+	}
+	return out
+}
+
+// view renders one message.
+func (b *builder) view(m *sessions.Message, next *sessions.Message, shown map[string]bool) msgView {
+	v := msgView{UUID: m.UUID, Role: m.Type}
+	var ts string
+	_ = json.Unmarshal(m.Timestamp, &ts)
+	v.Time, v.TimeShort = ts, shortTime(ts)
+	var p payload
+	_ = json.Unmarshal(m.Message, &p)
+	v.Model = p.Model
+	switch {
+	case m.Type == "system" && next != nil && next.IsCompactSummary:
+		v.Label, v.Class = "Conversation compacted", "compact"
+	case m.Type == "system":
+		v.Label, v.Class = "System", "meta"
+	case m.IsCompactSummary:
+		v.Label, v.Class, v.Folded = "Compaction summary", "meta", true
+	case m.Type == "assistant":
+		v.Label = "Claude"
+	default:
+		v.Label = "User"
+	}
+	if m.IsMeta && !m.IsCompactSummary {
+		v.Label += " (meta)"
+		v.Class = "meta"
+	}
+	results := 0
+	blocks := blocksOf(m)
+	for _, bl := range blocks {
+		if bl.Type == "tool_result" && shown[bl.ToolUseID] {
+			results++
+			continue
+		}
+		v.Blocks = append(v.Blocks, b.block(m, bl))
+	}
+	if results > 0 && results == len(blocks) {
+		v.Class = "slim"
+	}
+	if m.InterruptedByShutdown {
+		v.Notes = append(v.Notes, "interrupted: Claude Code shut down during this turn")
+	}
+	for _, cp := range b.checkpoints[m.UUID] {
+		note := fmt.Sprintf("checkpoint %q (%s)", cp.Label, cp.ID)
+		if cp.Commit != "" {
+			note += " at commit " + core.ShortCommit(cp.Commit)
+		}
+		v.Notes = append(v.Notes, note)
+	}
+	return v
+}
+
+// block renders one content block of m.
+func (b *builder) block(m *sessions.Message, bl block) blockView {
+	switch bl.Type {
+	case "text":
+		if m.Type == "assistant" {
+			return blockView{Kind: "markdown", HTML: b.md.render(bl.Text)}
+		}
+		return blockView{Kind: "text", Text: bl.Text}
+	case "thinking":
+		return blockView{Kind: "thinking", HTML: b.md.render(bl.Thinking)}
+	case "redacted_thinking":
+		return blockView{Kind: "note", Text: "thinking (redacted)"}
+	case "tool_use":
+		return blockView{Kind: "tool", Tool: b.tool(bl)}
+	case "tool_result":
+		r := b.result(bl)
+		r.Tool = b.calls[bl.ToolUseID]
+		return blockView{Kind: "result", Result: r}
+	case "image":
+		if img, ok := imageOf(bl); ok {
+			return img
+		}
+		return blockView{Kind: "note", Text: "image (not embedded)"}
+	}
+	return blockView{Kind: "raw", Text: indentJSON(bl.Raw)}
+}
+
+// tool renders a call, with its result and the subagent it started.
+func (b *builder) tool(bl block) *toolView {
+	t := &toolView{ID: bl.ID, Name: bl.Name, Summary: toolSummary(bl.Name, bl.Input)}
+	t.Diffs = toolDiffs(bl.Name, bl.Input)
+	if t.Diffs == nil {
+		t.Input = indentJSON(bl.Input)
+	}
+	if res, ok := b.results[bl.ID]; ok {
+		t.Result = b.result(res)
+	}
+	if b.agent != nil {
+		t.Agent = b.agent(bl.ID)
+	}
+	return t
+}
+
+// result renders a tool_result's content: its text (cut at maxResult)
+// and its images.
+func (b *builder) result(bl block) *resultView {
+	r := &resultView{Error: bl.IsError}
+	var s string
+	if json.Unmarshal(bl.Content, &s) == nil {
+		r.Text = s
+	} else {
+		var parts []block
+		if json.Unmarshal(bl.Content, &parts) == nil {
+			var texts []string
+			for _, p := range parts {
+				switch p.Type {
+				case "text":
+					texts = append(texts, p.Text)
+				case "image":
+					if img, ok := imageOf(p); ok {
+						r.Images = append(r.Images, img)
+					}
+				}
+			}
+			r.Text = strings.Join(texts, "\n")
+		} else if len(bl.Content) > 0 {
+			r.Text = string(bl.Content)
+		}
+	}
+	if len(r.Text) > maxResult {
+		cut := maxResult
+		for cut > 0 && !utf8Start(r.Text[cut]) {
+			cut--
+		}
+		r.More = int64(len(r.Text) - cut)
+		r.Text = r.Text[:cut]
+	}
+	return r
+}
+
+func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+// imageMedia are the image types shown inline.
+var imageMedia = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// base64Data is what a base64 image's data may hold.
+var base64Data = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
+
+// imageOf is a base64 image block as a data: address, when its type is
+// a plain image one and its data base64 (nothing else can reach the
+// address).
+func imageOf(bl block) (blockView, bool) {
+	s := bl.Source
+	if s == nil || s.Type != "base64" || !imageMedia[s.MediaType] || !base64Data.MatchString(s.Data) {
+		return blockView{}, false
+	}
+	return blockView{Kind: "image", MediaType: s.MediaType,
+		Image: template.URL("data:" + s.MediaType + ";base64," + s.Data)}, true
+}
+
+// indentJSON is raw JSON indented, its strings as text (no \u003c for a
+// '<': the page escapes what it shows); as it is when it does not parse.
+func indentJSON(raw json.RawMessage) string {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// shortTime is a timestamp for people: the date and the time to the
+// second, UTC.
+func shortTime(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ts
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}

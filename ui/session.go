@@ -1,0 +1,350 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
+)
+
+// A session's page: its conversation as getSessionMessages gives it
+// (system rows included, to mark compactions), of which a window is
+// rendered: the last Window messages, or those around ?at=<uuid>. The
+// page asks for more (/window?before= or ?after=) as the reader goes, so
+// its size does not grow with the session's.
+
+// sessionPage is a session page's body.
+type sessionPage struct {
+	ID, Store, Title string
+	CSRF             string
+	Info             *sessions.Info
+	// Agent is set on a subagent's page.
+	Agent  string
+	Resume string
+	Caps   map[string]bool
+	Window windowView
+	// Events is the live stream's address ("" on a subagent's page); the
+	// page follows it while its window reaches the end.
+	Events string
+	// WindowURL is where more messages are fetched (?before= / ?after=
+	// added).
+	WindowURL string
+	// Export: a page on its own (export --format html), without actions.
+	Export bool
+}
+
+// windowView is a window of the conversation with its "more" links.
+type windowView struct {
+	Messages                 []msgView
+	Earlier, Later           int
+	EarlierURL, EarlierFetch string
+	LaterURL, LaterFetch     string
+}
+
+// resolve turns the {id} of a request into a session id of st.
+func resolve(ctx context.Context, st sessions.Store, arg string) (string, error) {
+	id, err := st.Resolve(ctx, arg)
+	if err != nil && !errors.Is(err, sessions.ErrAmbiguous) {
+		return "", &httpError{http.StatusNotFound, "no session " + strconv.Quote(arg) + " in " + st.Name()}
+	}
+	return id, err
+}
+
+// span is the window [start, end) of msgs a request asks for: around
+// ?at=, before ?before=, after ?after=, else the last n.
+func span(msgs []sessions.Message, r *http.Request, n int) (int, int) {
+	index := func(uuid string) int {
+		return slices.IndexFunc(msgs, func(m sessions.Message) bool { return m.UUID == uuid })
+	}
+	if at := r.FormValue("at"); at != "" {
+		if i := index(at); i >= 0 {
+			start := max(0, i-n/2)
+			return start, min(len(msgs), start+n)
+		}
+	}
+	if b := r.FormValue("before"); b != "" {
+		if i := index(b); i >= 0 {
+			return max(0, i-n), i
+		}
+	}
+	if a := r.FormValue("after"); a != "" {
+		if i := index(a); i >= 0 {
+			return i + 1, min(len(msgs), i+1+n)
+		}
+	}
+	return max(0, len(msgs)-n), len(msgs)
+}
+
+// conversation is what a session page renders from.
+type conversation struct {
+	st        sessions.Store
+	store, id string
+	agent     string
+	msgs      []sessions.Message
+	base      string // the page's path
+}
+
+// sessionOf is the store a request names and the session its {id} names
+// there.
+func (h *Handler) sessionOf(r *http.Request) (st sessions.Store, name, id string, err error) {
+	if st, name, err = h.store(r); err == nil {
+		id, err = resolve(r.Context(), st, r.PathValue("id"))
+	}
+	return st, name, id, err
+}
+
+// load reads a session (or, with agent, one of its subagents).
+func (h *Handler) load(r *http.Request) (*conversation, error) {
+	st, name, id, err := h.sessionOf(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &conversation{st: st, store: name, id: id, agent: r.PathValue("agent"), base: "/sessions/" + url.PathEscape(id)}
+	if c.agent != "" {
+		c.base += "/agents/" + url.PathEscape(c.agent)
+		c.msgs, _, err = st.SubagentMessages(r.Context(), id, c.agent, sessions.MessagesOptions{})
+	} else {
+		c.msgs, _, err = st.Messages(r.Context(), id, sessions.MessagesOptions{IncludeSystem: true})
+	}
+	return c, err
+}
+
+// link is an address of the conversation's page or one of its parts.
+func (c *conversation) link(suffix string, v url.Values) string {
+	if v == nil {
+		v = url.Values{}
+	}
+	v.Set("store", c.store)
+	return c.base + suffix + "?" + v.Encode()
+}
+
+// builder is a builder for the conversation, with its subagents and
+// checkpoints.
+func (h *Handler) builderFor(ctx context.Context, c *conversation, withAgents bool) *builder {
+	b := newBuilder(h.md, c.msgs)
+	if c.agent != "" {
+		return b
+	}
+	if cps, err := sessions.Checkpoints(ctx, c.st, c.id); err == nil {
+		b.checkpoints = map[string][]core.Checkpoint{}
+		for _, cp := range cps {
+			b.checkpoints[cp.MessageUUID] = append(b.checkpoints[cp.MessageUUID], cp)
+		}
+	}
+	if withAgents {
+		idx := h.agentIndexOf(ctx, c)
+		b.agent = func(toolUseID string) *agentView { return h.agentView(ctx, c, idx, toolUseID) }
+	}
+	return b
+}
+
+// window renders msgs[start:end] with its "more" links.
+func (h *Handler) windowOf(ctx context.Context, c *conversation, start, end int) windowView {
+	var next *sessions.Message
+	if end < len(c.msgs) {
+		next = &c.msgs[end]
+	}
+	b := h.builderFor(ctx, c, true)
+	w := windowView{Messages: b.views(c.msgs[start:end], next), Earlier: start, Later: len(c.msgs) - end}
+	if start > 0 {
+		first := c.msgs[start].UUID
+		w.EarlierURL = c.link("", url.Values{"at": {first}}) + "#m-" + first
+		w.EarlierFetch = c.link("/window", url.Values{"before": {first}})
+	}
+	if end < len(c.msgs) {
+		last := c.msgs[end-1].UUID
+		w.LaterURL = c.link("", url.Values{"at": {last}}) + "#m-" + last
+		w.LaterFetch = c.link("/window", url.Values{"after": {last}})
+	}
+	return w
+}
+
+// session serves /sessions/{id} and /sessions/{id}/agents/{agent}.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
+	c, err := h.load(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if c.id != r.PathValue("id") { // a prefix: the page's address is the id
+		q := r.URL.Query()
+		http.Redirect(w, r, c.base+"?"+q.Encode(), http.StatusSeeOther)
+		return
+	}
+	start, end := span(c.msgs, r, h.opt.Window)
+	if at := r.FormValue("at"); at != "" && c.agent == "" && !slices.ContainsFunc(c.msgs, func(m sessions.Message) bool { return m.UUID == at }) {
+		// A subagent's message: the window around the call that started
+		// it, or the subagent's own page when it lies past what the call
+		// shows.
+		call, agent, deep := h.findInAgents(r.Context(), c, at)
+		switch {
+		case deep:
+			http.Redirect(w, r, (&conversation{store: c.store, base: c.base + "/agents/" + url.PathEscape(agent)}).link("", url.Values{"at": {at}}), http.StatusSeeOther)
+			return
+		case call >= 0:
+			start = max(0, call-h.opt.Window/2)
+			end = min(len(c.msgs), start+h.opt.Window)
+		}
+	}
+	p := h.page(r.Context(), c, start, end)
+	h.render(w, "session", h.frame(p.Title, c.store, p))
+}
+
+// page is the session page of c showing msgs[start:end].
+func (h *Handler) page(ctx context.Context, c *conversation, start, end int) sessionPage {
+	p := sessionPage{ID: c.id, Store: c.store, Agent: c.agent, Window: h.windowOf(ctx, c, start, end),
+		WindowURL: c.link("/window", nil), Caps: map[string]bool{}, CSRF: h.csrf}
+	if info, err := c.st.Info(ctx, c.id); err == nil && info != nil {
+		p.Info, p.Title = info, info.Summary
+		p.Resume = resumeCommand(info.Cwd, c.id)
+	}
+	if p.Title == "" {
+		p.Title = c.id
+	}
+	if c.agent != "" {
+		p.Title = "Subagent " + c.agent + " of " + p.Title
+		return p
+	}
+	for _, cp := range sessions.Capabilities(c.st) {
+		p.Caps[cp] = true
+	}
+	p.Events = c.link("/events", nil)
+	return p
+}
+
+// agentPage serves a subagent's own page.
+func (h *Handler) agentPage(w http.ResponseWriter, r *http.Request) { h.session(w, r) }
+
+// window serves a fragment of the conversation: ?before=<uuid> or
+// ?after=<uuid>.
+func (h *Handler) window(w http.ResponseWriter, r *http.Request) {
+	c, err := h.load(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	start, end := span(c.msgs, r, h.opt.Window)
+	h.render(w, "window", h.windowOf(r.Context(), c, start, end))
+}
+
+// resumeCommand is the shell command that resumes the session where it
+// ran.
+func resumeCommand(cwd, id string) string {
+	cmd := "claude --resume " + id
+	if cwd == "" {
+		return cmd
+	}
+	return "cd " + shellQuote(cwd) + " && " + cmd
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// agentIndex maps a session's tool calls to the subagents they started.
+type agentIndex struct {
+	mu      sync.Mutex
+	version string
+	byCall  map[string]string
+}
+
+// agentIndexOf builds (or reuses, while the session has the same
+// subagents) the map from a call's id to its subagent.
+func (h *Handler) agentIndexOf(ctx context.Context, c *conversation) *agentIndex {
+	key := c.store + "\x00" + c.id
+	h.mu.Lock()
+	idx := h.agents[key]
+	if idx == nil {
+		idx = &agentIndex{}
+		h.agents[key] = idx
+	}
+	h.mu.Unlock()
+	agents, err := c.st.Subagents(ctx, c.id)
+	if err != nil {
+		return idx
+	}
+	version := strings.Join(agents, ",")
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.byCall != nil && idx.version == version {
+		return idx
+	}
+	idx.byCall = map[string]string{}
+	for _, a := range agents {
+		msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{Limit: 1})
+		if err != nil || len(msgs) == 0 || msgs[0].ParentToolUseID == nil {
+			continue
+		}
+		if _, dup := idx.byCall[*msgs[0].ParentToolUseID]; !dup {
+			idx.byCall[*msgs[0].ParentToolUseID] = a
+		}
+	}
+	idx.version = version
+	return idx
+}
+
+// agentView is the subagent a call started, its first Window messages.
+func (h *Handler) agentView(ctx context.Context, c *conversation, idx *agentIndex, toolUseID string) *agentView {
+	idx.mu.Lock()
+	a, ok := idx.byCall[toolUseID]
+	idx.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{})
+	if err != nil {
+		return nil
+	}
+	sub := &conversation{st: c.st, store: c.store, id: c.id, agent: a, msgs: msgs,
+		base: c.base + "/agents/" + url.PathEscape(a)}
+	n := min(len(msgs), h.opt.Window)
+	v := &agentView{ID: a, Messages: newBuilder(h.md, msgs).views(msgs[:n], nil), More: len(msgs) - n}
+	if v.More > 0 {
+		v.Link = sub.link("", nil)
+	}
+	return v
+}
+
+// findInAgents finds message uuid in the session's subagents: call is the
+// index of the message holding the call that started its subagent (-1
+// when none), deep is set when the message lies past the messages shown
+// under the call (agent names the subagent).
+func (h *Handler) findInAgents(ctx context.Context, c *conversation, uuid string) (call int, agent string, deep bool) {
+	idx := h.agentIndexOf(ctx, c)
+	idx.mu.Lock()
+	byCall := maps.Clone(idx.byCall)
+	idx.mu.Unlock()
+	for toolUseID, a := range byCall {
+		msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{})
+		if err != nil {
+			continue
+		}
+		i := slices.IndexFunc(msgs, func(m sessions.Message) bool { return m.UUID == uuid })
+		if i < 0 {
+			continue
+		}
+		if i >= h.opt.Window {
+			return -1, a, true
+		}
+		for j := range c.msgs {
+			for _, bl := range blocksOf(&c.msgs[j]) {
+				if bl.Type == "tool_use" && bl.ID == toolUseID {
+					return j, a, false
+				}
+			}
+		}
+	}
+	return -1, "", false
+}

@@ -1,0 +1,200 @@
+// scribe ui: the list's filter as you type, a conversation's "load more",
+// permalinks, live messages and the copy button. Every piece of HTML it
+// inserts comes from the server's templates (escaped there) and is
+// parsed in a <template>, where nothing runs.
+"use strict";
+
+(function () {
+  // Messages kept in the page: past this, the far end is dropped (and
+  // can be fetched again), so the page does not grow with the session.
+  const MAX_MESSAGES = 400;
+
+  function parse(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html;
+    return t.content;
+  }
+
+  function get(url) {
+    return fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } }).then(function (r) {
+      if (!r.ok) { throw new Error(r.status + " " + r.statusText); }
+      return r.text();
+    });
+  }
+
+  // <select class="autosubmit"> submits its form when changed.
+  document.querySelectorAll("select.autosubmit").forEach(function (s) {
+    s.addEventListener("change", function () { s.form.submit(); });
+  });
+
+  // The list: filter as you type.
+  const q = document.getElementById("q");
+  const results = document.getElementById("results");
+  if (q && results) {
+    let timer = 0, seq = 0;
+    q.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        const form = q.form, params = new URLSearchParams(new FormData(form));
+        params.set("partial", "1");
+        const mine = ++seq;
+        get("/?" + params.toString()).then(function (html) {
+          if (mine !== seq) { return; }
+          results.replaceChildren(parse(html));
+          params.delete("partial");
+          history.replaceState(null, "", "/?" + params.toString());
+        }).catch(function () {});
+      }, 150);
+    });
+  }
+
+  // The copy buttons: data-copy names the element whose text is copied.
+  document.querySelectorAll("button.copy").forEach(function (b) {
+    b.addEventListener("click", function () {
+      const el = document.getElementById(b.dataset.copy);
+      if (!el) { return; }
+      const done = function () { b.classList.add("copied"); };
+      if (navigator.clipboard) {
+        navigator.clipboard.writeText(el.textContent).then(done, function () {});
+      }
+    });
+  });
+
+  // Keys: "/" goes to the filter; j and k to the next and previous
+  // message (not while typing).
+  function typing(ev) {
+    const t = ev.target;
+    return ev.ctrlKey || ev.metaKey || ev.altKey || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)));
+  }
+  document.addEventListener("keydown", function (ev) {
+    if (typing(ev)) { return; }
+    if (ev.key === "/" && q) { ev.preventDefault(); q.focus(); return; }
+    if (ev.key !== "j" && ev.key !== "k") { return; }
+    const all = [...document.querySelectorAll("#messages > article.msg:not(.slim)")];
+    if (!all.length) { return; }
+    let i = all.findIndex(function (m) { return m.getBoundingClientRect().top > 60; });
+    if (i < 0) { i = all.length; }
+    const cur = document.querySelector("article.msg.current");
+    if (cur && all.indexOf(cur) >= 0) { i = all.indexOf(cur) + 1; }
+    const next = all[Math.max(0, Math.min(all.length - 1, ev.key === "j" ? i : i - 2))];
+    if (cur) { cur.classList.remove("current"); }
+    next.classList.add("current");
+    next.scrollIntoView({ block: "start" });
+  });
+
+  const main = document.querySelector("main.session");
+  if (!main) { return; }
+  const box = document.getElementById("messages");
+
+  function messages() { return box.querySelectorAll(":scope > article.msg"); }
+  function link(kind) { return box.querySelector(":scope > a.more." + kind); }
+
+  // moreLink makes the "load earlier/later" link for the message uuid.
+  function moreLink(kind, uuid) {
+    const a = document.createElement("a");
+    const p = new URLSearchParams();
+    p.set(kind === "earlier" ? "before" : "after", uuid);
+    a.className = "more " + kind;
+    a.dataset.fetch = main.dataset.window + "&" + p.toString();
+    a.href = "?" + new URLSearchParams({ store: new URL(main.dataset.window, location.href).searchParams.get("store") || "", at: uuid }) + "#m-" + uuid;
+    a.textContent = kind === "earlier" ? "Load earlier messages" : "Load later messages";
+    return a;
+  }
+
+  // trim drops messages from the end opposite to where the reader went.
+  function trim(fromTop) {
+    const all = messages();
+    const extra = all.length - MAX_MESSAGES;
+    if (extra <= 0) { return; }
+    if (fromTop) {
+      const keep = all[extra];
+      for (let i = 0; i < extra; i++) { all[i].remove(); }
+      const old = link("earlier");
+      if (old) { old.remove(); }
+      box.prepend(moreLink("earlier", keep.id.slice(2)));
+    } else {
+      const keep = all[all.length - 1 - extra];
+      for (let i = all.length - extra; i < all.length; i++) { all[i].remove(); }
+      const old = link("later");
+      if (old) { old.remove(); }
+      box.append(moreLink("later", keep.id.slice(2)));
+      stopLive();
+    }
+  }
+
+  // "Load earlier / later": the fragment replaces its link; the reader's
+  // place stays where it was.
+  box.addEventListener("click", function (ev) {
+    const a = ev.target.closest("a.more");
+    if (!a || !a.dataset.fetch) { return; }
+    ev.preventDefault();
+    const earlier = a.classList.contains("earlier");
+    const anchor = earlier ? a.nextElementSibling : null;
+    const before = anchor ? anchor.getBoundingClientRect().top : 0;
+    a.textContent = "Loading…";
+    get(a.dataset.fetch).then(function (html) {
+      const frag = parse(html);
+      // A fragment fetched for one side brings only that side's link.
+      frag.querySelectorAll(earlier ? "a.more.later" : "a.more.earlier").forEach(function (x) { x.remove(); });
+      frag.querySelectorAll("article.msg").forEach(function (m) {
+        if (document.getElementById(m.id)) { m.remove(); }
+      });
+      a.replaceWith(frag);
+      if (anchor) { window.scrollBy(0, anchor.getBoundingClientRect().top - before); }
+      trim(!earlier);
+      if (!earlier && !link("later")) { startLive(); }
+    }).catch(function () { a.textContent = "Could not load: try again"; });
+  });
+
+  // Permalinks: #m-<uuid> not in the page opens the window around it.
+  function openTo(el) {
+    for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) { d.open = true; }
+    el.scrollIntoView({ block: "start" });
+  }
+  function land() {
+    const h = decodeURIComponent(location.hash.slice(1));
+    if (h.indexOf("m-") === 0) {
+      const el = document.getElementById(h);
+      if (el) { openTo(el); return true; }
+      const u = new URL(location.href);
+      if (u.searchParams.get("at") === h.slice(2)) { return false; } // asked already: not in this session
+      u.searchParams.set("at", h.slice(2));
+      location.replace(u.pathname + "?" + u.searchParams.toString() + location.hash);
+      return true;
+    }
+    return false;
+  }
+  window.addEventListener("hashchange", land);
+  if (!land() && !link("later")) {
+    window.scrollTo(0, document.documentElement.scrollHeight);
+  }
+
+  // Live: new messages arrive as server-sent events and are appended,
+  // following the end only when the reader was at it.
+  let source = null;
+  function atEnd() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+  }
+  function startLive() {
+    if (source || !main.dataset.events) { return; }
+    const all = messages();
+    const url = new URL(main.dataset.events, location.href);
+    if (all.length) { url.searchParams.set("after", all[all.length - 1].id.slice(2)); }
+    source = new EventSource(url.pathname + "?" + url.searchParams.toString());
+    source.addEventListener("messages", function (ev) {
+      if (link("later")) { return; }
+      const follow = atEnd();
+      const frag = parse(JSON.parse(ev.data).html);
+      frag.querySelectorAll("article.msg").forEach(function (m) {
+        if (document.getElementById(m.id)) { m.remove(); }
+      });
+      box.append(frag);
+      trim(true);
+      if (follow) { window.scrollTo(0, document.documentElement.scrollHeight); }
+    });
+  }
+  function stopLive() {
+    if (source) { source.close(); source = null; }
+  }
+  if (!link("later")) { startLive(); }
+})();

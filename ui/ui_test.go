@@ -1,0 +1,477 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	xhtml "golang.org/x/net/html"
+
+	"github.com/e0dc0000/scribe/internal/testui"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/stores"
+	"github.com/e0dc0000/scribe/ui"
+)
+
+const cwd = "/home/alice/src/shop"
+
+// sid is the n-th test session's id.
+func sid(n int) string { return fmt.Sprintf("7b3c2a10-5d4e-4f6a-9b8c-%012d", n) }
+
+// newHandler serves the Claude folder dir.
+func newHandler(t *testing.T, dir string) (*ui.Handler, sessions.Store) {
+	t.Helper()
+	st := stores.NewLocal(stores.Claude, dir, nil)
+	h, err := ui.New(ui.Options{Stores: []string{stores.Claude}, Open: func(context.Context, string) (sessions.Store, error) { return st, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h, st
+}
+
+// get serves a GET of path and returns the status and body.
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// conversation writes session n with k prompt/answer pairs.
+func conversation(t *testing.T, dir string, n, k int) *testui.Session {
+	t.Helper()
+	s := testui.NewSession(t, dir, cwd, sid(n))
+	for i := range k {
+		s.User(t, fmt.Sprintf("prompt %d of session %d", i, n))
+		s.Assistant(t, testui.Text(fmt.Sprintf("answer %d", i)))
+	}
+	return s
+}
+
+// The list shows each session with the title Store.List gives it, and
+// links to its page; a page of ?limit rows, ?q filters.
+func TestListShowsStoreTitles(t *testing.T) {
+	dir := t.TempDir()
+	for n := range 7 {
+		s := conversation(t, dir, n, 1)
+		if n%2 == 0 {
+			s.Meta(t, map[string]any{"type": "custom-title", "customTitle": fmt.Sprintf("Custom title %d", n)})
+		}
+	}
+	h, st := newHandler(t, dir)
+	infos, err := st.List(context.Background(), sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
+	if err != nil || len(infos) != 7 {
+		t.Fatalf("List: %d, %v", len(infos), err)
+	}
+	code, body := get(t, h, "/")
+	if code != 200 {
+		t.Fatalf("GET /: %d", code)
+	}
+	for _, in := range infos {
+		want := `<a href="/sessions/` + in.SessionID + `?store=claude">` + html.EscapeString(in.Summary) + `</a>`
+		if !strings.Contains(body, want) {
+			t.Errorf("the list lacks %s", want)
+		}
+	}
+	_, body = get(t, h, "/?limit=3&page=3")
+	if n := strings.Count(body, `<tr class="row`); n != 1 || !strings.Contains(body, "7–7 of 7") {
+		t.Errorf("page 3 of 3 rows: %d rows\n%s", n, body)
+	}
+	_, body = get(t, h, "/?q=CUSTOM+title+000000000004&partial=1")
+	if n := strings.Count(body, `<tr class="row`); n != 1 || !strings.Contains(body, "Custom title 4") || strings.Contains(body, "<html") {
+		t.Errorf("filtered fragment: %d rows\n%s", n, body)
+	}
+	_, body = get(t, h, "/?q=title+custom&partial=1")
+	if n := strings.Count(body, `<tr class="row`); n != 4 {
+		t.Errorf("every word of the filter: %d rows, want the 4 with a custom title", n)
+	}
+}
+
+// A session page renders the last Window messages, each with
+// id="m-<uuid>"; ?at= renders the window around an early one, and
+// /window?before= the messages before one.
+func TestSessionWindow(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 150) // 300 messages
+	h, _ := newHandler(t, dir)
+	_, body := get(t, h, "/sessions/"+s.ID)
+	ids := regexp.MustCompile(`<article class="msg[^"]*" id="m-([^"]+)"`).FindAllStringSubmatch(body, -1)
+	if len(ids) != 100 || ids[99][1] != s.UUID(300) || ids[0][1] != s.UUID(201) {
+		t.Fatalf("the page shows %d messages, want the last 100", len(ids))
+	}
+	if !strings.Contains(body, `class="more earlier"`) || strings.Contains(body, `class="more later"`) {
+		t.Error("the last window links to earlier messages only")
+	}
+	_, body = get(t, h, "/sessions/"+s.ID+"?at="+s.UUID(3))
+	if !strings.Contains(body, `id="m-`+s.UUID(3)+`"`) || !strings.Contains(body, `class="more later"`) {
+		t.Error("?at= an early message renders the window around it")
+	}
+	_, frag := get(t, h, "/sessions/"+s.ID+"/window?before="+s.UUID(201))
+	if !strings.Contains(frag, `id="m-`+s.UUID(200)+`"`) || strings.Contains(frag, `id="m-`+s.UUID(201)+`"`) || strings.Contains(frag, "<html") {
+		t.Error("/window?before= renders the messages before it, as a fragment")
+	}
+	code, _ := get(t, h, "/sessions/"+s.ID[:8])
+	if code != http.StatusSeeOther {
+		t.Errorf("a prefix of the id: %d, want a redirect to the id", code)
+	}
+	if code, _ := get(t, h, "/sessions/nope"); code != http.StatusNotFound {
+		t.Errorf("an unknown session: %d", code)
+	}
+}
+
+// Hostile text in a title, a prompt, Markdown, a tool's input and result
+// reaches the page as text: no element, attribute or address of it.
+func TestHostileTranscriptIsEscaped(t *testing.T) {
+	dir := t.TempDir()
+	s := hostileSession(t, dir)
+	h, _ := newHandler(t, dir)
+	for _, path := range []string{"/", "/sessions/" + s.ID} {
+		_, body := get(t, h, path)
+		checkInert(t, path, body)
+	}
+	_, body := get(t, h, "/sessions/"+s.ID)
+	for _, want := range []string{"&lt;script&gt;window.pwned=1&lt;/script&gt;", "&lt;/textarea&gt;", "&lt;iframe", "&lt;style&gt;"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not show %q as text", want)
+		}
+	}
+}
+
+// checkInert fails when body, parsed as a browser parses it, holds an
+// element, attribute or address a transcript put there.
+func checkInert(t *testing.T, what, body string) {
+	t.Helper()
+	doc, err := xhtml.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	var walk func(n *xhtml.Node)
+	walk = func(n *xhtml.Node) {
+		if n.Type == xhtml.ElementNode {
+			switch n.Data {
+			case "iframe", "svg", "object", "embed", "textarea", "base", "frame":
+				t.Errorf("%s: a <%s> element", what, n.Data)
+			case "script":
+				if n.FirstChild != nil || !strings.HasPrefix(attr(n, "src"), "/static/ui.js?v=") {
+					t.Errorf("%s: a script other than /static/ui.js", what)
+				}
+			case "style":
+				if what != "export" {
+					t.Errorf("%s: a <style> element", what)
+				}
+			}
+			for _, a := range n.Attr {
+				v := strings.ToLower(strings.TrimSpace(a.Val))
+				switch {
+				case strings.HasPrefix(a.Key, "on"), a.Key == "style", a.Key == "srcdoc":
+					t.Errorf("%s: <%s %s=%q>", what, n.Data, a.Key, a.Val)
+				case (a.Key == "href" || a.Key == "src" || a.Key == "action") && (strings.HasPrefix(v, "javascript:") ||
+					strings.HasPrefix(v, "vbscript:") || (strings.HasPrefix(v, "data:") && !regexp.MustCompile(`^data:image/(png|jpeg|gif|webp);base64,[a-z0-9+/]*=*$`).MatchString(v))):
+					t.Errorf("%s: <%s %s=%q>", what, n.Data, a.Key, a.Val)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+}
+
+func attr(n *xhtml.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hostileSession(t *testing.T, dir string) *testui.Session {
+	return testui.HostileSession(t, dir, cwd, sid(66))
+}
+
+// Changes are POST only, with the CSRF token of the page.
+func TestActionsNeedCSRF(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 1)
+	h, st := newHandler(t, dir)
+	_, page := get(t, h, "/sessions/"+s.ID)
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the page has no CSRF token")
+	}
+	post := func(form url.Values, header string) int {
+		req := httptest.NewRequest("POST", "/sessions/"+s.ID+"/rename", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if header != "" {
+			req.Header.Set("X-CSRF-Token", header)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := post(url.Values{"title": {"Hijacked"}}, ""); code != http.StatusForbidden {
+		t.Errorf("POST without a token: %d", code)
+	}
+	if code := post(url.Values{"title": {"Hijacked"}, "csrf": {strings.Repeat("0", 64)}}, ""); code != http.StatusForbidden {
+		t.Errorf("POST with a wrong token: %d", code)
+	}
+	if code, _ := get(t, h, "/sessions/"+s.ID+"/rename?title=Hijacked&csrf="+m[1]); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET of an action: %d", code)
+	}
+	if info, _ := st.Info(context.Background(), s.ID); info.Summary == "Hijacked" {
+		t.Fatal("a refused request renamed the session")
+	}
+	if code := post(url.Values{"title": {"Renamed"}, "csrf": {m[1]}}, ""); code != http.StatusSeeOther {
+		t.Fatalf("POST with the token: %d", code)
+	}
+	if code := post(url.Values{"title": {"Renamed by header"}}, m[1]); code != http.StatusSeeOther {
+		t.Fatalf("POST with the token in X-CSRF-Token: %d", code)
+	}
+	if info, _ := st.Info(context.Background(), s.ID); info.Summary != "Renamed by header" {
+		t.Fatalf("after rename: %q", info.Summary)
+	}
+}
+
+// The guard: no cookie 401, a wrong token 403, the token once for the
+// cookie and a redirect without it, a foreign Host 403 whatever else.
+func TestLocalGuard(t *testing.T) {
+	dir := t.TempDir()
+	conversation(t, dir, 1, 1)
+	h, _ := newHandler(t, dir)
+	g := ui.NewLocalGuard(h, []string{"127.0.0.1:8080", "localhost:8080"})
+	tok := g.Token()
+	do := func(host, path string, cookie *http.Cookie) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Host = host
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do("127.0.0.1:8080", "/", nil); rec.Code != http.StatusUnauthorized {
+		t.Errorf("no cookie: %d", rec.Code)
+	}
+	if rec := do("127.0.0.1:8080", "/?token=wrong", nil); rec.Code != http.StatusForbidden {
+		t.Errorf("a wrong token: %d", rec.Code)
+	}
+	if rec := do("evil.example:8080", "/?token="+tok, nil); rec.Code != http.StatusForbidden {
+		t.Errorf("the token through a foreign Host: %d", rec.Code)
+	}
+	rec := do("localhost:8080", "/?store=claude&token="+tok, nil)
+	cookies := rec.Result().Cookies()
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/?store=claude" || len(cookies) != 1 {
+		t.Fatalf("the token: %d, Location %q, cookies %v", rec.Code, rec.Header().Get("Location"), cookies)
+	}
+	c := cookies[0]
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Name != "scribe_ui_8080" {
+		t.Errorf("cookie %+v", c)
+	}
+	if rec := do("127.0.0.1:8080", "/?token="+tok, nil); rec.Code != http.StatusForbidden {
+		t.Errorf("the token a second time: %d", rec.Code)
+	}
+	if rec := do("127.0.0.1:8080", "/", c); rec.Code != http.StatusOK {
+		t.Errorf("with the cookie: %d", rec.Code)
+	}
+	if rec := do("attacker.example:8080", "/", c); rec.Code != http.StatusForbidden {
+		t.Errorf("the cookie through a foreign Host (DNS rebinding): %d", rec.Code)
+	}
+	if rec := do("127.0.0.1:8080", "/", &http.Cookie{Name: g.CookieName(), Value: "forged"}); rec.Code != http.StatusUnauthorized {
+		t.Errorf("a forged cookie: %d", rec.Code)
+	}
+}
+
+// Every answer carries the Content-Security-Policy, and the page loads
+// its script and style from the server only.
+func TestSecurityHeaders(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 1)
+	h, _ := newHandler(t, dir)
+	for _, p := range []string{"/", "/sessions/" + s.ID, "/static/ui.js", "/sessions/nope"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+			t.Errorf("%s: CSP %q", p, csp)
+		}
+		if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", p)
+		}
+		if p == "/sessions/"+s.ID && regexp.MustCompile(`<script>|\sstyle=|<style`).MatchString(rec.Body.String()) {
+			t.Errorf("%s has inline script or style", p)
+		}
+	}
+}
+
+// The live stream sends a message appended to the file, rendered.
+func TestEventsSendAppendedMessages(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 2)
+	h, _ := newHandler(t, dir)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/sessions/" + s.ID + "/events?after=" + s.UUID(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	s.User(t, "a live <b>prompt</b>")
+	got := make([]byte, 0, 4096)
+	buf := make([]byte, 4096)
+	for !strings.Contains(string(got), "\n\n") {
+		n, err := resp.Body.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF || err != nil {
+			t.Fatalf("read the stream: %v\n%s", err, got)
+		}
+		if strings.HasPrefix(string(got), ": ping") {
+			got = got[:0]
+		}
+	}
+	ev := string(got)
+	if !strings.Contains(ev, "event: messages") || !strings.Contains(ev, `id=\"m-`+s.UUID(5)+`\"`) ||
+		!strings.Contains(ev, `a live \u0026lt;b\u0026gt;prompt`) || strings.Contains(ev, "m-"+s.UUID(4)) {
+		t.Fatalf("event:\n%s", ev)
+	}
+}
+
+// export: one page with its style inside, no script, the conversation.
+func TestExportIsSelfContained(t *testing.T) {
+	dir := t.TempDir()
+	s := hostileSession(t, dir)
+	_, st := newHandler(t, dir)
+	var b strings.Builder
+	if err := ui.Export(context.Background(), &b, st, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "<style>") || strings.Contains(page, "<script") || strings.Contains(page, `rel="stylesheet"`) {
+		t.Error("the export is not one self-contained page without script")
+	}
+	if !strings.Contains(page, "&lt;script&gt;window.pwned=1") || !strings.Contains(page, `id="m-`+s.UUID(1)+`"`) {
+		t.Error("the export lacks the conversation")
+	}
+	checkInert(t, "export", page)
+	if os.Getenv("SCRIBE_UI_DUMP") != "" {
+		_ = os.WriteFile(os.Getenv("SCRIBE_UI_DUMP"), []byte(page), 0o644)
+	}
+}
+
+// post sends a form to h with the page's CSRF token.
+func post(t *testing.T, h http.Handler, path string, form url.Values) *httptest.ResponseRecorder {
+	t.Helper()
+	_, page := get(t, h, "/")
+	m := regexp.MustCompile(`<meta name="csrf-token" content="([0-9a-f]+)">`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token in the list page")
+	}
+	form.Set("csrf", m[1])
+	req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// Tag, archive, fork and the trash (after its confirmation page) change
+// what the store says.
+func TestActions(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 2)
+	h, st := newHandler(t, dir)
+	ctx := context.Background()
+	if rec := post(t, h, "/sessions/"+s.ID+"/tag", url.Values{"tag": {"bugfix"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("tag: %d %s", rec.Code, rec.Body)
+	}
+	if rec := post(t, h, "/sessions/"+s.ID+"/archive", url.Values{"archived": {"1"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("archive: %d %s", rec.Code, rec.Body)
+	}
+	info, _ := st.Info(ctx, s.ID)
+	if info.Tag != "bugfix" || info.Archived == nil || !*info.Archived {
+		t.Errorf("after tag and archive: tag %q, archived %v", info.Tag, info.Archived)
+	}
+	if _, body := get(t, h, "/"); !strings.Contains(body, `<tr class="row archived">`) || !strings.Contains(body, `<td class="tag"><span>bugfix</span></td>`) {
+		t.Error("the list does not show the tag and the archived mark")
+	}
+	rec := post(t, h, "/sessions/"+s.ID+"/fork", url.Values{"up_to": {s.UUID(2)}, "title": {"A fork"}})
+	loc := rec.Header().Get("Location")
+	if rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/sessions/") {
+		t.Fatalf("fork: %d %q %s", rec.Code, loc, rec.Body)
+	}
+	forkID := strings.TrimPrefix(strings.SplitN(loc, "?", 2)[0], "/sessions/")
+	if fi, err := st.Info(ctx, forkID); err != nil || fi == nil || fi.Summary != "A fork" {
+		t.Fatalf("the fork %s: %+v, %v", forkID, fi, err)
+	}
+	rec = post(t, h, "/sessions/"+s.ID+"/trash", url.Values{})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `name="confirm" value="1"`) {
+		t.Fatalf("trash without confirm: %d, want the confirmation page", rec.Code)
+	}
+	if info, _ := st.Info(ctx, s.ID); info == nil {
+		t.Fatal("the confirmation page trashed the session")
+	}
+	if rec := post(t, h, "/sessions/"+s.ID+"/trash", url.Values{"confirm": {"1"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("trash: %d %s", rec.Code, rec.Body)
+	}
+	if info, _ := st.Info(ctx, s.ID); info != nil {
+		t.Error("the session is still there after the trash")
+	}
+}
+
+// A store that cannot change its sessions offers no action, and refuses
+// one asked for.
+func TestActionsOnReadOnlyStore(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 1, 1)
+	local := stores.NewLocal(stores.Claude, dir, nil)
+	ro := stores.NewReader("archive", dir, local.Layout())
+	h, err := ui.New(ui.Options{Stores: []string{"archive"}, Open: func(context.Context, string) (sessions.Store, error) { return ro, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := get(t, h, "/sessions/"+s.ID)
+	if strings.Contains(page, "/rename?") || strings.Contains(page, "/trash?") || !strings.Contains(page, "claude --resume "+s.ID) {
+		t.Error("a read-only store's page offers changes, or lacks the resume command")
+	}
+	if rec := post(t, h, "/sessions/"+s.ID+"/rename", url.Values{"title": {"x"}}); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("rename on a read-only store: %d", rec.Code)
+	}
+}
+
+// ?at= a subagent's message opens the window around the call that
+// started the subagent, whose conversation holds the message.
+func TestPermalinkIntoSubagent(t *testing.T) {
+	dir := t.TempDir()
+	s := testui.NewSession(t, dir, cwd, sid(3))
+	s.User(t, "find it")
+	s.Assistant(t, testui.ToolUse("toolu_a1", "Task", map[string]any{"description": "look", "prompt": "look for it"}))
+	s.User(t, []map[string]any{testui.ToolResult("toolu_a1", "found")})
+	for i := range 150 {
+		s.User(t, fmt.Sprintf("later prompt %d", i))
+	}
+	a := s.Agent(t, "a0123456789abcdef", "toolu_a1")
+	a.User(t, "look for it")
+	target := a.Assistant(t, testui.Text("here it is"))
+	h, _ := newHandler(t, dir)
+	_, body := get(t, h, "/sessions/"+s.ID)
+	if strings.Contains(body, `id="m-`+target+`"`) {
+		t.Fatal("the last window holds the early subagent's message")
+	}
+	_, body = get(t, h, "/sessions/"+s.ID+"?at="+target)
+	if !strings.Contains(body, `id="m-`+target+`"`) || !strings.Contains(body, `id="m-`+s.UUID(2)+`"`) {
+		t.Error("?at= a subagent's message does not show it under its call")
+	}
+}
