@@ -2,6 +2,7 @@ package usage
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -58,13 +59,21 @@ func TestDedupeKeepsTheBiggestRow(t *testing.T) {
 	if !kept[2].HasCost {
 		t.Fatalf("preferCost: kept %+v", kept)
 	}
+	// Keys whose hashes collide are still told apart by their strings.
+	for _, preferCost := range []bool{false, true} {
+		want, wantDropped := Dedupe(rows, preferCost)
+		got, gotDropped := dedupe(rows, preferCost, func(msgKey) uint64 { return 7 })
+		if !reflect.DeepEqual(got, want) || gotDropped != wantDropped {
+			t.Fatalf("every hash alike, preferCost %v: kept %+v dropped %d, want %+v %d", preferCost, got, gotDropped, want, wantDropped)
+		}
+	}
 }
 
 // TestCostTiers: tokens of a kind beyond 200,000 in one message cost the
 // tier's price; an hour's cache writes cost twice the input price; costUSD
 // wins; an unknown model is unpriced.
 func TestCostTiers(t *testing.T) {
-	p := NewPricer()
+	p := NewPricer(nil)
 	c, ok := p.Cost(Row{Model: "claude-sonnet-4-20250514", Input: 250000, CacheCreate: 1000, CacheCreate1h: 1000})
 	if want := 200000*3e-6 + 50000*6e-6 + 1000*6e-6; !ok || math.Abs(c-want) > 1e-9 {
 		t.Fatalf("cost %v %v, want %v", c, ok, want)
