@@ -38,6 +38,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/e0dc0000/scribe/internal/bincodec"
 	"github.com/e0dc0000/scribe/internal/buildid"
@@ -247,7 +248,9 @@ func decodeBucket(data []byte, m map[string]*entry) error {
 	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[36:]) {
 		return errors.New("checksum mismatch")
 	}
-	d := &bincodec.Dec{S: string(payload)} // the rows' strings are cut out of it
+	// The rows' strings are cut out of the file's bytes, which nothing
+	// writes once read: one string over them, not a copy.
+	d := &bincodec.Dec{S: unsafe.String(unsafe.SliceData(payload), len(payload))}
 	n := d.Count()
 	for range n {
 		en := decodeEntry(d)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/usage"
 )
@@ -75,14 +77,24 @@ func usageScan(cmd *cobra.Command, l jsonl.Layout, cacheDir string) (*usage.Scan
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	var files []usage.File
-	for _, s := range stored {
-		tf, _ := jsonl.TranscriptFiles(s.ProjectDir, s.ID)
+	// Each session's files are looked for eight at a time: a few stats
+	// each, which wait on the disk more than on a core.
+	per := make([][]usage.File, len(stored))
+	err = durable.Each(cmd.Context(), 8, len(stored), func(_ context.Context, i int) error {
+		tf, _ := jsonl.TranscriptFiles(stored[i].ProjectDir, stored[i].ID)
 		for _, f := range tf {
 			if !f.Sidecar {
-				files = append(files, usage.File{Path: f.Path, Session: s.ID})
+				per[i] = append(per[i], usage.File{Path: f.Path, Session: stored[i].ID})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var files []usage.File
+	for _, fs := range per {
+		files = append(files, fs...)
 	}
 	return usage.Read(cmd.Context(), files, cacheDir)
 }
