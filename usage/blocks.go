@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -93,11 +94,26 @@ func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // block is active when now is before its end and within 5 hours of its
 // last row; the active block gets its burn rate and projection at now.
 func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
-	order := make([]int32, len(rows))
-	for i := range order {
-		order[i] = int32(i)
+	// The rows in time order (equal times in their order): a sort of
+	// small keys, not of the rows.
+	type at struct {
+		sec  int64
+		nsec int32
+		i    int32
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return rows[a].Time.Compare(rows[b].Time) })
+	order := make([]at, len(rows))
+	for i := range rows {
+		order[i] = at{rows[i].Time.Unix(), int32(rows[i].Time.Nanosecond()), int32(i)}
+	}
+	slices.SortFunc(order, func(a, b at) int {
+		if c := cmp.Compare(a.sec, b.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
 	out := []Block{}
 	var cur *Block
 	seen := map[string]bool{}
@@ -114,8 +130,8 @@ func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
 		out = append(out, *cur)
 		cur = nil
 	}
-	for _, i := range order {
-		r := &rows[i]
+	for _, o := range order {
+		r := &rows[o.i]
 		if cur != nil && (r.Time.Sub(cur.start) > BlockLength || r.Time.Sub(cur.last) > BlockLength) {
 			last := cur.last
 			closeBlock()

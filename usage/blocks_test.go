@@ -1,7 +1,10 @@
 package usage
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -92,5 +95,55 @@ func TestPriceOverrides(t *testing.T) {
 	q := NewPricer(map[string]Price{"m": {Input: 1}})
 	if c, _ := q.Cost(Row{Model: "m", HasCost: true, CostUSD: 0.5, Input: 9}); c != 0.5 || len(q.OverridesUsed()) != 0 {
 		t.Fatalf("a costUSD row: %v, used %v", c, q.OverridesUsed())
+	}
+}
+
+// TestStatusOfIsTheReports: the status line's figures are the session
+// report's total for the session, the daily report's for today (its own
+// choice among equal rows: the first with costUSD) and the blocks
+// report's active block, on rows with streamed copies, ties with and
+// without costUSD, other sessions, other days and unpriced models.
+func TestStatusOfIsTheReports(t *testing.T) {
+	now := time.Date(2026, 12, 6, 23, 30, 0, 0, time.UTC)
+	loc := time.FixedZone("UTC+2", 2*3600) // where it is already the 7th, since 22:00 UTC
+	r := rand.New(rand.NewPCG(1, 2))
+	var rows []Row
+	for i := range 3000 {
+		row := Row{Session: fmt.Sprintf("s%d", r.IntN(4)), Time: now.Add(-time.Duration(r.IntN(40*60)) * time.Minute),
+			MessageID: fmt.Sprintf("m%d", r.IntN(1500)), RequestID: "r", Model: []string{"claude-sonnet-4-20250514", "claude-x", Synthetic, ""}[r.IntN(4)],
+			Input: int64(r.IntN(3)) * 1000, Output: int64(r.IntN(2)) * 500}
+		if i%5 == 0 {
+			row.MessageID = ""
+		}
+		if r.IntN(4) == 0 {
+			row.HasCost, row.CostUSD = true, float64(r.IntN(100))/100
+		}
+		rows = append(rows, row)
+	}
+	p := NewPricer(nil)
+	st := StatusOf(rows, p, "s2", now, loc)
+
+	session, _ := Dedupe(rows, false)
+	periods, _ := Build(Session, session, p, Options{Loc: loc})
+	var wantSession float64
+	for _, g := range periods {
+		if g.Period == "s2" {
+			wantSession = g.TotalCost
+		}
+	}
+	daily, _ := Dedupe(rows, true)
+	day := now.In(loc).Format("20060102")
+	_, tot := Build(Daily, daily, p, Options{Loc: loc, Since: day, Until: day})
+	var wantBlock *Block
+	for _, b := range BuildBlocks(session, p, now) {
+		if b.IsActive {
+			wantBlock = &b
+		}
+	}
+	if st.SessionCost != wantSession || st.TodayCost != tot.TotalCost || wantBlock == nil || !reflect.DeepEqual(st.Block, wantBlock) {
+		t.Fatalf("status %+v (block %+v)\nwant session %v, today %v, block %+v", st, st.Block, wantSession, tot.TotalCost, wantBlock)
+	}
+	if ties, _ := Dedupe(rows, false); reflect.DeepEqual(ties, daily) {
+		t.Fatal("the rows hold no tie the two deduplications decide differently")
 	}
 }

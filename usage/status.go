@@ -20,15 +20,23 @@ type Status struct {
 // rows.
 func StatusOf(rows []Row, p *Pricer, session string, now time.Time, loc *time.Location) Status {
 	var st Status
-	today := now.In(loc).Format("20060102")
-	daily, _ := Dedupe(rows, true)
-	_, tot := Build(Daily, daily, p, Options{Loc: loc, Since: today, Until: today})
-	st.TodayCost = tot.TotalCost
-	kept, _ := Dedupe(rows, false)
-	for _, r := range kept {
+	y, m, d := now.In(loc).Date()
+	today := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	tomorrow := today.AddDate(0, 0, 1)
+	kept, costFirst, _ := dedupeBoth(rows)
+	for j := range kept {
+		r := &kept[j]
 		if r.Session == session && r.ModelName() != "" {
-			cost, _ := p.Cost(r)
+			cost, _ := p.Cost(*r)
 			st.SessionCost += cost
+		}
+		daily := r // the daily report's row of the message
+		if cf, ok := costFirst[j]; ok {
+			daily = &cf
+		}
+		if !daily.Time.Before(today) && daily.Time.Before(tomorrow) && daily.ModelName() != "" {
+			cost, _ := p.Cost(*daily)
+			st.TodayCost += cost
 		}
 	}
 	for _, b := range BuildBlocks(kept, p, now) {

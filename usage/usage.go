@@ -175,16 +175,31 @@ func (r Row) Absurd() bool {
 // equals that carries costUSD). Rows without a message id all count. The
 // rows keep their order; dropped counts the rows left out.
 func Dedupe(rows []Row, preferCost bool) (kept []Row, dropped int) {
-	seed := maphash.MakeSeed()
-	return dedupe(rows, preferCost, func(k msgKey) uint64 { return maphash.Comparable(seed, k) })
+	kept, costFirst, dropped := dedupeBoth(rows)
+	if preferCost {
+		for j, r := range costFirst {
+			kept[j] = r
+		}
+	}
+	return kept, dropped
 }
 
-// dedupe is Dedupe with the hash of keys given. best maps a key's hash to
-// its row in kept; a key whose hash another key took first is looked up by
-// its strings in collided.
-func dedupe(rows []Row, preferCost bool, hash func(msgKey) uint64) (kept []Row, dropped int) {
+// dedupeBoth is Dedupe(rows, false) and, for the messages whose row
+// Dedupe(rows, true) takes from another of their rows (an equal one with
+// costUSD), that row by its place in kept: both deduplications in one
+// pass.
+func dedupeBoth(rows []Row) (kept []Row, costFirst map[int]Row, dropped int) {
+	seed := maphash.MakeSeed()
+	return dedupe(rows, func(k msgKey) uint64 { return maphash.Comparable(seed, k) })
+}
+
+// dedupe is dedupeBoth with the hash of keys given. best maps a key's
+// hash to its row in kept; a key whose hash another key took first is
+// looked up by its strings in collided.
+func dedupe(rows []Row, hash func(msgKey) uint64) (kept []Row, costFirst map[int]Row, dropped int) {
 	best := make(map[uint64]int, len(rows))
 	var collided map[msgKey]int
+	costFirst = map[int]Row{}
 	kept = make([]Row, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -210,11 +225,17 @@ func dedupe(rows []Row, preferCost bool, hash func(msgKey) uint64) (kept []Row, 
 			continue
 		}
 		dropped++
-		if k := &kept[j]; r.Total() > k.Total() || (preferCost && r.Total() == k.Total() && r.HasCost && !k.HasCost) {
+		switch k := &kept[j]; {
+		case r.Total() > k.Total():
 			*k = *r
+			delete(costFirst, j)
+		case r.Total() == k.Total() && r.HasCost && !k.HasCost:
+			if _, taken := costFirst[j]; !taken {
+				costFirst[j] = *r
+			}
 		}
 	}
-	return kept, dropped
+	return kept, costFirst, dropped
 }
 
 // msgKey is what makes rows one message.
