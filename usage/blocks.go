@@ -93,7 +93,7 @@ func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // the time between the end of the last row's 5 hours and the next row. A
 // block is active when now is before its end and within 5 hours of its
 // last row; the active block gets its burn rate and projection at now.
-func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
+func BuildBlocks(rows []*Row, p *Pricer, now time.Time) []Block {
 	// The rows in time order (equal times in their order): a sort of
 	// small keys, not of the rows.
 	type at struct {
@@ -131,7 +131,7 @@ func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
 		cur = nil
 	}
 	for _, o := range order {
-		r := &rows[o.i]
+		r := rows[o.i]
 		if cur != nil && (r.Time.Sub(cur.start) > BlockLength || r.Time.Sub(cur.last) > BlockLength) {
 			last := cur.last
 			closeBlock()
@@ -154,7 +154,7 @@ func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
 		cur.TokenCounts.CacheReadInputTokens += r.CacheRead
 		cur.TotalTokens += r.Total()
 		if name := r.ModelName(); name != "" {
-			cost, _ := p.Cost(*r)
+			cost, _ := p.Cost(r)
 			cur.CostUSD += cost
 			if !seen[name] {
 				seen[name] = true

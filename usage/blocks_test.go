@@ -19,7 +19,7 @@ func TestActiveBlockProjection(t *testing.T) {
 	row := func(ago time.Duration, id string) Row {
 		return Row{Time: now.Add(-ago), MessageID: id, Model: "claude-sonnet-4-20250514", Input: 1000, Output: 1000}
 	}
-	blocks := BuildBlocks([]Row{row(20*time.Minute, "a"), row(10*time.Minute, "b"), {Time: now.Add(-30 * time.Hour), Input: 5, Output: 5, Model: "x"}}, NewPricer(nil), now)
+	blocks := BuildBlocks(ptrs([]Row{row(20*time.Minute, "a"), row(10*time.Minute, "b"), {Time: now.Add(-30 * time.Hour), Input: 5, Output: 5, Model: "x"}}), NewPricer(nil), now)
 	if len(blocks) != 3 || blocks[0].BurnRate != nil || blocks[0].Projection != nil || !blocks[1].IsGap {
 		t.Fatalf("blocks %+v", blocks)
 	}
@@ -34,7 +34,7 @@ func TestActiveBlockProjection(t *testing.T) {
 		t.Fatalf("projection %+v", pr)
 	}
 	// The same rows at one second: no rate, no projection.
-	one := BuildBlocks([]Row{row(10*time.Minute, "a"), row(10*time.Minute, "b")}, NewPricer(nil), now)
+	one := BuildBlocks(ptrs([]Row{row(10*time.Minute, "a"), row(10*time.Minute, "b")}), NewPricer(nil), now)
 	if one[0].BurnRate != nil || one[0].Projection != nil || !one[0].IsActive {
 		t.Fatalf("rows at one time: %+v", one[0])
 	}
@@ -82,18 +82,18 @@ func TestActiveBlockProjection(t *testing.T) {
 // overrides that priced a row, costUSD rows not counted.
 func TestPriceOverrides(t *testing.T) {
 	p := NewPricer(map[string]Price{"claude-sonnet-4-20250514": {Input: 1e-6, Output: 2e-6, CacheCreate: 3e-6, CacheRead: 4e-6}, "never": {}})
-	c, ok := p.Cost(Row{Model: "claude-sonnet-4-20250514", Input: 300000, Output: 10, CacheCreate: 100, CacheCreate1h: 40, CacheRead: 1000})
+	c, ok := p.Cost(&Row{Model: "claude-sonnet-4-20250514", Input: 300000, Output: 10, CacheCreate: 100, CacheCreate1h: 40, CacheRead: 1000})
 	if want := 300000*1e-6 + 10*2e-6 + 60*3e-6 + 40*2e-6 + 1000*4e-6; !ok || math.Abs(c-want) > 1e-12 {
 		t.Fatalf("overridden cost %v, want %v", c, want)
 	}
-	if c, _ := p.Cost(Row{Model: "anthropic/claude-sonnet-4-20250514", Input: 1000}); math.Abs(c-1000*3e-6) > 1e-12 {
+	if c, _ := p.Cost(&Row{Model: "anthropic/claude-sonnet-4-20250514", Input: 1000}); math.Abs(c-1000*3e-6) > 1e-12 {
 		t.Fatalf("another name of the model took the override: %v", c)
 	}
 	if got := p.OverridesUsed(); len(got) != 1 || got[0] != "claude-sonnet-4-20250514" {
 		t.Fatalf("overrides used %v", got)
 	}
 	q := NewPricer(map[string]Price{"m": {Input: 1}})
-	if c, _ := q.Cost(Row{Model: "m", HasCost: true, CostUSD: 0.5, Input: 9}); c != 0.5 || len(q.OverridesUsed()) != 0 {
+	if c, _ := q.Cost(&Row{Model: "m", HasCost: true, CostUSD: 0.5, Input: 9}); c != 0.5 || len(q.OverridesUsed()) != 0 {
 		t.Fatalf("a costUSD row: %v, used %v", c, q.OverridesUsed())
 	}
 }
@@ -121,9 +121,9 @@ func TestStatusOfIsTheReports(t *testing.T) {
 		rows = append(rows, row)
 	}
 	p := NewPricer(nil)
-	st := StatusOf(rows, p, "s2", now, loc)
+	st := StatusOf(ptrs(rows), p, "s2", now, loc)
 
-	session, _ := Dedupe(rows, false)
+	session, _ := Dedupe(ptrs(rows), false)
 	periods, _ := Build(Session, session, p, Options{Loc: loc})
 	var wantSession float64
 	for _, g := range periods {
@@ -131,7 +131,7 @@ func TestStatusOfIsTheReports(t *testing.T) {
 			wantSession = g.TotalCost
 		}
 	}
-	daily, _ := Dedupe(rows, true)
+	daily, _ := Dedupe(ptrs(rows), true)
 	day := now.In(loc).Format("20060102")
 	_, tot := Build(Daily, daily, p, Options{Loc: loc, Since: day, Until: day})
 	var wantBlock *Block
@@ -143,7 +143,7 @@ func TestStatusOfIsTheReports(t *testing.T) {
 	if st.SessionCost != wantSession || st.TodayCost != tot.TotalCost || wantBlock == nil || !reflect.DeepEqual(st.Block, wantBlock) {
 		t.Fatalf("status %+v (block %+v)\nwant session %v, today %v, block %+v", st, st.Block, wantSession, tot.TotalCost, wantBlock)
 	}
-	if ties, _ := Dedupe(rows, false); reflect.DeepEqual(ties, daily) {
+	if ties, _ := Dedupe(ptrs(rows), false); reflect.DeepEqual(ties, daily) {
 		t.Fatal("the rows hold no tie the two deduplications decide differently")
 	}
 }

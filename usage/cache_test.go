@@ -83,8 +83,8 @@ func (f *cacheFixture) check(cacheDir, what string, unchanged, grown, read int) 
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if !reflect.DeepEqual(cold.Rows, warm.Rows) || !reflect.DeepEqual(cold.Bad, warm.Bad) {
-		f.t.Fatalf("%s: through the cache %d rows %v, read whole %d rows %v", what, len(warm.Rows), warm.Bad, len(cold.Rows), cold.Bad)
+	if !reflect.DeepEqual(cold.Rows(), warm.Rows()) || !reflect.DeepEqual(cold.Bad, warm.Bad) {
+		f.t.Fatalf("%s: through the cache %d rows %v, read whole %d rows %v", what, len(warm.Rows()), warm.Bad, len(cold.Rows()), cold.Bad)
 	}
 	st := warm.Cache
 	for _, c := range []struct{ got, want int }{{st.Unchanged, unchanged}, {st.Grown, grown}, {st.Read, read}} {
@@ -106,8 +106,8 @@ func TestCacheWarmEqualsCold(t *testing.T) {
 	f := newCacheFixture(t)
 	cacheDir := filepath.Join(t.TempDir(), "cache")
 	sc := f.check(cacheDir, "cold", 0, 0, 5)
-	if len(sc.Rows) == 0 || sc.Bad[BadTokens] == 0 || sc.Cache.Saved == 0 {
-		t.Fatalf("cold: %d rows, bad %v, %+v", len(sc.Rows), sc.Bad, sc.Cache)
+	if len(sc.Rows()) == 0 || sc.Bad[BadTokens] == 0 || sc.Cache.Saved == 0 {
+		t.Fatalf("cold: %d rows, bad %v, %+v", len(sc.Rows()), sc.Bad, sc.Cache)
 	}
 	time.Sleep(racyWindow) // the files' entries are no longer racy once read again
 	f.check(cacheDir, "racy entries checked", -1, 0, 0)
@@ -195,7 +195,7 @@ func TestCacheCorruptIsRebuilt(t *testing.T) {
 	f.files = nil
 	for i, want := range []int{len(buckets), 0} {
 		sc, err := Read(context.Background(), nil, cacheDir)
-		if err != nil || len(sc.Rows) != 0 || len(sc.Cache.Discarded) != want {
+		if err != nil || len(sc.Rows()) != 0 || len(sc.Cache.Discarded) != want {
 			t.Fatalf("read %d with no transcripts: %v %+v, want %d discarded", i, err, sc.Cache, want)
 		}
 	}

@@ -100,7 +100,7 @@ func tiered(n int64, base, above float64) float64 {
 
 // Cost is what a row cost: its costUSD when it carries one, else its
 // tokens at the model's price; priced is false when the model has none.
-func (p *Pricer) Cost(r Row) (cost float64, priced bool) {
+func (p *Pricer) Cost(r *Row) (cost float64, priced bool) {
 	if r.HasCost {
 		return r.CostUSD, true
 	}

@@ -80,7 +80,7 @@ type Options struct {
 }
 
 // Build makes the report of kind from deduplicated rows.
-func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) {
+func Build(kind string, rows []*Row, p *Pricer, opt Options) ([]*Period, Totals) {
 	loc := opt.Loc
 	if loc == nil {
 		loc = time.Local
@@ -90,8 +90,7 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 	unpriced := map[string]bool{}
 	var tot Totals
 	var days dayKeys
-	for i := range rows {
-		r := &rows[i]
+	for _, r := range rows {
 		day, key := days.of(kind, r.Time.In(loc))
 		if kind != Session && ((opt.Since != "" && day < opt.Since) || (opt.Until != "" && day > opt.Until)) {
 			continue
@@ -108,7 +107,7 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 			byKey[key] = g
 			order = append(order, g)
 		}
-		cost, priced := p.Cost(*r)
+		cost, priced := p.Cost(r)
 		g.add(r.Input, r.Output, r.CacheCreate, r.CacheRead)
 		g.TotalTokens += r.Total()
 		if r.Time.After(g.last) {

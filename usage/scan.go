@@ -26,13 +26,29 @@ type File struct {
 	Session string
 }
 
-// Scan is what reading a set of transcripts gave: their usage rows, in
-// the files' path order and each file's in line order, the rows with
-// usage left out by reason, and what the cache did.
+// Scan is what reading a set of transcripts gave: their usage rows, the
+// rows with usage left out by reason, and what the cache did.
 type Scan struct {
-	Rows  []Row
+	// Files are the rows of each transcript, in the files' path order,
+	// each's in line order (the cache's own rows: not to be changed).
+	Files [][]Row
 	Bad   map[string]int
 	Cache CacheStats
+}
+
+// Rows points at every row, in order: the rows are not copied.
+func (s *Scan) Rows() []*Row {
+	n := 0
+	for _, f := range s.Files {
+		n += len(f)
+	}
+	out := make([]*Row, 0, n)
+	for _, f := range s.Files {
+		for i := range f {
+			out = append(out, &f[i])
+		}
+	}
+	return out
 }
 
 // CacheStats says what reading through the usage cache did.
@@ -159,13 +175,7 @@ func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, r := range results {
-		if r.e != nil {
-			n += len(r.e.Rows) + len(r.tailRows)
-		}
-	}
-	sc := &Scan{Rows: make([]Row, 0, n), Bad: map[string]int{}}
+	sc := &Scan{Files: make([][]Row, 0, len(results)), Bad: map[string]int{}}
 	for _, r := range results {
 		if r.e == nil {
 			continue
@@ -180,8 +190,11 @@ func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
 			sc.Cache.Read++
 		}
 		sc.Cache.Bytes += r.bytes
-		sc.Rows = append(sc.Rows, r.e.Rows...)
-		sc.Rows = append(sc.Rows, r.tailRows...)
+		rows := r.e.Rows
+		if len(r.tailRows) > 0 {
+			rows = append(rows[:len(rows):len(rows)], r.tailRows...)
+		}
+		sc.Files = append(sc.Files, rows)
 		addBad(sc.Bad, r.e.Bad)
 		addBad(sc.Bad, r.tailBad)
 	}

@@ -18,24 +18,23 @@ type Status struct {
 // StatusOf works out the status at now from every row read (not yet
 // deduplicated): each figure is the one its report gives for the same
 // rows.
-func StatusOf(rows []Row, p *Pricer, session string, now time.Time, loc *time.Location) Status {
+func StatusOf(rows []*Row, p *Pricer, session string, now time.Time, loc *time.Location) Status {
 	var st Status
 	y, m, d := now.In(loc).Date()
 	today := time.Date(y, m, d, 0, 0, 0, 0, loc)
 	tomorrow := today.AddDate(0, 0, 1)
 	kept, costFirst, _ := dedupeBoth(rows)
-	for j := range kept {
-		r := &kept[j]
+	for j, r := range kept {
 		if r.Session == session && r.ModelName() != "" {
-			cost, _ := p.Cost(*r)
+			cost, _ := p.Cost(r)
 			st.SessionCost += cost
 		}
 		daily := r // the daily report's row of the message
 		if cf, ok := costFirst[j]; ok {
-			daily = &cf
+			daily = cf
 		}
 		if !daily.Time.Before(today) && daily.Time.Before(tomorrow) && daily.ModelName() != "" {
-			cost, _ := p.Cost(*daily)
+			cost, _ := p.Cost(daily)
 			st.TodayCost += cost
 		}
 	}

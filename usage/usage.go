@@ -43,7 +43,7 @@ type Row struct {
 }
 
 // Total is the row's tokens of every kind.
-func (r Row) Total() int64 { return r.Input + r.Output + r.CacheCreate + r.CacheRead }
+func (r *Row) Total() int64 { return r.Input + r.Output + r.CacheCreate + r.CacheRead }
 
 // Bad reasons a row with usage is left out.
 const (
@@ -164,7 +164,7 @@ func tokens(v []byte, required bool) (int64, bool) {
 }
 
 // Absurd reports whether a counted row holds an absurd count.
-func (r Row) Absurd() bool {
+func (r *Row) Absurd() bool {
 	return r.Input > AbsurdTokens || r.Output > AbsurdTokens || r.CacheCreate > AbsurdTokens || r.CacheRead > AbsurdTokens
 }
 
@@ -174,7 +174,7 @@ func (r Row) Absurd() bool {
 // preferCost, as in its daily, weekly and monthly reports, the first of
 // equals that carries costUSD). Rows without a message id all count. The
 // rows keep their order; dropped counts the rows left out.
-func Dedupe(rows []Row, preferCost bool) (kept []Row, dropped int) {
+func Dedupe(rows []*Row, preferCost bool) (kept []*Row, dropped int) {
 	kept, costFirst, dropped := dedupeBoth(rows)
 	if preferCost {
 		for j, r := range costFirst {
@@ -188,7 +188,7 @@ func Dedupe(rows []Row, preferCost bool) (kept []Row, dropped int) {
 // Dedupe(rows, true) takes from another of their rows (an equal one with
 // costUSD), that row by its place in kept: both deduplications in one
 // pass.
-func dedupeBoth(rows []Row) (kept []Row, costFirst map[int]Row, dropped int) {
+func dedupeBoth(rows []*Row) (kept []*Row, costFirst map[int]*Row, dropped int) {
 	seed := maphash.MakeSeed()
 	return dedupe(rows, func(k msgKey) uint64 { return maphash.Comparable(seed, k) })
 }
@@ -196,15 +196,14 @@ func dedupeBoth(rows []Row) (kept []Row, costFirst map[int]Row, dropped int) {
 // dedupe is dedupeBoth with the hash of keys given. best maps a key's
 // hash to its row in kept; a key whose hash another key took first is
 // looked up by its strings in collided.
-func dedupe(rows []Row, hash func(msgKey) uint64) (kept []Row, costFirst map[int]Row, dropped int) {
+func dedupe(rows []*Row, hash func(msgKey) uint64) (kept []*Row, costFirst map[int]*Row, dropped int) {
 	best := make(map[uint64]int, len(rows))
 	var collided map[msgKey]int
-	costFirst = map[int]Row{}
-	kept = make([]Row, 0, len(rows))
-	for i := range rows {
-		r := &rows[i]
+	costFirst = map[int]*Row{}
+	kept = make([]*Row, 0, len(rows))
+	for _, r := range rows {
 		if r.MessageID == "" {
-			kept = append(kept, *r)
+			kept = append(kept, r)
 			continue
 		}
 		key := msgKey{r.MessageID, r.RequestID}
@@ -221,17 +220,17 @@ func dedupe(rows []Row, hash func(msgKey) uint64) (kept []Row, costFirst map[int
 			best[h] = len(kept)
 		}
 		if !seen {
-			kept = append(kept, *r)
+			kept = append(kept, r)
 			continue
 		}
 		dropped++
-		switch k := &kept[j]; {
+		switch k := kept[j]; {
 		case r.Total() > k.Total():
-			*k = *r
+			kept[j] = r
 			delete(costFirst, j)
 		case r.Total() == k.Total() && r.HasCost && !k.HasCost:
 			if _, taken := costFirst[j]; !taken {
-				costFirst[j] = *r
+				costFirst[j] = r
 			}
 		}
 	}
@@ -242,7 +241,7 @@ func dedupe(rows []Row, hash func(msgKey) uint64) (kept []Row, costFirst map[int
 type msgKey struct{ id, req string }
 
 // ModelName is the name a row's model is reported under ("" for none).
-func (r Row) ModelName() string {
+func (r *Row) ModelName() string {
 	if r.Model == Synthetic || r.Model == "" {
 		return ""
 	}

@@ -94,7 +94,7 @@ func runUsage(cmd *cobra.Command, kind string, uf usageFlags) error {
 	if uf.verbose {
 		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(in.scan.Cache, uf.noCache))
 	}
-	kept, dups := usage.Dedupe(in.scan.Rows, kind != usage.Session && kind != usage.Blocks)
+	kept, dups := usage.Dedupe(in.scan.Rows(), kind != usage.Session && kind != usage.Blocks)
 	reportBadUsage(cmd.ErrOrStderr(), in.scan.Bad, dups)
 	out := cmd.OutOrStdout()
 	if kind == usage.Blocks {

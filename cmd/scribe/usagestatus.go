@@ -74,7 +74,7 @@ func runStatusline(cmd *cobra.Command, tz string, noCache, verbose bool) error {
 	if verbose {
 		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(u.scan.Cache, noCache))
 	}
-	st := usage.StatusOf(u.scan.Rows, u.pricer, in.SessionID, time.Now(), loc)
+	st := usage.StatusOf(u.scan.Rows(), u.pricer, in.SessionID, time.Now(), loc)
 	fmt.Fprintln(cmd.OutOrStdout(), statusLine(in, st))
 	return nil
 }
