@@ -71,15 +71,19 @@ const (
 )
 
 type usageReport struct {
-	Date       string          `json:"date"`
-	Command    string          `json:"command"`
-	Go         string          `json:"go"`
-	OS         string          `json:"os"`
-	CPUs       int             `json:"cpus"`
-	Dir        string          `json:"dir"`
-	Runs       int             `json:"runs"`
-	Warmup     int             `json:"warmup_rounds"`
-	CCUsage    string          `json:"ccusage"`
+	Date    string `json:"date"`
+	Command string `json:"command"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	CPUs    int    `json:"cpus"`
+	Dir     string `json:"dir"`
+	Runs    int    `json:"runs"`
+	Warmup  int    `json:"warmup_rounds"`
+	CCUsage string `json:"ccusage"`
+	// Load is /proc/loadavg's 1-minute figure before and after the timed
+	// cases: the machine is shared, and a busy one stretches every wall
+	// time (the CPU times less).
+	Load       [2]string       `json:"load_average"`
 	Build      time.Duration   `json:"cli_build_ns"`
 	Sessions   int             `json:"sessions"`
 	Files      int             `json:"files"`
@@ -94,7 +98,10 @@ type statusSummary struct {
 	Name    string         `json:"name"`
 	Command string         `json:"command"`
 	Latency latencySummary `json:"latency"`
-	Last    string         `json:"last_line"`
+	// CPU is the calls' CPU time (user+system), which a busy machine
+	// inflates less than their wall time.
+	CPU  latencySummary `json:"cpu"`
+	Last string         `json:"last_line"`
 }
 
 func mainUsage(ctx context.Context, o options) {
@@ -136,6 +143,7 @@ func runUsageBench(ctx context.Context, o options) (*usageReport, error) {
 	// bytes rather than trusted on its stat (usage/scan.go, racyWindow):
 	// let the fresh ones settle, as a real folder's have.
 	time.Sleep(1100 * time.Millisecond)
+	b.rep.Load[0] = loadAverage()
 	rb := &readBench{ctx: ctx, o: o, tmp: tmp, launcher: b.launcher, pr: &readPeer{}}
 	group := b.dailyCases()
 	if err := rb.rounds([][]*readCase{group}); err != nil {
@@ -148,6 +156,7 @@ func runUsageBench(ctx context.Context, o options) (*usageReport, error) {
 	if err := b.statusLines(); err != nil {
 		return nil, err
 	}
+	b.rep.Load[1] = loadAverage()
 	b.rep.Goals = usageGoals(b.rep)
 	return b.rep, nil
 }
@@ -342,6 +351,15 @@ func jsonDiffers(want, got any, at string) string {
 	return at
 }
 
+// loadAverage is the 1-minute load average ("?" where there is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
 // moduleRoot is the repository's folder (where go.mod is).
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := osexec.CommandContext(ctx, "go", "env", "GOMOD").Output()
@@ -405,7 +423,7 @@ func (b *usageBench) statusLines() error {
 		if _, err := runQuiet(b.ctx, c.bin, c.env, c.stdin, c.args...); err != nil { // untimed: caches warm
 			return err
 		}
-		var lat []time.Duration
+		var lat, cpu []time.Duration
 		var last []byte
 		for range sc.calls {
 			if err := appendRow(); err != nil {
@@ -418,9 +436,9 @@ func (b *usageBench) statusLines() error {
 			if len(bytes.TrimSpace(out)) == 0 {
 				return fmt.Errorf("%s printed nothing", c.Name)
 			}
-			lat, last = append(lat, run.Wall), out
+			lat, cpu, last = append(lat, run.Wall), append(cpu, run.CPU), out
 		}
-		s := statusSummary{Name: c.Name, Command: c.Command, Latency: summarize(lat), Last: strings.TrimSpace(string(last))}
+		s := statusSummary{Name: c.Name, Command: c.Command, Latency: summarize(lat), CPU: summarize(cpu), Last: strings.TrimSpace(string(last))}
 		b.o.logf("%-40s %d calls: p50 %v p99 %v", c.Name, len(lat), s.Latency.P50.Round(time.Millisecond), s.Latency.P99.Round(time.Millisecond))
 		b.rep.Statusline = append(b.rep.Statusline, s)
 		if c.bin == b.bin {
@@ -491,7 +509,8 @@ func usageGoals(r *usageReport) []readGoal {
 			continue
 		}
 		x := float64(c.Wall) / float64(peer.Wall)
-		gs = append(gs, readGoal{What: g.name, Got: fmt.Sprintf("%.2f× ccusage's time (%s vs %s)", x, fmtDur(c.Wall), fmtDur(peer.Wall)),
+		gs = append(gs, readGoal{What: g.name, Got: fmt.Sprintf("%.2f× ccusage's time (%s vs %s; CPU %.2f×: %s vs %s)", x, fmtDur(c.Wall), fmtDur(peer.Wall),
+			float64(c.CPU)/float64(peer.CPU), fmtDur(c.CPU), fmtDur(peer.CPU)),
 			Goal: fmt.Sprintf("≤ %.1f×", g.goal), Met: x <= g.goal})
 	}
 	return gs
@@ -520,11 +539,13 @@ func usageRows(r *usageReport) [][]string {
 
 func printUsageTable(w io.Writer, r *usageReport) {
 	fmt.Fprintf(w, "Claude folder: %d sessions, %d transcripts, %.1f MiB; %s\n", r.Sessions, r.Files, float64(r.Bytes)/(1<<20), r.CCUsage)
-	fmt.Fprintf(w, "machine: %s, %d CPUs, %s; %d warm-up round(s), median of %d runs, order rotated\n\n", r.OS, r.CPUs, r.Go, r.Warmup, r.Runs)
+	fmt.Fprintf(w, "machine: %s, %d CPUs, %s, load average %s before, %s after; %d warm-up round(s), median of %d runs, order rotated\n\n",
+		r.OS, r.CPUs, r.Go, r.Load[0], r.Load[1], r.Warmup, r.Runs)
 	printAligned(w, usageHeader, usageRows(r))
 	fmt.Fprintln(w)
 	for _, s := range r.Statusline {
-		fmt.Fprintf(w, "%s: %d calls, p50 %s, p99 %s, max %s; last line: %s\n", s.Name, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99), fmtDur(s.Latency.Max), s.Last)
+		fmt.Fprintf(w, "%s: %d calls, p50 %s, p99 %s, max %s (CPU p50 %s, p99 %s); last line: %s\n", s.Name, s.Latency.Count,
+			fmtDur(s.Latency.P50), fmtDur(s.Latency.P99), fmtDur(s.Latency.Max), fmtDur(s.CPU.P50), fmtDur(s.CPU.P99), s.Last)
 	}
 	fmt.Fprintln(w)
 	printGoals(w, r.Goals)
@@ -539,14 +560,16 @@ func writeUsageMarkdown(dir string, r *usageReport) (string, error) {
 	path := filepath.Join(dir, r.Date+"-usage.md")
 	var b strings.Builder
 	fmt.Fprintf(&b, "# scribe usage benchmark — %s\n\n`%s`\n\n", r.Date, r.Command)
-	fmt.Fprintf(&b, "- machine: %s, %d CPUs, %s; %s (its native binary); disk: the one under `%s`\n", r.OS, r.CPUs, r.Go, r.CCUsage, r.Dir)
+	fmt.Fprintf(&b, "- machine: %s, %d CPUs, %s; %s (its native binary); disk: the one under `%s`; load average (1 min) %s before the timed cases, %s after (a shared machine: wall times stretch with it, CPU times much less)\n",
+		r.OS, r.CPUs, r.Go, r.CCUsage, r.Dir, r.Load[0], r.Load[1])
 	fmt.Fprintf(&b, "- Claude folder: %d sessions (%d transcripts with the subagents'), %.1f MiB, bench/workload.go's rows (seed %d)\n",
 		r.Sessions, r.Files, float64(r.Bytes)/(1<<20), 1)
 	fmt.Fprintf(&b, "- every case is a child process timed from start to exit; %d untimed warm-up round(s), then %d timed runs, order rotated; medians\n\n", r.Warmup, r.Runs)
 	tableMarkdown(&b, usageHeader, usageRows(r))
-	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message.\n\n| command | calls | p50 | p99 | max | last line |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message.\n\n| command | calls | p50 | p99 | max | CPU p50 | CPU p99 | last line |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range r.Statusline {
-		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s | `%s` |\n", s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99), fmtDur(s.Latency.Max), s.Last)
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99),
+			fmtDur(s.Latency.Max), fmtDur(s.CPU.P50), fmtDur(s.CPU.P99), s.Last)
 	}
 	goalsMarkdown(&b, r.Goals)
 	casesMarkdown(&b, r.Cases)
