@@ -56,7 +56,7 @@ func newUsageKindCmd(kind string) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&uf.asJSON, "json", false, "print ccusage's JSON (as `ccusage "+kind+" --offline --json`)")
+	f.BoolVar(&uf.asJSON, "json", false, "print ccusage's JSON (what \"ccusage "+kind+" --offline --json\" prints)")
 	f.StringVar(&uf.from, "from", "", "read this store (a jsonl, postgres or s3 block, type/name) instead of the local files")
 	f.BoolVar(&uf.verbose, "verbose", false, "say on stderr what the usage cache did (the text report says it in its last line)")
 	f.BoolVar(&uf.noCache, "no-cache", false, "read every transcript whole, without reading or writing the usage cache")
