@@ -569,7 +569,7 @@ func writeUsageMarkdown(dir string, r *usageReport) (string, error) {
 	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message.\n\n| command | calls | p50 | p99 | max | CPU p50 | CPU p99 | last line |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range r.Statusline {
 		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99),
-			fmtDur(s.Latency.Max), fmtDur(s.CPU.P50), fmtDur(s.CPU.P99), s.Last)
+			fmtDur(s.Latency.Max), fmtDur(s.CPU.P50), fmtDur(s.CPU.P99), strings.ReplaceAll(s.Last, "|", `\|`))
 	}
 	goalsMarkdown(&b, r.Goals)
 	casesMarkdown(&b, r.Cases)
