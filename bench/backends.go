@@ -20,10 +20,10 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/testbackend"
 	"github.com/e0dc0000/scribe/sinks/backend"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/postgres"
 	"github.com/e0dc0000/scribe/sinks/s3"
 )
@@ -57,7 +57,7 @@ func loadBackendWorkload(o options, dir string) (*backendWorkload, error) {
 			w.entries = append(w.entries, e)
 			w.bytes += int64(len(e.Raw)) + 1
 			sub, _ := backend.EntrySubpath(&e)
-			k := jsonl.SanitizePath(cwdOf(w, e)) + "/" + e.SessionID + "/" + sub
+			k := claudedir.SanitizePath(cwdOf(w, e)) + "/" + e.SessionID + "/" + sub
 			w.byTranscript[k] = append(append(w.byTranscript[k], e.Raw...), '\n')
 		}
 		return nil
@@ -157,7 +157,7 @@ func pgCase(ctx context.Context, w *backendWorkload, copyPeer bool) (time.Durati
 			if e.UUID != "" {
 				u = e.UUID
 			}
-			rows = append(rows, []any{jsonl.SanitizePath(cwdOf(w, *e)), e.SessionID, subp, u, string(e.Raw), string(e.Raw)})
+			rows = append(rows, []any{claudedir.SanitizePath(cwdOf(w, *e)), e.SessionID, subp, u, string(e.Raw), string(e.Raw)})
 		}
 		n, err := conn.CopyFrom(ctx, pgx.Identifier{postgres.DefaultTable},
 			[]string{"project_key", "session_id", "subpath", "uuid", "entry", "raw"}, pgx.CopyFromRows(rows))

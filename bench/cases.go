@@ -307,6 +307,10 @@ type cliReport struct {
 	Error          string           `json:"error"`
 }
 
+// timeFull is -full: the CLI cases time the full build (scribe-full)
+// instead of the light one, for the light/full decision.
+var timeFull bool
+
 // buildCLI installs scribe into dir as users do (scripts/install: the
 // light build as scribe, the full build beside it as scribe-full) and
 // returns the path of scribe.
@@ -320,6 +324,9 @@ func buildCLI(ctx context.Context, dir string) (string, time.Duration, error) {
 		return "", 0, fmt.Errorf("not inside the scribe module (run from the repository)")
 	}
 	bin := filepath.Join(dir, "scribe")
+	if timeFull {
+		bin = filepath.Join(dir, "scribe-full")
+	}
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join("scripts", "install"), dir)
 	cmd.Dir = filepath.Dir(gomod)

@@ -86,6 +86,7 @@ func main() {
 	flag.StringVar(&o.Case, "case", "record", "what to measure: record (the local store against a plain append), cloud (scribe serve against raw JetStream publishes; see cloud.go), read (scribe ls and show against the Claude Agent SDK; see read.go), backends (the postgres and s3 stores against COPY and PutObject; see backends.go), redact (record with the redact processor against without it, and scan MB/s; see redact.go), sealed (record into a sealed archive against a plain one; see sealed.go), watch (live intake; see watch.go) or usage (scribe usage daily and statusline against ccusage; see usage.go)")
 	flag.IntVar(&o.CloudMB, "cloud-mb", 16, "-case cloud and -case backends: size of the generated workload, in MiB")
 	flag.IntVar(&o.CloudWorkers, "cloud-workers", 8, "-case cloud: sessions posted side by side")
+	flag.BoolVar(&timeFull, "full", false, "time the full build (scribe-full) in the CLI cases instead of the light one")
 	flag.Parse()
 	o.Inputs = append(inputs, flag.Args()...)
 	o.Progress = os.Stderr

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -256,9 +257,9 @@ func makePlan(inputs []string, defaultCWD string) (*plan, error) {
 		dir := l.ProjectDir(cwd)
 		var abs string
 		if f.Agent != "" {
-			abs = jsonl.AgentFile(dir, f.Session, f.Agent)
+			abs = claudedir.AgentFile(dir, f.Session, f.Agent)
 		} else {
-			abs = jsonl.MainFile(dir, f.Session)
+			abs = claudedir.MainFile(dir, f.Session)
 		}
 		rel, err := filepath.Rel("/", abs)
 		if err != nil {

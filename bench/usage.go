@@ -43,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -215,13 +216,13 @@ func (b *usageBench) generate() error {
 		}
 		size := mean/5 + int64(s.r.IntN(int(mean*9/5)))
 		dir := l.ProjectDir(s.cwd)
-		if err := b.writeSession(jsonl.MainFile(dir, s.id), s, size); err != nil {
+		if err := b.writeSession(claudedir.MainFile(dir, s.id), s, size); err != nil {
 			return err
 		}
 		if i%10 == 0 {
 			sub := newGenSession(b.o.Seed+1, i)
 			sub.id, sub.cwd = s.id, s.cwd
-			if err := b.writeSession(jsonl.AgentFile(dir, s.id, fmt.Sprintf("a%015x", i)), sub, size/4); err != nil {
+			if err := b.writeSession(claudedir.AgentFile(dir, s.id, fmt.Sprintf("a%015x", i)), sub, size/4); err != nil {
 				return err
 			}
 		}
@@ -391,7 +392,7 @@ func runQuiet(ctx context.Context, bin string, env []string, stdin string, args 
 // to the session before each call, and checks scribe's last line against
 // ccusage's session and daily reports.
 func (b *usageBench) statusLines() error {
-	main := jsonl.MainFile(jsonl.Layout{ConfigDir: b.claude}.ProjectDir(fmt.Sprintf("/home/dev/src/%s-0", projects[0])), usageSID)
+	main := claudedir.MainFile(jsonl.Layout{ConfigDir: b.claude}.ProjectDir(fmt.Sprintf("/home/dev/src/%s-0", projects[0])), usageSID)
 	input := fmt.Sprintf(`{"hook_event_name":"Status","session_id":%q,"transcript_path":%q,"cwd":"/home/dev/src","model":{"id":"claude-sonnet-4-5","display_name":"Sonnet"},`+
 		`"workspace":{"current_dir":"/home/dev/src","project_dir":"/home/dev/src"},"version":"2.1.332","cost":{"total_cost_usd":1.5}}`, usageSID, main)
 	seq := 0

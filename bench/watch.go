@@ -50,6 +50,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch"
@@ -222,7 +223,7 @@ func writeAndWait(ctx context.Context, paths []string, batches [][]byte, lw *lat
 }
 
 func latPaths(root string, n int) []string {
-	proj := filepath.Join(root, "claude", "projects", jsonl.SanitizePath("/home/dev/app"))
+	proj := filepath.Join(root, "claude", "projects", claudedir.SanitizePath("/home/dev/app"))
 	_ = os.MkdirAll(proj, 0o700)
 	ps := make([]string, n)
 	for i := range ps {

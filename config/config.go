@@ -25,8 +25,11 @@
 // Precedence, highest first: a flag the user set, an environment variable
 // (SCRIBE_ + the key in upper case with '.' as '_'), the file, the built-in
 // configuration. Config.Origin says which of them a value came from.
-// Layering of the top-level settings is done by spf13/viper with an HCL2
-// codec of this package registered in its codec registry.
+// The HCL is read by this package's own parser (on hashicorp/hcl, keeping
+// every position); the top-level settings are then layered by spf13/viper,
+// which is given them as maps (its defaults, the built-in configuration,
+// the file with the environment over it) and the flags, and reads no file
+// itself.
 package config
 
 import (

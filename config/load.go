@@ -79,8 +79,8 @@ func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) 
 	for _, s := range settings {
 		v.SetDefault(s.key(), viperValue(s.def))
 	}
-	// The built-in configuration's settings, as parsed above (not parsed
-	// a second time by viper's codec).
+	// The built-in configuration's settings, as parsed above (viper
+	// parses no HCL).
 	baseMap := map[string]any{}
 	for key, fv := range base.values {
 		setNested(baseMap, key, viperValue(fv.val))

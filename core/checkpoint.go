@@ -3,7 +3,7 @@ package core
 // Checkpoints: a named point in a conversation (seed 002's "checkpoint"
 // line: id, label, the git commit of the work at that moment, timestamp),
 // plus the uuid of the message the checkpoint follows, so a session can be
-// resumed or forked from there (ResumeOptions.UpTo, ForkOptions.UpTo).
+// resumed or forked from there (ResumeOptions.UpTo, fork.Options.UpTo).
 //
 //	{"type":"scribe-checkpoint","sessionId":"…","commit":"a1b2c3d…","timestamp":"2026-01-10T11:00:02.267Z",
 //	 "label":"tests pass","id":"…","messageUuid":"…","cwd":"/home/alice/src/shop","uuid":"…"}
@@ -65,12 +65,12 @@ func NewCheckpoint(c Checkpoint, at time.Time) (Checkpoint, Entry, error) {
 		if at.IsZero() {
 			at = time.Now()
 		}
-		c.Timestamp = at.UTC().Format(recTimestampLayout)
+		c.Timestamp = at.UTC().Format(timestampLayout)
 	}
 	if c.ID == "" {
-		c.ID = recNameUUID(TypeCheckpoint + "\x00" + c.SessionID + "\x00" + c.MessageUUID + "\x00" + c.Label + "\x00" + c.Timestamp)
+		c.ID = nameUUID(TypeCheckpoint + "\x00" + c.SessionID + "\x00" + c.MessageUUID + "\x00" + c.Label + "\x00" + c.Timestamp)
 	}
-	var o recJSON
+	var o jsonObject
 	o.str("type", TypeCheckpoint)
 	o.str("sessionId", c.SessionID)
 	if c.Commit != "" {

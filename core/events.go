@@ -179,7 +179,7 @@ func (ev Event) MarshalJSON() ([]byte, error) {
 }
 
 func (ev Event) appendJSON(dst []byte) []byte {
-	var o recJSON
+	var o jsonObject
 	opt := func(k, v string) {
 		if v != "" {
 			o.str(k, v)
@@ -396,7 +396,7 @@ func (s *EventStream) Announce(init SessionInit) error {
 // announce appends the session's init and its held lines to buf.
 func (s *EventStream) announce(buf []byte, ss *streamSession, init SessionInit) []byte {
 	if init.UUID == "" {
-		init.UUID = recNameUUID("scribe-init\x00" + ss.id + "\x00" + strconv.Itoa(ss.inits) + "\x00" + ss.firstKey)
+		init.UUID = nameUUID("scribe-init\x00" + ss.id + "\x00" + strconv.Itoa(ss.inits) + "\x00" + ss.firstKey)
 	}
 	ss.inits++
 	s.inits++

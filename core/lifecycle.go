@@ -266,13 +266,13 @@ func LifecycleEntry(m LifecycleMeta, d LifecycleData) (Entry, error) {
 	if m.At.IsZero() {
 		m.At = time.Now()
 	}
-	ts := m.At.UTC().Format(recTimestampLayout)
+	ts := m.At.UTC().Format(timestampLayout)
 	id := m.UUID
 	if id == "" {
-		id = recNameUUID(TypeLifecycle + "\x00" + m.SessionID + "\x00" + string(ev) + "\x00" +
+		id = nameUUID(TypeLifecycle + "\x00" + m.SessionID + "\x00" + string(ev) + "\x00" +
 			strconv.FormatInt(m.At.UnixNano(), 10) + "\x00" + m.CWD + "\x00" + string(fields))
 	}
-	var o recJSON
+	var o jsonObject
 	o.str("type", TypeLifecycle)
 	o.str("event", string(ev))
 	if len(fields) > 0 {

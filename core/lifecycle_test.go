@@ -309,7 +309,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 	entries := resumeAtEntries(t)
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
 	ref := core.SessionRef{SessionID: sess}
-	plain, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild})
+	plain, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Format: transcript.Format{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 		"a-3": {"u-1", "a-1", "u-3", "a-3"}, // the current leaf: as a plain resume
 		"u-2": {"u-1", "a-1", "u-2"},        // a prompt: an interrupted prompt
 	} {
-		res, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: upTo})
+		res, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Format: transcript.Format{}, UpTo: upTo})
 		if err != nil {
 			t.Fatalf("up to %s: %v", upTo, err)
 		}
@@ -338,7 +338,7 @@ func TestCheckpointResumeUpTo(t *testing.T) {
 			t.Fatalf("up to %s: class %s, leaf %s", upTo, res.Recovery.Class, res.Chain.Leaf)
 		}
 	}
-	if _, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: "nope"}); !errors.Is(err, core.ErrMessageNotFound) {
+	if _, err := core.Resume(ctx, r, nil, ref, core.ResumeOptions{Format: transcript.Format{}, UpTo: "nope"}); !errors.Is(err, core.ErrMessageNotFound) {
 		t.Fatalf("unknown message: %v", err)
 	}
 }
@@ -358,7 +358,7 @@ func TestCheckpointResumeUpToRepairsFromTheMessage(t *testing.T) {
 	rec := &coretest.RecordingSink{}
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("rec/a"), Sink: rec}}})
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: "a-t", Recovery: core.RecoveryOptions{Now: lcAt}})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}, UpTo: "a-t", Recovery: core.RecoveryOptions{Now: lcAt}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,29 +132,11 @@ func containsID(ids []ID, id ID) bool {
 	return false
 }
 
-// Rebuilt is a conversation rebuilt from one transcript's entries.
-type Rebuilt struct {
-	// Entries is the conversation from root to leaf.
-	Entries []Entry
-	// Trailing holds the queued commands a host sends after the leaf.
-	Trailing []Entry
-	// Leaf is the uuid of the chain's last row ("" for an empty chain).
-	Leaf string
-}
-
-// Rebuild rebuilds the conversation of one file's entries, in file order,
-// as Claude Code reads it back (sidechain selects a subagent file's rule).
-// core does not know Claude Code's rebuild rules: the host passes
-// transcript.Rebuild.
-type Rebuild func(entries []Entry, sidechain bool) Rebuilt
-
-// ErrNoRebuild is returned by Resume when ResumeOptions.Rebuild is nil.
-var ErrNoRebuild = errors.New("resume: ResumeOptions.Rebuild is not set")
-
 // ResumeOptions tune Resume.
 type ResumeOptions struct {
-	// Rebuild rebuilds the conversation (required; transcript.Rebuild).
-	Rebuild Rebuild
+	// Format rebuilds, repairs and validates the conversation (required;
+	// transcript.Format{}).
+	Format Format
 	// Recovery tunes classification and repair; SessionID, CWD and Leaf
 	// are filled from the session when empty.
 	Recovery RecoveryOptions
@@ -204,8 +186,8 @@ type ResumeResult struct {
 // and a second resume finds it there. Either way a resumed session never
 // writes a loaded entry twice. An empty or failed resume is an error.
 func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt ResumeOptions) (*ResumeResult, error) {
-	if opt.Rebuild == nil {
-		return &ResumeResult{}, ErrNoRebuild
+	if opt.Format == nil {
+		return &ResumeResult{}, ErrNoFormat
 	}
 	lr, err := r.Load(ctx, ref, opt.From...)
 	if err != nil {
@@ -225,7 +207,7 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 		}
 		entries = entries[:k+1]
 	}
-	ch := opt.Rebuild(entries, ref.AgentID != "")
+	ch := opt.Format.Rebuild(entries, ref.AgentID != "")
 	if opt.UpTo != "" {
 		cutChainAt(&ch, opt.UpTo)
 	}
@@ -251,13 +233,13 @@ func Resume(ctx context.Context, r *Resumer, p *Pipeline, ref SessionRef, opt Re
 			ro.Leaf = last.UUID
 		}
 	}
-	rec := ClassifyAndRepair(conv, ro)
+	rec := opt.Format.Repair(conv, ro)
 	res := &ResumeResult{LoadResult: lr, Chain: ch, Recovery: rec}
 	res.Conversation = conv
 	for _, rp := range rec.Repairs {
 		res.Conversation = append(res.Conversation, rp.Entry)
 	}
-	res.Violations = ValidateConversation(res.Conversation)
+	res.Violations = opt.Format.Validate(res.Conversation)
 	if p == nil || opt.DryRun {
 		return res, nil
 	}

@@ -97,7 +97,7 @@ func TestResumeRepairsThroughThePipelineOnce(t *testing.T) {
 		coretest.MustEntry(t, toolUse),
 		coretest.MustEntry(t, result),
 	}
-	if v := core.ValidateConversation(entries); len(v) == 0 {
+	if v := transcript.ValidateConversation(entries); len(v) == 0 {
 		t.Fatal("the interrupted conversation passes the validator; the test proves nothing")
 	}
 	store := &storeLoader{}
@@ -106,7 +106,7 @@ func TestResumeRepairsThroughThePipelineOnce(t *testing.T) {
 	}
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("store/local"), Sink: store}}, Seeder: store})
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("store/local"), Loader: store}})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestResumeRepairsThroughThePipelineOnce(t *testing.T) {
 		t.Fatalf("persisted %q", persisted)
 	}
 	// Resume again from what is now in the store.
-	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild})
+	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestResumeRepairsThroughThePipelineOnce(t *testing.T) {
 	}
 	// A dry run repairs in memory only.
 	r = core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("stub/x"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
-	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, DryRun: true})
+	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}, DryRun: true})
 	if err != nil || len(res.Recovery.Repairs) != 2 || res.Persisted != 0 || res.Copied != 0 || len(store.Durable()) != 2 {
 		t.Fatalf("dry run: %v, %d repairs, %d persisted, %d copied", err, len(res.Recovery.Repairs), res.Persisted, res.Copied)
 	}
@@ -162,7 +162,7 @@ func TestResumeFromAnotherLoaderPersistsTheTranscriptFirst(t *testing.T) {
 		{ID: core.MustParseID("store/local"), Loader: store},
 		{ID: core.MustParseID("cloud/team"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}},
 	})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestResumeFromAnotherLoaderPersistsTheTranscriptFirst(t *testing.T) {
 		}
 	}
 	// The store now serves it whole, and nothing is repaired twice.
-	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild})
+	res, err = core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestResumeFromAnotherLoaderCopiesOnlyWhatIsMissing(t *testing.T) {
 	store.hold(entries[1].Raw)
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("store/local"), Sink: store}}, Seeder: store})
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("cloud/team"), Loader: &stubLoader{t: &core.Transcript{Entries: entries}}}})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestResumeDryRunNeverCopies(t *testing.T) {
 	store := &storeLoader{}
 	p := newPipeline(t, core.PipelineOptions{Sinks: []core.NamedSink{{ID: core.MustParseID("store/local"), Sink: store}}, Seeder: store})
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("cloud/team"), Loader: &stubLoader{t: &core.Transcript{Entries: interruptedTurn(t)}}}})
-	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, DryRun: true})
+	res, err := core.Resume(ctx, r, p, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}, DryRun: true})
 	if err != nil || res.Copied != 0 || res.Persisted != 0 || len(store.All()) != 0 {
 		t.Fatalf("dry run: %v, %d copied, %d persisted, %d lines", err, res.Copied, res.Persisted, len(store.All()))
 	}
@@ -275,10 +275,11 @@ func (s *storeLoader) Load(_ context.Context, ref core.SessionRef) (*core.Transc
 	return tr, nil
 }
 
-// core knows no rebuild rules: a Resume without one is refused, not guessed.
-func TestResumeNeedsARebuild(t *testing.T) {
+// core knows no rules of the format: a Resume without them is refused, not
+// guessed.
+func TestResumeNeedsAFormat(t *testing.T) {
 	r := core.NewResumer(nil)
-	if _, err := core.Resume(context.Background(), r, nil, core.SessionRef{SessionID: "s"}, core.ResumeOptions{}); !errors.Is(err, core.ErrNoRebuild) {
-		t.Fatalf("Resume without Rebuild: %v, want ErrNoRebuild", err)
+	if _, err := core.Resume(context.Background(), r, nil, core.SessionRef{SessionID: "s"}, core.ResumeOptions{}); !errors.Is(err, core.ErrNoFormat) {
+		t.Fatalf("Resume without a Format: %v, want ErrNoFormat", err)
 	}
 }

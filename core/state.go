@@ -65,16 +65,16 @@ func (c StateChange) Entry() (Entry, error) {
 	if c.SessionID == "" {
 		return Entry{}, errors.New("state change entry: no session id")
 	}
-	id := recNameUUID(TypeScribeState + "\x00" + c.SessionID + "\x00" + string(c.From) + "\x00" + string(c.To) +
+	id := nameUUID(TypeScribeState + "\x00" + c.SessionID + "\x00" + string(c.From) + "\x00" + string(c.To) +
 		"\x00" + strconv.FormatInt(c.At.UnixNano(), 10) + "\x00" + c.Reason)
-	var o recJSON
+	var o jsonObject
 	o.str("type", TypeScribeState)
 	o.str("state", string(c.To))
 	o.str("from", string(c.From))
 	o.str("reason", c.Reason)
 	o.str("sessionId", c.SessionID)
 	o.str("uuid", id)
-	o.str("timestamp", c.At.UTC().Format(recTimestampLayout))
+	o.str("timestamp", c.At.UTC().Format(timestampLayout))
 	e, err := ParseEntryOwned(o.bytes())
 	if err != nil {
 		return Entry{}, fmt.Errorf("state change entry: %w", err)
@@ -250,50 +250,4 @@ func (m *StateMachine) Subscribe(buffer int) (<-chan StateChange, func()) {
 		}
 		close(s.ch)
 	}
-}
-
-// stateQuestionTools are the tools whose call waits for the user by design.
-var stateQuestionTools = map[string]bool{
-	"AskUserQuestion": true, // a question with choices
-	"ExitPlanMode":    true, // the plan, for the user's approval
-}
-
-// StateFromTail derives the last known state from the end of a transcript
-// (conversation rows in chain order, root first). The row that decides is
-// the one ClassifyAndRepair's walk back finds (system, progress, API-error,
-// meta context rows and synthetic interrupted results are stepped over):
-//
-//   - a user prompt, the continue prompt, a tool_result or an attachment:
-//     a turn is in flight, running;
-//   - an assistant message with a tool call that has no result: if one of
-//     those calls is AskUserQuestion or ExitPlanMode, requires_action; else
-//     running (a tool is working; a transcript cannot tell that from a
-//     permission prompt, which leaves no row);
-//   - anything else (an answered assistant message, an interruption notice,
-//     a local command, a compact summary, nothing): idle.
-func StateFromTail(conv []Entry) State {
-	rows := decodeRecRows(conv)
-	v := recClassifyTail(rows)
-	if v.at < 0 {
-		return StateIdle
-	}
-	switch rows[v.at].typ {
-	case TypeAssistant:
-		final, _ := recOpenToolCalls(rows)
-		if len(final) == 0 {
-			return StateIdle
-		}
-		for _, c := range final {
-			if stateQuestionTools[c.name] {
-				return StateRequiresAction
-			}
-		}
-		return StateRunning
-	case TypeAttachment:
-		return StateRunning
-	}
-	if v.class == InterruptionNone {
-		return StateIdle
-	}
-	return StateRunning
 }

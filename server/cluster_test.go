@@ -13,6 +13,8 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // cluster is a JetStream cluster of nats-servers on loopback.
@@ -298,7 +300,7 @@ func pushTwoWays(pa, pb *pushClient, sessions []string, want [][][]byte, done *a
 
 // readHistory reads session i's history through p, retrying until the
 // deadline, since reads may also meet a leader election.
-func readHistory(t *testing.T, p *pushClient, sess string, i int, deadline time.Time) []teleportItem {
+func readHistory(t *testing.T, p *pushClient, sess string, i int, deadline time.Time) []wire.HistoryEvent {
 	for attempt := 0; ; attempt++ {
 		page, r := p.teleportTry(sess)
 		if r == nil {
@@ -312,8 +314,8 @@ func readHistory(t *testing.T, p *pushClient, sess string, i int, deadline time.
 }
 
 // teleportTry reads all of a session's history, or returns an error.
-func (p *pushClient) teleportTry(session string) ([]teleportItem, error) {
-	var all []teleportItem
+func (p *pushClient) teleportTry(session string) ([]wire.HistoryEvent, error) {
+	var all []wire.HistoryEvent
 	cursor := ""
 	for {
 		q := "?limit=1000"
@@ -327,7 +329,7 @@ func (p *pushClient) teleportTry(session string) ([]teleportItem, error) {
 		if r.code != http.StatusOK {
 			return nil, errors.New(r.String())
 		}
-		var page teleportPage
+		var page wire.HistoryPage
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			return nil, err
 		}

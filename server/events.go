@@ -11,16 +11,8 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/server/wire"
 )
-
-// event is one element of an events batch.
-type event struct {
-	Type    string          `json:"type"`
-	Payload json.RawMessage `json:"payload"`
-	AgentID string          `json:"agent_id"`
-	EventID string          `json:"event_id"`
-	State   string          `json:"state"`
-}
 
 // step is a parsed event: an entry to store, or a state to set.
 type step struct {
@@ -66,7 +58,7 @@ func parseEventsJSON(body []byte, session string) ([]step, error) {
 	}
 	steps := make([]step, 0, len(raws))
 	for i, raw := range raws {
-		var ev event
+		var ev wire.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("events[%d]: not an object: %v", i, err)
 		}
@@ -80,7 +72,7 @@ func parseEventsJSON(body []byte, session string) ([]step, error) {
 }
 
 // eventStep turns events[i] (raw, decoded into ev) into a step.
-func eventStep(i int, raw []byte, ev *event, session string) (step, error) {
+func eventStep(i int, raw []byte, ev *wire.Event, session string) (step, error) {
 	hasPayload := len(ev.Payload) > 0 && !bytes.Equal(bytes.TrimSpace(ev.Payload), []byte("null"))
 	if ev.Type == "state" {
 		st := ev.State
@@ -170,9 +162,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request, req request)
 		s.storeError(w, err)
 		return
 	}
-	out := map[string]any{"stored": stored, "duplicates": dups, "last_uuid": "", "state": ""}
+	out := wire.EventsResult{Stored: stored, Duplicates: dups}
 	if meta != nil {
-		out["last_uuid"], out["state"] = meta.LastUUID, meta.State
+		out.LastUUID, out.State = meta.LastUUID, meta.State
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 func TestEventsBatches(t *testing.T) {
@@ -67,8 +69,8 @@ func TestEventsBatches(t *testing.T) {
 			t.Errorf("item %d: %s\nwant %s", i, items[i].Payload, want[i])
 		}
 	}
-	if items[9].Agent != "agent-1" || items[10].Agent != "agent-2" || items[0].Agent != "" {
-		t.Errorf("agents: %q %q %q", items[0].Agent, items[9].Agent, items[10].Agent)
+	if items[9].AgentID != "agent-1" || items[10].AgentID != "agent-2" || items[0].AgentID != "" {
+		t.Errorf("agents: %q %q %q", items[0].AgentID, items[9].AgentID, items[10].AgentID)
 	}
 	if only, _ := c.history(sess, "&session_agent_id=agent-2", 10); len(only) != 1 || !bytes.Equal(only[0].Payload, plain) {
 		t.Errorf("session_agent_id: %v", only)
@@ -154,8 +156,8 @@ func TestTeleportPagination(t *testing.T) {
 	checkItems(t, items, wantAll)
 	for _, it := range items {
 		isAgent := bytes.Contains(it.Payload, []byte(`"isSidechain":true`))
-		if isAgent != (it.Agent != "") || (isAgent && !strings.HasPrefix(it.Agent, "agent-")) {
-			t.Fatalf("session_agent_id %q on %s", it.Agent, it.Payload)
+		if isAgent != (it.AgentID != "") || (isAgent && !strings.HasPrefix(it.AgentID, "agent-")) {
+			t.Fatalf("session_agent_id %q on %s", it.AgentID, it.Payload)
 		}
 	}
 	small, pages := c.history(sess, "", 7)
@@ -180,7 +182,7 @@ func TestTeleportPagination(t *testing.T) {
 }
 
 // checkItems checks that items are exactly want, in order.
-func checkItems(t *testing.T, items []teleportItem, want [][]byte) {
+func checkItems(t *testing.T, items []wire.HistoryEvent, want [][]byte) {
 	t.Helper()
 	if len(items) != len(want) {
 		t.Errorf("%d items, want %d", len(items), len(want))

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // parseEventsFast parses body (trimmed) as parseEvents does; ok is false
@@ -69,7 +70,7 @@ func events(body []byte, i int, session string, steps *[]step) int {
 		if n >= maxBatchEvents || body[v] != '{' {
 			return -1
 		}
-		var ev event
+		var ev wire.Event
 		end := jsonv.Object(body, v, func(key []byte, v int) int { return eventMember(body, key, v, &ev) })
 		if end < 0 {
 			return -1
@@ -98,7 +99,7 @@ func events(body []byte, i int, session string, steps *[]step) int {
 // eventMember reads the member key of an event, whose value is at
 // body[v], into ev and returns the offset after the value (negative when
 // it gives up).
-func eventMember(body, key []byte, v int, ev *event) int {
+func eventMember(body, key []byte, v int, ev *wire.Event) int {
 	k, plain := plainKey(key)
 	if !plain {
 		return -1

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // Test tokens: acme may read and write, acme-ro only read, other is another
@@ -151,20 +153,10 @@ func (c *client) loglines(session, query string) []json.RawMessage {
 	return out.Loglines
 }
 
-type teleportItem struct {
-	Payload json.RawMessage `json:"payload"`
-	Agent   string          `json:"session_agent_id"`
-}
-
-type teleportPage struct {
-	Data       []teleportItem `json:"data"`
-	NextCursor *string        `json:"next_cursor"`
-}
-
-func (c *client) teleport(session, query string) (teleportPage, response) {
+func (c *client) teleport(session, query string) (wire.HistoryPage, response) {
 	c.t.Helper()
 	r := c.do(http.MethodGet, "/v1/code/sessions/"+session+"/teleport-events"+query, nil)
-	var p teleportPage
+	var p wire.HistoryPage
 	if r.code == http.StatusOK {
 		if err := json.Unmarshal(r.body, &p); err != nil {
 			c.t.Fatalf("teleport: %v: %s", err, r.body)
@@ -174,9 +166,9 @@ func (c *client) teleport(session, query string) (teleportPage, response) {
 }
 
 // history pages through the whole History API and returns every item.
-func (c *client) history(session, query string, limit int) ([]teleportItem, int) {
+func (c *client) history(session, query string, limit int) ([]wire.HistoryEvent, int) {
 	c.t.Helper()
-	var all []teleportItem
+	var all []wire.HistoryEvent
 	cursor, pages := "", 0
 	for {
 		q := fmt.Sprintf("?limit=%d%s", limit, query)
@@ -252,20 +244,13 @@ func eventsBody(entries ...[]byte) []byte {
 	return b.Bytes()
 }
 
-type eventsResult struct {
-	Stored     int    `json:"stored"`
-	Duplicates int    `json:"duplicates"`
-	LastUUID   string `json:"last_uuid"`
-	State      string `json:"state"`
-}
-
-func (c *client) postEvents(session string, body []byte) eventsResult {
+func (c *client) postEvents(session string, body []byte) wire.EventsResult {
 	c.t.Helper()
 	r := c.do(http.MethodPost, "/v1/code/sessions/"+session+"/events", body)
 	if r.code != http.StatusOK {
 		c.t.Fatalf("POST events: %s", r)
 	}
-	var out eventsResult
+	var out wire.EventsResult
 	if err := json.Unmarshal(r.body, &out); err != nil {
 		c.t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // Cursors are opaque to clients: the stream sequence to continue from.
@@ -86,6 +86,7 @@ func (s *Server) teleportEvents(w http.ResponseWriter, r *http.Request, req requ
 	case subagents:
 		o.filters, o.end = []string{sessionFilter(req.tenant, req.session)}, meta.LastSeq
 	}
+	// A wire.HistoryPage, written as the rows are read.
 	var buf bytes.Buffer
 	buf.WriteString(`{"data":[`)
 	n := 0
@@ -119,22 +120,6 @@ func (s *Server) teleportEvents(w http.ResponseWriter, r *http.Request, req requ
 	_, _ = w.Write(buf.Bytes())
 }
 
-// sessionInfo is one session in GET /v1/sessions.
-type sessionInfo struct {
-	ID           string    `json:"id"`
-	Title        string    `json:"title"`
-	Tag          string    `json:"tag"`
-	State        string    `json:"state"`
-	CreatedAt    time.Time `json:"created_at"`
-	LastActivity time.Time `json:"last_activity"`
-	Entries      int64     `json:"entries"`
-	MainEntries  int64     `json:"main_entries"`
-	Subagents    int       `json:"subagents"`
-	// The SessionStore key the session holds, if any (sessionstore.go).
-	ProjectKey     string `json:"project_key,omitempty"`
-	StoreSessionID string `json:"store_session_id,omitempty"`
-}
-
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req request) {
 	q := r.URL.Query()
 	limit := 100
@@ -160,13 +145,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req reques
 		s.storeError(w, err)
 		return
 	}
-	list := make([]sessionInfo, 0, len(metas))
+	list := make([]wire.SessionInfo, 0, len(metas))
 	for _, m := range metas {
 		if (tag != "" && m.Tag != tag) || (state != "" && m.State != state) || m.Tenant != req.tenant ||
 			!strings.HasPrefix(strings.ToLower(m.Session), prefix) {
 			continue
 		}
-		list = append(list, sessionInfo{ID: m.Session, Title: m.Title(), Tag: m.Tag, State: m.State,
+		list = append(list, wire.SessionInfo{ID: m.Session, Title: m.Title(), Tag: m.Tag, State: m.State,
 			CreatedAt: m.CreatedAt, LastActivity: m.UpdatedAt, Entries: m.Count, MainEntries: m.MainCount,
 			Subagents: len(m.Agents), ProjectKey: m.ProjectKey, StoreSessionID: m.StoreSessionID})
 	}
@@ -180,5 +165,5 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req reques
 	if more {
 		list = list[:limit]
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list, "has_more": more})
+	writeJSON(w, http.StatusOK, wire.SessionList{Data: list, HasMore: more})
 }

@@ -173,6 +173,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) string {
 			return routeEvents
 		}
 	}
+	if route, ok := s.serveMount(w, r, p); ok {
+		return route
+	}
 	writeError(w, http.StatusNotFound, "not_found_error", "no such route: %s %s", r.Method, truncate(r.URL.Path, 200))
 	return routeOther
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // putGetFixture is the server, client and session of TestPutGet, with the
@@ -173,7 +175,7 @@ func putGetListing(t *testing.T, f *putGetFixture) {
 	// The listing has the title and the counts.
 	r := c.do(http.MethodGet, "/v1/sessions", nil)
 	var list struct {
-		Data []sessionInfo `json:"data"`
+		Data []wire.SessionInfo `json:"data"`
 	}
 	if err := json.Unmarshal(r.body, &list); err != nil || r.code != http.StatusOK {
 		t.Fatalf("sessions: %s", r)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // secFixture is the server, the clients and acme's one session that the
@@ -71,7 +73,7 @@ func TestSecurity(t *testing.T) {
 	// In the end acme has its one session with its one entry.
 	r := f.acme.do(http.MethodGet, "/v1/sessions", nil)
 	var list struct {
-		Data []sessionInfo `json:"data"`
+		Data []wire.SessionInfo `json:"data"`
 	}
 	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Data) != 1 || list.Data[0].Entries != 1 {
 		t.Errorf("acme's sessions: %s", r.body)

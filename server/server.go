@@ -40,6 +40,7 @@ type Server struct {
 	ncPub    *nats.Conn // publishes to the entries' stream (see openStore)
 	st       *store
 	ln       net.Listener
+	mounts   []mount // served behind the tokens (Mount)
 	httpSrv  *http.Server
 	serveErr chan error
 }

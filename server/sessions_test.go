@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/server/wire"
 )
 
 // listed is GET /v1/sessions as a map of id to title.
@@ -15,12 +17,7 @@ func listed(t *testing.T, c *client, query string) map[string]string {
 	if r.code != http.StatusOK {
 		t.Fatalf("GET /v1/sessions%s: %s", query, r)
 	}
-	var l struct {
-		Data []struct {
-			ID    string `json:"id"`
-			Title string `json:"title"`
-		} `json:"data"`
-	}
+	var l wire.SessionList
 	if err := json.Unmarshal(r.body, &l); err != nil {
 		t.Fatal(err)
 	}

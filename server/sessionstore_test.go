@@ -150,7 +150,7 @@ func TestStoreRoutes(t *testing.T) {
 	}
 	// The History API sees the same session, subagent included.
 	items, _ := c.history(storeSID, "&subagents=true", 100)
-	if len(items) != 6 || items[5].Agent != "a1b2" {
+	if len(items) != 6 || items[5].AgentID != "a1b2" {
 		t.Fatalf("history: %d items %+v", len(items), items)
 	}
 

@@ -202,9 +202,23 @@ func IsPlainCompactBoundary(e *core.Entry) bool {
 	return !cm.field("preservedSegment").truthy() && !cm.field("preservedMessages").truthy()
 }
 
-// Rebuild is BuildChain as core.Rebuild: what a host passes to
-// core.ResumeOptions.Rebuild.
-func Rebuild(entries []core.Entry, sidechain bool) core.Rebuilt {
+// Format is Claude Code's transcript format as core.Resume needs it: the
+// conversation rebuild, the recovery's classification and repairs, and the
+// model API's rules. A host passes Format{} as core.ResumeOptions.Format.
+type Format struct{}
+
+var _ core.Format = Format{}
+
+// Rebuild is BuildChain as core.Resume needs it.
+func (Format) Rebuild(entries []core.Entry, sidechain bool) core.Rebuilt {
 	c := BuildChain(entries, ChainOptions{Sidechain: sidechain})
 	return core.Rebuilt{Entries: c.Entries, Trailing: c.Trailing, Leaf: c.Leaf}
 }
+
+// Repair is ClassifyAndRepair.
+func (Format) Repair(conv []core.Entry, opt core.RecoveryOptions) core.Recovery {
+	return ClassifyAndRepair(conv, opt)
+}
+
+// Validate is ValidateConversation.
+func (Format) Validate(conv []core.Entry) []core.Violation { return ValidateConversation(conv) }

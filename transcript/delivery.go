@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript/internal/split"
 )
 
 // Subagent files
@@ -54,11 +55,11 @@ func (c *Chain) buildSidechain() {
 	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
 		path[i], path[j] = path[j], path[i]
 	}
-	onPath := make(mapSet, len(path))
+	onPath := make(split.MapSet, len(path))
 	for _, r := range path {
 		onPath[r.uuid] = true
 	}
-	c.path = reattach(rowSplitRules, sideOrder(c.all), path, onPath, nil)
+	c.path = split.Reattach(rowSplitRules, sideOrder(c.all), path, onPath, nil)
 }
 
 // sideOrder is the SDK's map of a subagent file's rows (first-seen order,

@@ -1,8 +1,9 @@
 package transcript
 
 // JavaScript's string rules, shared by everything that must produce or judge
-// text exactly as Claude Code's readers do: the fork writer, the listing's
-// first prompt, the synthetic rows of a repair.
+// text exactly as Claude Code's readers do: the fork writer
+// (transcript/fork), the listing's first prompt, the synthetic rows of a
+// repair.
 
 import (
 	"errors"

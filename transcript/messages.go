@@ -6,6 +6,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 )
 
 // Projection to the SDK's SessionMessage
@@ -235,7 +236,7 @@ func normalizeOrigin(o jv) jv {
 		b.add("taskKind", kind)
 	}
 	if note, turns := turnLimit.field("note"), turnLimit.field("turns"); note.isStr() {
-		if n, ok := fkNum(turns); ok && n == math.Trunc(n) && !math.IsInf(n, 0) {
+		if n, ok := jsjson.Num(turns); ok && n == math.Trunc(n) && !math.IsInf(n, 0) {
 			var tb objBuilder
 			tb.add("turns", jv(jsNumString(n)))
 			tb.add("note", note)

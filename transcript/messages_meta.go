@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/e0dc0000/scribe/transcript/internal/jsjson"
 )
 
 // A message's tool_result_meta, as the SDK's getSessionMessages reads it
@@ -217,7 +219,7 @@ func inputChanged(v jv) bool {
 
 // jsSafeInt is v when it is a number for which Number.isSafeInteger holds.
 func jsSafeInt(v jv) (float64, bool) {
-	x, ok := fkNum(v)
+	x, ok := jsjson.Num(v)
 	return x, ok && x == math.Trunc(x) && math.Abs(x) <= 1<<53-1
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/transcript/internal/split"
 )
 
 // Main files
@@ -106,7 +107,7 @@ func (c *Chain) buildMain() {
 	}
 	path, onPath, cycle := m.walk(leaf)
 	c.Cycle = cycle
-	path = reattach(rowSplitRules, m.order, path, onPath, func(u string) (*row, int, bool) {
+	path = split.Reattach(rowSplitRules, m.order, path, onPath, func(u string) (*row, int, bool) {
 		if i, ok := m.slot[u]; ok {
 			return m.order[i], i, true
 		}
@@ -400,46 +401,48 @@ func (x *parentIndex) matching(v jv) []int {
 	return out
 }
 
-// slotSet is the uuidSet of a main file's chain: the rowMap's uuids by
+// slotSet is the split.Set of a main file's chain: the rowMap's uuids by
 // slot, any other in a map.
 type slotSet struct {
 	m     *rowMap
 	on    []bool
-	other mapSet
+	other split.MapSet
 }
 
-func (s *slotSet) has(u string) bool {
+// Has reports whether u is on the chain.
+func (s *slotSet) Has(u string) bool {
 	if i, ok := s.m.slot[u]; ok {
 		return s.on[i]
 	}
 	return s.other[u]
 }
 
-func (s *slotSet) add(u string) {
+// Add puts u on the chain.
+func (s *slotSet) Add(u string) {
 	if i, ok := s.m.slot[u]; ok {
 		s.on[i] = true
 		return
 	}
 	if s.other == nil {
-		s.other = mapSet{}
+		s.other = split.MapSet{}
 	}
 	s.other[u] = true
 }
 
 // rowSplitRules read the split-assistant repair's facts off a row.
-var rowSplitRules = splitRules[*row]{
-	uuid:        func(r *row) string { return r.uuid },
-	isAssistant: func(r *row) bool { return r.typ == core.TypeAssistant },
-	messageID:   (*row).messageID,
-	toolUses:    func(r *row) []string { return r.ids("tool_use", "id") },
-	toolResults: func(r *row) []string { return r.ids("tool_result", "tool_use_id") },
-	isResultRow: (*row).isToolResultRow,
-	parent:      func(r *row) (string, bool) { return r.f.get(fParent).str() },
-	sourceTool: func(r *row) (string, bool) {
+var rowSplitRules = split.Rules[*row]{
+	UUID:        func(r *row) string { return r.uuid },
+	IsAssistant: func(r *row) bool { return r.typ == core.TypeAssistant },
+	MessageID:   (*row).messageID,
+	ToolUses:    func(r *row) []string { return r.ids("tool_use", "id") },
+	ToolResults: func(r *row) []string { return r.ids("tool_result", "tool_use_id") },
+	IsResultRow: (*row).isToolResultRow,
+	Parent:      func(r *row) (string, bool) { return r.f.get(fParent).str() },
+	SourceTool: func(r *row) (string, bool) {
 		src, ok := r.f.get(fSourceTool).str()
 		return src, ok && !strictEq(r.f.get(fSourceTool), r.f.get(fParent))
 	},
-	sameSide: func(a, b *row) bool {
+	SameSide: func(a, b *row) bool {
 		sa, sb := a.f.get(fSidechain), b.f.get(fSidechain)
 		if sa.nullish() {
 			sa = jv("false")
@@ -449,7 +452,7 @@ var rowSplitRules = splitRules[*row]{
 		}
 		return strictEq(sa, sb) && strictEq(a.f.get(fAgent), b.f.get(fAgent))
 	},
-	timeKey: (*row).timestamp,
+	TimeKey: (*row).timestamp,
 }
 
 // trailingQueued finds queued-command attachments that hang below the leaf

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -203,9 +204,9 @@ func (w *Watcher) archivePath(f *follower) string {
 	if dir == "" {
 		return ""
 	}
-	f.archive = jsonl.MainFile(dir, f.st.Session)
+	f.archive = claudedir.MainFile(dir, f.st.Session)
 	if f.st.Kind == KindAgent {
-		f.archive = jsonl.AgentFile(dir, f.st.Session, f.st.Agent)
+		f.archive = claudedir.AgentFile(dir, f.st.Session, f.st.Agent)
 	}
 	return f.archive
 }
@@ -241,10 +242,10 @@ func (w *Watcher) replayArchive(ctx context.Context, f *follower) error {
 	}
 	rest, err := readTail(p, f.st.ArchiveSize)
 	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat(p + jsonl.SealedSuffix); serr == nil {
+		if _, serr := os.Stat(p + claudedir.SealedSuffix); serr == nil {
 			// A sealed archive is not read back here: what a killed run
 			// gave it alone stays there (watch/DESIGN.md).
-			w.log.Warn("followed file deleted; its archive copy is sealed and is not replayed to the other sinks", "path", f.st.Path, "archive", p+jsonl.SealedSuffix)
+			w.log.Warn("followed file deleted; its archive copy is sealed and is not replayed to the other sinks", "path", f.st.Path, "archive", p+claudedir.SealedSuffix)
 		}
 		return nil
 	}
@@ -288,16 +289,16 @@ func (w *Watcher) replayUnfollowedAgents(ctx context.Context, main *follower) er
 	if p == "" {
 		return nil
 	}
-	copies, err := filepath.Glob(jsonl.AgentFileGlob(filepath.Dir(p), main.st.Session))
+	copies, err := filepath.Glob(claudedir.AgentFileGlob(filepath.Dir(p), main.st.Session))
 	if err != nil {
 		return err
 	}
 	for _, c := range copies {
-		agent, ok := jsonl.AgentFileID(filepath.Base(c))
+		agent, ok := claudedir.AgentFileID(filepath.Base(c))
 		if !ok {
 			continue
 		}
-		src := jsonl.AgentFile(filepath.Dir(main.st.Path), main.st.Session, agent)
+		src := claudedir.AgentFile(filepath.Dir(main.st.Path), main.st.Session, agent)
 		if w.files[src] != nil || w.agentsGone[src] {
 			delete(w.agentsGone, src)
 			continue // followed: its own deletion replays (or replayed) it
@@ -414,7 +415,7 @@ func readAllFrom(fh *os.File) ([]byte, error) {
 // sessionCWD is the cwd the session's main transcript recorded, if known.
 func (w *Watcher) sessionCWD(f *follower) string {
 	project, _ := sessionDirRel(f.root, f.st.Path)
-	if m := w.files[jsonl.MainFile(filepath.Join(f.root, project), f.st.Session)]; m != nil {
+	if m := w.files[claudedir.MainFile(filepath.Join(f.root, project), f.st.Session)]; m != nil {
 		return m.st.CWD
 	}
 	return ""
@@ -430,6 +431,6 @@ func projectOf(root, path string) string {
 }
 
 func (w *Watcher) mainMirrored(root, project, session string) bool {
-	m := w.files[jsonl.MainFile(filepath.Join(root, project), session)]
+	m := w.files[claudedir.MainFile(filepath.Join(root, project), session)]
 	return m != nil && m.st.Messages
 }

@@ -6,26 +6,26 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // classify says what a path under a projects root is, in Claude Code's
-// layout as jsonl.ClassifyPath reads it; ok is false for anything watch does not follow (memory/, a
+// layout as claudedir.ClassifyPath reads it; ok is false for anything watch does not follow (memory/, a
 // folder's own sidecars such as <id>.ccr-tip.json, temporary files).
 func classify(root, path string) (kind, session, agent string, ok bool) {
 	rel, err := filepath.Rel(root, path)
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return "", "", "", false
 	}
-	k, session, agent := jsonl.ClassifyPath(rel)
+	k, session, agent := claudedir.ClassifyPath(rel)
 	switch k {
-	case jsonl.PathMain:
+	case claudedir.PathMain:
 		return KindMain, session, "", true
-	case jsonl.PathAgent:
+	case claudedir.PathAgent:
 		return KindAgent, session, agent, true
-	case jsonl.PathLifecycle:
+	case claudedir.PathLifecycle:
 		return KindLifecycle, session, "", true
-	case jsonl.PathSidecar:
+	case claudedir.PathSidecar:
 		return KindSidecar, session, "", true
 	}
 	return "", "", "", false
@@ -62,7 +62,7 @@ func walkDirsFrom(root, start string, dir func(path string), file func(path stri
 	if rel, err := filepath.Rel(root, start); err == nil && rel != "." {
 		depth = len(strings.Split(rel, string(filepath.Separator)))
 	}
-	if depth == 2 && !jsonl.IsSessionID(filepath.Base(start)) {
+	if depth == 2 && !claudedir.IsSessionID(filepath.Base(start)) {
 		return
 	}
 	var walk func(path string, depth int)
@@ -82,7 +82,7 @@ func walkDirsFrom(root, start string, dir func(path string), file func(path stri
 		for _, e := range ents {
 			p := filepath.Join(path, e.Name())
 			if e.IsDir() {
-				if depth == 1 && !jsonl.IsSessionID(e.Name()) {
+				if depth == 1 && !claudedir.IsSessionID(e.Name()) {
 					continue // memory/ and other folders that are not sessions
 				}
 				walk(p, depth+1)
@@ -90,7 +90,7 @@ func walkDirsFrom(root, start string, dir func(path string), file func(path stri
 			}
 			_, _, _, followed := classify(root, p)
 			if !e.Type().IsRegular() {
-				if followed || depth == 0 || (depth == 1 && jsonl.IsSessionID(e.Name())) {
+				if followed || depth == 0 || (depth == 1 && claudedir.IsSessionID(e.Name())) {
 					bad(p, errNotFollowable)
 				}
 				continue

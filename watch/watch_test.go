@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -38,18 +39,18 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	dir := t.TempDir()
 	r := &rig{t: t, projects: filepath.Join(dir, "claude", "projects"), archive: filepath.Join(dir, "archive"), state: filepath.Join(dir, "state")}
-	if err := os.MkdirAll(filepath.Join(r.projects, jsonl.SanitizePath(cwd)), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.projects, claudedir.SanitizePath(cwd)), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
 func (r *rig) mainPath() string {
-	return filepath.Join(r.projects, jsonl.SanitizePath(cwd), sid+".jsonl")
+	return filepath.Join(r.projects, claudedir.SanitizePath(cwd), sid+".jsonl")
 }
 
 func (r *rig) archived(rel ...string) string {
-	return filepath.Join(append([]string{r.archive, "projects", jsonl.SanitizePath(cwd)}, rel...)...)
+	return filepath.Join(append([]string{r.archive, "projects", claudedir.SanitizePath(cwd)}, rel...)...)
 }
 
 // pipeline starts a pipeline over a fresh archive sink (and r.extra).
@@ -281,7 +282,7 @@ func TestDeletionKeepsWhatWasMirroredAndIsRecorded(t *testing.T) {
 func TestDeletionReplaysWhatOnlyTheArchiveGot(t *testing.T) {
 	r := newRig(t)
 	r.server = filepath.Join(filepath.Dir(r.archive), "server")
-	serverMain := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid+".jsonl")
+	serverMain := filepath.Join(r.server, "projects", claudedir.SanitizePath(cwd), sid+".jsonl")
 	one, two := userLine("one"), userLine("two")
 	appendFile(t, r.mainPath(), one+"\n"+two+"\n")
 	r.mustOnce()
@@ -332,7 +333,7 @@ func TestDeletedSessionReplaysItsSubagents(t *testing.T) {
 	if s := r.mustOnce(); s.Replayed.Load() != 1 {
 		t.Fatalf("replayed %d lines, want 1", s.Replayed.Load())
 	}
-	serverAgent := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid, "subagents", "agent-a1b2.jsonl")
+	serverAgent := filepath.Join(r.server, "projects", claudedir.SanitizePath(cwd), sid, "subagents", "agent-a1b2.jsonl")
 	wantOnce(t, serverAgent, agentRow(1), agentRow(2))
 	wantOnce(t, r.archived(sid, "subagents", "agent-a1b2.jsonl"), agentRow(1), agentRow(2))
 }
@@ -357,7 +358,7 @@ func TestDeletedSessionReplaysSubagentsItNeverFollowed(t *testing.T) {
 	if s := r.mustOnce(); s.Replayed.Load() != 2 {
 		t.Fatalf("replayed %d lines, want 2", s.Replayed.Load())
 	}
-	serverAgent := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid, "subagents", "agent-c3d4.jsonl")
+	serverAgent := filepath.Join(r.server, "projects", claudedir.SanitizePath(cwd), sid, "subagents", "agent-c3d4.jsonl")
 	wantOnce(t, serverAgent, row(1), row(2))
 	wantOnce(t, r.archived(sid, "subagents", "agent-c3d4.jsonl"), row(1), row(2))
 }
@@ -470,7 +471,7 @@ func TestCheckpointMovesOnlyAfterEverySinkFlushed(t *testing.T) {
 func TestDeletionWaitsForItsReplayToFlush(t *testing.T) {
 	r := newRig(t)
 	r.server = filepath.Join(filepath.Dir(r.archive), "server")
-	serverMain := filepath.Join(r.server, "projects", jsonl.SanitizePath(cwd), sid+".jsonl")
+	serverMain := filepath.Join(r.server, "projects", claudedir.SanitizePath(cwd), sid+".jsonl")
 	bad := &failingFlush{}
 	r.extra = []core.NamedSink{{ID: core.ID{Type: "test", Name: "bad"}, Sink: bad}}
 	one, two := userLine("one, longer than the second"), userLine("two")

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -38,6 +39,7 @@ func main() {
 		corpus   = flag.String("corpus", "testdata/corpus", "folder of real transcripts (*.jsonl, searched recursively)")
 		dir      = flag.String("dir", "", "work folder (default: a temporary one, removed at the end)")
 		out      = flag.String("out", "", "also write the report (Markdown) to this file")
+		mcpRuns  = flag.Bool("mcp", true, "also time scribe mcp's search_sessions round trips (a real MCP client over stdio) and grep -rlF of the same queries")
 	)
 	flag.Parse()
 	work := *dir
@@ -138,6 +140,11 @@ func main() {
 	}
 	p("| incremental update: one line appended to %d sessions | %s (%d files read from their offset, %d reindexed) |\n",
 		n, time.Since(t0).Round(time.Millisecond), st.Appended, st.Reindexed)
+	if *mcpRuns {
+		if err := benchMCP(ctx, work, l, qs, p); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(rep.String()), 0o644); err != nil {
 			log.Fatal(err)
@@ -222,7 +229,7 @@ func lay(l jsonl.Layout, srcs []source, n int, total int64) (int64, []string, er
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return 0, nil, err
 		}
-		if err := os.WriteFile(jsonl.MainFile(dir, id), data, 0o600); err != nil {
+		if err := os.WriteFile(claudedir.MainFile(dir, id), data, 0o600); err != nil {
 			return 0, nil, err
 		}
 		written += int64(len(data))

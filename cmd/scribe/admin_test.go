@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // adminLine is one user row of session sid in project /tmp/admin/p.
@@ -588,7 +588,7 @@ func TestRelocateRemovesTheProjectFoldersItEmptied(t *testing.T) {
 	oldPath, newPath := filepath.Join(work, "old"), filepath.Join(work, "new")
 	put := func(cwd, sid string) string {
 		t.Helper()
-		folder := filepath.Join(dir, "projects", jsonl.SanitizePath(cwd))
+		folder := filepath.Join(dir, "projects", claudedir.SanitizePath(cwd))
 		if err := os.MkdirAll(folder, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -619,7 +619,7 @@ func TestRelocateRemovesTheProjectFoldersItEmptied(t *testing.T) {
 		t.Fatalf("relocate removed a folder it did not move from: %v", err)
 	}
 	for _, cwd := range []string{newPath, filepath.Join(newPath, "sub")} {
-		if _, err := os.Stat(filepath.Join(dir, "projects", jsonl.SanitizePath(cwd))); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "projects", claudedir.SanitizePath(cwd))); err != nil {
 			t.Fatalf("no project folder for %s: %v", cwd, err)
 		}
 	}

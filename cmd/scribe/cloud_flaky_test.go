@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -346,7 +347,7 @@ func TestCloudResumeFallsBackToTheServer(t *testing.T) {
 	if err != nil || proj == "" {
 		t.Fatalf("find %s: %q %v", u.sid, proj, err)
 	}
-	if err := os.Remove(jsonl.MainFile(proj, u.sid)); err != nil {
+	if err := os.Remove(claudedir.MainFile(proj, u.sid)); err != nil {
 		t.Fatal(err)
 	}
 	cloud := resumeOnce()

@@ -48,9 +48,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -240,12 +242,7 @@ func (s *cloudServer) history(sid, query string) []string {
 		if cursor != "" {
 			route += "&cursor=" + url.QueryEscape(cursor)
 		}
-		var p struct {
-			Data []struct {
-				Payload json.RawMessage `json:"payload"`
-			} `json:"data"`
-			NextCursor *string `json:"next_cursor"`
-		}
+		var p wire.HistoryPage
 		if err := json.Unmarshal(s.get(route), &p); err != nil {
 			s.t.Fatal(err)
 		}
@@ -262,12 +259,7 @@ func (s *cloudServer) history(sid, query string) []string {
 // counts returns the entries the server holds for each session.
 func (s *cloudServer) counts() map[string]int64 {
 	s.t.Helper()
-	var l struct {
-		Data []struct {
-			ID      string `json:"id"`
-			Entries int64  `json:"entries"`
-		} `json:"data"`
-	}
+	var l wire.SessionList
 	if err := json.Unmarshal(s.get("/v1/sessions?limit=1000"), &l); err != nil {
 		s.t.Fatal(err)
 	}
@@ -426,8 +418,8 @@ func expectFiles(t *testing.T, projDir, sid string, collapse bool) cloudExpect {
 	exp := cloudExpect{sid: sid, agents: map[string][]string{}}
 	type file struct{ path, agent string }
 	files := []file{}
-	if _, err := os.Stat(jsonl.MainFile(projDir, sid)); err == nil {
-		files = append(files, file{path: jsonl.MainFile(projDir, sid)})
+	if _, err := os.Stat(claudedir.MainFile(projDir, sid)); err == nil {
+		files = append(files, file{path: claudedir.MainFile(projDir, sid)})
 	}
 	ents, _ := os.ReadDir(filepath.Join(projDir, sid, "subagents"))
 	for _, e := range ents {
@@ -636,7 +628,7 @@ func cloudCheckPullAgain(t *testing.T, u *unit, cfgB, dirB string) {
 	if err != nil || proj == "" {
 		t.Fatalf("find %s on B: %q %v", u.sid, proj, err)
 	}
-	mainB := jsonl.MainFile(proj, u.sid)
+	mainB := claudedir.MainFile(proj, u.sid)
 	before, _ := os.ReadFile(mainB)
 	local := fmt.Sprintf(`{"type":"user","uuid":"00000000-0000-4000-8000-00000000abcd","parentUuid":null,"sessionId":%q,"message":{"role":"user","content":"only here"}}`, u.sid)
 	changed := append(append([]byte{}, before...), local+"\n"...)

@@ -290,6 +290,37 @@ func TestLsRemoteListsAsLs(t *testing.T) {
 	if err := json.Unmarshal([]byte(page), &paged); code != 0 || err != nil || !reflect.DeepEqual(paged, want[1:3]) {
 		t.Errorf("ls --remote --limit 2 --offset 1: exit %d, %v\n%s", code, err, page)
 	}
+	// The server is a store like any other (read only): ls, show and info
+	// --from its cloud loader give what they give for the local files.
+	if b, errOut, code := cloudRun(t, "", "ls", "--all", "--json", "--from", "cloud/team", "--config", cfgB); code != 0 || b != local {
+		t.Errorf("ls --from cloud/team (exit %d) differs from ls --all:\n%s\nwant:\n%s\n%s", code, b, local, errOut)
+	}
+	for _, args := range [][]string{{"show", sessions[0].sid, "--json"}, {"show", sessions[1].sid}, {"info", sessions[2].sid, "--json"}} {
+		a, _, codeA := cloudRun(t, "", append(args, "--config", cfgA)...)
+		b, errOut, codeB := cloudRun(t, "", append(args, "--from", "cloud/team", "--config", cfgB)...)
+		if args[0] == "info" {
+			// The file is where each store keeps it.
+			a, b = dropPathLine(a), dropPathLine(b)
+		}
+		if codeA != 0 || codeB != 0 || a != b || len(a) < 50 {
+			t.Errorf("%v --from cloud/team (exit %d) differs from the local files (exit %d):\n%s\nwant:\n%s\n%s", args, codeB, codeA, b, a, errOut)
+		}
+	}
+	if _, errOut, code := cloudRun(t, "", "rename", sessions[0].sid, "x", "--from", "cloud/team", "--config", cfgB); code != 1 || !strings.Contains(errOut, "cannot rename") {
+		t.Errorf("rename --from the server: exit %d, %s", code, errOut)
+	}
+}
+
+// dropPathLine leaves out of info --json the "path" member, which names
+// where each store keeps the file.
+func dropPathLine(s string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(s), &m) != nil {
+		return s
+	}
+	delete(m, "path")
+	b, _ := json.Marshal(m)
+	return string(b)
 }
 
 func TestContinueOnAnotherMachine(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 const (
@@ -375,7 +375,7 @@ func fileExists(p string) bool {
 // Code keeps them and returns the project folder.
 func layOriginal(t *testing.T, configDir string, u *unit) string {
 	t.Helper()
-	proj := filepath.Join(configDir, "projects", jsonl.SanitizePath(u.cwd))
+	proj := filepath.Join(configDir, "projects", claudedir.SanitizePath(u.cwd))
 	if u.main != nil {
 		copyFile(t, u.main.abs, filepath.Join(proj, u.sid+".jsonl"))
 	}

@@ -75,9 +75,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // recordReport is the part of `scribe record --json` output the tests read
@@ -657,7 +657,7 @@ func TestCompatRecordCorpus(t *testing.T) {
 		cwds = append(cwds, u.cwd)
 	}
 	for i, got := range p.Sanitize(t, cwds...) {
-		if want := jsonl.SanitizePath(cwds[i]); got != want {
+		if want := claudedir.SanitizePath(cwds[i]); got != want {
 			t.Fatalf("project folder of %q: SDK %q, ours %q", cwds[i], got, want)
 		}
 	}

@@ -3,10 +3,10 @@ package main
 // cmdText is a command's Use and Short.
 type cmdText struct{ use, short string }
 
-// fullOnly are the commands only the full build runs (their files say
-// //go:build !lite): the one source of their Use and Short, for the full
-// build's commands and the light build's stubs (lite.go), so both builds
-// list them alike.
+// fullOnly are the commands only the full build runs (full.go registers
+// them; their packages are linked into no light build): the one source of
+// their Use and Short, for the full build's commands and the light build's
+// stubs (lite.go), so both builds list them alike.
 var fullOnly = map[string]cmdText{
 	"config":  {"config", "Work with the configuration file"},
 	"copy":    {"copy --from STORE --to STORE [--all | ID...]", "Copy sessions (with their subagents) from one store to another: jsonl, postgres, s3"},

@@ -18,8 +18,11 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -38,6 +41,36 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite cmd/scribe/testdata/golden-outputs.txt")
 
 const goldenFile = "testdata/golden-outputs.txt"
+
+// goldenOutputsFile holds what the outputs were, so that a failing run
+// shows where the first differing output differs, not only that its hash
+// does: gzipped JSON lines of {"key": "cmd id", "out": the output} for an
+// output up to goldenWhole bytes, else {"key", "blocks": the first 8 hex
+// digits of the sha256 of each goldenBlock bytes} (the corpus's outputs
+// are 40 MB in all; this file stays near 100 KB).
+const goldenOutputsFile = "testdata/golden-outputs.jsonl.gz"
+
+const (
+	goldenWhole = 16 << 10
+	goldenBlock = 4 << 10
+)
+
+// goldenRecord is one line of goldenOutputsFile.
+type goldenRecord struct {
+	Key    string   `json:"key"`
+	Out    string   `json:"out,omitempty"`
+	Blocks []string `json:"blocks,omitempty"`
+}
+
+// blockHashes cuts out into goldenBlock-byte blocks and hashes each.
+func blockHashes(out string) []string {
+	var hs []string
+	for i := 0; i < len(out); i += goldenBlock {
+		sum := sha256.Sum256([]byte(out[i:min(i+goldenBlock, len(out))]))
+		hs = append(hs, hex.EncodeToString(sum[:4]))
+	}
+	return hs
+}
 
 // goldenParallel bounds the scribe runs in flight.
 const goldenParallel = 4
@@ -154,28 +187,109 @@ func normalise(out, dir string, known map[string]bool, start, end time.Time) str
 }
 
 // goldenOutputs runs every command once over a fresh staging of the corpus.
-func goldenOutputs(t *testing.T) []string {
+func goldenOutputs(t *testing.T) []goldenRun {
 	dir, ids, known := goldenStage(t)
 	env := goldenEnv(t, dir)
-	lines := []string{runGolden(t, env, dir, known, "ls", "-", "ls", "--all", "--json").line()}
-	per := make([][]string, len(ids))
+	runs := []goldenRun{runGolden(t, env, dir, known, "ls", "-", "ls", "--all", "--json")}
+	per := make([][]goldenRun, len(ids))
 	parallel(len(ids), func(i int) {
 		id := ids[i]
-		per[i] = []string{
-			runGolden(t, env, dir, known, "show", id, "show", "--json", id).line(),
-			runGolden(t, env, dir, known, "show-system", id, "show", "--json", "--system", id).line(),
-			runGolden(t, env, dir, known, "info", id, "info", "--json", id).line(),
-			runGolden(t, env, dir, known, "resume", id, "resume", "--json", "--dry-run", id).line(),
+		per[i] = []goldenRun{
+			runGolden(t, env, dir, known, "show", id, "show", "--json", id),
+			runGolden(t, env, dir, known, "show-system", id, "show", "--json", "--system", id),
+			runGolden(t, env, dir, known, "info", id, "info", "--json", id),
+			runGolden(t, env, dir, known, "resume", id, "resume", "--json", "--dry-run", id),
 		}
 	})
 	// Forks add sessions to the folder: they run after every read.
-	forks := make([]string, len(ids))
-	parallel(len(ids), func(i int) { forks[i] = runFork(t, env, dir, ids[i], known).line() })
+	forks := make([]goldenRun, len(ids))
+	parallel(len(ids), func(i int) { forks[i] = runFork(t, env, dir, ids[i], known) })
 	for i := range ids {
-		lines = append(lines, per[i]...)
-		lines = append(lines, forks[i])
+		runs = append(runs, per[i]...)
+		runs = append(runs, forks[i])
 	}
-	return lines
+	return runs
+}
+
+// writeGoldenOutputs records the outputs themselves beside their hashes.
+func writeGoldenOutputs(runs []goldenRun) error {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	enc := json.NewEncoder(zw)
+	for _, r := range runs {
+		rec := goldenRecord{Key: r.cmd + " " + r.id, Out: r.out}
+		if len(r.out) > goldenWhole {
+			rec.Out, rec.Blocks = "", blockHashes(r.out)
+		}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(goldenOutputsFile, buf.Bytes(), 0o644)
+}
+
+// recordedOutput is the record of cmd id (false when none).
+func recordedOutput(key string) (goldenRecord, bool) {
+	f, err := os.Open(goldenOutputsFile)
+	if err != nil {
+		return goldenRecord{}, false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return goldenRecord{}, false
+	}
+	dec := json.NewDecoder(zr)
+	for {
+		var rec goldenRecord
+		if dec.Decode(&rec) != nil {
+			return goldenRecord{}, false
+		}
+		if rec.Key == key {
+			return rec, true
+		}
+	}
+}
+
+// describeDifference says where got departs from the record.
+func describeDifference(got string, rec goldenRecord) string {
+	if rec.Blocks == nil {
+		return firstDifference(got, rec.Out)
+	}
+	hs := blockHashes(got)
+	i := 0
+	for i < len(hs) && i < len(rec.Blocks) && hs[i] == rec.Blocks[i] {
+		i++
+	}
+	from := i * goldenBlock
+	return fmt.Sprintf("first difference within bytes %d..%d (of %d now; recorded as %d blocks of %d bytes, so only what is there now can be shown):\n%.4096s",
+		from, from+goldenBlock, len(got), len(rec.Blocks), goldenBlock, got[min(from, len(got)):])
+}
+
+// firstDifference shows where got first departs from want: the line
+// number and a few lines of each around it.
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	window := func(lines []string) string {
+		lo, hi := max(i-2, 0), min(i+3, len(lines))
+		var b strings.Builder
+		for j := lo; j < hi; j++ {
+			mark := "  "
+			if j == i {
+				mark = "> "
+			}
+			fmt.Fprintf(&b, "%s%4d  %.300s\n", mark, j+1, lines[j])
+		}
+		return b.String()
+	}
+	return fmt.Sprintf("first difference at line %d:\n got:\n%s want:\n%s", i+1, window(g), window(w))
 }
 
 // parallel calls fn(0..n-1) on goldenParallel goroutines.
@@ -200,10 +314,17 @@ func parallel(n int, fn func(i int)) {
 
 func TestGoldenOutputs(t *testing.T) {
 	t.Parallel() // a long, self-contained run: it overlaps the others
-	got := goldenOutputs(t)
+	runs := goldenOutputs(t)
+	got := make([]string, len(runs))
+	for i, r := range runs {
+		got[i] = r.line()
+	}
 	if *updateGolden {
 		body := "# cmd id sha256 exit-code: go test ./cmd/scribe -run TestGoldenOutputs -update\n" + strings.Join(got, "\n") + "\n"
 		if err := os.WriteFile(goldenFile, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeGoldenOutputs(runs); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -223,9 +344,40 @@ func TestGoldenOutputs(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d outputs, golden file has %d", len(got), len(want))
 	}
+	shown := false
 	for i := 0; i < len(got) && i < len(want); i++ {
-		if got[i] != want[i] {
-			t.Errorf("output differs from the golden file:\n got %s\nwant %s", got[i], want[i])
+		if got[i] == want[i] {
+			continue
 		}
+		t.Errorf("output differs from the golden file:\n got %s\nwant %s", got[i], want[i])
+		if shown {
+			continue
+		}
+		// The first differing output, shown against the recorded one.
+		shown = true
+		key := runs[i].cmd + " " + runs[i].id
+		if rec, ok := recordedOutput(key); ok {
+			t.Errorf("%s: %s", key, describeDifference(runs[i].out, rec))
+		} else {
+			t.Errorf("%s (no recorded output to compare; its output now):\n%.4000s", key, runs[i].out)
+		}
+	}
+}
+
+// TestGoldenShowsTheFirstDifference: a failing golden run points at the
+// first line that differs (an output recorded whole) or the first block
+// (one recorded as block hashes), showing what is there now.
+func TestGoldenShowsTheFirstDifference(t *testing.T) {
+	want := "a\nb\nc\nd\n"
+	got := "a\nb\nX\nd\n"
+	msg := describeDifference(got, goldenRecord{Out: want})
+	if !strings.Contains(msg, "line 3") || !strings.Contains(msg, ">    3  X") || !strings.Contains(msg, ">    3  c") {
+		t.Errorf("a whole record: %s", msg)
+	}
+	long := strings.Repeat("x", 3*goldenBlock)
+	changed := long[:goldenBlock+10] + "CHANGED" + long[goldenBlock+17:]
+	msg = describeDifference(changed, goldenRecord{Blocks: blockHashes(long)})
+	if !strings.Contains(msg, fmt.Sprintf("bytes %d..%d", goldenBlock, 2*goldenBlock)) || !strings.Contains(msg, "CHANGED") {
+		t.Errorf("a block record: %.300s", msg)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/watch/watchsim"
 )
 
@@ -42,12 +43,7 @@ func hookEvent(sess *watchsim.Session, name string, extra ...string) map[string]
 
 func serverState(t *testing.T, srv *cloudServer, sid string) string {
 	t.Helper()
-	var l struct {
-		Data []struct {
-			ID    string `json:"id"`
-			State string `json:"state"`
-		} `json:"data"`
-	}
+	var l wire.SessionList
 	if err := json.Unmarshal(srv.get("/v1/sessions?limit=1000"), &l); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -25,6 +26,7 @@ import (
 
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/service"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -37,17 +39,20 @@ const fullName = "scribe-full"
 // the command, and refuses instead of handing it on for ever.
 const handedOver = "SCRIBE_HANDED_OVER"
 
-// The commands of the full build, as stubs (fullOnly holds their text).
-func newConfigCmd() *cobra.Command  { return fullCmd(fullOnly["config"]) }
-func newCopyCmd() *cobra.Command    { return fullCmd(fullOnly["copy"]) }
-func newDemoCmd() *cobra.Command    { return fullCmd(fullOnly["demo"]) }
-func newMcpCmd() *cobra.Command     { return fullCmd(fullOnly["mcp"]) }
-func newPluginCmd() *cobra.Command  { return fullCmd(fullOnly["plugin"]) }
-func newPluginsCmd() *cobra.Command { return fullCmd(fullOnly["plugins"]) }
-func newS3Cmd() *cobra.Command      { return fullCmd(fullOnly["s3"]) }
-func newSearchCmd() *cobra.Command  { return fullCmd(fullOnly["search"]) }
-func newServeCmd() *cobra.Command   { return fullCmd(fullOnly["serve"]) }
-func newTokenCmd() *cobra.Command   { return fullCmd(fullOnly["token"]) }
+// fullCommands are the commands of the full build, as stubs (fullOnly
+// holds their text) that hand the command to it.
+func fullCommands(*cmdutil.Factory) []*cobra.Command {
+	names := make([]string, 0, len(fullOnly))
+	for name := range fullOnly {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	cmds := make([]*cobra.Command, len(names))
+	for i, name := range names {
+		cmds[i] = fullCmd(fullOnly[name])
+	}
+	return cmds
+}
 
 // fullCmd is a command the full build runs: its flags, help and
 // subcommands are the full build's.
@@ -117,12 +122,12 @@ func fullBinary() (string, error) {
 func runFull(why string, stdin []byte) error {
 	path, err := fullBinary()
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s needs the full build, %s, which is neither beside this scribe nor on PATH (bash scripts/install installs both): %w", why, fullName, err)}
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s needs the full build, %s, which is neither beside this scribe nor on PATH (bash scripts/install installs both): %w", why, fullName, err)}
 	}
 	if os.Getenv(handedOver) != "" {
 		// This process is what a light build handed the command to: the
 		// scribe-full it found is a light build too.
-		return &exitError{code: 2, err: fmt.Errorf("%s needs the full build, and %s is a light build: reinstall both with bash scripts/install", why, path)}
+		return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("%s needs the full build, and %s is a light build: reinstall both with bash scripts/install", why, path)}
 	}
 	if stdin != nil {
 		if err := replayStdin(stdin); err != nil {
@@ -175,7 +180,7 @@ func replayStdin(in []byte) error {
 // dropFromSearch drops sessions from the search index (forgetSearch)
 // through the full build, which holds SQLite; nothing runs when there is
 // no index.
-func dropFromSearch(_ *cobra.Command, l jsonl.Layout, ids []string) error {
+func dropFromSearch(l jsonl.Layout, ids []string) error {
 	if _, err := os.Stat(l.SearchIndexFile()); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

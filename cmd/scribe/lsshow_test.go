@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // lsSession writes a transcript of rows (each a JSON object without the
@@ -43,7 +43,7 @@ func lsSession(t *testing.T, dir, id, cwd string, start time.Time, extra map[str
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	folder := filepath.Join(dir, "projects", jsonl.SanitizePath(cwd))
+	folder := filepath.Join(dir, "projects", claudedir.SanitizePath(cwd))
 	if err := os.MkdirAll(folder, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func lsFixture(t *testing.T) (dir string, ids map[string]string, cwds map[string
 	lsRun(t, env, "archive", ids["live"])
 	// The files were last written when their last rows were.
 	for name, at := range map[string]time.Time{"old": months, "fork": time.Now().Add(-48 * time.Hour)} {
-		p := filepath.Join(dir, "projects", jsonl.SanitizePath(cwds[name]), ids[name]+".jsonl")
+		p := filepath.Join(dir, "projects", claudedir.SanitizePath(cwds[name]), ids[name]+".jsonl")
 		if err := os.Chtimes(p, at, at); err != nil {
 			t.Fatal(err)
 		}

@@ -10,18 +10,31 @@ import (
 	"runtime/trace"
 
 	"github.com/spf13/cobra"
+
+	"github.com/e0dc0000/scribe/internal/cli/cloud"
+	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/install"
+	"github.com/e0dc0000/scribe/internal/cli/manage"
+	"github.com/e0dc0000/scribe/internal/cli/read"
+	"github.com/e0dc0000/scribe/internal/cli/record"
+	"github.com/e0dc0000/scribe/internal/cli/secrets"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 )
 
-// exitError carries an exit status out of a command.
-type exitError struct {
-	code int
-	err  error
+// newFactory is what every command is made with: the process's streams and
+// this build's hand-overs to the full build (lite.go, full.go).
+func newFactory() *cmdutil.Factory {
+	return &cmdutil.Factory{
+		IOStreams:      cmdutil.System(),
+		Version:        version,
+		NeedsFull:      needsFull,
+		FullFor:        fullFor,
+		DropFromSearch: dropFromSearch,
+	}
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 func newRoot() *cobra.Command {
+	f := newFactory()
 	root := &cobra.Command{
 		Use:           "scribe",
 		Short:         "Session persistence for AI coding agents, in Claude Code's own format",
@@ -38,11 +51,10 @@ func newRoot() *cobra.Command {
 	pf.String("trace", "", "write an execution trace of the command to this file (for bench/)")
 	_ = pf.MarkHidden("trace")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		activeCmd = cmd
 		if tp, _ := cmd.Flags().GetString("trace"); tp != "" {
 			f, err := os.Create(tp)
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("--trace: %w", err)}
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--trace: %w", err)}
 			}
 			if err := trace.Start(f); err != nil {
 				f.Close()
@@ -57,7 +69,7 @@ func newRoot() *cobra.Command {
 		}
 		f, err := os.Create(path)
 		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--cpu-profile: %w", err)}
+			return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--cpu-profile: %w", err)}
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
@@ -67,12 +79,26 @@ func newRoot() *cobra.Command {
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close(); prev() }
 		return nil
 	}
-	root.AddCommand(newRecordCmd(), newConfigCmd(), newVersionCmd(), newDemoCmd(), newLsCmd(), newShowCmd(), newInfoCmd(), newResumeCmd(), newForkCmd(), newServeCmd(), newTokenCmd(), newPluginCmd(), newPluginsCmd(), newPushCmd(), newPullCmd(), newCheckpointCmd(), newCheckpointsCmd(), newIndexCmd(), newCopyCmd(), newS3Cmd())
-	root.AddCommand(newScanCmd(), newRedactCmd())
-	root.AddCommand(newRmCmd(), newTrashCmd(), newRenameCmd(), newTagCmd(), newArchiveCmd(true), newArchiveCmd(false), newGCCmd(), newDuCmd(), newDoctorCmd(), newExportCmd(), newImportCmd(), newRelocateCmd(), newSearchCmd(), newMcpCmd(), newUsageCmd())
-	root.AddCommand(newWatchCmd(), newHookCmd(), newHooksCmd())
+	root.AddCommand(
+		// Recording.
+		record.NewCmdRecord(f), record.NewCmdWatch(f), record.NewCmdHook(f), install.NewCmdHooks(f),
+		// Reading.
+		read.NewCmdLs(f), read.NewCmdShow(f), read.NewCmdInfo(f), read.NewCmdExport(f), read.NewCmdImport(f),
+		// Changing and looking after stored sessions.
+		manage.NewCmdRm(f), manage.NewCmdTrash(f), manage.NewCmdRename(f), manage.NewCmdTag(f),
+		manage.NewCmdArchive(f, true), manage.NewCmdArchive(f, false), manage.NewCmdGC(f), manage.NewCmdDu(f),
+		manage.NewCmdDoctor(f), manage.NewCmdRelocate(f), manage.NewCmdIndex(f),
+		manage.NewCmdCheckpoint(f), manage.NewCmdCheckpoints(f), manage.NewCmdFork(f), manage.NewCmdResume(f),
+		// The team server.
+		cloud.NewCmdPush(f), cloud.NewCmdPull(f),
+		// Secrets, usage, this binary.
+		secrets.NewCmdScan(f), secrets.NewCmdRedact(f), usagecmd.NewCmdUsage(f), newVersionCmd(f),
+	)
+	// The full build's commands: in the light build, stubs that hand the
+	// command to scribe-full (fullonly.go, lite.go, full.go).
+	root.AddCommand(fullCommands(f)...)
 	addFromFlags(root)
-	addCompletions(root)
+	read.AddCompletions(f, root)
 	usageExits(root)
 	return root
 }
@@ -84,7 +110,7 @@ func newRoot() *cobra.Command {
 // a plain error, exit 1).
 func usageExits(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: 2, err: err}
+		return &cmdutil.ExitError{Code: 2, Err: err}
 	})
 	root.SuggestionsMinimumDistance = 2
 	// cobra adds its completion command only in Execute; added now, its
@@ -104,12 +130,12 @@ func usageExits(root *cobra.Command) {
 				if s := c.SuggestionsFor(a[0]); len(s) > 0 {
 					msg += fmt.Sprintf("; did you mean %q?", s[0])
 				}
-				return &exitError{code: 2, err: errors.New(msg)}
+				return &cmdutil.ExitError{Code: 2, Err: errors.New(msg)}
 			}
 		} else if args := c.Args; args != nil {
 			c.Args = func(c *cobra.Command, a []string) error {
 				if err := args(c, a); err != nil {
-					return &exitError{code: 2, err: err}
+					return &cmdutil.ExitError{Code: 2, Err: err}
 				}
 				return nil
 			}
@@ -126,20 +152,16 @@ var stopProfile = func() {}
 
 func main() {
 	cmd, err := newRoot().ExecuteC()
-	runViewCleanups()
 	stopProfile()
-	if err == nil && len(viewDamage) > 0 {
-		err = errors.Join(viewDamage...)
-	}
 	if err == nil {
 		return
 	}
 	code := 1
-	var ee *exitError
+	var ee *cmdutil.ExitError
 	if errors.As(err, &ee) {
-		code = ee.code
+		code = ee.Code
 	}
-	fmt.Fprintln(os.Stderr, "scribe:", viewToArchive(err.Error()))
+	fmt.Fprintln(os.Stderr, "scribe:", err.Error())
 	if code == 2 && cmd != nil && cmd.Runnable() {
 		// A usage error: the usage line, and where the rest is.
 		use := cmd.UseLine()
@@ -149,4 +171,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "Usage: %s\nRun '%s --help' for more.\n", use, cmd.CommandPath())
 	}
 	os.Exit(code)
+}
+
+// addFromFlags gives show, info and fork a --from flag for reading a
+// jsonl store other than Claude's folder, unless they have one already.
+func addFromFlags(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "info", "fork", "export":
+			if c.Flags().Lookup("from") == nil {
+				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
+			}
+		}
+	}
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // After a project folder moves, relocate moves its sessions to the new
@@ -35,7 +35,7 @@ func TestRelocateMovesSessionsWithTheirCwds(t *testing.T) {
 	if err := os.Rename(oldPath, newPath); err != nil {
 		t.Fatal(err)
 	}
-	oldFolder := filepath.Join(dir, "projects", jsonl.SanitizePath(oldPath))
+	oldFolder := filepath.Join(dir, "projects", claudedir.SanitizePath(oldPath))
 	snap := treeOf(t, oldFolder)
 
 	var res struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -296,7 +297,7 @@ func TestCloudResumeOnAFreshMachineStoresTheWholeSession(t *testing.T) {
 	if err != nil || proj == "" {
 		t.Fatalf("no local copy on B after resume: %q %v", proj, err)
 	}
-	path := jsonl.MainFile(proj, resumeSession)
+	path := claudedir.MainFile(proj, resumeSession)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,9 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // sealedEnv is the same input recorded into a plain and a sealed archive,
@@ -58,14 +58,11 @@ func newSealedEnv(t *testing.T, p *peer.Peer) *sealedEnv {
 	se.plainCfg, se.sealedCfg = filepath.Join(root, "plain.hcl"), filepath.Join(root, "sealed.hcl")
 	writeFile(t, se.plainCfg, archiveHCL(se.plain, "{}"))
 	writeFile(t, se.sealedCfg, archiveHCL(se.sealed, fmt.Sprintf("{ identity = { file = %q } }", se.identity)))
-	// Views go to a tmpfs folder of the test's own, to see them removed.
-	shm, err := os.MkdirTemp("/dev/shm", "scribe-test-views-")
-	if err != nil {
-		t.Skipf("no /dev/shm: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	se.views = shm
-	se.env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+se.claude, "SCRIBE_LOG_LEVEL=warn", "SCRIBE_SEALED_VIEW_DIR="+shm)
+	// The temporary folders of the test's own, to see that nothing
+	// decrypted is ever written there (a sealed archive is read in memory).
+	se.views = t.TempDir()
+	se.env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+se.claude, "SCRIBE_LOG_LEVEL=warn",
+		"SCRIBE_SEALED_VIEW_DIR="+se.views, "XDG_RUNTIME_DIR="+se.views, "TMPDIR="+se.views)
 
 	var files []string
 	_ = filepath.WalkDir(filepath.Join(se.src, "projects"), func(p string, d fs.DirEntry, err error) error {
@@ -114,12 +111,13 @@ func (se *sealedEnv) ok(t *testing.T, args ...string) string {
 	return out
 }
 
-// noViewsLeft fails when a decrypted view outlived its command.
+// noViewsLeft fails when a command wrote anything into the temporary
+// folders (TMPDIR, XDG_RUNTIME_DIR): a sealed archive is read in memory.
 func (se *sealedEnv) noViewsLeft(t *testing.T, after string) {
 	t.Helper()
-	ents, _ := os.ReadDir(filepath.Join(se.views, "scribe-sealed-views"))
+	ents, _ := os.ReadDir(se.views)
 	if len(ents) > 0 {
-		t.Errorf("after %s: %d decrypted views left in %s", after, len(ents), se.views)
+		t.Errorf("after %s: %d entries left in the temporary folder %s", after, len(ents), se.views)
 	}
 }
 
@@ -226,11 +224,6 @@ func TestSealedArchiveRefusals(t *testing.T) {
 	claudeSealed := filepath.Join(dir, "claude-sealed.hcl")
 	writeFile(t, claudeSealed, strings.Replace(archiveHCL("", fmt.Sprintf("{ identity = { file = %q } }", se.identity)), `dir = ""`, `dir = ""`, 1))
 
-	// A view a killed command left is removed by the next command.
-	stale := filepath.Join(se.views, "scribe-sealed-views", "999999999-stale")
-	if err := os.MkdirAll(stale, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name string
 		env  []string
@@ -244,7 +237,6 @@ func TestSealedArchiveRefusals(t *testing.T) {
 		{"plain config over a sealed archive", nil, []string{"ls", "--all", "--from", "jsonl/archive", "--config", plainOver}, 2, "sealed"},
 		{"record plain into a sealed archive", nil, []string{"record", "--config", plainOver}, 2, "sealed"},
 		{"Claude's folder sealed", nil, []string{"record", "--config", claudeSealed}, 2, "never sealed"},
-		{"no memory-backed view", []string{"SCRIBE_SEALED_VIEW_DIR=" + dir}, []string{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg}, 1, "memory-backed"},
 		{"search", []string{"CLAUDE_CONFIG_DIR=" + se.sealed}, []string{"search", "login"}, 1, "sealed archive"},
 		{"du", []string{"CLAUDE_CONFIG_DIR=" + se.sealed}, []string{"du"}, 1, "sealed archive"},
 		{"rm", []string{"CLAUDE_CONFIG_DIR=" + se.sealed}, []string{"rm", id}, 1, "sealed archive"},
@@ -266,9 +258,6 @@ func TestSealedArchiveRefusals(t *testing.T) {
 	}
 	if after := snapshot(t, se.sealed); after != before {
 		t.Errorf("the refused commands changed the sealed archive:\nbefore %s\nafter  %s", before, after)
-	}
-	if _, err := os.Stat(stale); err == nil {
-		t.Error("the stale view of a dead process is still there")
 	}
 	se.noViewsLeft(t, "the refusals")
 }
@@ -312,7 +301,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 	}
 	// The extent record as it was before the write a kill cuts short (it
 	// is written once the frame is synced).
-	record, err := os.ReadFile(main + jsonl.ExtentSuffix)
+	record, err := os.ReadFile(main + claudedir.ExtentSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +315,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 	if err := os.WriteFile(main, torn, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(main+jsonl.ExtentSuffix, record, 0o600); err != nil {
+	if err := os.WriteFile(main+claudedir.ExtentSuffix, record, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out := se.ok(t, "show", id, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg); strings.Contains(out, "one more") {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // searchCorpus writes n sessions into a config folder; session i holds
@@ -22,7 +22,7 @@ func searchCorpus(t *testing.T, dir string, n int) []string {
 	var paths []string
 	for i := 0; i < n; i++ {
 		cwd := fmt.Sprintf("/home/alice/src/p%d", i%2)
-		proj := filepath.Join(dir, "projects", jsonl.SanitizePath(cwd))
+		proj := filepath.Join(dir, "projects", claudedir.SanitizePath(cwd))
 		if err := os.MkdirAll(proj, 0o700); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/testenv"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // spacedSession writes a transcript as Python's json.dumps writes JSON
@@ -19,7 +19,7 @@ import (
 // its path and the archive's copy of it.
 func spacedSession(t *testing.T, we *watchEnv, id, cwd string, lines ...string) (src, archived string) {
 	t.Helper()
-	dir := filepath.Join(we.projects, jsonl.SanitizePath(cwd))
+	dir := filepath.Join(we.projects, claudedir.SanitizePath(cwd))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func spacedSession(t *testing.T, we *watchEnv, id, cwd string, lines ...string) 
 	if err := os.WriteFile(src, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return src, filepath.Join(we.archive, "projects", jsonl.SanitizePath(cwd), id+".jsonl")
+	return src, filepath.Join(we.archive, "projects", claudedir.SanitizePath(cwd), id+".jsonl")
 }
 
 func spacedLines(id, cwd string, n int) []string {
@@ -144,7 +144,7 @@ func TestWatchOnceFailsOnWhatItCannotRead(t *testing.T) {
 	_, okArchived := spacedSession(t, we, okID, cwd, spacedLines(okID, cwd, 2)...)
 
 	pipeID := "5ace0000-4444-4222-8333-444455556666"
-	pipeDir := filepath.Join(we.projects, jsonl.SanitizePath("/home/alice/src/pipe"))
+	pipeDir := filepath.Join(we.projects, claudedir.SanitizePath("/home/alice/src/pipe"))
 	if err := os.MkdirAll(pipeDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

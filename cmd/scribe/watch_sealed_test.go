@@ -13,6 +13,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/watch/watchsim"
@@ -97,8 +98,8 @@ func TestWatchSealedSurvivesKill9(t *testing.T) {
 	_ = filepath.WalkDir(filepath.Join(we.archive, "projects"), func(p string, d fs.DirEntry, err error) error {
 		// (A kill while an extent record was made leaves its temporary
 		// file, sealed as the record is, until the session is written again.)
-		extentTemp := strings.HasPrefix(d.Name(), ".") && strings.Contains(d.Name(), ".jsonl"+jsonl.SealedSuffix+jsonl.ExtentSuffix+".tmp-")
-		if err == nil && !d.IsDir() && !extentTemp && !strings.HasSuffix(p, ".jsonl"+jsonl.SealedSuffix) && !strings.HasSuffix(p, ".jsonl"+jsonl.SealedSuffix+jsonl.ExtentSuffix) {
+		extentTemp := strings.HasPrefix(d.Name(), ".") && strings.Contains(d.Name(), ".jsonl"+claudedir.SealedSuffix+claudedir.ExtentSuffix+".tmp-")
+		if err == nil && !d.IsDir() && !extentTemp && !strings.HasSuffix(p, ".jsonl"+claudedir.SealedSuffix) && !strings.HasSuffix(p, ".jsonl"+claudedir.SealedSuffix+claudedir.ExtentSuffix) {
 			t.Errorf("%s: a file in the clear in the sealed archive", p)
 		}
 		return err

@@ -136,3 +136,12 @@ func CheckEntry(store string, e *core.Entry) error {
 	}
 	return nil
 }
+
+// Deleter is a backend whose sessions can be deleted as the SessionStore's
+// delete of a main key deletes one: the main transcript and every subpath
+// stored under it (subagents, lifecycle records). It returns how many rows
+// or objects went. Callers keep a copy first (the trash): scribe deletes
+// nothing without one.
+type Deleter interface {
+	DeleteSession(ctx context.Context, projectKey, sessionID string) (int, error)
+}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 )
 
@@ -143,16 +144,12 @@ func ClientFor(cc sinkhelper.ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// Event is one element of an events batch: an entry (Payload, its line byte
-// for byte), the subagent it belongs to ("" for the main transcript), and
-// for an entry without a uuid an optional idempotency key (event_id), which
-// the server uses instead of a hash of the entry's bytes.
-type Event struct {
-	Type    string
-	Payload []byte
-	AgentID string
-	EventID string
-}
+// Event is one element of an events batch (wire.Event): an entry
+// (Payload, its line byte for byte), the subagent it belongs to ("" for the
+// main transcript), and for an entry without a uuid an optional idempotency
+// key (event_id), which the server uses instead of a hash of the entry's
+// bytes.
+type Event = wire.Event
 
 // EncodeEvents builds the body of POST …/events: {"events":[…]}.
 func EncodeEvents(evs []Event) []byte {
@@ -163,36 +160,16 @@ func EncodeEvents(evs []Event) []byte {
 	buf := make([]byte, 0, n)
 	buf = append(buf, `{"events":[`...)
 	for i := range evs {
-		ev := &evs[i]
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, `{"type":`...)
-		buf = appendString(buf, ev.Type)
-		buf = append(buf, `,"payload":`...)
-		buf = append(buf, ev.Payload...)
-		if ev.AgentID != "" {
-			buf = append(buf, `,"agent_id":`...)
-			buf = appendString(buf, ev.AgentID)
-		}
-		if ev.EventID != "" {
-			buf = append(buf, `,"event_id":`...)
-			buf = appendString(buf, ev.EventID)
-		}
-		buf = append(buf, '}')
+		buf = wire.AppendEvent(buf, &evs[i])
 	}
 	return append(buf, "]}"...)
 }
 
-// PostResult is the server's answer to an events batch.
-type PostResult struct {
-	// Stored counts the entries the server stored now; Duplicates the ones
-	// it already had (sent earlier, by anyone).
-	Stored     int    `json:"stored"`
-	Duplicates int    `json:"duplicates"`
-	LastUUID   string `json:"last_uuid"`
-	State      string `json:"state"`
-}
+// PostResult is the server's answer to an events batch (wire.EventsResult).
+type PostResult = wire.EventsResult
 
 // PostEvents sends one batch of a session, retried as Retry says. The
 // server stores each entry once, so a batch sent again after a lost answer
@@ -222,14 +199,8 @@ type HistoryQuery struct {
 	Subagents bool
 }
 
-// HistoryEvent is one row of the History API.
-type HistoryEvent struct {
-	// Payload is the entry, byte for byte as the server stored it.
-	Payload json.RawMessage `json:"payload"`
-	// AgentID is the subagent the row belongs to, "" for the main
-	// transcript.
-	AgentID string `json:"session_agent_id,omitempty"`
-}
+// HistoryEvent is one row of the History API (wire.HistoryEvent).
+type HistoryEvent = wire.HistoryEvent
 
 // History calls fn for every row of a session's history, in server order,
 // page by page. See the package comment for the errors.
@@ -278,10 +249,7 @@ func (c *Client) History(ctx context.Context, sessionID string, q HistoryQuery, 
 		if err != nil {
 			return c.explain(err, sessionID)
 		}
-		var p struct {
-			Data       []HistoryEvent `json:"data"`
-			NextCursor *string        `json:"next_cursor"`
-		}
+		var p wire.HistoryPage
 		if err := json.Unmarshal(body, &p); err != nil {
 			return fmt.Errorf("history of session %s: page %d is not JSON: %w", sessionID, page+1, err)
 		}
@@ -337,7 +305,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 				return nil, &UnreachableError{Addr: c.BaseURL, Attempts: n, Err: err}
 			}
 		}
-		if sinkhelper.IsPermanent(err) || n >= attempts || ctx.Err() != nil {
+		if core.IsPermanent(err) || n >= attempts || ctx.Err() != nil {
 			return nil, err
 		}
 		wait := c.wait(n)

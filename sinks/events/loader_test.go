@@ -15,6 +15,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/server"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
+	"github.com/e0dc0000/scribe/sinks/sinkhelper/sinkhelpertest"
 )
 
 const loaderToken = "loader-test-token"
@@ -147,7 +148,7 @@ func TestLoaderPagesMainAndSidechain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "main", rows(tr), wantMain)
+	sinkhelpertest.Equal(t, "main", rows(tr), wantMain)
 	if len(tr.Notes) != 1 || !strings.Contains(tr.Notes[0], "2 internal rows") {
 		t.Errorf("notes %q, want one about 2 internal rows", tr.Notes)
 	}
@@ -155,7 +156,7 @@ func TestLoaderPagesMainAndSidechain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "agent", rows(tr), wantAgent)
+	sinkhelpertest.Equal(t, "agent", rows(tr), wantAgent)
 
 	// Everything, with the agents named.
 	all, err := c.Fetch(ctx, loaderSession, HistoryQuery{Subagents: true})
@@ -247,7 +248,7 @@ func TestLoaderDropsFromFirstEvent(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"data":[{"payload":%s}],"next_cursor":null}`, chainRow(uuidOf(1), "", ""))
 	})
-	srv := serve(t, h)
+	srv := sinkhelpertest.Serve(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tr, err := NewLoader(testClient(t, srv.URL(), loaderToken)).Load(ctx, core.SessionRef{SessionID: loaderSession})

@@ -19,8 +19,8 @@ import (
 	"net/url"
 	"strconv"
 	"syscall"
-	"time"
 
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 )
 
@@ -72,18 +72,8 @@ func reason(err error) string {
 	return err.Error()
 }
 
-// SessionInfo is one session of GET /v1/sessions.
-type SessionInfo struct {
-	ID           string    `json:"id"`
-	Title        string    `json:"title"`
-	Tag          string    `json:"tag"`
-	State        string    `json:"state"`
-	CreatedAt    time.Time `json:"created_at"`
-	LastActivity time.Time `json:"last_activity"`
-	Entries      int64     `json:"entries"`
-	MainEntries  int64     `json:"main_entries"`
-	Subagents    int       `json:"subagents"`
-}
+// SessionInfo is one session of GET /v1/sessions (wire.SessionInfo).
+type SessionInfo = wire.SessionInfo
 
 // MaxSessions is the most sessions one GET /v1/sessions returns.
 const MaxSessions = 1000
@@ -104,10 +94,7 @@ func (c *Client) Sessions(ctx context.Context, prefix string) ([]SessionInfo, bo
 		}
 		return nil, false, fmt.Errorf("list the sessions on %s: %w", c.BaseURL, err)
 	}
-	var p struct {
-		Data    []SessionInfo `json:"data"`
-		HasMore bool          `json:"has_more"`
-	}
+	var p wire.SessionList
 	if err := json.Unmarshal(body, &p); err != nil {
 		return nil, false, fmt.Errorf("list the sessions on %s: the answer is not JSON: %w", c.BaseURL, err)
 	}

@@ -20,18 +20,17 @@ package events
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/server/wire"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 )
 
@@ -48,10 +47,7 @@ const (
 )
 
 // ErrNoSession is the drop reason of an entry without a session id.
-var ErrNoSession = errors.New("entry has no session id")
-
-// concurrency is how many sessions of a batch are sent at the same time.
-const concurrency = 4
+var ErrNoSession = sinkhelper.ErrNoSession
 
 // Config is the sink's block in the HCL file.
 type Config struct {
@@ -112,14 +108,10 @@ type Options struct {
 	Logger     hclog.Logger
 }
 
-// Sink sends entries to the events API in batches.
+// Sink sends entries to the events API in batches: a sinkhelper.NetSink
+// whose push function is the protocol below.
 type Sink struct {
-	sender   *sinkhelper.Sender
-	base     string
-	token    *sinkhelper.Token
-	hc       *http.Client
-	log      hclog.Logger
-	timeout  time.Duration // bounds each request
+	*sinkhelper.NetSink
 	maxBatch int
 	maxBytes int
 
@@ -135,15 +127,6 @@ var (
 
 // New returns a sink; Start opens its spool.
 func New(o Options) (*Sink, error) {
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = sinkhelper.NewHTTPClient()
-	}
-	if o.Client.Token == nil {
-		o.Client.Token = sinkhelper.NewToken("")
-	}
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = DefaultFlushInterval
 	}
@@ -153,62 +136,21 @@ func New(o Options) (*Sink, error) {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	s := &Sink{
-		base:     o.Client.BaseURL,
-		token:    o.Client.Token,
-		hc:       o.HTTPClient,
-		log:      o.Logger,
-		timeout:  o.Client.RequestTimeout(),
-		maxBatch: o.MaxBatch,
-		maxBytes: o.MaxRequestBytes,
-	}
-	so := o.Client.Options
-	so.Name, so.Logger = o.Name, o.Logger
-	so.Linger = o.FlushInterval
-	if so.MaxBatch == 0 {
-		so.MaxBatch = o.MaxBatch
-	}
-	if so.MaxBatchBytes == 0 {
-		so.MaxBatchBytes = o.MaxRequestBytes
-	}
-	sender, err := sinkhelper.New(so, s.push)
+	s := &Sink{maxBatch: o.MaxBatch, maxBytes: o.MaxRequestBytes}
+	ns, err := sinkhelper.NewNetSink(sinkhelper.NetSinkOptions{
+		Type: Type, Name: o.Name, Client: o.Client, HTTPClient: o.HTTPClient, Logger: o.Logger,
+		Linger: o.FlushInterval, MaxBatch: o.MaxBatch, MaxBatchBytes: o.MaxRequestBytes,
+		Counters: s.counters,
+	}, sinkhelper.BySession(s.session, &s.unrouted))
 	if err != nil {
 		return nil, err
 	}
-	s.sender = sender
+	s.NetSink = ns
 	return s, nil
 }
 
-// Start reads the token file, if any, and starts delivering, beginning
-// with what an earlier run left in the spool.
-func (s *Sink) Start(ctx context.Context) error {
-	if err := s.token.Load(); err != nil {
-		return fmt.Errorf("sink events: %w", err)
-	}
-	return s.sender.Start(ctx)
-}
-
-// Write queues the entries; see sinkhelper.Sender.
-func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
-	return s.sender.Write(ctx, entries)
-}
-
-// Flush returns nil when every entry written before it is stored by the
-// server or fsynced in the spool; see sinkhelper.Sender.Flush. It does not
-// wait for the flush interval.
-func (s *Sink) Flush(ctx context.Context) error { return s.sender.Flush(ctx) }
-
-// Shutdown delivers what it can within ctx and leaves the rest in the
-// spool for the next start.
-func (s *Sink) Shutdown(ctx context.Context) error {
-	err := s.sender.Shutdown(ctx)
-	s.hc.CloseIdleConnections()
-	return err
-}
-
-// Report implements core.Reporter: the queue's counters and the protocol's.
-func (s *Sink) Report() map[string]int64 {
-	m := s.sender.Report()
+// counters adds the protocol's counters to Report.
+func (s *Sink) counters(m map[string]int64) {
 	m["requests"] = s.requests.Load()
 	m["request_failures"] = s.failed.Load()
 	m["events_sent"] = s.events.Load()
@@ -217,56 +159,12 @@ func (s *Sink) Report() map[string]int64 {
 	m["unrouted"] = s.unrouted.Load()
 	m["splits"] = s.splits.Load()
 	m["token_reloads"] = s.tokenReloads.Load()
-	return m
-}
-
-// push sends a batch: one request per session (more when the session has
-// more than MaxBatch events or MaxRequestBytes), sessions side by side.
-func (s *Sink) push(ctx context.Context, b *sinkhelper.Batch) error {
-	var order []string
-	groups := map[string][]int{}
-	for i, e := range b.Entries {
-		if b.Done(i) {
-			continue
-		}
-		if e.SessionID == "" {
-			s.unrouted.Add(1)
-			b.Drop(i, fmt.Errorf("%w (uuid %q)", ErrNoSession, e.UUID))
-			continue
-		}
-		if _, ok := groups[e.SessionID]; !ok {
-			order = append(order, e.SessionID)
-		}
-		groups[e.SessionID] = append(groups[e.SessionID], i)
-	}
-	errs := make([]error, len(order))
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	for k, sid := range order {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[k] = s.session(ctx, b, sid, groups[sid])
-		}()
-	}
-	wg.Wait()
-	var retry error
-	for _, err := range errs {
-		if sinkhelper.IsPermanent(err) {
-			return err // a refused token: every session is refused
-		}
-		if err != nil && retry == nil {
-			retry = err
-		}
-	}
-	return retry
 }
 
 // session sends one session's entries in order, in requests of at most
 // maxBatch events and about maxBytes.
 func (s *Sink) session(ctx context.Context, b *sinkhelper.Batch, sid string, idx []int) error {
-	u := s.base + "/v1/code/sessions/" + url.PathEscape(sid) + "/events"
+	u := s.Conn().BaseURL + "/v1/code/sessions/" + url.PathEscape(sid) + "/events"
 	for len(idx) > 0 {
 		n, size := 0, 0
 		for n < len(idx) && n < s.maxBatch && (n == 0 || size+len(b.Entries[idx[n]].Raw) <= s.maxBytes) {
@@ -293,7 +191,7 @@ func (s *Sink) send(ctx context.Context, u string, b *sinkhelper.Batch, idx []in
 		}
 		s.events.Add(int64(len(idx)))
 		return nil
-	case !sinkhelper.IsPermanent(err) || errors.Is(err, sinkhelper.ErrUnauthorized):
+	case !core.IsPermanent(err) || errors.Is(err, sinkhelper.ErrUnauthorized):
 		s.failed.Add(1)
 		return err
 	}
@@ -329,7 +227,7 @@ func (s *Sink) post(ctx context.Context, u string, b *sinkhelper.Batch, idx []in
 	code, err := s.postOnce(ctx, u, body, len(idx))
 	if code == http.StatusUnauthorized {
 		// A rotated token file is read again once before giving up.
-		if changed, rerr := s.token.Reload(); rerr == nil && changed {
+		if changed, rerr := s.Conn().Token.Reload(); rerr == nil && changed {
 			s.tokenReloads.Add(1)
 			code, err = s.postOnce(ctx, u, body, len(idx))
 		}
@@ -343,16 +241,17 @@ func (s *Sink) post(ctx context.Context, u string, b *sinkhelper.Batch, idx []in
 // postOnce sends one request, bounded by the request timeout, and returns
 // its status (0 for none) and the error for anything but 2xx.
 func (s *Sink) postOnce(ctx context.Context, u string, body []byte, n int) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	conn := s.Conn()
+	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, sinkhelper.Permanent(fmt.Errorf("post events: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	s.token.Authorize(req)
+	conn.Token.Authorize(req)
 	s.requests.Add(1)
-	resp, err := s.hc.Do(req)
+	resp, err := conn.HTTP.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("post %d events: %w", n, err)
 	}
@@ -363,8 +262,8 @@ func (s *Sink) postOnce(ctx context.Context, u string, body []byte, n int) (int,
 	return resp.StatusCode, sinkhelper.ResponseError(resp)
 }
 
-// encode builds {"events":[…]} with each entry's line as its payload, byte
-// for byte.
+// encode builds {"events":[…]} (wire.Event) with each entry's line as its
+// payload, byte for byte, and a sidechain row's agent as its agent_id.
 func encode(entries []core.Entry, idx []int) []byte {
 	n := 16
 	for _, i := range idx {
@@ -377,22 +276,13 @@ func encode(entries []core.Entry, idx []int) []byte {
 		if k > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, `{"type":`...)
-		buf = appendString(buf, e.Type)
-		buf = append(buf, `,"payload":`...)
-		buf = append(buf, e.Raw...)
-		if e.IsSidechain && e.AgentID != "" {
-			buf = append(buf, `,"agent_id":`...)
-			buf = appendString(buf, e.AgentID)
+		ev := wire.Event{Type: e.Type, Payload: e.Raw}
+		if e.IsSidechain {
+			ev.AgentID = e.AgentID
 		}
-		buf = append(buf, '}')
+		buf = wire.AppendEvent(buf, &ev)
 	}
 	return append(buf, "]}"...)
-}
-
-func appendString(buf []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(buf, b...)
 }
 
 // Factory makes events sinks.
@@ -416,8 +306,3 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 	o.Name, o.Logger = set.ID.String(), set.Logger
 	return New(o)
 }
-
-// Idempotent implements core.Idempotent: the server keys entries by uuid
-// (and uuid-less lines by their content), so an entry sent again is
-// stored once.
-func (s *Sink) Idempotent() bool { return true }

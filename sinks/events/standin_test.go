@@ -3,14 +3,11 @@ package events
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/e0dc0000/scribe/core"
 )
@@ -26,9 +23,7 @@ type standIn struct {
 	mu       sync.Mutex
 	sessions map[string]*stored
 	// Faults.
-	failPosts  int // the next failPosts requests get 500
-	stallAfter int // with stall set: once this many are stored, requests wait for stall
-	stall      chan struct{}
+	failPosts int // the next failPosts requests get 500
 	// What happened.
 	posts, dupes int
 	batches      []int // events per stored request
@@ -120,17 +115,6 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusInternalServerError, "injected failure")
 		return
 	}
-	stall := s.stall
-	total := 0
-	for _, st := range s.sessions {
-		total += len(st.lines)
-	}
-	s.mu.Unlock()
-	if stall != nil && total >= s.stallAfter {
-		<-stall // stored even if the client has gone meanwhile
-	}
-
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.sessions[sid]
 	if st == nil {
@@ -197,50 +181,4 @@ func (s *standIn) with(f func(s *standIn)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(s)
-}
-
-// netServer serves a handler on a loopback port that survives a restart:
-// down closes the listener (clients get connection refused), up listens on
-// the same port again.
-type netServer struct {
-	h    http.Handler
-	addr string
-	mu   sync.Mutex
-	hs   *http.Server
-}
-
-func serve(t *testing.T, h http.Handler) *netServer {
-	t.Helper()
-	n := &netServer{h: h, addr: "127.0.0.1:0"}
-	n.up(t)
-	t.Cleanup(n.down)
-	return n
-}
-
-func (n *netServer) URL() string { return "http://" + n.addr }
-
-func (n *netServer) up(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", n.addr)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", n.addr, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.addr = ln.Addr().String()
-	n.hs = &http.Server{Handler: n.h}
-	go func(hs *http.Server) {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			panic(err)
-		}
-	}(n.hs)
-}
-
-func (n *netServer) down() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.hs != nil {
-		_ = n.hs.Close()
-		n.hs = nil
-	}
 }

@@ -31,7 +31,6 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -48,12 +47,8 @@ var (
 	// no last uuid it could adopt. It is retried.
 	ErrConflict = errors.New("session ingress conflict")
 	// ErrNoSession is the drop reason of an entry without a session id.
-	ErrNoSession = errors.New("entry has no session id")
+	ErrNoSession = sinkhelper.ErrNoSession
 )
-
-// concurrency is how many sessions of a batch are sent at the same time;
-// each session's entries are always sent one after the other.
-const concurrency = 4
 
 // maxBatch is the default number of entries a batch takes from the queue.
 const maxBatch = 100
@@ -81,15 +76,11 @@ type Options struct {
 	Logger     hclog.Logger
 }
 
-// Sink sends entries to the session-ingress API.
+// Sink sends entries to the session-ingress API: a sinkhelper.NetSink
+// whose push function is the protocol below, the sessions side by side,
+// each session's entries one after the other.
 type Sink struct {
-	sender *sinkhelper.Sender
-	base   string
-	token  *sinkhelper.Token
-	hc     *http.Client
-	log    hclog.Logger
-	// timeout bounds each request.
-	timeout time.Duration
+	*sinkhelper.NetSink
 	// maxConflicts bounds the adopt-and-send-again loop of one entry
 	// within one attempt.
 	maxConflicts int
@@ -110,68 +101,26 @@ var (
 
 // New returns a sink; Start opens its spool.
 func New(o Options) (*Sink, error) {
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = sinkhelper.NewHTTPClient()
-	}
-	if o.Client.Token == nil {
-		o.Client.Token = sinkhelper.NewToken("")
-	}
 	s := &Sink{
-		base:         o.Client.BaseURL,
-		token:        o.Client.Token,
-		hc:           o.HTTPClient,
-		log:          o.Logger,
-		timeout:      o.Client.RequestTimeout(),
 		maxConflicts: max(o.Client.Options.Retry.MaxAttempts, 1),
 		last:         map[string]string{},
 	}
-	so := o.Client.Options
-	so.Name, so.Logger = o.Name, o.Logger
-	if so.MaxBatch == 0 {
+	ns, err := sinkhelper.NewNetSink(sinkhelper.NetSinkOptions{
+		Type: Type, Name: o.Name, Client: o.Client, HTTPClient: o.HTTPClient, Logger: o.Logger,
 		// One request per entry: smaller batches are acknowledged (and
 		// dropped from the spool) sooner.
-		so.MaxBatch = maxBatch
-	}
-	sender, err := sinkhelper.New(so, s.push)
+		MaxBatch: maxBatch,
+		Counters: s.counters,
+	}, sinkhelper.BySession(s.session, &s.unrouted))
 	if err != nil {
 		return nil, err
 	}
-	s.sender = sender
+	s.NetSink = ns
 	return s, nil
 }
 
-// Start reads the token file, if any, and starts delivering, beginning
-// with what an earlier run left in the spool.
-func (s *Sink) Start(ctx context.Context) error {
-	if err := s.token.Load(); err != nil {
-		return fmt.Errorf("sink ingress: %w", err)
-	}
-	return s.sender.Start(ctx)
-}
-
-// Write queues the entries; see sinkhelper.Sender.
-func (s *Sink) Write(ctx context.Context, entries []core.Entry) error {
-	return s.sender.Write(ctx, entries)
-}
-
-// Flush returns nil when every entry written before it is stored by the
-// server or fsynced in the spool; see sinkhelper.Sender.Flush.
-func (s *Sink) Flush(ctx context.Context) error { return s.sender.Flush(ctx) }
-
-// Shutdown delivers what it can within ctx and leaves the rest in the
-// spool for the next start.
-func (s *Sink) Shutdown(ctx context.Context) error {
-	err := s.sender.Shutdown(ctx)
-	s.hc.CloseIdleConnections()
-	return err
-}
-
-// Report implements core.Reporter: the queue's counters and the protocol's.
-func (s *Sink) Report() map[string]int64 {
-	m := s.sender.Report()
+// counters adds the protocol's counters to Report.
+func (s *Sink) counters(m map[string]int64) {
 	m["requests"] = s.requests.Load()
 	m["put_failures"] = s.putFailures.Load()
 	m["conflicts"] = s.conflicts.Load()
@@ -183,64 +132,18 @@ func (s *Sink) Report() map[string]int64 {
 	m["token_reloads"] = s.tokenReloads.Load()
 	m["refused"] = s.refused.Load()
 	m["unrouted"] = s.unrouted.Load()
-	return m
-}
-
-// push sends a batch: the sessions side by side, each session's entries in
-// order. Entries delivered by an earlier attempt are skipped.
-func (s *Sink) push(ctx context.Context, b *sinkhelper.Batch) error {
-	var order []string
-	groups := map[string][]int{}
-	for i, e := range b.Entries {
-		if b.Done(i) {
-			continue
-		}
-		if e.SessionID == "" {
-			s.unrouted.Add(1)
-			b.Drop(i, fmt.Errorf("%w (uuid %q)", ErrNoSession, e.UUID))
-			continue
-		}
-		if _, ok := groups[e.SessionID]; !ok {
-			order = append(order, e.SessionID)
-		}
-		groups[e.SessionID] = append(groups[e.SessionID], i)
-	}
-	errs := make([]error, len(order))
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	for k, sid := range order {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[k] = s.session(ctx, b, sid, groups[sid])
-		}()
-	}
-	wg.Wait()
-	// A refused token refuses every session: give up on the batch. Any
-	// other failure is retried.
-	var retry error
-	for _, err := range errs {
-		if sinkhelper.IsPermanent(err) {
-			return err
-		}
-		if err != nil && retry == nil {
-			retry = err
-		}
-	}
-	return retry
 }
 
 // session sends one session's entries in order, stopping at the first
 // that fails.
 func (s *Sink) session(ctx context.Context, b *sinkhelper.Batch, sid string, idx []int) error {
-	u := s.base + "/v1/session_ingress/session/" + url.PathEscape(sid)
+	u := s.Conn().BaseURL + "/v1/session_ingress/session/" + url.PathEscape(sid)
 	for _, i := range idx {
 		err := s.put(ctx, u, sid, &b.Entries[i])
 		switch {
 		case err == nil:
 			b.MarkDone(i)
-		case sinkhelper.IsPermanent(err) && !errors.Is(err, sinkhelper.ErrUnauthorized):
+		case core.IsPermanent(err) && !errors.Is(err, sinkhelper.ErrUnauthorized):
 			// The server refuses this entry (too large, malformed):
 			// sending it again cannot help, and the rest must not wait.
 			s.refused.Add(1)
@@ -313,7 +216,7 @@ func (s *Sink) put(ctx context.Context, u, sid string, e *core.Entry) error {
 		case http.StatusUnauthorized:
 			// A rotated token file is read again once before giving up.
 			if !reloaded {
-				if changed, rerr := s.token.Reload(); rerr == nil && changed {
+				if changed, rerr := s.Conn().Token.Reload(); rerr == nil && changed {
 					reloaded = true
 					s.tokenReloads.Add(1)
 					continue
@@ -334,7 +237,8 @@ func (s *Sink) put(ctx context.Context, u, sid string, e *core.Entry) error {
 // status and, for 200, 201 and 409, the x-last-uuid header; for any other
 // status (or none) the error to return.
 func (s *Sink) putOnce(ctx context.Context, u, last string, e *core.Entry) (code int, theirs string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	conn := s.Conn()
+	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(e.Raw))
 	if err != nil {
@@ -344,9 +248,9 @@ func (s *Sink) putOnce(ctx context.Context, u, last string, e *core.Entry) (code
 	if last != "" {
 		req.Header.Set("Last-Uuid", last)
 	}
-	s.token.Authorize(req)
+	conn.Token.Authorize(req)
 	s.requests.Add(1)
-	resp, err := s.hc.Do(req)
+	resp, err := conn.HTTP.Do(req)
 	if err != nil {
 		return 0, "", fmt.Errorf("put entry %s: %w", e.UUID, err)
 	}
@@ -364,16 +268,17 @@ func (s *Sink) putOnce(ctx context.Context, u, last string, e *core.Entry) (code
 // at a time.
 func (s *Sink) fetchLog(ctx context.Context, u, want string) (last string, found bool, err error) {
 	s.logFetches.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	conn := s.Conn()
+	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return "", false, sinkhelper.Permanent(err)
 	}
 	req.Header.Set("Accept", "application/json")
-	s.token.Authorize(req)
+	conn.Token.Authorize(req)
 	s.requests.Add(1)
-	resp, err := s.hc.Do(req)
+	resp, err := conn.HTTP.Do(req)
 	if err != nil {
 		return "", false, fmt.Errorf("get session log: %w", err)
 	}
@@ -464,8 +369,3 @@ func (factory) CreateSink(_ context.Context, set core.Settings, cfg any) (core.S
 	}
 	return New(Options{Client: cl, Name: set.ID.String(), Logger: set.Logger})
 }
-
-// Idempotent implements core.Idempotent: the server keys entries by uuid
-// (and uuid-less lines by their content), so an entry sent again is
-// stored once.
-func (s *Sink) Idempotent() bool { return true }

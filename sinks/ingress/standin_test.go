@@ -3,13 +3,10 @@ package ingress
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/e0dc0000/scribe/core"
 )
@@ -27,8 +24,6 @@ type standIn struct {
 	// Faults.
 	failPuts     int  // the next failPuts PUTs get 500
 	noLastHeader bool // 409s carry no x-last-uuid (the client must read the log)
-	stallAfter   int  // with stall set: once this many are stored, PUTs wait for stall to close
-	stall        chan struct{}
 	// What happened.
 	puts, gets, dupes, conflicts int
 	lastHeaders                  []string
@@ -107,19 +102,6 @@ func (s *standIn) put(w http.ResponseWriter, r *http.Request, sid string) {
 		jsonError(w, http.StatusInternalServerError, "injected failure")
 		return
 	}
-	stall := s.stall
-	total := 0
-	for _, st := range s.sessions {
-		total += len(st.lines)
-	}
-	s.mu.Unlock()
-	if stall != nil && total >= s.stallAfter {
-		// The request is in; like a real server, it is stored even when
-		// the client has gone away meanwhile.
-		<-stall
-	}
-
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	last := r.Header.Get("Last-Uuid")
 	s.lastHeaders = append(s.lastHeaders, last)
@@ -215,50 +197,4 @@ func (s *standIn) with(f func(s *standIn)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(s)
-}
-
-// netServer serves a handler on a loopback port that survives a restart:
-// down closes the listener (clients get connection refused), up listens on
-// the same port again.
-type netServer struct {
-	h    http.Handler
-	addr string
-	mu   sync.Mutex
-	hs   *http.Server
-}
-
-func serve(t *testing.T, h http.Handler) *netServer {
-	t.Helper()
-	n := &netServer{h: h, addr: "127.0.0.1:0"}
-	n.up(t)
-	t.Cleanup(n.down)
-	return n
-}
-
-func (n *netServer) URL() string { return "http://" + n.addr }
-
-func (n *netServer) up(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", n.addr)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", n.addr, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.addr = ln.Addr().String()
-	n.hs = &http.Server{Handler: n.h}
-	go func(hs *http.Server) {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			panic(err)
-		}
-	}(n.hs)
-}
-
-func (n *netServer) down() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.hs != nil {
-		_ = n.hs.Close()
-		n.hs = nil
-	}
 }

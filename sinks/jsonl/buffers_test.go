@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 )
 
@@ -72,7 +73,7 @@ func TestIdleDrainLoopWakesForAWrite(t *testing.T) {
 	if err := s.Write(ctx, []core.Entry{e}); err != nil {
 		t.Fatal(err)
 	}
-	path := MainFile(Layout{dir}.ProjectDir(cwd), e.SessionID)
+	path := claudedir.MainFile(Layout{ConfigDir: dir}.ProjectDir(cwd), e.SessionID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(path)

@@ -48,9 +48,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // BundleFormat names scribe's bundles in their manifest; BundleVersion is
@@ -101,10 +102,10 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	if len(folders) > 1 {
 		return m, fmt.Errorf("export %s: the session is in %d project folders (%s): move or remove the others first", id, len(folders), strings.Join(folders, ", "))
 	}
-	if info, ok, _ := ReadLite(mains[0], ""); ok {
+	if info, ok, _ := liteNewWorker(l.FS).readLite(mains[0], strings.TrimSuffix(filepath.Base(mains[0]), ".jsonl"), "", true); ok {
 		m.Cwd, m.Title = info.Cwd, info.Summary
 	}
-	names, err := sessionEntries(dir, id)
+	names, err := sessionEntriesIn(l.FS, dir, id)
 	if err != nil {
 		return m, fmt.Errorf("export %s: %w", id, err)
 	}
@@ -113,7 +114,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	// each is checked against its description as it is written.
 	var files []TrashFile
 	for _, n := range names {
-		tree, err := describeTree(dir, n)
+		tree, err := describeTreeIn(l.FS, dir, n)
 		if err != nil {
 			return m, fmt.Errorf("export %s: %w", id, err)
 		}
@@ -143,7 +144,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 			return m, err
 		}
 		var bf BundleFile
-		if bf, err = bundleAdd(tw, dir, f); err == nil && bf != m.Files[i] {
+		if bf, err = bundleAdd(l.FS, tw, dir, f); err == nil && bf != m.Files[i] {
 			err = fmt.Errorf("%s changed while it was exported (sha256 %s, described as %s): export again", f.Path, bf.SHA256, f.SHA256)
 		}
 	}
@@ -160,8 +161,8 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 
 // bundleAdd writes one file (the size it had when described) to the tar
 // and returns its manifest entry, hashed from the bytes written.
-func bundleAdd(tw *tar.Writer, dir string, f TrashFile) (BundleFile, error) {
-	fh, err := os.Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
+func bundleAdd(fsys FS, tw *tar.Writer, dir string, f TrashFile) (BundleFile, error) {
+	fh, err := fsOf(fsys).Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
 	if err != nil {
 		return BundleFile{}, err
 	}
@@ -170,7 +171,7 @@ func bundleAdd(tw *tar.Writer, dir string, f TrashFile) (BundleFile, error) {
 		return BundleFile{}, err
 	}
 	h := sha256.New()
-	if n, err := io.Copy(io.MultiWriter(tw, h), io.LimitReader(fh, f.Size)); err != nil || n != f.Size {
+	if n, err := io.Copy(io.MultiWriter(tw, h), io.NewSectionReader(fh, 0, f.Size)); err != nil || n != f.Size {
 		return BundleFile{}, fmt.Errorf("read %s: %d of %d bytes: %v", f.Path, n, f.Size, err)
 	}
 	return BundleFile{Path: f.Path, Size: f.Size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
@@ -355,7 +356,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	if cwd == "" {
 		return ImportResult{}, fmt.Errorf("import: %w: the bundle records no cwd; give one", ErrBadBundle)
 	}
-	res := ImportResult{SessionID: m.SessionID, Cwd: cwd, Project: SanitizePath(cwd), Files: len(m.Files), StaleStagingsRemoved: len(stale)}
+	res := ImportResult{SessionID: m.SessionID, Cwd: cwd, Project: claudedir.SanitizePath(cwd), Files: len(m.Files), StaleStagingsRemoved: len(stale)}
 	if opt.Fork {
 		return l.importFork(ctx, stage, m, res)
 	}
@@ -367,7 +368,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	if dir, err := l.FindSession(m.SessionID, ""); err != nil {
 		return res, fmt.Errorf("import %s: %w", m.SessionID, err)
 	} else if dir != "" {
-		same, _ := continues(MainFile(dir, m.SessionID), MainFile(stage, m.SessionID))
+		same, _ := continues(claudedir.MainFile(dir, m.SessionID), claudedir.MainFile(stage, m.SessionID))
 		if !same {
 			return res, fmt.Errorf("import: %w: a different session %s is in %s (--fork imports the bundle as a new session)", ErrSessionExists, m.SessionID, dir)
 		}
@@ -376,7 +377,7 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 	}
 	if cwd != m.Cwd {
 		line := `{"type":"relocated","relocatedCwd":` + string(core.AppendJSString(nil, cwd)) + `,"sessionId":"` + m.SessionID + `"}`
-		if _, err := appendLineDurably(MainFile(stage, m.SessionID), line); err != nil {
+		if _, err := appendLineDurably(claudedir.MainFile(stage, m.SessionID), line); err != nil {
 			return res, fmt.Errorf("import %s: %w", m.SessionID, err)
 		}
 		res.Relocated = true
@@ -418,19 +419,19 @@ func (l Layout) placeStaged(stage, folder, id string) error {
 }
 
 func (l Layout) importFork(ctx context.Context, stage string, m BundleManifest, res ImportResult) (ImportResult, error) {
-	buf, err := os.ReadFile(MainFile(stage, m.SessionID))
+	buf, err := os.ReadFile(claudedir.MainFile(stage, m.SessionID))
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
-	title := transcript.ForkSourceTitle(buf, forkSidecarTitle(stage, m.SessionID))
-	fk, err := transcript.Fork(forkParseLines(buf), m.SessionID, transcript.ForkOptions{SourceTitle: func() string { return title }})
+	title := fork.SourceTitle(buf, forkSidecarTitle(nil, stage, m.SessionID))
+	fk, err := fork.Fork(forkParseLines(buf), m.SessionID, fork.Options{SourceTitle: func() string { return title }})
 	if err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	path := MainFile(l.ProjectFolder(res.Project), fk.SessionID)
+	path := claudedir.MainFile(l.ProjectFolder(res.Project), fk.SessionID)
 	if err := forkWriteNew(path, fk.Entries); err != nil {
 		return res, fmt.Errorf("import %s as a fork: %w", m.SessionID, err)
 	}
@@ -552,7 +553,7 @@ func readManifest(r io.Reader) (BundleManifest, error) {
 	if m.Format != BundleFormat || m.Version != BundleVersion {
 		return m, fmt.Errorf("%w: format %q version %d (this build reads %s version %d)", ErrBadBundle, m.Format, m.Version, BundleFormat, BundleVersion)
 	}
-	if !IsSessionID(m.SessionID) {
+	if !claudedir.IsSessionID(m.SessionID) {
 		return m, fmt.Errorf("%w: session id %q", ErrBadBundle, m.SessionID)
 	}
 	paths := make(map[string]bool, len(m.Files))

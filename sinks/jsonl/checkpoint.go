@@ -29,17 +29,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/transcript"
 )
-
-// SidecarName is the sidecar's file name in the session's folder.
-const SidecarName = "scribe-lifecycle.jsonl"
-
-// SidecarFile is a session's sidecar in a project folder.
-func SidecarFile(projectDir, sessionID string) string {
-	return filepath.Join(SessionDir(projectDir, sessionID), SidecarName)
-}
 
 // sideFor returns the session's sidecar queue, scanning the file the first
 // time the session's folder is known. Called with s.mu held.
@@ -49,7 +43,7 @@ func (s *Sink) sideFor(ss *session) (*file, error) {
 	}
 	f := ss.side
 	if f.scanned == nil && ss.dir != "" {
-		f.path = SidecarFile(ss.dir, ss.id)
+		f.path = claudedir.SidecarFile(ss.dir, ss.id)
 		sc, err := s.scanOf(f)
 		if err != nil {
 			return nil, err
@@ -121,11 +115,11 @@ func (l Layout) SidecarRecords(ctx context.Context, sessionID, dir string) ([]co
 	if err != nil || path == "" {
 		return nil, ReadReport{}, err
 	}
-	entries, rep, err := ReadFile(path, ReadOptions{NoPrecompactSkip: true})
+	out, rep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepLine)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ReadReport{}, nil
 	}
-	return entries, rep, err
+	return out.entries, rep, err
 }
 
 // sidecarPath is the sidecar beside the session's transcript ("" when the
@@ -138,7 +132,7 @@ func (l Layout) sidecarPath(ctx context.Context, sessionID, dir string) (string,
 	if empty || main == "" {
 		return "", nil
 	}
-	return SidecarFile(filepath.Dir(main), sessionID), nil
+	return claudedir.SidecarFile(filepath.Dir(main), sessionID), nil
 }
 
 // Lifecycle returns a session's lifecycle events in the order they were
@@ -168,20 +162,7 @@ func (l Layout) Checkpoints(ctx context.Context, sessionID, dir string) ([]core.
 	if err != nil {
 		return nil, err
 	}
-	var out []core.Checkpoint
-	seen := map[string]bool{}
-	for i := range entries {
-		if entries[i].Type != core.TypeCheckpoint {
-			continue
-		}
-		c, err := core.ParseCheckpoint(&entries[i])
-		if err != nil || seen[c.ID] {
-			continue
-		}
-		seen[c.ID] = true
-		out = append(out, c)
-	}
-	return out, nil
+	return sessions.CheckpointsIn(entries), nil
 }
 
 // CheckpointAtLeaf builds a checkpoint of a session as it stands: after the

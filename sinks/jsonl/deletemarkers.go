@@ -23,6 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // DeletedTranscriptsDir is <config dir>/state/deleted-transcripts.
@@ -53,7 +55,7 @@ func jsLower(s string) string {
 // DeletionMarkers returns the marker names for session id's transcript in
 // project folder folder, as the SDK's deleteSession writes them.
 func (l Layout) DeletionMarkers(folder, id string) []string {
-	name := id + transcriptExt
+	name := id + claudedir.TranscriptExt
 	out := []string{deletionMarkerName(folder + "/" + name), deletionMarkerName(name)}
 	if real, err := filepath.EvalSymlinks(l.ProjectFolder(folder)); err == nil {
 		if rb := filepath.Base(real); rb != folder {
@@ -68,7 +70,7 @@ func (l Layout) DeletionMarkers(folder, id string) []string {
 // (0600, its folder 0700); one already there gets a new mtime. It returns
 // the markers' names.
 func (l Layout) writeDeletionMarkers(folder, id string) ([]string, error) {
-	fi, err := os.Stat(MainFile(l.ProjectFolder(folder), id))
+	fi, err := os.Stat(claudedir.MainFile(l.ProjectFolder(folder), id))
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return nil, nil
 	}

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // DUSession is one session's disk use in one project folder.
@@ -164,7 +166,7 @@ func duSession(dir, folder, id string) (DUSession, error) {
 			return s, err
 		}
 	}
-	if info, ok, _ := ReadLite(MainFile(dir, id), ""); ok && info.Archived != nil && *info.Archived {
+	if info, ok, _ := ReadLite(claudedir.MainFile(dir, id), ""); ok && info.Archived != nil && *info.Archived {
 		s.Archived = true
 	}
 	return s, nil
@@ -182,11 +184,11 @@ func (l Layout) duForks(ctx context.Context, all []DUSession, progress func(done
 			return err
 		}
 		s := &all[i]
-		path := MainFile(where[s.SessionID], s.SessionID)
+		path := claudedir.MainFile(where[s.SessionID], s.SessionID)
 		src := forkSourceOf(path)
 		if dir, ok := where[src]; ok && src != s.SessionID {
 			s.ForkOf = src
-			uuids, err := lineUUIDs(MainFile(dir, src))
+			uuids, err := lineUUIDs(claudedir.MainFile(dir, src))
 			if err != nil {
 				return fmt.Errorf("du: %w", err)
 			}
@@ -217,7 +219,7 @@ func forkSourceOf(path string) string {
 			continue
 		}
 		var v duLine
-		if json.Unmarshal(line, &v) == nil && v.ForkedFrom != nil && IsSessionID(v.ForkedFrom.SessionID) {
+		if json.Unmarshal(line, &v) == nil && v.ForkedFrom != nil && claudedir.IsSessionID(v.ForkedFrom.SessionID) {
 			return v.ForkedFrom.SessionID
 		}
 	}
@@ -232,7 +234,7 @@ func headLines(path string) [][]byte {
 		return nil
 	}
 	defer f.Close()
-	buf := make([]byte, liteWindow)
+	buf := make([]byte, claudedir.ListWindow)
 	n, _ := f.ReadAt(buf, 0)
 	return bytes.Split(buf[:n], []byte{'\n'})
 }

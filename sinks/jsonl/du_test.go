@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // duChain writes a linked conversation of n rows.
@@ -29,7 +30,7 @@ func duChain(t *testing.T, l Layout, id string, n int) string {
 			parent, typ, typ, i, u, i, id)
 		parent = `"` + u + `"`
 	}
-	p := MainFile(dir, id)
+	p := claudedir.MainFile(dir, id)
 	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +63,11 @@ func TestDiskUsageKindsAndForkDuplicates(t *testing.T) {
 	}
 	arch, _ := os.Stat(filepath.Join(dir, src, "archived.json"))
 
-	fresh, freshPath, err := l.ForkSession(ctx, src, "", transcript.ForkOptions{})
+	fresh, freshPath, err := l.ForkSession(ctx, src, "", fork.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, keptPath, err := l.ForkSession(ctx, src, "", transcript.ForkOptions{KeepUUIDs: true})
+	kept, keptPath, err := l.ForkSession(ctx, src, "", fork.Options{KeepUUIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

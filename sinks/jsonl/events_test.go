@@ -13,6 +13,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // stateEntry is the scribe-state entry of a transition of the session.
@@ -87,7 +88,7 @@ func TestStateEventsAreNotWrittenToTheTranscript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Entries) != 2 || core.StateFromTail(tr.Entries) != core.StateIdle {
+	if len(tr.Entries) != 2 || transcript.StateFromTail(tr.Entries) != core.StateIdle {
 		t.Fatalf("loaded %d entries", len(tr.Entries))
 	}
 }

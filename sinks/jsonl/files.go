@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // SessionFile is one transcript of a session: its main file, or one of
@@ -25,12 +27,12 @@ type SessionFile struct {
 func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile, error) {
 	var out []SessionFile
 	err := l.eachTranscriptIn(project, func(folder, dir, id string, fi os.FileInfo, hasFolder bool) error {
-		main := dir + string(filepath.Separator) + id + transcriptExt // MainFile, without Join's cleaning
+		main := dir + string(filepath.Separator) + id + claudedir.TranscriptExt // MainFile, without Join's cleaning
 		out = append(out, sessionFile(main, folder, id, "", fi))
 		if !hasFolder { // a session without a folder has no subagents to look for
 			return nil
 		}
-		agents, err := walkAgents(ctx, main, "")
+		agents, err := walkAgents(ctx, l.FS, main, "")
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -14,9 +13,11 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // ErrSessionExists is returned by ForkSession when the new session id is
@@ -25,7 +26,7 @@ var ErrSessionExists = errors.New("session already exists")
 
 // ForkSession copies a session into a new one in the same project folder,
 // as the Claude Agent SDK's forkSession(sessionID, {dir, upToMessageId,
-// title}) does (see transcript.Fork for the rules), and returns the new id and
+// title}) does (see fork.Fork for the rules), and returns the new id and
 // file.
 //
 // The source is found as the SDK finds it: the first non-empty
@@ -38,50 +39,62 @@ var ErrSessionExists = errors.New("session already exists")
 // then linked into place, which fails rather than replace an existing
 // file; a session id already present in any project folder is
 // ErrSessionExists.
-func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt transcript.ForkOptions) (newID, path string, err error) {
-	if !IsSessionID(sessionID) {
-		return "", "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
-	}
-	if opt.NewSessionID != "" && !IsSessionID(opt.NewSessionID) {
-		return "", "", fmt.Errorf("fork %s: %w: new session %q (not a UUID)", sessionID, ErrBadID, opt.NewSessionID)
-	}
-	src, _, err := l.findMain(ctx, sessionID, dir)
+func (l Layout) ForkSession(ctx context.Context, sessionID, dir string, opt fork.Options) (newID, path string, err error) {
+	res, projectDir, err := l.Fork(ctx, sessionID, dir, opt)
 	if err != nil {
-		return "", "", fmt.Errorf("fork: %w", err)
-	}
-	if src == "" {
-		return "", "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
-	}
-	buf, err := os.ReadFile(src)
-	if err != nil {
-		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
-	}
-	if len(buf) == 0 {
-		return "", "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
-	}
-	projectDir := filepath.Dir(src)
-	if opt.SourceTitle == nil {
-		opt.SourceTitle = func() string {
-			return transcript.ForkSourceTitle(buf, forkSidecarTitle(projectDir, sessionID))
-		}
-	}
-	res, err := transcript.Fork(forkParseLines(buf), sessionID, opt)
-	if err != nil {
-		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return "", "", err
 	}
-	if d, err := l.FindSession(res.SessionID, ""); err != nil {
-		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
-	} else if d != "" {
-		return "", "", fmt.Errorf("fork %s: %w: %s in %s", sessionID, ErrSessionExists, res.SessionID, d)
-	}
-	path = MainFile(projectDir, res.SessionID)
+	path = claudedir.MainFile(projectDir, res.SessionID)
 	if err := forkWriteNew(path, res.Entries); err != nil {
 		return "", "", fmt.Errorf("fork %s: %w", sessionID, err)
 	}
 	return res.SessionID, path, nil
+}
+
+// Fork is ForkSession without the write: the new session's entries, and
+// the project folder its source is in. It reads through the layout's FS,
+// so a store read in memory is forked by writing the entries through its
+// sink.
+func (l Layout) Fork(ctx context.Context, sessionID, dir string, opt fork.Options) (res fork.Result, projectDir string, err error) {
+	if !claudedir.IsSessionID(sessionID) {
+		return res, "", fmt.Errorf("fork: %w: session %q (not a UUID)", ErrBadID, sessionID)
+	}
+	if opt.NewSessionID != "" && !claudedir.IsSessionID(opt.NewSessionID) {
+		return res, "", fmt.Errorf("fork %s: %w: new session %q (not a UUID)", sessionID, ErrBadID, opt.NewSessionID)
+	}
+	src, _, err := l.findMain(ctx, sessionID, dir)
+	if err != nil {
+		return res, "", fmt.Errorf("fork: %w", err)
+	}
+	if src == "" {
+		return res, "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
+	}
+	buf, err := readFileFS(l.FS, src)
+	if err != nil {
+		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	if len(buf) == 0 {
+		return res, "", fmt.Errorf("fork: %w: session %s", ErrNotFound, sessionID)
+	}
+	projectDir = filepath.Dir(src)
+	if opt.SourceTitle == nil {
+		opt.SourceTitle = func() string {
+			return fork.SourceTitle(buf, forkSidecarTitle(l.FS, projectDir, sessionID))
+		}
+	}
+	res, err = fork.Fork(forkParseLines(buf), sessionID, opt)
+	if err != nil {
+		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, "", err
+	}
+	if d, err := l.FindSession(res.SessionID, ""); err != nil {
+		return res, "", fmt.Errorf("fork %s: %w", sessionID, err)
+	} else if d != "" {
+		return res, "", fmt.Errorf("fork %s: %w: %s in %s", sessionID, ErrSessionExists, res.SessionID, d)
+	}
+	return res, projectDir, nil
 }
 
 var (
@@ -131,8 +144,8 @@ func forkParseLines(buf []byte) []core.Entry {
 
 // forkSidecarTitle is <projectDir>/<id>/custom-title.json's customTitle,
 // cleaned as the SDK cleans it ("" when absent or unusable).
-func forkSidecarTitle(projectDir, id string) string {
-	raw, err := os.ReadFile(filepath.Join(projectDir, id, "custom-title.json"))
+func forkSidecarTitle(fsys FS, projectDir, id string) string {
+	raw, err := readFileFS(fsys, filepath.Join(projectDir, id, "custom-title.json"))
 	if err != nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
@@ -32,7 +33,7 @@ func forkLayCorpus(t *testing.T, cfg string) []string {
 			return err
 		}
 		id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-		if !IsSessionID(id) {
+		if !claudedir.IsSessionID(id) {
 			return nil
 		}
 		raw, err := os.ReadFile(path)
@@ -50,7 +51,7 @@ func forkLayCorpus(t *testing.T, cfg string) []string {
 			}
 		}
 		ids = append(ids, id)
-		forkWrite(t, MainFile(Layout{ConfigDir: cfg}.ProjectDir(cwd), id), string(raw))
+		forkWrite(t, claudedir.MainFile(Layout{ConfigDir: cfg}.ProjectDir(cwd), id), string(raw))
 		return nil
 	})
 	if err != nil {

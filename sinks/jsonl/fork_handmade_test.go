@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 )
 
@@ -263,7 +264,7 @@ func TestForkMatchesSDKOnHandMadeSessions(t *testing.T) {
 		data := strings.Join(files[id], "\n") + "\n"
 		for _, cfg := range []string{sdkCfg, ourCfg} {
 			l := Layout{ConfigDir: cfg}
-			forkWrite(t, MainFile(l.ProjectDir("/home/alice/src/shop"), id), data)
+			forkWrite(t, claudedir.MainFile(l.ProjectDir("/home/alice/src/shop"), id), data)
 			if id == forkU(9004) || id == forkU(9005) {
 				forkWrite(t, filepath.Join(l.ProjectDir("/home/alice/src/shop"), id, "custom-title.json"), `{"customTitle":"Side\u0000car  title "}`)
 			}

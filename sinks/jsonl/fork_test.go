@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/transcript"
+	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
 // ---------------------------------------------------------------------------
@@ -52,7 +53,7 @@ func TestForkSessionWritesNewFile(t *testing.T) {
 	cfg := t.TempDir()
 	l := Layout{ConfigDir: cfg}
 	dir := l.ProjectDir(forkCwd)
-	src := MainFile(dir, forkSrcID)
+	src := claudedir.MainFile(dir, forkSrcID)
 	u1, u2, u3 := "aaaaaaaa-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002", "aaaaaaaa-0000-4000-8000-000000000003"
 	data := forkRow("user", u1, "", "Fix the login bug") + "\n" +
 		"not json at all\n" +
@@ -65,11 +66,11 @@ func TestForkSessionWritesNewFile(t *testing.T) {
 	forkWrite(t, filepath.Join(dir, forkSrcID, "custom-title.json"), `{"customTitle":"  Login\u0007work  "}`)
 
 	now := time.Date(2026, 2, 3, 4, 5, 6, 789e6, time.UTC)
-	id, path, err := l.ForkSession(context.Background(), forkSrcID, "", transcript.ForkOptions{Now: now})
+	id, path, err := l.ForkSession(context.Background(), forkSrcID, "", fork.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(path) != dir || filepath.Base(path) != id+".jsonl" || !IsSessionID(id) {
+	if filepath.Dir(path) != dir || filepath.Base(path) != id+".jsonl" || !claudedir.IsSessionID(id) {
 		t.Fatalf("fork written to %s (id %s), want %s/<id>.jsonl", path, id, dir)
 	}
 	fi, err := os.Stat(path)
@@ -116,13 +117,13 @@ func TestForkSessionNeverOverwrites(t *testing.T) {
 	cfg := t.TempDir()
 	l := Layout{ConfigDir: cfg}
 	u1 := "aaaaaaaa-0000-4000-8000-000000000001"
-	src := MainFile(l.ProjectDir(forkCwd), forkSrcID)
+	src := claudedir.MainFile(l.ProjectDir(forkCwd), forkSrcID)
 	forkWrite(t, src, forkRow("user", u1, "", "hello")+"\n")
 	other := "22222222-2222-4222-8222-222222222222"
-	otherPath := MainFile(l.ProjectDir("/elsewhere"), other)
+	otherPath := claudedir.MainFile(l.ProjectDir("/elsewhere"), other)
 	forkWrite(t, otherPath, "keep me\n")
 	for _, id := range []string{forkSrcID, other} {
-		_, _, err := l.ForkSession(context.Background(), forkSrcID, "", transcript.ForkOptions{NewSessionID: id})
+		_, _, err := l.ForkSession(context.Background(), forkSrcID, "", fork.Options{NewSessionID: id})
 		if !errors.Is(err, ErrSessionExists) {
 			t.Errorf("fork onto %s: %v, want ErrSessionExists", id, err)
 		}
@@ -140,22 +141,22 @@ func TestForkSessionErrors(t *testing.T) {
 	cfg := t.TempDir()
 	l := Layout{ConfigDir: cfg}
 	ctx := context.Background()
-	if _, _, err := l.ForkSession(ctx, "nope", "", transcript.ForkOptions{}); !errors.Is(err, ErrBadID) {
+	if _, _, err := l.ForkSession(ctx, "nope", "", fork.Options{}); !errors.Is(err, ErrBadID) {
 		t.Errorf("bad id: %v", err)
 	}
-	if _, _, err := l.ForkSession(ctx, forkSrcID, "", transcript.ForkOptions{}); !errors.Is(err, core.ErrNotFound) {
+	if _, _, err := l.ForkSession(ctx, forkSrcID, "", fork.Options{}); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("missing session: %v", err)
 	}
 	u1 := "aaaaaaaa-0000-4000-8000-000000000001"
-	forkWrite(t, MainFile(l.ProjectDir(forkCwd), forkSrcID), forkRow("user", u1, "", "hello")+"\n")
-	_, _, err := l.ForkSession(ctx, forkSrcID, "", transcript.ForkOptions{UpTo: "bbbbbbbb-0000-4000-8000-000000000009"})
+	forkWrite(t, claudedir.MainFile(l.ProjectDir(forkCwd), forkSrcID), forkRow("user", u1, "", "hello")+"\n")
+	_, _, err := l.ForkSession(ctx, forkSrcID, "", fork.Options{UpTo: "bbbbbbbb-0000-4000-8000-000000000009"})
 	if !errors.Is(err, core.ErrMessageNotFound) || !strings.Contains(err.Error(), "bbbbbbbb-0000-4000-8000-000000000009") {
 		t.Errorf("unknown up-to: %v", err)
 	}
 	side := `{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"user","message":{"role":"user","content":"x"},"uuid":"` + u1 + `","timestamp":"2026-01-10T11:00:00.000Z","sessionId":"` + forkSrcID + `"}`
 	other := "33333333-3333-4333-8333-333333333333"
-	forkWrite(t, MainFile(l.ProjectDir(forkCwd), other), side+"\n")
-	if _, _, err := l.ForkSession(ctx, other, "", transcript.ForkOptions{}); !errors.Is(err, transcript.ErrNothingToFork) {
+	forkWrite(t, claudedir.MainFile(l.ProjectDir(forkCwd), other), side+"\n")
+	if _, _, err := l.ForkSession(ctx, other, "", fork.Options{}); !errors.Is(err, fork.ErrNoMessages) {
 		t.Errorf("sidechain-only: %v", err)
 	}
 }
@@ -281,7 +282,7 @@ type forkCase struct {
 func forkOurs(t *testing.T, sdkCfg, ourCfg string, c *forkCase) {
 	t.Helper()
 	c.srcBytes = forkFile(t, ourCfg, c.source)
-	opt := transcript.ForkOptions{UpTo: c.upTo, Title: c.title}
+	opt := fork.Options{UpTo: c.upTo, Title: c.title}
 	if c.sdkErr == "" {
 		opt.Now = forkTime(t, forkFile(t, sdkCfg, c.sdkID))
 	}
@@ -325,7 +326,7 @@ func forkCompare(t *testing.T, sdkCfg, ourCfg string, c *forkCase, sdkInfo, ourI
 		kinds := []struct {
 			sdk string
 			our error
-		}{{"not found in session", core.ErrMessageNotFound}, {"has no messages to fork", transcript.ErrNothingToFork}}
+		}{{"not found in session", core.ErrMessageNotFound}, {"has no messages to fork", fork.ErrNoMessages}}
 		for _, k := range kinds {
 			if strings.Contains(c.sdkErr, k.sdk) != strings.Contains(c.ourErr, k.our.Error()) {
 				t.Errorf("%s: SDK error %q, scribe error %q", c.name, c.sdkErr, c.ourErr)
@@ -412,8 +413,8 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 	}
 	sort.Strings(sources)
 	// The sidechain-only session: the SDK throws "no messages to fork".
-	if _, _, err := (Layout{ConfigDir: ourCfg}).ForkSession(context.Background(), ids["sidechainOnly"], "", transcript.ForkOptions{}); !errors.Is(err, transcript.ErrNothingToFork) {
-		t.Errorf("sidechain-only session: %v, want ErrNothingToFork", err)
+	if _, _, err := (Layout{ConfigDir: ourCfg}).ForkSession(context.Background(), ids["sidechainOnly"], "", fork.Options{}); !errors.Is(err, fork.ErrNoMessages) {
+		t.Errorf("sidechain-only session: %v, want fork.ErrNoMessages", err)
 	}
 
 	var cases []*forkCase
@@ -454,14 +455,14 @@ func TestForkMatchesSDKOnFixture(t *testing.T) {
 	var ks []kept
 	for _, id := range sources {
 		msgs := srcMsgs[id]
-		fid, _, err := keep.ForkSession(context.Background(), id, "", transcript.ForkOptions{KeepUUIDs: true, Title: "kept"})
+		fid, _, err := keep.ForkSession(context.Background(), id, "", fork.Options{KeepUUIDs: true, Title: "kept"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ks = append(ks, kept{id + "/keep-whole", fid, "kept", msgs})
 		if len(msgs) > 1 {
 			cut := len(msgs) / 2
-			fid, _, err := keep.ForkSession(context.Background(), id, "", transcript.ForkOptions{KeepUUIDs: true, UpTo: msgs[cut]})
+			fid, _, err := keep.ForkSession(context.Background(), id, "", fork.Options{KeepUUIDs: true, UpTo: msgs[cut]})
 			if err != nil {
 				t.Fatal(err)
 			}

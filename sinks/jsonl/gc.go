@@ -18,6 +18,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 )
 
@@ -89,7 +90,7 @@ func LastActivity(path string) (t time.Time, ok bool, err error) {
 		return t, false, err
 	}
 	size := fi.Size()
-	for win := int64(liteWindow); ; win *= 4 {
+	for win := int64(claudedir.ListWindow); ; win *= 4 {
 		off := max(size-win, 0)
 		buf := make([]byte, size-off)
 		if _, err := f.ReadAt(buf, off); err != nil {
@@ -254,7 +255,7 @@ func (l Layout) gcScan(opt GCOptions) ([]GCSession, error) {
 	var out []GCSession
 	err := l.eachTranscript(opt.Project, func(folder, dir, id string, _ os.FileInfo) error {
 		s := GCSession{SessionID: id, Project: folder}
-		t, ok, err := LastActivity(MainFile(dir, id))
+		t, ok, err := LastActivity(claudedir.MainFile(dir, id))
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // gcNow is the clock of the gc tests.
@@ -33,7 +35,7 @@ func gcSession(t *testing.T, l Layout, n int, last, mtime time.Time, size int) s
 	// The last chain entry, then a metadata line without a timestamp.
 	fmt.Fprintf(&b, `{"parentUuid":null,"type":"assistant","uuid":"%s","timestamp":"%s","sessionId":"%s"}`+"\n", gcID(n+9000), last.Format(time.RFC3339Nano), id)
 	fmt.Fprintf(&b, `{"type":"last-prompt","lastPrompt":"p","sessionId":"%s"}`+"\n", id)
-	p := MainFile(dir, id)
+	p := claudedir.MainFile(dir, id)
 	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestGCKeysOnLastActivityNeverMtime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lk.release()
-	src, _ := os.ReadFile(MainFile(l.ProjectDir("/work/gc"), quietFresh))
+	src, _ := os.ReadFile(claudedir.MainFile(l.ProjectDir("/work/gc"), quietFresh))
 
 	opt := GCOptions{OlderThan: 30 * 24 * time.Hour, DryRun: true, Now: gcNow}
 	rep, err := l.GC(context.Background(), opt)
@@ -85,7 +87,7 @@ func TestGCKeysOnLastActivityNeverMtime(t *testing.T) {
 	if got[live].Reason != "a live writer holds it" || got[recent].Reason != "activity in the last hour" {
 		t.Errorf("reasons: live %q, recent %q", got[live].Reason, got[recent].Reason)
 	}
-	if _, err := os.Stat(MainFile(l.ProjectDir("/work/gc"), quietFresh)); err != nil {
+	if _, err := os.Stat(claudedir.MainFile(l.ProjectDir("/work/gc"), quietFresh)); err != nil {
 		t.Fatalf("a dry run moved a session: %v", err)
 	}
 	// A quota of 0 bytes left: still never the live or recent one.
@@ -97,13 +99,13 @@ func TestGCKeysOnLastActivityNeverMtime(t *testing.T) {
 	if got[live].Action != "keep" || got[recent].Action != "keep" || got[touchedOld].Action != "collect" || rep.QuotaMet == nil || *rep.QuotaMet {
 		t.Fatalf("quota gc: %+v", rep)
 	}
-	if _, err := os.Stat(MainFile(l.ProjectDir("/work/gc"), quietFresh)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(claudedir.MainFile(l.ProjectDir("/work/gc"), quietFresh)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("gc left the collected session in place: %v", err)
 	}
 	if _, err := l.RestoreTrash(context.Background(), quietFresh, 0); err != nil {
 		t.Fatal(err)
 	}
-	back, _ := os.ReadFile(MainFile(l.ProjectDir("/work/gc"), quietFresh))
+	back, _ := os.ReadFile(claudedir.MainFile(l.ProjectDir("/work/gc"), quietFresh))
 	if string(back) != string(src) {
 		t.Fatal("the restored transcript differs from the collected one")
 	}
@@ -157,7 +159,7 @@ func TestLastActivityBeyondTheTail(t *testing.T) {
 	l := Layout{ConfigDir: t.TempDir()}
 	last := gcNow.Add(-5 * time.Hour)
 	id := gcSession(t, l, 30, last, gcNow, 500)
-	p := MainFile(l.ProjectDir("/work/gc"), id)
+	p := claudedir.MainFile(l.ProjectDir("/work/gc"), id)
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -53,143 +53,13 @@ package jsonl
 // indexes and the last rename wins, which loses nothing but cache.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/e0dc0000/scribe/core"
 )
-
-// IndexStats says what a listing with the index did.
-type IndexStats struct {
-	// Files is the number of transcript files looked at (each lstat-ed).
-	Files int `json:"files"`
-	// Hits were answered from the index, Misses read from the file (new,
-	// changed, or changed too recently to be trusted).
-	Hits   int `json:"hits"`
-	Misses int `json:"misses"`
-	// Dropped counts entries of files that are gone.
-	Dropped int `json:"dropped"`
-	// Rebuilt is true when no usable index was there (missing, unreadable,
-	// corrupt, written by other code) or a rebuild was asked for: every
-	// file was read.
-	Rebuilt bool `json:"rebuilt"`
-	// Discarded says why an existing index file was not used ("" when it
-	// was, or when there was none): worth a log line.
-	Discarded string `json:"discarded,omitempty"`
-	// Saved is true when the index file was written.
-	Saved bool `json:"saved"`
-	// SaveError is why writing it failed; the listing is right anyway.
-	SaveError string `json:"saveError,omitempty"`
-}
-
-// IndexOptions tune a listing with the index.
-type IndexOptions struct {
-	// SkipLastEntryTail leaves SessionInfo.LastEntryTail nil: the listing
-	// then reads only the index's first section (what `scribe ls --json`
-	// needs).
-	SkipLastEntryTail bool
-	// Progress, when set, is called as transcript files are read:
-	// done of total. Calls come from one goroutine at a time.
-	Progress func(done, total int)
-}
-
-// SessionStatus is a session's lifecycle status (seed 002).
-type SessionStatus string
-
-// The statuses.
-const (
-	// StatusActive: a live writer holds the session's lock.
-	StatusActive SessionStatus = "active"
-	// StatusInterrupted: the end of the conversation says the last turn
-	// did not finish (core.ClassifyAndRepair).
-	StatusInterrupted SessionStatus = "interrupted"
-	// StatusCompleted: anything else.
-	StatusCompleted SessionStatus = "completed"
-)
-
-// Valid reports whether s is one of the three statuses.
-func (s SessionStatus) Valid() bool {
-	return s == StatusActive || s == StatusInterrupted || s == StatusCompleted
-}
-
-// SessionRecord is one session as seed 002's sessions.json describes it
-// (SessionMetadata), derived from its transcript. MarshalJSON writes that
-// shape; Info and Interruption are scribe's own and stay out of it.
-type SessionRecord struct {
-	ID string
-	// Name is the session's title: the listing's summary (custom title,
-	// last prompt, summary or first prompt, as the SDK chooses it).
-	Name   string
-	Status SessionStatus
-	// CreatedAt is the first timestamp of the head window (else
-	// UpdatedAt); UpdatedAt the last timestamp of the tail window (else the
-	// file's mtime). CompletedAt, only for a completed session, is the
-	// timestamp of its last user or assistant row (else the mtime).
-	CreatedAt, UpdatedAt, CompletedAt time.Time
-	// ProjectPath is the session's working directory (the listing's cwd);
-	// TranscriptPath its main transcript.
-	ProjectPath, TranscriptPath string
-	Metadata                    SessionRecordMetadata
-	// Interruption is how the tail ends (core.ClassifyAndRepair's class),
-	// also for an active session; State what that leaves the session
-	// doing (core.StateFromTail), from the same rows.
-	Interruption core.Interruption
-	State        core.State
-	// Info is the session's listing entry.
-	Info SessionInfo
-}
-
-// SessionRecordMetadata is SessionMetadata.metadata. In the records of
-// Sessions and ExportSessionsJSON, Model and Tools are the whole main
-// transcript's: the model of most of its assistant turns (synthetic rows
-// skipped; a tie goes to the one used last) and the sorted union of the
-// names of its tool_use blocks. The records of a listing (ListRecords,
-// Records), which reads only the transcript's 64 KiB tail window, give
-// that window's: the message.model of its last assistant row and the tools
-// of its assistant rows. LastMessageID is the uuid of the last user or
-// assistant row.
-type SessionRecordMetadata struct {
-	Model         string   `json:"model,omitempty"`
-	Tools         []string `json:"tools,omitempty"`
-	LastMessageID string   `json:"lastMessageId,omitempty"`
-}
-
-// MarshalJSON writes the record as seed 002's SessionMetadata, dates as
-// JavaScript's toISOString writes them.
-func (r SessionRecord) MarshalJSON() ([]byte, error) {
-	type metadata SessionRecordMetadata
-	out := struct {
-		ID             string        `json:"id"`
-		Name           string        `json:"name"`
-		Status         SessionStatus `json:"status"`
-		CreatedAt      string        `json:"createdAt"`
-		UpdatedAt      string        `json:"updatedAt"`
-		CompletedAt    string        `json:"completedAt,omitempty"`
-		ProjectPath    string        `json:"projectPath"`
-		TranscriptPath string        `json:"transcriptPath"`
-		Metadata       metadata      `json:"metadata"`
-	}{
-		ID: r.ID, Name: r.Name, Status: r.Status,
-		CreatedAt: ixISO(r.CreatedAt), UpdatedAt: ixISO(r.UpdatedAt),
-		ProjectPath: r.ProjectPath, TranscriptPath: r.TranscriptPath, Metadata: metadata(r.Metadata),
-	}
-	if !r.CompletedAt.IsZero() {
-		out.CompletedAt = ixISO(r.CompletedAt)
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
-
-func ixISO(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // IndexFile is where the sessions index lives.
 func (l Layout) IndexFile() string {
@@ -204,12 +74,27 @@ func (l Layout) ListIndexed(ctx context.Context, opt ListOptions) ([]SessionInfo
 
 // ListIndexedWith is ListIndexed with options.
 func (l Layout) ListIndexedWith(ctx context.Context, opt ListOptions, iopt IndexOptions) ([]SessionInfo, IndexStats, error) {
+	if !l.onDisk() {
+		// The index caches files on disk; a store read in memory is listed
+		// as List lists it.
+		opt.SkipLastEntryTail = iopt.SkipLastEntryTail
+		infos, err := l.List(ctx, opt)
+		return infos, IndexStats{Files: len(infos), Misses: len(infos)}, err
+	}
 	infos, _, st, err := l.ixList(ctx, opt, !iopt.SkipLastEntryTail, false, iopt.Progress)
 	return infos, st, err
 }
 
 // ListRecords is ListIndexed with each session's lifecycle record.
 func (l Layout) ListRecords(ctx context.Context, opt ListOptions) ([]SessionRecord, IndexStats, error) {
+	if !l.onDisk() {
+		infos, st, err := l.ListIndexed(ctx, opt)
+		if err != nil {
+			return nil, st, err
+		}
+		recs, err := l.Records(ctx, infos)
+		return recs, st, err
+	}
 	infos, lives, st, err := l.ixList(ctx, opt, true, false, nil)
 	if err != nil {
 		return nil, st, err
@@ -231,7 +116,7 @@ func (l Layout) Sessions(ctx context.Context) ([]SessionRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ixFillWhole(ctx, recs); err != nil {
+	if err := ixFillWhole(ctx, l.FS, recs); err != nil {
 		return nil, err
 	}
 	return recs, nil
@@ -241,7 +126,7 @@ func (l Layout) Sessions(ctx context.Context) ([]SessionRecord, error) {
 // index (from List): it reads each transcript's tail window again.
 func (l Layout) Records(ctx context.Context, infos []SessionInfo) ([]SessionRecord, error) {
 	lives := make([]*ixLife, len(infos))
-	liteParallel(ctx, len(infos), func(w *liteWorker, i int) {
+	liteParallel(ctx, l.FS, len(infos), func(w *liteWorker, i int) {
 		win, ok, err := w.read(infos[i].Path)
 		if err != nil || !ok {
 			lives[i] = &ixLife{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}

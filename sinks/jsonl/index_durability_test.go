@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 func TestIndexIncremental(t *testing.T) {
@@ -33,7 +35,7 @@ func TestIndexIncremental(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	var sessions []string
 	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && IsSessionID(id) && e.Type().IsRegular() {
+		if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && claudedir.IsSessionID(id) && e.Type().IsRegular() {
 			sessions = append(sessions, filepath.Join(dir, e.Name()))
 		}
 	}

@@ -241,7 +241,7 @@ func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withL
 func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
 	var done atomic.Int64
 	var progMu sync.Mutex
-	liteParallel(ctx, len(miss), func(w *liteWorker, k int) {
+	liteParallel(ctx, nil, len(miss), func(w *liteWorker, k int) {
 		i := miss[k]
 		e, err := ixDerive(w, &cands[i])
 		if err == nil {

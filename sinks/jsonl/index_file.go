@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -232,21 +231,4 @@ func ixSweepTemps(dir string) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-}
-
-// String describes the stats for a log line.
-func (s IndexStats) String() string {
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(s.Files) + " files, " + strconv.Itoa(s.Hits) + " hits, " +
-		strconv.Itoa(s.Misses) + " read, " + strconv.Itoa(s.Dropped) + " dropped")
-	if s.Rebuilt {
-		b.WriteString(", rebuilt")
-	}
-	if s.Discarded != "" {
-		b.WriteString(" (old index discarded: " + s.Discarded + ")")
-	}
-	if s.SaveError != "" {
-		b.WriteString("; not saved: " + s.SaveError)
-	}
-	return b.String()
 }

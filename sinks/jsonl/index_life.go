@@ -14,6 +14,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/jsonv"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
@@ -25,7 +26,7 @@ const ixMaxClassRows = 32
 // ixLifeOf derives the lifecycle fields from a tail window: the last
 // timestamp, the last user or assistant row (uuid, timestamp), the last
 // assistant model, the tools used, and the class of the conversation's
-// end. The class comes from core.ClassifyAndRepair on the window's last
+// end. The class comes from transcript.ClassifyAndRepair on the window's last
 // user, assistant and attachment rows, back to the start of the last
 // assistant message (the rows it decides on; system and progress rows, which
 // it skips, are left out).
@@ -109,8 +110,8 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 	return lf, rows
 }
 
-// ixClass classifies the rows (newest first) as core.ClassifyAndRepair
-// and core.StateFromTail do, with a shortcut for the commonest end.
+// ixClass classifies the rows (newest first) as transcript.ClassifyAndRepair
+// and transcript.StateFromTail do, with a shortcut for the commonest end.
 func ixClass(rows []core.Entry) (core.Interruption, core.State) {
 	if len(rows) == 0 || ixPlainReply(rows) {
 		return core.InterruptionNone, core.StateIdle
@@ -118,16 +119,16 @@ func ixClass(rows []core.Entry) (core.Interruption, core.State) {
 	return ixClassify(rows)
 }
 
-// ixClassify is core.ClassifyAndRepair's class and core.StateFromTail's
+// ixClassify is transcript.ClassifyAndRepair's class and transcript.StateFromTail's
 // state of the rows (newest first).
 func ixClassify(rows []core.Entry) (core.Interruption, core.State) {
 	conv := slices.Clone(rows)
 	slices.Reverse(conv)
-	rec := core.ClassifyAndRepair(conv, core.RecoveryOptions{
+	rec := transcript.ClassifyAndRepair(conv, core.RecoveryOptions{
 		Now:     time.Unix(0, 0),
 		NewUUID: func() string { return "00000000-0000-4000-8000-000000000000" },
 	})
-	return rec.Class, core.StateFromTail(conv)
+	return rec.Class, transcript.StateFromTail(conv)
 }
 
 var ixTypeMessage = []string{"type", "message"}

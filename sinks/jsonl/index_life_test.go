@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
@@ -224,7 +225,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		tails = append(tails, b[max(len(b)-liteWindow, 0):])
+		tails = append(tails, b[max(len(b)-claudedir.ListWindow, 0):])
 		return nil
 	})
 	if err != nil {
@@ -232,7 +233,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 	}
 	for seed := uint64(1); seed <= 200; seed++ {
 		b := randomTranscript(seed, false)
-		tails = append(tails, b[max(len(b)-liteWindow, 0):])
+		tails = append(tails, b[max(len(b)-claudedir.ListWindow, 0):])
 	}
 	shortcuts, classes := 0, map[core.Interruption]int{}
 	for i, tail := range tails {
@@ -314,13 +315,13 @@ func TestIxWholeSessionTieGoesToTheModelUsedLast(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, tools, err := ixWholeSession(context.Background(), p)
+	m, tools, err := ixWholeSession(context.Background(), nil, p)
 	if err != nil || m != "claude-sonnet-4-5" || !reflect.DeepEqual(tools, []string{"Bash"}) {
 		t.Fatalf("model %q tools %v err %v", m, tools, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := ixWholeSession(ctx, p); err == nil {
+	if _, _, err := ixWholeSession(ctx, nil, p); err == nil {
 		t.Fatal("a cancelled read succeeded")
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 
 	"github.com/e0dc0000/scribe/jsonv"
@@ -22,12 +22,16 @@ var ixAssistantKey = []byte(`"assistant"`)
 // turns (message.model; an assistant message split over several rows, one
 // message.id, is one turn; synthetic rows are skipped; a tie goes to the
 // model used last) and the sorted union of its tool_use names.
-func ixWholeSession(ctx context.Context, path string) (string, []string, error) {
-	f, err := os.Open(path)
+func ixWholeSession(ctx context.Context, fsys FS, path string) (string, []string, error) {
+	f, err := fsOf(fsys).Open(path)
 	if err != nil {
 		return "", nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
 	var (
 		counts = map[string]int{}
 		last   = map[string]int{}
@@ -36,7 +40,7 @@ func ixWholeSession(ctx context.Context, path string) (string, []string, error) 
 		turn   int
 		vals   = make([][]byte, len(ixTypeMessage))
 	)
-	err = EachLine(f, func(line []byte, _ bool) {
+	err = EachLine(io.NewSectionReader(f, 0, fi.Size()), func(line []byte, _ bool) {
 		if ctx.Err() != nil || !bytes.Contains(line, ixAssistantKey) {
 			return
 		}
@@ -88,12 +92,12 @@ func ixWholeSession(ctx context.Context, path string) (string, []string, error) 
 // ixFillWhole replaces each record's Model and Tools with the whole
 // session's. A transcript that cannot be read (gone since the listing)
 // keeps what the tail window said.
-func ixFillWhole(ctx context.Context, recs []SessionRecord) error {
-	liteParallel(ctx, len(recs), func(_ *liteWorker, i int) {
+func ixFillWhole(ctx context.Context, fsys FS, recs []SessionRecord) error {
+	liteParallel(ctx, fsys, len(recs), func(_ *liteWorker, i int) {
 		if recs[i].TranscriptPath == "" {
 			return
 		}
-		if m, tools, err := ixWholeSession(ctx, recs[i].TranscriptPath); err == nil {
+		if m, tools, err := ixWholeSession(ctx, fsys, recs[i].TranscriptPath); err == nil {
 			recs[i].Metadata.Model, recs[i].Metadata.Tools = m, tools
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/gitrev"
@@ -97,13 +98,13 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("transcript with lifecycle records differs:\n%s\nwant\n%s", got, want)
 	}
-	side := SidecarFile(Layout{with}.ProjectDir(cwd), sess)
+	side := claudedir.SidecarFile(Layout{ConfigDir: with}.ProjectDir(cwd), sess)
 	lines := readLines(t, side)
 	wantLines := []string{string(start.Raw), string(cost.Raw), string(cpEntry.Raw), string(end.Raw)}
 	if !reflect.DeepEqual(lines, wantLines) {
 		t.Fatalf("sidecar\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(wantLines, "\n"))
 	}
-	if _, err := os.Stat(SidecarFile(Layout{plain}.ProjectDir(cwd), sess)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(claudedir.SidecarFile(Layout{ConfigDir: plain}.ProjectDir(cwd), sess)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a sidecar without lifecycle records: %v", err)
 	}
 	for path, mode := range map[string]os.FileMode{side: fileMode, filepath.Dir(side): dirMode | os.ModeDir} {
@@ -114,7 +115,7 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	}
 
 	// The read side.
-	l := Layout{with}
+	l := Layout{ConfigDir: with}
 	lcs, err := l.Lifecycle(context.Background(), sess, "")
 	if err != nil || len(lcs) != 3 || lcs[0].Event != core.LifecycleSessionStart || lcs[2].Event != core.LifecycleSessionEnd {
 		t.Fatalf("lifecycle %+v %v", lcs, err)
@@ -124,7 +125,7 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 		t.Fatalf("checkpoints %+v %v", cps, err)
 	}
 	// The session's conversation, as read by scribe, is the same.
-	m1, _, err1 := Layout{plain}.Messages(context.Background(), sess, "", MessagesOptions{IncludeSystem: true})
+	m1, _, err1 := Layout{ConfigDir: plain}.Messages(context.Background(), sess, "", MessagesOptions{IncludeSystem: true})
 	m2, _, err2 := l.Messages(context.Background(), sess, "", MessagesOptions{IncludeSystem: true})
 	j1, _ := json.Marshal(m1)
 	j2, _ := json.Marshal(m2)
@@ -133,7 +134,7 @@ func TestLifecycleGoesToTheSidecar(t *testing.T) {
 	}
 	// A session with neither records nor sidecar has none; an unknown one
 	// is not found.
-	if cps, err := (Layout{plain}).Checkpoints(context.Background(), sess, ""); err != nil || len(cps) != 0 {
+	if cps, err := (Layout{ConfigDir: plain}).Checkpoints(context.Background(), sess, ""); err != nil || len(cps) != 0 {
 		t.Fatalf("plain: %v %v", cps, err)
 	}
 	if _, err := l.Checkpoints(context.Background(), "99999999-9999-4999-8999-999999999999", ""); !errors.Is(err, core.ErrNotFound) {
@@ -164,7 +165,7 @@ func TestLifecycleDedupsAgainstTheSidecar(t *testing.T) {
 	start := lcEntry(t, sess, cwd, lcAt, core.SessionStart{Model: "m"})
 	all := append([]core.Entry{start}, conv...)
 	lcPipeline(t, dir, all...)
-	side := SidecarFile(Layout{dir}.ProjectDir(cwd), sess)
+	side := claudedir.SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
 	before, _ := os.ReadFile(side)
 	mainBefore, _ := os.ReadFile(mainPath(dir))
 	st := lcPipeline(t, dir, all...)
@@ -194,7 +195,7 @@ func TestLifecycleDedupsAgainstTheSidecar(t *testing.T) {
 func TestLifecycleSealsATornSidecar(t *testing.T) {
 	dir := t.TempDir()
 	lcPipeline(t, dir, lcConversation(t)...)
-	side := SidecarFile(Layout{dir}.ProjectDir(cwd), sess)
+	side := claudedir.SidecarFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
 	if err := os.MkdirAll(filepath.Dir(side), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestLifecycleSealsATornSidecar(t *testing.T) {
 	if len(lines) != 2 || lines[1] != string(e.Raw) {
 		t.Fatalf("sidecar %q", lines)
 	}
-	if lcs, err := (Layout{dir}).Lifecycle(context.Background(), sess, ""); err != nil || len(lcs) != 1 || lcs[0].Event != core.LifecycleModelChange {
+	if lcs, err := (Layout{ConfigDir: dir}).Lifecycle(context.Background(), sess, ""); err != nil || len(lcs) != 1 || lcs[0].Event != core.LifecycleModelChange {
 		t.Fatalf("lifecycle %+v %v", lcs, err)
 	}
 }
@@ -238,7 +239,7 @@ func TestCheckpointAppend(t *testing.T) {
 		return coretest.MustEntry(t, strings.ReplaceAll(coretest.Line(typ, sess, uuid, parent), "/home/alice/src/shop", repo))
 	}
 	lcPipeline(t, dir, line("user", "u-1", ""), line("assistant", "a-1", "u-1"))
-	l := Layout{dir}
+	l := Layout{ConfigDir: dir}
 	cp, err := l.AppendCheckpoint(ctx, sess, "tests pass", 0, gitrev.Head)
 	if err != nil {
 		t.Fatal(err)
@@ -262,12 +263,12 @@ func TestCheckpointAppend(t *testing.T) {
 		t.Fatalf("resolve: %+v %v", c, err)
 	}
 	// The transcript holds no checkpoint.
-	if b, _ := os.ReadFile(MainFile(l.ProjectDir(repo), sess)); bytes.Contains(b, []byte("scribe-")) {
+	if b, _ := os.ReadFile(claudedir.MainFile(l.ProjectDir(repo), sess)); bytes.Contains(b, []byte("scribe-")) {
 		t.Fatalf("transcript holds scribe records:\n%s", b)
 	}
 	// Resume at the first checkpoint: the conversation up to a-1.
 	r := core.NewResumer([]core.NamedLoader{{ID: core.MustParseID("jsonl/local"), Loader: NewLoader(l)}})
-	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Rebuild: transcript.Rebuild, UpTo: cp.MessageUUID})
+	res, err := core.Resume(ctx, r, nil, core.SessionRef{SessionID: sess}, core.ResumeOptions{Format: transcript.Format{}, UpTo: cp.MessageUUID})
 	if err != nil || len(res.Conversation) != 2 || res.Conversation[1].UUID != "a-1" {
 		t.Fatalf("resume at checkpoint: %v %+v", err, res)
 	}
@@ -288,7 +289,7 @@ func TestCheckpointAppend(t *testing.T) {
 	// Outside a repository: no commit.
 	plain := t.TempDir()
 	lcPipeline(t, plain, lcConversation(t)...)
-	if cp, err := (Layout{plain}).AppendCheckpoint(ctx, sess, "x", 0, gitrev.Head); err != nil || cp.Commit != "" || cp.MessageUUID != "a-2" {
+	if cp, err := (Layout{ConfigDir: plain}).AppendCheckpoint(ctx, sess, "x", 0, gitrev.Head); err != nil || cp.Commit != "" || cp.MessageUUID != "a-2" {
 		t.Fatalf("outside a repository: %+v %v", cp, err)
 	}
 	if _, err := l.AppendCheckpoint(ctx, "99999999-9999-4999-8999-999999999999", "x", 0, gitrev.Head); err == nil {
@@ -325,7 +326,7 @@ func lcDecorate(t *testing.T, dir string, ids []string) {
 	}
 	lcPipeline(t, dir, es...)
 	for _, id := range ids {
-		if _, err := (Layout{dir}).AppendCheckpoint(context.Background(), id, "checkpoint of "+id[:8], 0, gitrev.Head); err != nil {
+		if _, err := (Layout{ConfigDir: dir}).AppendCheckpoint(context.Background(), id, "checkpoint of "+id[:8], 0, gitrev.Head); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,11 +368,11 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 		t.Fatalf("lifecycle records touched transcripts: %v, was %v", got, mtimes)
 	}
 	for _, id := range sessions {
-		cps, err := (Layout{with}).Checkpoints(context.Background(), id, project)
+		cps, err := (Layout{ConfigDir: with}).Checkpoints(context.Background(), id, project)
 		if err != nil || len(cps) != 1 {
 			t.Fatalf("%s: checkpoints %+v %v", id, cps, err)
 		}
-		if lcs, err := (Layout{with}).Lifecycle(context.Background(), id, ""); err != nil || len(lcs) != 9 {
+		if lcs, err := (Layout{ConfigDir: with}).Lifecycle(context.Background(), id, ""); err != nil || len(lcs) != 9 {
 			t.Fatalf("%s: lifecycle %d %v", id, len(lcs), err)
 		}
 	}
@@ -427,8 +428,8 @@ func TestLifecycleSessionsReadByTheSDKAsWithout(t *testing.T) {
 	fvs := p.Views(t, []peer.ViewGroup{{Dirs: []string{plain}, Sids: fas}, {Dirs: []string{with}, Sids: fbs}})
 	for i, id := range forked {
 		fa, fb := fas[i], fbs[i]
-		ba, _ := os.ReadFile(MainFile(filepath.Join(plain, ids["projectDir"]), fa))
-		bb, _ := os.ReadFile(MainFile(filepath.Join(with, ids["projectDir"]), fb))
+		ba, _ := os.ReadFile(claudedir.MainFile(filepath.Join(plain, ids["projectDir"]), fa))
+		bb, _ := os.ReadFile(claudedir.MainFile(filepath.Join(with, ids["projectDir"]), fb))
 		if bytes.Contains(bb, []byte("scribe-")) {
 			t.Fatalf("the SDK's fork of %s copied scribe records", id)
 		}
@@ -468,7 +469,7 @@ func TestLifecycleInTranscriptChangesTheSDKListing(t *testing.T) {
 	// A record carrying a gitBranch key, as a naive design would.
 	branch := coretest.MustEntry(t, `{"type":"scribe-lifecycle","event":"session_end","gitBranch":"other","sessionId":"`+id+`","uuid":"22222222-2222-4222-8222-222222222222","timestamp":"2030-01-01T00:00:00.000Z"}`)
 	put := func(dir string, first bool, es ...core.Entry) {
-		path := MainFile(filepath.Join(dir, ids["projectDir"]), id)
+		path := claudedir.MainFile(filepath.Join(dir, ids["projectDir"]), id)
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)

@@ -27,85 +27,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"golang.org/x/sys/unix"
 )
-
-// liteWindow is the size of the head and tail windows (the SDK's 65536).
-const liteWindow = 64 << 10
-
-// SessionInfo is one session as the SDK's listSessions reports it
-// (SDKSessionInfo): same JSON field names, same omission rules, so that
-// json.Marshal of a []SessionInfo equals the SDK's JSON.stringify output
-// after key sorting. The fields after Archived are scribe's own and never
-// appear in the JSON.
-type SessionInfo struct {
-	SessionID    string `json:"sessionId"`
-	Summary      string `json:"summary"`
-	LastModified int64  `json:"lastModified"` // file mtime, integer ms (rounded as Node's Date does)
-	FileSize     int64  `json:"fileSize"`
-	CustomTitle  string `json:"customTitle,omitempty"`
-	FirstPrompt  string `json:"firstPrompt,omitempty"`
-	GitBranch    string `json:"gitBranch,omitempty"`
-	Cwd          string `json:"cwd,omitempty"`
-	Tag          string `json:"tag,omitempty"`
-	// CreatedAt is Date.parse of the first "timestamp" string in the head,
-	// in ms since the epoch (a number, as in the SDK); nil when absent or
-	// unparseable. It can legitimately be 0.
-	CreatedAt *int64 `json:"createdAt,omitempty"`
-	// Archived is nil when the session has no valid <id>/archived.json,
-	// false when it says archived:false or a prompt was sent after its "at",
-	// true otherwise. The SDK reports false too, so this is a pointer.
-	Archived *bool `json:"archived,omitempty"`
-
-	// Path is the transcript file.
-	Path string `json:"-"`
-	// ProjectDir is the project folder holding it.
-	ProjectDir string `json:"-"`
-	// ProjectPath is the working directory the folder was matched for when
-	// listing one project (the resolved Dir or one of its worktrees); "" when
-	// listing every project.
-	ProjectPath string `json:"-"`
-	// Entrypoint and SessionKind are what the programmatic filter looked at:
-	// the first "entrypoint" value in the head (else the last one in the
-	// tail) and the "sessionKind" of the first head line holding
-	// "parentUuid":.
-	Entrypoint  string `json:"-"`
-	SessionKind string `json:"-"`
-	// Nested is set for a child session (Claude Code 2.1.337 writes
-	// "nestedSession":true into its entries): the first head line and the
-	// last tail line holding "parentUuid": carry it after "userType":.
-	Nested bool `json:"-"`
-	// Forked: the first head line holding "parentUuid": carries
-	// "forkedFrom" (the session is a fork). Scribe's own, for ls's table.
-	Forked bool `json:"-"`
-	// LastEntryTail is the last complete line of the tail window that is a
-	// conversation row (valid JSON whose top-level "type" is "user",
-	// "assistant" or "attachment"; system and progress rows are skipped, as
-	// the resume logic skips them), unparsed and copied; nil when the tail
-	// holds none. Callers use it to tell whether the last turn was
-	// interrupted without reading the file again.
-	LastEntryTail []byte `json:"-"`
-}
-
-// IsProgrammatic reports whether includeProgrammatic:false would hide the
-// session (entrypoint sdk-cli/sdk-ts/sdk-py, sessionKind daemon or
-// daemon-worker, or, since SDK 0.3.337, a nested session).
-func (s *SessionInfo) IsProgrammatic() bool {
-	return liteProgrammatic(s.Entrypoint, s.SessionKind, s.Nested)
-}
-
-// ListOptions selects what List returns. The SDK's defaults for the two
-// booleans are true; the zero value here means false, so callers wanting the
-// SDK's default behaviour set both.
-type ListOptions struct {
-	Dir                 string // project path (cwd) to list; "" = all projects
-	Limit, Offset       int    // 0 = no limit / no offset
-	IncludeWorktrees    bool   // SDK default true: add the folders of the repo's other git worktrees
-	IncludeProgrammatic bool   // SDK default true: keep SDK-started and daemon sessions
-	// SkipLastEntryTail leaves SessionInfo.LastEntryTail nil, for callers
-	// that only print the SDK's fields.
-	SkipLastEntryTail bool
-}
 
 // ---------------------------------------------------------------------------
 // Listing
@@ -143,18 +67,18 @@ func (l Layout) List(ctx context.Context, opt ListOptions) ([]SessionInfo, error
 		return nil, err
 	}
 	if !paginated {
-		return liteListAll(ctx, cands, opt)
+		return liteListAll(ctx, l.FS, cands, opt)
 	}
-	return liteListPage(ctx, cands, opt, limit, offset)
+	return liteListPage(ctx, l.FS, cands, opt, limit, offset)
 }
 
 // liteListAll is List without a page: every file read, one copy per id,
 // newest first.
-func liteListAll(ctx context.Context, cands []liteCand, opt ListOptions) ([]SessionInfo, error) {
+func liteListAll(ctx context.Context, fsys FS, cands []liteCand, opt ListOptions) ([]SessionInfo, error) {
 	var cw liteCollision
 	res := make([]SessionInfo, len(cands))
 	ok := make([]bool, len(cands))
-	liteParallel(ctx, len(cands), func(w *liteWorker, i int) {
+	liteParallel(ctx, fsys, len(cands), func(w *liteWorker, i int) {
 		w.noTail = opt.SkipLastEntryTail
 		res[i], ok[i] = w.process(&cands[i], opt.IncludeProgrammatic, &cw)
 		w.noTail = false
@@ -190,13 +114,12 @@ func liteListAll(ctx context.Context, cands []liteCand, opt ListOptions) ([]Sess
 
 // liteListPage is List with a page: stat everything, sort by mtime, read
 // in order until the page is full.
-func liteListPage(ctx context.Context, cands []liteCand, opt ListOptions, limit, offset int) ([]SessionInfo, error) {
+func liteListPage(ctx context.Context, fsys FS, cands []liteCand, opt ListOptions, limit, offset int) ([]SessionInfo, error) {
 	var cw liteCollision
 	keep := make([]bool, len(cands))
-	liteParallel(ctx, len(cands), func(_ *liteWorker, i int) {
-		var st unix.Stat_t
-		if unix.Stat(cands[i].path, &st) == nil {
-			cands[i].mtime = liteMillis(st.Mtim.Sec, st.Mtim.Nsec)
+	liteParallel(ctx, fsys, len(cands), func(_ *liteWorker, i int) {
+		if mt, ok := liteMtime(fsys, cands[i].path); ok {
+			cands[i].mtime = mt
 			keep[i] = true
 		}
 	})
@@ -230,7 +153,7 @@ func liteListPage(ctx context.Context, cands []liteCand, opt ListOptions, limit,
 		end := min(start+batch, len(live))
 		res := make([]SessionInfo, end-start)
 		ok := make([]bool, end-start)
-		liteParallel(ctx, end-start, func(w *liteWorker, i int) {
+		liteParallel(ctx, fsys, end-start, func(w *liteWorker, i int) {
 			w.noTail = opt.SkipLastEntryTail
 			res[i], ok[i] = w.process(&live[start+i], opt.IncludeProgrammatic, &cw)
 			w.noTail = false
@@ -263,7 +186,7 @@ func liteListPage(ctx context.Context, cands []liteCand, opt ListOptions, limit,
 // returns undefined (not a UUID, no non-empty file, a sidechain-first file,
 // nothing to title it with). It applies none of the listing's filters.
 func (l Layout) Info(ctx context.Context, sessionID, dir string) (*SessionInfo, error) {
-	if !IsSessionID(sessionID) {
+	if !claudedir.IsSessionID(sessionID) {
 		return nil, nil
 	}
 	path, projectPath := l.liteFind(ctx, sessionID, dir)
@@ -273,7 +196,7 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*SessionInfo, 
 	if path == "" {
 		return nil, nil
 	}
-	w := liteNewWorker()
+	w := liteNewWorker(l.FS)
 	info, ok, err := w.readLite(path, sessionID, projectPath, true)
 	if err != nil || !ok {
 		return nil, nil
@@ -288,9 +211,27 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*SessionInfo, 
 // followed), empty, sidechain-first, or nothing to title it with.
 func ReadLite(path string, projectPath string) (SessionInfo, bool, error) {
 	base := filepath.Base(path)
-	if !strings.HasSuffix(base, ".jsonl") || !IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
+	if !strings.HasSuffix(base, ".jsonl") || !claudedir.IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
 		return SessionInfo{}, false, nil
 	}
-	w := liteNewWorker()
+	w := liteNewWorker(nil)
 	return w.readLite(path, strings.TrimSuffix(base, ".jsonl"), projectPath, true)
+}
+
+// liteMtime is a file's mtime in ms (stat, links followed), as the
+// paginated listing sorts by it.
+func liteMtime(fsys FS, path string) (int64, bool) {
+	if fsys != nil {
+		fi, err := fsys.Stat(path)
+		if err != nil {
+			return 0, false
+		}
+		mt := fi.ModTime()
+		return liteMillis(mt.Unix(), int64(mt.Nanosecond())), true
+	}
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0, false
+	}
+	return liteMillis(st.Mtim.Sec, st.Mtim.Nsec), true
 }

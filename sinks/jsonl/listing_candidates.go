@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,7 @@ import (
 // liteAllCands lists the files of every project folder (directories
 // directly under projects/, symlinks not followed).
 func (l Layout) liteAllCands() []liteCand {
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if err != nil {
 		return nil
 	}
@@ -31,7 +32,7 @@ func (l Layout) liteAllCands() []liteCand {
 			continue
 		}
 		dir := l.ProjectFolder(e.Name())
-		sub, err := os.ReadDir(dir)
+		sub, err := l.fs().ReadDir(dir)
 		if err != nil {
 			continue
 		}
@@ -88,7 +89,7 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 	}
 	var out []liteCand
 	if len(trees) <= 1 {
-		for _, d := range liteProjectDirs(projects, projectPath) {
+		for _, d := range liteProjectDirs(l.FS, projects, projectPath) {
 			out = liteFolderCands(out, d.path, d.ents, projectPath, nil)
 		}
 		return out
@@ -98,19 +99,19 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 	}
 	ts := make([]tree, len(trees))
 	for i, t := range trees {
-		ts[i] = tree{path: t, exact: SanitizePath(t)}
-		if len(ts[i].exact) > maxProjectName {
-			ts[i].prefix = ts[i].exact[:maxProjectName]
+		ts[i] = tree{path: t, exact: claudedir.SanitizePath(t)}
+		if len(ts[i].exact) > claudedir.MaxProjectName {
+			ts[i].prefix = ts[i].exact[:claudedir.MaxProjectName]
 		}
 	}
 	sort.SliceStable(ts, func(a, b int) bool { return len(ts[a].exact) > len(ts[b].exact) })
 	own := append([]string{projectPath}, trees...)
-	ents, err := os.ReadDir(projects)
+	ents, err := l.fs().ReadDir(projects)
 	if err != nil {
 		return nil
 	}
 	done := map[string]bool{}
-	for _, d := range liteProjectDirs(projects, projectPath) {
+	for _, d := range liteProjectDirs(l.FS, projects, projectPath) {
 		name := filepath.Base(d.path)
 		if done[name] {
 			continue
@@ -125,9 +126,9 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 		name := e.Name()
 		full := filepath.Join(projects, name)
 		for _, t := range ts {
-			if name == t.exact || (t.prefix != "" && strings.HasPrefix(name, t.prefix+"-") && liteFolderHasCwd(full, t.path)) {
+			if name == t.exact || (t.prefix != "" && strings.HasPrefix(name, t.prefix+"-") && liteFolderHasCwd(l.FS, full, t.path)) {
 				done[name] = true
-				if sub, err := os.ReadDir(full); err == nil {
+				if sub, err := l.fs().ReadDir(full); err == nil {
 					out = liteFolderCands(out, full, sub, t.path, own)
 				}
 				break
@@ -141,18 +142,18 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 // exact sanitized folder if it can be read, and for a sanitized name over
 // 200 characters every other folder starting with its first 200 characters
 // and '-' that holds a session recorded in that path.
-func liteProjectDirs(projects, projectPath string) []liteDir {
+func liteProjectDirs(fsys FS, projects, projectPath string) []liteDir {
 	var out []liteDir
-	exact := filepath.Join(projects, SanitizePath(projectPath))
-	if ents, err := os.ReadDir(exact); err == nil {
+	exact := filepath.Join(projects, claudedir.SanitizePath(projectPath))
+	if ents, err := fsOf(fsys).ReadDir(exact); err == nil {
 		out = append(out, liteDir{exact, ents})
 	}
-	full := liteSanitizeFull(projectPath)
-	if len(full) <= maxProjectName {
+	full := claudedir.SanitizeFull(projectPath)
+	if len(full) <= claudedir.MaxProjectName {
 		return out
 	}
-	prefix := full[:maxProjectName] + "-"
-	ents, err := os.ReadDir(projects)
+	prefix := full[:claudedir.MaxProjectName] + "-"
+	ents, err := fsOf(fsys).ReadDir(projects)
 	if err != nil {
 		return out
 	}
@@ -161,10 +162,10 @@ func liteProjectDirs(projects, projectPath string) []liteDir {
 			continue
 		}
 		p := filepath.Join(projects, e.Name())
-		if p == exact || !liteFolderHasCwd(p, projectPath) {
+		if p == exact || !liteFolderHasCwd(fsys, p, projectPath) {
 			continue
 		}
-		if sub, err := os.ReadDir(p); err == nil {
+		if sub, err := fsOf(fsys).ReadDir(p); err == nil {
 			out = append(out, liteDir{p, sub})
 		}
 	}
@@ -174,13 +175,13 @@ func liteProjectDirs(projects, projectPath string) []liteDir {
 // liteFolderHasCwd reports whether any *.jsonl file in dir records
 // projectPath (its tail "relocated" entry, else the first head "cwd"),
 // compared by full sanitized name.
-func liteFolderHasCwd(dir, projectPath string) bool {
-	ents, err := os.ReadDir(dir)
+func liteFolderHasCwd(fsys FS, dir, projectPath string) bool {
+	ents, err := fsOf(fsys).ReadDir(dir)
 	if err != nil {
 		return false
 	}
-	want := liteSanitizeFull(projectPath)
-	w := liteNewWorker()
+	want := claudedir.SanitizeFull(projectPath)
+	w := liteNewWorker(fsys)
 	for _, e := range ents {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
@@ -194,7 +195,7 @@ func liteFolderHasCwd(dir, projectPath string) bool {
 		if !found {
 			cwd, found = liteFirstParsed(win.head, "cwd")
 		}
-		if found && liteSanitizeFull(cwd) == want {
+		if found && claudedir.SanitizeFull(cwd) == want {
 			return true
 		}
 	}
@@ -207,13 +208,17 @@ func liteFolderHasCwd(dir, projectPath string) bool {
 func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath string) {
 	name := id + ".jsonl"
 	nonEmpty := func(p string) bool {
+		if l.FS != nil {
+			fi, err := l.FS.Stat(p)
+			return err == nil && fi.Size() > 0
+		}
 		var st unix.Stat_t
 		return unix.Stat(p, &st) == nil && st.Size > 0
 	}
 	projects := l.ProjectsDir()
 	if dir != "" {
 		real := liteRealpath(dir)
-		for _, d := range liteProjectDirs(projects, real) {
+		for _, d := range liteProjectDirs(l.FS, projects, real) {
 			if p := filepath.Join(d.path, name); nonEmpty(p) {
 				return p, real
 			}
@@ -222,7 +227,7 @@ func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath
 			if t == real {
 				continue
 			}
-			for _, d := range liteProjectDirs(projects, t) {
+			for _, d := range liteProjectDirs(l.FS, projects, t) {
 				if p := filepath.Join(d.path, name); nonEmpty(p) {
 					return p, t
 				}
@@ -230,7 +235,7 @@ func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath
 		}
 		return "", ""
 	}
-	ents, err := os.ReadDir(projects)
+	ents, err := l.fs().ReadDir(projects)
 	if err != nil {
 		return "", ""
 	}
@@ -286,10 +291,10 @@ func liteGitWorktrees(ctx context.Context, dir string) []string {
 // liteWorkers is the size of the read pool.
 func liteWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
 
-var liteWorkerPool = sync.Pool{New: func() any { return liteNewWorker() }}
+var liteWorkerPool = sync.Pool{New: func() any { return liteNewWorker(nil) }}
 
 // liteParallel runs fn(i) for i in [0,n) on the worker pool.
-func liteParallel(ctx context.Context, n int, fn func(w *liteWorker, i int)) {
+func liteParallel(ctx context.Context, fsys FS, n int, fn func(w *liteWorker, i int)) {
 	if n == 0 {
 		return
 	}
@@ -301,7 +306,8 @@ func liteParallel(ctx context.Context, n int, fn func(w *liteWorker, i int)) {
 		go func() {
 			defer wg.Done()
 			w := liteWorkerPool.Get().(*liteWorker)
-			defer liteWorkerPool.Put(w)
+			w.fsys = fsys
+			defer func() { w.fsys = nil; liteWorkerPool.Put(w) }()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n || ctx.Err() != nil {

@@ -5,10 +5,12 @@ package jsonl
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,6 +27,7 @@ type liteWin struct {
 
 // liteWorker holds one goroutine's buffers.
 type liteWorker struct {
+	fsys   FS     // the layout's FS (nil: the files on disk)
 	noTail bool   // leave SessionInfo.LastEntryTail nil
 	buf    []byte // head window, then tail window
 	side   []byte
@@ -54,43 +57,104 @@ func (w *liteWorker) headTitles(win *liteWin) *liteIdx {
 	return &w.hix
 }
 
-func liteNewWorker() *liteWorker { return &liteWorker{buf: make([]byte, 2*liteWindow)} }
+func liteNewWorker(fsys FS) *liteWorker {
+	return &liteWorker{fsys: fsys, buf: make([]byte, 2*claudedir.ListWindow)}
+}
 
 // read opens path as the SDK does (O_NOFOLLOW|O_NONBLOCK: a symlink is an
 // error), requires a regular non-empty file and reads the windows.
 func (w *liteWorker) read(path string) (liteWin, bool, error) {
-	fd, err := liteOpen(path)
+	f, err := liteOpenFile(w.fsys, path)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return liteWin{}, false, nil
 		}
 		return liteWin{}, false, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	defer f.close()
+	st, err := f.stat()
+	if err != nil {
 		return liteWin{}, false, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if !st.regular {
 		return liteWin{}, false, nil
 	}
-	n, err := litePreadFull(fd, w.buf[:liteWindow], 0)
+	n, err := f.pread(w.buf[:claudedir.ListWindow], 0)
 	if err != nil {
 		return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	if n == 0 {
 		return liteWin{}, false, nil
 	}
-	win := liteWin{head: w.buf[:n], size: st.Size, mtime: liteMillis(st.Mtim.Sec, st.Mtim.Nsec)}
+	win := liteWin{head: w.buf[:n], size: st.size, mtime: st.mtime}
 	win.tail = win.head
-	if off := st.Size - liteWindow; off > 0 {
-		m, err := litePreadFull(fd, w.buf[liteWindow:], off)
+	if off := st.size - claudedir.ListWindow; off > 0 {
+		m, err := f.pread(w.buf[claudedir.ListWindow:], off)
 		if err != nil {
 			return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
 		}
-		win.tail = w.buf[liteWindow : liteWindow+m]
+		win.tail = w.buf[claudedir.ListWindow : claudedir.ListWindow+m]
 	}
 	return win, true, nil
+}
+
+// liteFile is a file the listing reads: a descriptor of a file on disk
+// (read with pread, as the SDK reads), or a file of the layout's FS.
+type liteFile struct {
+	fd int
+	f  File
+}
+
+// liteStat is what the listing needs of a file's stat.
+type liteStat struct {
+	size, mtime int64 // mtime in ms, as Node's Stats.mtime.getTime()
+	regular     bool
+}
+
+// liteOpenFile opens path on disk (fsys nil) or in fsys.
+func liteOpenFile(fsys FS, path string) (liteFile, error) {
+	if fsys == nil {
+		fd, err := liteOpen(path)
+		return liteFile{fd: fd}, err
+	}
+	f, err := fsys.Open(path)
+	return liteFile{fd: -1, f: f}, err
+}
+
+func (lf liteFile) stat() (liteStat, error) {
+	if lf.f != nil {
+		fi, err := lf.f.Stat()
+		if err != nil {
+			return liteStat{}, err
+		}
+		mt := fi.ModTime()
+		return liteStat{size: fi.Size(), mtime: liteMillis(mt.Unix(), int64(mt.Nanosecond())), regular: fi.Mode().IsRegular()}, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(lf.fd, &st); err != nil {
+		return liteStat{}, err
+	}
+	return liteStat{size: st.Size, mtime: liteMillis(st.Mtim.Sec, st.Mtim.Nsec), regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
+}
+
+// pread fills b from off as far as the file goes.
+func (lf liteFile) pread(b []byte, off int64) (int, error) {
+	if lf.f != nil {
+		n, err := lf.f.ReadAt(b, off)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return n, err
+	}
+	return litePreadFull(lf.fd, b, off)
+}
+
+func (lf liteFile) close() {
+	if lf.f != nil {
+		lf.f.Close()
+		return
+	}
+	unix.Close(lf.fd)
 }
 
 func liteOpen(path string) (int, error) {

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/sessions"
 
 	"github.com/e0dc0000/scribe/jsonv"
 )
@@ -47,11 +48,7 @@ func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, 
 }
 
 func liteProgrammatic(entrypoint, kind string, nested bool) bool {
-	switch entrypoint {
-	case "sdk-cli", "sdk-ts", "sdk-py":
-		return true
-	}
-	return nested || kind == "daemon" || kind == "daemon-worker"
+	return sessions.Programmatic(entrypoint, kind, nested)
 }
 
 // liteNested is the SDK's (0.3.337) test for a child session, which
@@ -123,7 +120,7 @@ func liteContinuedLine(line []byte) (id string, decided bool) {
 		t, _ := jsonv.GetString(obj, "type")
 		id, ok := jsonv.GetString(obj, "continuedInSessionId")
 		if t == "continued-in" && ok {
-			if !IsSessionID(id) {
+			if !claudedir.IsSessionID(id) {
 				return "", true
 			}
 			return id, true
@@ -174,7 +171,7 @@ func liteFinishedTurn(obj []byte) bool {
 // windows hold "parentUuid":, or (for a file over 64 KiB) the first 16 MiB
 // do, or the file is longer than that.
 func (w *liteWorker) continuedTargetLive(path string) bool {
-	w2 := liteNewWorker()
+	w2 := liteNewWorker(w.fsys)
 	win, ok, _ := w2.read(path)
 	if !ok {
 		return false
@@ -182,16 +179,15 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	if liteParentUUID.index(win.head, 0) >= 0 || liteParentUUID.index(win.tail, 0) >= 0 {
 		return true
 	}
-	if win.size <= liteWindow {
+	if win.size <= claudedir.ListWindow {
 		return false
 	}
-	fd, err := liteOpen(path)
+	f, err := liteOpenFile(w.fsys, path)
 	if err != nil {
 		return false
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	defer f.close()
+	if st, err := f.stat(); err != nil || !st.regular {
 		return false
 	}
 	const chunk, maxScan = 1 << 20, 16 << 20
@@ -199,7 +195,7 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	buf := make([]byte, chunk+len(pat))
 	carry := 0
 	for off := int64(0); off < maxScan; {
-		n, err := litePreadFull(fd, buf[carry:carry+chunk], off)
+		n, err := f.pread(buf[carry:carry+chunk], off)
 		if err != nil || n == 0 {
 			return false
 		}
@@ -260,7 +256,7 @@ func (liteCollision) collides(recorded, projectPath string) bool {
 }
 
 func liteSameNameOtherPath(a, b string) bool {
-	if liteSanitizeFull(a) != liteSanitizeFull(b) {
+	if claudedir.SanitizeFull(a) != claudedir.SanitizeFull(b) {
 		return false
 	}
 	return strings.ReplaceAll(a, `\`, "/") != strings.ReplaceAll(b, `\`, "/")
@@ -300,21 +296,4 @@ func liteNetworkPath(p string) bool {
 		return true
 	}
 	return false
-}
-
-// liteSanitizeFull is the project-name rule without the 200-character cut:
-// every UTF-16 unit outside [A-Za-z0-9] becomes '-'.
-func liteSanitizeFull(p string) string {
-	b := make([]byte, 0, len(p))
-	for _, r := range p {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-			b = append(b, byte(r))
-		case r >= 0x10000:
-			b = append(b, '-', '-')
-		default:
-			b = append(b, '-')
-		}
-	}
-	return string(b)
 }

@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 func TestListSkipLastEntryTail(t *testing.T) {
 	l := Layout{ConfigDir: t.TempDir()}
 	id := "8b8b8b8b-0000-4000-8000-000000000001"
-	p := MainFile(l.ProjectDir("/w/app"), id)
+	p := claudedir.MainFile(l.ProjectDir("/w/app"), id)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}

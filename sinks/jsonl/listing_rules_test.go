@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 )
 
@@ -31,7 +32,7 @@ func TestListRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if SanitizePath(collA) != SanitizePath(collB) {
+	if claudedir.SanitizePath(collA) != claudedir.SanitizePath(collB) {
 		t.Fatalf("collision folders sanitize differently")
 	}
 	big := 150 << 10 // puts head and tail windows apart
@@ -180,7 +181,7 @@ func (r *lstRules) write() (ids map[string]string, byID map[string]*lstCase) {
 		}
 		dir := l.ProjectDir(pp)
 		if base, ok := strings.CutSuffix(pp, "\x00other"); ok {
-			dir = filepath.Join(l.ProjectsDir(), SanitizePath(base)[:maxProjectName]+"-otherhash")
+			dir = filepath.Join(l.ProjectsDir(), claudedir.SanitizePath(base)[:claudedir.MaxProjectName]+"-otherhash")
 			pp = base
 		}
 		data := c.file

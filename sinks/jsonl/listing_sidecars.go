@@ -4,12 +4,9 @@ package jsonl
 
 import (
 	"bytes"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/transcript"
@@ -21,7 +18,7 @@ import (
 // sidecarTitle is <id>/custom-title.json's customTitle, cleaned as the SDK
 // cleans it ("" when absent or invalid).
 func (w *liteWorker) sidecarTitle(path string) string {
-	raw, err := os.ReadFile(path)
+	raw, err := readFileFS(w.fsys, path)
 	if err != nil {
 		return ""
 	}
@@ -44,19 +41,19 @@ var liteISODateTime = sync.OnceValue(func() *regexp.Regexp {
 // at most 4096 bytes, not a symlink) and applies the SDK's rule: archived
 // stays true unless a prompt in either window is newer than "at".
 func (w *liteWorker) archived(path string, win *liteWin) *bool {
-	fd, err := liteOpen(path)
+	f, err := liteOpenFile(w.fsys, path)
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > 4096 {
+	defer f.close()
+	st, err := f.stat()
+	if err != nil || !st.regular || st.size > 4096 {
 		return nil
 	}
-	if cap(w.side) < int(st.Size) {
+	if cap(w.side) < int(st.size) {
 		w.side = make([]byte, 4096)
 	}
-	n, err := litePreadFull(fd, w.side[:st.Size], 0)
+	n, err := f.pread(w.side[:st.size], 0)
 	if err != nil {
 		return nil
 	}

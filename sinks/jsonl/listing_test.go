@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
@@ -342,7 +343,7 @@ func lstLayCorpus(t *testing.T, cfg string) (ids map[string]string, projects []s
 		dir := Layout{ConfigDir: cfg}.ProjectDir(cwd)
 		name := filepath.Base(path)
 		place(path, filepath.Join(dir, name))
-		if id := strings.TrimSuffix(name, ".jsonl"); IsSessionID(id) {
+		if id := strings.TrimSuffix(name, ".jsonl"); claudedir.IsSessionID(id) {
 			ids[id] = cwd
 			sessionDir[id] = dir
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 )
 
@@ -174,8 +175,8 @@ func TestLiteIsUUID(t *testing.T) {
 	for _, s := range []string{"0565a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b", "0565A1B2-C3D4-4E5F-8A9B-0C1D2E3F4A5B",
 		"0565a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5", "0565a1b2c3d4-4e5f-8a9b-0c1d2e3f4a5b-", "agent-a1b2c3d4", "",
 		"0565a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5g", "0565a1b2-c3d4-4e5f-8a9b_0c1d2e3f4a5b"} {
-		if core.IsUUID(s) != IsSessionID(s) {
-			t.Errorf("core.IsUUID(%q) = %v, IsSessionID says %v", s, core.IsUUID(s), IsSessionID(s))
+		if core.IsUUID(s) != claudedir.IsSessionID(s) {
+			t.Errorf("core.IsUUID(%q) = %v, IsSessionID says %v", s, core.IsUUID(s), claudedir.IsSessionID(s))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 )
@@ -16,9 +17,9 @@ func writeSessions(t *testing.T, dir string, sessions []coretest.Session) {
 	t.Helper()
 	l := Layout{ConfigDir: dir}
 	for _, s := range sessions {
-		p := MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
+		p := claudedir.MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
 		if s.Ref.AgentID != "" {
-			p = AgentFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID, s.Ref.AgentID)
+			p = claudedir.AgentFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID, s.Ref.AgentID)
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/transcript"
 )
@@ -42,30 +43,10 @@ var ErrEmptyValue = errors.New("empty value")
 // invalid UTF-8): rather than write a different tag than the SDK, it refuses.
 var ErrUnsupportedTag = errors.New("tag the SDK would write differently")
 
-// ManageOptions tune a change to a session.
-type ManageOptions struct {
-	// LockWait is how long to wait for a live writer to release the
-	// session (0: fail at once with ErrLocked).
-	LockWait time.Duration
-	// Now is the time written into archived.json (default time.Now).
-	Now func() time.Time
-}
-
-// ManageResult says what a change wrote.
-type ManageResult struct {
-	SessionID string   `json:"sessionId"`
-	Files     []string `json:"files"`
-	// Line is the metadata line appended (rename, tag); "" otherwise.
-	Line string `json:"line,omitempty"`
-	// SealedTornTail counts transcripts whose torn last line was sealed
-	// with a newline before the append.
-	SealedTornTail int `json:"sealedTornTail,omitempty"`
-}
-
 // sessionMains returns every non-empty <id>.jsonl in the project folders,
 // in folder name order: the files the SDK's mutators look at.
 func (l Layout) sessionMains(id string) ([]string, error) {
-	if !IsSessionID(id) {
+	if !claudedir.IsSessionID(id) {
 		return nil, fmt.Errorf("%w: session %q (not a UUID)", ErrBadID, id)
 	}
 	folders, err := l.projectFolders()
@@ -74,8 +55,8 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 	}
 	var out []string
 	for _, folder := range folders {
-		p := MainFile(l.ProjectFolder(folder), id)
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+		p := claudedir.MainFile(l.ProjectFolder(folder), id)
+		if fi, err := l.fs().Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 			out = append(out, p)
 		}
 	}
@@ -89,7 +70,7 @@ func (l Layout) sessionMains(id string) ([]string, error) {
 func (l Layout) ProjectFolders() ([]string, error) { return l.projectFolders() }
 
 func (l Layout) projectFolders() ([]string, error) {
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -200,29 +181,47 @@ func (l Layout) lockSession(ctx context.Context, id string, wait time.Duration) 
 
 // RenameSession gives a session a custom title, as renameSession does.
 func (l Layout) RenameSession(ctx context.Context, id, title string, opt ManageOptions) (ManageResult, error) {
+	line, err := RenameLine(id, title)
+	if err != nil {
+		return ManageResult{}, err
+	}
+	return l.appendMeta(ctx, "rename", id, line, opt)
+}
+
+// RenameLine is the line renameSession appends to give session id its
+// title (trimmed as JavaScript trims; an empty title is ErrEmptyValue).
+func RenameLine(id, title string) (string, error) {
 	t := transcript.JSTrim(title)
 	if t == "" {
-		return ManageResult{}, fmt.Errorf("rename %s: %w: the title is empty", id, ErrEmptyValue)
+		return "", fmt.Errorf("rename %s: %w: the title is empty", id, ErrEmptyValue)
 	}
-	line := `{"type":"custom-title","customTitle":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`
-	return l.appendMeta(ctx, "rename", id, line, opt)
+	return `{"type":"custom-title","customTitle":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`, nil
 }
 
 // TagSession sets a session's tag, as tagSession does; clear appends the
 // empty tag, as tagSession(id, null) does.
 func (l Layout) TagSession(ctx context.Context, id, tag string, clear bool, opt ManageOptions) (ManageResult, error) {
+	line, err := TagLine(id, tag, clear)
+	if err != nil {
+		return ManageResult{}, err
+	}
+	return l.appendMeta(ctx, "tag", id, line, opt)
+}
+
+// TagLine is the line tagSession appends to set session id's tag, or with
+// clear to clear it.
+func TagLine(id, tag string, clear bool) (string, error) {
 	t := ""
 	if !clear {
 		clean, err := transcript.SanitizeJSTag(tag)
 		if err != nil {
-			return ManageResult{}, fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
+			return "", fmt.Errorf("tag %s: %w: %w", id, ErrUnsupportedTag, err)
 		}
 		if t = transcript.JSTrim(clean); t == "" {
-			return ManageResult{}, fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
+			return "", fmt.Errorf("tag %s: %w: the tag is empty (clear it instead)", id, ErrEmptyValue)
 		}
 	}
-	line := `{"type":"tag","tag":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`
-	return l.appendMeta(ctx, "tag", id, line, opt)
+	return `{"type":"tag","tag":` + string(core.AppendJSString(nil, t)) + `,"sessionId":"` + id + `"}`, nil
 }
 
 func (l Layout) appendMeta(ctx context.Context, what, id, line string, opt ManageOptions) (ManageResult, error) {

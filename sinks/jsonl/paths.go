@@ -1,15 +1,8 @@
 // Package jsonl is the local store: Claude Code's own files under
-// $CLAUDE_CONFIG_DIR/projects. It owns the write side (the Sink: a write
-// queue per file, lazy files, metadata re-append, torn-tail sealing, one
-// writer per session) and the read side used to seed dedup.
-//
-// The layout on disk:
-//
-//	<config dir>/
-//	├── projects/<sanitized cwd>/
-//	│   ├── <sessionId>.jsonl                               main transcript
-//	│   └── <sessionId>/subagents/agent-<agentId>.jsonl     sidechains
-//	└── scribe/locks/<sessionId>.lock                       flock + holder pid
+// $CLAUDE_CONFIG_DIR/projects, laid out by the rules of package claudedir.
+// It owns the write side (the Sink: a write queue per file, lazy files,
+// metadata re-append, torn-tail sealing, one writer per session) and the
+// read side used to seed dedup.
 //
 // Files are 0600 and folders 0700, as Claude Code makes them.
 package jsonl
@@ -20,43 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"unicode/utf16"
 
-	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 const (
 	fileMode = 0o600
 	dirMode  = 0o700
-	// maxProjectName is where Claude Code cuts a long project folder name
-	// and adds a hash.
-	maxProjectName = 200
 )
-
-// SanitizePath returns the project folder name Claude Code derives from a
-// working directory: every UTF-16 code unit outside [A-Za-z0-9] becomes '-';
-// a name over 200 characters keeps its first 200 and gets '-' plus the
-// base-36 Java string hash of the original path.
-func SanitizePath(p string) string {
-	out := sanitizeFull(p)
-	if len(out) <= maxProjectName {
-		return out
-	}
-	var h int32
-	for _, u := range utf16.Encode([]rune(p)) {
-		h = h*31 + int32(u)
-	}
-	abs := int64(h)
-	if abs < 0 {
-		abs = -abs
-	}
-	return out[:maxProjectName] + "-" + strconv.FormatInt(abs, 36)
-}
-
-// IsSessionID reports whether s is a UUID, the only names Claude Code's
-// readers accept for session files.
-func IsSessionID(s string) bool { return core.IsUUID(s) }
 
 // safeName reports whether s matches ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$
 // (by hand: it runs for every entry).
@@ -86,9 +50,16 @@ func checkName(kind, s string) error {
 	return nil
 }
 
-// Layout computes paths under a config folder.
+// Layout computes paths under a config folder, and reads the sessions
+// there.
 type Layout struct {
 	ConfigDir string
+	// FS is what the readers read (see FS): nil for the files on disk.
+	// Only the readers (List, Info, Messages, Subagents, SubagentMessages,
+	// SidecarRecords, Lifecycle, Checkpoints, FindSession, ForkSession's
+	// read) take it; everything that changes a session, the sessions index
+	// and the locks work on disk only.
+	FS FS
 }
 
 // ProjectsDir is <config dir>/projects.
@@ -100,17 +71,7 @@ func (l Layout) ProjectFolder(name string) string { return filepath.Join(l.Proje
 
 // ProjectDir is the folder for sessions started in cwd.
 func (l Layout) ProjectDir(cwd string) string {
-	return filepath.Join(l.ProjectsDir(), SanitizePath(cwd))
-}
-
-// MainFile is a session's transcript in a project folder.
-func MainFile(projectDir, sessionID string) string {
-	return filepath.Join(projectDir, sessionID+transcriptExt)
-}
-
-// AgentFile is a subagent's transcript.
-func AgentFile(projectDir, sessionID, agentID string) string {
-	return filepath.Join(SubagentDir(projectDir, sessionID), agentPrefix+agentID+transcriptExt)
+	return filepath.Join(l.ProjectsDir(), claudedir.SanitizePath(cwd))
 }
 
 // LockFile is where the writer of a session holds its lock.
@@ -124,13 +85,13 @@ func (l Layout) LockFile(sessionID string) string {
 // does. It returns "" when no folder has it.
 func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 	has := func(dir string) bool {
-		if _, err := os.Stat(MainFile(dir, sessionID)); err == nil {
+		if _, err := l.fs().Stat(claudedir.MainFile(dir, sessionID)); err == nil {
 			return true
 		}
-		if _, err := os.Stat(MainFile(dir, sessionID) + SealedSuffix); err == nil {
+		if _, err := l.fs().Stat(claudedir.MainFile(dir, sessionID) + claudedir.SealedSuffix); err == nil {
 			return true
 		}
-		if fi, err := os.Stat(SessionDir(dir, sessionID)); err == nil && fi.IsDir() {
+		if fi, err := l.fs().Stat(claudedir.SessionDir(dir, sessionID)); err == nil && fi.IsDir() {
 			return true
 		}
 		return false
@@ -140,7 +101,7 @@ func (l Layout) FindSession(sessionID, cwd string) (string, error) {
 			return d, nil
 		}
 	}
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

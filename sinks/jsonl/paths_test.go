@@ -1,37 +1,13 @@
 package jsonl
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
-
-func TestSanitizePath(t *testing.T) {
-	long := "/home/alice/" + strings.Repeat("très-long-dossier/", 14) + "😀end"
-	for _, tc := range []struct{ in, want string }{
-		{"/home/alice/src/shop", "-home-alice-src-shop"},
-		{"/a/b.c", "-a-b-c"},
-		{"/Users/dain/workspace/danieldemmel.me-next", "-Users-dain-workspace-danieldemmel-me-next"},
-		{"/x/😀", "-x---"},
-		{"/x/é", "-x--"},
-		// The SDK's own answer (peer.mjs sanitize) for this path.
-		{long, "-home-alice" + strings.Repeat("-tr-s-long-dossier", 10) + "-tr-s-lon-kvkmau"},
-	} {
-		if got := SanitizePath(tc.in); got != tc.want {
-			t.Errorf("SanitizePath(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	got := SanitizePath(long)
-	if len(got) <= 201 || got[200] != '-' {
-		t.Errorf("long path: %q", got)
-	}
-}
-
-func TestIsSessionID(t *testing.T) {
-	if !IsSessionID("0565a3a4-1b2c-4d5e-8f90-0123456789ab") || IsSessionID("agent-c63fe96c") || IsSessionID("../x") {
-		t.Error("IsSessionID")
-	}
-}
 
 // safeName is the hand-written form of one regular expression; they agree.
 func TestSafeNameAgreesWithItsRegexp(t *testing.T) {
@@ -41,5 +17,11 @@ func TestSafeNameAgreesWithItsRegexp(t *testing.T) {
 		if got, want := safeName(c), re.MatchString(c); got != want {
 			t.Errorf("safeName(%q) = %v, the regexp says %v", c, got, want)
 		}
+	}
+}
+
+func TestProjectFolder(t *testing.T) {
+	if l := (Layout{ConfigDir: "c"}); l.ProjectFolder("-p") != filepath.Join("c", "projects", "-p") || l.ProjectFolder(claudedir.SanitizePath("/p")) != l.ProjectDir("/p") {
+		t.Errorf("ProjectFolder = %s", l.ProjectFolder("-p"))
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/transcript"
@@ -39,29 +38,6 @@ var (
 	systemPrefix   = []byte(`{"type":"system"`)
 )
 
-// MalformedLine is a line that was skipped because it is not a JSON object.
-type MalformedLine struct {
-	Line int // 1-based line number in the file
-	Err  string
-}
-
-// ReadReport says what ReadFile read and what it skipped.
-type ReadReport struct {
-	// Lines is the number of lines read (after SkippedBytes), blank ones
-	// included; Entries the number of entries returned.
-	Lines, Entries int
-	// Malformed lists the lines skipped as unparseable.
-	Malformed []MalformedLine
-	// Torn is true when the last line had no newline.
-	Torn bool
-	// SkippedBytes is the size of the part before the last plain compact
-	// boundary of a large file, which was neither read into memory nor
-	// parsed.
-	SkippedBytes int64
-	// Compactions counts the compact_boundary rows among the entries read.
-	Compactions int
-}
-
 // ReadOptions tune ReadFile.
 type ReadOptions struct {
 	// NoPrecompactSkip reads a large file whole, as the SDK does with
@@ -75,13 +51,13 @@ type ReadOptions struct {
 // from the end, without parsing what comes before), with attribution
 // snapshots moved to the end, as the SDK's loader does.
 func ReadFile(path string, opt ReadOptions) ([]core.Entry, ReadReport, error) {
-	out, rep, err := readFile(path, opt, keepLine)
+	out, rep, err := readFile(nil, path, opt, keepLine)
 	return out.entries, rep, err
 }
 
-func readFile(path string, opt ReadOptions, mode readMode) (readOut, ReadReport, error) {
+func readFile(fsys FS, path string, opt ReadOptions, mode readMode) (readOut, ReadReport, error) {
 	var rep ReadReport
-	f, err := os.Open(path)
+	f, err := fsOf(fsys).Open(path)
 	if err != nil {
 		return readOut{}, rep, err
 	}
@@ -179,4 +155,10 @@ func cutsAt(line []byte, start int64) bool {
 		return false
 	}
 	return transcript.IsPlainCompactBoundary(&e)
+}
+
+// ReadEntries is ReadFile through the layout's FS.
+func (l Layout) ReadEntries(path string, opt ReadOptions) ([]core.Entry, ReadReport, error) {
+	out, rep, err := readFile(l.FS, path, opt, keepLine)
+	return out.entries, rep, err
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/transcript"
@@ -223,11 +224,11 @@ func TestLoader(t *testing.T) {
 	l := Layout{ConfigDir: cfg}
 	id := "55555555-5555-4555-8555-555555555555"
 	proj := l.ProjectDir("/w/app")
-	writeFile(t, MainFile(proj, id), []byte(strings.Join([]string{
+	writeFile(t, claudedir.MainFile(proj, id), []byte(strings.Join([]string{
 		jrow("user", "u1", "", "hi"), jrow("assistant", "a1", "u1", "hello"),
 		jrow("progress", "p1", "a1", nil), jrow("user", "u2", "p1", "more"),
 	}, "\n")+"\n"))
-	writeFile(t, AgentFile(proj, id, "ag"), []byte(jrow("user", "s1", "", "task", "isSidechain", true)+"\n"))
+	writeFile(t, claudedir.AgentFile(proj, id, "ag"), []byte(jrow("user", "s1", "", "task", "isSidechain", true)+"\n"))
 	ld := NewLoader(l)
 	ld.ID = core.MustParseID("jsonl/local")
 	tr, err := ld.Load(context.Background(), core.SessionRef{SessionID: id, CWD: "/w/app"})
@@ -265,7 +266,7 @@ func TestLoaderRefusesDamagedChains(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := Layout{ConfigDir: t.TempDir()}
 			id := "66666666-6666-4666-8666-666666666666"
-			writeFile(t, MainFile(l.ProjectDir("/w/app"), id), []byte(strings.Join(rows, "\n")+"\n"))
+			writeFile(t, claudedir.MainFile(l.ProjectDir("/w/app"), id), []byte(strings.Join(rows, "\n")+"\n"))
 			_, err := NewLoader(l).Load(context.Background(), core.SessionRef{SessionID: id})
 			if !errors.Is(err, ErrDamaged) {
 				t.Fatalf("Load = %v, want ErrDamaged", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/gen"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/transcript"
@@ -342,7 +343,7 @@ func TestMessagesFindsWorktreeAndLongPathSessions(t *testing.T) {
 		run(repo, "commit", "-q", "--allow-empty", "-m", "x")
 		run(repo, "worktree", "add", "-q", wt)
 		id := "77777777-7777-4777-8777-777777777777"
-		writeFile(t, MainFile(l.ProjectDir(liteRealpath(wt)), id), []byte(conv))
+		writeFile(t, claudedir.MainFile(l.ProjectDir(liteRealpath(wt)), id), []byte(conv))
 		want := p.Messages(t, cfg, id, repo, false)
 		got, _ := messagesOrEmpty(t, l, id, repo, MessagesOptions{})
 		if len(want) != 2 {
@@ -355,8 +356,8 @@ func TestMessagesFindsWorktreeAndLongPathSessions(t *testing.T) {
 	// suffix: found because a session in it records the path.
 	long := "/work/" + strings.Repeat("very-long-directory-name/", 9) + "project"
 	id := "88888888-8888-4888-8888-888888888888"
-	other := filepath.Join(cfg, "projects", SanitizePath(long)[:maxProjectName]+"-zzzz")
-	writeFile(t, MainFile(other, id), []byte(strings.ReplaceAll(conv, `"sessionId":"s"`, `"cwd":`+string(mustJSON(long))+`,"sessionId":"s"`)))
+	other := filepath.Join(cfg, "projects", claudedir.SanitizePath(long)[:claudedir.MaxProjectName]+"-zzzz")
+	writeFile(t, claudedir.MainFile(other, id), []byte(strings.ReplaceAll(conv, `"sessionId":"s"`, `"cwd":`+string(mustJSON(long))+`,"sessionId":"s"`)))
 	want := p.Messages(t, cfg, id, long, false)
 	got, _ := messagesOrEmpty(t, l, id, long, MessagesOptions{})
 	if len(want) != 2 {

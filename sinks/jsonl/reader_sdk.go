@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/sessions"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/transcript"
@@ -24,25 +26,6 @@ import (
 // key order, and its omission rules. Message holds the transcript's own
 // bytes for the message object.
 type SessionMessage = transcript.SessionMessage
-
-// MessagesOptions are getSessionMessages' options.
-type MessagesOptions struct {
-	// IncludeSystem keeps system rows (includeSystemMessages); main
-	// sessions only.
-	IncludeSystem bool
-	// Limit (when > 0) and Offset slice the result as the SDK does.
-	Limit, Offset int
-}
-
-// MessagesReport tells what was read to answer, and what was wrong with it.
-type MessagesReport struct {
-	// Path is the transcript read ("" when nothing was found).
-	Path string
-	ReadReport
-	// Cycle and Gaps come from the chain rebuild (see transcript.Chain).
-	Cycle *transcript.ChainBreak
-	Gaps  []transcript.ChainBreak
-}
 
 // Messages is the SDK's getSessionMessages: the conversation of a session,
 // found in the project folder of dir, or with dir "" in the first project
@@ -61,7 +44,7 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt Message
 		return nil, rep, nil
 	}
 	rep.Path = path
-	out, rrep, err := readFile(path, ReadOptions{}, keepRebuild)
+	out, rrep, err := readFile(l.FS, path, ReadOptions{}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
 		return nil, rep, err
@@ -100,13 +83,13 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 		return nil, rep, err
 	}
 	rep.Path = path
-	out, rrep, err := readFile(path, ReadOptions{NoPrecompactSkip: true}, keepRebuild)
+	out, rrep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
 		return nil, rep, err
 	}
 	mo := transcript.MessageOptions{}
-	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
+	mo.ParentToolUseID, mo.ParentAgentID = readAgentMeta(l.FS, strings.TrimSuffix(path, ".jsonl")+".meta.json")
 	var msgs []SessionMessage
 	msgs, rep.Cycle, rep.Gaps = transcript.RowsMessages(out.rows, transcript.ChainOptions{Sidechain: true}, mo)
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
@@ -114,8 +97,8 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 
 // readAgentMeta returns the string toolUseId and parentAgentId of a
 // subagent's meta file ("" when absent or not strings).
-func readAgentMeta(path string) (toolUseID, parentAgentID string) {
-	raw, err := os.ReadFile(path)
+func readAgentMeta(fsys FS, path string) (toolUseID, parentAgentID string) {
+	raw, err := readFileFS(fsys, path)
 	if err != nil {
 		return "", ""
 	}
@@ -161,7 +144,7 @@ func page(msgs []SessionMessage, limit, offset int) []SessionMessage {
 // non-empty <id>.jsonl in the project folder(s) of dir, or in the first
 // project folder that has one. empty is true when only empty files exist.
 func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path string, empty bool, err error) {
-	if !IsSessionID(sessionID) {
+	if !claudedir.IsSessionID(sessionID) {
 		return "", false, fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, sessionID)
 	}
 	dirs, err := l.searchDirs(sessionID, dir)
@@ -181,8 +164,8 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 					continue
 				}
 				for _, d := range l.projectDirs(wt) {
-					if fi, e := os.Stat(MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
-						path, err = MainFile(d, sessionID), nil
+					if fi, e := l.fs().Stat(claudedir.MainFile(d, sessionID)); e == nil && fi.Size() > 0 {
+						path, err = claudedir.MainFile(d, sessionID), nil
 						return
 					}
 				}
@@ -193,8 +176,8 @@ func (l Layout) findMain(ctx context.Context, sessionID, dir string) (path strin
 		if err := ctx.Err(); err != nil {
 			return "", false, err
 		}
-		p := MainFile(d, sessionID)
-		fi, err := os.Stat(p)
+		p := claudedir.MainFile(d, sessionID)
+		fi, err := l.fs().Stat(p)
 		if err != nil {
 			continue
 		}
@@ -215,7 +198,7 @@ func (l Layout) searchDirs(sessionID, dir string) ([]string, error) {
 	if dir != "" {
 		return l.projectDirs(dir), nil
 	}
-	ents, err := os.ReadDir(l.ProjectsDir())
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("find session %s: %w", sessionID, err)
 	}
@@ -236,7 +219,7 @@ func (l Layout) onlySubagents(sessionID, dir string) bool {
 		return false
 	}
 	for _, d := range dirs {
-		if fi, err := os.Stat(filepath.Join(SessionDir(d, sessionID), subagentsDir)); err == nil && fi.IsDir() {
+		if fi, err := l.fs().Stat(filepath.Join(claudedir.SessionDir(d, sessionID), claudedir.SubagentsDir)); err == nil && fi.IsDir() {
 			return true
 		}
 	}
@@ -247,7 +230,7 @@ func (l Layout) onlySubagents(sessionID, dir string) bool {
 // subagent files counts as empty (see onlySubagents).
 func (l Layout) findReadable(ctx context.Context, sessionID, dir string) (path string, empty bool, err error) {
 	path, empty, err = l.findMain(ctx, sessionID, dir)
-	if errors.Is(err, core.ErrNotFound) && IsSessionID(sessionID) && l.onlySubagents(sessionID, dir) {
+	if errors.Is(err, core.ErrNotFound) && claudedir.IsSessionID(sessionID) && l.onlySubagents(sessionID, dir) {
 		return "", true, nil
 	}
 	return path, empty, err
@@ -261,15 +244,15 @@ func (l Layout) projectDirs(dir string) []string {
 	p := liteRealpath(dir)
 	var out []string
 	exact := l.ProjectDir(p)
-	if fi, err := os.Stat(exact); err == nil && fi.IsDir() {
+	if fi, err := l.fs().Stat(exact); err == nil && fi.IsDir() {
 		out = append(out, exact)
 	}
-	full := sanitizeFull(p)
-	if len(full) <= maxProjectName {
+	full := claudedir.SanitizeFull(p)
+	if len(full) <= claudedir.MaxProjectName {
 		return out
 	}
-	prefix := full[:maxProjectName] + "-"
-	ents, err := os.ReadDir(l.ProjectsDir())
+	prefix := full[:claudedir.MaxProjectName] + "-"
+	ents, err := l.fs().ReadDir(l.ProjectsDir())
 	if err != nil {
 		return out
 	}
@@ -278,32 +261,18 @@ func (l Layout) projectDirs(dir string) []string {
 			continue
 		}
 		d := l.ProjectFolder(e.Name())
-		if d != exact && recordsCwd(d, full) {
+		if d != exact && recordsCwd(l.FS, d, full) {
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
-// sanitizeFull is the project-name rule without the length cut.
-func sanitizeFull(p string) string {
-	units := utf16.Encode([]rune(p))
-	out := make([]byte, len(units))
-	for i, u := range units {
-		if (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') {
-			out[i] = byte(u)
-		} else {
-			out[i] = '-'
-		}
-	}
-	return string(out)
-}
-
 // recordsCwd reports whether a session file in folder d records the
 // working directory whose full sanitized name is want: a relocated entry in
 // its last 64 KiB, else the first cwd in its first 64 KiB.
-func recordsCwd(d, want string) bool {
-	ents, err := os.ReadDir(d)
+func recordsCwd(fsys FS, d, want string) bool {
+	ents, err := fsOf(fsys).ReadDir(d)
 	if err != nil {
 		return false
 	}
@@ -311,7 +280,7 @@ func recordsCwd(d, want string) bool {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
 		}
-		head, tail, ok := rdHeadTail(filepath.Join(d, e.Name()))
+		head, tail, ok := rdHeadTail(fsys, filepath.Join(d, e.Name()))
 		if !ok {
 			continue
 		}
@@ -319,17 +288,15 @@ func recordsCwd(d, want string) bool {
 		if !found {
 			cwd, found = firstStringField(head, "cwd")
 		}
-		if found && sanitizeFull(cwd) == want {
+		if found && claudedir.SanitizeFull(cwd) == want {
 			return true
 		}
 	}
 	return false
 }
 
-const rdLiteWindow = 64 << 10
-
-func rdHeadTail(path string) (head, tail string, ok bool) {
-	f, err := os.Open(path)
+func rdHeadTail(fsys FS, path string) (head, tail string, ok bool) {
+	f, err := fsOf(fsys).Open(path)
 	if err != nil {
 		return "", "", false
 	}
@@ -338,14 +305,14 @@ func rdHeadTail(path string) (head, tail string, ok bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", "", false
 	}
-	buf := make([]byte, rdLiteWindow)
+	buf := make([]byte, claudedir.ListWindow)
 	n, _ := f.ReadAt(buf, 0)
 	if n == 0 {
 		return "", "", false
 	}
 	head = string(buf[:n])
 	tail = head
-	if off := fi.Size() - rdLiteWindow; off > 0 {
+	if off := fi.Size() - claudedir.ListWindow; off > 0 {
 		n, _ = f.ReadAt(buf, off)
 		tail = string(buf[:n])
 	}
@@ -405,20 +372,20 @@ func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentF
 	if err != nil || empty {
 		return nil, err
 	}
-	return walkAgents(ctx, main, "")
+	return walkAgents(ctx, l.FS, main, "")
 }
 
 // walkAgents lists the agent files under the session folder of main, depth
 // first in name order (the order of the SDK's recursive readdir); with
 // stopAt, it stops at the first file of that agent id.
-func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
+func walkAgents(ctx context.Context, fsys FS, main, stopAt string) ([]agentFile, error) {
 	var out []agentFile
 	var walk func(d string) (bool, error)
 	walk = func(d string) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		ents, err := os.ReadDir(d) // sorted by name, links not followed
+		ents, err := fsOf(fsys).ReadDir(d) // sorted by name, links not followed
 		if err != nil {
 			return false, nil
 		}
@@ -426,7 +393,7 @@ func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
 			name := e.Name()
 			switch {
 			case e.Type().IsRegular():
-				id, ok := AgentFileID(name)
+				id, ok := claudedir.AgentFileID(name)
 				if !ok {
 					continue
 				}
@@ -442,7 +409,7 @@ func walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
 		}
 		return false, nil
 	}
-	if _, err := walk(filepath.Join(SessionDirOf(main), subagentsDir)); err != nil {
+	if _, err := walk(filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -458,7 +425,7 @@ func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (
 	if err != nil || empty {
 		return "", err
 	}
-	files, err := walkAgents(ctx, main, agentID)
+	files, err := walkAgents(ctx, l.FS, main, agentID)
 	if err != nil {
 		return "", err
 	}
@@ -466,4 +433,89 @@ func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (
 		return files[n-1].path, nil
 	}
 	return "", fmt.Errorf("%w: agent %s of session %s", ErrNotFound, agentID, sessionID)
+}
+
+// MainIDs returns the session ids of the main transcripts of every project
+// folder that start with prefix (lower case), each with the folders
+// holding it.
+func (l Layout) MainIDs(prefix string) (map[string][]string, error) {
+	projects, err := l.fs().ReadDir(l.ProjectsDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	found := map[string][]string{}
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		files, _ := l.fs().ReadDir(l.ProjectFolder(p.Name()))
+		for _, f := range files {
+			id, ok := claudedir.MainFileID(f.Name())
+			if ok && strings.HasPrefix(strings.ToLower(id), prefix) {
+				found[id] = append(found[id], p.Name())
+			}
+		}
+	}
+	return found, nil
+}
+
+// Transcript reads a session's main transcript whole (every line that
+// parses, nothing skipped before a compaction), as the SDK finds it, with
+// its size and the size of its subagents' transcripts.
+func (l Layout) Transcript(ctx context.Context, sessionID, dir string) (*sessions.Transcript, error) {
+	path, empty, err := l.findReadable(ctx, sessionID, dir)
+	if err != nil {
+		return nil, err
+	}
+	if empty || path == "" {
+		return nil, fmt.Errorf("%w: session %s has no transcript to read (an empty file, or only subagent files)", ErrNotFound, sessionID)
+	}
+	out, rep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepLine)
+	if err != nil {
+		return nil, err
+	}
+	t := &sessions.Transcript{Path: path, Entries: out.entries, Report: rep}
+	if fi, err := l.fs().Stat(path); err == nil {
+		t.Bytes = fi.Size()
+	}
+	t.AgentBytes = treeSize(l.fs(), claudedir.SubagentDir(filepath.Dir(path), sessionID))
+	return t, nil
+}
+
+// treeSize is the total size of the files under dir (links not followed).
+func treeSize(fsys FS, dir string) int64 {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if e.IsDir() {
+			n += treeSize(fsys, filepath.Join(dir, e.Name()))
+		} else if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// AgentTranscript reads one subagent's transcript whole, as Transcript
+// reads the main one.
+func (l Layout) AgentTranscript(ctx context.Context, sessionID, agentID, dir string) (*sessions.Transcript, error) {
+	path, err := l.findAgent(ctx, sessionID, agentID, dir)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: agent %s of session %s (the session's transcript is empty)", ErrNotFound, agentID, sessionID)
+	}
+	out, rep, err := readFile(l.FS, path, ReadOptions{NoPrecompactSkip: true}, keepLine)
+	if err != nil {
+		return nil, err
+	}
+	t := &sessions.Transcript{Path: path, Entries: out.entries, Report: rep}
+	if fi, err := l.fs().Stat(path); err == nil {
+		t.Bytes = fi.Size()
+	}
+	return t, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
@@ -284,16 +285,16 @@ func layCorpus(t *testing.T, cfg string) (sessions map[string]*corpusSession, co
 		base := strings.TrimSuffix(name, ".jsonl")
 		var dst string
 		switch m := agentRE.FindStringSubmatch(name); {
-		case IsSessionID(base):
-			dst = filepath.Join(cfg, "projects", SanitizePath(cwd), name)
+		case claudedir.IsSessionID(base):
+			dst = filepath.Join(cfg, "projects", claudedir.SanitizePath(cwd), name)
 			s := sessions[base]
 			if s == nil {
 				s = &corpusSession{id: base}
 				sessions[base] = s
 			}
 			s.cwd = cwd
-		case m != nil && IsSessionID(sid):
-			dst = filepath.Join(cfg, "projects", SanitizePath(cwd), sid, "subagents", name)
+		case m != nil && claudedir.IsSessionID(sid):
+			dst = filepath.Join(cfg, "projects", claudedir.SanitizePath(cwd), sid, "subagents", name)
 			s := sessions[sid]
 			if s == nil {
 				s = &corpusSession{id: sid, cwd: cwd}

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"golang.org/x/sys/unix"
@@ -63,20 +64,20 @@ func (l Layout) Relocate(ctx context.Context, oldPath, newPath string, opt Reloc
 	}
 	var plan []RelocatedSession
 	err := l.eachTranscript("", func(folder, dir, id string, _ os.FileInfo) error {
-		info, ok, err := ReadLite(MainFile(dir, id), "")
+		info, ok, err := ReadLite(claudedir.MainFile(dir, id), "")
 		if err != nil {
 			return err
 		}
 		if !ok || info.Cwd == "" {
 			// Not listed (a sidechain-first file, no title): its first cwd.
-			info.Cwd = headCwd(MainFile(dir, id))
+			info.Cwd = headCwd(claudedir.MainFile(dir, id))
 		}
 		rest, under := underPath(info.Cwd, oldPath)
 		if !under {
 			return nil
 		}
 		s := RelocatedSession{SessionID: id, From: folder, OldCwd: info.Cwd, NewCwd: newPath + rest}
-		s.To = SanitizePath(s.NewCwd)
+		s.To = claudedir.SanitizePath(s.NewCwd)
 		plan = append(plan, s)
 		return nil
 	})

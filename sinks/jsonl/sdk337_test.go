@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
@@ -46,7 +47,7 @@ func sdk337Sessions(t *testing.T, cfg string) []string {
 	var ids []string
 	for _, e := range ents {
 		id := strings.TrimSuffix(e.Name(), ".jsonl")
-		if IsSessionID(id) && !seen[id] {
+		if claudedir.IsSessionID(id) && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
@@ -115,7 +116,7 @@ func TestSDK337FixturesMessages(t *testing.T) {
 	}
 	agents := map[string][]string{}
 	for _, id := range ids {
-		files, _ := walkAgents(context.Background(), MainFile(l.ProjectDir(sdk337Cwd), id), "")
+		files, _ := walkAgents(context.Background(), nil, claudedir.MainFile(l.ProjectDir(sdk337Cwd), id), "")
 		for _, a := range files {
 			agents[id] = append(agents[id], a.id)
 			qs = append(qs, sdkQuery{Op: "subagentMessages", Session: id, Agent: a.id})
@@ -205,7 +206,7 @@ func TestSDK337FixturesFork(t *testing.T) {
 	sdkCfg, ourCfg := sdk337Config(t), sdk337Config(t)
 	var cases []*forkCase
 	for _, id := range sdk337Sessions(t, ourCfg) {
-		path := MainFile(Layout{ConfigDir: ourCfg}.ProjectDir(sdk337Cwd), id)
+		path := claudedir.MainFile(Layout{ConfigDir: ourCfg}.ProjectDir(sdk337Cwd), id)
 		src, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // the subagent-only session: nothing to fork

@@ -50,12 +50,6 @@ import (
 )
 
 const (
-	// SealedSuffix ends the name of every sealed transcript.
-	SealedSuffix = ".sealed"
-	// ArchiveKeyName is the archive's data key, sealed with age, in the
-	// archive's folder beside projects/.
-	ArchiveKeyName = "archive.key.age"
-
 	frameHeaderLen   = 32
 	frameHeaderLenV1 = 20
 	tagLen           = 16

@@ -13,6 +13,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/seal"
@@ -62,11 +63,11 @@ func TestSealedSinkContract(t *testing.T) {
 		New: func(t *testing.T) core.Sink { return newSealedSink(t, t.TempDir(), o) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
 			root := s.(*Sink).opts.ConfigDir
-			dir := Layout{root}.ProjectDir(ref.CWD)
+			dir := Layout{ConfigDir: root}.ProjectDir(ref.CWD)
 			if ref.AgentID != "" {
-				return sealedLines(t, root, o, AgentFile(dir, ref.SessionID, ref.AgentID))
+				return sealedLines(t, root, o, claudedir.AgentFile(dir, ref.SessionID, ref.AgentID))
 			}
-			return sealedLines(t, root, o, MainFile(dir, ref.SessionID))
+			return sealedLines(t, root, o, claudedir.MainFile(dir, ref.SessionID))
 		},
 		Sessions:   true,
 		Sidechains: true,
@@ -130,10 +131,10 @@ func TestSealedArchiveHoldsNoPlainText(t *testing.T) {
 	if got := sealedLines(t, dir, o, mainPath(dir)); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("main transcript decrypted:\n%q\nwant\n%q", got, want)
 	}
-	if !(Layout{dir}).IsSealed() {
+	if !(Layout{ConfigDir: dir}).IsSealed() {
 		t.Errorf("IsSealed is false; files %v", names)
 	}
-	if _, err := os.Stat(mainPath(dir) + SealedSuffix); err != nil {
+	if _, err := os.Stat(mainPath(dir) + claudedir.SealedSuffix); err != nil {
 		t.Errorf("no sealed main file: %v (files %v)", err, names)
 	}
 }
@@ -202,11 +203,11 @@ func TestSealedTornTailIsCutAndCounted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, o := t.TempDir(), sealKey(t)
 			want := sealedSession(t, dir, o)
-			disk := mainPath(dir) + SealedSuffix
+			disk := mainPath(dir) + claudedir.SealedSuffix
 			whole, _ := os.ReadFile(disk)
 			// The extent record as it was before the write a crash cut
 			// short (it is written once the frame is synced).
-			record, _ := os.ReadFile(disk + ExtentSuffix)
+			record, _ := os.ReadFile(disk + claudedir.ExtentSuffix)
 			// The frame a further write would have added, torn.
 			if _, err := appendAfterRestart(t, dir, o, "u-2"); err != nil {
 				t.Fatal(err)
@@ -216,7 +217,7 @@ func TestSealedTornTailIsCutAndCounted(t *testing.T) {
 			if err := os.WriteFile(disk, torn, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(disk+ExtentSuffix, record, 0o600); err != nil {
+			if err := os.WriteFile(disk+claudedir.ExtentSuffix, record, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := appendAfterRestart(t, dir, o, "u-3")
@@ -273,7 +274,7 @@ func TestSealedDamageIsNeverCut(t *testing.T) {
 			return append(out, b[fr[0][0]:fr[0][1]]...)
 		},
 		"frame from another file": func(t *testing.T, dir string, b []byte) []byte {
-			other, err := os.ReadFile(AgentFile(Layout{dir}.ProjectDir(cwd), sess, "a1b2c3") + SealedSuffix)
+			other, err := os.ReadFile(claudedir.AgentFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess, "a1b2c3") + claudedir.SealedSuffix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +288,7 @@ func TestSealedDamageIsNeverCut(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, o := t.TempDir(), sealKey(t)
 			sealedSession(t, dir, o)
-			disk := mainPath(dir) + SealedSuffix
+			disk := mainPath(dir) + claudedir.SealedSuffix
 			b, _ := os.ReadFile(disk)
 			bad := hurt(t, dir, bytes.Clone(b))
 			if err := os.WriteFile(disk, bad, 0o600); err != nil {
@@ -367,7 +368,7 @@ func FuzzOpenSealed(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	key, err := sl.RecordKey(filepath.Join(f.TempDir(), ArchiveKeyName))
+	key, err := sl.RecordKey(filepath.Join(f.TempDir(), claudedir.ArchiveKeyName))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func sealedFrames(t *testing.T, n int) (*seal.RecordKey, []byte, [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := sl.RecordKey(filepath.Join(t.TempDir(), ArchiveKeyName))
+	key, err := sl.RecordKey(filepath.Join(t.TempDir(), claudedir.ArchiveKeyName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,10 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
-
-// ExtentSuffix ends a sealed transcript's extent record, after SealedSuffix.
-const ExtentSuffix = ".extent"
 
 const (
 	extentSlotAt  = 512 // slot 1's offset: its own sector
@@ -70,7 +68,7 @@ func extentAssoc(rel string) []byte { return append(bytes.Clone(extentAD), rel..
 // readExtent reads the extent record of the sealed file disk; nil when it
 // has none. One with no authentic slot is damage.
 func readExtent(key *seal.RecordKey, disk, rel string) (*extent, error) {
-	p := disk + ExtentSuffix
+	p := disk + claudedir.ExtentSuffix
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -124,14 +122,14 @@ func makeExtent(key *seal.RecordKey, disk, rel string, e extent) error {
 	e.seq = 0
 	// A writer killed while it made this record left its temporary file;
 	// the session's lock, held here, says no other writer is making one.
-	if _, err := durable.RemoveStaleTemps(disk + ExtentSuffix); err != nil {
+	if _, err := durable.RemoveStaleTemps(disk + claudedir.ExtentSuffix); err != nil {
 		return fmt.Errorf("remove the stale temporary files of %s's extent record: %w", disk, err)
 	}
 	rec := make([]byte, extentSlotAt, extentSlotAt+extentSlotLen)
 	copy(rec, extentSlot(key, rel, e))
 	e.seq = extentMadeSeq
 	rec = append(rec, extentSlot(key, rel, e)...)
-	if err := durable.WriteFile(disk+ExtentSuffix, rec, fileMode); err != nil {
+	if err := durable.WriteFile(disk+claudedir.ExtentSuffix, rec, fileMode); err != nil {
 		return fmt.Errorf("write the extent record of %s: %w", disk, err)
 	}
 	return nil
@@ -140,7 +138,7 @@ func makeExtent(key *seal.RecordKey, disk, rel string, e extent) error {
 // updateExtent writes e (its seq one past the last) into its slot of the
 // sealed file disk's record, in place.
 func updateExtent(key *seal.RecordKey, disk, rel string, e extent) error {
-	p := disk + ExtentSuffix
+	p := disk + claudedir.ExtentSuffix
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("write the extent record of %s: %w", disk, err)

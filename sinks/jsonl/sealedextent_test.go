@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
@@ -54,7 +55,7 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 	setup := func(t *testing.T) (string, seal.Options, string, []byte) {
 		dir, o := t.TempDir(), sealKey(t)
 		sealedSession(t, dir, o)
-		disk := mainPath(dir) + SealedSuffix
+		disk := mainPath(dir) + claudedir.SealedSuffix
 		older, _ := os.ReadFile(disk)
 		if _, err := appendAfterRestart(t, dir, o, "u-2"); err != nil {
 			t.Fatal(err)
@@ -79,19 +80,19 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 	})
 	t.Run("extent record deleted", func(t *testing.T) {
 		dir, o, disk, _ := setup(t)
-		if err := os.Remove(disk + ExtentSuffix); err != nil {
+		if err := os.Remove(disk + claudedir.ExtentSuffix); err != nil {
 			t.Fatal(err)
 		}
 		wantDamaged(t, dir, o, disk, "no extent record")
 	})
 	t.Run("extent record of another file", func(t *testing.T) {
 		dir, o, disk, _ := setup(t)
-		other := AgentFile(Layout{dir}.ProjectDir(cwd), sess, "a1b2c3") + SealedSuffix + ExtentSuffix
+		other := claudedir.AgentFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess, "a1b2c3") + claudedir.SealedSuffix + claudedir.ExtentSuffix
 		b, err := os.ReadFile(other)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(disk+ExtentSuffix, b, 0o600); err != nil {
+		if err := os.WriteFile(disk+claudedir.ExtentSuffix, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		wantDamaged(t, dir, o, disk, "fails authentication")
@@ -100,19 +101,19 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 		// A write of the record caught mid-way (a reader racing it, a
 		// power cut): the older slot still stands, no false damage.
 		dir, o, disk, _ := setup(t)
-		b, _ := os.ReadFile(disk + ExtentSuffix)
+		b, _ := os.ReadFile(disk + claudedir.ExtentSuffix)
 		if len(b) < extentSlotAt+extentSlotLen {
 			t.Fatalf("the record has one slot (%d bytes)", len(b))
 		}
 		sl, _ := seal.New(context.Background(), o, nil)
-		key, _ := sl.ExistingRecordKey(filepath.Join(dir, ArchiveKeyName))
+		key, _ := sl.ExistingRecordKey(filepath.Join(dir, claudedir.ArchiveKeyName))
 		e, err := readExtent(key, disk, "projects/"+filepath.Base(filepath.Dir(disk))+"/"+sess+".jsonl")
 		if err != nil {
 			t.Fatal(err)
 		}
 		at := int(e.seq%2) * extentSlotAt
 		b[at+40] ^= 0xff
-		if err := os.WriteFile(disk+ExtentSuffix, b, 0o600); err != nil {
+		if err := os.WriteFile(disk+claudedir.ExtentSuffix, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := appendAfterRestart(t, dir, o, "u-3"); err != nil {
@@ -121,10 +122,10 @@ func TestSealedTruncationAndRollback(t *testing.T) {
 	})
 	t.Run("both slots changed", func(t *testing.T) {
 		dir, o, disk, _ := setup(t)
-		b, _ := os.ReadFile(disk + ExtentSuffix)
+		b, _ := os.ReadFile(disk + claudedir.ExtentSuffix)
 		b[40] ^= 0xff
 		b[extentSlotAt+40] ^= 0xff
-		if err := os.WriteFile(disk+ExtentSuffix, b, 0o600); err != nil {
+		if err := os.WriteFile(disk+claudedir.ExtentSuffix, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		wantDamaged(t, dir, o, disk, "fails authentication")
@@ -154,7 +155,7 @@ func TestSealedForgedHeader(t *testing.T) {
 		t.Run(field.name, func(t *testing.T) {
 			dir, o := t.TempDir(), sealKey(t)
 			sealedSession(t, dir, o)
-			disk := mainPath(dir) + SealedSuffix
+			disk := mainPath(dir) + claudedir.SealedSuffix
 			b, _ := os.ReadFile(disk)
 			b[len(sealedMagic)+field.at] ^= 0x40
 			if err := os.WriteFile(disk, b, 0o600); err != nil {
@@ -187,12 +188,12 @@ func v1Archive(t *testing.T, dir string, o seal.Options) (string, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := sl.RecordKey(filepath.Join(dir, ArchiveKeyName))
+	key, err := sl.RecordKey(filepath.Join(dir, claudedir.ArchiveKeyName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := []string{coretest.Line("user", sess, "u-1", ""), coretest.Line("assistant", sess, "a-1", "u-1"), coretest.Line("user", sess, "u-2", "a-1")}
-	disk := mainPath(dir) + SealedSuffix
+	disk := mainPath(dir) + claudedir.SealedSuffix
 	rel := "projects/" + filepath.Base(filepath.Dir(disk)) + "/" + sess + ".jsonl"
 	var b []byte
 	for i, l := range lines {
@@ -228,7 +229,7 @@ func TestSealedFormat1(t *testing.T) {
 	if !bytes.HasPrefix(b, sealedMagic) {
 		t.Errorf("the file was not rewritten in format 2: %q", b[:16])
 	}
-	if _, err := os.Stat(disk + ExtentSuffix); err != nil {
+	if _, err := os.Stat(disk + claudedir.ExtentSuffix); err != nil {
 		t.Errorf("no extent record after the rewrite: %v", err)
 	}
 	want := append(lines, coretest.Line("user", sess, "u-3", "a-1"))
@@ -263,7 +264,7 @@ func TestSealedFormat1(t *testing.T) {
 func TestSealedMissingKeyFile(t *testing.T) {
 	dir, o := t.TempDir(), sealKey(t)
 	sealedSession(t, dir, o)
-	keyFile := filepath.Join(dir, ArchiveKeyName)
+	keyFile := filepath.Join(dir, claudedir.ArchiveKeyName)
 	if err := os.Remove(keyFile); err != nil {
 		t.Fatal(err)
 	}

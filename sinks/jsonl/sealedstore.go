@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
@@ -86,7 +87,7 @@ func newSealedStore(root string, o seal.Options, environ []string, log hclog.Log
 // archiveKinds reports whether the folder holds a sealed archive (its key,
 // or sealed transcripts) and whether it holds plain transcripts.
 func (l Layout) archiveKinds() (sealed, plain bool, err error) {
-	if _, err := os.Stat(filepath.Join(l.ConfigDir, ArchiveKeyName)); err == nil {
+	if _, err := os.Stat(filepath.Join(l.ConfigDir, claudedir.ArchiveKeyName)); err == nil {
 		sealed = true
 	}
 	err = filepath.WalkDir(l.ProjectsDir(), func(p string, d fs.DirEntry, err error) error {
@@ -98,7 +99,7 @@ func (l Layout) archiveKinds() (sealed, plain bool, err error) {
 		}
 		switch n := d.Name(); {
 		case d.IsDir():
-		case strings.HasSuffix(n, ".jsonl"+SealedSuffix):
+		case strings.HasSuffix(n, ".jsonl"+claudedir.SealedSuffix):
 			sealed = true
 		case strings.HasSuffix(n, ".jsonl"):
 			plain = true
@@ -117,7 +118,7 @@ func (l Layout) archiveKinds() (sealed, plain bool, err error) {
 // IsSealed reports whether the folder is a sealed archive (it has the
 // archive's key), which only the readers that support one may read.
 func (l Layout) IsSealed() bool {
-	_, err := os.Stat(filepath.Join(l.ConfigDir, ArchiveKeyName))
+	_, err := os.Stat(filepath.Join(l.ConfigDir, claudedir.ArchiveKeyName))
 	return err == nil
 }
 
@@ -135,7 +136,7 @@ func (st *sealedStore) dataKey(ctx context.Context) (*seal.RecordKey, error) {
 	if err := os.MkdirAll(st.root, dirMode); err != nil {
 		return nil, fmt.Errorf("%w of %s: %v", ErrArchiveKey, st.root, err)
 	}
-	keyPath := filepath.Join(st.root, ArchiveKeyName)
+	keyPath := filepath.Join(st.root, claudedir.ArchiveKeyName)
 	if _, err := os.Lstat(keyPath); errors.Is(err, fs.ErrNotExist) {
 		// A new key over sealed transcripts would make them, or what
 		// is written next, unreadable: the key file was lost (a backup
@@ -175,7 +176,7 @@ func (st *sealedStore) keyOpensArchive(k *seal.RecordKey, keyPath string) error 
 	var samples []string
 	projects := Layout{ConfigDir: st.root}.ProjectsDir()
 	_ = filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl"+SealedSuffix+ExtentSuffix) && wellFormedExtent(p) {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl"+claudedir.SealedSuffix+claudedir.ExtentSuffix) && wellFormedExtent(p) {
 			samples = append(samples, p)
 			if len(samples) == keySamples {
 				return filepath.SkipAll
@@ -185,8 +186,8 @@ func (st *sealedStore) keyOpensArchive(k *seal.RecordKey, keyPath string) error 
 	})
 	var first error
 	for _, p := range samples {
-		disk := strings.TrimSuffix(p, ExtentSuffix)
-		_, err := readExtent(k, disk, st.rel(strings.TrimSuffix(disk, SealedSuffix)))
+		disk := strings.TrimSuffix(p, claudedir.ExtentSuffix)
+		_, err := readExtent(k, disk, st.rel(strings.TrimSuffix(disk, claudedir.SealedSuffix)))
 		if err == nil {
 			return nil
 		}
@@ -213,14 +214,14 @@ func (st *sealedStore) rel(path string) string {
 // file (synced, counted, logged) and a format 1 file is rewritten in
 // format 2; without, a torn frame is only skipped and reported.
 func (st *sealedStore) read(ctx context.Context, path string, cut bool) ([]byte, *sealedFile, sealedTail, error) {
-	disk := path + SealedSuffix
+	disk := path + claudedir.SealedSuffix
 	// The extent record is read before the file: it names only frames
 	// already on disk, so the file read after it holds at least as much,
 	// even while a writer appends.
 	var key *seal.RecordKey
 	var ext *extent
 	var extErr error
-	_, noExtent := os.Lstat(disk + ExtentSuffix)
+	_, noExtent := os.Lstat(disk + claudedir.ExtentSuffix)
 	if noExtent == nil {
 		var err error
 		if key, err = st.dataKey(ctx); err != nil {
@@ -263,7 +264,7 @@ func (st *sealedStore) read(ctx context.Context, path string, cut bool) ([]byte,
 	}
 	if ext == nil && !t.v1 && t.frames > 0 {
 		return nil, nil, t, fmt.Errorf("%w: %s has no extent record beside it (%s deleted?): what it must hold cannot be checked",
-			ErrSealedDamaged, disk, filepath.Base(disk+ExtentSuffix))
+			ErrSealedDamaged, disk, filepath.Base(disk+claudedir.ExtentSuffix))
 	}
 	sf := &sealedFile{off: t.end, index: t.frames, prev: t.prev}
 	if ext != nil {
@@ -348,9 +349,9 @@ func (s *Sink) onDisk(f *file) (string, int64) {
 		return f.path, f.size
 	}
 	if f.sf == nil {
-		return f.path + SealedSuffix, 0
+		return f.path + claudedir.SealedSuffix, 0
 	}
-	return f.path + SealedSuffix, f.sf.off
+	return f.path + claudedir.SealedSuffix, f.sf.off
 }
 
 // writeSealed is writeJob for a sealed archive: the taken queue becomes one
@@ -475,7 +476,7 @@ func (s *Sink) loadSealed(ctx context.Context, ref core.SessionRef) (*core.Trans
 // find returns the plain name of ref's sealed transcript, in the project
 // folder FindSession finds; ErrNotFound on a miss.
 func (st *sealedStore) find(ctx context.Context, l Layout, ref core.SessionRef) (string, error) {
-	if !IsSessionID(ref.SessionID) {
+	if !claudedir.IsSessionID(ref.SessionID) {
 		return "", fmt.Errorf("%w: session %q (not a UUID)", ErrNotFound, ref.SessionID)
 	}
 	d, err := l.FindSession(ref.SessionID, ref.CWD)
@@ -483,14 +484,14 @@ func (st *sealedStore) find(ctx context.Context, l Layout, ref core.SessionRef) 
 		return "", err
 	}
 	if d != "" && ref.AgentID == "" {
-		main := MainFile(d, ref.SessionID)
-		if _, err := os.Stat(main + SealedSuffix); err == nil {
+		main := claudedir.MainFile(d, ref.SessionID)
+		if _, err := os.Stat(main + claudedir.SealedSuffix); err == nil {
 			return main, nil
 		}
 	}
 	if d != "" && ref.AgentID != "" {
 		var found string
-		want := "agent-" + ref.AgentID + ".jsonl" + SealedSuffix
+		want := "agent-" + ref.AgentID + ".jsonl" + claudedir.SealedSuffix
 		err := filepath.WalkDir(filepath.Join(d, ref.SessionID, "subagents"), func(p string, de fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
@@ -499,7 +500,7 @@ func (st *sealedStore) find(ctx context.Context, l Layout, ref core.SessionRef) 
 				return err
 			}
 			if !de.IsDir() && de.Name() == want {
-				found = strings.TrimSuffix(p, SealedSuffix)
+				found = strings.TrimSuffix(p, claudedir.SealedSuffix)
 				return filepath.SkipAll
 			}
 			return nil

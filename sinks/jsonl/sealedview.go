@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/internal/memfs"
 	"github.com/e0dc0000/scribe/internal/seal"
 )
 
@@ -68,6 +70,64 @@ func DecryptArchiveInto(ctx context.Context, dir string, o seal.Options, environ
 }
 
 func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport, error) {
+	return st.decryptEach(ctx, func(rel string, plain []byte, mod time.Time) error {
+		err := writeViewFile(view, rel, plain, mod)
+		clear(plain)
+		return err
+	})
+}
+
+// DecryptFS decrypts every transcript of the sink's sealed archive into
+// memory: an FS holding each at the path its plain file would have (the
+// sealed file's name without its suffix), with the sealed file's mtime, for
+// a Layout to read with no decrypted byte on disk.
+func (s *Sink) DecryptFS(ctx context.Context) (FS, ViewReport, error) {
+	if s.sealed == nil {
+		return nil, ViewReport{}, fmt.Errorf("%s is not a sealed archive", s.opts.ConfigDir)
+	}
+	return s.sealed.decryptFS(ctx)
+}
+
+// DecryptArchiveFS is DecryptFS for the sealed archive in dir, opened with o.
+func DecryptArchiveFS(ctx context.Context, dir string, o seal.Options, environ []string) (FS, ViewReport, error) {
+	st, err := newSealedStore(dir, o, environ, nil)
+	if err != nil {
+		return nil, ViewReport{}, err
+	}
+	if st == nil {
+		return nil, ViewReport{}, fmt.Errorf("%s is not a sealed archive", dir)
+	}
+	return st.decryptFS(ctx)
+}
+
+func (st *sealedStore) decryptFS(ctx context.Context) (FS, ViewReport, error) {
+	m := &memfs.FS{}
+	rep, err := st.decryptEach(ctx, func(rel string, plain []byte, mod time.Time) error {
+		m.Add(filepath.Join(st.root, rel), plain, mod)
+		return nil
+	})
+	if err != nil {
+		return nil, rep, err
+	}
+	return MemFS(m), rep, nil
+}
+
+// MemFS is the FS of a tree of files in memory.
+func MemFS(m *memfs.FS) FS { return memFS{m} }
+
+type memFS struct{ *memfs.FS }
+
+func (m memFS) Open(name string) (File, error) {
+	f, err := m.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// decryptEach decrypts every transcript of the archive, handing each to
+// put with its path relative to the archive and its sealed file's mtime.
+func (st *sealedStore) decryptEach(ctx context.Context, put func(rel string, plain []byte, mod time.Time) error) (ViewReport, error) {
 	var rep ViewReport
 	// Sealed transcripts without the key file are not "nothing recorded
 	// yet": dataKey refuses them, naming the missing key.
@@ -88,23 +148,23 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, ".jsonl"+SealedSuffix+ExtentSuffix) {
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl"+claudedir.SealedSuffix+claudedir.ExtentSuffix) {
 			// An extent record whose file is gone: a deleted transcript.
-			disk := strings.TrimSuffix(p, ExtentSuffix)
+			disk := strings.TrimSuffix(p, claudedir.ExtentSuffix)
 			if _, err := os.Lstat(disk); errors.Is(err, fs.ErrNotExist) {
-				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, SealedSuffix), false)
+				_, _, _, err := st.read(ctx, strings.TrimSuffix(disk, claudedir.SealedSuffix), false)
 				return rep.leaveOut(err)
 			}
 			return nil
 		}
-		if d.IsDir() || !strings.HasSuffix(p, ".jsonl"+SealedSuffix) {
+		if d.IsDir() || !strings.HasSuffix(p, ".jsonl"+claudedir.SealedSuffix) {
 			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		plainName := strings.TrimSuffix(p, SealedSuffix)
+		plainName := strings.TrimSuffix(p, claudedir.SealedSuffix)
 		plain, _, t, err := st.read(ctx, plainName, false)
 		if err != nil {
 			return rep.leaveOut(err)
@@ -116,9 +176,7 @@ func (st *sealedStore) decryptTo(ctx context.Context, view *os.Root) (ViewReport
 		if err != nil {
 			return err
 		}
-		err = writeViewFile(view, rel, plain, fi.ModTime())
-		clear(plain)
-		if err != nil {
+		if err := put(rel, plain, fi.ModTime()); err != nil {
 			return fmt.Errorf("decrypt %s into the view: %w", p, err)
 		}
 		rep.Files++

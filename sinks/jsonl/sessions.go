@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 )
@@ -54,7 +55,7 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 			} else if !e.IsDir() {
 				continue
 			}
-			if !IsSessionID(id) {
+			if !claudedir.IsSessionID(id) {
 				continue
 			}
 			id = strings.ToLower(id)
@@ -90,15 +91,15 @@ func TranscriptFiles(projectDir, id string) ([]TranscriptFile, int64) {
 			size += fi.Size()
 		}
 	}
-	main := MainFile(projectDir, id)
+	main := claudedir.MainFile(projectDir, id)
 	add(main, TranscriptFile{})
-	agents, _ := walkAgents(context.Background(), main, "")
+	agents, _ := walkAgents(context.Background(), nil, main, "")
 	for _, a := range agents {
 		if a.id != "" {
 			add(a.path, TranscriptFile{AgentID: a.id})
 		}
 	}
-	add(SidecarFile(projectDir, id), TranscriptFile{Sidecar: true})
+	add(claudedir.SidecarFile(projectDir, id), TranscriptFile{Sidecar: true})
 	return files, size
 }
 
@@ -106,7 +107,7 @@ func TranscriptFiles(projectDir, id string) ([]TranscriptFile, int64) {
 // first in the project folder of cwd (when given). A session the store
 // does not hold is core.ErrNotFound, worded as the summary loader says it.
 func (l Layout) OpenTranscript(id, cwd string) (*os.File, error) {
-	if !IsSessionID(id) {
+	if !claudedir.IsSessionID(id) {
 		return nil, fmt.Errorf("%q is not a session id: %w", id, core.ErrNotFound)
 	}
 	dir, err := l.FindSession(id, cwd)
@@ -116,7 +117,7 @@ func (l Layout) OpenTranscript(id, cwd string) (*os.File, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("no transcript: %w", core.ErrNotFound)
 	}
-	path := MainFile(dir, id)
+	path := claudedir.MainFile(dir, id)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s is gone: %w", path, core.ErrNotFound)

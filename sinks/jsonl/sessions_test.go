@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 )
 
@@ -26,13 +27,13 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(MainFile(pa, a), "main\n")
-	put(AgentFile(pa, a, "z1"), "z\n")
+	put(claudedir.MainFile(pa, a), "main\n")
+	put(claudedir.AgentFile(pa, a, "z1"), "z\n")
 	put(filepath.Join(pa, a, "subagents", "nested", "agent-a2.jsonl"), "nested\n")
 	put(filepath.Join(pa, a, "subagents", "agent-.jsonl"), "no id\n")
-	put(SidecarFile(pa, a), "side\n")
-	put(MainFile(pb, a), "a copy in a later folder\n")
-	put(SidecarFile(pb, b), "only a sidecar\n")
+	put(claudedir.SidecarFile(pa, a), "side\n")
+	put(claudedir.MainFile(pb, a), "a copy in a later folder\n")
+	put(claudedir.SidecarFile(pb, b), "only a sidecar\n")
 	put(filepath.Join(pb, "not-a-session.jsonl"), "x\n")
 
 	got, err := l.StoredSessions()
@@ -48,7 +49,7 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 		names = append(names, filepath.Base(f.Path)+"/"+f.AgentID+map[bool]string{true: "/side"}[f.Sidecar])
 	}
 	want := "a.jsonl/,agent-z1.jsonl/z1,agent-a2.jsonl/a2,scribe-lifecycle.jsonl//side" // agent-z1 sorts before nested/
-	if strings.Join(names, ",") != strings.ReplaceAll(want, "a.jsonl/", filepath.Base(MainFile(pa, a))+"/") || size != int64(len("main\nz\nnested\nside\n")) {
+	if strings.Join(names, ",") != strings.ReplaceAll(want, "a.jsonl/", filepath.Base(claudedir.MainFile(pa, a))+"/") || size != int64(len("main\nz\nnested\nside\n")) {
 		t.Fatalf("files %v (%d bytes)", names, size)
 	}
 	if none, err := (Layout{ConfigDir: t.TempDir()}).StoredSessions(); err != nil || len(none) != 0 {
@@ -62,7 +63,7 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 func TestReplaceTranscript(t *testing.T) {
 	l := Layout{ConfigDir: t.TempDir()}
 	const id = "0565a3a4-0000-4000-8000-00000000000c"
-	path := AgentFile(l.ProjectDir("/w/c"), id, "x")
+	path := claudedir.AgentFile(l.ProjectDir("/w/c"), id, "x")
 	steps := []struct{ data, status string }{
 		{"one\n", ReplaceCreated}, {"one\n", ReplaceUnchanged}, {"two\n", ReplaceReplaced},
 	}
@@ -89,7 +90,7 @@ func TestReplaceTranscript(t *testing.T) {
 	if _, err := l.OpenTranscript(id, ""); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("OpenTranscript of a session with no main file: %v", err)
 	}
-	if err := os.WriteFile(MainFile(l.ProjectDir("/w/c"), id), []byte("m\n"), 0o600); err != nil {
+	if err := os.WriteFile(claudedir.MainFile(l.ProjectDir("/w/c"), id), []byte("m\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f, err := l.OpenTranscript(id, "/w/c")

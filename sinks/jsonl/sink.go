@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 )
 
@@ -407,9 +408,9 @@ func (s *Sink) fileFor(ss *session, agentID string) (*file, error) {
 
 func (s *Sink) path(ss *session, agentID string) string {
 	if agentID != "" {
-		return AgentFile(ss.dir, ss.id, agentID)
+		return claudedir.AgentFile(ss.dir, ss.id, agentID)
 	}
-	return MainFile(ss.dir, ss.id)
+	return claudedir.MainFile(ss.dir, ss.id)
 }
 
 // Seed implements core.Seeder: it takes the session's lock, so no other

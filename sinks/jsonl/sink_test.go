@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 )
@@ -49,17 +50,19 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(s, "\n")
 }
 
-func mainPath(dir string) string { return MainFile(Layout{dir}.ProjectDir(cwd), sess) }
+func mainPath(dir string) string {
+	return claudedir.MainFile(Layout{ConfigDir: dir}.ProjectDir(cwd), sess)
+}
 
 func TestSinkContract(t *testing.T) {
 	coretest.RunSinkContract(t, coretest.SinkHarness{
 		New: func(t *testing.T) core.Sink { return newSink(t, t.TempDir(), nil) },
 		Read: func(t *testing.T, s core.Sink, ref core.SessionRef) []string {
-			dir := Layout{s.(*Sink).opts.ConfigDir}.ProjectDir(ref.CWD)
+			dir := Layout{ConfigDir: s.(*Sink).opts.ConfigDir}.ProjectDir(ref.CWD)
 			if ref.AgentID != "" {
-				return readLines(t, AgentFile(dir, ref.SessionID, ref.AgentID))
+				return readLines(t, claudedir.AgentFile(dir, ref.SessionID, ref.AgentID))
 			}
-			return readLines(t, MainFile(dir, ref.SessionID))
+			return readLines(t, claudedir.MainFile(dir, ref.SessionID))
 		},
 		Sessions:   true,
 		Sidechains: true,
@@ -89,15 +92,15 @@ func TestLayoutModesAndSubagents(t *testing.T) {
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	proj := Layout{dir}.ProjectDir(cwd)
-	if got := readLines(t, MainFile(proj, sess)); len(got) != 1 || got[0] != main {
+	proj := Layout{ConfigDir: dir}.ProjectDir(cwd)
+	if got := readLines(t, claudedir.MainFile(proj, sess)); len(got) != 1 || got[0] != main {
 		t.Errorf("main file: %q", got)
 	}
-	agent := AgentFile(proj, sess, "a1b2c3")
+	agent := claudedir.AgentFile(proj, sess, "a1b2c3")
 	if got := readLines(t, agent); len(got) != 1 || got[0] != side {
 		t.Errorf("agent file: %q", got)
 	}
-	for _, p := range []string{MainFile(proj, sess), agent} {
+	for _, p := range []string{claudedir.MainFile(proj, sess), agent} {
 		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s mode %v, want 0600", p, fi.Mode().Perm())
 		}
@@ -267,7 +270,7 @@ func TestWriteErrorKeepsEntriesQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A file where the project folder should be makes the write fail.
-	proj := Layout{dir}.ProjectDir(cwd)
+	proj := Layout{ConfigDir: dir}.ProjectDir(cwd)
 	if err := os.MkdirAll(filepath.Dir(proj), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +297,7 @@ func TestWriteErrorKeepsEntriesQueued(t *testing.T) {
 
 func TestAppendsToExistingSessionInAnotherProjectFolder(t *testing.T) {
 	dir := t.TempDir()
-	other := MainFile(Layout{dir}.ProjectDir("/elsewhere"), sess)
+	other := claudedir.MainFile(Layout{ConfigDir: dir}.ProjectDir("/elsewhere"), sess)
 	_ = os.MkdirAll(filepath.Dir(other), 0o700)
 	first := coretest.Line("user", sess, "u-1", "")
 	_ = os.WriteFile(other, []byte(first+"\n"), 0o600)

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"golang.org/x/sys/unix"
 )
@@ -49,66 +50,17 @@ var ErrTrashDamaged = errors.New("trash item does not match its manifest")
 // ErrTrashNotFound is returned for a trash reference that names no item.
 var ErrTrashNotFound = errors.New("no such trash item")
 
-// TrashFile is one file (or folder, or symlink) of a trash item.
-type TrashFile struct {
-	// Path is where it was, relative to the config dir, '/'-separated.
-	Path    string    `json:"path"`
-	Dir     bool      `json:"dir,omitempty"`
-	Link    string    `json:"link,omitempty"`
-	Size    int64     `json:"size"`
-	SHA256  string    `json:"sha256,omitempty"`
-	Mode    uint32    `json:"mode"`
-	ModTime time.Time `json:"mtime"`
-}
-
-// TrashItem is one session's copy in one project folder, moved to the trash.
-type TrashItem struct {
-	Format    int    `json:"format"`
-	ID        string `json:"id"`
-	SessionID string `json:"sessionId"`
-	// Project is the project folder's name under projects/.
-	Project string `json:"project"`
-	Cwd     string `json:"cwd,omitempty"`
-	Title   string `json:"title,omitempty"`
-	// Reason is the command that moved it: rm, gc, relocate.
-	Reason    string    `json:"reason"`
-	TrashedAt time.Time `json:"trashedAt"`
-	// Entries are the names moved out of the project folder.
-	Entries []string    `json:"entries"`
-	Files   []TrashFile `json:"files"`
-	Bytes   int64       `json:"bytes"`
-	// Complete is false while (or if a crash stopped) the move.
-	Complete bool `json:"complete"`
-	// Sealed: the item's files are encrypted (trashseal.go).
-	Sealed bool `json:"sealed,omitempty"`
-	// DeletionMarkers are the SDK's deletion markers rm wrote for it
-	// (deletemarkers.go); restore removes them.
-	DeletionMarkers []string `json:"deletionMarkers,omitempty"`
-	// MarkersRemoved, in what restore returns, counts the deletion
-	// markers it removed.
-	MarkersRemoved int `json:"markersRemoved,omitempty"`
-}
-
-// TrashOptions tune a move to the trash.
-type TrashOptions struct {
-	Reason   string
-	LockWait time.Duration
-	DryRun   bool
-	Now      func() time.Time
-	// Seal, when set, encrypts the item's files once the move is durable
-	// (an age sealer's SealBytes).
-	Seal func([]byte) ([]byte, error)
-	// Markers writes the SDK's deletion markers before the move, as its
-	// deleteSession does (rm).
-	Markers bool
-}
-
 // TrashDir is <config dir>/scribe/trash.
 func (l Layout) TrashDir() string { return filepath.Join(l.ConfigDir, "scribe", "trash") }
 
 // sessionEntries lists the names in projectDir that belong to session id.
 func sessionEntries(projectDir, id string) ([]string, error) {
-	ents, err := os.ReadDir(projectDir)
+	return sessionEntriesIn(nil, projectDir, id)
+}
+
+// sessionEntriesIn is sessionEntries in fsys.
+func sessionEntriesIn(fsys FS, projectDir, id string) ([]string, error) {
+	ents, err := fsOf(fsys).ReadDir(projectDir)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +81,7 @@ func (l Layout) sessionFolders(id string) ([]string, error) {
 	}
 	var out []string
 	for _, folder := range folders {
-		if names, _ := sessionEntries(l.ProjectFolder(folder), id); len(names) > 0 {
+		if names, _ := sessionEntriesIn(l.FS, l.ProjectFolder(folder), id); len(names) > 0 {
 			out = append(out, folder)
 		}
 	}
@@ -138,18 +90,18 @@ func (l Layout) sessionFolders(id string) ([]string, error) {
 
 // describeTree lists every file under root/rel (rel included) with its
 // hash, as manifest entries relative to base.
-func describeTree(base, rel string) ([]TrashFile, error) {
+func describeTree(base, rel string) ([]TrashFile, error) { return describeTreeIn(nil, base, rel) }
+
+// describeTreeIn is describeTree in fsys (links not followed), in lexical
+// order as filepath.WalkDir walks.
+func describeTreeIn(fsys FS, base, rel string) ([]TrashFile, error) {
+	fsys = fsOf(fsys)
 	var out []TrashFile
-	err := filepath.WalkDir(filepath.Join(base, rel), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
+	var walk func(p string, fi fs.FileInfo) error
+	walk = func(p string, fi fs.FileInfo) error {
 		r, _ := filepath.Rel(base, p)
 		tf := TrashFile{Path: filepath.ToSlash(r), Mode: uint32(fi.Mode().Perm()), ModTime: fi.ModTime().UTC()}
+		var err error
 		switch {
 		case fi.IsDir():
 			tf.Dir = true
@@ -157,24 +109,51 @@ func describeTree(base, rel string) ([]TrashFile, error) {
 			tf.Link, err = os.Readlink(p)
 		case fi.Mode().IsRegular():
 			tf.Size = fi.Size()
-			tf.SHA256, err = hashFile(p)
+			tf.SHA256, err = hashFileIn(fsys, p)
 		default:
 			return fmt.Errorf("%s: not a regular file, folder or symlink", p)
 		}
 		out = append(out, tf)
-		return err
-	})
-	return out, err
+		if err != nil || !fi.IsDir() {
+			return err
+		}
+		ents, err := fsys.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			cfi, err := e.Info()
+			if err != nil {
+				return err
+			}
+			if err := walk(filepath.Join(p, e.Name()), cfi); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	root := filepath.Join(base, rel)
+	fi, err := fsys.Lstat(root)
+	if err != nil {
+		return nil, err
+	}
+	return out, walk(root, fi)
 }
 
-func hashFile(p string) (string, error) {
-	f, err := os.Open(p)
+func hashFile(p string) (string, error) { return hashFileIn(nil, p) }
+
+func hashFileIn(fsys FS, p string) (string, error) {
+	f, err := fsOf(fsys).Open(p)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, fi.Size())); err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -195,7 +174,7 @@ func sameDevice(a, b string) (bool, error) {
 // folder holding it) to the trash, under its lock, and drops it from the
 // sessions index. With DryRun it only says what it would move.
 func (l Layout) MoveToTrash(ctx context.Context, id string, opt TrashOptions) ([]TrashItem, error) {
-	if !IsSessionID(id) {
+	if !claudedir.IsSessionID(id) {
 		return nil, fmt.Errorf("trash: %w: session %q (not a UUID)", ErrBadID, id)
 	}
 	folders, err := l.sessionFolders(id)
@@ -236,7 +215,7 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	}
 	it := TrashItem{Format: TrashFormat, ID: at.Format("20060102T150405.000000000Z") + "-" + id, SessionID: id,
 		Project: folder, Reason: opt.Reason, TrashedAt: at, Entries: names}
-	if info, ok, _ := ReadLite(MainFile(projectDir, id), ""); ok {
+	if info, ok, _ := ReadLite(claudedir.MainFile(projectDir, id), ""); ok {
 		it.Cwd, it.Title = info.Cwd, info.Summary
 	}
 	for _, n := range names {
@@ -281,7 +260,7 @@ func (l Layout) trashOne(id, folder string, opt TrashOptions, at time.Time) (Tra
 	for _, n := range names {
 		if err := os.Rename(filepath.Join(projectDir, n), filepath.Join(data, n)); err != nil {
 			err = fmt.Errorf("move %s to the trash: %w", n, err)
-			if _, statErr := os.Lstat(MainFile(projectDir, id)); statErr == nil && len(it.DeletionMarkers) > 0 {
+			if _, statErr := os.Lstat(claudedir.MainFile(projectDir, id)); statErr == nil && len(it.DeletionMarkers) > 0 {
 				// The transcript is still there: its markers would stop
 				// Claude Code from saving it.
 				if _, merr := l.removeDeletionMarkers(it); merr != nil {
@@ -363,7 +342,7 @@ func isTrashID(name string) bool {
 			return false
 		}
 	}
-	return IsSessionID(name[stamp:])
+	return claudedir.IsSessionID(name[stamp:])
 }
 
 // FindTrash resolves a trash id, a session id or a unique prefix of

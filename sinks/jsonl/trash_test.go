@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
 )
 
 // rm of a session a live writer holds is refused and moves nothing; with a
@@ -21,7 +23,7 @@ func TestMoveToTrashRefusesALiveWriter(t *testing.T) {
 	if _, err := l.MoveToTrash(context.Background(), id, TrashOptions{Reason: "rm"}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("MoveToTrash of a held session: %v, want ErrLocked", err)
 	}
-	if _, err := os.Stat(MainFile(l.ProjectDir("/work/gc"), id)); err != nil {
+	if _, err := os.Stat(claudedir.MainFile(l.ProjectDir("/work/gc"), id)); err != nil {
 		t.Fatalf("the refused rm moved the transcript: %v", err)
 	}
 	if items, _, _ := l.ListTrash(); len(items) != 0 {
@@ -50,7 +52,7 @@ func TestMoveToTrashForgetsTheIndexEntry(t *testing.T) {
 	if _, _, err := l.ListIndexed(context.Background(), ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	folder := SanitizePath("/work/gc")
+	folder := claudedir.SanitizePath("/work/gc")
 	if x := ixLoadAll(t, l)[folder]; x[gone+".jsonl"] == nil || x[keep+".jsonl"] == nil {
 		t.Fatalf("the index lacks the sessions before rm: %v", x)
 	}

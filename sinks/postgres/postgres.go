@@ -6,7 +6,7 @@
 // The table (default claude_session_entries):
 //
 //	id          bigserial primary key   append order
-//	project_key text not null           the sanitized cwd (jsonl.SanitizePath)
+//	project_key text not null           the sanitized cwd (claudedir.SanitizePath)
 //	session_id  text not null
 //	subpath     text                    NULL, or subagents/agent-<id>
 //	entry       jsonb not null          the line as an object (the adapter's column)

@@ -13,12 +13,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/testbackend"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/backend/backendtest"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbackend.Main(m)) }
@@ -156,7 +156,7 @@ func TestReferenceAdapterInterop(t *testing.T) {
 	defer conn.Close(ctx)
 	referenceTable(t, ctx, conn)
 	const cwd = "/home/alice/src/shop"
-	pk := jsonl.SanitizePath(cwd)
+	pk := claudedir.SanitizePath(cwd)
 	const sdkSession = "0565a3a4-0000-4000-8000-0000000000b1"
 	sdkLines := []string{
 		coretest.Line(core.TypeUser, sdkSession, "5a000000-0000-4000-8000-000000000001", ""),
@@ -269,7 +269,7 @@ func TestMetadataFollowsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls, err := b.ListSessions(ctx, "")
-	if err != nil || len(ls) != 1 || ls[0].ProjectKey != jsonl.SanitizePath("/home/alice/src/shop") {
+	if err != nil || len(ls) != 1 || ls[0].ProjectKey != claudedir.SanitizePath("/home/alice/src/shop") {
 		t.Fatalf("listing %v %v", ls, err)
 	}
 	if got := backendtest.RawLines(t, b, core.SessionRef{SessionID: sid}); !reflect.DeepEqual(got, []string{first, title}) {

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // maxInsertBytes and maxInsertRows bound one INSERT statement.
@@ -176,14 +176,14 @@ func (s *Store) projectKeys(ctx context.Context, entries []core.Entry) (map[stri
 	for i := range entries {
 		e := &entries[i]
 		if k, ok := keys[e.SessionID]; ok && k == "" && e.CWD != "" {
-			keys[e.SessionID] = jsonl.SanitizePath(e.CWD)
+			keys[e.SessionID] = claudedir.SanitizePath(e.CWD)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sid := range unknown {
 		if keys[sid] == "" {
-			keys[sid] = jsonl.SanitizePath(s.workDir)
+			keys[sid] = claudedir.SanitizePath(s.workDir)
 		}
 		s.projects[sid] = keys[sid]
 	}
@@ -281,7 +281,7 @@ func (s *Store) findProject(ctx context.Context, pool interface {
 }, ref core.SessionRef, sub string) (string, error) {
 	want := ""
 	if ref.CWD != "" {
-		want = jsonl.SanitizePath(ref.CWD)
+		want = claudedir.SanitizePath(ref.CWD)
 	}
 	var pk string
 	err := pool.QueryRow(ctx, `SELECT project_key FROM `+s.table+` WHERE session_id = $1 AND COALESCE(subpath, '') = $2
@@ -352,4 +352,24 @@ func (s *Store) ListSubagents(ctx context.Context, projectKey, sessionID string)
 		}
 	}
 	return out, rows.Err()
+}
+
+// DeleteSession implements backend.Deleter: every row of the session under
+// projectKey, its subpaths too, as the reference adapter's delete of a
+// main key.
+func (s *Store) DeleteSession(ctx context.Context, projectKey, sessionID string) (int, error) {
+	pool, err := s.db(ctx)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE project_key = $1 AND session_id = $2`, projectKey, sessionID)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete %s/%s: %w", projectKey, sessionID, err)
+	}
+	s.mu.Lock()
+	if s.projects[sessionID] == projectKey {
+		delete(s.projects, sessionID)
+	}
+	s.mu.Unlock()
+	return int(tag.RowsAffected()), nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sinks/backend"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // transcriptPrefix is the folder of a transcript's parts.
@@ -97,7 +97,7 @@ func (s *Store) projectKeys(ctx context.Context, entries []core.Entry) (map[stri
 		if k, ok := s.projects[e.SessionID]; ok {
 			keys[e.SessionID] = k
 		} else if e.CWD != "" {
-			keys[e.SessionID] = jsonl.SanitizePath(e.CWD)
+			keys[e.SessionID] = claudedir.SanitizePath(e.CWD)
 		} else {
 			keys[e.SessionID] = ""
 		}
@@ -112,7 +112,7 @@ func (s *Store) projectKeys(ctx context.Context, entries []core.Entry) (map[stri
 			return nil, err
 		}
 		if pk == "" {
-			pk = jsonl.SanitizePath(s.workDir)
+			pk = claudedir.SanitizePath(s.workDir)
 		}
 		keys[sid] = pk
 	}
@@ -269,7 +269,7 @@ func (s *Store) partKeys(ctx context.Context, prefix string) ([]string, error) {
 func (s *Store) findProject(ctx context.Context, ref core.SessionRef, sub string) (string, error) {
 	var first []string
 	if ref.CWD != "" {
-		first = append(first, jsonl.SanitizePath(ref.CWD))
+		first = append(first, claudedir.SanitizePath(ref.CWD))
 	}
 	s.mu.Lock()
 	if pk, ok := s.projects[ref.SessionID]; ok {
@@ -427,4 +427,35 @@ func (s *Store) ListSubagents(ctx context.Context, projectKey, sessionID string)
 	})
 	sort.Strings(out)
 	return out, err
+}
+
+// DeleteSession implements backend.Deleter: every object under the
+// session's folder of projectKey (its parts and its subpaths' parts), as
+// the reference adapter's delete removes the prefix. Lines still buffered
+// for the session are stored first, so that none is put after the delete
+// or lost without a word.
+func (s *Store) DeleteSession(ctx context.Context, projectKey, sessionID string) (int, error) {
+	if err := s.putParts(ctx, true); err != nil {
+		return 0, err
+	}
+	prefix := s.subpathPrefix(projectKey, sessionID, "")
+	var keys []string
+	if err := s.listKeys(ctx, prefix, "", func(k string, mt time.Time) {
+		if !mt.IsZero() {
+			keys = append(keys, k)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	for i, k := range keys {
+		if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.cfg.Bucket, Key: &k}); err != nil {
+			return i, fmt.Errorf("s3: delete %s: %w", k, err)
+		}
+	}
+	s.mu.Lock()
+	if s.projects[sessionID] == projectKey {
+		delete(s.projects, sessionID)
+	}
+	s.mu.Unlock()
+	return len(keys), nil
 }

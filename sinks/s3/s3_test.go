@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/internal/testbackend"
 	"github.com/e0dc0000/scribe/sinks/backend/backendtest"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbackend.Main(m)) }
@@ -112,7 +112,7 @@ func TestKeyLayoutAndFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys = listAll(t, s)
-	pk := jsonl.SanitizePath("/home/alice/src/shop")
+	pk := claudedir.SanitizePath("/home/alice/src/shop")
 	if len(keys) != 2 {
 		t.Fatalf("keys %v", keys)
 	}
@@ -148,7 +148,7 @@ func TestReferencePartsAndCompact(t *testing.T) {
 	cfg := configFor(srv)
 	s := newStore(t, srv, cfg)
 	const sid = "0565a3a4-0000-4000-8000-0000000000e2"
-	pk := jsonl.SanitizePath("/home/alice/src/shop")
+	pk := claudedir.SanitizePath("/home/alice/src/shop")
 	var lines []string
 	parent := ""
 	for i := range 6 {
@@ -330,7 +330,7 @@ func TestPartAfterTheLastOne(t *testing.T) {
 	cfg := configFor(srv)
 	s := newStore(t, srv, cfg)
 	const sid = "0565a3a4-0000-4000-8000-0000000000e5"
-	pk := jsonl.SanitizePath("/home/alice/src/shop")
+	pk := claudedir.SanitizePath("/home/alice/src/shop")
 	first := coretest.Line(core.TypeUser, sid, "6f000000-0000-4000-8000-000000000001", "")
 	future := time.Now().Add(24 * time.Hour).UnixMilli()
 	key := "sessions/" + pk + "/" + sid + "/" + partName(future, "zzzzzz")

@@ -33,8 +33,11 @@ func TestBackoff(t *testing.T) {
 	if d := rc.wait(1, RetryAfter(errors.New("429"), time.Hour)); d > maxRetryAfter {
 		t.Fatalf("wait %s above the Retry-After cap", d)
 	}
-	if IsPermanent(errors.New("x")) || !IsPermanent(fmt.Errorf("wrapped: %w", Permanent(errors.New("x")))) {
+	if core.IsPermanent(errors.New("x")) || !core.IsPermanent(fmt.Errorf("wrapped: %w", Permanent(errors.New("x")))) {
 		t.Fatal("IsPermanent")
+	}
+	if got := Permanent(errors.New("x")).Error(); got != "permanent: x" {
+		t.Fatalf("Permanent's message %q, want %q", got, "permanent: x")
 	}
 	if Permanent(nil) != nil || RetryAfter(nil, time.Second) != nil {
 		t.Fatal("nil errors must stay nil")
@@ -73,8 +76,8 @@ func TestResponseError(t *testing.T) {
 			if !errors.As(err, &se) || se.Code != tc.code || !strings.Contains(err.Error(), "nope") {
 				t.Fatalf("error %v", err)
 			}
-			if IsPermanent(err) != tc.permanent || errors.Is(err, ErrUnauthorized) != tc.unauth {
-				t.Fatalf("error %v: permanent %v unauthorized %v", err, IsPermanent(err), errors.Is(err, ErrUnauthorized))
+			if core.IsPermanent(err) != tc.permanent || errors.Is(err, ErrUnauthorized) != tc.unauth {
+				t.Fatalf("error %v: permanent %v unauthorized %v", err, core.IsPermanent(err), errors.Is(err, ErrUnauthorized))
 			}
 			if got := retryAfter(err); got != tc.retryAfter {
 				t.Fatalf("retry after %s, want %s", got, tc.retryAfter)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 )
 
@@ -140,7 +141,7 @@ func (s *Sender) deliver(ctx context.Context, b *Batch) {
 			return
 		case ctx.Err() != nil:
 			return // stopping: the batch stays queued
-		case IsPermanent(err):
+		case core.IsPermanent(err):
 			s.permanent.Add(1)
 			s.finish(b, err)
 			return

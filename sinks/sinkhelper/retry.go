@@ -5,29 +5,21 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/e0dc0000/scribe/core"
 )
 
-// permanentError marks an error that retrying cannot fix.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// Permanent wraps err so that the Sender stops retrying: the entries of the
-// batch that were not delivered are dropped, counted and logged at error
-// level, and the next Flush returns the error. A nil err stays nil.
+// Permanent is core.Permanent for the errors of a network sink: the Sender
+// stops retrying, the entries of the batch that were not delivered are
+// dropped, counted and logged at error level, and the next Flush returns the
+// error. It is core's mark (core.IsPermanent sees it, and the Sender sees
+// core.Permanent's), with the "permanent: " its messages have always
+// started with. A nil err stays nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &permanentError{err: err}
-}
-
-// IsPermanent reports whether err, or an error it wraps, was made by
-// Permanent.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
+	return core.Permanent(fmt.Errorf("permanent: %w", err))
 }
 
 // throttleError carries the delay a server asked for (Retry-After).

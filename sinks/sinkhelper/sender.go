@@ -1,7 +1,9 @@
 // Package sinkhelper is the machinery shared by sinks that send entries to a
 // server: a bounded in-memory queue that spills to an on-disk spool, and a
 // retry loop with exponential backoff, jitter, a timeout per attempt and
-// permanent errors. A network sink is a Sender plus a push function.
+// permanent errors (the Sender); and around it the finished network sink
+// (NetSink: the token, the HTTP client, the counters, the fan-out by
+// session), so that a network sink is a push function and its options.
 //
 //	Write ──► memory queue ──(full │ server failing │ Flush timed out │ Shutdown)──► spool
 //	              │                                                                 │
@@ -58,8 +60,9 @@ const (
 )
 
 // PushFunc delivers a batch. It returns nil when every entry of the batch
-// was delivered (or given up with Batch.Drop); an error wrapped with
-// Permanent to give up on the rest; any other error to be retried. It must
+// was delivered (or given up with Batch.Drop); an error marked permanent
+// (core.Permanent, or Permanent; core.IsPermanent tells) to give up on the
+// rest; any other error to be retried. It must
 // honour ctx, which ends at the attempt's timeout and at Shutdown, and must
 // not change the entries or keep them after it returns.
 type PushFunc func(ctx context.Context, b *Batch) error

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
@@ -17,7 +18,7 @@ const sess = "0565a3a4-0000-4000-8000-000000000001"
 
 func write(t *testing.T, dir string, lines ...string) {
 	t.Helper()
-	p := jsonl.MainFile(jsonl.Layout{ConfigDir: dir}.ProjectDir("/home/alice/src/shop"), sess)
+	p := claudedir.MainFile(jsonl.Layout{ConfigDir: dir}.ProjectDir("/home/alice/src/shop"), sess)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestLoaderContract(t *testing.T) {
 			dir := t.TempDir()
 			l := jsonl.Layout{ConfigDir: dir}
 			for _, s := range sessions {
-				p := jsonl.MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
+				p := claudedir.MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
 				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 					t.Fatal(err)
 				}

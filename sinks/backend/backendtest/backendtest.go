@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
 	"github.com/e0dc0000/scribe/sinks/backend"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 // Store is a backend under test: its sink side fills it, its listing is
@@ -84,7 +84,7 @@ func RunListerContract(t *testing.T, newStore func(t *testing.T) Store) {
 		if err := st.Sink.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		pkA, pkB := jsonl.SanitizePath(cwdA), jsonl.SanitizePath(cwdB)
+		pkA, pkB := claudedir.SanitizePath(cwdA), claudedir.SanitizePath(cwdB)
 		ids := func(ls []backend.Listed) []string {
 			var out []string
 			for _, l := range ls {
