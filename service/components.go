@@ -26,7 +26,7 @@ func Builtin() []core.Factory {
 		events.Factory(),
 		// loaders
 		memcache.LoaderFactory(),
-		summary.Factory(),
+		summary.Factory(func(dir string) summary.Transcripts { return jsonl.Layout{ConfigDir: dir} }),
 		events.LoaderFactory(),
 		// guards
 		guards.EnvFactory(),

@@ -145,3 +145,16 @@ func CheckEntry(store string, e *core.Entry) error {
 type Deleter interface {
 	DeleteSession(ctx context.Context, projectKey, sessionID string) (int, error)
 }
+
+// Compactor is a backend that keeps a transcript in parts (S3: one object
+// per write) and can merge them into one (scribe s3 compact).
+type Compactor interface {
+	Compact(ctx context.Context, ref core.SessionRef) (CompactResult, error)
+}
+
+// CompactResult says what a Compactor did to one transcript.
+type CompactResult struct {
+	Parts  int    // parts merged (0: nothing to do)
+	Bytes  int64  // bytes of the merged part
+	Merged string // key of the merged part
+}

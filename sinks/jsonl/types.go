@@ -1,9 +1,8 @@
 package jsonl
 
 import (
-	"time"
-
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // The types the readers and the changes speak in are the session-store
@@ -35,4 +34,8 @@ const (
 	StatusCompleted   = sessions.StatusCompleted
 )
 
-func ixISO(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+// SessionMessage is one element of getSessionMessages' (or
+// getSubagentMessages') result, with the SDK's JSON: its field names, its
+// key order, and its omission rules. Message holds the transcript's own
+// bytes for the message object.
+type SessionMessage = transcript.SessionMessage

@@ -11,12 +11,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/backend"
 )
 
-// CompactResult says what Compact did to one transcript.
-type CompactResult struct {
-	Parts  int    // parts merged (0: nothing to do)
-	Bytes  int64  // bytes of the merged part
-	Merged string // key of the merged part
-}
+var _ backend.Compactor = (*Store)(nil)
 
 // Compact merges a transcript's parts into one, keeping their bytes in
 // order: it stores the merged part first, under a key that sorts after
@@ -25,27 +20,27 @@ type CompactResult struct {
 // lines twice, which Load serves once by uuid; a crash between them leaves
 // the same, and the next Compact finishes the job. Parts stored while it
 // runs are left alone. Compact the sessions no one is writing.
-func (s *Store) Compact(ctx context.Context, ref core.SessionRef) (CompactResult, error) {
+func (s *Store) Compact(ctx context.Context, ref core.SessionRef) (backend.CompactResult, error) {
 	pk, err := s.findProject(ctx, ref, backend.Subpath(ref))
 	if err != nil {
-		return CompactResult{}, err
+		return backend.CompactResult{}, err
 	}
 	if pk == "" {
-		return CompactResult{}, fmt.Errorf("s3: compact: %w: no parts for %s in bucket %s", core.ErrNotFound, ref.Key(), s.cfg.Bucket)
+		return backend.CompactResult{}, fmt.Errorf("s3: compact: %w: no parts for %s in bucket %s", core.ErrNotFound, ref.Key(), s.cfg.Bucket)
 	}
 	prefix := s.transcriptPrefix(pk, ref)
 	keys, err := s.partKeys(ctx, prefix)
 	if err != nil {
-		return CompactResult{}, err
+		return backend.CompactResult{}, err
 	}
 	if len(keys) < 2 {
-		return CompactResult{}, nil
+		return backend.CompactResult{}, nil
 	}
 	var data []byte
 	for _, k := range keys {
 		b, err := s.get(ctx, k)
 		if err != nil {
-			return CompactResult{}, err
+			return backend.CompactResult{}, err
 		}
 		if len(b) > 0 && b[len(b)-1] != '\n' {
 			b = append(b, '\n')
@@ -57,15 +52,15 @@ func (s *Store) Compact(ctx context.Context, ref core.SessionRef) (CompactResult
 	merged := prefix + "part-" + ms + "-zzzzzz.jsonl"
 	if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.cfg.Bucket, Key: &merged,
 		Body: strings.NewReader(string(data)), ContentLength: &[]int64{int64(len(data))}[0]}); err != nil {
-		return CompactResult{}, fmt.Errorf("s3: compact %s: store the merged part: %w", ref.Key(), err)
+		return backend.CompactResult{}, fmt.Errorf("s3: compact %s: store the merged part: %w", ref.Key(), err)
 	}
 	for _, k := range keys {
 		if k == merged {
 			continue
 		}
 		if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.cfg.Bucket, Key: &k}); err != nil {
-			return CompactResult{}, fmt.Errorf("s3: compact %s: the merged part %s is stored; delete the old part %s: %w", ref.Key(), merged, k, err)
+			return backend.CompactResult{}, fmt.Errorf("s3: compact %s: the merged part %s is stored; delete the old part %s: %w", ref.Key(), merged, k, err)
 		}
 	}
-	return CompactResult{Parts: len(keys), Bytes: int64(len(data)), Merged: merged}, nil
+	return backend.CompactResult{Parts: len(keys), Bytes: int64(len(data)), Merged: merged}, nil
 }

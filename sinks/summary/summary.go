@@ -17,26 +17,35 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
 // Config is the block of a summary loader. It has no options.
 type Config struct{}
 
+// Transcripts is the store the summary loader reads: the local store
+// (jsonl.Layout), which the host passes to Factory.
+type Transcripts interface {
+	// OpenTranscript opens a session's main transcript for reading,
+	// looking first in the project folder of cwd (when given); a session
+	// the store does not hold is core.ErrNotFound.
+	OpenTranscript(id, cwd string) (*os.File, error)
+}
+
 // Loader is the summary loader.
 type Loader struct {
-	layout jsonl.Layout
-	id     core.ID
+	store Transcripts
+	id    core.ID
 }
 
 var _ core.Loader = (*Loader)(nil)
 
-// New returns a loader over Claude's config folder.
-func New(configDir string, id core.ID) *Loader {
-	return &Loader{layout: jsonl.Layout{ConfigDir: configDir}, id: id}
+// New returns a loader over the transcripts of store.
+func New(store Transcripts, id core.ID) *Loader {
+	return &Loader{store: store, id: id}
 }
 
 // Load implements core.Loader.
@@ -44,7 +53,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	if ref.AgentID != "" {
 		return nil, fmt.Errorf("summary: subagents have no compaction summary: %w", core.ErrNotFound)
 	}
-	f, err := l.layout.OpenTranscript(ref.SessionID, ref.CWD)
+	f, err := l.store.OpenTranscript(ref.SessionID, ref.CWD)
 	if err != nil {
 		return nil, fmt.Errorf("summary: %w", err)
 	}
@@ -58,7 +67,7 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 		malformed  int
 		lineNumber int
 	)
-	err = jsonl.EachLine(f, func(line []byte, terminated bool) {
+	err = transcript.EachLine(f, func(line []byte, terminated bool) {
 		lineNumber++
 		n := int64(len(line))
 		if terminated {
@@ -103,15 +112,20 @@ func (l *Loader) Load(ctx context.Context, ref core.SessionRef) (*core.Transcrip
 	return t, nil
 }
 
-// Factory makes summary loaders.
-func Factory() core.LoaderFactory { return factory{} }
+// Factory makes summary loaders, each over the store that store returns
+// for the host's config folder.
+func Factory(store func(configDir string) Transcripts) core.LoaderFactory {
+	return factory{store: store}
+}
 
-type factory struct{}
+type factory struct {
+	store func(configDir string) Transcripts
+}
 
 func (factory) Kind() core.Kind    { return core.KindLoader }
 func (factory) Type() string       { return "summary" }
 func (factory) DefaultConfig() any { return &Config{} }
 
-func (factory) CreateLoader(_ context.Context, set core.Settings, _ any) (core.Loader, error) {
-	return New(set.Host.ConfigDir, set.ID), nil
+func (f factory) CreateLoader(_ context.Context, set core.Settings, _ any) (core.Loader, error) {
+	return New(f.store(set.Host.ConfigDir), set.ID), nil
 }

@@ -3,6 +3,7 @@ package summary
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,14 +12,34 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/core/coretest"
-	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
 const sess = "0565a3a4-0000-4000-8000-000000000001"
 
+// folder is a config folder's transcripts as the loader sees them: the
+// local store's lookup (by cwd, else in every project folder) is the local
+// store's to test; here a session is found in the project folder of its
+// cwd or, without one, of the tests' working directory.
+type folder string
+
+func projectDir(dir, cwd string) string {
+	return filepath.Join(dir, "projects", claudedir.SanitizePath(cwd))
+}
+
+func (f folder) OpenTranscript(id, cwd string) (*os.File, error) {
+	if cwd == "" {
+		cwd = "/home/alice/src/shop"
+	}
+	fh, err := os.Open(claudedir.MainFile(projectDir(string(f), cwd), id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no transcript: %w", core.ErrNotFound)
+	}
+	return fh, err
+}
+
 func write(t *testing.T, dir string, lines ...string) {
 	t.Helper()
-	p := claudedir.MainFile(jsonl.Layout{ConfigDir: dir}.ProjectDir("/home/alice/src/shop"), sess)
+	p := claudedir.MainFile(projectDir(dir, "/home/alice/src/shop"), sess)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +67,7 @@ func TestServesFromTheLastCompactionMarkedPartial(t *testing.T) {
 		coretest.Line("user", sess, "u-2", "c-1"),
 		coretest.Line("assistant", sess, "a-2", "u-2"),
 	)
-	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	tr, err := New(folder(dir), core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +92,7 @@ func TestASummaryLineIsNotACompaction(t *testing.T) {
 		`{"type":"summary","summary":"Login bug fix in auth.ts","leafUuid":"a-1"}`,
 		`{"parentUuid":"gone","type":"user","message":{"role":"user","content":"hi"},"uuid":"u-1","sessionId":"`+sess+`"}`,
 	)
-	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	tr, err := New(folder(dir), core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
 	if !errors.Is(err, core.ErrNotFound) || tr != nil {
 		t.Fatalf("Load = %+v, %v; want a miss", tr, err)
 	}
@@ -92,7 +113,7 @@ func TestASummaryLineAfterTheBoundaryIsKept(t *testing.T) {
 		coretest.Line("user", sess, "u-2", "c-1"),
 		title,
 	)
-	tr, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	tr, err := New(folder(dir), core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +130,11 @@ func TestASummaryLineAfterTheBoundaryIsKept(t *testing.T) {
 func TestNothingToSummarizeIsAMiss(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, coretest.Line("user", sess, "u-1", ""))
-	_, err := New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
+	_, err := New(folder(dir), core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: sess})
 	if !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("Load = %v", err)
 	}
-	_, err = New(dir, core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: "11111111-0000-4000-8000-000000000000"})
+	_, err = New(folder(dir), core.MustParseID("summary/default")).Load(context.Background(), core.SessionRef{SessionID: "11111111-0000-4000-8000-000000000000"})
 	if !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("missing session: %v", err)
 	}
@@ -127,9 +148,8 @@ func TestLoaderContract(t *testing.T) {
 		Compacted: true,
 		New: func(t *testing.T, sessions []coretest.Session) core.Loader {
 			dir := t.TempDir()
-			l := jsonl.Layout{ConfigDir: dir}
 			for _, s := range sessions {
-				p := claudedir.MainFile(l.ProjectDir(s.Ref.CWD), s.Ref.SessionID)
+				p := claudedir.MainFile(projectDir(dir, s.Ref.CWD), s.Ref.SessionID)
 				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 					t.Fatal(err)
 				}
@@ -137,7 +157,7 @@ func TestLoaderContract(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			return New(dir, core.MustParseID("summary/default"))
+			return New(folder(dir), core.MustParseID("summary/default"))
 		},
 	})
 }

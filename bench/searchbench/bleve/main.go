@@ -22,6 +22,7 @@ import (
 
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 type doc struct {
@@ -54,7 +55,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		err = jsonl.EachLine(fh, func(line []byte, _ bool) {
+		err = transcript.EachLine(fh, func(line []byte, _ bool) {
 			bytes += int64(len(line)) + 1
 			for _, d := range search.Documents(line) {
 				b.Index(fmt.Sprint(n), doc{Text: d.Text, Session: f.SessionID, UUID: d.UUID, Role: d.Role})

@@ -20,7 +20,6 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
-	"github.com/e0dc0000/scribe/sinks/s3"
 )
 
 func NewCmdCopy(f *cmdutil.Factory) *cobra.Command {
@@ -437,7 +436,7 @@ nothing is writing.`,
 				return err
 			}
 			defer st.Stop(context.WithoutCancel(cmd.Context()))
-			s3s, ok := st.Loader.(*s3.Store)
+			s3s, ok := st.Loader.(backend.Compactor)
 			if !ok {
 				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--store %s is not an s3 block", storeID)}
 			}
@@ -459,7 +458,7 @@ type compactLine struct {
 	Merged  string `json:"merged,omitempty"`
 }
 
-func runCompact(cmd *cobra.Command, st *cmdutil.Store, s3s *s3.Store, ids []string, asJSON bool) error {
+func runCompact(cmd *cobra.Command, st *cmdutil.Store, s3s backend.Compactor, ids []string, asJSON bool) error {
 	ctx := cmd.Context()
 	var sessions []backend.Listed
 	var err error

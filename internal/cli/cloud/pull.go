@@ -21,6 +21,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/events"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // pullReport is what `scribe pull` prints (--json prints it as is).
@@ -280,7 +281,7 @@ func runPull(ctx context.Context, t *Target, layout jsonl.Layout, id, cwd string
 // localOnly counts the uuids of old that are not in server.
 func localOnly(old []byte, server map[string]bool) int {
 	n := 0
-	_ = jsonl.EachLine(bytes.NewReader(old), func(line []byte, _ bool) {
+	_ = transcript.EachLine(bytes.NewReader(old), func(line []byte, _ bool) {
 		if e, err := core.ParseEntryOwned(line); err == nil && e.UUID != "" && !server[e.UUID] {
 			n++
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/ingress"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // Target is the server push and pull talk to, and the block that
@@ -445,7 +446,7 @@ func (p *pusher) file(ctx context.Context, sid string, f jsonl.TranscriptFile, r
 		sendErr = p.post(ctx, sid, f.Path, batch, res)
 		batch, size = batch[:0], 0
 	}
-	err = jsonl.EachLine(fh, func(line []byte, terminated bool) {
+	err = transcript.EachLine(fh, func(line []byte, terminated bool) {
 		lineNo++
 		p.done.Add(int64(len(line)) + 1)
 		if sendErr != nil {

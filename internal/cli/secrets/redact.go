@@ -19,6 +19,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/seal"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // redactFile is what `scribe redact` did to one file.
@@ -196,7 +197,7 @@ func (rd *redactor) file(s cmdutil.LocalSession, path string) (redactFile, error
 	}
 	var out bytes.Buffer
 	out.Grow(len(old))
-	err = jsonl.EachLine(bytes.NewReader(old), func(line []byte, terminated bool) {
+	err = transcript.EachLine(bytes.NewReader(old), func(line []byte, terminated bool) {
 		red, fs := rd.red.Redact(line)
 		if len(fs) > 0 {
 			rf.Lines++

@@ -19,6 +19,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/transcript"
 )
 
 // redactTargets is what scan and redact share: the store, the redactor of
@@ -161,7 +162,7 @@ func scanSession(red *redact.Redactor, s cmdutil.LocalSession, show bool, rep *s
 		}
 		rep.Files++
 		n := 0
-		err = jsonl.EachLine(fh, func(line []byte, _ bool) {
+		err = transcript.EachLine(fh, func(line []byte, _ bool) {
 			n++
 			rep.Bytes += int64(len(line)) + 1
 			for _, fd := range red.Scan(line) {

@@ -1,0 +1,167 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/reader"
+)
+
+// StoredSession is one session of the store, found by StoredSessions.
+type StoredSession struct {
+	ID         string // lower case
+	ProjectDir string // the project folder that holds it
+}
+
+// StoredSessions lists every session of the store: each <uuid>.jsonl of a
+// project folder, and each <uuid>/ folder (subagents or a sidecar without
+// a main file). A session in two project folders is taken from the first
+// in name order, as FindSession does. A store without projects/ has none.
+func (l Layout) StoredSessions() ([]StoredSession, error) {
+	projects, err := os.ReadDir(l.ProjectsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []StoredSession
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		dir := l.ProjectFolder(p.Name())
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			id := e.Name()
+			if e.Type().IsRegular() {
+				var ok bool
+				if id, ok = strings.CutSuffix(id, ".jsonl"); !ok {
+					continue
+				}
+			} else if !e.IsDir() {
+				continue
+			}
+			if !claudedir.IsSessionID(id) {
+				continue
+			}
+			id = strings.ToLower(id)
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, StoredSession{ID: id, ProjectDir: dir})
+			}
+		}
+	}
+	return out, nil
+}
+
+// TranscriptFile is one file of a session: its main transcript, a
+// subagent's (AgentID), or the sidecar of scribe's lifecycle records and
+// checkpoints (Sidecar).
+type TranscriptFile struct {
+	Path    string
+	AgentID string
+	Sidecar bool
+	Size    int64
+}
+
+// TranscriptFiles lists a session's files in projectDir: the main file (if
+// any), the subagents under <id>/subagents/, depth first in name order as
+// the SDK lists them, then the sidecar (if any); and their total size.
+func TranscriptFiles(projectDir, id string) ([]TranscriptFile, int64) {
+	var files []TranscriptFile
+	var size int64
+	add := func(path string, f TranscriptFile) {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+			f.Path, f.Size = path, fi.Size()
+			files = append(files, f)
+			size += fi.Size()
+		}
+	}
+	main := claudedir.MainFile(projectDir, id)
+	add(main, TranscriptFile{})
+	agents, _ := reader.WalkAgents(context.Background(), nil, main, "")
+	for _, a := range agents {
+		if a.ID != "" {
+			add(a.Path, TranscriptFile{AgentID: a.ID})
+		}
+	}
+	add(claudedir.SidecarFile(projectDir, id), TranscriptFile{Sidecar: true})
+	return files, size
+}
+
+// OpenTranscript opens a session's main transcript for reading, looking
+// first in the project folder of cwd (when given). A session the store
+// does not hold is core.ErrNotFound, worded as the summary loader says it.
+func (l Layout) OpenTranscript(id, cwd string) (*os.File, error) {
+	if !claudedir.IsSessionID(id) {
+		return nil, fmt.Errorf("%q is not a session id: %w", id, core.ErrNotFound)
+	}
+	dir, err := l.FindSession(id, cwd)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("no transcript: %w", core.ErrNotFound)
+	}
+	path := claudedir.MainFile(dir, id)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is gone: %w", path, core.ErrNotFound)
+	}
+	return f, err
+}
+
+// Replace statuses.
+const (
+	ReplaceUnchanged = "unchanged"
+	ReplaceCreated   = "created"
+	ReplaceReplaced  = "replaced"
+)
+
+// ReplaceTranscript makes a file of the store (a path under ProjectsDir,
+// as MainFile, AgentFile and SidecarFile give) hold data atomically, as
+// durable.Replace does; folders made on the way are synced. It leaves a
+// file that already holds data alone (ReplaceUnchanged); else what the
+// file held is kept as <path>.bak-<stamp> (backup). The caller holds the
+// session's lock (LockSession).
+func (l Layout) ReplaceTranscript(path string, data []byte, stamp string) (status, backup string, err error) {
+	if rel, rerr := filepath.Rel(l.ProjectsDir(), path); rerr != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", "", fmt.Errorf("replace %s: not a file of the store %s", path, l.ProjectsDir())
+	}
+	if err := durable.MkdirAll(filepath.Dir(path), layout.DirMode); err != nil {
+		return "", "", err
+	}
+	old, err := os.ReadFile(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", "", err
+	}
+	if exists && bytes.Equal(old, data) {
+		return ReplaceUnchanged, "", nil
+	}
+	backup, err = durable.Replace(path, durable.Options{Perm: layout.FileMode, DirPerm: layout.DirMode, Backup: stamp},
+		func(w io.Writer) error { _, err := w.Write(data); return err })
+	if err != nil {
+		return "", "", err
+	}
+	if exists {
+		return ReplaceReplaced, backup, nil
+	}
+	return ReplaceCreated, "", nil
+}

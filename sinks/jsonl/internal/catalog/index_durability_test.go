@@ -1,0 +1,380 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/sessions"
+)
+
+func TestIndexIncremental(t *testing.T) {
+	ixNoRacy(t)
+	root := t.TempDir()
+	l, _ := ixLayRules(t, root)
+	st := ixList(t, l, "first listing")
+	if !st.Rebuilt || st.Hits != 0 || st.Misses != st.Files || !st.Saved || st.Discarded != "" {
+		t.Fatalf("first listing: %+v", st)
+	}
+	files := st.Files
+	if st = ixList(t, l, "second listing"); st.Hits != files || st.Misses != 0 || st.Saved || st.Rebuilt {
+		t.Fatalf("second listing: %+v", st)
+	}
+
+	proj := filepath.Join(root, "coll", "proj-a")
+	dir := l.ProjectDir(proj)
+	ents, _ := os.ReadDir(dir)
+	var sessions []string
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && claudedir.IsSessionID(id) && e.Type().IsRegular() {
+			sessions = append(sessions, filepath.Join(dir, e.Name()))
+		}
+	}
+
+	// A line appended: that file is read again, the others are hits.
+	ixAppend(t, sessions[0], `{"type":"custom-title","customTitle":"Renamed","sessionId":"x"}`)
+	if st = ixList(t, l, "after an append"); st.Misses != 1 || st.Hits != files-1 || !st.Saved {
+		t.Fatalf("after an append: %+v", st)
+	}
+	got, _, _ := l.ListIndexed(context.Background(), ixAll)
+	found := false
+	for _, s := range got {
+		found = found || (s.Path == sessions[0] && s.CustomTitle == "Renamed")
+	}
+	if !found {
+		t.Fatalf("the renamed session is not listed with its new title")
+	}
+
+	// Rewritten with the same size and mtime: the ctime gives it away.
+	fi, _ := os.Stat(sessions[1])
+	data, _ := os.ReadFile(sessions[1])
+	data = bytes.Replace(data, []byte(`"gitBranch":"main"`), []byte(`"gitBranch":"mayn"`), -1)
+	if err := os.WriteFile(sessions[1], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(sessions[1], fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if st = ixList(t, l, "after a same-size rewrite"); st.Misses != 1 {
+		t.Fatalf("after a same-size rewrite: %+v", st)
+	}
+
+	// A sidecar changed: its session is read again.
+	var side string
+	for _, s := range sessions {
+		p := filepath.Join(strings.TrimSuffix(s, ".jsonl"), "archived.json")
+		if _, err := os.Stat(p); err == nil {
+			side = p
+		}
+	}
+	if err := os.WriteFile(side, []byte(`{"archived":false,"at":"2026-03-01T10:30:00.000Z"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st = ixList(t, l, "after a sidecar change"); st.Misses != 1 {
+		t.Fatalf("after a sidecar change: %+v", st)
+	}
+
+	// A file deleted: its entry is dropped.
+	if err := os.Remove(sessions[2]); err != nil {
+		t.Fatal(err)
+	}
+	if st = ixList(t, l, "after a delete"); st.Dropped != 1 || st.Misses != 0 || st.Hits != files-1 || !st.Saved {
+		t.Fatalf("after a delete: %+v", st)
+	}
+	files--
+
+	// A new file: listed, read once.
+	s := lstNew(proj).user("brand new", "")
+	lstWrite(t, dir, s.id+".jsonl", s.text(), time.Now())
+	if st = ixList(t, l, "after a new file"); st.Misses != 1 || st.Hits != files {
+		t.Fatalf("after a new file: %+v", st)
+	}
+	files++
+
+	// A whole project folder gone.
+	other := l.ProjectDir(filepath.Join(root, "other"))
+	gone, _ := os.ReadDir(other)
+	if err := os.RemoveAll(other); err != nil {
+		t.Fatal(err)
+	}
+	if st = ixList(t, l, "after a folder removal"); st.Dropped != len(gone) || st.Misses != 0 {
+		t.Fatalf("after a folder removal (%d files): %+v", len(gone), st)
+	}
+	if st = ixList(t, l, "at rest"); st.Misses != 0 || st.Saved {
+		t.Fatalf("at rest: %+v", st)
+	}
+}
+
+func TestIndexRacyEntriesAreNotSaved(t *testing.T) {
+	old := ixRacyWindow
+	ixRacyWindow = time.Hour
+	t.Cleanup(func() { ixRacyWindow = old })
+	l, _ := ixLayRules(t, t.TempDir())
+	st := ixList(t, l, "first")
+	if st.Misses != st.Files {
+		t.Fatalf("first: %+v", st)
+	}
+	if st = ixList(t, l, "second"); st.Hits != 0 || st.Misses != st.Files {
+		t.Fatalf("files changed within the racy window were trusted: %+v", st)
+	}
+	ixRacyWindow = 0
+	ixList(t, l, "third")
+	if st = ixList(t, l, "fourth"); st.Misses != 0 {
+		t.Fatalf("outside the window: %+v", st)
+	}
+}
+
+func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
+	ixNoRacy(t)
+	l, _ := ixLayRules(t, t.TempDir())
+	st := ixList(t, l, "build")
+	files := st.Files
+	good, err := os.ReadFile(l.IndexFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, why := ixDecodeHeader(good)
+	if why != "" {
+		t.Fatal(why)
+	}
+	flip := func(off int) []byte {
+		b := bytes.Clone(good)
+		b[off] ^= 0x40
+		return b
+	}
+	if !bytes.Equal(h.encode(), good[:ixHeaderSize]) {
+		t.Fatalf("header does not round-trip")
+	}
+	h2 := h
+	h2.stamp[0] ^= 1
+	other := append(h2.encode(), good[ixHeaderSize:]...) // another build's
+	newer := h.encode()
+	newer[8] = 99
+	binary.LittleEndian.PutUint32(newer[60:], crc32.Checksum(newer[:60], ixCRC))
+	newer = append(newer, good[ixHeaderSize:]...)
+	for _, c := range []struct {
+		name string
+		data []byte
+		why  string
+	}{
+		{"empty file", []byte{}, "short header"},
+		{"garbage", []byte(strings.Repeat("not an index ", 20)), "bad magic"},
+		{"header byte flipped", flip(14), "header checksum"},
+		{"first section byte flipped", flip(ixHeaderSize + int(h.lenA)/2), "first section checksum"},
+		{"second section byte flipped", flip(ixHeaderSize + int(h.lenA) + int(h.lenB)/2), "second section checksum"},
+		{"truncated", good[:len(good)-7], "header says"},
+		{"grown", append(bytes.Clone(good), 0), "header says"},
+		{"another build", other, "another build"},
+		{"another format", newer, "format version 99"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(l.IndexFile(), c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			st := ixList(t, l, c.name)
+			wantRebuilt := c.name != "second section byte flipped"
+			if st.Rebuilt != wantRebuilt || !strings.Contains(st.Discarded, c.why) || !st.Saved {
+				t.Fatalf("%+v, want rebuilt=%v and a reason with %q", st, wantRebuilt, c.why)
+			}
+			// The records need the second section: a damaged one is read
+			// again from the files.
+			if _, err := l.Sessions(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if st := ixList(t, l, c.name+", after"); st.Hits != files || st.Discarded != "" {
+				t.Fatalf("after: %+v", st)
+			}
+		})
+	}
+
+	if err := os.Remove(l.IndexFile()); err != nil {
+		t.Fatal(err)
+	}
+	if st := ixList(t, l, "deleted"); !st.Rebuilt || st.Discarded != "" || st.Misses != files {
+		t.Fatalf("deleted: %+v", st)
+	}
+
+	// An index that cannot be written: the listing is right anyway.
+	if err := os.Remove(l.IndexFile()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(l.IndexFile(), "blocker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if st := ixList(t, l, "unwritable"); st.SaveError == "" || st.Saved || st.Discarded == "" {
+		t.Fatalf("unwritable: %+v", st)
+	}
+}
+
+func TestIndexSecondSectionDamagedForRecords(t *testing.T) {
+	ixNoRacy(t)
+	l, _ := ixLayRules(t, t.TempDir())
+	want, err := l.Sessions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(l.IndexFile())
+	h, _ := ixDecodeHeader(good)
+	good[ixHeaderSize+int(h.lenA)+1] ^= 0x10
+	if err := os.WriteFile(l.IndexFile(), good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, st, err := l.ListRecords(context.Background(), sessions.ListOptions{IncludeProgrammatic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.Discarded, "second section") || st.Misses == 0 || !st.Saved {
+		t.Fatalf("%+v", st)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("records differ after a damaged second section")
+	}
+}
+
+// ixLoadAll decodes the saved index, both sections.
+func ixLoadAll(t *testing.T, l Layout) map[string]map[string]*ixEntry {
+	t.Helper()
+	x, why := l.ixLoad()
+	if x == nil {
+		t.Fatalf("load: %s", why)
+	}
+	defer x.close()
+	if why := x.loadLife(); why != "" {
+		t.Fatalf("load life: %s", why)
+	}
+	return x.folders
+}
+
+func TestIndexRebuiltEqualsIncremental(t *testing.T) {
+	ixNoRacy(t)
+	root := t.TempDir()
+	l, projects := ixLayRules(t, root)
+	ctx := context.Background()
+	ixList(t, l, "start")
+	dir := l.ProjectDir(projects[0])
+	ents, _ := os.ReadDir(dir)
+	k := 0
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if !strings.HasSuffix(p, ".jsonl") || !e.Type().IsRegular() {
+			continue
+		}
+		switch k++; k % 4 {
+		case 0:
+			ixAppend(t, p, `{"type":"tag","tag":"t`+fmt.Sprint(k)+`","sessionId":"x"}`)
+		case 1:
+			ixAppend(t, p, lstNew(projects[0]).user("another prompt", "").lines[0])
+		case 2:
+			os.Remove(p)
+		}
+		if _, _, err := l.ListIndexed(ctx, sessions.ListOptions{Dir: projects[k%len(projects)], IncludeProgrammatic: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := lstNew(projects[1]).user("added late", "").assistant("fine")
+	lstWrite(t, l.ProjectDir(projects[2]), s.id+".jsonl", s.text(), time.Now())
+	ixList(t, l, "after the changes")
+	recs1, err := l.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := ixLoadAll(t, l)
+
+	st, err := l.RebuildIndex(ctx)
+	if err != nil || !st.Rebuilt || st.Hits != 0 || !st.Saved {
+		t.Fatalf("rebuild: %+v %v", st, err)
+	}
+	reb := ixLoadAll(t, l)
+	if !reflect.DeepEqual(inc, reb) {
+		for f, m := range reb {
+			for n, e := range m {
+				if o := inc[f][n]; !reflect.DeepEqual(o, e) {
+					t.Errorf("%s/%s:\nincremental %+v %+v\nrebuilt     %+v %+v", f, n, o, o.life, e, e.life)
+				}
+			}
+			if len(m) != len(inc[f]) {
+				t.Errorf("%s: %d entries rebuilt, %d kept", f, len(m), len(inc[f]))
+			}
+		}
+		t.Fatal("the rebuilt index differs from the one kept up to date")
+	}
+	recs2, err := l.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(recs1, recs2) {
+		t.Fatal("records differ after the rebuild")
+	}
+}
+
+func TestIndexConcurrentListers(t *testing.T) {
+	ixNoRacy(t)
+	root := t.TempDir()
+	l, projects := ixLayRules(t, root)
+	dir := l.ProjectDir(projects[2])
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // a writer adding sessions meanwhile
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := lstNew(projects[2]).user(fmt.Sprint("concurrent ", i), "")
+			if err := os.WriteFile(filepath.Join(dir, s.id+".jsonl"), []byte(s.text()), 0o600); err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var listers sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		listers.Add(1)
+		go func() {
+			defer listers.Done()
+			for i := 0; i < 15; i++ {
+				_, st, err := l.ListIndexed(ctx, ixAll)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if st.Discarded != "" || st.SaveError != "" {
+					errs <- fmt.Errorf("lister saw %+v", st)
+					return
+				}
+			}
+		}()
+	}
+	listers.Wait()
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if st := ixList(t, l, "after the race"); st.Discarded != "" {
+		t.Fatalf("after the race: %+v", st)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(l.IndexFile()))
+	for _, e := range ents {
+		if e.Name() != filepath.Base(l.IndexFile()) {
+			t.Errorf("left behind in the index folder: %s", e.Name())
+		}
+	}
+}

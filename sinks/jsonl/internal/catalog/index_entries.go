@@ -1,0 +1,445 @@
+package catalog
+
+// The sessions index: its entries and the listing through them (see index.go).
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/buildid"
+	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/sessions"
+)
+
+// ---------------------------------------------------------------------------
+// Entries
+
+// ixKey identifies one version of a file. ctime catches a rewrite whose
+// mtime was set back; the inode a file replaced by another.
+type ixKey struct {
+	present            bool
+	size, mtime, ctime int64 // ns
+	ino                uint64
+}
+
+func ixKeyOf(st *unix.Stat_t) ixKey {
+	return ixKey{present: true, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
+}
+
+// ixEntry is what the index knows of one transcript file.
+type ixEntry struct {
+	key ixKey
+	// sideDir is liteCand.hasSideDir when the entry was made; sideTitle
+	// and sideArch identify <id>/custom-title.json and <id>/archived.json
+	// then (only looked at with sideDir).
+	sideDir             bool
+	sideTitle, sideArch ixKey
+	// listed is false for a file List never shows whatever the query (not
+	// readable as a session, sidechain-first, nothing to title it with).
+	listed bool
+	// info is derive's result with no project path (Cwd "" when the file
+	// records none) and without Path, ProjectDir, ProjectPath and
+	// LastEntryTail (which is in life).
+	info sessions.Info
+	// recCwd is the cwd the collision filter compares (tail relocated,
+	// else the first head cwd); contIn the continued-in target, if any.
+	recCwd   string
+	recFound bool
+	contIn   string
+	// life is the second section; nil until loaded.
+	life *ixLife
+	// racy: changed too recently for its key to be trusted; used once,
+	// never saved.
+	racy bool
+	// mark: seen by the listing at hand.
+	mark bool
+}
+
+// ixLife is the lifecycle part of an entry, from the tail window.
+type ixLife struct {
+	tail    []byte // SessionInfo.LastEntryTail
+	model   string
+	tools   []string
+	lastMsg string
+	// lastTS is the last timestamp of the window, convTS that of the last
+	// user or assistant row (ms; ok flags say whether there was one).
+	lastTS, convTS     int64
+	lastTSok, convTSok bool
+	class              core.Interruption
+	state              core.State
+}
+
+// ixRacyWindow: a file whose ctime is this close to the moment it was
+// looked at may change again within the same timestamp tick, without its
+// key changing; such entries are used but not saved.
+var ixRacyWindow = time.Second
+
+// ixCodeStamp identifies the code that derives entries.
+var ixCodeStamp = sync.OnceValue(func() [16]byte { return buildid.Stamp("scribe sessions index") })
+
+// ixIndex is the index in memory: folder name (under projects/) → file
+// name → entry.
+type ixIndex struct {
+	folders map[string]map[string]*ixEntry
+	// src is the index file the entries came from, kept open to read the
+	// second section from the same version of it; listed holds its listed
+	// entries in file order.
+	src    *os.File
+	hdr    ixHeader
+	listed []*ixEntry
+	bTried bool
+}
+
+func (x *ixIndex) get(folder, name string) *ixEntry {
+	if m := x.folders[folder]; m != nil {
+		return m[name]
+	}
+	return nil
+}
+
+func (x *ixIndex) put(folder, name string, e *ixEntry) {
+	m := x.folders[folder]
+	if m == nil {
+		m = make(map[string]*ixEntry)
+		x.folders[folder] = m
+	}
+	m[name] = e
+}
+
+func (x *ixIndex) close() {
+	if x.src != nil {
+		x.src.Close()
+		x.src = nil
+	}
+}
+
+// ixList is the listing through the index. withLife loads (or derives)
+// the second section; rebuild ignores the index file.
+func (l Layout) ixList(ctx context.Context, opt sessions.ListOptions, withLife, rebuild bool, progress func(done, total int)) ([]sessions.Info, []*ixLife, sessions.IndexStats, error) {
+	var st sessions.IndexStats
+	var cands []liteCand
+	if opt.Dir != "" {
+		cands = l.liteDirCands(ctx, opt.Dir, opt.IncludeWorktrees)
+	} else {
+		cands = l.liteAllCands()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, st, err
+	}
+	st.Files = len(cands)
+	x, hadFile := l.ixOpen(rebuild, withLife, &st)
+	defer x.close()
+
+	now := time.Now()
+	keys, sides := ixStatAll(ctx, cands)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, st, err
+	}
+	entries, miss := x.lookup(cands, keys, sides, withLife, &st)
+	ixDeriveMisses(ctx, cands, keys, sides, miss, entries, now.Add(-ixRacyWindow).UnixNano(), progress)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, st, err
+	}
+	changed := x.update(cands, entries, opt.Dir == "", &st) || st.Rebuilt
+	// An empty config folder gets no index folder unless asked for.
+	if changed && (rebuild || hadFile || len(x.folders) > 0) {
+		if why := x.loadLife(); why != "" && st.Discarded == "" {
+			st.Discarded = why
+		}
+		if err := l.ixSave(x); err != nil {
+			st.SaveError = err.Error()
+		} else {
+			st.Saved = true
+		}
+	}
+	infos, lives := ixInfos(ixHits(cands, entries, opt), withLife)
+	return infos, lives, st, nil
+}
+
+// ixOpen loads the index (unless rebuild), or starts an empty one, noting
+// why in st; hadFile is whether an index file was there.
+func (l Layout) ixOpen(rebuild, withLife bool, st *sessions.IndexStats) (x *ixIndex, hadFile bool) {
+	if rebuild {
+		st.Rebuilt = true
+	} else {
+		var why string
+		x, why = l.ixLoad()
+		if x == nil {
+			st.Rebuilt, st.Discarded = true, why
+		}
+		hadFile = x != nil || why != ""
+	}
+	if x == nil {
+		x = &ixIndex{folders: map[string]map[string]*ixEntry{}, bTried: true}
+	}
+	if withLife {
+		if why := x.loadLife(); why != "" {
+			st.Discarded = why
+		}
+	}
+	return x, hadFile
+}
+
+// ixStatAll stats every candidate (and its sidecars, in sides, nil when no
+// session has a folder), in parallel.
+func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]ixKey) {
+	keys = make([]ixKey, len(cands))
+	for i := range cands {
+		if cands[i].hasSideDir {
+			sides = make([][2]ixKey, len(cands))
+			break
+		}
+	}
+	ixParallel(ctx, len(cands), func(i int) {
+		c := &cands[i]
+		var s unix.Stat_t
+		if unix.Lstat(c.path, &s) != nil {
+			return
+		}
+		keys[i] = ixKeyOf(&s)
+		if c.hasSideDir {
+			sides[i] = ixSideKeys(c.projectDir, c.id)
+		}
+	})
+	return keys, sides
+}
+
+// lookup returns the entries the index holds for the candidates as they
+// are on disk, and the candidates it has no such entry for (miss),
+// counted in st.
+func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withLife bool, st *sessions.IndexStats) (entries []*ixEntry, miss []int) {
+	entries = make([]*ixEntry, len(cands))
+	for i := range cands {
+		c := &cands[i]
+		if !keys[i].present {
+			continue // gone since the folder was read: List skips it too
+		}
+		e := x.get(filepath.Base(c.projectDir), filepath.Base(c.path))
+		if e != nil && e.key == keys[i] && e.sideDir == c.hasSideDir &&
+			(!c.hasSideDir || (e.sideTitle == sides[i][0] && e.sideArch == sides[i][1])) &&
+			(!withLife || !e.listed || e.life != nil) {
+			entries[i] = e
+			st.Hits++
+			continue
+		}
+		miss = append(miss, i)
+	}
+	st.Misses = len(miss)
+	return entries, miss
+}
+
+// ixDeriveMisses reads the files of miss into entries; an entry whose file
+// or sidecars changed after racyBefore is marked racy (not saved).
+func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
+	var done atomic.Int64
+	var progMu sync.Mutex
+	liteParallel(ctx, nil, len(miss), func(w *liteWorker, k int) {
+		i := miss[k]
+		e, err := ixDerive(w, &cands[i])
+		if err == nil {
+			e.key, e.sideDir = keys[i], cands[i].hasSideDir
+			var sk [2]ixKey
+			if sides != nil {
+				sk = sides[i]
+			}
+			if e.sideDir {
+				e.sideTitle, e.sideArch = sk[0], sk[1]
+			}
+			e.racy = keys[i].ctime > racyBefore || sk[0].ctime > racyBefore || sk[1].ctime > racyBefore
+			entries[i] = e
+		}
+		if progress != nil {
+			n := int(done.Add(1))
+			progMu.Lock()
+			progress(n, len(miss))
+			progMu.Unlock()
+		}
+	})
+}
+
+// update puts new and changed entries in the index and takes vanished ones
+// out (whole folders too when allProjects), counting them in st; changed
+// is whether the file needs writing.
+func (x *ixIndex) update(cands []liteCand, entries []*ixEntry, allProjects bool, st *sessions.IndexStats) (changed bool) {
+	scanned := make(map[string]bool)
+	for i := range cands {
+		c := &cands[i]
+		folder := filepath.Base(c.projectDir)
+		scanned[folder] = true
+		e := entries[i]
+		if e == nil {
+			continue
+		}
+		e.mark = true
+		if name := filepath.Base(c.path); x.get(folder, name) != e {
+			x.put(folder, name, e)
+			changed = changed || !e.racy
+		}
+	}
+	for folder, m := range x.folders {
+		if !scanned[folder] {
+			// A folder this listing did not read: with every project
+			// listed, it is gone or holds no session any more.
+			if allProjects {
+				st.Dropped += len(m)
+				delete(x.folders, folder)
+			}
+			continue
+		}
+		for name, e := range m {
+			if !e.mark {
+				delete(m, name)
+				st.Dropped++
+			}
+		}
+	}
+	return changed || st.Dropped > 0
+}
+
+// ixHit is a listed session: its entry and its candidate.
+type ixHit struct {
+	e *ixEntry
+	c *liteCand
+}
+
+// ixHits is the listing's page of entries, as List makes it: filtered,
+// one copy per id, newest first.
+func ixHits(cands []liteCand, entries []*ixEntry, opt sessions.ListOptions) []ixHit {
+	hits := make([]ixHit, 0, len(cands))
+	var cw liteCollision
+	for i := range cands {
+		e := entries[i]
+		if e == nil || !e.listed {
+			continue
+		}
+		c := &cands[i]
+		if !opt.IncludeProgrammatic && e.info.IsProgrammatic() {
+			continue
+		}
+		if e.contIn != "" && new(liteWorker).continuedTargetLive(filepath.Join(c.projectDir, e.contIn+".jsonl")) {
+			continue
+		}
+		if c.projectPath != "" && e.recFound && !liteUnderOwn(e.recCwd, c.own) && cw.collides(e.recCwd, c.projectPath) {
+			continue
+		}
+		hits = append(hits, ixHit{e, c})
+	}
+	// Same id in several folders: the newest copy wins, the first one seen
+	// on a tie.
+	idx := make(map[string]int, len(hits))
+	out := hits[:0]
+	for _, h := range hits {
+		if j, dup := idx[h.e.info.SessionID]; dup {
+			if h.e.info.LastModified > out[j].e.info.LastModified {
+				out[j] = h
+			}
+			continue
+		}
+		idx[h.e.info.SessionID] = len(out)
+		out = append(out, h)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := &out[a].e.info, &out[b].e.info
+		if x.LastModified != y.LastModified {
+			return x.LastModified > y.LastModified
+		}
+		return x.SessionID > y.SessionID
+	})
+	out = out[min(max(opt.Offset, 0), len(out)):]
+	if limit := max(opt.Limit, 0); limit > 0 && limit < len(out) {
+		out = out[:limit]
+	}
+	return out
+}
+
+// ixInfos makes the SessionInfo of each hit (copies: the entries stay the
+// index's), and their lifecycle records when withLife.
+func ixInfos(out []ixHit, withLife bool) ([]sessions.Info, []*ixLife) {
+	infos := make([]sessions.Info, len(out))
+	var lives []*ixLife
+	if withLife {
+		lives = make([]*ixLife, len(out))
+	}
+	for k, h := range out {
+		e, c := h.e, h.c
+		info := &infos[k]
+		*info = e.info
+		info.Path, info.ProjectDir, info.ProjectPath = c.path, c.projectDir, c.projectPath
+		if info.Cwd == "" {
+			info.Cwd = c.projectPath
+		}
+		if info.CreatedAt != nil {
+			v := *info.CreatedAt
+			info.CreatedAt = &v
+		}
+		if info.Archived != nil {
+			v := *info.Archived
+			info.Archived = &v
+		}
+		if withLife {
+			lives[k] = e.life
+			if e.life != nil {
+				info.LastEntryTail = e.life.tail
+			}
+		}
+	}
+	return infos, lives
+}
+
+// ixSideKeys identifies a session's two sidecars, as derive opens them
+// (custom-title.json following symlinks, archived.json not).
+func ixSideKeys(projectDir, id string) [2]ixKey {
+	var out [2]ixKey
+	var s unix.Stat_t
+	if unix.Stat(filepath.Join(projectDir, id, "custom-title.json"), &s) == nil {
+		out[0] = ixKeyOf(&s)
+	}
+	if unix.Lstat(filepath.Join(projectDir, id, "archived.json"), &s) == nil {
+		out[1] = ixKeyOf(&s)
+	}
+	return out
+}
+
+// ixDerive reads one transcript as List's process step does and keeps
+// everything the step, and the lifecycle record, need. An error (the file
+// could not be read) is not cached: List skips such a file, and so does
+// the next listing until it can be read.
+func ixDerive(w *liteWorker, c *liteCand) (*ixEntry, error) {
+	win, ok, err := w.read(c.path)
+	if err != nil {
+		return nil, err
+	}
+	e := &ixEntry{}
+	if !ok {
+		return e, nil
+	}
+	w.index(&win)
+	e.contIn, _ = w.tix.continuedIn()
+	info, ok := w.derive(c.id, c.path, &win, "", c.hasSideDir)
+	if !ok {
+		return e, nil
+	}
+	e.listed = true
+	e.recCwd, e.recFound = w.recCwd, w.recFound
+	if !e.recFound {
+		e.recCwd, e.recFound = liteFirstParsed(win.head, "cwd")
+	}
+	e.life = ixLifeOf(win.tail, info.LastEntryTail)
+	info.Path, info.ProjectDir, info.ProjectPath, info.LastEntryTail = "", "", "", nil
+	e.info = info
+	return e, nil
+}
+
+// ixParallel runs fn(i) for i in [0,n) on GOMAXPROCS goroutines.
+func ixParallel(ctx context.Context, n int, fn func(i int)) {
+	_ = durable.Each(ctx, runtime.GOMAXPROCS(0), n, func(_ context.Context, i int) error { fn(i); return nil })
+}

@@ -1,0 +1,258 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+)
+
+// ixNoRacy trusts every file however recently it changed (test files are
+// all written moments before they are listed), for the test's duration.
+func ixNoRacy(t *testing.T) {
+	t.Helper()
+	old := ixRacyWindow
+	ixRacyWindow = 0
+	t.Cleanup(func() { ixRacyWindow = old })
+}
+
+// ixQueries is every listing variant for the whole config and each
+// project path.
+func ixQueries(projects []string) []sessions.ListOptions {
+	qs := []sessions.ListOptions{
+		{IncludeWorktrees: true, IncludeProgrammatic: true},
+		{IncludeWorktrees: true},
+		{IncludeWorktrees: true, IncludeProgrammatic: true, Limit: 3},
+		{IncludeWorktrees: true, IncludeProgrammatic: true, Limit: 4, Offset: 2},
+		{IncludeWorktrees: true, IncludeProgrammatic: true, Offset: 5},
+		{IncludeWorktrees: true, IncludeProgrammatic: true, Offset: 1 << 20},
+	}
+	for _, d := range projects {
+		qs = append(qs,
+			sessions.ListOptions{Dir: d, IncludeWorktrees: true, IncludeProgrammatic: true},
+			sessions.ListOptions{Dir: d, IncludeProgrammatic: true},
+			sessions.ListOptions{Dir: d, IncludeWorktrees: true},
+			sessions.ListOptions{Dir: d, IncludeWorktrees: true, IncludeProgrammatic: true, Limit: 2},
+			sessions.ListOptions{Dir: d, IncludeWorktrees: true, IncludeProgrammatic: true, Limit: 2, Offset: 1},
+		)
+	}
+	return qs
+}
+
+// ixSame fails unless got equals want in every field, the ones JSON never
+// shows included.
+func ixSame(t *testing.T, what string, got, want []sessions.Info) bool {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return true
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s: %d sessions, List has %d\nindex: %v\nList:  %v", what, len(got), len(want), lstIDs(got), lstIDs(want))
+		return false
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			g, _ := json.Marshal(got[i])
+			w, _ := json.Marshal(want[i])
+			t.Errorf("%s: entry %d differs\nindex: %s path=%s dir=%s proj=%s ep=%q kind=%q tail=%.80q\nList:  %s path=%s dir=%s proj=%s ep=%q kind=%q tail=%.80q",
+				what, i, g, got[i].Path, got[i].ProjectDir, got[i].ProjectPath, got[i].Entrypoint, got[i].SessionKind, got[i].LastEntryTail,
+				w, want[i].Path, want[i].ProjectDir, want[i].ProjectPath, want[i].Entrypoint, want[i].SessionKind, want[i].LastEntryTail)
+			return false
+		}
+	}
+	return false
+}
+
+// ixCompare checks every query through the index (twice: as built, then
+// from the saved file) and without the tails against List.
+func ixCompare(t *testing.T, l Layout, qs []sessions.ListOptions) {
+	t.Helper()
+	ctx := context.Background()
+	bad := 0
+	for _, q := range qs {
+		want, err := l.List(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		what := fmt.Sprintf("%+v", q)
+		for pass := 0; pass < 2; pass++ {
+			got, st, err := l.ListIndexed(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.SaveError != "" || st.Discarded != "" {
+				t.Fatalf("%s: %+v", what, st)
+			}
+			if pass == 1 && st.Misses != 0 {
+				t.Errorf("%s: second listing read %d files again (%+v)", what, st.Misses, st)
+			}
+			if !ixSame(t, fmt.Sprintf("%s (pass %d)", what, pass), got, want) {
+				bad++
+			}
+		}
+		lite, _, err := l.ListIndexedWith(ctx, q, sessions.IndexOptions{SkipLastEntryTail: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			want[i].LastEntryTail = nil
+		}
+		if !ixSame(t, what+" without tails", lite, want) {
+			bad++
+		}
+		if bad > 5 {
+			t.Fatal("too many differences")
+		}
+	}
+}
+
+// ixLayRules writes one session for each rule the listing applies that the
+// index must not bend: titles and sidecars, programmatic sessions,
+// continued-in, the collision filter, relocation, duplicates, skipped
+// files, windows far apart, torn tails.
+func ixLayRules(t *testing.T, root string) (Layout, []string) {
+	t.Helper()
+	cfg := filepath.Join(root, "cfg")
+	l := Layout{Layout: layout.Layout{ConfigDir: cfg}}
+	projA := filepath.Join(root, "coll", "proj-a")
+	projB := filepath.Join(root, "coll", "proj", "a") // same folder name as projA
+	projC := filepath.Join(root, "other")
+	for _, d := range []string{projA, projB, projC} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirA, dirC := l.ProjectDir(projA), l.ProjectDir(projC)
+	mt := time.Date(2026, 3, 2, 10, 0, 0, 123456789, time.UTC)
+	n := 0
+	write := func(dir, name, data string) string {
+		n++
+		return lstWrite(t, dir, name, data, mt.Add(time.Duration(n)*1500*time.Microsecond))
+	}
+	big := 150 << 10
+
+	s := lstNew(projA).user("plain prompt", "").assistant("done")
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projA).user("far apart", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("tag", "tag", "docs")
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projA).user("with a sidecar title", "").filler(big)
+	write(dirA, s.id+".jsonl", s.text())
+	write(filepath.Join(dirA, s.id), "custom-title.json", `{"customTitle":"Sidecar"}`)
+	s = lstNew(projA).user("archived", "").assistant("ok")
+	write(dirA, s.id+".jsonl", s.text())
+	write(filepath.Join(dirA, s.id), "archived.json", `{"archived":true,"at":"2026-03-01T10:30:00.000Z"}`)
+	s = lstNew(projA).user("with subagents", "").assistant("ok")
+	write(dirA, s.id+".jsonl", s.text())
+	write(filepath.Join(dirA, s.id, "subagents"), "agent-a1.jsonl", `{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"user","message":{"role":"user","content":"sub"},"uuid":"x","timestamp":"2026-03-01T10:00:00.000Z"}`+"\n")
+	s = lstNew(projA)
+	s.entry = "sdk-ts"
+	s.user("programmatic", "").assistant("ok")
+	write(dirA, s.id+".jsonl", s.text())
+	target := lstNew(projA).user("continuation", "").assistant("ok")
+	write(dirA, target.id+".jsonl", target.text())
+	s = lstNew(projA).user("continued elsewhere", "").assistant("ok").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`)
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projA).user("continued nowhere", "").assistant("ok").raw(`{"type":"continued-in","continuedInSessionId":"` + lstID() + `"}`)
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projB).user("recorded in the colliding folder", "").assistant("ok")
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projA).user("moved", "").raw(`{"type":"relocated","relocatedCwd":` + lstQ(projB) + `,"sessionId":"x"}`)
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projC).user("no cwd in the rows", "")
+	write(dirC, s.id+".jsonl", strings.ReplaceAll(s.text(), `"cwd":`+lstQ(projC)+`,`, ""))
+	s = lstNew(projA).user("torn tail", "").assistant("half")
+	write(dirA, s.id+".jsonl", strings.TrimSuffix(s.text(), "\n"))
+	s = lstNew(projA).user("interrupted prompt", "")
+	write(dirA, s.id+".jsonl", s.text())
+	dup := lstNew(projA).user("duplicate, older", "")
+	write(dirA, dup.id+".jsonl", dup.text())
+	dup.lines = nil
+	dup.user("duplicate, newer", "")
+	write(dirC, dup.id+".jsonl", dup.text())
+
+	// Never listed.
+	s = lstNew(projA).assistant("nobody asked")
+	write(dirA, s.id+".jsonl", s.text())
+	s = lstNew(projA).user("sidechain first", "")
+	s.lines[0] = strings.Replace(s.lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
+	write(dirA, s.id+".jsonl", s.text())
+	write(dirA, lstID()+".jsonl", "")
+	write(dirA, "not-a-uuid.jsonl", lstNew(projA).user("not a uuid", "").text())
+	s = lstNew(projA).user("through a symlink", "")
+	real := write(filepath.Join(root, "elsewhere"), s.id+".jsonl", s.text())
+	if err := os.Symlink(real, filepath.Join(dirA, s.id+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	return l, []string{projA, projB, projC}
+}
+
+func TestIndexEqualsListOnRules(t *testing.T) {
+	ixNoRacy(t)
+	l, projects := ixLayRules(t, t.TempDir())
+	ixCompare(t, l, ixQueries(projects))
+}
+
+func TestIndexEqualsListOnFixture(t *testing.T) {
+	ixNoRacy(t)
+	p := peer.Find(t)
+	root := t.TempDir()
+	cfg := filepath.Join(root, "cfg")
+	cwd := filepath.Join(root, "proj")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.GenFixture(t, cfg, cwd)
+	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, ixQueries([]string{cwd}))
+}
+
+func TestIndexEqualsListOnCorpus(t *testing.T) {
+	ixNoRacy(t)
+	cfg := filepath.Join(t.TempDir(), "cfg")
+	ids, projects, _, _ := lstLayCorpus(t, cfg)
+	if len(ids) < 20 {
+		t.Fatalf("corpus: only %d sessions", len(ids))
+	}
+	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, ixQueries(projects))
+}
+
+// ixAll is every project, SDK defaults.
+var ixAll = sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true}
+
+// ixList lists through the index and checks the answer against List.
+func ixList(t *testing.T, l Layout, what string) sessions.IndexStats {
+	t.Helper()
+	ctx := context.Background()
+	got, st, err := l.ListIndexed(ctx, ixAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.List(ctx, ixAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ixSame(t, what, got, want)
+	return st
+}
+
+func ixAppend(t *testing.T, path, line string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

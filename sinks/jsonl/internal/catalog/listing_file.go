@@ -1,0 +1,327 @@
+package catalog
+
+// The lite listing: reading one file's two windows (see listing.go).
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+)
+
+// ---------------------------------------------------------------------------
+// Reading one file
+
+// liteWin is a file's two windows. tail aliases head for files of 64 KiB
+// or less.
+type liteWin struct {
+	head, tail []byte
+	size       int64
+	mtime      int64
+}
+
+// liteWorker holds one goroutine's buffers.
+type liteWorker struct {
+	fsys   layout.FS // the layout's FS (nil: the files on disk)
+	noTail bool      // leave SessionInfo.LastEntryTail nil
+	buf    []byte    // head window, then tail window
+	side   []byte
+	tix    liteIdx // the tail window's keys
+	hix    liteIdx // the head window's title keys
+	// The tail's relocatedCwd as the last derive found it, reused by the
+	// collision filter.
+	recCwd   string
+	recFound bool
+}
+
+// index prepares the key indexes of a freshly read window pair.
+func (w *liteWorker) index(win *liteWin) {
+	w.tix.reset(win.tail)
+	w.tix.buildAll()
+	w.hix.reset(win.head)
+}
+
+// headTitles returns the index to look up titles in the head with.
+func (w *liteWorker) headTitles(win *liteWin) *liteIdx {
+	if len(win.head) == len(win.tail) && (len(win.head) == 0 || &win.head[0] == &win.tail[0]) {
+		return &w.tix
+	}
+	if !w.hix.titles {
+		w.hix.buildTitles()
+	}
+	return &w.hix
+}
+
+func liteNewWorker(fsys layout.FS) *liteWorker {
+	return &liteWorker{fsys: fsys, buf: make([]byte, 2*claudedir.ListWindow)}
+}
+
+// read opens path as the SDK does (O_NOFOLLOW|O_NONBLOCK: a symlink is an
+// error), requires a regular non-empty file and reads the windows.
+func (w *liteWorker) read(path string) (liteWin, bool, error) {
+	f, err := liteOpenFile(w.fsys, path)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return liteWin{}, false, nil
+		}
+		return liteWin{}, false, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer f.close()
+	st, err := f.stat()
+	if err != nil {
+		return liteWin{}, false, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if !st.regular {
+		return liteWin{}, false, nil
+	}
+	n, err := f.pread(w.buf[:claudedir.ListWindow], 0)
+	if err != nil {
+		return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	if n == 0 {
+		return liteWin{}, false, nil
+	}
+	win := liteWin{head: w.buf[:n], size: st.size, mtime: st.mtime}
+	win.tail = win.head
+	if off := st.size - claudedir.ListWindow; off > 0 {
+		m, err := f.pread(w.buf[claudedir.ListWindow:], off)
+		if err != nil {
+			return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		win.tail = w.buf[claudedir.ListWindow : claudedir.ListWindow+m]
+	}
+	return win, true, nil
+}
+
+// liteFile is a file the listing reads: a descriptor of a file on disk
+// (read with pread, as the SDK reads), or a file of the layout's FS.
+type liteFile struct {
+	fd int
+	f  layout.File
+}
+
+// liteStat is what the listing needs of a file's stat.
+type liteStat struct {
+	size, mtime int64 // mtime in ms, as Node's Stats.mtime.getTime()
+	regular     bool
+}
+
+// liteOpenFile opens path on disk (fsys nil) or in fsys.
+func liteOpenFile(fsys layout.FS, path string) (liteFile, error) {
+	if fsys == nil {
+		fd, err := liteOpen(path)
+		return liteFile{fd: fd}, err
+	}
+	f, err := fsys.Open(path)
+	return liteFile{fd: -1, f: f}, err
+}
+
+func (lf liteFile) stat() (liteStat, error) {
+	if lf.f != nil {
+		fi, err := lf.f.Stat()
+		if err != nil {
+			return liteStat{}, err
+		}
+		mt := fi.ModTime()
+		return liteStat{size: fi.Size(), mtime: liteMillis(mt.Unix(), int64(mt.Nanosecond())), regular: fi.Mode().IsRegular()}, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(lf.fd, &st); err != nil {
+		return liteStat{}, err
+	}
+	return liteStat{size: st.Size, mtime: liteMillis(st.Mtim.Sec, st.Mtim.Nsec), regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
+}
+
+// pread fills b from off as far as the file goes.
+func (lf liteFile) pread(b []byte, off int64) (int, error) {
+	if lf.f != nil {
+		n, err := lf.f.ReadAt(b, off)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return n, err
+	}
+	return litePreadFull(lf.fd, b, off)
+}
+
+func (lf liteFile) close() {
+	if lf.f != nil {
+		lf.f.Close()
+		return
+	}
+	unix.Close(lf.fd)
+}
+
+func liteOpen(path string) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+func litePreadFull(fd int, b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Pread(fd, b[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m <= 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// liteMillis is Node's Stats.mtime.getTime(): sec*1e3 + nsec/1e6 in
+// float64, rounded to an integer as Math.round does.
+func liteMillis(sec, nsec int64) int64 {
+	ms := float64(float64(sec)*1000) + float64(nsec)/1e6
+	r := math.Floor(ms)
+	if ms-r >= 0.5 {
+		r++
+	}
+	return int64(r)
+}
+
+// readLite is getSessionInfo on one known file (no listing filters).
+func (w *liteWorker) readLite(path, id, projectPath string, trySide bool) (sessions.Info, bool, error) {
+	win, ok, err := w.read(path)
+	if err != nil || !ok {
+		return sessions.Info{}, false, err
+	}
+	w.index(&win)
+	info, ok := w.derive(id, path, &win, projectPath, trySide)
+	return info, ok, nil
+}
+
+// process is the SDK's per-file step of listSessions: read, the
+// programmatic filter, continued-in hiding, the sidecars, the fields, the
+// collision filter.
+func (w *liteWorker) process(c *liteCand, includeProgrammatic bool, cw *liteCollision) (sessions.Info, bool) {
+	win, ok, err := w.read(c.path)
+	if err != nil || !ok {
+		return sessions.Info{}, false
+	}
+	w.index(&win)
+	if !includeProgrammatic {
+		if ep, sk, nested, _ := w.programmaticFields(&win); liteProgrammatic(ep, sk, nested) {
+			return sessions.Info{}, false
+		}
+	}
+	if target, ok := w.tix.continuedIn(); ok && w.continuedTargetLive(filepath.Join(c.projectDir, target+".jsonl")) {
+		return sessions.Info{}, false
+	}
+	info, ok := w.derive(c.id, c.path, &win, c.projectPath, c.hasSideDir)
+	if !ok {
+		return sessions.Info{}, false
+	}
+	info.ProjectDir = c.projectDir
+	if c.projectPath != "" {
+		rec, found := w.recCwd, w.recFound
+		if !found {
+			rec, found = liteFirstParsed(win.head, "cwd")
+		}
+		if found && !liteUnderOwn(rec, c.own) && cw.collides(rec, c.projectPath) {
+			return sessions.Info{}, false
+		}
+	}
+	if c.mtime != 0 {
+		info.LastModified = c.mtime
+	}
+	return info, true
+}
+
+// derive computes the SDK's SessionInfo from the windows (its Ca function)
+// plus the two sidecars. ok is false for a sidechain-first file and for a
+// file with nothing to show as a summary.
+func (w *liteWorker) derive(id, path string, win *liteWin, projectPath string, trySide bool) (sessions.Info, bool) {
+	head := win.head
+	first := head
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		first = head[:i]
+	}
+	if bytes.Contains(first, []byte(`"isSidechain":true`)) || bytes.Contains(first, []byte(`"isSidechain": true`)) {
+		return sessions.Info{}, false
+	}
+	dir := filepath.Dir(path)
+	info := sessions.Info{SessionID: id, LastModified: win.mtime, FileSize: win.size, Path: path, ProjectDir: dir, ProjectPath: projectPath}
+
+	// customTitle = tail custom-title ‖ sidecar ‖ head custom-title ‖ tail ai-title ‖ head ai-title
+	tix := &w.tix
+	tailTitle, tailTitleFound := tix.lastKeyed(lkCustomTitle, liteTypeCustomTitle, true)
+	title := tailTitle
+	if title == "" && !tailTitleFound && trySide {
+		title = w.sidecarTitle(filepath.Join(dir, id, "custom-title.json"))
+	}
+	if title == "" {
+		title, _ = w.headTitles(win).lastKeyed(lkCustomTitle, liteTypeCustomTitle, true)
+	}
+	if title == "" {
+		title, _ = tix.lastKeyed(lkAITitle, liteTypeAITitle, true)
+	}
+	if title == "" {
+		title, _ = w.headTitles(win).lastKeyed(lkAITitle, liteTypeAITitle, true)
+	}
+	info.CustomTitle = title
+	info.FirstPrompt = liteFirstPrompt(head)
+	if ts, ok := liteFirstValue(head, &liteKeyTimestamp); ok && ts != "" {
+		if ms, ok := liteDateParse(ts); ok {
+			info.CreatedAt = &ms
+		}
+	}
+	summary := title
+	if summary == "" {
+		summary, _ = tix.lastKeyed(lkLastPrompt, "", false)
+	}
+	if summary == "" {
+		summary, _ = tix.lastKeyed(lkSummary, "", false)
+	}
+	if summary == "" {
+		summary = info.FirstPrompt
+	}
+	if summary == "" {
+		summary = liteMediaPlaceholder(head)
+	}
+	if summary == "" {
+		return sessions.Info{}, false
+	}
+	info.Summary = summary
+	if b, _ := tix.lastValue(lkGitBranch); b != "" {
+		info.GitBranch = b
+	} else if b, _ := liteFirstValue(head, &liteKeyGitBranch); b != "" {
+		info.GitBranch = b
+	}
+	w.recCwd, w.recFound = tix.lastKeyed(lkRelocatedCwd, liteTypeRelocated, false)
+	if c := w.recCwd; c != "" {
+		info.Cwd = c
+	} else if c, _ := liteFirstValue(head, &liteKeyCwd); c != "" {
+		info.Cwd = c
+	} else {
+		info.Cwd = projectPath
+	}
+	info.Tag, _ = tix.lastKeyed(lkTag, liteTypeTag, true)
+	if trySide {
+		info.Archived = w.archived(filepath.Join(dir, id, "archived.json"), win)
+	}
+	info.Entrypoint, info.SessionKind, info.Nested, info.Forked = w.programmaticFields(win)
+	if !w.noTail {
+		info.LastEntryTail = tix.lastEntry()
+	}
+	return info, true
+}

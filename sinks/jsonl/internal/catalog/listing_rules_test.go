@@ -1,0 +1,562 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+)
+
+func TestListRules(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "cfg")
+	l := Layout{Layout: layout.Layout{ConfigDir: cfg}}
+	proj := filepath.Join(root, "rules-proj")
+	// Two existing folders with the same sanitized name (collision filter).
+	collA := filepath.Join(root, "coll", "proj-a")
+	collB := filepath.Join(root, "coll", "proj", "a")
+	longProj := filepath.Join(root, strings.Repeat("very-long-folder-name-", 10)+"end")
+	for _, d := range []string{proj, collA, collB, longProj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if claudedir.SanitizePath(collA) != claudedir.SanitizePath(collB) {
+		t.Fatalf("collision folders sanitize differently")
+	}
+	big := 150 << 10 // puts head and tail windows apart
+	ts := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	longPrompt := strings.Repeat("abcdefghij", 25)
+	surrogateCut := strings.Repeat("x", 199) + "😀" + strings.Repeat("y", 20)
+	surrogateKept := strings.Repeat("x", 198) + "😀" + strings.Repeat("y", 20)
+	hugeText := strings.Repeat("0123456789abcdef", 200<<10/16)
+
+	r := &lstRules{t: t, root: root, cfg: cfg, l: l, proj: proj, collA: collA, collB: collB, longProj: longProj, big: big, ts: ts,
+		longPrompt: longPrompt, surrogateCut: surrogateCut, surrogateKept: surrogateKept, hugeText: hugeText}
+	r.titleCases()
+	r.promptCases()
+	r.parsingCases()
+	r.filterCases()
+	cases, target := r.cases, r.target
+
+	ids, byID := r.write()
+	// A symlinked transcript is not followed.
+	linked := lstNew(proj).user("via a symlink", "")
+	lp := lstWrite(t, filepath.Join(root, "elsewhere"), linked.id+".jsonl", linked.text(), time.Now())
+	if err := os.Symlink(lp, filepath.Join(l.ProjectDir(proj), linked.id+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	ids[linked.id] = proj
+
+	ctx := context.Background()
+	all, err := l.List(ctx, sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]any{}
+	for _, si := range all {
+		b, _ := json.Marshal(si)
+		got[si.SessionID] = lstDecode(t, b).(map[string]any)
+	}
+	lstCheckCases(t, cases, got)
+	if _, ok := got[linked.id]; ok {
+		t.Errorf("a symlinked transcript was listed")
+	}
+
+	r.checkFilters(ctx, all, byID)
+	// Info: the sidechain-first, empty and unknown files give nil; the
+	// listing's filters do not apply.
+	for i := range cases {
+		c := &cases[i]
+		if c.s == nil || !strings.HasPrefix(c.name, "skip: sidechain") && !strings.HasPrefix(c.name, "continued-in: hidden") {
+			continue
+		}
+		info, err := l.Info(ctx, c.s.id, proj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (info != nil) != strings.HasPrefix(c.name, "continued-in") {
+			t.Errorf("Info(%s) = %+v", c.name, info)
+		}
+	}
+	if info, _ := l.Info(ctx, lstID(), ""); info != nil {
+		t.Errorf("Info(unknown) = %+v", info)
+	}
+	if info, _ := l.Info(ctx, "not-a-uuid", ""); info != nil {
+		t.Errorf("Info(not-a-uuid) = %+v", info)
+	}
+
+	// ReadLite on one file, and the scribe-only fields.
+	rl, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), target.id+".jsonl"), proj)
+	if err != nil || !ok || rl.Summary != "the continuation" || rl.Entrypoint != "cli" || rl.ProjectDir != l.ProjectDir(proj) {
+		t.Errorf("ReadLite = %+v, %v, %v", rl, ok, err)
+	}
+	if !bytes.Contains(rl.LastEntryTail, []byte(`"the continuation"`)) {
+		t.Errorf("LastEntryTail = %s", rl.LastEntryTail)
+	}
+	if _, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), "agent-1234abcd.jsonl"), proj); ok || err != nil {
+		t.Errorf("ReadLite(non-UUID) ok=%v err=%v", ok, err)
+	}
+
+	// And the SDK agrees on all of it.
+	p := peer.Find(t)
+	lstCompare(t, p, cfg, lstQueriesFor([]string{proj, collA, collB, longProj}, ids))
+}
+
+// checkFilters checks the listing's filters and pages against all, the
+// listing with every session.
+func (r *lstRules) checkFilters(ctx context.Context, all []sessions.Info, byID map[string]*lstCase) {
+	t, l, proj, collA, collB, longProj := r.t, r.l, r.proj, r.collA, r.collB, r.longProj
+	// Filters.
+	noProg, err := l.List(ctx, sessions.ListOptions{IncludeProgrammatic: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, si := range noProg {
+		if c := byID[si.SessionID]; c != nil && strings.HasPrefix(c.name, "programmatic") {
+			t.Errorf("%s: listed with IncludeProgrammatic false", c.name)
+		}
+	}
+	if len(noProg) != len(all)-2 {
+		t.Errorf("IncludeProgrammatic false hid %d sessions, want 2", len(all)-len(noProg))
+	}
+	names := func(dir string) []string {
+		t.Helper()
+		ls, err := l.List(ctx, sessions.ListOptions{Dir: dir, IncludeWorktrees: true, IncludeProgrammatic: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, si := range ls {
+			out = append(out, byID[si.SessionID].name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got, want := names(collA), []string{"collision: missing folder kept", "collision: proj-a", "duplicate: new copy"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List(proj-a) = %q, want %q", got, want)
+	}
+	if got, want := names(collB), []string{"collision: missing folder kept", "collision: proj/a"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List(proj/a) = %q, want %q", got, want)
+	}
+	if got, want := names(longProj), []string{"long path: hashed folder", "long path: other hash"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List(long path) = %q, want %q", got, want)
+	}
+	// Pages are slices of the full listing.
+	full, _ := l.List(ctx, sessions.ListOptions{Dir: proj, IncludeProgrammatic: true})
+	page, _ := l.List(ctx, sessions.ListOptions{Dir: proj, IncludeProgrammatic: true, Limit: 5, Offset: 3})
+	if len(full) < 8 || !reflect.DeepEqual(lstIDs(page), lstIDs(full[3:8])) {
+		t.Errorf("page 3..8 = %v, want %v", lstIDs(page), lstIDs(full[min(3, len(full)):min(8, len(full))]))
+	}
+}
+
+// write writes every case's transcript (and sidecars) and returns the
+// project path of each id and its case.
+func (r *lstRules) write() (ids map[string]string, byID map[string]*lstCase) {
+	t, l, proj, cases := r.t, r.l, r.proj, r.cases
+	ids = map[string]string{}
+	byID = map[string]*lstCase{}
+	for i := range cases {
+		c := &cases[i]
+		pp := c.proj
+		if pp == "" {
+			pp = proj
+		}
+		dir := l.ProjectDir(pp)
+		if base, ok := strings.CutSuffix(pp, "\x00other"); ok {
+			dir = filepath.Join(l.ProjectsDir(), claudedir.SanitizePath(base)[:claudedir.MaxProjectName]+"-otherhash")
+			pp = base
+		}
+		data := c.file
+		id := c.id
+		if c.s != nil {
+			if data == "" {
+				data = c.s.text()
+			}
+			if id == "" {
+				id = c.s.id
+			}
+		}
+		mt := c.mtime
+		if mt.IsZero() {
+			mt = time.Date(2026, 3, 2, 0, 0, i, i*1_000_123, time.UTC)
+		}
+		lstWrite(t, dir, id+".jsonl", data, mt)
+		for name, content := range c.side {
+			lstWrite(t, filepath.Join(dir, id), name, content.(string), time.Now())
+		}
+		ids[id] = pp
+		byID[id] = c
+	}
+	return ids, byID
+}
+
+// lstCheckCases checks the listing (got, by id) against each case.
+func lstCheckCases(t *testing.T, cases []lstCase, got map[string]map[string]any) {
+	t.Helper()
+	for i := range cases {
+		c := &cases[i]
+		id := c.id
+		if id == "" && c.s != nil {
+			id = c.s.id
+		}
+		e, listed := got[id]
+		if listed != c.listed {
+			t.Errorf("%s: listed=%v, want %v", c.name, listed, c.listed)
+			continue
+		}
+		for k, v := range c.want {
+			gv, has := e[k]
+			if v == nil {
+				if has {
+					t.Errorf("%s: %s = %#v, want absent", c.name, k, gv)
+				}
+				continue
+			}
+			if !has || !reflect.DeepEqual(gv, v) {
+				t.Errorf("%s: %s = %#v, want %#v", c.name, k, gv, v)
+			}
+		}
+	}
+}
+
+// lstRules is TestListRules's world: its folders, the shared texts and
+// the cases, in the order they are written (their mtimes follow it).
+type lstRules struct {
+	t                                       *testing.T
+	root, cfg                               string
+	l                                       Layout
+	proj, collA, collB, longProj            string
+	big                                     int
+	ts                                      func(string) int64
+	longPrompt, surrogateCut, surrogateKept string
+	hugeText                                string
+	cases                                   []lstCase
+	target                                  *lstSession // the continued-in target
+}
+
+func (r *lstRules) add(c lstCase) { r.cases = append(r.cases, c) }
+
+// titleCases adds the cases of titles and summaries.
+func (r *lstRules) titleCases() {
+	proj, big, add := r.proj, r.big, r.add
+	var s *lstSession
+	// Title precedence: tail custom-title ‖ sidecar ‖ head custom-title ‖ tail ai-title ‖ head ai-title.
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").meta("ai-title", "aiTitle", "Head AI").filler(big).
+		meta("ai-title", "aiTitle", "Tail AI").meta("custom-title", "customTitle", "Tail title")
+	add(lstCase{name: "title: tail custom-title wins", s: s, listed: true, side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
+		want: map[string]any{"customTitle": "Tail title", "summary": "Tail title", "firstPrompt": "first prompt"}})
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("ai-title", "aiTitle", "Tail AI")
+	add(lstCase{name: "title: sidecar beats head custom-title", s: s, listed: true,
+		side: map[string]any{"custom-title.json": `{"customTitle":"  Side\u0007car\u200b\u200b title  ","by":"user"}`},
+		want: map[string]any{"customTitle": "Side car  title", "summary": "Side car  title"}})
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("ai-title", "aiTitle", "Tail AI")
+	add(lstCase{name: "title: head custom-title beats tail ai-title", s: s, listed: true,
+		want: map[string]any{"customTitle": "Head title", "summary": "Head title"}})
+	s = lstNew(proj).user("first prompt", "").meta("ai-title", "aiTitle", "Head AI").filler(big).meta("ai-title", "aiTitle", "Tail AI")
+	add(lstCase{name: "title: tail ai-title beats head ai-title", s: s, listed: true,
+		want: map[string]any{"customTitle": "Tail AI"}})
+	s = lstNew(proj).user("first prompt", "").meta("ai-title", "aiTitle", "Head AI").filler(big)
+	add(lstCase{name: "title: head ai-title", s: s, listed: true, want: map[string]any{"customTitle": "Head AI"}})
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("custom-title", "customTitle", "")
+	add(lstCase{name: "title: empty tail custom-title skips the sidecar", s: s, listed: true,
+		side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
+		want: map[string]any{"customTitle": "Head title"}})
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Old").meta("custom-title", "customTitle", "New")
+	add(lstCase{name: "title: last custom-title wins", s: s, listed: true, want: map[string]any{"customTitle": "New"}})
+	s = lstNew(proj).user("first prompt", "").filler(big).meta("custom-title", "customTitle", "Far away").filler(big)
+	add(lstCase{name: "title: custom-title in neither window is invisible", s: s,
+		listed: true, want: map[string]any{"customTitle": nil, "summary": "first prompt"}})
+
+	// Summary precedence: customTitle ‖ tail lastPrompt ‖ tail summary ‖ firstPrompt ‖ Image/Document.
+	s = lstNew(proj).user("first prompt", "").meta("summary", "summary", "Summary text").meta("last-prompt", "lastPrompt", "Last prompt")
+	add(lstCase{name: "summary: lastPrompt beats summary", s: s, listed: true,
+		want: map[string]any{"summary": "Last prompt", "firstPrompt": "first prompt", "customTitle": nil}})
+	s = lstNew(proj).user("first prompt", "").meta("summary", "summary", "Summary text")
+	add(lstCase{name: "summary: summary beats firstPrompt", s: s, listed: true, want: map[string]any{"summary": "Summary text"}})
+	s = lstNew(proj).user("first prompt", "").meta("last-prompt", "lastPrompt", "Only in head").filler(big)
+	add(lstCase{name: "summary: lastPrompt outside the tail", s: s, listed: true, want: map[string]any{"summary": "first prompt"}})
+	s = lstNew(proj).user([]any{map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}}, "").assistant("a picture")
+	add(lstCase{name: "summary: Image placeholder", s: s, listed: true, want: map[string]any{"summary": "Image", "firstPrompt": nil}})
+	s = lstNew(proj).user([]any{map[string]any{"type": "document", "source": map[string]any{"type": "text", "data": "x"}}}, "")
+	add(lstCase{name: "summary: Document placeholder", s: s, listed: true, want: map[string]any{"summary": "Document"}})
+	s = lstNew(proj).assistant("nobody asked")
+	add(lstCase{name: "summary: assistant-only file is omitted", s: s, listed: false})
+	s = lstNew(proj).filler(big).user("late prompt", "")
+	add(lstCase{name: "summary: first prompt past the head is omitted", s: s, listed: false})
+
+}
+
+// promptCases adds the cases of first prompts and tags.
+func (r *lstRules) promptCases() {
+	proj, add, longPrompt, surrogateCut, surrogateKept := r.proj, r.add, r.longPrompt, r.surrogateCut, r.surrogateKept
+	var s *lstSession
+	// firstPrompt.
+	s = lstNew(proj).user("<local-command-caveat>Caveat</local-command-caveat>", "").
+		user("meta prompt", `"isMeta":true,`).
+		user("This session is being continued", `"isCompactSummary":true,`).
+		user([]any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}}, "").
+		user("[Request interrupted by user for tool use]", "").
+		user("  the\nreal  prompt\n ", "")
+	add(lstCase{name: "firstPrompt: skips meta, compact, tool_result, tags, interrupts", s: s, listed: true,
+		want: map[string]any{"firstPrompt": "the real  prompt"}})
+	s = lstNew(proj).user("<command-name>/init</command-name>\n<command-message>init</command-message>\n<command-args></command-args>", "").assistant("done")
+	add(lstCase{name: "firstPrompt: command-name fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "/init", "summary": "/init"}})
+	s = lstNew(proj).user("<command-name>/init</command-name>", "").user("a later prompt", "")
+	add(lstCase{name: "firstPrompt: a real prompt beats the command fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "a later prompt"}})
+	s = lstNew(proj).user("<bash-input>ls -la</bash-input>", "").user("<bash-stdout>total 0</bash-stdout><bash-stderr></bash-stderr>", "")
+	add(lstCase{name: "firstPrompt: bash input", s: s, listed: true, want: map[string]any{"firstPrompt": "! ls -la"}})
+	s = lstNew(proj).user(longPrompt, "")
+	add(lstCase{name: "firstPrompt: 250 characters", s: s, listed: true, want: map[string]any{"firstPrompt": longPrompt[:200] + "…"}})
+	s = lstNew(proj).user(surrogateCut, "")
+	add(lstCase{name: "firstPrompt: surrogate pair at the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 199) + "…"}})
+	s = lstNew(proj).user(surrogateKept, "")
+	add(lstCase{name: "firstPrompt: surrogate pair before the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 198) + "😀…"}})
+	s = lstNew(proj).user([]any{map[string]any{"type": "text", "text": "   "}, map[string]any{"type": "image", "source": map[string]any{}}, map[string]any{"type": "text", "text": "second block"}}, "")
+	add(lstCase{name: "firstPrompt: first non-empty text block", s: s, listed: true, want: map[string]any{"firstPrompt": "second block"}})
+	s = lstNew(proj).user("see this:\n<pasted_content id=\"0a1f\">\n<b>pasted</b> text\n</pasted_content id=\"0a1f\">\n\nthanks", "")
+	add(lstCase{name: "firstPrompt: pasted content unwrapped", s: s, listed: true, want: map[string]any{"firstPrompt": "see this:<b>pasted</b> textthanks"}})
+	s = lstNew(proj).raw(`{"parentUuid": null, "type": "user", "message": {"role": "user", "content": "spaced json"}, "uuid": "u1", "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/spaced/cwd", "sessionId": "x", "gitBranch": "spaced"}`)
+	add(lstCase{name: "firstPrompt: spaced JSON", s: s, listed: true, want: map[string]any{"firstPrompt": "spaced json", "cwd": "/spaced/cwd", "gitBranch": "spaced"}})
+
+	// Tag.
+	s = lstNew(proj).user("tagged", "").meta("tag", "tag", "docs").meta("tag", "tag", "")
+	add(lstCase{name: "tag: empty clears", s: s, listed: true, want: map[string]any{"tag": nil}})
+	s = lstNew(proj).user("tagged", "").meta("tag", "tag", "").meta("tag", "tag", "work")
+	add(lstCase{name: "tag: last wins", s: s, listed: true, want: map[string]any{"tag": "work"}})
+	s = lstNew(proj).user("tagged", "").meta("tag", "tag", "old").
+		raw(`{"parentUuid":null,"type":"user","message":{"role":"user","content":"torn wri{"type":"tag","tag":"glued","sessionId":"x"}`)
+	add(lstCase{name: "tag: two rows glued by a torn write", s: s, listed: true, want: map[string]any{"tag": "glued"}})
+
+}
+
+// parsingCases adds the cases of parsing nuances, skips, torn and huge lines, and the recorded fields.
+func (r *lstRules) parsingCases() {
+	proj, big, add, ts, hugeText := r.proj, r.big, r.add, r.ts, r.hugeText
+	var s *lstSession
+	// Parsing nuances.
+	s = lstNew(proj).user("spaced relocated", "").raw(`{"type": "relocated", "relocatedCwd": "/not/used", "sessionId": "x"}`)
+	add(lstCase{name: "relocated: only the compact type form counts", s: s, listed: true, want: map[string]any{"cwd": s.cwd}})
+	s = lstNew(proj).user("first prompt", "").meta("summary", "summary", "Summary text").
+		meta("last-prompt", "lastPrompt", "Earlier").meta("last-prompt", "lastPrompt", "")
+	add(lstCase{name: "summary: an empty last lastPrompt does not fall back to an earlier one", s: s, listed: true,
+		want: map[string]any{"summary": "Summary text"}})
+	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Good").
+		raw(`{"type":"custom-title","customTitle":42,"sessionId":"x"}`)
+	add(lstCase{name: "title: a non-string title is skipped", s: s, listed: true, want: map[string]any{"customTitle": "Good"}})
+	s = lstNew(proj).user("first prompt", "").raw(`{"type": "custom-title", "customTitle": "Spaced", "sessionId": "x"}`)
+	add(lstCase{name: "title: spaced custom-title", s: s, listed: true, want: map[string]any{"customTitle": "Spaced"}})
+	s = lstNew(proj).user("crlf prompt", "").meta("tag", "tag", "crlf")
+	add(lstCase{name: "CRLF line ends", s: s, file: strings.ReplaceAll(s.text(), "\n", "\r\n"), listed: true,
+		want: map[string]any{"firstPrompt": "crlf prompt", "tag": "crlf"}})
+	s = lstNew(proj)
+	s.user("spaced sidechain", "")
+	s.lines[0] = strings.Replace(s.lines[0], `"isSidechain":false`, `"isSidechain": true`, 1)
+	add(lstCase{name: "skip: spaced sidechain first line", s: s, listed: false})
+	s = lstNew(proj).user("queued later", "").assistant("ok").
+		raw(`{"type":"attachment","attachment":{"type":"queued_command","prompt":"do more","origin":{"kind":"human"}},"uuid":"q1","timestamp":"2026-03-01T11:00:00.000Z","parentUuid":null,"isSidechain":false}`)
+	add(lstCase{name: "archived: a queued prompt after it unarchives", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:30:00.000Z"}`},
+		want: map[string]any{"archived": false}})
+	s = lstNew(proj).user("meta later", "").assistant("ok").user("meta row", `"isMeta":true,`)
+	add(lstCase{name: "archived: a meta row after it does not", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:00:02.000Z"}`},
+		want: map[string]any{"archived": true}})
+
+	// Skips.
+	s = lstNew(proj)
+	s.extraTop = `"agentId":"deadbeef",`
+	s.user("sidechain prompt", "")
+	s.lines[0] = strings.Replace(s.lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
+	add(lstCase{name: "skip: sidechain first line", s: s, listed: false})
+	add(lstCase{name: "skip: empty file", file: "", id: lstID(), listed: false})
+	add(lstCase{name: "skip: non-UUID name", s: lstNew(proj).user("agent file", ""), id: "agent-1234abcd", listed: false})
+	up := lstNew(proj).user("upper-case name", "")
+	up.id = strings.ToUpper(up.id)
+	add(lstCase{name: "uppercase UUID name", s: up, listed: true, want: map[string]any{"sessionId": up.id}})
+
+	// Torn and huge lines.
+	s = lstNew(proj).user("torn", "").meta("custom-title", "customTitle", "Complete").
+		raw(`{"type":"custom-title","customTitle":"Cut off`)
+	add(lstCase{name: "torn last line ignored", file: strings.TrimSuffix(s.text(), "\n"), s: s, listed: true,
+		want: map[string]any{"customTitle": "Complete"}})
+	s = lstNew(proj).user("short first", "").assistant(hugeText).meta("last-prompt", "lastPrompt", "after huge")
+	add(lstCase{name: "huge line across both windows", s: s, listed: true,
+		want: map[string]any{"firstPrompt": "short first", "summary": "after huge"}})
+	s = lstNew(proj).user(hugeText, "").meta("ai-title", "aiTitle", "titled")
+	add(lstCase{name: "huge first prompt cannot be parsed", s: s, listed: true,
+		want: map[string]any{"firstPrompt": nil, "summary": "titled"}})
+
+	// createdAt, gitBranch, cwd.
+	s = lstNew(proj).raw(`{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{},"timestamp":"2026-02-03T04:05:06.789+02:00"},"isSnapshotUpdate":false}`).user("dated", "")
+	add(lstCase{name: "createdAt: first timestamp anywhere, with an offset", s: s, listed: true,
+		want: map[string]any{"createdAt": json.Number(fmt.Sprint(ts("2026-02-03T04:05:06.789+02:00")))}})
+	s = lstNew(proj).raw(`{"type":"summary","summary":"no timestamps here","leafUuid":"x"}`)
+	add(lstCase{name: "createdAt: absent", s: s, listed: true, want: map[string]any{"createdAt": nil, "cwd": nil}})
+	s = lstNew(proj)
+	s.branch = "head-branch"
+	s.user("branches", "")
+	s.filler(big)
+	s.branch = "tail-branch"
+	s.assistant("on another branch")
+	s.branch = "last"
+	s.raw(`{"type":"last-prompt","lastPrompt":"x","sessionId":"y"}`)
+	add(lstCase{name: "gitBranch: last in tail", s: s, listed: true, want: map[string]any{"gitBranch": "tail-branch"}})
+	s = lstNew(proj).user("relocated", "").raw(`{"type":"relocated","relocatedCwd":"/moved/here","sessionId":"x"}`)
+	add(lstCase{name: "cwd: relocated beats head cwd", s: s, listed: true, want: map[string]any{"cwd": "/moved/here"}})
+
+}
+
+// filterCases adds the cases of archives and the listing's filters.
+func (r *lstRules) filterCases() {
+	proj, longProj, collA, collB, add := r.proj, r.longProj, r.collA, r.collB, r.add
+	var s *lstSession
+	// Archive.
+	s = lstNew(proj).user("archived", "").assistant("reply")
+	add(lstCase{name: "archived: after the last prompt", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-02T00:00:00.000Z","by":"sdk"}`},
+		want: map[string]any{"archived": true}})
+	s = lstNew(proj).user("archived", "").assistant("reply").user("prompt after the archive", "")
+	add(lstCase{name: "archived: a prompt after it unarchives", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:00:02Z","by":"sdk"}`},
+		want: map[string]any{"archived": false}})
+	s = lstNew(proj).user("archived", "").assistant("reply")
+	add(lstCase{name: "archived: false", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":false,"at":"2026-03-02T00:00:00+01:00"}`},
+		want: map[string]any{"archived": false}})
+	s = lstNew(proj).user("archived", "")
+	add(lstCase{name: "archived: bad date is ignored", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-02-30T00:00:00Z"}`},
+		want: map[string]any{"archived": nil}})
+	s = lstNew(proj).user("archived", "")
+	add(lstCase{name: "archived: over 4096 bytes is ignored", s: s, listed: true,
+		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-02T00:00:00Z","pad":"` + strings.Repeat("x", 4096) + `"}`},
+		want: map[string]any{"archived": nil}})
+
+	// Programmatic sessions (hidden only by includeProgrammatic:false).
+	s = lstNew(proj)
+	s.entry = "sdk-ts"
+	s.user("from the SDK", "")
+	add(lstCase{name: "programmatic: sdk-ts", s: s, listed: true})
+	s = lstNew(proj)
+	s.extraTop = `"sessionKind":"daemon-worker",`
+	s.user("from a daemon", "")
+	add(lstCase{name: "programmatic: daemon-worker", s: s, listed: true})
+
+	// continued-in.
+	target := lstNew(proj).user("the continuation", "")
+	r.target = target
+	add(lstCase{name: "continued-in: target", s: target, listed: true})
+	s = lstNew(proj).user("continued", "").assistant("bye").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`)
+	add(lstCase{name: "continued-in: hidden", s: s, listed: false})
+	s = lstNew(proj).user("continued", "").raw(`{"type":"continued-in","continuedInSessionId":"`+target.id+`"}`).user("but came back", "")
+	add(lstCase{name: "continued-in: a later prompt keeps it", s: s, listed: true})
+	s = lstNew(proj).user("continued", "").raw(`{"type":"continued-in","continuedInSessionId":"` + lstID() + `"}`)
+	add(lstCase{name: "continued-in: missing target keeps it", s: s, listed: true})
+	s = lstNew(proj).user("continued", "").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`).
+		raw(`{"type":"continued-in","continuedInSessionId":"not-a-uuid"}`)
+	add(lstCase{name: "continued-in: the newest one is not a UUID", s: s, listed: true})
+
+	// Collision filter: same folder, recorded cwds differ.
+	add(lstCase{name: "collision: proj-a", s: lstNew(collA).user("from proj-a", ""), proj: collA, listed: true})
+	add(lstCase{name: "collision: proj/a", s: lstNew(collB).user("from proj/a", ""), proj: collA, listed: true})
+	add(lstCase{name: "collision: missing folder kept", s: lstNew(filepath.Join(r.root, "coll", "proj_a")).user("from proj_a", ""), proj: collA, listed: true})
+
+	// A project path over 200 characters: the hashed folder, and another
+	// folder with the same prefix that records the path.
+	add(lstCase{name: "long path: hashed folder", s: lstNew(longProj).user("long one", ""), proj: longProj, listed: true})
+	other := lstNew(longProj).user("long two", "")
+	add(lstCase{name: "long path: other hash", s: other, proj: longProj + "\x00other", listed: true})
+
+	// Same id in two folders: the newest copy is kept.
+	dupOld := lstNew(proj).user("old copy", "")
+	dupNew := *dupOld
+	dupNew.lines = nil
+	dupNew.cwd = collA
+	dupNew.user("new copy", "")
+	add(lstCase{name: "duplicate: old copy", s: dupOld, listed: true, mtime: time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), want: map[string]any{"summary": "new copy"}})
+	add(lstCase{name: "duplicate: new copy", s: &dupNew, proj: collA, listed: true, mtime: time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)})
+
+	// Equal mtimes: sessionId descending; sub-millisecond mtimes round.
+	tie := time.Date(2026, 3, 5, 0, 0, 0, 500_000, time.UTC)
+	add(lstCase{name: "tie 1", s: lstNew(proj).user("tie one", ""), listed: true, mtime: tie,
+		want: map[string]any{"lastModified": json.Number(fmt.Sprint(tie.UnixMilli() + 1))}})
+	add(lstCase{name: "tie 2", s: lstNew(proj).user("tie two", ""), listed: true, mtime: tie})
+
+}
+
+func lstIDs(ls []sessions.Info) []string {
+	var out []string
+	for _, s := range ls {
+		out = append(out, s.SessionID)
+	}
+	return out
+}
+
+// TestListWorktrees checks that the folders of a repository's other
+// worktrees are included unless IncludeWorktrees is false.
+func TestListWorktrees(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	main := filepath.Join(root, "repo")
+	wt := filepath.Join(root, "repo-feature")
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(git, append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(main, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(main, "init", "-q")
+	run(main, "commit", "-q", "--allow-empty", "-m", "init")
+	run(main, "worktree", "add", "-q", "-b", "feature", wt)
+	cfg := filepath.Join(root, "cfg")
+	l := Layout{Layout: layout.Layout{ConfigDir: cfg}}
+	a := lstNew(main).user("in main", "")
+	b := lstNew(wt).user("in the worktree", "")
+	lstWrite(t, l.ProjectDir(main), a.id+".jsonl", a.text(), time.Now())
+	lstWrite(t, l.ProjectDir(wt), b.id+".jsonl", b.text(), time.Now().Add(-time.Minute))
+	ctx := context.Background()
+	with, err := l.List(ctx, sessions.ListOptions{Dir: main, IncludeWorktrees: true, IncludeProgrammatic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, _ := l.List(ctx, sessions.ListOptions{Dir: main, IncludeProgrammatic: true})
+	if !reflect.DeepEqual(lstIDs(with), []string{a.id, b.id}) || !reflect.DeepEqual(lstIDs(without), []string{a.id}) {
+		t.Errorf("with worktrees %v, without %v", lstIDs(with), lstIDs(without))
+	}
+	if info, _ := l.Info(ctx, b.id, main); info == nil || info.Cwd != wt {
+		t.Errorf("Info via worktree = %+v", info)
+	}
+	p := peer.Find(t)
+	lstCompare(t, p, cfg, lstQueriesFor([]string{main, wt}, map[string]string{a.id: main, b.id: main}))
+}
+
+// ---------------------------------------------------------------------------
+// Helpers, one rule each

@@ -1,0 +1,526 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/internal/testenv"
+	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+)
+
+// ---------------------------------------------------------------------------
+// Comparison with the SDK
+
+// lstQuery is one listSessions or getSessionInfo call.
+type lstQuery struct {
+	Op             string `json:"op"` // "list" or "info"
+	Dir            string `json:"dir,omitempty"`
+	Session        string `json:"session,omitempty"`
+	Limit          int    `json:"limit,omitempty"`
+	Offset         int    `json:"offset,omitempty"`
+	NoWorktrees    bool   `json:"noWorktrees,omitempty"`
+	NoProgrammatic bool   `json:"noProgrammatic,omitempty"`
+}
+
+func (q lstQuery) String() string {
+	b, _ := json.Marshal(q)
+	return string(b)
+}
+
+// lstBatchScript runs many queries in one node process (peer.mjs would
+// start one per query).
+const lstBatchScript = `
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
+const sdk = await import(pathToFileURL(process.env.SCRIBE_SDK_MJS).href);
+const qs = JSON.parse(fs.readFileSync(process.env.SCRIBE_SDK_QUERIES, 'utf8'));
+const res = [];
+for (const q of qs) {
+  if (q.op === 'info') {
+    res.push((await sdk.getSessionInfo(q.session, q.dir ? { dir: q.dir } : {})) ?? null);
+    continue;
+  }
+  const o = {};
+  if (q.dir) o.dir = q.dir;
+  if (q.limit) o.limit = q.limit;
+  if (q.offset) o.offset = q.offset;
+  if (q.noWorktrees) o.includeWorktrees = false;
+  if (q.noProgrammatic) o.includeProgrammatic = false;
+  res.push(await sdk.listSessions(o));
+}
+process.stdout.write(JSON.stringify(res));
+`
+
+// lstSDK answers the queries with the real SDK.
+func lstSDK(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) []json.RawMessage {
+	t.Helper()
+	var out []json.RawMessage
+	p.Script(t, configDir, lstBatchScript, qs, &out)
+	if len(out) != len(qs) {
+		t.Fatalf("sdk batch: %d answers for %d queries", len(out), len(qs))
+	}
+	return out
+}
+
+// lstGo answers one query with scribe.
+func lstGo(t *testing.T, configDir string, q lstQuery) json.RawMessage {
+	t.Helper()
+	l := Layout{Layout: layout.Layout{ConfigDir: configDir}}
+	var v any
+	var err error
+	if q.Op == "info" {
+		v, err = l.Info(context.Background(), q.Session, q.Dir)
+	} else {
+		v, err = l.List(context.Background(), sessions.ListOptions{Dir: q.Dir, Limit: q.Limit, Offset: q.Offset,
+			IncludeWorktrees: !q.NoWorktrees, IncludeProgrammatic: !q.NoProgrammatic})
+	}
+	if err != nil {
+		t.Fatalf("%v: %v", q, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func lstDecode(t *testing.T, raw json.RawMessage) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("decode %.200s: %v", raw, err)
+	}
+	return v
+}
+
+// lstSame compares two answers as JSON values (objects compared by key, so
+// key order does not matter) and reports the differing fields.
+func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
+	t.Helper()
+	w, g := lstDecode(t, want), lstDecode(t, got)
+	if reflect.DeepEqual(w, g) {
+		return true
+	}
+	var msg strings.Builder
+	wl, wok := w.([]any)
+	gl, gok := g.([]any)
+	if !wok || !gok {
+		wl, gl = []any{w}, []any{g}
+	}
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var wi, gi map[string]any
+		if i < len(wl) {
+			wi, _ = wl[i].(map[string]any)
+		}
+		if i < len(gl) {
+			gi, _ = gl[i].(map[string]any)
+		}
+		if reflect.DeepEqual(wi, gi) {
+			continue
+		}
+		fmt.Fprintf(&msg, "  [%d] sdk %v / scribe %v\n", i, wi["sessionId"], gi["sessionId"])
+		keys := map[string]bool{}
+		for k := range wi {
+			keys[k] = true
+		}
+		for k := range gi {
+			keys[k] = true
+		}
+		var ks []string
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			wv, wh := wi[k]
+			gv, gh := gi[k]
+			if wh != gh || !reflect.DeepEqual(wv, gv) {
+				fmt.Fprintf(&msg, "      %s: sdk %s / scribe %s\n", k, lstShow(wv, wh), lstShow(gv, gh))
+			}
+		}
+	}
+	t.Errorf("%s: scribe differs from the SDK (%d vs %d entries):\n%s", what, len(wl), len(gl), msg.String())
+	return false
+}
+
+func lstShow(v any, present bool) string {
+	if !present {
+		return "(absent)"
+	}
+	s := fmt.Sprintf("%#v", v)
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
+
+// lstCompare runs every query through both and compares.
+func lstCompare(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) {
+	t.Helper()
+	sdk := lstSDK(t, p, configDir, qs)
+	t.Logf("comparing %d listSessions/getSessionInfo answers with the SDK", len(qs))
+	bad := 0
+	for i, q := range qs {
+		if !lstSame(t, q.String(), sdk[i], lstGo(t, configDir, q)) {
+			if bad++; bad > 10 {
+				t.Fatalf("too many differences")
+			}
+		}
+	}
+}
+
+// lstQueriesFor is the standard set: every listing variant for the whole
+// config and for each project path, and getSessionInfo for every id with
+// and without the project path.
+func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
+	qs := []lstQuery{
+		{Op: "list"},
+		{Op: "list", NoProgrammatic: true},
+		{Op: "list", Limit: 3},
+		{Op: "list", Limit: 4, Offset: 2},
+		{Op: "list", Offset: 5},
+	}
+	for _, d := range projects {
+		qs = append(qs,
+			lstQuery{Op: "list", Dir: d},
+			lstQuery{Op: "list", Dir: d, NoWorktrees: true},
+			lstQuery{Op: "list", Dir: d, NoProgrammatic: true},
+			lstQuery{Op: "list", Dir: d, Limit: 2},
+			lstQuery{Op: "list", Dir: d, Limit: 2, Offset: 1},
+		)
+	}
+	var sorted []string
+	for id := range ids {
+		sorted = append(sorted, id)
+	}
+	sort.Strings(sorted)
+	for _, id := range sorted {
+		qs = append(qs, lstQuery{Op: "info", Session: id}, lstQuery{Op: "info", Session: id, Dir: ids[id]})
+	}
+	return qs
+}
+
+// ---------------------------------------------------------------------------
+// Compatibility tests
+
+func TestListMatchesSDKOnFixture(t *testing.T) {
+	p := peer.Find(t)
+	root := t.TempDir()
+	cfg := filepath.Join(root, "cfg")
+	cwd := filepath.Join(root, "proj")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ids := p.GenFixture(t, cfg, cwd)
+	l := Layout{Layout: layout.Layout{ConfigDir: cfg}}
+	ctx := context.Background()
+
+	check := func(what string, sdk []peer.SessionInfo, opt sessions.ListOptions) {
+		t.Helper()
+		got, err := l.List(ctx, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]map[string]any, len(sdk))
+		for i := range sdk {
+			want[i] = sdk[i].Raw
+		}
+		wb, _ := json.Marshal(want)
+		gb, _ := json.Marshal(got)
+		lstSame(t, what, wb, gb)
+	}
+	all := sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true}
+	check("list all", p.List(t, cfg, ""), all)
+	inDir := all
+	inDir.Dir = cwd
+	check("list dir", p.List(t, cfg, cwd), inDir)
+	paged := inDir
+	paged.Limit, paged.Offset = 2, 1
+	check("list dir --limit 2 --offset 1", p.List(t, cfg, cwd, "--limit", "2", "--offset", "1"), paged)
+	paged.Limit, paged.Offset = 0, 3
+	check("list dir --offset 3", p.List(t, cfg, cwd, "--offset", "3"), paged)
+	noProg := all
+	noProg.IncludeProgrammatic = false
+	check("list --no-programmatic", p.List(t, cfg, "", "--no-programmatic"), noProg)
+
+	for role, id := range ids {
+		if role == "projectDir" || role == "subagentId" {
+			continue
+		}
+		for _, dir := range []string{"", cwd} {
+			want := p.Info(t, cfg, id, dir)
+			got, err := l.Info(ctx, id, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wb []byte
+			if want == nil {
+				wb = []byte("null")
+			} else {
+				wb, _ = json.Marshal(want.Raw)
+			}
+			gb, _ := json.Marshal(got)
+			lstSame(t, fmt.Sprintf("info %s (%s) dir=%q", role, id, dir), wb, gb)
+		}
+	}
+	// The sidechain-only file is neither listed nor described.
+	if got, _ := l.Info(ctx, ids["sidechainOnly"], cwd); got != nil {
+		t.Errorf("Info(sidechain-only) = %+v, want nil", got)
+	}
+}
+
+// lstLayCorpus lays out every Claude Code transcript of the real corpus in
+// Claude Code's layout: projects/<SanitizePath(first cwd)>/<name>, subagent
+// files under their session's folder. Codex files (no "sessionId" key) are
+// skipped and counted. Files get distinct mtimes with sub-millisecond
+// parts. It returns the project path of each session id.
+func lstLayCorpus(t *testing.T, cfg string) (ids map[string]string, projects []string, codex, files int) {
+	t.Helper()
+	src := testenv.CorpusDir(t)
+	cwdRE := regexp.MustCompile(`"cwd":\s*"((?:[^"\\]|\\.)*)"`)
+	ids = map[string]string{}
+	seenProj := map[string]bool{}
+	type sub struct{ path, sid, cwd string }
+	var subs []sub
+	n := 0
+	place := func(from, to string) {
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(to); err == nil {
+			t.Fatalf("corpus layout: %s twice", to)
+		}
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Unix(1760000000+int64(n)*3600, int64(n)*7919777%1e9)
+		n++
+		files++
+		if err := os.Chtimes(to, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessionDir := map[string]string{}
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(data, []byte(`"sessionId"`)) {
+			codex++
+			return nil
+		}
+		cwd := "/corpus/no-cwd"
+		if m := cwdRE.FindSubmatch(data); m != nil {
+			if err := json.Unmarshal(append(append([]byte{'"'}, m[1]...), '"'), &cwd); err != nil {
+				return err
+			}
+		}
+		if filepath.Base(filepath.Dir(path)) == "subagents" {
+			subs = append(subs, sub{path, filepath.Base(filepath.Dir(filepath.Dir(path))), cwd})
+			return nil
+		}
+		dir := Layout{Layout: layout.Layout{ConfigDir: cfg}}.ProjectDir(cwd)
+		name := filepath.Base(path)
+		place(path, filepath.Join(dir, name))
+		if id := strings.TrimSuffix(name, ".jsonl"); claudedir.IsSessionID(id) {
+			ids[id] = cwd
+			sessionDir[id] = dir
+		}
+		if !seenProj[cwd] {
+			seenProj[cwd] = true
+			projects = append(projects, cwd)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range subs {
+		dir, ok := sessionDir[s.sid]
+		if !ok {
+			dir = Layout{Layout: layout.Layout{ConfigDir: cfg}}.ProjectDir(s.cwd)
+		}
+		place(s.path, filepath.Join(dir, s.sid, "subagents", filepath.Base(s.path)))
+	}
+	sort.Strings(projects)
+	return ids, projects, codex, files
+}
+
+func TestListMatchesSDKOnRealCorpus(t *testing.T) {
+	p := peer.Find(t)
+	cfg := filepath.Join(t.TempDir(), "cfg")
+	ids, projects, codex, files := lstLayCorpus(t, cfg)
+	t.Logf("corpus: %d Claude Code files laid out (%d UUID-named sessions in %d projects, the rest subagent or non-UUID files); %d Codex files skipped",
+		files, len(ids), len(projects), codex)
+	if len(ids) < 20 {
+		t.Fatalf("corpus: only %d sessions", len(ids))
+	}
+	lstCompare(t, p, cfg, lstQueriesFor(projects, ids))
+}
+
+func TestListMatchesSDKOnBulk(t *testing.T) {
+	p := peer.Find(t)
+	root := t.TempDir()
+	cfg := filepath.Join(root, "cfg")
+	cwd := filepath.Join(root, "proj")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := p.GenBulk(t, cfg, cwd, 300, 50_000, 3)
+	qs := []lstQuery{
+		{Op: "list"}, {Op: "list", Dir: cwd}, {Op: "list", Dir: cwd, Limit: 50, Offset: 10},
+		{Op: "list", Limit: 7, Offset: 290},
+	}
+	start := time.Now()
+	sdk := lstSDK(t, p, cfg, qs)
+	sdkTime := time.Since(start)
+	start = time.Now()
+	var got []json.RawMessage
+	for _, q := range qs {
+		got = append(got, lstGo(t, cfg, q))
+	}
+	goTime := time.Since(start)
+	t.Logf("bulk: %d sessions, %d bytes; 4 queries: SDK %v (one node process), scribe %v",
+		res.Sessions, res.TotalBytes, sdkTime.Round(time.Millisecond), goTime.Round(time.Millisecond))
+	for i, q := range qs {
+		lstSame(t, q.String(), sdk[i], got[i])
+	}
+	var all []sessions.Info
+	if err := json.Unmarshal(got[0], &all); err != nil || len(all) != 300 {
+		t.Fatalf("bulk: listed %d sessions (%v), want 300", len(all), err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Hand-made sessions, one per rule
+
+// lstSession writes one transcript line by line.
+type lstSession struct {
+	id, cwd, branch, entry string
+	t                      time.Time
+	n                      int
+	lines                  []string
+	extraTop               string // inserted at the start of every chain row
+}
+
+var lstSeq int
+
+func lstID() string {
+	lstSeq++
+	return fmt.Sprintf("%08x-1111-4222-8333-%012x", lstSeq, lstSeq*7919)
+}
+
+func lstNew(cwd string) *lstSession {
+	return &lstSession{id: lstID(), cwd: cwd, branch: "main", entry: "cli",
+		t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+}
+
+func lstQ(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func (s *lstSession) uuid() string {
+	s.n++
+	return fmt.Sprintf("%08x-aaaa-4bbb-8ccc-%012x", s.n, lstSeq)
+}
+
+func (s *lstSession) ts() string {
+	s.t = s.t.Add(1500 * time.Millisecond)
+	return s.t.Format("2006-01-02T15:04:05.000Z")
+}
+
+func (s *lstSession) tail() string {
+	return fmt.Sprintf(`"userType":"external","entrypoint":%s,"cwd":%s,"sessionId":%s,"version":"2.1.332","gitBranch":%s}`,
+		lstQ(s.entry), lstQ(s.cwd), lstQ(s.id), lstQ(s.branch))
+}
+
+// user appends a user row; content is a string or blocks; extra is
+// inserted before "type" (e.g. `"isMeta":true,`).
+func (s *lstSession) user(content any, extra string) *lstSession {
+	s.lines = append(s.lines, fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,%s%s"type":"user","message":{"role":"user","content":%s},"uuid":%s,"timestamp":%s,`,
+		s.extraTop, extra, lstQ(content), lstQ(s.uuid()), lstQ(s.ts()))+s.tail())
+	return s
+}
+
+func (s *lstSession) assistant(text string) *lstSession {
+	s.lines = append(s.lines, fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,%s"message":{"model":"claude-sonnet-4-5","id":"msg_01x","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null},"type":"assistant","uuid":%s,"timestamp":%s,`,
+		s.extraTop, lstQ(text), lstQ(s.uuid()), lstQ(s.ts()))+s.tail())
+	return s
+}
+
+func (s *lstSession) raw(line string) *lstSession {
+	s.lines = append(s.lines, line)
+	return s
+}
+
+func (s *lstSession) meta(typ, key, val string) *lstSession {
+	return s.raw(fmt.Sprintf(`{"type":%s,%s:%s,"sessionId":%s}`, lstQ(typ), lstQ(key), lstQ(val), lstQ(s.id)))
+}
+
+// filler adds assistant rows until the transcript has grown by n bytes.
+func (s *lstSession) filler(n int) *lstSession {
+	word := "lorem ipsum dolor sit amet consectetur "
+	for n > 0 {
+		s.assistant(strings.Repeat(word, 25))
+		n -= len(s.lines[len(s.lines)-1]) + 1
+	}
+	return s
+}
+
+func (s *lstSession) text() string { return strings.Join(s.lines, "\n") + "\n" }
+
+// lstWrite writes data as <dir>/<name> with the given mtime.
+func lstWrite(t *testing.T, dir, name, data string, mtime time.Time) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lstCase is one hand-made session and what its listing entry must hold.
+type lstCase struct {
+	name   string
+	s      *lstSession
+	file   string         // raw content instead of s.text()
+	id     string         // file name without .jsonl when not s.id
+	proj   string         // project path of the folder (default: the rules project)
+	side   map[string]any // <id>/<name> sidecar files: name -> raw string
+	listed bool           // expected in List(all)
+	want   map[string]any // JSON fields of the entry (nil value: absent)
+	mtime  time.Time
+}
