@@ -3,13 +3,13 @@ package catalog
 // The sessions index: the encoding of its sections A and B (see index.go).
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/bincodec"
 )
 
 // Entry flags.
@@ -36,17 +36,13 @@ var (
 	ixStates  = []core.State{core.StateIdle, core.StateRunning, core.StateRequiresAction}
 )
 
-type ixEnc struct{ b []byte }
+type ixEnc struct{ bincodec.Enc }
 
-func (e *ixEnc) uv(v uint64)    { e.b = binary.AppendUvarint(e.b, v) }
-func (e *ixEnc) v(v int64)      { e.b = binary.AppendVarint(e.b, v) }
-func (e *ixEnc) str(s string)   { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
-func (e *ixEnc) bytes(b []byte) { e.uv(uint64(len(b))); e.b = append(e.b, b...) }
 func (e *ixEnc) key(k ixKey) {
-	e.v(k.size)
-	e.v(k.mtime)
-	e.v(k.ctime)
-	e.uv(k.ino)
+	e.V(k.size)
+	e.V(k.mtime)
+	e.V(k.ctime)
+	e.Uv(k.ino)
 }
 
 // ixEncode writes the two sections: folders and files in name order,
@@ -60,7 +56,7 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 		}
 	}
 	sort.Strings(folders)
-	ea.uv(uint64(len(folders)))
+	ea.Uv(uint64(len(folders)))
 	for _, folder := range folders {
 		m := x.folders[folder]
 		names := make([]string, 0, len(m))
@@ -70,12 +66,12 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			}
 		}
 		sort.Strings(names)
-		ea.str(folder)
-		ea.uv(uint64(len(names)))
+		ea.Str(folder)
+		ea.Uv(uint64(len(names)))
 		for _, name := range names {
 			e := m[name]
 			n++
-			ea.str(name)
+			ea.Str(name)
 			ea.key(e.key)
 			var fl uint64
 			if e.sideDir {
@@ -102,14 +98,14 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			if e.info.Forked {
 				fl |= ixfForked
 			}
-			ea.uv(fl)
+			ea.Uv(fl)
 			if e.sideDir {
 				for _, k := range []ixKey{e.sideTitle, e.sideArch} {
 					if !k.present {
-						ea.uv(0)
+						ea.Uv(0)
 						continue
 					}
-					ea.uv(1)
+					ea.Uv(1)
 					ea.key(k)
 				}
 			}
@@ -119,12 +115,12 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			in := &e.info
 			for _, s := range []string{in.SessionID, in.Summary, in.CustomTitle, in.FirstPrompt, in.GitBranch,
 				in.Cwd, in.Tag, in.Entrypoint, in.SessionKind, e.recCwd, e.contIn} {
-				ea.str(s)
+				ea.Str(s)
 			}
-			ea.v(in.LastModified)
-			ea.v(in.FileSize)
+			ea.V(in.LastModified)
+			ea.V(in.FileSize)
 			if in.CreatedAt != nil {
-				ea.v(*in.CreatedAt)
+				ea.V(*in.CreatedAt)
 			}
 
 			lf := e.life
@@ -138,148 +134,45 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			if lf.tail != nil {
 				ll |= ixlTail
 			}
-			eb.uv(ll)
-			eb.bytes(lf.tail)
-			eb.str(lf.model)
-			eb.str(lf.lastMsg)
-			eb.uv(uint64(len(lf.tools)))
+			eb.Uv(ll)
+			eb.Bytes(lf.tail)
+			eb.Str(lf.model)
+			eb.Str(lf.lastMsg)
+			eb.Uv(uint64(len(lf.tools)))
 			for _, t := range lf.tools {
-				eb.str(t)
+				eb.Str(t)
 			}
 			if lf.lastTSok {
-				eb.v(lf.lastTS)
+				eb.V(lf.lastTS)
 			}
 			if lf.convTSok {
-				eb.v(lf.convTS)
+				eb.V(lf.convTS)
 			}
-			eb.uv(uint64(max(slices.Index(ixClasses, lf.class), 0)))
-			eb.uv(uint64(max(slices.Index(ixStates, lf.state), 0)))
+			eb.Uv(uint64(max(slices.Index(ixClasses, lf.class), 0)))
+			eb.Uv(uint64(max(slices.Index(ixStates, lf.state), 0)))
 		}
 	}
-	return ea.b, eb.b, n
+	return ea.B, eb.B, n
 }
 
 // ixDec reads a section: the first from a string (its strings are cut out
 // of it, no allocation each), the second from bytes (byte fields are
 // slices of it).
-type ixDec struct {
-	s   string // the first section, or
-	b   []byte // the second
-	off int
-	err error
-}
-
-func (d *ixDec) len() int {
-	if d.b != nil {
-		return len(d.b)
-	}
-	return len(d.s)
-}
-
-func (d *ixDec) at(i int) byte {
-	if d.b != nil {
-		return d.b[i]
-	}
-	return d.s[i]
-}
-
-func (d *ixDec) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%s at byte %d", what, d.off)
-	}
-}
-
-// uv reads a uvarint (binary.Uvarint's encoding).
-func (d *ixDec) uv() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	var v uint64
-	var shift uint
-	for i := 0; i < binary.MaxVarintLen64; i++ {
-		if d.off >= d.len() {
-			break
-		}
-		c := d.at(d.off)
-		d.off++
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				break
-			}
-			return v | uint64(c)<<shift
-		}
-		v |= uint64(c&0x7f) << shift
-		shift += 7
-	}
-	d.fail("bad number")
-	return 0
-}
-
-// v reads a varint (zig-zag, as binary.Varint).
-func (d *ixDec) v() int64 {
-	ux := d.uv()
-	x := int64(ux >> 1)
-	if ux&1 != 0 {
-		x = ^x
-	}
-	return x
-}
-
-// span returns the bounds of the next length-prefixed field.
-func (d *ixDec) span() (int, int) {
-	n := d.uv()
-	if d.err != nil {
-		return 0, 0
-	}
-	if n > uint64(d.len()-d.off) {
-		d.fail("length out of range")
-		return 0, 0
-	}
-	s := d.off
-	d.off += int(n)
-	return s, d.off
-}
-
-func (d *ixDec) str() string {
-	s, e := d.span()
-	if d.b == nil {
-		return d.s[s:e]
-	}
-	return string(d.b[s:e])
-}
-
-func (d *ixDec) bytes() []byte {
-	s, e := d.span()
-	if d.b == nil {
-		return []byte(d.s[s:e])
-	}
-	return d.b[s:e:e]
-}
+type ixDec struct{ bincodec.Dec }
 
 func (d *ixDec) key() ixKey {
-	return ixKey{present: true, size: d.v(), mtime: d.v(), ctime: d.v(), ino: d.uv()}
-}
-
-// count reads an element count, refusing one the rest of the section
-// could not hold (each element takes at least one byte).
-func (d *ixDec) count() int {
-	n := d.uv()
-	if n > uint64(d.len()-d.off) {
-		d.fail("count out of range")
-		return 0
-	}
-	return int(n)
+	return ixKey{present: true, size: d.V(), mtime: d.V(), ctime: d.V(), ino: d.Uv()}
 }
 
 func ixDecodeA(a string, count uint32) (*ixIndex, error) {
-	d := &ixDec{s: a}
+	d := &ixDec{bincodec.Dec{S: a}}
 	x := &ixIndex{folders: make(map[string]map[string]*ixEntry)}
 	total := 0
-	nf := d.count()
+	nf := d.Count()
 	for range nf {
-		folder := d.str()
-		n := d.count()
-		if d.err != nil {
+		folder := d.Str()
+		n := d.Count()
+		if d.Err != nil {
 			break
 		}
 		if _, dup := x.folders[folder]; dup {
@@ -288,18 +181,18 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 		m := make(map[string]*ixEntry, n)
 		x.folders[folder] = m
 		for range n {
-			name := d.str()
+			name := d.Str()
 			e := &ixEntry{key: d.key()}
-			fl := d.uv()
+			fl := d.Uv()
 			e.sideDir = fl&ixfSideDir != 0
 			if e.sideDir {
 				for _, k := range []*ixKey{&e.sideTitle, &e.sideArch} {
-					switch d.uv() {
+					switch d.Uv() {
 					case 0:
 					case 1:
 						*k = d.key()
 					default:
-						d.fail("bad sidecar key")
+						d.Fail("bad sidecar key")
 					}
 				}
 			}
@@ -308,13 +201,13 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 				in := &e.info
 				for _, p := range []*string{&in.SessionID, &in.Summary, &in.CustomTitle, &in.FirstPrompt, &in.GitBranch,
 					&in.Cwd, &in.Tag, &in.Entrypoint, &in.SessionKind, &e.recCwd, &e.contIn} {
-					*p = d.str()
+					*p = d.Str()
 				}
 				e.recFound = fl&ixfRecFound != 0
-				in.LastModified = d.v()
-				in.FileSize = d.v()
+				in.LastModified = d.V()
+				in.FileSize = d.V()
 				if fl&ixfCreatedAt != 0 {
-					v := d.v()
+					v := d.V()
 					in.CreatedAt = &v
 				}
 				if fl&ixfArchived != 0 {
@@ -325,8 +218,8 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 				in.Forked = fl&ixfForked != 0
 				x.listed = append(x.listed, e)
 			}
-			if d.err != nil {
-				return nil, d.err
+			if d.Err != nil {
+				return nil, d.Err
 			}
 			if _, dup := m[name]; dup {
 				return nil, fmt.Errorf("file %s/%s twice", folder, name)
@@ -335,10 +228,10 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 			total++
 		}
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
-	if d.off != len(a) {
+	if d.Off != len(a) {
 		return nil, errors.New("trailing bytes in the first section")
 	}
 	if total != int(count) {
@@ -351,43 +244,43 @@ func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("second section: negative entry count %d", n)
 	}
-	d := &ixDec{b: b}
+	d := &ixDec{bincodec.Dec{B: b}}
 	if b == nil {
-		d.b = []byte{}
+		d.B = []byte{}
 	}
 	out := make([]*ixLife, 0, min(n, len(b)))
 	for range n {
 		lf := &ixLife{}
-		ll := d.uv()
-		lf.tail = d.bytes()
+		ll := d.Uv()
+		lf.tail = d.Bytes()
 		if ll&ixlTail == 0 {
 			lf.tail = nil
 		}
-		lf.model = d.str()
-		lf.lastMsg = d.str()
-		if nt := d.count(); nt > 0 {
+		lf.model = d.Str()
+		lf.lastMsg = d.Str()
+		if nt := d.Count(); nt > 0 {
 			lf.tools = make([]string, nt)
 			for i := range lf.tools {
-				lf.tools[i] = d.str()
+				lf.tools[i] = d.Str()
 			}
 		}
 		if ll&ixlLastTS != 0 {
-			lf.lastTS, lf.lastTSok = d.v(), true
+			lf.lastTS, lf.lastTSok = d.V(), true
 		}
 		if ll&ixlConvTS != 0 {
-			lf.convTS, lf.convTSok = d.v(), true
+			lf.convTS, lf.convTSok = d.V(), true
 		}
-		c, st := d.uv(), d.uv()
+		c, st := d.Uv(), d.Uv()
 		if c >= uint64(len(ixClasses)) || st >= uint64(len(ixStates)) {
-			d.fail("bad class")
+			d.Fail("bad class")
 		}
-		if d.err != nil {
-			return nil, d.err
+		if d.Err != nil {
+			return nil, d.Err
 		}
 		lf.class, lf.state = ixClasses[c], ixStates[st]
 		out = append(out, lf)
 	}
-	if d.off != len(b) {
+	if d.Off != len(b) {
 		return nil, errors.New("trailing bytes in the second section")
 	}
 	return out, nil

@@ -4,14 +4,10 @@ package catalog
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/internal/buildid"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
 )
@@ -87,44 +84,7 @@ type ixLife struct {
 var ixRacyWindow = time.Second
 
 // ixCodeStamp identifies the code that derives entries.
-var ixCodeStamp = sync.OnceValue(func() [16]byte {
-	var s string
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev string
-		modified := false
-		for _, kv := range bi.Settings {
-			switch kv.Key {
-			case "vcs.revision":
-				rev = kv.Value
-			case "vcs.modified":
-				modified = kv.Value == "true"
-			}
-		}
-		v := bi.Main.Version
-		// A build from a modified tree says so in neither the revision
-		// nor (beyond "+dirty") the version: only the binary tells.
-		switch {
-		case modified || strings.Contains(v, "dirty"):
-		case rev != "":
-			s = "rev:" + rev
-		case v != "" && v != "(devel)":
-			s = "mod:" + v + bi.Main.Sum
-		}
-	}
-	if s == "" {
-		s = "exe:unknown"
-		if exe, err := os.Executable(); err == nil {
-			var st unix.Stat_t
-			if unix.Stat(exe, &st) == nil {
-				s = fmt.Sprintf("exe:%s:%d:%d:%d:%d", exe, st.Size, st.Mtim.Nano(), st.Ctim.Nano(), st.Ino)
-			}
-		}
-	}
-	h := sha256.Sum256([]byte("scribe sessions index\x00" + s))
-	var out [16]byte
-	copy(out[:], h[:])
-	return out
-})
+var ixCodeStamp = sync.OnceValue(func() [16]byte { return buildid.Stamp("scribe sessions index") })
 
 // ixIndex is the index in memory: folder name (under projects/) → file
 // name → entry.
