@@ -37,6 +37,11 @@ func TestSessionCommandsOnEveryStore(t *testing.T) {
 				return v
 			}
 			before := run("show", sampleSession, "--json")
+			// usage counts a store's sessions as it counts local files.
+			localUsage := mustScribe(t, env, append([]string{"usage", "daily", "--json"}, base...)...)
+			if got := run("usage", "daily", "--json"); got != localUsage || !strings.Contains(got, "totalTokens") {
+				t.Errorf("usage daily --json --from %s:\n%s\nlocal:\n%s", store, got, localUsage)
+			}
 
 			run("rename", sampleSession[:8], "a title set remotely")
 			run("tag", sampleSession[:8], "remote")

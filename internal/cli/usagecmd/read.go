@@ -14,10 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/config"
-	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/usage"
 )
 
@@ -38,37 +39,30 @@ func readUsage(f *cmdutil.Factory, cmd *cobra.Command, from string, noCache bool
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	l, cfg, cacheable, done, err := usageLayout(f, cmd, from)
+	st, cfg, done, err := f.OpenStoreOf(cmd)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	cacheDir := ""
-	if cacheable && !noCache {
-		if cacheDir, err = usageCacheDir(l); err != nil {
-			cacheDir = "" // no cache folder: read every file
+	defer done(nil)
+	var sc *usage.Scan
+	if local, ok := st.(*stores.Local); ok {
+		l := local.Layout()
+		cacheDir := ""
+		if !noCache {
+			if cacheDir, err = usageCacheDir(l); err != nil {
+				cacheDir = "" // no cache folder: read every file
+			}
 		}
+		sc, err = usageScan(cmd, l, cacheDir)
+	} else {
+		// Any other store (a sealed archive, PostgreSQL, S3, the team
+		// server): its sessions through the session-store contract.
+		sc, err = storeScan(cmd.Context(), st)
 	}
-	sc, err := usageScan(cmd, l, cacheDir)
 	if err != nil {
 		return nil, err
 	}
 	return &usageInput{scan: sc, pricer: usagePricer(cfg)}, nil
-}
-
-// usageLayout is the folder whose sessions are counted: Claude's, a jsonl
-// store's (--from), or another store's sessions materialized in a
-// temporary folder (not cacheable: it is new each time).
-func usageLayout(f *cmdutil.Factory, cmd *cobra.Command, from string) (jsonl.Layout, *config.Config, bool, func(), error) {
-	l, cfg, err := f.LocalLayout(cmd)
-	if err != nil || from == "" {
-		return l, cfg, true, func() {}, err
-	}
-	if id, err := core.ParseID(from); err == nil && id.Type == "jsonl" {
-		return l, cfg, true, func() {}, nil
-	}
-	fl, _, done, err := f.FromLayout(cmd, cfg, from, "", "")
-	return fl, cfg, false, done, err
 }
 
 // usageScan reads the usage rows of every session of l (its main file and
@@ -161,4 +155,41 @@ func cacheLine(st usage.CacheStats, noCache bool) string {
 		s += "; rebuilt " + d
 	}
 	return s
+}
+
+// storeScan reads the usage rows of every session a store lists (its main
+// transcript and its subagents'), in session id order.
+func storeScan(ctx context.Context, st sessions.Store) (*usage.Scan, error) {
+	infos, err := st.List(ctx, sessions.ListOptions{IncludeProgrammatic: true, IncludeWorktrees: true, SkipLastEntryTail: true})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].SessionID < infos[j].SessionID })
+	var ts []usage.Lines
+	add := func(id string, t *sessions.Transcript) {
+		ls := usage.Lines{Session: id, Lines: make([][]byte, len(t.Entries))}
+		for i := range t.Entries {
+			ls.Lines[i] = t.Entries[i].Raw
+		}
+		ts = append(ts, ls)
+	}
+	for _, info := range infos {
+		t, err := st.Transcript(ctx, info.SessionID)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", info.SessionID, err)
+		}
+		add(info.SessionID, t)
+		agents, err := st.Subagents(ctx, info.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range agents {
+			at, err := st.AgentTranscript(ctx, info.SessionID, a)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s of session %s: %w", a, info.SessionID, err)
+			}
+			add(info.SessionID, at)
+		}
+	}
+	return usage.ReadLines(ts), nil
 }
