@@ -187,8 +187,40 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if want := []string{"get_session", "list_sessions", "search_sessions"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"get_session", "get_usage", "list_sessions", "search_sessions"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
+	}
+
+	// get_usage: the totals scribe usage (proven equal to ccusage's)
+	// prints for the same folder, for the store and for one session.
+	for _, report := range []string{"daily", "session"} {
+		cli, stderr, code := testenv.RunBinary(t, bin, env, "", "usage", report, "--json", "--no-cache")
+		if code != 0 {
+			t.Fatalf("usage %s --json: %d %s", report, code, stderr)
+		}
+		var want struct{ Totals map[string]any }
+		if err := json.Unmarshal([]byte(cli), &want); err != nil {
+			t.Fatal(err)
+		}
+		doc, errText := mcpCall(t, cs, "get_usage", map[string]any{"report": report})
+		var got struct {
+			Rows   []map[string]any
+			Totals map[string]any
+		}
+		if err := json.Unmarshal(doc, &got); err != nil || !reflect.DeepEqual(got.Totals, want.Totals) || len(got.Rows) == 0 {
+			t.Errorf("get_usage %s: totals %v, want %v (%v %s)", report, got.Totals, want.Totals, err, errText)
+		}
+		if report == "session" {
+			id, _ := got.Rows[0]["sessionId"].(string)
+			one, errText := mcpCall(t, cs, "get_usage", map[string]any{"session": id, "report": "session"})
+			var single struct{ Rows []map[string]any }
+			if json.Unmarshal(one, &single) != nil || len(single.Rows) != 1 || !reflect.DeepEqual(single.Rows[0]["totalCost"], got.Rows[0]["totalCost"]) {
+				t.Errorf("get_usage of session %s: %s %s", id, one, errText)
+			}
+		}
+	}
+	if doc, errText := mcpCall(t, cs, "get_usage", map[string]any{"report": "hourly"}); doc != nil || errText == "" {
+		t.Errorf("get_usage with a bad report: %s", doc)
 	}
 
 	// Every session the SDK's listSessions lists (ls --json is proven equal

@@ -26,12 +26,14 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/install"
 	"github.com/e0dc0000/scribe/internal/cli/listing"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
+	"github.com/e0dc0000/scribe/usage"
 )
 
 const (
@@ -73,7 +75,7 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 				return err
 			}
 			defer done(&err)
-			o := ServerOptions{Store: st, MaxBytes: maxBytes, Version: cmdutil.BuildVersion(f.Version)}
+			o := ServerOptions{Store: st, MaxBytes: maxBytes, Version: cmdutil.BuildVersion(f.Version), Pricer: usagecmd.PricerOf(cfg)}
 			l := jsonl.Layout{}
 			if ls, ok := st.(*stores.Local); ok {
 				o.Index, l = ls.Layout(), ls.Layout()
@@ -106,6 +108,8 @@ type ServerOptions struct {
 	// MaxBytes caps one answer's JSON; Version is the server's.
 	MaxBytes int
 	Version  string
+	// Pricer prices get_usage's tokens (nil: the built-in table).
+	Pricer *usage.Pricer
 }
 
 // NewServer is the MCP server of the sessions: the tools list_sessions,
@@ -115,7 +119,7 @@ func NewServer(o ServerOptions) *mcp.Server {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = mcpDefaultMaxBytes
 	}
-	m := &mcpServer{st: o.Store, l: o.Index, red: o.Redactor, maxBytes: o.MaxBytes}
+	m := &mcpServer{st: o.Store, l: o.Index, red: o.Redactor, maxBytes: o.MaxBytes, pricer: o.Pricer}
 	s := mcp.NewServer(&mcp.Implementation{Name: "scribe", Version: o.Version}, nil)
 	m.register(s)
 	return s
@@ -136,6 +140,7 @@ type mcpServer struct {
 	// index); other stores are searched by scanning their messages.
 	l        jsonl.Layout
 	maxBytes int
+	pricer   *usage.Pricer
 	// red is nil with --no-redact; mu guards it (it remembers the
 	// secrets it found).
 	mu  sync.Mutex
@@ -191,6 +196,8 @@ func (m *mcpServer) register(s *mcp.Server) {
 		"Full-text search over every session (prompts, answers, thinking, tool inputs and outputs): the matching sessions with snippets and the uuids of the messages they come from.", m.searchSessions)
 	mcpTool[getIn, getOut](s, "get_session",
 		"A session's conversation as the Claude Agent SDK's getSessionMessages gives it, a window of it at a time (offset/limit, or around a message uuid), tool results cut to max_tool_result bytes.", m.getSession)
+	mcpTool[usageIn, usageOut](s, "get_usage",
+		"Tokens and cost (USD) as ccusage counts them, by day, week, month or session: for every session of the store, or for one session (its subagents included).", m.getUsage)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "session", URITemplate: sessionScheme + "{id}", MIMEType: "application/json",
 		Description: "A session (an id or a unique prefix): get_session's answer for its first messages.",

@@ -44,30 +44,41 @@ func readUsage(f *cmdutil.Factory, cmd *cobra.Command, from string, noCache bool
 		return nil, err
 	}
 	defer done(nil)
-	var sc *usage.Scan
-	if local, ok := st.(*stores.Local); ok {
-		l := local.Layout()
-		cacheDir := ""
-		if !noCache {
-			if cacheDir, err = usageCacheDir(l); err != nil {
-				cacheDir = "" // no cache folder: read every file
-			}
-		}
-		sc, err = usageScan(cmd, l, cacheDir)
-	} else {
-		// Any other store (a sealed archive, PostgreSQL, S3, the team
-		// server): its sessions through the session-store contract.
-		sc, err = storeScan(cmd.Context(), st)
-	}
+	sc, err := Scan(cmd.Context(), st, noCache)
 	if err != nil {
 		return nil, err
 	}
 	return &usageInput{scan: sc, pricer: usagePricer(cfg)}, nil
 }
 
+// Scan reads the usage rows of every session of a store: a local folder
+// through the usage cache (unless noCache), any other store (a sealed
+// archive, PostgreSQL, S3, the team server) through the session-store
+// contract.
+func Scan(ctx context.Context, st sessions.Store, noCache bool) (*usage.Scan, error) {
+	local, ok := st.(*stores.Local)
+	if !ok {
+		return storeScan(ctx, st)
+	}
+	l := local.Layout()
+	cacheDir := ""
+	if !noCache {
+		if d, err := usageCacheDir(l); err == nil {
+			cacheDir = d // else no cache folder: read every file
+		}
+	}
+	return usageScan(ctx, l, cacheDir)
+}
+
+// SessionScan reads the usage rows of one session of a store (its main
+// transcript and its subagents').
+func SessionScan(ctx context.Context, st sessions.Store, id string) (*usage.Scan, error) {
+	return transcriptsScan(ctx, st, []string{id})
+}
+
 // usageScan reads the usage rows of every session of l (its main file and
 // its subagents') through the usage cache in cacheDir ("": none).
-func usageScan(cmd *cobra.Command, l jsonl.Layout, cacheDir string) (*usage.Scan, error) {
+func usageScan(ctx context.Context, l jsonl.Layout, cacheDir string) (*usage.Scan, error) {
 	stored, err := l.StoredSessions()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -75,7 +86,7 @@ func usageScan(cmd *cobra.Command, l jsonl.Layout, cacheDir string) (*usage.Scan
 	// Each session's files are looked for eight at a time: a few stats
 	// each, which wait on the disk more than on a core.
 	per := make([][]usage.File, len(stored))
-	err = durable.Each(cmd.Context(), 8, len(stored), func(_ context.Context, i int) error {
+	err = durable.Each(ctx, 8, len(stored), func(_ context.Context, i int) error {
 		tf, _ := jsonl.TranscriptFiles(stored[i].ProjectDir, stored[i].ID)
 		for _, t := range tf {
 			if !t.Sidecar {
@@ -91,7 +102,7 @@ func usageScan(cmd *cobra.Command, l jsonl.Layout, cacheDir string) (*usage.Scan
 	for _, fs := range per {
 		files = append(files, fs...)
 	}
-	return usage.Read(cmd.Context(), files, cacheDir)
+	return usage.Read(ctx, files, cacheDir)
 }
 
 // usageCacheDir is where the usage cache of l's folder lives:
@@ -164,7 +175,16 @@ func storeScan(ctx context.Context, st sessions.Store) (*usage.Scan, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].SessionID < infos[j].SessionID })
+	ids := make([]string, len(infos))
+	for i := range infos {
+		ids[i] = infos[i].SessionID
+	}
+	sort.Strings(ids)
+	return transcriptsScan(ctx, st, ids)
+}
+
+// transcriptsScan reads the usage rows of sessions ids of a store.
+func transcriptsScan(ctx context.Context, st sessions.Store, ids []string) (*usage.Scan, error) {
 	var ts []usage.Lines
 	add := func(id string, t *sessions.Transcript) {
 		ls := usage.Lines{Session: id, Lines: make([][]byte, len(t.Entries))}
@@ -173,23 +193,27 @@ func storeScan(ctx context.Context, st sessions.Store) (*usage.Scan, error) {
 		}
 		ts = append(ts, ls)
 	}
-	for _, info := range infos {
-		t, err := st.Transcript(ctx, info.SessionID)
+	for _, id := range ids {
+		t, err := st.Transcript(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("session %s: %w", info.SessionID, err)
+			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
-		add(info.SessionID, t)
-		agents, err := st.Subagents(ctx, info.SessionID)
+		add(id, t)
+		agents, err := st.Subagents(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		for _, a := range agents {
-			at, err := st.AgentTranscript(ctx, info.SessionID, a)
+			at, err := st.AgentTranscript(ctx, id, a)
 			if err != nil {
-				return nil, fmt.Errorf("agent %s of session %s: %w", a, info.SessionID, err)
+				return nil, fmt.Errorf("agent %s of session %s: %w", a, id, err)
 			}
-			add(info.SessionID, at)
+			add(id, at)
 		}
 	}
 	return usage.ReadLines(ts), nil
 }
+
+// PricerOf is the price table the configuration makes: the built-in one,
+// with its usage { price ... } overrides.
+func PricerOf(cfg *config.Config) *usage.Pricer { return usagePricer(cfg) }
