@@ -543,7 +543,7 @@ func TestMcpInstallEditsClaudeCodesServers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the installed entry: %v", err)
 	}
-	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) != 3 {
+	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) != 4 {
 		t.Errorf("the installed entry's tools: %v %v", err, tools)
 	}
 	cs.Close()
