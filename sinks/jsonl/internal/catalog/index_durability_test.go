@@ -16,6 +16,7 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
 func TestIndexIncremental(t *testing.T) {
@@ -94,8 +95,8 @@ func TestIndexIncremental(t *testing.T) {
 	files--
 
 	// A new file: listed, read once.
-	s := lstNew(proj).user("brand new", "")
-	lstWrite(t, dir, s.id+".jsonl", s.text(), time.Now())
+	s := jsonltest.NewSession(proj).User("brand new", "")
+	jsonltest.WriteFile(t, dir, s.ID+".jsonl", s.Text(), time.Now())
 	if st = ixList(t, l, "after a new file"); st.Misses != 1 || st.Hits != files {
 		t.Fatalf("after a new file: %+v", st)
 	}
@@ -273,7 +274,7 @@ func TestIndexRebuiltEqualsIncremental(t *testing.T) {
 		case 0:
 			ixAppend(t, p, `{"type":"tag","tag":"t`+fmt.Sprint(k)+`","sessionId":"x"}`)
 		case 1:
-			ixAppend(t, p, lstNew(projects[0]).user("another prompt", "").lines[0])
+			ixAppend(t, p, jsonltest.NewSession(projects[0]).User("another prompt", "").Lines[0])
 		case 2:
 			os.Remove(p)
 		}
@@ -281,8 +282,8 @@ func TestIndexRebuiltEqualsIncremental(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := lstNew(projects[1]).user("added late", "").assistant("fine")
-	lstWrite(t, l.ProjectDir(projects[2]), s.id+".jsonl", s.text(), time.Now())
+	s := jsonltest.NewSession(projects[1]).User("added late", "").Assistant("fine")
+	jsonltest.WriteFile(t, l.ProjectDir(projects[2]), s.ID+".jsonl", s.Text(), time.Now())
 	ixList(t, l, "after the changes")
 	recs1, err := l.Sessions(ctx)
 	if err != nil {
@@ -335,8 +336,8 @@ func TestIndexConcurrentListers(t *testing.T) {
 				return
 			default:
 			}
-			s := lstNew(projects[2]).user(fmt.Sprint("concurrent ", i), "")
-			if err := os.WriteFile(filepath.Join(dir, s.id+".jsonl"), []byte(s.text()), 0o600); err != nil {
+			s := jsonltest.NewSession(projects[2]).User(fmt.Sprint("concurrent ", i), "")
+			if err := os.WriteFile(filepath.Join(dir, s.ID+".jsonl"), []byte(s.Text()), 0o600); err != nil {
 				errs <- err
 				return
 			}

@@ -36,20 +36,20 @@ func (c *ixConv) row(typ, own string) string {
 	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", c.n, c.n)
 	parent := "null"
 	if c.last != "" {
-		parent = lstQ(c.last)
+		parent = jsonltest.JSONString(c.last)
 	}
 	c.last = id
 	c.t = c.t.Add(time.Second)
 	return fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,%s,"type":%q,"uuid":%q,"timestamp":%q,"userType":"external","entrypoint":"cli","cwd":%s,"sessionId":%q,"version":"2.1.332"}`,
-		parent, own, typ, id, c.t.Format("2006-01-02T15:04:05.000Z"), lstQ(c.cwd), c.id)
+		parent, own, typ, id, c.t.Format("2006-01-02T15:04:05.000Z"), jsonltest.JSONString(c.cwd), c.id)
 }
 
 func (c *ixConv) prompt(text string) string {
-	return c.row("user", `"message":{"role":"user","content":`+lstQ(text)+`}`)
+	return c.row("user", `"message":{"role":"user","content":`+jsonltest.JSONString(text)+`}`)
 }
 
 func (c *ixConv) reply(text string) string {
-	return c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-opus-4-1","id":"msg_%d","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null}`, c.n, lstQ(text)))
+	return c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-opus-4-1","id":"msg_%d","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null}`, c.n, jsonltest.JSONString(text)))
 }
 
 func (c *ixConv) toolUse(tool, id string) string {

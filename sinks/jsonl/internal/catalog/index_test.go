@@ -13,6 +13,7 @@ import (
 
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
@@ -56,7 +57,7 @@ func ixSame(t *testing.T, what string, got, want []sessions.Info) bool {
 		return true
 	}
 	if len(got) != len(want) {
-		t.Errorf("%s: %d sessions, List has %d\nindex: %v\nList:  %v", what, len(got), len(want), lstIDs(got), lstIDs(want))
+		t.Errorf("%s: %d sessions, List has %d\nindex: %v\nList:  %v", what, len(got), len(want), jsonltest.SessionIDs(got), jsonltest.SessionIDs(want))
 		return false
 	}
 	for i := range got {
@@ -136,60 +137,60 @@ func ixLayRules(t *testing.T, root string) (Layout, []string) {
 	n := 0
 	write := func(dir, name, data string) string {
 		n++
-		return lstWrite(t, dir, name, data, mt.Add(time.Duration(n)*1500*time.Microsecond))
+		return jsonltest.WriteFile(t, dir, name, data, mt.Add(time.Duration(n)*1500*time.Microsecond))
 	}
 	big := 150 << 10
 
-	s := lstNew(projA).user("plain prompt", "").assistant("done")
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projA).user("far apart", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("tag", "tag", "docs")
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projA).user("with a sidecar title", "").filler(big)
-	write(dirA, s.id+".jsonl", s.text())
-	write(filepath.Join(dirA, s.id), "custom-title.json", `{"customTitle":"Sidecar"}`)
-	s = lstNew(projA).user("archived", "").assistant("ok")
-	write(dirA, s.id+".jsonl", s.text())
-	write(filepath.Join(dirA, s.id), "archived.json", `{"archived":true,"at":"2026-03-01T10:30:00.000Z"}`)
-	s = lstNew(projA).user("with subagents", "").assistant("ok")
-	write(dirA, s.id+".jsonl", s.text())
-	write(filepath.Join(dirA, s.id, "subagents"), "agent-a1.jsonl", `{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"user","message":{"role":"user","content":"sub"},"uuid":"x","timestamp":"2026-03-01T10:00:00.000Z"}`+"\n")
-	s = lstNew(projA)
-	s.entry = "sdk-ts"
-	s.user("programmatic", "").assistant("ok")
-	write(dirA, s.id+".jsonl", s.text())
-	target := lstNew(projA).user("continuation", "").assistant("ok")
-	write(dirA, target.id+".jsonl", target.text())
-	s = lstNew(projA).user("continued elsewhere", "").assistant("ok").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`)
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projA).user("continued nowhere", "").assistant("ok").raw(`{"type":"continued-in","continuedInSessionId":"` + lstID() + `"}`)
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projB).user("recorded in the colliding folder", "").assistant("ok")
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projA).user("moved", "").raw(`{"type":"relocated","relocatedCwd":` + lstQ(projB) + `,"sessionId":"x"}`)
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projC).user("no cwd in the rows", "")
-	write(dirC, s.id+".jsonl", strings.ReplaceAll(s.text(), `"cwd":`+lstQ(projC)+`,`, ""))
-	s = lstNew(projA).user("torn tail", "").assistant("half")
-	write(dirA, s.id+".jsonl", strings.TrimSuffix(s.text(), "\n"))
-	s = lstNew(projA).user("interrupted prompt", "")
-	write(dirA, s.id+".jsonl", s.text())
-	dup := lstNew(projA).user("duplicate, older", "")
-	write(dirA, dup.id+".jsonl", dup.text())
-	dup.lines = nil
-	dup.user("duplicate, newer", "")
-	write(dirC, dup.id+".jsonl", dup.text())
+	s := jsonltest.NewSession(projA).User("plain prompt", "").Assistant("done")
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projA).User("far apart", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("tag", "tag", "docs")
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projA).User("with a sidecar title", "").Filler(big)
+	write(dirA, s.ID+".jsonl", s.Text())
+	write(filepath.Join(dirA, s.ID), "custom-title.json", `{"customTitle":"Sidecar"}`)
+	s = jsonltest.NewSession(projA).User("archived", "").Assistant("ok")
+	write(dirA, s.ID+".jsonl", s.Text())
+	write(filepath.Join(dirA, s.ID), "archived.json", `{"archived":true,"at":"2026-03-01T10:30:00.000Z"}`)
+	s = jsonltest.NewSession(projA).User("with subagents", "").Assistant("ok")
+	write(dirA, s.ID+".jsonl", s.Text())
+	write(filepath.Join(dirA, s.ID, "subagents"), "agent-a1.jsonl", `{"parentUuid":null,"isSidechain":true,"agentId":"a1","type":"user","message":{"role":"user","content":"sub"},"uuid":"x","timestamp":"2026-03-01T10:00:00.000Z"}`+"\n")
+	s = jsonltest.NewSession(projA)
+	s.Entry = "sdk-ts"
+	s.User("programmatic", "").Assistant("ok")
+	write(dirA, s.ID+".jsonl", s.Text())
+	target := jsonltest.NewSession(projA).User("continuation", "").Assistant("ok")
+	write(dirA, target.ID+".jsonl", target.Text())
+	s = jsonltest.NewSession(projA).User("continued elsewhere", "").Assistant("ok").Raw(`{"type":"continued-in","continuedInSessionId":"` + target.ID + `"}`)
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projA).User("continued nowhere", "").Assistant("ok").Raw(`{"type":"continued-in","continuedInSessionId":"` + jsonltest.NewSessionID() + `"}`)
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projB).User("recorded in the colliding folder", "").Assistant("ok")
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projA).User("moved", "").Raw(`{"type":"relocated","relocatedCwd":` + jsonltest.JSONString(projB) + `,"sessionId":"x"}`)
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projC).User("no cwd in the rows", "")
+	write(dirC, s.ID+".jsonl", strings.ReplaceAll(s.Text(), `"cwd":`+jsonltest.JSONString(projC)+`,`, ""))
+	s = jsonltest.NewSession(projA).User("torn tail", "").Assistant("half")
+	write(dirA, s.ID+".jsonl", strings.TrimSuffix(s.Text(), "\n"))
+	s = jsonltest.NewSession(projA).User("interrupted prompt", "")
+	write(dirA, s.ID+".jsonl", s.Text())
+	dup := jsonltest.NewSession(projA).User("duplicate, older", "")
+	write(dirA, dup.ID+".jsonl", dup.Text())
+	dup.Lines = nil
+	dup.User("duplicate, newer", "")
+	write(dirC, dup.ID+".jsonl", dup.Text())
 
 	// Never listed.
-	s = lstNew(projA).assistant("nobody asked")
-	write(dirA, s.id+".jsonl", s.text())
-	s = lstNew(projA).user("sidechain first", "")
-	s.lines[0] = strings.Replace(s.lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
-	write(dirA, s.id+".jsonl", s.text())
-	write(dirA, lstID()+".jsonl", "")
-	write(dirA, "not-a-uuid.jsonl", lstNew(projA).user("not a uuid", "").text())
-	s = lstNew(projA).user("through a symlink", "")
-	real := write(filepath.Join(root, "elsewhere"), s.id+".jsonl", s.text())
-	if err := os.Symlink(real, filepath.Join(dirA, s.id+".jsonl")); err != nil {
+	s = jsonltest.NewSession(projA).Assistant("nobody asked")
+	write(dirA, s.ID+".jsonl", s.Text())
+	s = jsonltest.NewSession(projA).User("sidechain first", "")
+	s.Lines[0] = strings.Replace(s.Lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
+	write(dirA, s.ID+".jsonl", s.Text())
+	write(dirA, jsonltest.NewSessionID()+".jsonl", "")
+	write(dirA, "not-a-uuid.jsonl", jsonltest.NewSession(projA).User("not a uuid", "").Text())
+	s = jsonltest.NewSession(projA).User("through a symlink", "")
+	real := write(filepath.Join(root, "elsewhere"), s.ID+".jsonl", s.Text())
+	if err := os.Symlink(real, filepath.Join(dirA, s.ID+".jsonl")); err != nil {
 		t.Fatal(err)
 	}
 	return l, []string{projA, projB, projC}
@@ -217,7 +218,7 @@ func TestIndexEqualsListOnFixture(t *testing.T) {
 func TestIndexEqualsListOnCorpus(t *testing.T) {
 	ixNoRacy(t)
 	cfg := filepath.Join(t.TempDir(), "cfg")
-	ids, projects, _, _ := lstLayCorpus(t, cfg)
+	ids, projects, _, _ := jsonltest.LayCorpus(t, cfg)
 	if len(ids) < 20 {
 		t.Fatalf("corpus: only %d sessions", len(ids))
 	}

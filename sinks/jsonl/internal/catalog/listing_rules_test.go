@@ -17,6 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
@@ -60,12 +61,12 @@ func TestListRules(t *testing.T) {
 
 	ids, byID := r.write()
 	// A symlinked transcript is not followed.
-	linked := lstNew(proj).user("via a symlink", "")
-	lp := lstWrite(t, filepath.Join(root, "elsewhere"), linked.id+".jsonl", linked.text(), time.Now())
-	if err := os.Symlink(lp, filepath.Join(l.ProjectDir(proj), linked.id+".jsonl")); err != nil {
+	linked := jsonltest.NewSession(proj).User("via a symlink", "")
+	lp := jsonltest.WriteFile(t, filepath.Join(root, "elsewhere"), linked.ID+".jsonl", linked.Text(), time.Now())
+	if err := os.Symlink(lp, filepath.Join(l.ProjectDir(proj), linked.ID+".jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	ids[linked.id] = proj
+	ids[linked.ID] = proj
 
 	ctx := context.Background()
 	all, err := l.List(ctx, sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true})
@@ -78,7 +79,7 @@ func TestListRules(t *testing.T) {
 		got[si.SessionID] = lstDecode(t, b).(map[string]any)
 	}
 	lstCheckCases(t, cases, got)
-	if _, ok := got[linked.id]; ok {
+	if _, ok := got[linked.ID]; ok {
 		t.Errorf("a symlinked transcript was listed")
 	}
 
@@ -90,7 +91,7 @@ func TestListRules(t *testing.T) {
 		if c.s == nil || !strings.HasPrefix(c.name, "skip: sidechain") && !strings.HasPrefix(c.name, "continued-in: hidden") {
 			continue
 		}
-		info, err := l.Info(ctx, c.s.id, proj)
+		info, err := l.Info(ctx, c.s.ID, proj)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestListRules(t *testing.T) {
 			t.Errorf("Info(%s) = %+v", c.name, info)
 		}
 	}
-	if info, _ := l.Info(ctx, lstID(), ""); info != nil {
+	if info, _ := l.Info(ctx, jsonltest.NewSessionID(), ""); info != nil {
 		t.Errorf("Info(unknown) = %+v", info)
 	}
 	if info, _ := l.Info(ctx, "not-a-uuid", ""); info != nil {
@@ -106,7 +107,7 @@ func TestListRules(t *testing.T) {
 	}
 
 	// ReadLite on one file, and the scribe-only fields.
-	rl, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), target.id+".jsonl"), proj)
+	rl, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), target.ID+".jsonl"), proj)
 	if err != nil || !ok || rl.Summary != "the continuation" || rl.Entrypoint != "cli" || rl.ProjectDir != l.ProjectDir(proj) {
 		t.Errorf("ReadLite = %+v, %v, %v", rl, ok, err)
 	}
@@ -164,8 +165,8 @@ func (r *lstRules) checkFilters(ctx context.Context, all []sessions.Info, byID m
 	// Pages are slices of the full listing.
 	full, _ := l.List(ctx, sessions.ListOptions{Dir: proj, IncludeProgrammatic: true})
 	page, _ := l.List(ctx, sessions.ListOptions{Dir: proj, IncludeProgrammatic: true, Limit: 5, Offset: 3})
-	if len(full) < 8 || !reflect.DeepEqual(lstIDs(page), lstIDs(full[3:8])) {
-		t.Errorf("page 3..8 = %v, want %v", lstIDs(page), lstIDs(full[min(3, len(full)):min(8, len(full))]))
+	if len(full) < 8 || !reflect.DeepEqual(jsonltest.SessionIDs(page), jsonltest.SessionIDs(full[3:8])) {
+		t.Errorf("page 3..8 = %v, want %v", jsonltest.SessionIDs(page), jsonltest.SessionIDs(full[min(3, len(full)):min(8, len(full))]))
 	}
 }
 
@@ -190,19 +191,19 @@ func (r *lstRules) write() (ids map[string]string, byID map[string]*lstCase) {
 		id := c.id
 		if c.s != nil {
 			if data == "" {
-				data = c.s.text()
+				data = c.s.Text()
 			}
 			if id == "" {
-				id = c.s.id
+				id = c.s.ID
 			}
 		}
 		mt := c.mtime
 		if mt.IsZero() {
 			mt = time.Date(2026, 3, 2, 0, 0, i, i*1_000_123, time.UTC)
 		}
-		lstWrite(t, dir, id+".jsonl", data, mt)
+		jsonltest.WriteFile(t, dir, id+".jsonl", data, mt)
 		for name, content := range c.side {
-			lstWrite(t, filepath.Join(dir, id), name, content.(string), time.Now())
+			jsonltest.WriteFile(t, filepath.Join(dir, id), name, content.(string), time.Now())
 		}
 		ids[id] = pp
 		byID[id] = c
@@ -217,7 +218,7 @@ func lstCheckCases(t *testing.T, cases []lstCase, got map[string]map[string]any)
 		c := &cases[i]
 		id := c.id
 		if id == "" && c.s != nil {
-			id = c.s.id
+			id = c.s.ID
 		}
 		e, listed := got[id]
 		if listed != c.listed {
@@ -251,7 +252,7 @@ type lstRules struct {
 	longPrompt, surrogateCut, surrogateKept string
 	hugeText                                string
 	cases                                   []lstCase
-	target                                  *lstSession // the continued-in target
+	target                                  *jsonltest.Session // the continued-in target
 }
 
 func (r *lstRules) add(c lstCase) { r.cases = append(r.cases, c) }
@@ -259,49 +260,49 @@ func (r *lstRules) add(c lstCase) { r.cases = append(r.cases, c) }
 // titleCases adds the cases of titles and summaries.
 func (r *lstRules) titleCases() {
 	proj, big, add := r.proj, r.big, r.add
-	var s *lstSession
+	var s *jsonltest.Session
 	// Title precedence: tail custom-title ‖ sidecar ‖ head custom-title ‖ tail ai-title ‖ head ai-title.
-	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").meta("ai-title", "aiTitle", "Head AI").filler(big).
-		meta("ai-title", "aiTitle", "Tail AI").meta("custom-title", "customTitle", "Tail title")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Meta("ai-title", "aiTitle", "Head AI").Filler(big).
+		Meta("ai-title", "aiTitle", "Tail AI").Meta("custom-title", "customTitle", "Tail title")
 	add(lstCase{name: "title: tail custom-title wins", s: s, listed: true, side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
 		want: map[string]any{"customTitle": "Tail title", "summary": "Tail title", "firstPrompt": "first prompt"}})
-	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("ai-title", "aiTitle", "Tail AI")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("ai-title", "aiTitle", "Tail AI")
 	add(lstCase{name: "title: sidecar beats head custom-title", s: s, listed: true,
 		side: map[string]any{"custom-title.json": `{"customTitle":"  Side\u0007car\u200b\u200b title  ","by":"user"}`},
 		want: map[string]any{"customTitle": "Side car  title", "summary": "Side car  title"}})
-	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("ai-title", "aiTitle", "Tail AI")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("ai-title", "aiTitle", "Tail AI")
 	add(lstCase{name: "title: head custom-title beats tail ai-title", s: s, listed: true,
 		want: map[string]any{"customTitle": "Head title", "summary": "Head title"}})
-	s = lstNew(proj).user("first prompt", "").meta("ai-title", "aiTitle", "Head AI").filler(big).meta("ai-title", "aiTitle", "Tail AI")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("ai-title", "aiTitle", "Head AI").Filler(big).Meta("ai-title", "aiTitle", "Tail AI")
 	add(lstCase{name: "title: tail ai-title beats head ai-title", s: s, listed: true,
 		want: map[string]any{"customTitle": "Tail AI"}})
-	s = lstNew(proj).user("first prompt", "").meta("ai-title", "aiTitle", "Head AI").filler(big)
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("ai-title", "aiTitle", "Head AI").Filler(big)
 	add(lstCase{name: "title: head ai-title", s: s, listed: true, want: map[string]any{"customTitle": "Head AI"}})
-	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Head title").filler(big).meta("custom-title", "customTitle", "")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("custom-title", "customTitle", "")
 	add(lstCase{name: "title: empty tail custom-title skips the sidecar", s: s, listed: true,
 		side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
 		want: map[string]any{"customTitle": "Head title"}})
-	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Old").meta("custom-title", "customTitle", "New")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Old").Meta("custom-title", "customTitle", "New")
 	add(lstCase{name: "title: last custom-title wins", s: s, listed: true, want: map[string]any{"customTitle": "New"}})
-	s = lstNew(proj).user("first prompt", "").filler(big).meta("custom-title", "customTitle", "Far away").filler(big)
+	s = jsonltest.NewSession(proj).User("first prompt", "").Filler(big).Meta("custom-title", "customTitle", "Far away").Filler(big)
 	add(lstCase{name: "title: custom-title in neither window is invisible", s: s,
 		listed: true, want: map[string]any{"customTitle": nil, "summary": "first prompt"}})
 
 	// Summary precedence: customTitle ‖ tail lastPrompt ‖ tail summary ‖ firstPrompt ‖ Image/Document.
-	s = lstNew(proj).user("first prompt", "").meta("summary", "summary", "Summary text").meta("last-prompt", "lastPrompt", "Last prompt")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("summary", "summary", "Summary text").Meta("last-prompt", "lastPrompt", "Last prompt")
 	add(lstCase{name: "summary: lastPrompt beats summary", s: s, listed: true,
 		want: map[string]any{"summary": "Last prompt", "firstPrompt": "first prompt", "customTitle": nil}})
-	s = lstNew(proj).user("first prompt", "").meta("summary", "summary", "Summary text")
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("summary", "summary", "Summary text")
 	add(lstCase{name: "summary: summary beats firstPrompt", s: s, listed: true, want: map[string]any{"summary": "Summary text"}})
-	s = lstNew(proj).user("first prompt", "").meta("last-prompt", "lastPrompt", "Only in head").filler(big)
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("last-prompt", "lastPrompt", "Only in head").Filler(big)
 	add(lstCase{name: "summary: lastPrompt outside the tail", s: s, listed: true, want: map[string]any{"summary": "first prompt"}})
-	s = lstNew(proj).user([]any{map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}}, "").assistant("a picture")
+	s = jsonltest.NewSession(proj).User([]any{map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}}, "").Assistant("a picture")
 	add(lstCase{name: "summary: Image placeholder", s: s, listed: true, want: map[string]any{"summary": "Image", "firstPrompt": nil}})
-	s = lstNew(proj).user([]any{map[string]any{"type": "document", "source": map[string]any{"type": "text", "data": "x"}}}, "")
+	s = jsonltest.NewSession(proj).User([]any{map[string]any{"type": "document", "source": map[string]any{"type": "text", "data": "x"}}}, "")
 	add(lstCase{name: "summary: Document placeholder", s: s, listed: true, want: map[string]any{"summary": "Document"}})
-	s = lstNew(proj).assistant("nobody asked")
+	s = jsonltest.NewSession(proj).Assistant("nobody asked")
 	add(lstCase{name: "summary: assistant-only file is omitted", s: s, listed: false})
-	s = lstNew(proj).filler(big).user("late prompt", "")
+	s = jsonltest.NewSession(proj).Filler(big).User("late prompt", "")
 	add(lstCase{name: "summary: first prompt past the head is omitted", s: s, listed: false})
 
 }
@@ -309,42 +310,42 @@ func (r *lstRules) titleCases() {
 // promptCases adds the cases of first prompts and tags.
 func (r *lstRules) promptCases() {
 	proj, add, longPrompt, surrogateCut, surrogateKept := r.proj, r.add, r.longPrompt, r.surrogateCut, r.surrogateKept
-	var s *lstSession
+	var s *jsonltest.Session
 	// firstPrompt.
-	s = lstNew(proj).user("<local-command-caveat>Caveat</local-command-caveat>", "").
-		user("meta prompt", `"isMeta":true,`).
-		user("This session is being continued", `"isCompactSummary":true,`).
-		user([]any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}}, "").
-		user("[Request interrupted by user for tool use]", "").
-		user("  the\nreal  prompt\n ", "")
+	s = jsonltest.NewSession(proj).User("<local-command-caveat>Caveat</local-command-caveat>", "").
+		User("meta prompt", `"isMeta":true,`).
+		User("This session is being continued", `"isCompactSummary":true,`).
+		User([]any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}}, "").
+		User("[Request interrupted by user for tool use]", "").
+		User("  the\nreal  prompt\n ", "")
 	add(lstCase{name: "firstPrompt: skips meta, compact, tool_result, tags, interrupts", s: s, listed: true,
 		want: map[string]any{"firstPrompt": "the real  prompt"}})
-	s = lstNew(proj).user("<command-name>/init</command-name>\n<command-message>init</command-message>\n<command-args></command-args>", "").assistant("done")
+	s = jsonltest.NewSession(proj).User("<command-name>/init</command-name>\n<command-message>init</command-message>\n<command-args></command-args>", "").Assistant("done")
 	add(lstCase{name: "firstPrompt: command-name fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "/init", "summary": "/init"}})
-	s = lstNew(proj).user("<command-name>/init</command-name>", "").user("a later prompt", "")
+	s = jsonltest.NewSession(proj).User("<command-name>/init</command-name>", "").User("a later prompt", "")
 	add(lstCase{name: "firstPrompt: a real prompt beats the command fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "a later prompt"}})
-	s = lstNew(proj).user("<bash-input>ls -la</bash-input>", "").user("<bash-stdout>total 0</bash-stdout><bash-stderr></bash-stderr>", "")
+	s = jsonltest.NewSession(proj).User("<bash-input>ls -la</bash-input>", "").User("<bash-stdout>total 0</bash-stdout><bash-stderr></bash-stderr>", "")
 	add(lstCase{name: "firstPrompt: bash input", s: s, listed: true, want: map[string]any{"firstPrompt": "! ls -la"}})
-	s = lstNew(proj).user(longPrompt, "")
+	s = jsonltest.NewSession(proj).User(longPrompt, "")
 	add(lstCase{name: "firstPrompt: 250 characters", s: s, listed: true, want: map[string]any{"firstPrompt": longPrompt[:200] + "…"}})
-	s = lstNew(proj).user(surrogateCut, "")
+	s = jsonltest.NewSession(proj).User(surrogateCut, "")
 	add(lstCase{name: "firstPrompt: surrogate pair at the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 199) + "…"}})
-	s = lstNew(proj).user(surrogateKept, "")
+	s = jsonltest.NewSession(proj).User(surrogateKept, "")
 	add(lstCase{name: "firstPrompt: surrogate pair before the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 198) + "😀…"}})
-	s = lstNew(proj).user([]any{map[string]any{"type": "text", "text": "   "}, map[string]any{"type": "image", "source": map[string]any{}}, map[string]any{"type": "text", "text": "second block"}}, "")
+	s = jsonltest.NewSession(proj).User([]any{map[string]any{"type": "text", "text": "   "}, map[string]any{"type": "image", "source": map[string]any{}}, map[string]any{"type": "text", "text": "second block"}}, "")
 	add(lstCase{name: "firstPrompt: first non-empty text block", s: s, listed: true, want: map[string]any{"firstPrompt": "second block"}})
-	s = lstNew(proj).user("see this:\n<pasted_content id=\"0a1f\">\n<b>pasted</b> text\n</pasted_content id=\"0a1f\">\n\nthanks", "")
+	s = jsonltest.NewSession(proj).User("see this:\n<pasted_content id=\"0a1f\">\n<b>pasted</b> text\n</pasted_content id=\"0a1f\">\n\nthanks", "")
 	add(lstCase{name: "firstPrompt: pasted content unwrapped", s: s, listed: true, want: map[string]any{"firstPrompt": "see this:<b>pasted</b> textthanks"}})
-	s = lstNew(proj).raw(`{"parentUuid": null, "type": "user", "message": {"role": "user", "content": "spaced json"}, "uuid": "u1", "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/spaced/cwd", "sessionId": "x", "gitBranch": "spaced"}`)
+	s = jsonltest.NewSession(proj).Raw(`{"parentUuid": null, "type": "user", "message": {"role": "user", "content": "spaced json"}, "uuid": "u1", "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/spaced/cwd", "sessionId": "x", "gitBranch": "spaced"}`)
 	add(lstCase{name: "firstPrompt: spaced JSON", s: s, listed: true, want: map[string]any{"firstPrompt": "spaced json", "cwd": "/spaced/cwd", "gitBranch": "spaced"}})
 
 	// Tag.
-	s = lstNew(proj).user("tagged", "").meta("tag", "tag", "docs").meta("tag", "tag", "")
+	s = jsonltest.NewSession(proj).User("tagged", "").Meta("tag", "tag", "docs").Meta("tag", "tag", "")
 	add(lstCase{name: "tag: empty clears", s: s, listed: true, want: map[string]any{"tag": nil}})
-	s = lstNew(proj).user("tagged", "").meta("tag", "tag", "").meta("tag", "tag", "work")
+	s = jsonltest.NewSession(proj).User("tagged", "").Meta("tag", "tag", "").Meta("tag", "tag", "work")
 	add(lstCase{name: "tag: last wins", s: s, listed: true, want: map[string]any{"tag": "work"}})
-	s = lstNew(proj).user("tagged", "").meta("tag", "tag", "old").
-		raw(`{"parentUuid":null,"type":"user","message":{"role":"user","content":"torn wri{"type":"tag","tag":"glued","sessionId":"x"}`)
+	s = jsonltest.NewSession(proj).User("tagged", "").Meta("tag", "tag", "old").
+		Raw(`{"parentUuid":null,"type":"user","message":{"role":"user","content":"torn wri{"type":"tag","tag":"glued","sessionId":"x"}`)
 	add(lstCase{name: "tag: two rows glued by a torn write", s: s, listed: true, want: map[string]any{"tag": "glued"}})
 
 }
@@ -352,76 +353,76 @@ func (r *lstRules) promptCases() {
 // parsingCases adds the cases of parsing nuances, skips, torn and huge lines, and the recorded fields.
 func (r *lstRules) parsingCases() {
 	proj, big, add, ts, hugeText := r.proj, r.big, r.add, r.ts, r.hugeText
-	var s *lstSession
+	var s *jsonltest.Session
 	// Parsing nuances.
-	s = lstNew(proj).user("spaced relocated", "").raw(`{"type": "relocated", "relocatedCwd": "/not/used", "sessionId": "x"}`)
-	add(lstCase{name: "relocated: only the compact type form counts", s: s, listed: true, want: map[string]any{"cwd": s.cwd}})
-	s = lstNew(proj).user("first prompt", "").meta("summary", "summary", "Summary text").
-		meta("last-prompt", "lastPrompt", "Earlier").meta("last-prompt", "lastPrompt", "")
+	s = jsonltest.NewSession(proj).User("spaced relocated", "").Raw(`{"type": "relocated", "relocatedCwd": "/not/used", "sessionId": "x"}`)
+	add(lstCase{name: "relocated: only the compact type form counts", s: s, listed: true, want: map[string]any{"cwd": s.Cwd}})
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("summary", "summary", "Summary text").
+		Meta("last-prompt", "lastPrompt", "Earlier").Meta("last-prompt", "lastPrompt", "")
 	add(lstCase{name: "summary: an empty last lastPrompt does not fall back to an earlier one", s: s, listed: true,
 		want: map[string]any{"summary": "Summary text"}})
-	s = lstNew(proj).user("first prompt", "").meta("custom-title", "customTitle", "Good").
-		raw(`{"type":"custom-title","customTitle":42,"sessionId":"x"}`)
+	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Good").
+		Raw(`{"type":"custom-title","customTitle":42,"sessionId":"x"}`)
 	add(lstCase{name: "title: a non-string title is skipped", s: s, listed: true, want: map[string]any{"customTitle": "Good"}})
-	s = lstNew(proj).user("first prompt", "").raw(`{"type": "custom-title", "customTitle": "Spaced", "sessionId": "x"}`)
+	s = jsonltest.NewSession(proj).User("first prompt", "").Raw(`{"type": "custom-title", "customTitle": "Spaced", "sessionId": "x"}`)
 	add(lstCase{name: "title: spaced custom-title", s: s, listed: true, want: map[string]any{"customTitle": "Spaced"}})
-	s = lstNew(proj).user("crlf prompt", "").meta("tag", "tag", "crlf")
-	add(lstCase{name: "CRLF line ends", s: s, file: strings.ReplaceAll(s.text(), "\n", "\r\n"), listed: true,
+	s = jsonltest.NewSession(proj).User("crlf prompt", "").Meta("tag", "tag", "crlf")
+	add(lstCase{name: "CRLF line ends", s: s, file: strings.ReplaceAll(s.Text(), "\n", "\r\n"), listed: true,
 		want: map[string]any{"firstPrompt": "crlf prompt", "tag": "crlf"}})
-	s = lstNew(proj)
-	s.user("spaced sidechain", "")
-	s.lines[0] = strings.Replace(s.lines[0], `"isSidechain":false`, `"isSidechain": true`, 1)
+	s = jsonltest.NewSession(proj)
+	s.User("spaced sidechain", "")
+	s.Lines[0] = strings.Replace(s.Lines[0], `"isSidechain":false`, `"isSidechain": true`, 1)
 	add(lstCase{name: "skip: spaced sidechain first line", s: s, listed: false})
-	s = lstNew(proj).user("queued later", "").assistant("ok").
-		raw(`{"type":"attachment","attachment":{"type":"queued_command","prompt":"do more","origin":{"kind":"human"}},"uuid":"q1","timestamp":"2026-03-01T11:00:00.000Z","parentUuid":null,"isSidechain":false}`)
+	s = jsonltest.NewSession(proj).User("queued later", "").Assistant("ok").
+		Raw(`{"type":"attachment","attachment":{"type":"queued_command","prompt":"do more","origin":{"kind":"human"}},"uuid":"q1","timestamp":"2026-03-01T11:00:00.000Z","parentUuid":null,"isSidechain":false}`)
 	add(lstCase{name: "archived: a queued prompt after it unarchives", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:30:00.000Z"}`},
 		want: map[string]any{"archived": false}})
-	s = lstNew(proj).user("meta later", "").assistant("ok").user("meta row", `"isMeta":true,`)
+	s = jsonltest.NewSession(proj).User("meta later", "").Assistant("ok").User("meta row", `"isMeta":true,`)
 	add(lstCase{name: "archived: a meta row after it does not", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:00:02.000Z"}`},
 		want: map[string]any{"archived": true}})
 
 	// Skips.
-	s = lstNew(proj)
-	s.extraTop = `"agentId":"deadbeef",`
-	s.user("sidechain prompt", "")
-	s.lines[0] = strings.Replace(s.lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
+	s = jsonltest.NewSession(proj)
+	s.ExtraTop = `"agentId":"deadbeef",`
+	s.User("sidechain prompt", "")
+	s.Lines[0] = strings.Replace(s.Lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
 	add(lstCase{name: "skip: sidechain first line", s: s, listed: false})
-	add(lstCase{name: "skip: empty file", file: "", id: lstID(), listed: false})
-	add(lstCase{name: "skip: non-UUID name", s: lstNew(proj).user("agent file", ""), id: "agent-1234abcd", listed: false})
-	up := lstNew(proj).user("upper-case name", "")
-	up.id = strings.ToUpper(up.id)
-	add(lstCase{name: "uppercase UUID name", s: up, listed: true, want: map[string]any{"sessionId": up.id}})
+	add(lstCase{name: "skip: empty file", file: "", id: jsonltest.NewSessionID(), listed: false})
+	add(lstCase{name: "skip: non-UUID name", s: jsonltest.NewSession(proj).User("agent file", ""), id: "agent-1234abcd", listed: false})
+	up := jsonltest.NewSession(proj).User("upper-case name", "")
+	up.ID = strings.ToUpper(up.ID)
+	add(lstCase{name: "uppercase UUID name", s: up, listed: true, want: map[string]any{"sessionId": up.ID}})
 
 	// Torn and huge lines.
-	s = lstNew(proj).user("torn", "").meta("custom-title", "customTitle", "Complete").
-		raw(`{"type":"custom-title","customTitle":"Cut off`)
-	add(lstCase{name: "torn last line ignored", file: strings.TrimSuffix(s.text(), "\n"), s: s, listed: true,
+	s = jsonltest.NewSession(proj).User("torn", "").Meta("custom-title", "customTitle", "Complete").
+		Raw(`{"type":"custom-title","customTitle":"Cut off`)
+	add(lstCase{name: "torn last line ignored", file: strings.TrimSuffix(s.Text(), "\n"), s: s, listed: true,
 		want: map[string]any{"customTitle": "Complete"}})
-	s = lstNew(proj).user("short first", "").assistant(hugeText).meta("last-prompt", "lastPrompt", "after huge")
+	s = jsonltest.NewSession(proj).User("short first", "").Assistant(hugeText).Meta("last-prompt", "lastPrompt", "after huge")
 	add(lstCase{name: "huge line across both windows", s: s, listed: true,
 		want: map[string]any{"firstPrompt": "short first", "summary": "after huge"}})
-	s = lstNew(proj).user(hugeText, "").meta("ai-title", "aiTitle", "titled")
+	s = jsonltest.NewSession(proj).User(hugeText, "").Meta("ai-title", "aiTitle", "titled")
 	add(lstCase{name: "huge first prompt cannot be parsed", s: s, listed: true,
 		want: map[string]any{"firstPrompt": nil, "summary": "titled"}})
 
 	// createdAt, gitBranch, cwd.
-	s = lstNew(proj).raw(`{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{},"timestamp":"2026-02-03T04:05:06.789+02:00"},"isSnapshotUpdate":false}`).user("dated", "")
+	s = jsonltest.NewSession(proj).Raw(`{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{},"timestamp":"2026-02-03T04:05:06.789+02:00"},"isSnapshotUpdate":false}`).User("dated", "")
 	add(lstCase{name: "createdAt: first timestamp anywhere, with an offset", s: s, listed: true,
 		want: map[string]any{"createdAt": json.Number(fmt.Sprint(ts("2026-02-03T04:05:06.789+02:00")))}})
-	s = lstNew(proj).raw(`{"type":"summary","summary":"no timestamps here","leafUuid":"x"}`)
+	s = jsonltest.NewSession(proj).Raw(`{"type":"summary","summary":"no timestamps here","leafUuid":"x"}`)
 	add(lstCase{name: "createdAt: absent", s: s, listed: true, want: map[string]any{"createdAt": nil, "cwd": nil}})
-	s = lstNew(proj)
-	s.branch = "head-branch"
-	s.user("branches", "")
-	s.filler(big)
-	s.branch = "tail-branch"
-	s.assistant("on another branch")
-	s.branch = "last"
-	s.raw(`{"type":"last-prompt","lastPrompt":"x","sessionId":"y"}`)
+	s = jsonltest.NewSession(proj)
+	s.Branch = "head-branch"
+	s.User("branches", "")
+	s.Filler(big)
+	s.Branch = "tail-branch"
+	s.Assistant("on another branch")
+	s.Branch = "last"
+	s.Raw(`{"type":"last-prompt","lastPrompt":"x","sessionId":"y"}`)
 	add(lstCase{name: "gitBranch: last in tail", s: s, listed: true, want: map[string]any{"gitBranch": "tail-branch"}})
-	s = lstNew(proj).user("relocated", "").raw(`{"type":"relocated","relocatedCwd":"/moved/here","sessionId":"x"}`)
+	s = jsonltest.NewSession(proj).User("relocated", "").Raw(`{"type":"relocated","relocatedCwd":"/moved/here","sessionId":"x"}`)
 	add(lstCase{name: "cwd: relocated beats head cwd", s: s, listed: true, want: map[string]any{"cwd": "/moved/here"}})
 
 }
@@ -429,87 +430,79 @@ func (r *lstRules) parsingCases() {
 // filterCases adds the cases of archives and the listing's filters.
 func (r *lstRules) filterCases() {
 	proj, longProj, collA, collB, add := r.proj, r.longProj, r.collA, r.collB, r.add
-	var s *lstSession
+	var s *jsonltest.Session
 	// Archive.
-	s = lstNew(proj).user("archived", "").assistant("reply")
+	s = jsonltest.NewSession(proj).User("archived", "").Assistant("reply")
 	add(lstCase{name: "archived: after the last prompt", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-02T00:00:00.000Z","by":"sdk"}`},
 		want: map[string]any{"archived": true}})
-	s = lstNew(proj).user("archived", "").assistant("reply").user("prompt after the archive", "")
+	s = jsonltest.NewSession(proj).User("archived", "").Assistant("reply").User("prompt after the archive", "")
 	add(lstCase{name: "archived: a prompt after it unarchives", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:00:02Z","by":"sdk"}`},
 		want: map[string]any{"archived": false}})
-	s = lstNew(proj).user("archived", "").assistant("reply")
+	s = jsonltest.NewSession(proj).User("archived", "").Assistant("reply")
 	add(lstCase{name: "archived: false", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":false,"at":"2026-03-02T00:00:00+01:00"}`},
 		want: map[string]any{"archived": false}})
-	s = lstNew(proj).user("archived", "")
+	s = jsonltest.NewSession(proj).User("archived", "")
 	add(lstCase{name: "archived: bad date is ignored", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-02-30T00:00:00Z"}`},
 		want: map[string]any{"archived": nil}})
-	s = lstNew(proj).user("archived", "")
+	s = jsonltest.NewSession(proj).User("archived", "")
 	add(lstCase{name: "archived: over 4096 bytes is ignored", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-02T00:00:00Z","pad":"` + strings.Repeat("x", 4096) + `"}`},
 		want: map[string]any{"archived": nil}})
 
 	// Programmatic sessions (hidden only by includeProgrammatic:false).
-	s = lstNew(proj)
-	s.entry = "sdk-ts"
-	s.user("from the SDK", "")
+	s = jsonltest.NewSession(proj)
+	s.Entry = "sdk-ts"
+	s.User("from the SDK", "")
 	add(lstCase{name: "programmatic: sdk-ts", s: s, listed: true})
-	s = lstNew(proj)
-	s.extraTop = `"sessionKind":"daemon-worker",`
-	s.user("from a daemon", "")
+	s = jsonltest.NewSession(proj)
+	s.ExtraTop = `"sessionKind":"daemon-worker",`
+	s.User("from a daemon", "")
 	add(lstCase{name: "programmatic: daemon-worker", s: s, listed: true})
 
 	// continued-in.
-	target := lstNew(proj).user("the continuation", "")
+	target := jsonltest.NewSession(proj).User("the continuation", "")
 	r.target = target
 	add(lstCase{name: "continued-in: target", s: target, listed: true})
-	s = lstNew(proj).user("continued", "").assistant("bye").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`)
+	s = jsonltest.NewSession(proj).User("continued", "").Assistant("bye").Raw(`{"type":"continued-in","continuedInSessionId":"` + target.ID + `"}`)
 	add(lstCase{name: "continued-in: hidden", s: s, listed: false})
-	s = lstNew(proj).user("continued", "").raw(`{"type":"continued-in","continuedInSessionId":"`+target.id+`"}`).user("but came back", "")
+	s = jsonltest.NewSession(proj).User("continued", "").Raw(`{"type":"continued-in","continuedInSessionId":"`+target.ID+`"}`).User("but came back", "")
 	add(lstCase{name: "continued-in: a later prompt keeps it", s: s, listed: true})
-	s = lstNew(proj).user("continued", "").raw(`{"type":"continued-in","continuedInSessionId":"` + lstID() + `"}`)
+	s = jsonltest.NewSession(proj).User("continued", "").Raw(`{"type":"continued-in","continuedInSessionId":"` + jsonltest.NewSessionID() + `"}`)
 	add(lstCase{name: "continued-in: missing target keeps it", s: s, listed: true})
-	s = lstNew(proj).user("continued", "").raw(`{"type":"continued-in","continuedInSessionId":"` + target.id + `"}`).
-		raw(`{"type":"continued-in","continuedInSessionId":"not-a-uuid"}`)
+	s = jsonltest.NewSession(proj).User("continued", "").Raw(`{"type":"continued-in","continuedInSessionId":"` + target.ID + `"}`).
+		Raw(`{"type":"continued-in","continuedInSessionId":"not-a-uuid"}`)
 	add(lstCase{name: "continued-in: the newest one is not a UUID", s: s, listed: true})
 
 	// Collision filter: same folder, recorded cwds differ.
-	add(lstCase{name: "collision: proj-a", s: lstNew(collA).user("from proj-a", ""), proj: collA, listed: true})
-	add(lstCase{name: "collision: proj/a", s: lstNew(collB).user("from proj/a", ""), proj: collA, listed: true})
-	add(lstCase{name: "collision: missing folder kept", s: lstNew(filepath.Join(r.root, "coll", "proj_a")).user("from proj_a", ""), proj: collA, listed: true})
+	add(lstCase{name: "collision: proj-a", s: jsonltest.NewSession(collA).User("from proj-a", ""), proj: collA, listed: true})
+	add(lstCase{name: "collision: proj/a", s: jsonltest.NewSession(collB).User("from proj/a", ""), proj: collA, listed: true})
+	add(lstCase{name: "collision: missing folder kept", s: jsonltest.NewSession(filepath.Join(r.root, "coll", "proj_a")).User("from proj_a", ""), proj: collA, listed: true})
 
 	// A project path over 200 characters: the hashed folder, and another
 	// folder with the same prefix that records the path.
-	add(lstCase{name: "long path: hashed folder", s: lstNew(longProj).user("long one", ""), proj: longProj, listed: true})
-	other := lstNew(longProj).user("long two", "")
+	add(lstCase{name: "long path: hashed folder", s: jsonltest.NewSession(longProj).User("long one", ""), proj: longProj, listed: true})
+	other := jsonltest.NewSession(longProj).User("long two", "")
 	add(lstCase{name: "long path: other hash", s: other, proj: longProj + "\x00other", listed: true})
 
 	// Same id in two folders: the newest copy is kept.
-	dupOld := lstNew(proj).user("old copy", "")
+	dupOld := jsonltest.NewSession(proj).User("old copy", "")
 	dupNew := *dupOld
-	dupNew.lines = nil
-	dupNew.cwd = collA
-	dupNew.user("new copy", "")
+	dupNew.Lines = nil
+	dupNew.Cwd = collA
+	dupNew.User("new copy", "")
 	add(lstCase{name: "duplicate: old copy", s: dupOld, listed: true, mtime: time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), want: map[string]any{"summary": "new copy"}})
 	add(lstCase{name: "duplicate: new copy", s: &dupNew, proj: collA, listed: true, mtime: time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)})
 
 	// Equal mtimes: sessionId descending; sub-millisecond mtimes round.
 	tie := time.Date(2026, 3, 5, 0, 0, 0, 500_000, time.UTC)
-	add(lstCase{name: "tie 1", s: lstNew(proj).user("tie one", ""), listed: true, mtime: tie,
+	add(lstCase{name: "tie 1", s: jsonltest.NewSession(proj).User("tie one", ""), listed: true, mtime: tie,
 		want: map[string]any{"lastModified": json.Number(fmt.Sprint(tie.UnixMilli() + 1))}})
-	add(lstCase{name: "tie 2", s: lstNew(proj).user("tie two", ""), listed: true, mtime: tie})
+	add(lstCase{name: "tie 2", s: jsonltest.NewSession(proj).User("tie two", ""), listed: true, mtime: tie})
 
-}
-
-func lstIDs(ls []sessions.Info) []string {
-	var out []string
-	for _, s := range ls {
-		out = append(out, s.SessionID)
-	}
-	return out
 }
 
 // TestListWorktrees checks that the folders of a repository's other
@@ -538,24 +531,24 @@ func TestListWorktrees(t *testing.T) {
 	run(main, "worktree", "add", "-q", "-b", "feature", wt)
 	cfg := filepath.Join(root, "cfg")
 	l := Layout{Layout: layout.Layout{ConfigDir: cfg}}
-	a := lstNew(main).user("in main", "")
-	b := lstNew(wt).user("in the worktree", "")
-	lstWrite(t, l.ProjectDir(main), a.id+".jsonl", a.text(), time.Now())
-	lstWrite(t, l.ProjectDir(wt), b.id+".jsonl", b.text(), time.Now().Add(-time.Minute))
+	a := jsonltest.NewSession(main).User("in main", "")
+	b := jsonltest.NewSession(wt).User("in the worktree", "")
+	jsonltest.WriteFile(t, l.ProjectDir(main), a.ID+".jsonl", a.Text(), time.Now())
+	jsonltest.WriteFile(t, l.ProjectDir(wt), b.ID+".jsonl", b.Text(), time.Now().Add(-time.Minute))
 	ctx := context.Background()
 	with, err := l.List(ctx, sessions.ListOptions{Dir: main, IncludeWorktrees: true, IncludeProgrammatic: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	without, _ := l.List(ctx, sessions.ListOptions{Dir: main, IncludeProgrammatic: true})
-	if !reflect.DeepEqual(lstIDs(with), []string{a.id, b.id}) || !reflect.DeepEqual(lstIDs(without), []string{a.id}) {
-		t.Errorf("with worktrees %v, without %v", lstIDs(with), lstIDs(without))
+	if !reflect.DeepEqual(jsonltest.SessionIDs(with), []string{a.ID, b.ID}) || !reflect.DeepEqual(jsonltest.SessionIDs(without), []string{a.ID}) {
+		t.Errorf("with worktrees %v, without %v", jsonltest.SessionIDs(with), jsonltest.SessionIDs(without))
 	}
-	if info, _ := l.Info(ctx, b.id, main); info == nil || info.Cwd != wt {
+	if info, _ := l.Info(ctx, b.ID, main); info == nil || info.Cwd != wt {
 		t.Errorf("Info via worktree = %+v", info)
 	}
 	p := peer.Find(t)
-	lstCompare(t, p, cfg, lstQueriesFor([]string{main, wt}, map[string]string{a.id: main, b.id: main}))
+	lstCompare(t, p, cfg, lstQueriesFor([]string{main, wt}, map[string]string{a.ID: main, b.ID: main}))
 }
 
 // ---------------------------------------------------------------------------

@@ -8,16 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
@@ -284,95 +282,10 @@ func TestListMatchesSDKOnFixture(t *testing.T) {
 	}
 }
 
-// lstLayCorpus lays out every Claude Code transcript of the real corpus in
-// Claude Code's layout: projects/<SanitizePath(first cwd)>/<name>, subagent
-// files under their session's folder. Codex files (no "sessionId" key) are
-// skipped and counted. Files get distinct mtimes with sub-millisecond
-// parts. It returns the project path of each session id.
-func lstLayCorpus(t *testing.T, cfg string) (ids map[string]string, projects []string, codex, files int) {
-	t.Helper()
-	src := testenv.CorpusDir(t)
-	cwdRE := regexp.MustCompile(`"cwd":\s*"((?:[^"\\]|\\.)*)"`)
-	ids = map[string]string{}
-	seenProj := map[string]bool{}
-	type sub struct{ path, sid, cwd string }
-	var subs []sub
-	n := 0
-	place := func(from, to string) {
-		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(to); err == nil {
-			t.Fatalf("corpus layout: %s twice", to)
-		}
-		data, err := os.ReadFile(from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(to, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		mt := time.Unix(1760000000+int64(n)*3600, int64(n)*7919777%1e9)
-		n++
-		files++
-		if err := os.Chtimes(to, mt, mt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sessionDir := map[string]string{}
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if !bytes.Contains(data, []byte(`"sessionId"`)) {
-			codex++
-			return nil
-		}
-		cwd := "/corpus/no-cwd"
-		if m := cwdRE.FindSubmatch(data); m != nil {
-			if err := json.Unmarshal(append(append([]byte{'"'}, m[1]...), '"'), &cwd); err != nil {
-				return err
-			}
-		}
-		if filepath.Base(filepath.Dir(path)) == "subagents" {
-			subs = append(subs, sub{path, filepath.Base(filepath.Dir(filepath.Dir(path))), cwd})
-			return nil
-		}
-		dir := Layout{Layout: layout.Layout{ConfigDir: cfg}}.ProjectDir(cwd)
-		name := filepath.Base(path)
-		place(path, filepath.Join(dir, name))
-		if id := strings.TrimSuffix(name, ".jsonl"); claudedir.IsSessionID(id) {
-			ids[id] = cwd
-			sessionDir[id] = dir
-		}
-		if !seenProj[cwd] {
-			seenProj[cwd] = true
-			projects = append(projects, cwd)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range subs {
-		dir, ok := sessionDir[s.sid]
-		if !ok {
-			dir = Layout{Layout: layout.Layout{ConfigDir: cfg}}.ProjectDir(s.cwd)
-		}
-		place(s.path, filepath.Join(dir, s.sid, "subagents", filepath.Base(s.path)))
-	}
-	sort.Strings(projects)
-	return ids, projects, codex, files
-}
-
 func TestListMatchesSDKOnRealCorpus(t *testing.T) {
 	p := peer.Find(t)
 	cfg := filepath.Join(t.TempDir(), "cfg")
-	ids, projects, codex, files := lstLayCorpus(t, cfg)
+	ids, projects, codex, files := jsonltest.LayCorpus(t, cfg)
 	t.Logf("corpus: %d Claude Code files laid out (%d UUID-named sessions in %d projects, the rest subagent or non-UUID files); %d Codex files skipped",
 		files, len(ids), len(projects), codex)
 	if len(ids) < 20 {
@@ -417,105 +330,10 @@ func TestListMatchesSDKOnBulk(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Hand-made sessions, one per rule
 
-// lstSession writes one transcript line by line.
-type lstSession struct {
-	id, cwd, branch, entry string
-	t                      time.Time
-	n                      int
-	lines                  []string
-	extraTop               string // inserted at the start of every chain row
-}
-
-var lstSeq int
-
-func lstID() string {
-	lstSeq++
-	return fmt.Sprintf("%08x-1111-4222-8333-%012x", lstSeq, lstSeq*7919)
-}
-
-func lstNew(cwd string) *lstSession {
-	return &lstSession{id: lstID(), cwd: cwd, branch: "main", entry: "cli",
-		t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
-}
-
-func lstQ(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func (s *lstSession) uuid() string {
-	s.n++
-	return fmt.Sprintf("%08x-aaaa-4bbb-8ccc-%012x", s.n, lstSeq)
-}
-
-func (s *lstSession) ts() string {
-	s.t = s.t.Add(1500 * time.Millisecond)
-	return s.t.Format("2006-01-02T15:04:05.000Z")
-}
-
-func (s *lstSession) tail() string {
-	return fmt.Sprintf(`"userType":"external","entrypoint":%s,"cwd":%s,"sessionId":%s,"version":"2.1.332","gitBranch":%s}`,
-		lstQ(s.entry), lstQ(s.cwd), lstQ(s.id), lstQ(s.branch))
-}
-
-// user appends a user row; content is a string or blocks; extra is
-// inserted before "type" (e.g. `"isMeta":true,`).
-func (s *lstSession) user(content any, extra string) *lstSession {
-	s.lines = append(s.lines, fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,%s%s"type":"user","message":{"role":"user","content":%s},"uuid":%s,"timestamp":%s,`,
-		s.extraTop, extra, lstQ(content), lstQ(s.uuid()), lstQ(s.ts()))+s.tail())
-	return s
-}
-
-func (s *lstSession) assistant(text string) *lstSession {
-	s.lines = append(s.lines, fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,%s"message":{"model":"claude-sonnet-4-5","id":"msg_01x","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null},"type":"assistant","uuid":%s,"timestamp":%s,`,
-		s.extraTop, lstQ(text), lstQ(s.uuid()), lstQ(s.ts()))+s.tail())
-	return s
-}
-
-func (s *lstSession) raw(line string) *lstSession {
-	s.lines = append(s.lines, line)
-	return s
-}
-
-func (s *lstSession) meta(typ, key, val string) *lstSession {
-	return s.raw(fmt.Sprintf(`{"type":%s,%s:%s,"sessionId":%s}`, lstQ(typ), lstQ(key), lstQ(val), lstQ(s.id)))
-}
-
-// filler adds assistant rows until the transcript has grown by n bytes.
-func (s *lstSession) filler(n int) *lstSession {
-	word := "lorem ipsum dolor sit amet consectetur "
-	for n > 0 {
-		s.assistant(strings.Repeat(word, 25))
-		n -= len(s.lines[len(s.lines)-1]) + 1
-	}
-	return s
-}
-
-func (s *lstSession) text() string { return strings.Join(s.lines, "\n") + "\n" }
-
-// lstWrite writes data as <dir>/<name> with the given mtime.
-func lstWrite(t *testing.T, dir, name, data string, mtime time.Time) string {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, mtime, mtime); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // lstCase is one hand-made session and what its listing entry must hold.
 type lstCase struct {
 	name   string
-	s      *lstSession
+	s      *jsonltest.Session
 	file   string         // raw content instead of s.text()
 	id     string         // file name without .jsonl when not s.id
 	proj   string         // project path of the folder (default: the rules project)

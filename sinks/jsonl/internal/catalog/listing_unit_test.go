@@ -10,6 +10,7 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
 func TestLiteDateParse(t *testing.T) {
@@ -62,7 +63,7 @@ func TestLiteMillisRoundsLikeNode(t *testing.T) {
 
 func TestLiteFirstPromptRules(t *testing.T) {
 	line := func(content any, extra string) string {
-		return fmt.Sprintf(`{%s"type":"user","message":{"role":"user","content":%s},"uuid":"u"}`, extra, lstQ(content))
+		return fmt.Sprintf(`{%s"type":"user","message":{"role":"user","content":%s},"uuid":"u"}`, extra, jsonltest.JSONString(content))
 	}
 	for _, c := range []struct {
 		name  string
