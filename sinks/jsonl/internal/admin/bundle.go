@@ -105,7 +105,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	if len(folders) > 1 {
 		return m, fmt.Errorf("export %s: the session is in %d project folders (%s): move or remove the others first", id, len(folders), strings.Join(folders, ", "))
 	}
-	if info, ok, _ := catalog.ReadLiteFS(l.FS, mains[0], ""); ok {
+	if info, ok, _ := catalog.ReadInfoFS(l.FS, mains[0], ""); ok {
 		m.Cwd, m.Title = info.Cwd, info.Summary
 	}
 	names, err := sessionEntriesIn(l.FS, dir, id)

@@ -168,7 +168,7 @@ func duSession(dir, folder, id string) (DUSession, error) {
 			return s, err
 		}
 	}
-	if info, ok, _ := catalog.ReadLite(claudedir.MainFile(dir, id), ""); ok && info.Archived != nil && *info.Archived {
+	if info, ok, _ := catalog.ReadInfo(claudedir.MainFile(dir, id), ""); ok && info.Archived != nil && *info.Archived {
 		s.Archived = true
 	}
 	return s, nil

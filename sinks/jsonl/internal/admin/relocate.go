@@ -69,7 +69,7 @@ func (l Layout) Relocate(ctx context.Context, oldPath, newPath string, opt Reloc
 	}
 	var plan []RelocatedSession
 	err := l.EachTranscript("", func(folder, dir, id string, _ os.FileInfo) error {
-		info, ok, err := catalog.ReadLite(claudedir.MainFile(dir, id), "")
+		info, ok, err := catalog.ReadInfo(claudedir.MainFile(dir, id), "")
 		if err != nil {
 			return err
 		}

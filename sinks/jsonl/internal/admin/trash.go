@@ -221,7 +221,7 @@ func (l Layout) trashOne(id, folder string, opt sessions.TrashOptions, at time.T
 	}
 	it := sessions.TrashItem{Format: TrashFormat, ID: at.Format("20060102T150405.000000000Z") + "-" + id, SessionID: id,
 		Project: folder, Reason: opt.Reason, TrashedAt: at, Entries: names}
-	if info, ok, _ := catalog.ReadLite(claudedir.MainFile(projectDir, id), ""); ok {
+	if info, ok, _ := catalog.ReadInfo(claudedir.MainFile(projectDir, id), ""); ok {
 		it.Cwd, it.Title = info.Cwd, info.Summary
 	}
 	for _, n := range names {

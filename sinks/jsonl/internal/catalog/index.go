@@ -127,13 +127,13 @@ func (l Layout) Sessions(ctx context.Context) ([]sessions.Record, error) {
 // index (from List): it reads each transcript's tail window again.
 func (l Layout) Records(ctx context.Context, infos []sessions.Info) ([]sessions.Record, error) {
 	lives := make([]*ixLife, len(infos))
-	liteParallel(ctx, l.FS, len(infos), func(w *liteWorker, i int) {
-		win, ok, err := w.read(infos[i].Path)
+	Parallel(ctx, l.FS, len(infos), func(w *Worker, i int) {
+		win, ok, err := w.Read(infos[i].Path)
 		if err != nil || !ok {
 			lives[i] = &ixLife{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}
 			return
 		}
-		lives[i] = ixLifeOf(win.tail, infos[i].LastEntryTail)
+		lives[i] = ixLifeOf(win.Tail, infos[i].LastEntryTail)
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, err

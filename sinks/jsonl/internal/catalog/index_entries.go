@@ -41,7 +41,7 @@ func ixKeyOf(st *unix.Stat_t) ixKey {
 // ixEntry is what the index knows of one transcript file.
 type ixEntry struct {
 	key ixKey
-	// sideDir is liteCand.hasSideDir when the entry was made; sideTitle
+	// sideDir is Cand.HasSideDir when the entry was made; sideTitle
 	// and sideArch identify <id>/custom-title.json and <id>/archived.json
 	// then (only looked at with sideDir).
 	sideDir             bool
@@ -166,11 +166,11 @@ func (x *ixIndex) close() {
 // the second section; rebuild ignores the index file.
 func (l Layout) ixList(ctx context.Context, opt sessions.ListOptions, withLife, rebuild bool, progress func(done, total int)) ([]sessions.Info, []*ixLife, sessions.IndexStats, error) {
 	var st sessions.IndexStats
-	var cands []liteCand
+	var cands []Cand
 	if opt.Dir != "" {
-		cands = l.liteDirCands(ctx, opt.Dir, opt.IncludeWorktrees)
+		cands = l.DirCands(ctx, opt.Dir, opt.IncludeWorktrees)
 	} else {
-		cands = l.liteAllCands()
+		cands = l.AllCands()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, st, err
@@ -231,10 +231,10 @@ func (l Layout) ixOpen(rebuild, withLife bool, st *sessions.IndexStats) (x *ixIn
 
 // ixStatAll stats every candidate (and its sidecars, in sides, nil when no
 // session has a folder), in parallel.
-func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]ixKey) {
+func ixStatAll(ctx context.Context, cands []Cand) (keys []ixKey, sides [][2]ixKey) {
 	keys = make([]ixKey, len(cands))
 	for i := range cands {
-		if cands[i].hasSideDir {
+		if cands[i].HasSideDir {
 			sides = make([][2]ixKey, len(cands))
 			break
 		}
@@ -242,12 +242,12 @@ func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]
 	ixParallel(ctx, len(cands), func(i int) {
 		c := &cands[i]
 		var s unix.Stat_t
-		if unix.Lstat(c.path, &s) != nil {
+		if unix.Lstat(c.Path, &s) != nil {
 			return
 		}
 		keys[i] = ixKeyOf(&s)
-		if c.hasSideDir {
-			sides[i] = ixSideKeys(c.projectDir, c.id)
+		if c.HasSideDir {
+			sides[i] = ixSideKeys(c.ProjectDir, c.ID)
 		}
 	})
 	return keys, sides
@@ -256,16 +256,16 @@ func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]
 // lookup returns the entries the index holds for the candidates as they
 // are on disk, and the candidates it has no such entry for (miss),
 // counted in st.
-func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withLife bool, st *sessions.IndexStats) (entries []*ixEntry, miss []int) {
+func (x *ixIndex) lookup(cands []Cand, keys []ixKey, sides [][2]ixKey, withLife bool, st *sessions.IndexStats) (entries []*ixEntry, miss []int) {
 	entries = make([]*ixEntry, len(cands))
 	for i := range cands {
 		c := &cands[i]
 		if !keys[i].present {
 			continue // gone since the folder was read: List skips it too
 		}
-		e := x.get(filepath.Base(c.projectDir), filepath.Base(c.path))
-		if e != nil && e.key == keys[i] && e.sideDir == c.hasSideDir &&
-			(!c.hasSideDir || (e.sideTitle == sides[i][0] && e.sideArch == sides[i][1])) &&
+		e := x.get(filepath.Base(c.ProjectDir), filepath.Base(c.Path))
+		if e != nil && e.key == keys[i] && e.sideDir == c.HasSideDir &&
+			(!c.HasSideDir || (e.sideTitle == sides[i][0] && e.sideArch == sides[i][1])) &&
 			(!withLife || !e.listed || e.life != nil) {
 			entries[i] = e
 			st.Hits++
@@ -279,14 +279,14 @@ func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withL
 
 // ixDeriveMisses reads the files of miss into entries; an entry whose file
 // or sidecars changed after racyBefore is marked racy (not saved).
-func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
+func ixDeriveMisses(ctx context.Context, cands []Cand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
 	var done atomic.Int64
 	var progMu sync.Mutex
-	liteParallel(ctx, nil, len(miss), func(w *liteWorker, k int) {
+	Parallel(ctx, nil, len(miss), func(w *Worker, k int) {
 		i := miss[k]
 		e, err := ixDerive(w, &cands[i])
 		if err == nil {
-			e.key, e.sideDir = keys[i], cands[i].hasSideDir
+			e.key, e.sideDir = keys[i], cands[i].HasSideDir
 			var sk [2]ixKey
 			if sides != nil {
 				sk = sides[i]
@@ -309,18 +309,18 @@ func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [
 // update puts new and changed entries in the index and takes vanished ones
 // out (whole folders too when allProjects), counting them in st; changed
 // is whether the file needs writing.
-func (x *ixIndex) update(cands []liteCand, entries []*ixEntry, allProjects bool, st *sessions.IndexStats) (changed bool) {
+func (x *ixIndex) update(cands []Cand, entries []*ixEntry, allProjects bool, st *sessions.IndexStats) (changed bool) {
 	scanned := make(map[string]bool)
 	for i := range cands {
 		c := &cands[i]
-		folder := filepath.Base(c.projectDir)
+		folder := filepath.Base(c.ProjectDir)
 		scanned[folder] = true
 		e := entries[i]
 		if e == nil {
 			continue
 		}
 		e.mark = true
-		if name := filepath.Base(c.path); x.get(folder, name) != e {
+		if name := filepath.Base(c.Path); x.get(folder, name) != e {
 			x.put(folder, name, e)
 			changed = changed || !e.racy
 		}
@@ -348,14 +348,14 @@ func (x *ixIndex) update(cands []liteCand, entries []*ixEntry, allProjects bool,
 // ixHit is a listed session: its entry and its candidate.
 type ixHit struct {
 	e *ixEntry
-	c *liteCand
+	c *Cand
 }
 
 // ixHits is the listing's page of entries, as List makes it: filtered,
 // one copy per id, newest first.
-func ixHits(cands []liteCand, entries []*ixEntry, opt sessions.ListOptions) []ixHit {
+func ixHits(cands []Cand, entries []*ixEntry, opt sessions.ListOptions) []ixHit {
 	hits := make([]ixHit, 0, len(cands))
-	var cw liteCollision
+	var cw Collision
 	for i := range cands {
 		e := entries[i]
 		if e == nil || !e.listed {
@@ -365,10 +365,10 @@ func ixHits(cands []liteCand, entries []*ixEntry, opt sessions.ListOptions) []ix
 		if !opt.IncludeProgrammatic && e.info.IsProgrammatic() {
 			continue
 		}
-		if e.contIn != "" && new(liteWorker).continuedTargetLive(filepath.Join(c.projectDir, e.contIn+".jsonl")) {
+		if e.contIn != "" && new(Worker).ContinuedTargetLive(filepath.Join(c.ProjectDir, e.contIn+".jsonl")) {
 			continue
 		}
-		if c.projectPath != "" && e.recFound && !liteUnderOwn(e.recCwd, c.own) && cw.collides(e.recCwd, c.projectPath) {
+		if c.ProjectPath != "" && e.recFound && !UnderOwn(e.recCwd, c.Own) && cw.Collides(e.recCwd, c.ProjectPath) {
 			continue
 		}
 		hits = append(hits, ixHit{e, c})
@@ -413,9 +413,9 @@ func ixInfos(out []ixHit, withLife bool) ([]sessions.Info, []*ixLife) {
 		e, c := h.e, h.c
 		info := &infos[k]
 		*info = e.info
-		info.Path, info.ProjectDir, info.ProjectPath = c.path, c.projectDir, c.projectPath
+		info.Path, info.ProjectDir, info.ProjectPath = c.Path, c.ProjectDir, c.ProjectPath
 		if info.Cwd == "" {
-			info.Cwd = c.projectPath
+			info.Cwd = c.ProjectPath
 		}
 		if info.CreatedAt != nil {
 			v := *info.CreatedAt
@@ -453,8 +453,8 @@ func ixSideKeys(projectDir, id string) [2]ixKey {
 // everything the step, and the lifecycle record, need. An error (the file
 // could not be read) is not cached: List skips such a file, and so does
 // the next listing until it can be read.
-func ixDerive(w *liteWorker, c *liteCand) (*ixEntry, error) {
-	win, ok, err := w.read(c.path)
+func ixDerive(w *Worker, c *Cand) (*ixEntry, error) {
+	win, ok, err := w.Read(c.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -462,18 +462,18 @@ func ixDerive(w *liteWorker, c *liteCand) (*ixEntry, error) {
 	if !ok {
 		return e, nil
 	}
-	w.index(&win)
+	w.Index(&win)
 	e.contIn, _ = w.tix.continuedIn()
-	info, ok := w.derive(c.id, c.path, &win, "", c.hasSideDir)
+	info, ok := w.Derive(c.ID, c.Path, &win, "", c.HasSideDir)
 	if !ok {
 		return e, nil
 	}
 	e.listed = true
 	e.recCwd, e.recFound = w.recCwd, w.recFound
 	if !e.recFound {
-		e.recCwd, e.recFound = liteFirstParsed(win.head, "cwd")
+		e.recCwd, e.recFound = FirstParsed(win.Head, "cwd")
 	}
-	e.life = ixLifeOf(win.tail, info.LastEntryTail)
+	e.life = ixLifeOf(win.Tail, info.LastEntryTail)
 	info.Path, info.ProjectDir, info.ProjectPath, info.LastEntryTail = "", "", "", nil
 	e.info = info
 	return e, nil

@@ -62,7 +62,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		typ, _ := jsonv.String(vals[0])
 		if !lf.lastTSok {
 			if ts, ok := jsonv.String(vals[1]); ok {
-				lf.lastTS, lf.lastTSok = liteDateParse(ts)
+				lf.lastTS, lf.lastTSok = DateParse(ts)
 			}
 		}
 		if typ != "user" && typ != "assistant" && typ != "attachment" {
@@ -77,7 +77,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 			if u, ok := jsonv.String(vals[2]); ok && u != "" {
 				lf.lastMsg = u
 				if ts, ok := jsonv.String(vals[1]); ok {
-					lf.convTS, lf.convTSok = liteDateParse(ts)
+					lf.convTS, lf.convTSok = DateParse(ts)
 				}
 			}
 		}

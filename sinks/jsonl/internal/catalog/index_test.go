@@ -215,6 +215,14 @@ func TestIndexEqualsListOnFixture(t *testing.T) {
 	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, ixQueries([]string{cwd}))
 }
 
+// TestIndexEqualsListOnSDK337Fixtures: the index keeps what the 0.3.337
+// programmatic filter needs (the nested flag), so a listing from the index
+// hides what List hides.
+func TestIndexEqualsListOnSDK337Fixtures(t *testing.T) {
+	ixNoRacy(t)
+	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: jsonltest.SDK337Config(t)}}, ixQueries([]string{jsonltest.SDK337Cwd}))
+}
+
 func TestIndexEqualsListOnCorpus(t *testing.T) {
 	ixNoRacy(t)
 	cfg := filepath.Join(t.TempDir(), "cfg")

@@ -96,7 +96,7 @@ func ixWholeSession(ctx context.Context, fsys layout.FS, path string) (string, [
 // session's. A transcript that cannot be read (gone since the listing)
 // keeps what the tail window said.
 func ixFillWhole(ctx context.Context, fsys layout.FS, recs []sessions.Record) error {
-	liteParallel(ctx, fsys, len(recs), func(_ *liteWorker, i int) {
+	Parallel(ctx, fsys, len(recs), func(_ *Worker, i int) {
 		if recs[i].TranscriptPath == "" {
 			return
 		}

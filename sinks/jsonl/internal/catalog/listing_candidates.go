@@ -19,14 +19,14 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
-// liteAllCands lists the files of every project folder (directories
+// AllCands lists the files of every project folder (directories
 // directly under projects/, symlinks not followed).
-func (l Layout) liteAllCands() []liteCand {
+func (l Layout) AllCands() []Cand {
 	ents, err := l.FSys().ReadDir(l.ProjectsDir())
 	if err != nil {
 		return nil
 	}
-	var out []liteCand
+	var out []Cand
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
@@ -43,7 +43,7 @@ func (l Layout) liteAllCands() []liteCand {
 
 // liteFolderCands adds the *.jsonl files of one folder whose base name is a
 // UUID (any case, as the SDK's check is case-insensitive).
-func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath string, own []string) []liteCand {
+func liteFolderCands(out []Cand, dir string, ents []os.DirEntry, projectPath string, own []string) []Cand {
 	var sideDirs map[string]bool
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
@@ -62,9 +62,9 @@ func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath
 		if !core.IsUUID(id) {
 			continue
 		}
-		out = append(out, liteCand{
-			id: id, path: filepath.Join(dir, name), projectDir: dir,
-			projectPath: projectPath, own: own, hasSideDir: sideDirs[id],
+		out = append(out, Cand{
+			ID: id, Path: filepath.Join(dir, name), ProjectDir: dir,
+			ProjectPath: projectPath, Own: own, HasSideDir: sideDirs[id],
 		})
 	}
 	return out
@@ -76,18 +76,18 @@ type liteDir struct {
 	ents []os.DirEntry
 }
 
-// liteDirCands is the SDK's per-project gathering: the folder of the
+// DirCands is the SDK's per-project gathering: the folder of the
 // resolved path (plus, for names over 200 characters, folders with the same
 // prefix that hold a session recorded there), and with worktrees the
 // folders of the repository's other worktrees.
-func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []liteCand {
+func (l Layout) DirCands(ctx context.Context, dir string, worktrees bool) []Cand {
 	projectPath := layout.Realpath(dir)
 	projects := l.ProjectsDir()
 	var trees []string
 	if worktrees {
 		trees = layout.GitWorktrees(ctx, projectPath)
 	}
-	var out []liteCand
+	var out []Cand
 	if len(trees) <= 1 {
 		for _, d := range liteProjectDirs(l.FS, projects, projectPath) {
 			out = liteFolderCands(out, d.path, d.ents, projectPath, nil)
@@ -186,14 +186,14 @@ func liteFolderHasCwd(fsys layout.FS, dir, projectPath string) bool {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
 		}
-		win, ok, _ := w.read(filepath.Join(dir, e.Name()))
+		win, ok, _ := w.Read(filepath.Join(dir, e.Name()))
 		if !ok {
 			continue
 		}
-		w.index(&win)
+		w.Index(&win)
 		cwd, found := w.tix.lastKeyed(lkRelocatedCwd, liteTypeRelocated, false)
 		if !found {
-			cwd, found = liteFirstParsed(win.head, "cwd")
+			cwd, found = FirstParsed(win.Head, "cwd")
 		}
 		if found && claudedir.SanitizeFull(cwd) == want {
 			return true
@@ -252,8 +252,8 @@ func liteWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
 
 var liteWorkerPool = sync.Pool{New: func() any { return liteNewWorker(nil) }}
 
-// liteParallel runs fn(i) for i in [0,n) on the worker pool.
-func liteParallel(ctx context.Context, fsys layout.FS, n int, fn func(w *liteWorker, i int)) {
+// Parallel runs fn(i) for i in [0,n) on the worker pool.
+func Parallel(ctx context.Context, fsys layout.FS, n int, fn func(w *Worker, i int)) {
 	if n == 0 {
 		return
 	}
@@ -264,7 +264,7 @@ func liteParallel(ctx context.Context, fsys layout.FS, n int, fn func(w *liteWor
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := liteWorkerPool.Get().(*liteWorker)
+			w := liteWorkerPool.Get().(*Worker)
 			w.fsys = fsys
 			defer func() { w.fsys = nil; liteWorkerPool.Put(w) }()
 			for {

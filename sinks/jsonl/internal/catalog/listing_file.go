@@ -20,16 +20,16 @@ import (
 // ---------------------------------------------------------------------------
 // Reading one file
 
-// liteWin is a file's two windows. tail aliases head for files of 64 KiB
+// Win is a file's two windows. Tail aliases Head for files of 64 KiB
 // or less.
-type liteWin struct {
-	head, tail []byte
+type Win struct {
+	Head, Tail []byte
 	size       int64
 	mtime      int64
 }
 
-// liteWorker holds one goroutine's buffers.
-type liteWorker struct {
+// Worker holds one goroutine's buffers.
+type Worker struct {
 	fsys   layout.FS // the layout's FS (nil: the files on disk)
 	noTail bool      // leave SessionInfo.LastEntryTail nil
 	buf    []byte    // head window, then tail window
@@ -42,16 +42,16 @@ type liteWorker struct {
 	recFound bool
 }
 
-// index prepares the key indexes of a freshly read window pair.
-func (w *liteWorker) index(win *liteWin) {
-	w.tix.reset(win.tail)
+// Index prepares the key indexes of a freshly read window pair.
+func (w *Worker) Index(win *Win) {
+	w.tix.reset(win.Tail)
 	w.tix.buildAll()
-	w.hix.reset(win.head)
+	w.hix.reset(win.Head)
 }
 
 // headTitles returns the index to look up titles in the head with.
-func (w *liteWorker) headTitles(win *liteWin) *liteIdx {
-	if len(win.head) == len(win.tail) && (len(win.head) == 0 || &win.head[0] == &win.tail[0]) {
+func (w *Worker) headTitles(win *Win) *liteIdx {
+	if len(win.Head) == len(win.Tail) && (len(win.Head) == 0 || &win.Head[0] == &win.Tail[0]) {
 		return &w.tix
 	}
 	if !w.hix.titles {
@@ -60,43 +60,43 @@ func (w *liteWorker) headTitles(win *liteWin) *liteIdx {
 	return &w.hix
 }
 
-func liteNewWorker(fsys layout.FS) *liteWorker {
-	return &liteWorker{fsys: fsys, buf: make([]byte, 2*claudedir.ListWindow)}
+func liteNewWorker(fsys layout.FS) *Worker {
+	return &Worker{fsys: fsys, buf: make([]byte, 2*claudedir.ListWindow)}
 }
 
-// read opens path as the SDK does (O_NOFOLLOW|O_NONBLOCK: a symlink is an
+// Read opens path as the SDK does (O_NOFOLLOW|O_NONBLOCK: a symlink is an
 // error), requires a regular non-empty file and reads the windows.
-func (w *liteWorker) read(path string) (liteWin, bool, error) {
+func (w *Worker) Read(path string) (Win, bool, error) {
 	f, err := liteOpenFile(w.fsys, path)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return liteWin{}, false, nil
+			return Win{}, false, nil
 		}
-		return liteWin{}, false, &os.PathError{Op: "open", Path: path, Err: err}
+		return Win{}, false, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer f.close()
 	st, err := f.stat()
 	if err != nil {
-		return liteWin{}, false, &os.PathError{Op: "stat", Path: path, Err: err}
+		return Win{}, false, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if !st.regular {
-		return liteWin{}, false, nil
+		return Win{}, false, nil
 	}
 	n, err := f.pread(w.buf[:claudedir.ListWindow], 0)
 	if err != nil {
-		return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
+		return Win{}, false, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	if n == 0 {
-		return liteWin{}, false, nil
+		return Win{}, false, nil
 	}
-	win := liteWin{head: w.buf[:n], size: st.size, mtime: st.mtime}
-	win.tail = win.head
+	win := Win{Head: w.buf[:n], size: st.size, mtime: st.mtime}
+	win.Tail = win.Head
 	if off := st.size - claudedir.ListWindow; off > 0 {
 		m, err := f.pread(w.buf[claudedir.ListWindow:], off)
 		if err != nil {
-			return liteWin{}, false, &os.PathError{Op: "read", Path: path, Err: err}
+			return Win{}, false, &os.PathError{Op: "read", Path: path, Err: err}
 		}
-		win.tail = w.buf[claudedir.ListWindow : claudedir.ListWindow+m]
+		win.Tail = w.buf[claudedir.ListWindow : claudedir.ListWindow+m]
 	}
 	return win, true, nil
 }
@@ -200,44 +200,44 @@ func liteMillis(sec, nsec int64) int64 {
 }
 
 // readLite is getSessionInfo on one known file (no listing filters).
-func (w *liteWorker) readLite(path, id, projectPath string, trySide bool) (sessions.Info, bool, error) {
-	win, ok, err := w.read(path)
+func (w *Worker) readLite(path, id, projectPath string, trySide bool) (sessions.Info, bool, error) {
+	win, ok, err := w.Read(path)
 	if err != nil || !ok {
 		return sessions.Info{}, false, err
 	}
-	w.index(&win)
-	info, ok := w.derive(id, path, &win, projectPath, trySide)
+	w.Index(&win)
+	info, ok := w.Derive(id, path, &win, projectPath, trySide)
 	return info, ok, nil
 }
 
 // process is the SDK's per-file step of listSessions: read, the
 // programmatic filter, continued-in hiding, the sidecars, the fields, the
 // collision filter.
-func (w *liteWorker) process(c *liteCand, includeProgrammatic bool, cw *liteCollision) (sessions.Info, bool) {
-	win, ok, err := w.read(c.path)
+func (w *Worker) process(c *Cand, includeProgrammatic bool, cw *Collision) (sessions.Info, bool) {
+	win, ok, err := w.Read(c.Path)
 	if err != nil || !ok {
 		return sessions.Info{}, false
 	}
-	w.index(&win)
+	w.Index(&win)
 	if !includeProgrammatic {
 		if ep, sk, nested, _ := w.programmaticFields(&win); liteProgrammatic(ep, sk, nested) {
 			return sessions.Info{}, false
 		}
 	}
-	if target, ok := w.tix.continuedIn(); ok && w.continuedTargetLive(filepath.Join(c.projectDir, target+".jsonl")) {
+	if target, ok := w.tix.continuedIn(); ok && w.ContinuedTargetLive(filepath.Join(c.ProjectDir, target+".jsonl")) {
 		return sessions.Info{}, false
 	}
-	info, ok := w.derive(c.id, c.path, &win, c.projectPath, c.hasSideDir)
+	info, ok := w.Derive(c.ID, c.Path, &win, c.ProjectPath, c.HasSideDir)
 	if !ok {
 		return sessions.Info{}, false
 	}
-	info.ProjectDir = c.projectDir
-	if c.projectPath != "" {
+	info.ProjectDir = c.ProjectDir
+	if c.ProjectPath != "" {
 		rec, found := w.recCwd, w.recFound
 		if !found {
-			rec, found = liteFirstParsed(win.head, "cwd")
+			rec, found = FirstParsed(win.Head, "cwd")
 		}
-		if found && !liteUnderOwn(rec, c.own) && cw.collides(rec, c.projectPath) {
+		if found && !UnderOwn(rec, c.Own) && cw.Collides(rec, c.ProjectPath) {
 			return sessions.Info{}, false
 		}
 	}
@@ -247,11 +247,11 @@ func (w *liteWorker) process(c *liteCand, includeProgrammatic bool, cw *liteColl
 	return info, true
 }
 
-// derive computes the SDK's SessionInfo from the windows (its Ca function)
+// Derive computes the SDK's SessionInfo from the windows (its Ca function)
 // plus the two sidecars. ok is false for a sidechain-first file and for a
 // file with nothing to show as a summary.
-func (w *liteWorker) derive(id, path string, win *liteWin, projectPath string, trySide bool) (sessions.Info, bool) {
-	head := win.head
+func (w *Worker) Derive(id, path string, win *Win, projectPath string, trySide bool) (sessions.Info, bool) {
+	head := win.Head
 	first := head
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		first = head[:i]
@@ -281,7 +281,7 @@ func (w *liteWorker) derive(id, path string, win *liteWin, projectPath string, t
 	info.CustomTitle = title
 	info.FirstPrompt = liteFirstPrompt(head)
 	if ts, ok := liteFirstValue(head, &liteKeyTimestamp); ok && ts != "" {
-		if ms, ok := liteDateParse(ts); ok {
+		if ms, ok := DateParse(ts); ok {
 			info.CreatedAt = &ms
 		}
 	}

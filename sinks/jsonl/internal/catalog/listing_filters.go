@@ -24,19 +24,19 @@ import (
 // nested (child) session (see liteNested), and whether that first line
 // carries "forkedFrom" (the SDK's forkSession and Claude Code's /branch
 // write it on every row they copy).
-func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, nested, forked bool) {
-	ep, ok := liteFirstValue(win.head, &liteKeyEntrypoint)
+func (w *Worker) programmaticFields(win *Win) (entrypoint, kind string, nested, forked bool) {
+	ep, ok := liteFirstValue(win.Head, &liteKeyEntrypoint)
 	if !ok {
 		ep, _ = w.tix.lastValue(lkEntrypoint)
 	}
-	scope := win.head
-	if p := liteParentUUID.index(win.head, 0); p >= 0 {
-		ls := bytes.LastIndexByte(win.head[:p], '\n') + 1
-		le := len(win.head)
-		if e := bytes.IndexByte(win.head[p:], '\n'); e >= 0 {
+	scope := win.Head
+	if p := liteParentUUID.index(win.Head, 0); p >= 0 {
+		ls := bytes.LastIndexByte(win.Head[:p], '\n') + 1
+		le := len(win.Head)
+		if e := bytes.IndexByte(win.Head[p:], '\n'); e >= 0 {
 			le = p + e
 		}
-		scope = win.head[ls:le]
+		scope = win.Head[ls:le]
 		forked = bytes.Contains(scope, []byte(`"forkedFrom":`))
 	}
 	kind, _ = liteFirstValue(scope, &liteKeySessionKind)
@@ -44,7 +44,7 @@ func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, 
 	if occ := w.tix.pos[lkParentUUID]; len(occ) > 0 {
 		tailLast = occ[len(occ)-1]
 	}
-	return ep, kind, liteNested(win.head, win.tail, tailLast), forked
+	return ep, kind, liteNested(win.Head, win.Tail, tailLast), forked
 }
 
 func liteProgrammatic(entrypoint, kind string, nested bool) bool {
@@ -167,16 +167,16 @@ func liteFinishedTurn(obj []byte) bool {
 	return ok
 }
 
-// continuedTargetLive is the SDK's test that the continuation exists: its
+// ContinuedTargetLive is the SDK's test that the continuation exists: its
 // windows hold "parentUuid":, or (for a file over 64 KiB) the first 16 MiB
 // do, or the file is longer than that.
-func (w *liteWorker) continuedTargetLive(path string) bool {
+func (w *Worker) ContinuedTargetLive(path string) bool {
 	w2 := liteNewWorker(w.fsys)
-	win, ok, _ := w2.read(path)
+	win, ok, _ := w2.Read(path)
 	if !ok {
 		return false
 	}
-	if liteParentUUID.index(win.head, 0) >= 0 || liteParentUUID.index(win.tail, 0) >= 0 {
+	if liteParentUUID.index(win.Head, 0) >= 0 || liteParentUUID.index(win.Tail, 0) >= 0 {
 		return true
 	}
 	if win.size <= claudedir.ListWindow {
@@ -210,9 +210,9 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	return true
 }
 
-// liteUnderOwn: the recorded cwd is one of the project's own worktrees or
+// UnderOwn reports whether the recorded cwd is one of the project's own worktrees or
 // under one.
-func liteUnderOwn(cwd string, own []string) bool {
+func UnderOwn(cwd string, own []string) bool {
 	if own == nil {
 		return false
 	}
@@ -232,12 +232,14 @@ func liteUnderOwn(cwd string, own []string) bool {
 	return false
 }
 
-// liteCollision is the SDK's collision filter: a session whose recorded
+// Collision is the SDK's collision filter: a session whose recorded
 // cwd is a different, existing directory with the same sanitized name as
 // the project path belongs to that other directory.
-type liteCollision struct{}
+type Collision struct{}
 
-func (liteCollision) collides(recorded, projectPath string) bool {
+// Collides reports whether a session recorded in recorded but stored in
+// projectPath's folder belongs to that other directory.
+func (Collision) Collides(recorded, projectPath string) bool {
 	if !liteSameNameOtherPath(recorded, projectPath) {
 		return false
 	}

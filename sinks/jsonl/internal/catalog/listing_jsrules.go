@@ -9,12 +9,12 @@ import (
 // ---------------------------------------------------------------------------
 // JavaScript string semantics
 
-// liteDateParse is Date.parse for the ISO-8601 forms V8 accepts
+// DateParse is Date.parse for the ISO-8601 forms V8 accepts
 // (YYYY[-MM[-DD]][THH:mm[:ss[.f…]]][Z|±HH:mm|±HHmm], also ±YYYYYY years,
 // lowercase t/z and a space for T). A date alone is UTC, a date-time
 // without an offset local time. Other text gives false (V8's fallback
 // parser for free-form dates is not reproduced).
-func liteDateParse(s string) (int64, bool) {
+func DateParse(s string) (int64, bool) {
 	d := liteDateScan{s: s}
 	year, month, day, ok := d.date()
 	if !ok {
@@ -51,7 +51,7 @@ func liteDateParse(s string) (int64, bool) {
 	return t, true
 }
 
-// liteDateScan reads liteDateParse's text from i on.
+// liteDateScan reads DateParse's text from i on.
 type liteDateScan struct {
 	s string
 	i int

@@ -106,16 +106,16 @@ func TestListRules(t *testing.T) {
 		t.Errorf("Info(not-a-uuid) = %+v", info)
 	}
 
-	// ReadLite on one file, and the scribe-only fields.
-	rl, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), target.ID+".jsonl"), proj)
+	// ReadInfo on one file, and the scribe-only fields.
+	rl, ok, err := ReadInfo(filepath.Join(l.ProjectDir(proj), target.ID+".jsonl"), proj)
 	if err != nil || !ok || rl.Summary != "the continuation" || rl.Entrypoint != "cli" || rl.ProjectDir != l.ProjectDir(proj) {
-		t.Errorf("ReadLite = %+v, %v, %v", rl, ok, err)
+		t.Errorf("ReadInfo = %+v, %v, %v", rl, ok, err)
 	}
 	if !bytes.Contains(rl.LastEntryTail, []byte(`"the continuation"`)) {
 		t.Errorf("LastEntryTail = %s", rl.LastEntryTail)
 	}
-	if _, ok, err := ReadLite(filepath.Join(l.ProjectDir(proj), "agent-1234abcd.jsonl"), proj); ok || err != nil {
-		t.Errorf("ReadLite(non-UUID) ok=%v err=%v", ok, err)
+	if _, ok, err := ReadInfo(filepath.Join(l.ProjectDir(proj), "agent-1234abcd.jsonl"), proj); ok || err != nil {
+		t.Errorf("ReadInfo(non-UUID) ok=%v err=%v", ok, err)
 	}
 
 	// And the SDK agrees on all of it.

@@ -464,10 +464,10 @@ func liteUnescapeLoose(v []byte) string {
 	return string(v)
 }
 
-// liteFirstParsed is the SDK's forward scan for a parsed field (used for
+// FirstParsed is the SDK's forward scan for a parsed field (used for
 // the recorded cwd): the first line containing `"key":` that parses and
 // has a string key.
-func liteFirstParsed(win []byte, key string) (string, bool) {
+func FirstParsed(win []byte, key string) (string, bool) {
 	pat := []byte(`"` + key + `":`)
 	for len(win) > 0 {
 		line := win

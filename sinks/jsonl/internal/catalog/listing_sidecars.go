@@ -18,7 +18,7 @@ import (
 
 // sidecarTitle is <id>/custom-title.json's customTitle, cleaned as the SDK
 // cleans it ("" when absent or invalid).
-func (w *liteWorker) sidecarTitle(path string) string {
+func (w *Worker) sidecarTitle(path string) string {
 	raw, err := layout.ReadFileFS(w.fsys, path)
 	if err != nil {
 		return ""
@@ -41,7 +41,7 @@ var liteISODateTime = sync.OnceValue(func() *regexp.Regexp {
 // archived reads <id>/archived.json ({archived: bool, at: ISO datetime},
 // at most 4096 bytes, not a symlink) and applies the SDK's rule: archived
 // stays true unless a prompt in either window is newer than "at".
-func (w *liteWorker) archived(path string, win *liteWin) *bool {
+func (w *Worker) archived(path string, win *Win) *bool {
 	f, err := liteOpenFile(w.fsys, path)
 	if err != nil {
 		return nil
@@ -70,13 +70,13 @@ func (w *liteWorker) archived(path string, win *liteWin) *bool {
 	if !ok || !liteISODateTime().MatchString(at) {
 		return nil
 	}
-	atMs, ok := liteDateParse(at)
+	atMs, ok := DateParse(at)
 	if !ok {
 		return nil
 	}
 	res := string(a) == "true"
 	if res {
-		newer := litePromptAfter(win.tail, atMs) || (!bytes.Equal(win.head, win.tail) && litePromptAfter(win.head, atMs))
+		newer := litePromptAfter(win.Tail, atMs) || (!bytes.Equal(win.Head, win.Tail) && litePromptAfter(win.Head, atMs))
 		res = !newer
 	}
 	return &res
@@ -142,7 +142,7 @@ func litePromptTime(obj []byte) (int64, bool) {
 	if !litePromptOfBlocks(content, hasContent, origin) {
 		return 0, false
 	}
-	return liteDateParse(ts)
+	return DateParse(ts)
 }
 
 // litePromptUser is litePromptTime's test of a user row: its content and

@@ -34,15 +34,15 @@ func TestLiteDateParse(t *testing.T) {
 		"2026-01-10 11:00:02Z":          1768042802000,
 		"2026-01-10T11:00:02.123+05:30": 1768023002123,
 	} {
-		if got, ok := liteDateParse(s); !ok || got != want {
-			t.Errorf("liteDateParse(%q) = %d, %v; want %d", s, got, ok, want)
+		if got, ok := DateParse(s); !ok || got != want {
+			t.Errorf("DateParse(%q) = %d, %v; want %d", s, got, ok, want)
 		}
 	}
 	for _, s := range []string{"", "2026-01-10T25:00:00Z", "2026-01-10T24:30:00Z", "2026-01-32", "2026-13-01",
 		"2026-01-10T11:00:60Z", "2026-01-10T11:00:02.Z", "2026-01-10T11Z", "2026-01-10T11:00:02+05",
 		" 2026-01-10T11:00:02Z", "2026-01-10T11:00:02.267ZZ", "-000000-01-01T00:00:00Z"} {
-		if got, ok := liteDateParse(s); ok {
-			t.Errorf("liteDateParse(%q) = %d, want NaN", s, got)
+		if got, ok := DateParse(s); ok {
+			t.Errorf("DateParse(%q) = %d, want NaN", s, got)
 		}
 	}
 }
@@ -146,11 +146,11 @@ func TestLiteCollision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var cw liteCollision
-	if !cw.collides(b, a) || !cw.collides(a, b) {
+	var cw Collision
+	if !cw.Collides(b, a) || !cw.Collides(a, b) {
 		t.Errorf("existing twins do not collide")
 	}
-	if cw.collides(a, a) || cw.collides(filepath.Join(root, "x_y"), a) || cw.collides(filepath.Join(root, "other"), a) {
+	if cw.Collides(a, a) || cw.Collides(filepath.Join(root, "x_y"), a) || cw.Collides(filepath.Join(root, "other"), a) {
 		t.Errorf("false collision")
 	}
 }

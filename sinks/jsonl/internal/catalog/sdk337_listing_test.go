@@ -60,11 +60,3 @@ func TestSDK337FixturesListing(t *testing.T) {
 		}
 	}
 }
-
-// TestIndexEqualsListOnSDK337Fixtures: the index keeps what the 0.3.337
-// programmatic filter needs (the nested flag), so a listing from the index
-// hides what List hides.
-func TestIndexEqualsListOnSDK337Fixtures(t *testing.T) {
-	ixNoRacy(t)
-	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: jsonltest.SDK337Config(t)}}, ixQueries([]string{jsonltest.SDK337Cwd}))
-}
