@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: the encoding of its sections A and B (see index.go).
 

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"context"
@@ -93,7 +93,7 @@ func TestListingMarksForks(t *testing.T) {
 		}
 	}
 	opt := sessions.ListOptions{IncludeProgrammatic: true}
-	infos, err := l.List(context.Background(), opt)
+	infos, err := l.listing().List(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

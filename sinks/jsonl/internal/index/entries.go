@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: its entries and the listing through them (see index.go).
 
@@ -21,6 +21,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 )
 
 // ---------------------------------------------------------------------------
@@ -166,11 +167,11 @@ func (x *ixIndex) close() {
 // the second section; rebuild ignores the index file.
 func (l Layout) ixList(ctx context.Context, opt sessions.ListOptions, withLife, rebuild bool, progress func(done, total int)) ([]sessions.Info, []*ixLife, sessions.IndexStats, error) {
 	var st sessions.IndexStats
-	var cands []Cand
+	var cands []listing.Cand
 	if opt.Dir != "" {
-		cands = l.DirCands(ctx, opt.Dir, opt.IncludeWorktrees)
+		cands = l.listing().DirCands(ctx, opt.Dir, opt.IncludeWorktrees)
 	} else {
-		cands = l.AllCands()
+		cands = l.listing().AllCands()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, st, err
@@ -231,7 +232,7 @@ func (l Layout) ixOpen(rebuild, withLife bool, st *sessions.IndexStats) (x *ixIn
 
 // ixStatAll stats every candidate (and its sidecars, in sides, nil when no
 // session has a folder), in parallel.
-func ixStatAll(ctx context.Context, cands []Cand) (keys []ixKey, sides [][2]ixKey) {
+func ixStatAll(ctx context.Context, cands []listing.Cand) (keys []ixKey, sides [][2]ixKey) {
 	keys = make([]ixKey, len(cands))
 	for i := range cands {
 		if cands[i].HasSideDir {
@@ -256,7 +257,7 @@ func ixStatAll(ctx context.Context, cands []Cand) (keys []ixKey, sides [][2]ixKe
 // lookup returns the entries the index holds for the candidates as they
 // are on disk, and the candidates it has no such entry for (miss),
 // counted in st.
-func (x *ixIndex) lookup(cands []Cand, keys []ixKey, sides [][2]ixKey, withLife bool, st *sessions.IndexStats) (entries []*ixEntry, miss []int) {
+func (x *ixIndex) lookup(cands []listing.Cand, keys []ixKey, sides [][2]ixKey, withLife bool, st *sessions.IndexStats) (entries []*ixEntry, miss []int) {
 	entries = make([]*ixEntry, len(cands))
 	for i := range cands {
 		c := &cands[i]
@@ -279,10 +280,10 @@ func (x *ixIndex) lookup(cands []Cand, keys []ixKey, sides [][2]ixKey, withLife 
 
 // ixDeriveMisses reads the files of miss into entries; an entry whose file
 // or sidecars changed after racyBefore is marked racy (not saved).
-func ixDeriveMisses(ctx context.Context, cands []Cand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
+func ixDeriveMisses(ctx context.Context, cands []listing.Cand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
 	var done atomic.Int64
 	var progMu sync.Mutex
-	Parallel(ctx, nil, len(miss), func(w *Worker, k int) {
+	listing.Parallel(ctx, nil, len(miss), func(w *listing.Worker, k int) {
 		i := miss[k]
 		e, err := ixDerive(w, &cands[i])
 		if err == nil {
@@ -309,7 +310,7 @@ func ixDeriveMisses(ctx context.Context, cands []Cand, keys []ixKey, sides [][2]
 // update puts new and changed entries in the index and takes vanished ones
 // out (whole folders too when allProjects), counting them in st; changed
 // is whether the file needs writing.
-func (x *ixIndex) update(cands []Cand, entries []*ixEntry, allProjects bool, st *sessions.IndexStats) (changed bool) {
+func (x *ixIndex) update(cands []listing.Cand, entries []*ixEntry, allProjects bool, st *sessions.IndexStats) (changed bool) {
 	scanned := make(map[string]bool)
 	for i := range cands {
 		c := &cands[i]
@@ -348,14 +349,14 @@ func (x *ixIndex) update(cands []Cand, entries []*ixEntry, allProjects bool, st 
 // ixHit is a listed session: its entry and its candidate.
 type ixHit struct {
 	e *ixEntry
-	c *Cand
+	c *listing.Cand
 }
 
 // ixHits is the listing's page of entries, as List makes it: filtered,
 // one copy per id, newest first.
-func ixHits(cands []Cand, entries []*ixEntry, opt sessions.ListOptions) []ixHit {
+func ixHits(cands []listing.Cand, entries []*ixEntry, opt sessions.ListOptions) []ixHit {
 	hits := make([]ixHit, 0, len(cands))
-	var cw Collision
+	var cw listing.Collision
 	for i := range cands {
 		e := entries[i]
 		if e == nil || !e.listed {
@@ -365,10 +366,10 @@ func ixHits(cands []Cand, entries []*ixEntry, opt sessions.ListOptions) []ixHit 
 		if !opt.IncludeProgrammatic && e.info.IsProgrammatic() {
 			continue
 		}
-		if e.contIn != "" && new(Worker).ContinuedTargetLive(filepath.Join(c.ProjectDir, e.contIn+".jsonl")) {
+		if e.contIn != "" && new(listing.Worker).ContinuedTargetLive(filepath.Join(c.ProjectDir, e.contIn+".jsonl")) {
 			continue
 		}
-		if c.ProjectPath != "" && e.recFound && !UnderOwn(e.recCwd, c.Own) && cw.Collides(e.recCwd, c.ProjectPath) {
+		if c.ProjectPath != "" && e.recFound && !listing.UnderOwn(e.recCwd, c.Own) && cw.Collides(e.recCwd, c.ProjectPath) {
 			continue
 		}
 		hits = append(hits, ixHit{e, c})
@@ -453,7 +454,7 @@ func ixSideKeys(projectDir, id string) [2]ixKey {
 // everything the step, and the lifecycle record, need. An error (the file
 // could not be read) is not cached: List skips such a file, and so does
 // the next listing until it can be read.
-func ixDerive(w *Worker, c *Cand) (*ixEntry, error) {
+func ixDerive(w *listing.Worker, c *listing.Cand) (*ixEntry, error) {
 	win, ok, err := w.Read(c.Path)
 	if err != nil {
 		return nil, err
@@ -463,15 +464,15 @@ func ixDerive(w *Worker, c *Cand) (*ixEntry, error) {
 		return e, nil
 	}
 	w.Index(&win)
-	e.contIn, _ = w.tix.continuedIn()
+	e.contIn, _ = w.ContinuedIn()
 	info, ok := w.Derive(c.ID, c.Path, &win, "", c.HasSideDir)
 	if !ok {
 		return e, nil
 	}
 	e.listed = true
-	e.recCwd, e.recFound = w.recCwd, w.recFound
+	e.recCwd, e.recFound = w.RelocatedCwd()
 	if !e.recFound {
-		e.recCwd, e.recFound = FirstParsed(win.Head, "cwd")
+		e.recCwd, e.recFound = listing.FirstParsed(win.Head, "cwd")
 	}
 	e.life = ixLifeOf(win.Tail, info.LastEntryTail)
 	info.Path, info.ProjectDir, info.ProjectPath, info.LastEntryTail = "", "", "", nil

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: its file, loaded and saved (the layout is in index.go).
 

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: one cache for the listing (every field List derives
 // from a transcript's two windows) and for the sessions' lifecycle (seed
@@ -60,6 +60,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 )
 
 // IndexFile is where the sessions index lives.
@@ -79,7 +80,7 @@ func (l Layout) ListIndexedWith(ctx context.Context, opt sessions.ListOptions, i
 		// The index caches files on disk; a store read in memory is listed
 		// as List lists it.
 		opt.SkipLastEntryTail = iopt.SkipLastEntryTail
-		infos, err := l.List(ctx, opt)
+		infos, err := l.listing().List(ctx, opt)
 		return infos, sessions.IndexStats{Files: len(infos), Misses: len(infos)}, err
 	}
 	infos, _, st, err := l.ixList(ctx, opt, !iopt.SkipLastEntryTail, false, iopt.Progress)
@@ -127,7 +128,7 @@ func (l Layout) Sessions(ctx context.Context) ([]sessions.Record, error) {
 // index (from List): it reads each transcript's tail window again.
 func (l Layout) Records(ctx context.Context, infos []sessions.Info) ([]sessions.Record, error) {
 	lives := make([]*ixLife, len(infos))
-	Parallel(ctx, l.FS, len(infos), func(w *Worker, i int) {
+	listing.Parallel(ctx, l.FS, len(infos), func(w *listing.Worker, i int) {
 		win, ok, err := w.Read(infos[i].Path)
 		if err != nil || !ok {
 			lives[i] = &ixLife{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func ixCompare(t *testing.T, l Layout, qs []sessions.ListOptions) {
 	ctx := context.Background()
 	bad := 0
 	for _, q := range qs {
-		want, err := l.List(ctx, q)
+		want, err := l.listing().List(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func ixList(t *testing.T, l Layout, what string) sessions.IndexStats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := l.List(ctx, ixAll)
+	want, err := l.listing().List(ctx, ixAll)
 	if err != nil {
 		t.Fatal(err)
 	}

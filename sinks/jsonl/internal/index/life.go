@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: the lifecycle fields (see index.go).
 
@@ -15,6 +15,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -62,7 +63,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		typ, _ := jsonv.String(vals[0])
 		if !lf.lastTSok {
 			if ts, ok := jsonv.String(vals[1]); ok {
-				lf.lastTS, lf.lastTSok = DateParse(ts)
+				lf.lastTS, lf.lastTSok = listing.DateParse(ts)
 			}
 		}
 		if typ != "user" && typ != "assistant" && typ != "attachment" {
@@ -77,7 +78,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 			if u, ok := jsonv.String(vals[2]); ok && u != "" {
 				lf.lastMsg = u
 				if ts, ok := jsonv.String(vals[1]); ok {
-					lf.convTS, lf.convTSok = DateParse(ts)
+					lf.convTS, lf.convTSok = listing.DateParse(ts)
 				}
 			}
 		}

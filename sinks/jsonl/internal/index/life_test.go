@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func ixStatus(t *testing.T, l Layout, id string) sessions.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := l.List(ctx, ixAll)
+	infos, err := l.listing().List(ctx, ixAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestIndexExportSessionsJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
-	infos, _ := l.List(context.Background(), ixAll)
+	infos, _ := l.listing().List(context.Background(), ixAll)
 	if len(doc) != len(infos) || len(doc) == 0 {
 		t.Fatalf("%d records for %d sessions", len(doc), len(infos))
 	}

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -96,7 +97,7 @@ func ixWholeSession(ctx context.Context, fsys layout.FS, path string) (string, [
 // session's. A transcript that cannot be read (gone since the listing)
 // keeps what the tail window said.
 func ixFillWhole(ctx context.Context, fsys layout.FS, recs []sessions.Record) error {
-	Parallel(ctx, fsys, len(recs), func(_ *Worker, i int) {
+	listing.Parallel(ctx, fsys, len(recs), func(_ *listing.Worker, i int) {
 		if recs[i].TranscriptPath == "" {
 			return
 		}

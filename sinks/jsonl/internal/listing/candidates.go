@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing's candidates: which transcript files a listing reads (see listing.go).
 

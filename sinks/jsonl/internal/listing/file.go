@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing: reading one file's two windows (see listing.go).
 
@@ -48,6 +48,13 @@ func (w *Worker) Index(win *Win) {
 	w.tix.buildAll()
 	w.hix.reset(win.Head)
 }
+
+// ContinuedIn is the session the indexed tail says this one continues in
+// (the SDK's continued-in check), after Index.
+func (w *Worker) ContinuedIn() (string, bool) { return w.tix.continuedIn() }
+
+// RelocatedCwd is the tail's relocatedCwd as the last Derive found it.
+func (w *Worker) RelocatedCwd() (string, bool) { return w.recCwd, w.recFound }
 
 // headTitles returns the index to look up titles in the head with.
 func (w *Worker) headTitles(win *Win) *liteIdx {

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing: which sessions a listing keeps (see listing.go).
 

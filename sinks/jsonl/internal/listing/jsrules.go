@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // JavaScript's rules the lite listing follows (see listing.go).
 

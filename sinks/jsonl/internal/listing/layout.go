@@ -1,9 +1,9 @@
-// Package catalog lists the sessions of a config folder: the SDK's
-// listSessions and getSessionInfo, computed as it computes them from a head
-// and a tail window of each transcript (the lite listing, listing*.go), and
-// the sessions index that keeps what the listing derived, keyed by each
-// file's identity (index*.go), with each session's status.
-package catalog
+// Package listing lists the sessions of a config folder as the SDK's
+// listSessions and getSessionInfo do, computed as they compute them from a
+// head and a tail window of each transcript (its "lite" reading, hence
+// the old name), with the sidecars and the SDK's filters; package index
+// keeps what it derived.
+package listing
 
 import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing: what the Claude Agent SDK's listSessions and
 // getSessionInfo report for the sessions of a config folder, computed the

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing: the first prompt (see listing.go).
 

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing: finding fields in the windows as the SDK does (see listing.go).
 

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 // The lite listing: titles, archive marks and the last prompt's time (see listing.go).
 
