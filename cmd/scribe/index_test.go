@@ -106,8 +106,8 @@ func TestLsJSONWithAndWithoutIndexMatchesTheSDK(t *testing.T) {
 	check("deleted index")
 }
 
-// ixTestSession writes a transcript whose last row is the given kind.
-func ixTestSession(t *testing.T, dir, cwd, id, ending string, mtime time.Time) {
+// indexTestSession writes a transcript whose last row is the given kind.
+func indexTestSession(t *testing.T, dir, cwd, id, ending string, mtime time.Time) {
 	t.Helper()
 	rows := []string{
 		fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"Task for %s"},"uuid":"%s-u1","timestamp":"2026-01-10T11:00:00.000Z","cwd":%q,"sessionId":%q}`, ending, id[:8], cwd, id),
@@ -145,10 +145,10 @@ func TestLsStatusColumnAndFilter(t *testing.T) {
 		"prompt": "33333333-0000-4000-8000-000000000003",
 		"held":   "44444444-0000-4000-8000-000000000004",
 	}
-	ixTestSession(t, dir, cwd, ids["reply"], "reply", base.Add(time.Minute))
-	ixTestSession(t, dir, cwd, ids["tool"], "tool", base.Add(2*time.Minute))
-	ixTestSession(t, dir, cwd, ids["prompt"], "prompt", base.Add(3*time.Minute))
-	ixTestSession(t, dir, cwd, ids["held"], "reply", base.Add(4*time.Minute))
+	indexTestSession(t, dir, cwd, ids["reply"], "reply", base.Add(time.Minute))
+	indexTestSession(t, dir, cwd, ids["tool"], "tool", base.Add(2*time.Minute))
+	indexTestSession(t, dir, cwd, ids["prompt"], "prompt", base.Add(3*time.Minute))
+	indexTestSession(t, dir, cwd, ids["held"], "reply", base.Add(4*time.Minute))
 
 	// A live writer holds one session.
 	locks := filepath.Join(dir, "scribe", "locks")
@@ -225,8 +225,8 @@ func TestIndexRebuildAndExportCommands(t *testing.T) {
 	dir := t.TempDir()
 	cwd := "/home/alice/src/shop"
 	base := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
-	ixTestSession(t, dir, cwd, "11111111-0000-4000-8000-000000000001", "reply", base)
-	ixTestSession(t, dir, cwd, "22222222-0000-4000-8000-000000000002", "tool", base.Add(time.Minute))
+	indexTestSession(t, dir, cwd, "11111111-0000-4000-8000-000000000001", "reply", base)
+	indexTestSession(t, dir, cwd, "22222222-0000-4000-8000-000000000002", "tool", base.Add(time.Minute))
 
 	var rep struct {
 		Index    string `json:"index"`
@@ -291,7 +291,7 @@ func TestIndexConcurrentLsProcesses(t *testing.T) {
 	cwd := "/home/alice/src/shop"
 	base := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
 	for i := range 30 {
-		ixTestSession(t, dir, cwd, fmt.Sprintf("%08x-0000-4000-8000-000000000000", i+1), []string{"reply", "tool", "prompt"}[i%3], base.Add(time.Duration(i)*time.Minute))
+		indexTestSession(t, dir, cwd, fmt.Sprintf("%08x-0000-4000-8000-000000000000", i+1), []string{"reply", "tool", "prompt"}[i%3], base.Add(time.Duration(i)*time.Minute))
 	}
 	bin := testenv.BuildScribe(t)
 	proj := filepath.Join(dir, "projects", "-home-alice-src-shop")

@@ -14,45 +14,45 @@ import (
 
 // Entry flags.
 const (
-	ixfSideDir = 1 << iota
-	ixfListed
-	ixfRecFound
-	ixfCreatedAt
-	ixfArchived
-	ixfArchivedTrue
-	ixfNested // SessionInfo.Nested (format version 3)
-	ixfForked // SessionInfo.Forked (format version 4)
+	flagSideDir = 1 << iota
+	flagListed
+	flagRecFound
+	flagCreatedAt
+	flagArchived
+	flagArchivedTrue
+	flagNested // SessionInfo.Nested (format version 3)
+	flagForked // SessionInfo.Forked (format version 4)
 )
 
 // Lifecycle flags.
 const (
-	ixlLastTS = 1 << iota
-	ixlConvTS
-	ixlTail
+	lifeLastTS = 1 << iota
+	lifeConvTS
+	lifeTail
 )
 
 var (
-	ixClasses = []core.Interruption{core.InterruptionNone, core.InterruptedPrompt, core.InterruptedTurn}
-	ixStates  = []core.State{core.StateIdle, core.StateRunning, core.StateRequiresAction}
+	classes = []core.Interruption{core.InterruptionNone, core.InterruptedPrompt, core.InterruptedTurn}
+	states  = []core.State{core.StateIdle, core.StateRunning, core.StateRequiresAction}
 )
 
-type ixEnc struct{ b []byte }
+type encoder struct{ b []byte }
 
-func (e *ixEnc) uv(v uint64)    { e.b = binary.AppendUvarint(e.b, v) }
-func (e *ixEnc) v(v int64)      { e.b = binary.AppendVarint(e.b, v) }
-func (e *ixEnc) str(s string)   { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
-func (e *ixEnc) bytes(b []byte) { e.uv(uint64(len(b))); e.b = append(e.b, b...) }
-func (e *ixEnc) key(k ixKey) {
+func (e *encoder) uv(v uint64)    { e.b = binary.AppendUvarint(e.b, v) }
+func (e *encoder) v(v int64)      { e.b = binary.AppendVarint(e.b, v) }
+func (e *encoder) str(s string)   { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *encoder) bytes(b []byte) { e.uv(uint64(len(b))); e.b = append(e.b, b...) }
+func (e *encoder) key(k fileKey) {
 	e.v(k.size)
 	e.v(k.mtime)
 	e.v(k.ctime)
 	e.uv(k.ino)
 }
 
-// ixEncode writes the two sections: folders and files in name order,
+// encode writes the two sections: folders and files in name order,
 // racy entries and listed entries without a lifecycle part left out.
-func ixEncode(x *ixIndex) (a, b []byte, n int) {
-	var ea, eb ixEnc
+func encode(x *memIndex) (a, b []byte, n int) {
+	var ea, eb encoder
 	folders := make([]string, 0, len(x.folders))
 	for f, m := range x.folders {
 		if len(m) > 0 {
@@ -79,32 +79,32 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			ea.key(e.key)
 			var fl uint64
 			if e.sideDir {
-				fl |= ixfSideDir
+				fl |= flagSideDir
 			}
 			if e.listed {
-				fl |= ixfListed
+				fl |= flagListed
 			}
 			if e.recFound {
-				fl |= ixfRecFound
+				fl |= flagRecFound
 			}
 			if e.info.CreatedAt != nil {
-				fl |= ixfCreatedAt
+				fl |= flagCreatedAt
 			}
 			if e.info.Archived != nil {
-				fl |= ixfArchived
+				fl |= flagArchived
 				if *e.info.Archived {
-					fl |= ixfArchivedTrue
+					fl |= flagArchivedTrue
 				}
 			}
 			if e.info.Nested {
-				fl |= ixfNested
+				fl |= flagNested
 			}
 			if e.info.Forked {
-				fl |= ixfForked
+				fl |= flagForked
 			}
 			ea.uv(fl)
 			if e.sideDir {
-				for _, k := range []ixKey{e.sideTitle, e.sideArch} {
+				for _, k := range []fileKey{e.sideTitle, e.sideArch} {
 					if !k.present {
 						ea.uv(0)
 						continue
@@ -130,13 +130,13 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			lf := e.life
 			var ll uint64
 			if lf.lastTSok {
-				ll |= ixlLastTS
+				ll |= lifeLastTS
 			}
 			if lf.convTSok {
-				ll |= ixlConvTS
+				ll |= lifeConvTS
 			}
 			if lf.tail != nil {
-				ll |= ixlTail
+				ll |= lifeTail
 			}
 			eb.uv(ll)
 			eb.bytes(lf.tail)
@@ -152,45 +152,45 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			if lf.convTSok {
 				eb.v(lf.convTS)
 			}
-			eb.uv(uint64(max(slices.Index(ixClasses, lf.class), 0)))
-			eb.uv(uint64(max(slices.Index(ixStates, lf.state), 0)))
+			eb.uv(uint64(max(slices.Index(classes, lf.class), 0)))
+			eb.uv(uint64(max(slices.Index(states, lf.state), 0)))
 		}
 	}
 	return ea.b, eb.b, n
 }
 
-// ixDec reads a section: the first from a string (its strings are cut out
+// decoder reads a section: the first from a string (its strings are cut out
 // of it, no allocation each), the second from bytes (byte fields are
 // slices of it).
-type ixDec struct {
+type decoder struct {
 	s   string // the first section, or
 	b   []byte // the second
 	off int
 	err error
 }
 
-func (d *ixDec) len() int {
+func (d *decoder) len() int {
 	if d.b != nil {
 		return len(d.b)
 	}
 	return len(d.s)
 }
 
-func (d *ixDec) at(i int) byte {
+func (d *decoder) at(i int) byte {
 	if d.b != nil {
 		return d.b[i]
 	}
 	return d.s[i]
 }
 
-func (d *ixDec) fail(what string) {
+func (d *decoder) fail(what string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%s at byte %d", what, d.off)
 	}
 }
 
 // uv reads a uvarint (binary.Uvarint's encoding).
-func (d *ixDec) uv() uint64 {
+func (d *decoder) uv() uint64 {
 	if d.err != nil {
 		return 0
 	}
@@ -216,7 +216,7 @@ func (d *ixDec) uv() uint64 {
 }
 
 // v reads a varint (zig-zag, as binary.Varint).
-func (d *ixDec) v() int64 {
+func (d *decoder) v() int64 {
 	ux := d.uv()
 	x := int64(ux >> 1)
 	if ux&1 != 0 {
@@ -226,7 +226,7 @@ func (d *ixDec) v() int64 {
 }
 
 // span returns the bounds of the next length-prefixed field.
-func (d *ixDec) span() (int, int) {
+func (d *decoder) span() (int, int) {
 	n := d.uv()
 	if d.err != nil {
 		return 0, 0
@@ -240,7 +240,7 @@ func (d *ixDec) span() (int, int) {
 	return s, d.off
 }
 
-func (d *ixDec) str() string {
+func (d *decoder) str() string {
 	s, e := d.span()
 	if d.b == nil {
 		return d.s[s:e]
@@ -248,7 +248,7 @@ func (d *ixDec) str() string {
 	return string(d.b[s:e])
 }
 
-func (d *ixDec) bytes() []byte {
+func (d *decoder) bytes() []byte {
 	s, e := d.span()
 	if d.b == nil {
 		return []byte(d.s[s:e])
@@ -256,13 +256,13 @@ func (d *ixDec) bytes() []byte {
 	return d.b[s:e:e]
 }
 
-func (d *ixDec) key() ixKey {
-	return ixKey{present: true, size: d.v(), mtime: d.v(), ctime: d.v(), ino: d.uv()}
+func (d *decoder) key() fileKey {
+	return fileKey{present: true, size: d.v(), mtime: d.v(), ctime: d.v(), ino: d.uv()}
 }
 
 // count reads an element count, refusing one the rest of the section
 // could not hold (each element takes at least one byte).
-func (d *ixDec) count() int {
+func (d *decoder) count() int {
 	n := d.uv()
 	if n > uint64(d.len()-d.off) {
 		d.fail("count out of range")
@@ -271,9 +271,9 @@ func (d *ixDec) count() int {
 	return int(n)
 }
 
-func ixDecodeA(a string, count uint32) (*ixIndex, error) {
-	d := &ixDec{s: a}
-	x := &ixIndex{folders: make(map[string]map[string]*ixEntry)}
+func decodeA(a string, count uint32) (*memIndex, error) {
+	d := &decoder{s: a}
+	x := &memIndex{folders: make(map[string]map[string]*entry)}
 	total := 0
 	nf := d.count()
 	for range nf {
@@ -285,15 +285,15 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 		if _, dup := x.folders[folder]; dup {
 			return nil, fmt.Errorf("folder %s twice", folder)
 		}
-		m := make(map[string]*ixEntry, n)
+		m := make(map[string]*entry, n)
 		x.folders[folder] = m
 		for range n {
 			name := d.str()
-			e := &ixEntry{key: d.key()}
+			e := &entry{key: d.key()}
 			fl := d.uv()
-			e.sideDir = fl&ixfSideDir != 0
+			e.sideDir = fl&flagSideDir != 0
 			if e.sideDir {
-				for _, k := range []*ixKey{&e.sideTitle, &e.sideArch} {
+				for _, k := range []*fileKey{&e.sideTitle, &e.sideArch} {
 					switch d.uv() {
 					case 0:
 					case 1:
@@ -303,26 +303,26 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 					}
 				}
 			}
-			if fl&ixfListed != 0 {
+			if fl&flagListed != 0 {
 				e.listed = true
 				in := &e.info
 				for _, p := range []*string{&in.SessionID, &in.Summary, &in.CustomTitle, &in.FirstPrompt, &in.GitBranch,
 					&in.Cwd, &in.Tag, &in.Entrypoint, &in.SessionKind, &e.recCwd, &e.contIn} {
 					*p = d.str()
 				}
-				e.recFound = fl&ixfRecFound != 0
+				e.recFound = fl&flagRecFound != 0
 				in.LastModified = d.v()
 				in.FileSize = d.v()
-				if fl&ixfCreatedAt != 0 {
+				if fl&flagCreatedAt != 0 {
 					v := d.v()
 					in.CreatedAt = &v
 				}
-				if fl&ixfArchived != 0 {
-					v := fl&ixfArchivedTrue != 0
+				if fl&flagArchived != 0 {
+					v := fl&flagArchivedTrue != 0
 					in.Archived = &v
 				}
-				in.Nested = fl&ixfNested != 0
-				in.Forked = fl&ixfForked != 0
+				in.Nested = fl&flagNested != 0
+				in.Forked = fl&flagForked != 0
 				x.listed = append(x.listed, e)
 			}
 			if d.err != nil {
@@ -347,20 +347,20 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 	return x, nil
 }
 
-func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
+func decodeB(b []byte, n int) ([]*lifecycle, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("second section: negative entry count %d", n)
 	}
-	d := &ixDec{b: b}
+	d := &decoder{b: b}
 	if b == nil {
 		d.b = []byte{}
 	}
-	out := make([]*ixLife, 0, min(n, len(b)))
+	out := make([]*lifecycle, 0, min(n, len(b)))
 	for range n {
-		lf := &ixLife{}
+		lf := &lifecycle{}
 		ll := d.uv()
 		lf.tail = d.bytes()
-		if ll&ixlTail == 0 {
+		if ll&lifeTail == 0 {
 			lf.tail = nil
 		}
 		lf.model = d.str()
@@ -371,20 +371,20 @@ func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
 				lf.tools[i] = d.str()
 			}
 		}
-		if ll&ixlLastTS != 0 {
+		if ll&lifeLastTS != 0 {
 			lf.lastTS, lf.lastTSok = d.v(), true
 		}
-		if ll&ixlConvTS != 0 {
+		if ll&lifeConvTS != 0 {
 			lf.convTS, lf.convTSok = d.v(), true
 		}
 		c, st := d.uv(), d.uv()
-		if c >= uint64(len(ixClasses)) || st >= uint64(len(ixStates)) {
+		if c >= uint64(len(classes)) || st >= uint64(len(states)) {
 			d.fail("bad class")
 		}
 		if d.err != nil {
 			return nil, d.err
 		}
-		lf.class, lf.state = ixClasses[c], ixStates[st]
+		lf.class, lf.state = classes[c], states[st]
 		out = append(out, lf)
 	}
 	if d.off != len(b) {

@@ -83,7 +83,7 @@ func (l Layout) ListIndexedWith(ctx context.Context, opt sessions.ListOptions, i
 		infos, err := l.listing().List(ctx, opt)
 		return infos, sessions.IndexStats{Files: len(infos), Misses: len(infos)}, err
 	}
-	infos, _, st, err := l.ixList(ctx, opt, !iopt.SkipLastEntryTail, false, iopt.Progress)
+	infos, _, st, err := l.list(ctx, opt, !iopt.SkipLastEntryTail, false, iopt.Progress)
 	return infos, st, err
 }
 
@@ -97,7 +97,7 @@ func (l Layout) ListRecords(ctx context.Context, opt sessions.ListOptions) ([]se
 		recs, err := l.Records(ctx, infos)
 		return recs, st, err
 	}
-	infos, lives, st, err := l.ixList(ctx, opt, true, false, nil)
+	infos, lives, st, err := l.list(ctx, opt, true, false, nil)
 	if err != nil {
 		return nil, st, err
 	}
@@ -118,7 +118,7 @@ func (l Layout) Sessions(ctx context.Context) ([]sessions.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ixFillWhole(ctx, l.FS, recs); err != nil {
+	if err := fillWhole(ctx, l.FS, recs); err != nil {
 		return nil, err
 	}
 	return recs, nil
@@ -127,14 +127,14 @@ func (l Layout) Sessions(ctx context.Context) ([]sessions.Record, error) {
 // Records derives the lifecycle records of sessions listed without the
 // index (from List): it reads each transcript's tail window again.
 func (l Layout) Records(ctx context.Context, infos []sessions.Info) ([]sessions.Record, error) {
-	lives := make([]*ixLife, len(infos))
+	lives := make([]*lifecycle, len(infos))
 	listing.Parallel(ctx, l.FS, len(infos), func(w *listing.Worker, i int) {
 		win, ok, err := w.Read(infos[i].Path)
 		if err != nil || !ok {
-			lives[i] = &ixLife{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}
+			lives[i] = &lifecycle{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}
 			return
 		}
-		lives[i] = ixLifeOf(win.Tail, infos[i].LastEntryTail)
+		lives[i] = lifeOf(win.Tail, infos[i].LastEntryTail)
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (l Layout) RebuildIndex(ctx context.Context) (sessions.IndexStats, error) {
 
 // RebuildIndexWith is RebuildIndex with options (Progress).
 func (l Layout) RebuildIndexWith(ctx context.Context, iopt sessions.IndexOptions) (sessions.IndexStats, error) {
-	_, _, st, err := l.ixList(ctx, sessions.ListOptions{IncludeProgrammatic: true}, true, true, iopt.Progress)
+	_, _, st, err := l.list(ctx, sessions.ListOptions{IncludeProgrammatic: true}, true, true, iopt.Progress)
 	return st, err
 }
 

@@ -17,18 +17,18 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
-// ixNoRacy trusts every file however recently it changed (test files are
+// noRacy trusts every file however recently it changed (test files are
 // all written moments before they are listed), for the test's duration.
-func ixNoRacy(t *testing.T) {
+func noRacy(t *testing.T) {
 	t.Helper()
-	old := ixRacyWindow
-	ixRacyWindow = 0
-	t.Cleanup(func() { ixRacyWindow = old })
+	old := racyWindow
+	racyWindow = 0
+	t.Cleanup(func() { racyWindow = old })
 }
 
-// ixQueries is every listing variant for the whole config and each
+// allQueries is every listing variant for the whole config and each
 // project path.
-func ixQueries(projects []string) []sessions.ListOptions {
+func allQueries(projects []string) []sessions.ListOptions {
 	qs := []sessions.ListOptions{
 		{IncludeWorktrees: true, IncludeProgrammatic: true},
 		{IncludeWorktrees: true},
@@ -49,9 +49,9 @@ func ixQueries(projects []string) []sessions.ListOptions {
 	return qs
 }
 
-// ixSame fails unless got equals want in every field, the ones JSON never
+// sameInfos fails unless got equals want in every field, the ones JSON never
 // shows included.
-func ixSame(t *testing.T, what string, got, want []sessions.Info) bool {
+func sameInfos(t *testing.T, what string, got, want []sessions.Info) bool {
 	t.Helper()
 	if reflect.DeepEqual(got, want) {
 		return true
@@ -73,9 +73,9 @@ func ixSame(t *testing.T, what string, got, want []sessions.Info) bool {
 	return false
 }
 
-// ixCompare checks every query through the index (twice: as built, then
+// compareWithList checks every query through the index (twice: as built, then
 // from the saved file) and without the tails against List.
-func ixCompare(t *testing.T, l Layout, qs []sessions.ListOptions) {
+func compareWithList(t *testing.T, l Layout, qs []sessions.ListOptions) {
 	t.Helper()
 	ctx := context.Background()
 	bad := 0
@@ -96,18 +96,18 @@ func ixCompare(t *testing.T, l Layout, qs []sessions.ListOptions) {
 			if pass == 1 && st.Misses != 0 {
 				t.Errorf("%s: second listing read %d files again (%+v)", what, st.Misses, st)
 			}
-			if !ixSame(t, fmt.Sprintf("%s (pass %d)", what, pass), got, want) {
+			if !sameInfos(t, fmt.Sprintf("%s (pass %d)", what, pass), got, want) {
 				bad++
 			}
 		}
-		lite, _, err := l.ListIndexedWith(ctx, q, sessions.IndexOptions{SkipLastEntryTail: true})
+		noTails, _, err := l.ListIndexedWith(ctx, q, sessions.IndexOptions{SkipLastEntryTail: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range want {
 			want[i].LastEntryTail = nil
 		}
-		if !ixSame(t, what+" without tails", lite, want) {
+		if !sameInfos(t, what+" without tails", noTails, want) {
 			bad++
 		}
 		if bad > 5 {
@@ -116,11 +116,11 @@ func ixCompare(t *testing.T, l Layout, qs []sessions.ListOptions) {
 	}
 }
 
-// ixLayRules writes one session for each rule the listing applies that the
+// layRules writes one session for each rule the listing applies that the
 // index must not bend: titles and sidecars, programmatic sessions,
 // continued-in, the collision filter, relocation, duplicates, skipped
 // files, windows far apart, torn tails.
-func ixLayRules(t *testing.T, root string) (Layout, []string) {
+func layRules(t *testing.T, root string) (Layout, []string) {
 	t.Helper()
 	cfg := filepath.Join(root, "cfg")
 	l := Layout{Layout: layout.Layout{ConfigDir: cfg}}
@@ -197,13 +197,13 @@ func ixLayRules(t *testing.T, root string) (Layout, []string) {
 }
 
 func TestIndexEqualsListOnRules(t *testing.T) {
-	ixNoRacy(t)
-	l, projects := ixLayRules(t, t.TempDir())
-	ixCompare(t, l, ixQueries(projects))
+	noRacy(t)
+	l, projects := layRules(t, t.TempDir())
+	compareWithList(t, l, allQueries(projects))
 }
 
 func TestIndexEqualsListOnFixture(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	p := peer.Find(t)
 	root := t.TempDir()
 	cfg := filepath.Join(root, "cfg")
@@ -212,47 +212,47 @@ func TestIndexEqualsListOnFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.GenFixture(t, cfg, cwd)
-	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, ixQueries([]string{cwd}))
+	compareWithList(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, allQueries([]string{cwd}))
 }
 
 // TestIndexEqualsListOnSDK337Fixtures: the index keeps what the 0.3.337
 // programmatic filter needs (the nested flag), so a listing from the index
 // hides what List hides.
 func TestIndexEqualsListOnSDK337Fixtures(t *testing.T) {
-	ixNoRacy(t)
-	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: jsonltest.SDK337Config(t)}}, ixQueries([]string{jsonltest.SDK337Cwd}))
+	noRacy(t)
+	compareWithList(t, Layout{Layout: layout.Layout{ConfigDir: jsonltest.SDK337Config(t)}}, allQueries([]string{jsonltest.SDK337Cwd}))
 }
 
 func TestIndexEqualsListOnCorpus(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	cfg := filepath.Join(t.TempDir(), "cfg")
 	ids, projects, _, _ := jsonltest.LayCorpus(t, cfg)
 	if len(ids) < 20 {
 		t.Fatalf("corpus: only %d sessions", len(ids))
 	}
-	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, ixQueries(projects))
+	compareWithList(t, Layout{Layout: layout.Layout{ConfigDir: cfg}}, allQueries(projects))
 }
 
-// ixAll is every project, SDK defaults.
-var ixAll = sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true}
+// everyProject is every project, SDK defaults.
+var everyProject = sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true}
 
-// ixList lists through the index and checks the answer against List.
-func ixList(t *testing.T, l Layout, what string) sessions.IndexStats {
+// listChecked lists through the index and checks the answer against List.
+func listChecked(t *testing.T, l Layout, what string) sessions.IndexStats {
 	t.Helper()
 	ctx := context.Background()
-	got, st, err := l.ListIndexed(ctx, ixAll)
+	got, st, err := l.ListIndexed(ctx, everyProject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := l.listing().List(ctx, ixAll)
+	want, err := l.listing().List(ctx, everyProject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ixSame(t, what, got, want)
+	sameInfos(t, what, got, want)
 	return st
 }
 
-func ixAppend(t *testing.T, path, line string) {
+func appendLine(t *testing.T, path, line string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -1,6 +1,6 @@
 package listing
 
-// The lite listing: reading one file's two windows (see listing.go).
+// The listing: reading one file's two windows (see listing.go).
 
 import (
 	"bytes"
@@ -34,8 +34,8 @@ type Worker struct {
 	noTail bool      // leave SessionInfo.LastEntryTail nil
 	buf    []byte    // head window, then tail window
 	side   []byte
-	tix    liteIdx // the tail window's keys
-	hix    liteIdx // the head window's title keys
+	tix    keyIndex // the tail window's keys
+	hix    keyIndex // the head window's title keys
 	// The tail's relocatedCwd as the last derive found it, reused by the
 	// collision filter.
 	recCwd   string
@@ -57,7 +57,7 @@ func (w *Worker) ContinuedIn() (string, bool) { return w.tix.continuedIn() }
 func (w *Worker) RelocatedCwd() (string, bool) { return w.recCwd, w.recFound }
 
 // headTitles returns the index to look up titles in the head with.
-func (w *Worker) headTitles(win *Win) *liteIdx {
+func (w *Worker) headTitles(win *Win) *keyIndex {
 	if len(win.Head) == len(win.Tail) && (len(win.Head) == 0 || &win.Head[0] == &win.Tail[0]) {
 		return &w.tix
 	}
@@ -67,14 +67,14 @@ func (w *Worker) headTitles(win *Win) *liteIdx {
 	return &w.hix
 }
 
-func liteNewWorker(fsys layout.FS) *Worker {
+func newWorker(fsys layout.FS) *Worker {
 	return &Worker{fsys: fsys, buf: make([]byte, 2*claudedir.ListWindow)}
 }
 
 // Read opens path as the SDK does (O_NOFOLLOW|O_NONBLOCK: a symlink is an
 // error), requires a regular non-empty file and reads the windows.
 func (w *Worker) Read(path string) (Win, bool, error) {
-	f, err := liteOpenFile(w.fsys, path)
+	f, err := openFile(w.fsys, path)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return Win{}, false, nil
@@ -108,47 +108,47 @@ func (w *Worker) Read(path string) (Win, bool, error) {
 	return win, true, nil
 }
 
-// liteFile is a file the listing reads: a descriptor of a file on disk
+// file is a file the listing reads: a descriptor of a file on disk
 // (read with pread, as the SDK reads), or a file of the layout's FS.
-type liteFile struct {
+type file struct {
 	fd int
 	f  layout.File
 }
 
-// liteStat is what the listing needs of a file's stat.
-type liteStat struct {
+// fileStat is what the listing needs of a file's stat.
+type fileStat struct {
 	size, mtime int64 // mtime in ms, as Node's Stats.mtime.getTime()
 	regular     bool
 }
 
-// liteOpenFile opens path on disk (fsys nil) or in fsys.
-func liteOpenFile(fsys layout.FS, path string) (liteFile, error) {
+// openFile opens path on disk (fsys nil) or in fsys.
+func openFile(fsys layout.FS, path string) (file, error) {
 	if fsys == nil {
-		fd, err := liteOpen(path)
-		return liteFile{fd: fd}, err
+		fd, err := openNoFollow(path)
+		return file{fd: fd}, err
 	}
 	f, err := fsys.Open(path)
-	return liteFile{fd: -1, f: f}, err
+	return file{fd: -1, f: f}, err
 }
 
-func (lf liteFile) stat() (liteStat, error) {
+func (lf file) stat() (fileStat, error) {
 	if lf.f != nil {
 		fi, err := lf.f.Stat()
 		if err != nil {
-			return liteStat{}, err
+			return fileStat{}, err
 		}
 		mt := fi.ModTime()
-		return liteStat{size: fi.Size(), mtime: liteMillis(mt.Unix(), int64(mt.Nanosecond())), regular: fi.Mode().IsRegular()}, nil
+		return fileStat{size: fi.Size(), mtime: millis(mt.Unix(), int64(mt.Nanosecond())), regular: fi.Mode().IsRegular()}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(lf.fd, &st); err != nil {
-		return liteStat{}, err
+		return fileStat{}, err
 	}
-	return liteStat{size: st.Size, mtime: liteMillis(st.Mtim.Sec, st.Mtim.Nsec), regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
+	return fileStat{size: st.Size, mtime: millis(st.Mtim.Sec, st.Mtim.Nsec), regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
 }
 
 // pread fills b from off as far as the file goes.
-func (lf liteFile) pread(b []byte, off int64) (int, error) {
+func (lf file) pread(b []byte, off int64) (int, error) {
 	if lf.f != nil {
 		n, err := lf.f.ReadAt(b, off)
 		if errors.Is(err, io.EOF) {
@@ -156,10 +156,10 @@ func (lf liteFile) pread(b []byte, off int64) (int, error) {
 		}
 		return n, err
 	}
-	return litePreadFull(lf.fd, b, off)
+	return preadFull(lf.fd, b, off)
 }
 
-func (lf liteFile) close() {
+func (lf file) close() {
 	if lf.f != nil {
 		lf.f.Close()
 		return
@@ -167,7 +167,7 @@ func (lf liteFile) close() {
 	unix.Close(lf.fd)
 }
 
-func liteOpen(path string) (int, error) {
+func openNoFollow(path string) (int, error) {
 	for {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err == unix.EINTR {
@@ -177,7 +177,7 @@ func liteOpen(path string) (int, error) {
 	}
 }
 
-func litePreadFull(fd int, b []byte, off int64) (int, error) {
+func preadFull(fd int, b []byte, off int64) (int, error) {
 	n := 0
 	for n < len(b) {
 		m, err := unix.Pread(fd, b[n:], off+int64(n))
@@ -195,9 +195,9 @@ func litePreadFull(fd int, b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// liteMillis is Node's Stats.mtime.getTime(): sec*1e3 + nsec/1e6 in
+// millis is Node's Stats.mtime.getTime(): sec*1e3 + nsec/1e6 in
 // float64, rounded to an integer as Math.round does.
-func liteMillis(sec, nsec int64) int64 {
+func millis(sec, nsec int64) int64 {
 	ms := float64(float64(sec)*1000) + float64(nsec)/1e6
 	r := math.Floor(ms)
 	if ms-r >= 0.5 {
@@ -227,7 +227,7 @@ func (w *Worker) process(c *Cand, includeProgrammatic bool, cw *Collision) (sess
 	}
 	w.Index(&win)
 	if !includeProgrammatic {
-		if ep, sk, nested, _ := w.programmaticFields(&win); liteProgrammatic(ep, sk, nested) {
+		if ep, sk, nested, _ := w.programmaticFields(&win); programmatic(ep, sk, nested) {
 			return sessions.Info{}, false
 		}
 	}
@@ -271,23 +271,23 @@ func (w *Worker) Derive(id, path string, win *Win, projectPath string, trySide b
 
 	// customTitle = tail custom-title ‖ sidecar ‖ head custom-title ‖ tail ai-title ‖ head ai-title
 	tix := &w.tix
-	tailTitle, tailTitleFound := tix.lastKeyed(lkCustomTitle, liteTypeCustomTitle, true)
+	tailTitle, tailTitleFound := tix.lastKeyed(lkCustomTitle, typeCustomTitle, true)
 	title := tailTitle
 	if title == "" && !tailTitleFound && trySide {
 		title = w.sidecarTitle(filepath.Join(dir, id, "custom-title.json"))
 	}
 	if title == "" {
-		title, _ = w.headTitles(win).lastKeyed(lkCustomTitle, liteTypeCustomTitle, true)
+		title, _ = w.headTitles(win).lastKeyed(lkCustomTitle, typeCustomTitle, true)
 	}
 	if title == "" {
-		title, _ = tix.lastKeyed(lkAITitle, liteTypeAITitle, true)
+		title, _ = tix.lastKeyed(lkAITitle, typeAITitle, true)
 	}
 	if title == "" {
-		title, _ = w.headTitles(win).lastKeyed(lkAITitle, liteTypeAITitle, true)
+		title, _ = w.headTitles(win).lastKeyed(lkAITitle, typeAITitle, true)
 	}
 	info.CustomTitle = title
-	info.FirstPrompt = liteFirstPrompt(head)
-	if ts, ok := liteFirstValue(head, &liteKeyTimestamp); ok && ts != "" {
+	info.FirstPrompt = firstPrompt(head)
+	if ts, ok := firstValue(head, &keyTimestamp); ok && ts != "" {
 		if ms, ok := DateParse(ts); ok {
 			info.CreatedAt = &ms
 		}
@@ -303,7 +303,7 @@ func (w *Worker) Derive(id, path string, win *Win, projectPath string, trySide b
 		summary = info.FirstPrompt
 	}
 	if summary == "" {
-		summary = liteMediaPlaceholder(head)
+		summary = mediaPlaceholder(head)
 	}
 	if summary == "" {
 		return sessions.Info{}, false
@@ -311,18 +311,18 @@ func (w *Worker) Derive(id, path string, win *Win, projectPath string, trySide b
 	info.Summary = summary
 	if b, _ := tix.lastValue(lkGitBranch); b != "" {
 		info.GitBranch = b
-	} else if b, _ := liteFirstValue(head, &liteKeyGitBranch); b != "" {
+	} else if b, _ := firstValue(head, &keyGitBranch); b != "" {
 		info.GitBranch = b
 	}
-	w.recCwd, w.recFound = tix.lastKeyed(lkRelocatedCwd, liteTypeRelocated, false)
+	w.recCwd, w.recFound = tix.lastKeyed(lkRelocatedCwd, typeRelocated, false)
 	if c := w.recCwd; c != "" {
 		info.Cwd = c
-	} else if c, _ := liteFirstValue(head, &liteKeyCwd); c != "" {
+	} else if c, _ := firstValue(head, &keyCwd); c != "" {
 		info.Cwd = c
 	} else {
 		info.Cwd = projectPath
 	}
-	info.Tag, _ = tix.lastKeyed(lkTag, liteTypeTag, true)
+	info.Tag, _ = tix.lastKeyed(lkTag, typeTag, true)
 	if trySide {
 		info.Archived = w.archived(filepath.Join(dir, id, "archived.json"), win)
 	}

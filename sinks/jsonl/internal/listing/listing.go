@@ -1,6 +1,6 @@
 package listing
 
-// The lite listing: what the Claude Agent SDK's listSessions and
+// The listing: what the Claude Agent SDK's listSessions and
 // getSessionInfo report for the sessions of a config folder, computed the
 // way the SDK computes it (0.3.337): from a 64 KiB head window and a 64 KiB
 // tail window of each transcript, never the whole file.
@@ -70,14 +70,14 @@ func (l Layout) List(ctx context.Context, opt sessions.ListOptions) ([]sessions.
 		return nil, err
 	}
 	if !paginated {
-		return liteListAll(ctx, l.FS, cands, opt)
+		return listAll(ctx, l.FS, cands, opt)
 	}
-	return liteListPage(ctx, l.FS, cands, opt, limit, offset)
+	return listPage(ctx, l.FS, cands, opt, limit, offset)
 }
 
-// liteListAll is List without a page: every file read, one copy per id,
+// listAll is List without a page: every file read, one copy per id,
 // newest first.
-func liteListAll(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions.ListOptions) ([]sessions.Info, error) {
+func listAll(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions.ListOptions) ([]sessions.Info, error) {
 	var cw Collision
 	res := make([]sessions.Info, len(cands))
 	ok := make([]bool, len(cands))
@@ -115,13 +115,13 @@ func liteListAll(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions
 	return out, nil
 }
 
-// liteListPage is List with a page: stat everything, sort by mtime, read
+// listPage is List with a page: stat everything, sort by mtime, read
 // in order until the page is full.
-func liteListPage(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions.ListOptions, limit, offset int) ([]sessions.Info, error) {
+func listPage(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions.ListOptions, limit, offset int) ([]sessions.Info, error) {
 	var cw Collision
 	keep := make([]bool, len(cands))
 	Parallel(ctx, fsys, len(cands), func(_ *Worker, i int) {
-		if mt, ok := liteMtime(fsys, cands[i].Path); ok {
+		if mt, ok := mtimeOf(fsys, cands[i].Path); ok {
 			cands[i].mtime = mt
 			keep[i] = true
 		}
@@ -145,7 +145,7 @@ func liteListPage(ctx context.Context, fsys layout.FS, cands []Cand, opt session
 	if limit > 0 {
 		want = limit
 	}
-	batch := 4 * liteWorkers()
+	batch := 4 * workers()
 	if batch < 32 {
 		batch = 32
 	}
@@ -192,14 +192,14 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*sessions.Info
 	if !claudedir.IsSessionID(sessionID) {
 		return nil, nil
 	}
-	path, projectPath := l.liteFind(ctx, sessionID, dir)
+	path, projectPath := l.find(ctx, sessionID, dir)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if path == "" {
 		return nil, nil
 	}
-	w := liteNewWorker(l.FS)
+	w := newWorker(l.FS)
 	info, ok, err := w.readLite(path, sessionID, projectPath, true)
 	if err != nil || !ok {
 		return nil, nil
@@ -222,24 +222,24 @@ func ReadInfoFS(fsys layout.FS, path string, projectPath string) (sessions.Info,
 	if !strings.HasSuffix(base, ".jsonl") || !claudedir.IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
 		return sessions.Info{}, false, nil
 	}
-	w := liteNewWorker(fsys)
+	w := newWorker(fsys)
 	return w.readLite(path, strings.TrimSuffix(base, ".jsonl"), projectPath, true)
 }
 
-// liteMtime is a file's mtime in ms (stat, links followed), as the
+// mtimeOf is a file's mtime in ms (stat, links followed), as the
 // paginated listing sorts by it.
-func liteMtime(fsys layout.FS, path string) (int64, bool) {
+func mtimeOf(fsys layout.FS, path string) (int64, bool) {
 	if fsys != nil {
 		fi, err := fsys.Stat(path)
 		if err != nil {
 			return 0, false
 		}
 		mt := fi.ModTime()
-		return liteMillis(mt.Unix(), int64(mt.Nanosecond())), true
+		return millis(mt.Unix(), int64(mt.Nanosecond())), true
 	}
 	var st unix.Stat_t
 	if unix.Stat(path, &st) != nil {
 		return 0, false
 	}
-	return liteMillis(st.Mtim.Sec, st.Mtim.Nsec), true
+	return millis(st.Mtim.Sec, st.Mtim.Nsec), true
 }

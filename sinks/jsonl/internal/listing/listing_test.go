@@ -22,8 +22,8 @@ import (
 // ---------------------------------------------------------------------------
 // Comparison with the SDK
 
-// lstQuery is one listSessions or getSessionInfo call.
-type lstQuery struct {
+// sdkQuery is one listSessions or getSessionInfo call.
+type sdkQuery struct {
 	Op             string `json:"op"` // "list" or "info"
 	Dir            string `json:"dir,omitempty"`
 	Session        string `json:"session,omitempty"`
@@ -33,14 +33,14 @@ type lstQuery struct {
 	NoProgrammatic bool   `json:"noProgrammatic,omitempty"`
 }
 
-func (q lstQuery) String() string {
+func (q sdkQuery) String() string {
 	b, _ := json.Marshal(q)
 	return string(b)
 }
 
-// lstBatchScript runs many queries in one node process (peer.mjs would
+// batchScript runs many queries in one node process (peer.mjs would
 // start one per query).
-const lstBatchScript = `
+const batchScript = `
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 const sdk = await import(pathToFileURL(process.env.SCRIBE_SDK_MJS).href);
@@ -62,19 +62,19 @@ for (const q of qs) {
 process.stdout.write(JSON.stringify(res));
 `
 
-// lstSDK answers the queries with the real SDK.
-func lstSDK(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) []json.RawMessage {
+// sdkAnswers answers the queries with the real SDK.
+func sdkAnswers(t *testing.T, p *peer.Peer, configDir string, qs []sdkQuery) []json.RawMessage {
 	t.Helper()
 	var out []json.RawMessage
-	p.Script(t, configDir, lstBatchScript, qs, &out)
+	p.Script(t, configDir, batchScript, qs, &out)
 	if len(out) != len(qs) {
 		t.Fatalf("sdk batch: %d answers for %d queries", len(out), len(qs))
 	}
 	return out
 }
 
-// lstGo answers one query with scribe.
-func lstGo(t *testing.T, configDir string, q lstQuery) json.RawMessage {
+// goAnswer answers one query with scribe.
+func goAnswer(t *testing.T, configDir string, q sdkQuery) json.RawMessage {
 	t.Helper()
 	l := Layout{Layout: layout.Layout{ConfigDir: configDir}}
 	var v any
@@ -95,7 +95,7 @@ func lstGo(t *testing.T, configDir string, q lstQuery) json.RawMessage {
 	return b
 }
 
-func lstDecode(t *testing.T, raw json.RawMessage) any {
+func decodeAnswer(t *testing.T, raw json.RawMessage) any {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -106,11 +106,11 @@ func lstDecode(t *testing.T, raw json.RawMessage) any {
 	return v
 }
 
-// lstSame compares two answers as JSON values (objects compared by key, so
+// sameAnswer compares two answers as JSON values (objects compared by key, so
 // key order does not matter) and reports the differing fields.
-func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
+func sameAnswer(t *testing.T, what string, want, got json.RawMessage) bool {
 	t.Helper()
-	w, g := lstDecode(t, want), lstDecode(t, got)
+	w, g := decodeAnswer(t, want), decodeAnswer(t, got)
 	if reflect.DeepEqual(w, g) {
 		return true
 	}
@@ -148,7 +148,7 @@ func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
 			wv, wh := wi[k]
 			gv, gh := gi[k]
 			if wh != gh || !reflect.DeepEqual(wv, gv) {
-				fmt.Fprintf(&msg, "      %s: sdk %s / scribe %s\n", k, lstShow(wv, wh), lstShow(gv, gh))
+				fmt.Fprintf(&msg, "      %s: sdk %s / scribe %s\n", k, showValue(wv, wh), showValue(gv, gh))
 			}
 		}
 	}
@@ -156,7 +156,7 @@ func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
 	return false
 }
 
-func lstShow(v any, present bool) string {
+func showValue(v any, present bool) string {
 	if !present {
 		return "(absent)"
 	}
@@ -167,14 +167,14 @@ func lstShow(v any, present bool) string {
 	return s
 }
 
-// lstCompare runs every query through both and compares.
-func lstCompare(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) {
+// compareWithSDK runs every query through both and compares.
+func compareWithSDK(t *testing.T, p *peer.Peer, configDir string, qs []sdkQuery) {
 	t.Helper()
-	sdk := lstSDK(t, p, configDir, qs)
+	sdk := sdkAnswers(t, p, configDir, qs)
 	t.Logf("comparing %d listSessions/getSessionInfo answers with the SDK", len(qs))
 	bad := 0
 	for i, q := range qs {
-		if !lstSame(t, q.String(), sdk[i], lstGo(t, configDir, q)) {
+		if !sameAnswer(t, q.String(), sdk[i], goAnswer(t, configDir, q)) {
 			if bad++; bad > 10 {
 				t.Fatalf("too many differences")
 			}
@@ -182,11 +182,11 @@ func lstCompare(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) {
 	}
 }
 
-// lstQueriesFor is the standard set: every listing variant for the whole
+// queriesFor is the standard set: every listing variant for the whole
 // config and for each project path, and getSessionInfo for every id with
 // and without the project path.
-func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
-	qs := []lstQuery{
+func queriesFor(projects []string, ids map[string]string) []sdkQuery {
+	qs := []sdkQuery{
 		{Op: "list"},
 		{Op: "list", NoProgrammatic: true},
 		{Op: "list", Limit: 3},
@@ -195,11 +195,11 @@ func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
 	}
 	for _, d := range projects {
 		qs = append(qs,
-			lstQuery{Op: "list", Dir: d},
-			lstQuery{Op: "list", Dir: d, NoWorktrees: true},
-			lstQuery{Op: "list", Dir: d, NoProgrammatic: true},
-			lstQuery{Op: "list", Dir: d, Limit: 2},
-			lstQuery{Op: "list", Dir: d, Limit: 2, Offset: 1},
+			sdkQuery{Op: "list", Dir: d},
+			sdkQuery{Op: "list", Dir: d, NoWorktrees: true},
+			sdkQuery{Op: "list", Dir: d, NoProgrammatic: true},
+			sdkQuery{Op: "list", Dir: d, Limit: 2},
+			sdkQuery{Op: "list", Dir: d, Limit: 2, Offset: 1},
 		)
 	}
 	var sorted []string
@@ -208,7 +208,7 @@ func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
 	}
 	sort.Strings(sorted)
 	for _, id := range sorted {
-		qs = append(qs, lstQuery{Op: "info", Session: id}, lstQuery{Op: "info", Session: id, Dir: ids[id]})
+		qs = append(qs, sdkQuery{Op: "info", Session: id}, sdkQuery{Op: "info", Session: id, Dir: ids[id]})
 	}
 	return qs
 }
@@ -240,7 +240,7 @@ func TestListMatchesSDKOnFixture(t *testing.T) {
 		}
 		wb, _ := json.Marshal(want)
 		gb, _ := json.Marshal(got)
-		lstSame(t, what, wb, gb)
+		sameAnswer(t, what, wb, gb)
 	}
 	all := sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true}
 	check("list all", p.List(t, cfg, ""), all)
@@ -273,7 +273,7 @@ func TestListMatchesSDKOnFixture(t *testing.T) {
 				wb, _ = json.Marshal(want.Raw)
 			}
 			gb, _ := json.Marshal(got)
-			lstSame(t, fmt.Sprintf("info %s (%s) dir=%q", role, id, dir), wb, gb)
+			sameAnswer(t, fmt.Sprintf("info %s (%s) dir=%q", role, id, dir), wb, gb)
 		}
 	}
 	// The sidechain-only file is neither listed nor described.
@@ -291,7 +291,7 @@ func TestListMatchesSDKOnRealCorpus(t *testing.T) {
 	if len(ids) < 20 {
 		t.Fatalf("corpus: only %d sessions", len(ids))
 	}
-	lstCompare(t, p, cfg, lstQueriesFor(projects, ids))
+	compareWithSDK(t, p, cfg, queriesFor(projects, ids))
 }
 
 func TestListMatchesSDKOnBulk(t *testing.T) {
@@ -303,23 +303,23 @@ func TestListMatchesSDKOnBulk(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := p.GenBulk(t, cfg, cwd, 300, 50_000, 3)
-	qs := []lstQuery{
+	qs := []sdkQuery{
 		{Op: "list"}, {Op: "list", Dir: cwd}, {Op: "list", Dir: cwd, Limit: 50, Offset: 10},
 		{Op: "list", Limit: 7, Offset: 290},
 	}
 	start := time.Now()
-	sdk := lstSDK(t, p, cfg, qs)
+	sdk := sdkAnswers(t, p, cfg, qs)
 	sdkTime := time.Since(start)
 	start = time.Now()
 	var got []json.RawMessage
 	for _, q := range qs {
-		got = append(got, lstGo(t, cfg, q))
+		got = append(got, goAnswer(t, cfg, q))
 	}
 	goTime := time.Since(start)
 	t.Logf("bulk: %d sessions, %d bytes; 4 queries: SDK %v (one node process), scribe %v",
 		res.Sessions, res.TotalBytes, sdkTime.Round(time.Millisecond), goTime.Round(time.Millisecond))
 	for i, q := range qs {
-		lstSame(t, q.String(), sdk[i], got[i])
+		sameAnswer(t, q.String(), sdk[i], got[i])
 	}
 	var all []sessions.Info
 	if err := json.Unmarshal(got[0], &all); err != nil || len(all) != 300 {
@@ -330,8 +330,8 @@ func TestListMatchesSDKOnBulk(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Hand-made sessions, one per rule
 
-// lstCase is one hand-made session and what its listing entry must hold.
-type lstCase struct {
+// ruleCase is one hand-made session and what its listing entry must hold.
+type ruleCase struct {
 	name   string
 	s      *jsonltest.Session
 	file   string         // raw content instead of s.text()

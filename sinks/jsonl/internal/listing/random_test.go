@@ -16,7 +16,7 @@ import (
 )
 
 // TestListMatchesSDKOnRandomSessions compares with the SDK on generated
-// sessions that mix every feature the lite read looks at, at random places
+// sessions that mix every feature the listing's read looks at, at random places
 // and sizes (so that lines fall on both sides of, and across, the window
 // edges).
 func TestListMatchesSDKOnRandomSessions(t *testing.T) {
@@ -35,24 +35,24 @@ func TestListMatchesSDKOnRandomSessions(t *testing.T) {
 	if v := os.Getenv("LST_SEED"); v != "" {
 		fmt.Sscan(v, &seed)
 	}
-	r := lstRand(seed)
-	ids, idDir := lstRandomSessions(t, l, &r, projA, projB)
-	qs := []lstQuery{{Op: "list"}, {Op: "list", NoProgrammatic: true}, {Op: "list", Limit: 10, Offset: 7},
+	r := testRand(seed)
+	ids, idDir := randomSessions(t, l, &r, projA, projB)
+	qs := []sdkQuery{{Op: "list"}, {Op: "list", NoProgrammatic: true}, {Op: "list", Limit: 10, Offset: 7},
 		{Op: "list", Dir: projA}, {Op: "list", Dir: projB}, {Op: "list", Dir: projB, Limit: 5, Offset: 3}}
 	for _, id := range ids {
-		qs = append(qs, lstQuery{Op: "info", Session: id, Dir: idDir[id]})
+		qs = append(qs, sdkQuery{Op: "info", Session: id, Dir: idDir[id]})
 	}
 	all, err := l.List(context.Background(), sessions.ListOptions{IncludeProgrammatic: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lstLogCoverage(t, all, len(ids), idDir)
-	lstCompare(t, p, cfg, qs)
+	logCoverage(t, all, len(ids), idDir)
+	compareWithSDK(t, p, cfg, qs)
 }
 
-// lstRandomSessions writes 120 random sessions into projA and projB and
+// randomSessions writes 120 random sessions into projA and projB and
 // returns their ids and the project of each.
-func lstRandomSessions(t *testing.T, l Layout, r *lstRand, projA, projB string) (ids []string, idDir map[string]string) {
+func randomSessions(t *testing.T, l Layout, r *testRand, projA, projB string) (ids []string, idDir map[string]string) {
 	prompts := []any{
 		"plain prompt", "  padded\nmulti\nline  ", "<command-name>/review</command-name>\n<command-args>x</command-args>",
 		"<bash-input>git log</bash-input>", "<system-reminder>hidden</system-reminder>", "[Request interrupted by user]",
@@ -130,9 +130,9 @@ func lstRandomSessions(t *testing.T, l Layout, r *lstRand, projA, projB string) 
 	return ids, idDir
 }
 
-// lstLogCoverage logs how many of the listed sessions have each feature
+// logCoverage logs how many of the listed sessions have each feature
 // (so that a seed that exercises little shows).
-func lstLogCoverage(t *testing.T, all []sessions.Info, n int, idDir map[string]string) {
+func logCoverage(t *testing.T, all []sessions.Info, n int, idDir map[string]string) {
 	var titled, tagged, archived, prompted, relocated int
 	for _, si := range all {
 		if si.CustomTitle != "" {
@@ -155,10 +155,10 @@ func lstLogCoverage(t *testing.T, all []sessions.Info, n int, idDir map[string]s
 		len(all), n, titled, tagged, archived, prompted, relocated)
 }
 
-// lstRand is a small deterministic generator.
-type lstRand uint64
+// testRand is a small deterministic generator.
+type testRand uint64
 
-func (r *lstRand) n(k int) int {
+func (r *testRand) n(k int) int {
 	*r = *r*6364136223846793005 + 1442695040888963407
 	return int(uint64(*r)>>33) % k
 }

@@ -51,7 +51,7 @@ func TestListRules(t *testing.T) {
 	surrogateKept := strings.Repeat("x", 198) + "😀" + strings.Repeat("y", 20)
 	hugeText := strings.Repeat("0123456789abcdef", 200<<10/16)
 
-	r := &lstRules{t: t, root: root, cfg: cfg, l: l, proj: proj, collA: collA, collB: collB, longProj: longProj, big: big, ts: ts,
+	r := &ruleSet{t: t, root: root, cfg: cfg, l: l, proj: proj, collA: collA, collB: collB, longProj: longProj, big: big, ts: ts,
 		longPrompt: longPrompt, surrogateCut: surrogateCut, surrogateKept: surrogateKept, hugeText: hugeText}
 	r.titleCases()
 	r.promptCases()
@@ -76,9 +76,9 @@ func TestListRules(t *testing.T) {
 	got := map[string]map[string]any{}
 	for _, si := range all {
 		b, _ := json.Marshal(si)
-		got[si.SessionID] = lstDecode(t, b).(map[string]any)
+		got[si.SessionID] = decodeAnswer(t, b).(map[string]any)
 	}
-	lstCheckCases(t, cases, got)
+	checkCases(t, cases, got)
 	if _, ok := got[linked.ID]; ok {
 		t.Errorf("a symlinked transcript was listed")
 	}
@@ -120,12 +120,12 @@ func TestListRules(t *testing.T) {
 
 	// And the SDK agrees on all of it.
 	p := peer.Find(t)
-	lstCompare(t, p, cfg, lstQueriesFor([]string{proj, collA, collB, longProj}, ids))
+	compareWithSDK(t, p, cfg, queriesFor([]string{proj, collA, collB, longProj}, ids))
 }
 
 // checkFilters checks the listing's filters and pages against all, the
 // listing with every session.
-func (r *lstRules) checkFilters(ctx context.Context, all []sessions.Info, byID map[string]*lstCase) {
+func (r *ruleSet) checkFilters(ctx context.Context, all []sessions.Info, byID map[string]*ruleCase) {
 	t, l, proj, collA, collB, longProj := r.t, r.l, r.proj, r.collA, r.collB, r.longProj
 	// Filters.
 	noProg, err := l.List(ctx, sessions.ListOptions{IncludeProgrammatic: false})
@@ -172,10 +172,10 @@ func (r *lstRules) checkFilters(ctx context.Context, all []sessions.Info, byID m
 
 // write writes every case's transcript (and sidecars) and returns the
 // project path of each id and its case.
-func (r *lstRules) write() (ids map[string]string, byID map[string]*lstCase) {
+func (r *ruleSet) write() (ids map[string]string, byID map[string]*ruleCase) {
 	t, l, proj, cases := r.t, r.l, r.proj, r.cases
 	ids = map[string]string{}
-	byID = map[string]*lstCase{}
+	byID = map[string]*ruleCase{}
 	for i := range cases {
 		c := &cases[i]
 		pp := c.proj
@@ -211,8 +211,8 @@ func (r *lstRules) write() (ids map[string]string, byID map[string]*lstCase) {
 	return ids, byID
 }
 
-// lstCheckCases checks the listing (got, by id) against each case.
-func lstCheckCases(t *testing.T, cases []lstCase, got map[string]map[string]any) {
+// checkCases checks the listing (got, by id) against each case.
+func checkCases(t *testing.T, cases []ruleCase, got map[string]map[string]any) {
 	t.Helper()
 	for i := range cases {
 		c := &cases[i]
@@ -240,9 +240,9 @@ func lstCheckCases(t *testing.T, cases []lstCase, got map[string]map[string]any)
 	}
 }
 
-// lstRules is TestListRules's world: its folders, the shared texts and
+// ruleSet is TestListRules's world: its folders, the shared texts and
 // the cases, in the order they are written (their mtimes follow it).
-type lstRules struct {
+type ruleSet struct {
 	t                                       *testing.T
 	root, cfg                               string
 	l                                       Layout
@@ -251,64 +251,64 @@ type lstRules struct {
 	ts                                      func(string) int64
 	longPrompt, surrogateCut, surrogateKept string
 	hugeText                                string
-	cases                                   []lstCase
+	cases                                   []ruleCase
 	target                                  *jsonltest.Session // the continued-in target
 }
 
-func (r *lstRules) add(c lstCase) { r.cases = append(r.cases, c) }
+func (r *ruleSet) add(c ruleCase) { r.cases = append(r.cases, c) }
 
 // titleCases adds the cases of titles and summaries.
-func (r *lstRules) titleCases() {
+func (r *ruleSet) titleCases() {
 	proj, big, add := r.proj, r.big, r.add
 	var s *jsonltest.Session
 	// Title precedence: tail custom-title ‖ sidecar ‖ head custom-title ‖ tail ai-title ‖ head ai-title.
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Meta("ai-title", "aiTitle", "Head AI").Filler(big).
 		Meta("ai-title", "aiTitle", "Tail AI").Meta("custom-title", "customTitle", "Tail title")
-	add(lstCase{name: "title: tail custom-title wins", s: s, listed: true, side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
+	add(ruleCase{name: "title: tail custom-title wins", s: s, listed: true, side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
 		want: map[string]any{"customTitle": "Tail title", "summary": "Tail title", "firstPrompt": "first prompt"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("ai-title", "aiTitle", "Tail AI")
-	add(lstCase{name: "title: sidecar beats head custom-title", s: s, listed: true,
+	add(ruleCase{name: "title: sidecar beats head custom-title", s: s, listed: true,
 		side: map[string]any{"custom-title.json": `{"customTitle":"  Side\u0007car\u200b\u200b title  ","by":"user"}`},
 		want: map[string]any{"customTitle": "Side car  title", "summary": "Side car  title"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("ai-title", "aiTitle", "Tail AI")
-	add(lstCase{name: "title: head custom-title beats tail ai-title", s: s, listed: true,
+	add(ruleCase{name: "title: head custom-title beats tail ai-title", s: s, listed: true,
 		want: map[string]any{"customTitle": "Head title", "summary": "Head title"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("ai-title", "aiTitle", "Head AI").Filler(big).Meta("ai-title", "aiTitle", "Tail AI")
-	add(lstCase{name: "title: tail ai-title beats head ai-title", s: s, listed: true,
+	add(ruleCase{name: "title: tail ai-title beats head ai-title", s: s, listed: true,
 		want: map[string]any{"customTitle": "Tail AI"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("ai-title", "aiTitle", "Head AI").Filler(big)
-	add(lstCase{name: "title: head ai-title", s: s, listed: true, want: map[string]any{"customTitle": "Head AI"}})
+	add(ruleCase{name: "title: head ai-title", s: s, listed: true, want: map[string]any{"customTitle": "Head AI"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Head title").Filler(big).Meta("custom-title", "customTitle", "")
-	add(lstCase{name: "title: empty tail custom-title skips the sidecar", s: s, listed: true,
+	add(ruleCase{name: "title: empty tail custom-title skips the sidecar", s: s, listed: true,
 		side: map[string]any{"custom-title.json": `{"customTitle":"Sidecar"}`},
 		want: map[string]any{"customTitle": "Head title"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Old").Meta("custom-title", "customTitle", "New")
-	add(lstCase{name: "title: last custom-title wins", s: s, listed: true, want: map[string]any{"customTitle": "New"}})
+	add(ruleCase{name: "title: last custom-title wins", s: s, listed: true, want: map[string]any{"customTitle": "New"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Filler(big).Meta("custom-title", "customTitle", "Far away").Filler(big)
-	add(lstCase{name: "title: custom-title in neither window is invisible", s: s,
+	add(ruleCase{name: "title: custom-title in neither window is invisible", s: s,
 		listed: true, want: map[string]any{"customTitle": nil, "summary": "first prompt"}})
 
 	// Summary precedence: customTitle ‖ tail lastPrompt ‖ tail summary ‖ firstPrompt ‖ Image/Document.
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("summary", "summary", "Summary text").Meta("last-prompt", "lastPrompt", "Last prompt")
-	add(lstCase{name: "summary: lastPrompt beats summary", s: s, listed: true,
+	add(ruleCase{name: "summary: lastPrompt beats summary", s: s, listed: true,
 		want: map[string]any{"summary": "Last prompt", "firstPrompt": "first prompt", "customTitle": nil}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("summary", "summary", "Summary text")
-	add(lstCase{name: "summary: summary beats firstPrompt", s: s, listed: true, want: map[string]any{"summary": "Summary text"}})
+	add(ruleCase{name: "summary: summary beats firstPrompt", s: s, listed: true, want: map[string]any{"summary": "Summary text"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("last-prompt", "lastPrompt", "Only in head").Filler(big)
-	add(lstCase{name: "summary: lastPrompt outside the tail", s: s, listed: true, want: map[string]any{"summary": "first prompt"}})
+	add(ruleCase{name: "summary: lastPrompt outside the tail", s: s, listed: true, want: map[string]any{"summary": "first prompt"}})
 	s = jsonltest.NewSession(proj).User([]any{map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}}, "").Assistant("a picture")
-	add(lstCase{name: "summary: Image placeholder", s: s, listed: true, want: map[string]any{"summary": "Image", "firstPrompt": nil}})
+	add(ruleCase{name: "summary: Image placeholder", s: s, listed: true, want: map[string]any{"summary": "Image", "firstPrompt": nil}})
 	s = jsonltest.NewSession(proj).User([]any{map[string]any{"type": "document", "source": map[string]any{"type": "text", "data": "x"}}}, "")
-	add(lstCase{name: "summary: Document placeholder", s: s, listed: true, want: map[string]any{"summary": "Document"}})
+	add(ruleCase{name: "summary: Document placeholder", s: s, listed: true, want: map[string]any{"summary": "Document"}})
 	s = jsonltest.NewSession(proj).Assistant("nobody asked")
-	add(lstCase{name: "summary: assistant-only file is omitted", s: s, listed: false})
+	add(ruleCase{name: "summary: assistant-only file is omitted", s: s, listed: false})
 	s = jsonltest.NewSession(proj).Filler(big).User("late prompt", "")
-	add(lstCase{name: "summary: first prompt past the head is omitted", s: s, listed: false})
+	add(ruleCase{name: "summary: first prompt past the head is omitted", s: s, listed: false})
 
 }
 
 // promptCases adds the cases of first prompts and tags.
-func (r *lstRules) promptCases() {
+func (r *ruleSet) promptCases() {
 	proj, add, longPrompt, surrogateCut, surrogateKept := r.proj, r.add, r.longPrompt, r.surrogateCut, r.surrogateKept
 	var s *jsonltest.Session
 	// firstPrompt.
@@ -318,68 +318,68 @@ func (r *lstRules) promptCases() {
 		User([]any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}}, "").
 		User("[Request interrupted by user for tool use]", "").
 		User("  the\nreal  prompt\n ", "")
-	add(lstCase{name: "firstPrompt: skips meta, compact, tool_result, tags, interrupts", s: s, listed: true,
+	add(ruleCase{name: "firstPrompt: skips meta, compact, tool_result, tags, interrupts", s: s, listed: true,
 		want: map[string]any{"firstPrompt": "the real  prompt"}})
 	s = jsonltest.NewSession(proj).User("<command-name>/init</command-name>\n<command-message>init</command-message>\n<command-args></command-args>", "").Assistant("done")
-	add(lstCase{name: "firstPrompt: command-name fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "/init", "summary": "/init"}})
+	add(ruleCase{name: "firstPrompt: command-name fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "/init", "summary": "/init"}})
 	s = jsonltest.NewSession(proj).User("<command-name>/init</command-name>", "").User("a later prompt", "")
-	add(lstCase{name: "firstPrompt: a real prompt beats the command fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "a later prompt"}})
+	add(ruleCase{name: "firstPrompt: a real prompt beats the command fallback", s: s, listed: true, want: map[string]any{"firstPrompt": "a later prompt"}})
 	s = jsonltest.NewSession(proj).User("<bash-input>ls -la</bash-input>", "").User("<bash-stdout>total 0</bash-stdout><bash-stderr></bash-stderr>", "")
-	add(lstCase{name: "firstPrompt: bash input", s: s, listed: true, want: map[string]any{"firstPrompt": "! ls -la"}})
+	add(ruleCase{name: "firstPrompt: bash input", s: s, listed: true, want: map[string]any{"firstPrompt": "! ls -la"}})
 	s = jsonltest.NewSession(proj).User(longPrompt, "")
-	add(lstCase{name: "firstPrompt: 250 characters", s: s, listed: true, want: map[string]any{"firstPrompt": longPrompt[:200] + "…"}})
+	add(ruleCase{name: "firstPrompt: 250 characters", s: s, listed: true, want: map[string]any{"firstPrompt": longPrompt[:200] + "…"}})
 	s = jsonltest.NewSession(proj).User(surrogateCut, "")
-	add(lstCase{name: "firstPrompt: surrogate pair at the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 199) + "…"}})
+	add(ruleCase{name: "firstPrompt: surrogate pair at the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 199) + "…"}})
 	s = jsonltest.NewSession(proj).User(surrogateKept, "")
-	add(lstCase{name: "firstPrompt: surrogate pair before the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 198) + "😀…"}})
+	add(ruleCase{name: "firstPrompt: surrogate pair before the cut", s: s, listed: true, want: map[string]any{"firstPrompt": strings.Repeat("x", 198) + "😀…"}})
 	s = jsonltest.NewSession(proj).User([]any{map[string]any{"type": "text", "text": "   "}, map[string]any{"type": "image", "source": map[string]any{}}, map[string]any{"type": "text", "text": "second block"}}, "")
-	add(lstCase{name: "firstPrompt: first non-empty text block", s: s, listed: true, want: map[string]any{"firstPrompt": "second block"}})
+	add(ruleCase{name: "firstPrompt: first non-empty text block", s: s, listed: true, want: map[string]any{"firstPrompt": "second block"}})
 	s = jsonltest.NewSession(proj).User("see this:\n<pasted_content id=\"0a1f\">\n<b>pasted</b> text\n</pasted_content id=\"0a1f\">\n\nthanks", "")
-	add(lstCase{name: "firstPrompt: pasted content unwrapped", s: s, listed: true, want: map[string]any{"firstPrompt": "see this:<b>pasted</b> textthanks"}})
+	add(ruleCase{name: "firstPrompt: pasted content unwrapped", s: s, listed: true, want: map[string]any{"firstPrompt": "see this:<b>pasted</b> textthanks"}})
 	s = jsonltest.NewSession(proj).Raw(`{"parentUuid": null, "type": "user", "message": {"role": "user", "content": "spaced json"}, "uuid": "u1", "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/spaced/cwd", "sessionId": "x", "gitBranch": "spaced"}`)
-	add(lstCase{name: "firstPrompt: spaced JSON", s: s, listed: true, want: map[string]any{"firstPrompt": "spaced json", "cwd": "/spaced/cwd", "gitBranch": "spaced"}})
+	add(ruleCase{name: "firstPrompt: spaced JSON", s: s, listed: true, want: map[string]any{"firstPrompt": "spaced json", "cwd": "/spaced/cwd", "gitBranch": "spaced"}})
 
 	// Tag.
 	s = jsonltest.NewSession(proj).User("tagged", "").Meta("tag", "tag", "docs").Meta("tag", "tag", "")
-	add(lstCase{name: "tag: empty clears", s: s, listed: true, want: map[string]any{"tag": nil}})
+	add(ruleCase{name: "tag: empty clears", s: s, listed: true, want: map[string]any{"tag": nil}})
 	s = jsonltest.NewSession(proj).User("tagged", "").Meta("tag", "tag", "").Meta("tag", "tag", "work")
-	add(lstCase{name: "tag: last wins", s: s, listed: true, want: map[string]any{"tag": "work"}})
+	add(ruleCase{name: "tag: last wins", s: s, listed: true, want: map[string]any{"tag": "work"}})
 	s = jsonltest.NewSession(proj).User("tagged", "").Meta("tag", "tag", "old").
 		Raw(`{"parentUuid":null,"type":"user","message":{"role":"user","content":"torn wri{"type":"tag","tag":"glued","sessionId":"x"}`)
-	add(lstCase{name: "tag: two rows glued by a torn write", s: s, listed: true, want: map[string]any{"tag": "glued"}})
+	add(ruleCase{name: "tag: two rows glued by a torn write", s: s, listed: true, want: map[string]any{"tag": "glued"}})
 
 }
 
 // parsingCases adds the cases of parsing nuances, skips, torn and huge lines, and the recorded fields.
-func (r *lstRules) parsingCases() {
+func (r *ruleSet) parsingCases() {
 	proj, big, add, ts, hugeText := r.proj, r.big, r.add, r.ts, r.hugeText
 	var s *jsonltest.Session
 	// Parsing nuances.
 	s = jsonltest.NewSession(proj).User("spaced relocated", "").Raw(`{"type": "relocated", "relocatedCwd": "/not/used", "sessionId": "x"}`)
-	add(lstCase{name: "relocated: only the compact type form counts", s: s, listed: true, want: map[string]any{"cwd": s.Cwd}})
+	add(ruleCase{name: "relocated: only the compact type form counts", s: s, listed: true, want: map[string]any{"cwd": s.Cwd}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("summary", "summary", "Summary text").
 		Meta("last-prompt", "lastPrompt", "Earlier").Meta("last-prompt", "lastPrompt", "")
-	add(lstCase{name: "summary: an empty last lastPrompt does not fall back to an earlier one", s: s, listed: true,
+	add(ruleCase{name: "summary: an empty last lastPrompt does not fall back to an earlier one", s: s, listed: true,
 		want: map[string]any{"summary": "Summary text"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Meta("custom-title", "customTitle", "Good").
 		Raw(`{"type":"custom-title","customTitle":42,"sessionId":"x"}`)
-	add(lstCase{name: "title: a non-string title is skipped", s: s, listed: true, want: map[string]any{"customTitle": "Good"}})
+	add(ruleCase{name: "title: a non-string title is skipped", s: s, listed: true, want: map[string]any{"customTitle": "Good"}})
 	s = jsonltest.NewSession(proj).User("first prompt", "").Raw(`{"type": "custom-title", "customTitle": "Spaced", "sessionId": "x"}`)
-	add(lstCase{name: "title: spaced custom-title", s: s, listed: true, want: map[string]any{"customTitle": "Spaced"}})
+	add(ruleCase{name: "title: spaced custom-title", s: s, listed: true, want: map[string]any{"customTitle": "Spaced"}})
 	s = jsonltest.NewSession(proj).User("crlf prompt", "").Meta("tag", "tag", "crlf")
-	add(lstCase{name: "CRLF line ends", s: s, file: strings.ReplaceAll(s.Text(), "\n", "\r\n"), listed: true,
+	add(ruleCase{name: "CRLF line ends", s: s, file: strings.ReplaceAll(s.Text(), "\n", "\r\n"), listed: true,
 		want: map[string]any{"firstPrompt": "crlf prompt", "tag": "crlf"}})
 	s = jsonltest.NewSession(proj)
 	s.User("spaced sidechain", "")
 	s.Lines[0] = strings.Replace(s.Lines[0], `"isSidechain":false`, `"isSidechain": true`, 1)
-	add(lstCase{name: "skip: spaced sidechain first line", s: s, listed: false})
+	add(ruleCase{name: "skip: spaced sidechain first line", s: s, listed: false})
 	s = jsonltest.NewSession(proj).User("queued later", "").Assistant("ok").
 		Raw(`{"type":"attachment","attachment":{"type":"queued_command","prompt":"do more","origin":{"kind":"human"}},"uuid":"q1","timestamp":"2026-03-01T11:00:00.000Z","parentUuid":null,"isSidechain":false}`)
-	add(lstCase{name: "archived: a queued prompt after it unarchives", s: s, listed: true,
+	add(ruleCase{name: "archived: a queued prompt after it unarchives", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:30:00.000Z"}`},
 		want: map[string]any{"archived": false}})
 	s = jsonltest.NewSession(proj).User("meta later", "").Assistant("ok").User("meta row", `"isMeta":true,`)
-	add(lstCase{name: "archived: a meta row after it does not", s: s, listed: true,
+	add(ruleCase{name: "archived: a meta row after it does not", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:00:02.000Z"}`},
 		want: map[string]any{"archived": true}})
 
@@ -388,31 +388,31 @@ func (r *lstRules) parsingCases() {
 	s.ExtraTop = `"agentId":"deadbeef",`
 	s.User("sidechain prompt", "")
 	s.Lines[0] = strings.Replace(s.Lines[0], `"isSidechain":false`, `"isSidechain":true`, 1)
-	add(lstCase{name: "skip: sidechain first line", s: s, listed: false})
-	add(lstCase{name: "skip: empty file", file: "", id: jsonltest.NewSessionID(), listed: false})
-	add(lstCase{name: "skip: non-UUID name", s: jsonltest.NewSession(proj).User("agent file", ""), id: "agent-1234abcd", listed: false})
+	add(ruleCase{name: "skip: sidechain first line", s: s, listed: false})
+	add(ruleCase{name: "skip: empty file", file: "", id: jsonltest.NewSessionID(), listed: false})
+	add(ruleCase{name: "skip: non-UUID name", s: jsonltest.NewSession(proj).User("agent file", ""), id: "agent-1234abcd", listed: false})
 	up := jsonltest.NewSession(proj).User("upper-case name", "")
 	up.ID = strings.ToUpper(up.ID)
-	add(lstCase{name: "uppercase UUID name", s: up, listed: true, want: map[string]any{"sessionId": up.ID}})
+	add(ruleCase{name: "uppercase UUID name", s: up, listed: true, want: map[string]any{"sessionId": up.ID}})
 
 	// Torn and huge lines.
 	s = jsonltest.NewSession(proj).User("torn", "").Meta("custom-title", "customTitle", "Complete").
 		Raw(`{"type":"custom-title","customTitle":"Cut off`)
-	add(lstCase{name: "torn last line ignored", file: strings.TrimSuffix(s.Text(), "\n"), s: s, listed: true,
+	add(ruleCase{name: "torn last line ignored", file: strings.TrimSuffix(s.Text(), "\n"), s: s, listed: true,
 		want: map[string]any{"customTitle": "Complete"}})
 	s = jsonltest.NewSession(proj).User("short first", "").Assistant(hugeText).Meta("last-prompt", "lastPrompt", "after huge")
-	add(lstCase{name: "huge line across both windows", s: s, listed: true,
+	add(ruleCase{name: "huge line across both windows", s: s, listed: true,
 		want: map[string]any{"firstPrompt": "short first", "summary": "after huge"}})
 	s = jsonltest.NewSession(proj).User(hugeText, "").Meta("ai-title", "aiTitle", "titled")
-	add(lstCase{name: "huge first prompt cannot be parsed", s: s, listed: true,
+	add(ruleCase{name: "huge first prompt cannot be parsed", s: s, listed: true,
 		want: map[string]any{"firstPrompt": nil, "summary": "titled"}})
 
 	// createdAt, gitBranch, cwd.
 	s = jsonltest.NewSession(proj).Raw(`{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{},"timestamp":"2026-02-03T04:05:06.789+02:00"},"isSnapshotUpdate":false}`).User("dated", "")
-	add(lstCase{name: "createdAt: first timestamp anywhere, with an offset", s: s, listed: true,
+	add(ruleCase{name: "createdAt: first timestamp anywhere, with an offset", s: s, listed: true,
 		want: map[string]any{"createdAt": json.Number(fmt.Sprint(ts("2026-02-03T04:05:06.789+02:00")))}})
 	s = jsonltest.NewSession(proj).Raw(`{"type":"summary","summary":"no timestamps here","leafUuid":"x"}`)
-	add(lstCase{name: "createdAt: absent", s: s, listed: true, want: map[string]any{"createdAt": nil, "cwd": nil}})
+	add(ruleCase{name: "createdAt: absent", s: s, listed: true, want: map[string]any{"createdAt": nil, "cwd": nil}})
 	s = jsonltest.NewSession(proj)
 	s.Branch = "head-branch"
 	s.User("branches", "")
@@ -421,35 +421,35 @@ func (r *lstRules) parsingCases() {
 	s.Assistant("on another branch")
 	s.Branch = "last"
 	s.Raw(`{"type":"last-prompt","lastPrompt":"x","sessionId":"y"}`)
-	add(lstCase{name: "gitBranch: last in tail", s: s, listed: true, want: map[string]any{"gitBranch": "tail-branch"}})
+	add(ruleCase{name: "gitBranch: last in tail", s: s, listed: true, want: map[string]any{"gitBranch": "tail-branch"}})
 	s = jsonltest.NewSession(proj).User("relocated", "").Raw(`{"type":"relocated","relocatedCwd":"/moved/here","sessionId":"x"}`)
-	add(lstCase{name: "cwd: relocated beats head cwd", s: s, listed: true, want: map[string]any{"cwd": "/moved/here"}})
+	add(ruleCase{name: "cwd: relocated beats head cwd", s: s, listed: true, want: map[string]any{"cwd": "/moved/here"}})
 
 }
 
 // filterCases adds the cases of archives and the listing's filters.
-func (r *lstRules) filterCases() {
+func (r *ruleSet) filterCases() {
 	proj, longProj, collA, collB, add := r.proj, r.longProj, r.collA, r.collB, r.add
 	var s *jsonltest.Session
 	// Archive.
 	s = jsonltest.NewSession(proj).User("archived", "").Assistant("reply")
-	add(lstCase{name: "archived: after the last prompt", s: s, listed: true,
+	add(ruleCase{name: "archived: after the last prompt", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-02T00:00:00.000Z","by":"sdk"}`},
 		want: map[string]any{"archived": true}})
 	s = jsonltest.NewSession(proj).User("archived", "").Assistant("reply").User("prompt after the archive", "")
-	add(lstCase{name: "archived: a prompt after it unarchives", s: s, listed: true,
+	add(ruleCase{name: "archived: a prompt after it unarchives", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-01T10:00:02Z","by":"sdk"}`},
 		want: map[string]any{"archived": false}})
 	s = jsonltest.NewSession(proj).User("archived", "").Assistant("reply")
-	add(lstCase{name: "archived: false", s: s, listed: true,
+	add(ruleCase{name: "archived: false", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":false,"at":"2026-03-02T00:00:00+01:00"}`},
 		want: map[string]any{"archived": false}})
 	s = jsonltest.NewSession(proj).User("archived", "")
-	add(lstCase{name: "archived: bad date is ignored", s: s, listed: true,
+	add(ruleCase{name: "archived: bad date is ignored", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-02-30T00:00:00Z"}`},
 		want: map[string]any{"archived": nil}})
 	s = jsonltest.NewSession(proj).User("archived", "")
-	add(lstCase{name: "archived: over 4096 bytes is ignored", s: s, listed: true,
+	add(ruleCase{name: "archived: over 4096 bytes is ignored", s: s, listed: true,
 		side: map[string]any{"archived.json": `{"archived":true,"at":"2026-03-02T00:00:00Z","pad":"` + strings.Repeat("x", 4096) + `"}`},
 		want: map[string]any{"archived": nil}})
 
@@ -457,36 +457,36 @@ func (r *lstRules) filterCases() {
 	s = jsonltest.NewSession(proj)
 	s.Entry = "sdk-ts"
 	s.User("from the SDK", "")
-	add(lstCase{name: "programmatic: sdk-ts", s: s, listed: true})
+	add(ruleCase{name: "programmatic: sdk-ts", s: s, listed: true})
 	s = jsonltest.NewSession(proj)
 	s.ExtraTop = `"sessionKind":"daemon-worker",`
 	s.User("from a daemon", "")
-	add(lstCase{name: "programmatic: daemon-worker", s: s, listed: true})
+	add(ruleCase{name: "programmatic: daemon-worker", s: s, listed: true})
 
 	// continued-in.
 	target := jsonltest.NewSession(proj).User("the continuation", "")
 	r.target = target
-	add(lstCase{name: "continued-in: target", s: target, listed: true})
+	add(ruleCase{name: "continued-in: target", s: target, listed: true})
 	s = jsonltest.NewSession(proj).User("continued", "").Assistant("bye").Raw(`{"type":"continued-in","continuedInSessionId":"` + target.ID + `"}`)
-	add(lstCase{name: "continued-in: hidden", s: s, listed: false})
+	add(ruleCase{name: "continued-in: hidden", s: s, listed: false})
 	s = jsonltest.NewSession(proj).User("continued", "").Raw(`{"type":"continued-in","continuedInSessionId":"`+target.ID+`"}`).User("but came back", "")
-	add(lstCase{name: "continued-in: a later prompt keeps it", s: s, listed: true})
+	add(ruleCase{name: "continued-in: a later prompt keeps it", s: s, listed: true})
 	s = jsonltest.NewSession(proj).User("continued", "").Raw(`{"type":"continued-in","continuedInSessionId":"` + jsonltest.NewSessionID() + `"}`)
-	add(lstCase{name: "continued-in: missing target keeps it", s: s, listed: true})
+	add(ruleCase{name: "continued-in: missing target keeps it", s: s, listed: true})
 	s = jsonltest.NewSession(proj).User("continued", "").Raw(`{"type":"continued-in","continuedInSessionId":"` + target.ID + `"}`).
 		Raw(`{"type":"continued-in","continuedInSessionId":"not-a-uuid"}`)
-	add(lstCase{name: "continued-in: the newest one is not a UUID", s: s, listed: true})
+	add(ruleCase{name: "continued-in: the newest one is not a UUID", s: s, listed: true})
 
 	// Collision filter: same folder, recorded cwds differ.
-	add(lstCase{name: "collision: proj-a", s: jsonltest.NewSession(collA).User("from proj-a", ""), proj: collA, listed: true})
-	add(lstCase{name: "collision: proj/a", s: jsonltest.NewSession(collB).User("from proj/a", ""), proj: collA, listed: true})
-	add(lstCase{name: "collision: missing folder kept", s: jsonltest.NewSession(filepath.Join(r.root, "coll", "proj_a")).User("from proj_a", ""), proj: collA, listed: true})
+	add(ruleCase{name: "collision: proj-a", s: jsonltest.NewSession(collA).User("from proj-a", ""), proj: collA, listed: true})
+	add(ruleCase{name: "collision: proj/a", s: jsonltest.NewSession(collB).User("from proj/a", ""), proj: collA, listed: true})
+	add(ruleCase{name: "collision: missing folder kept", s: jsonltest.NewSession(filepath.Join(r.root, "coll", "proj_a")).User("from proj_a", ""), proj: collA, listed: true})
 
 	// A project path over 200 characters: the hashed folder, and another
 	// folder with the same prefix that records the path.
-	add(lstCase{name: "long path: hashed folder", s: jsonltest.NewSession(longProj).User("long one", ""), proj: longProj, listed: true})
+	add(ruleCase{name: "long path: hashed folder", s: jsonltest.NewSession(longProj).User("long one", ""), proj: longProj, listed: true})
 	other := jsonltest.NewSession(longProj).User("long two", "")
-	add(lstCase{name: "long path: other hash", s: other, proj: longProj + "\x00other", listed: true})
+	add(ruleCase{name: "long path: other hash", s: other, proj: longProj + "\x00other", listed: true})
 
 	// Same id in two folders: the newest copy is kept.
 	dupOld := jsonltest.NewSession(proj).User("old copy", "")
@@ -494,14 +494,14 @@ func (r *lstRules) filterCases() {
 	dupNew.Lines = nil
 	dupNew.Cwd = collA
 	dupNew.User("new copy", "")
-	add(lstCase{name: "duplicate: old copy", s: dupOld, listed: true, mtime: time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), want: map[string]any{"summary": "new copy"}})
-	add(lstCase{name: "duplicate: new copy", s: &dupNew, proj: collA, listed: true, mtime: time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)})
+	add(ruleCase{name: "duplicate: old copy", s: dupOld, listed: true, mtime: time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC), want: map[string]any{"summary": "new copy"}})
+	add(ruleCase{name: "duplicate: new copy", s: &dupNew, proj: collA, listed: true, mtime: time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)})
 
 	// Equal mtimes: sessionId descending; sub-millisecond mtimes round.
 	tie := time.Date(2026, 3, 5, 0, 0, 0, 500_000, time.UTC)
-	add(lstCase{name: "tie 1", s: jsonltest.NewSession(proj).User("tie one", ""), listed: true, mtime: tie,
+	add(ruleCase{name: "tie 1", s: jsonltest.NewSession(proj).User("tie one", ""), listed: true, mtime: tie,
 		want: map[string]any{"lastModified": json.Number(fmt.Sprint(tie.UnixMilli() + 1))}})
-	add(lstCase{name: "tie 2", s: jsonltest.NewSession(proj).User("tie two", ""), listed: true, mtime: tie})
+	add(ruleCase{name: "tie 2", s: jsonltest.NewSession(proj).User("tie two", ""), listed: true, mtime: tie})
 
 }
 
@@ -548,7 +548,7 @@ func TestListWorktrees(t *testing.T) {
 		t.Errorf("Info via worktree = %+v", info)
 	}
 	p := peer.Find(t)
-	lstCompare(t, p, cfg, lstQueriesFor([]string{main, wt}, map[string]string{a.ID: main, b.ID: main}))
+	compareWithSDK(t, p, cfg, queriesFor([]string{main, wt}, map[string]string{a.ID: main, b.ID: main}))
 }
 
 // ---------------------------------------------------------------------------

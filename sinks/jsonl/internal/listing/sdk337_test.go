@@ -24,7 +24,7 @@ func TestSDK337FixturesListing(t *testing.T) {
 	for _, id := range jsonltest.SDK337Sessions(t, cfg) {
 		ids[id] = jsonltest.SDK337Cwd
 	}
-	lstCompare(t, p, cfg, lstQueriesFor([]string{jsonltest.SDK337Cwd}, ids))
+	compareWithSDK(t, p, cfg, queriesFor([]string{jsonltest.SDK337Cwd}, ids))
 
 	// The rules themselves, so that a listing that agrees with the SDK for
 	// another reason does not pass unnoticed.
