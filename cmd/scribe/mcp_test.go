@@ -194,7 +194,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	// get_usage: the totals scribe usage (proven equal to ccusage's)
 	// prints for the same folder, for the store and for one session.
 	for _, report := range []string{"daily", "session"} {
-		cli, stderr, code := runScribe(t, runOpts{bin: bin, base: env, }, "usage", report, "--json", "--no-cache")
+		cli, stderr, code := runScribe(t, runOpts{bin: bin, base: env}, "usage", report, "--json", "--no-cache")
 		if code != 0 {
 			t.Fatalf("usage %s --json: %d %s", report, code, stderr)
 		}
