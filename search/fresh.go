@@ -212,8 +212,23 @@ func (x *Index) syncChanged(ctx context.Context, by listing, st SyncStats, befor
 	if err := tx.Commit(); err != nil {
 		return st, fmt.Errorf("search: commit: %w", err)
 	}
+	if st.Documents >= x.optimizeAfter {
+		// Still under the write lock: a first build, or a large catch-up,
+		// leaves the index in many segments that every query then merges.
+		if _, err := x.db.ExecContext(ctx, "INSERT INTO docs(docs) VALUES('optimize')"); err != nil {
+			return st, fmt.Errorf("search: merge the index: %w", err)
+		}
+		st.Optimized = true
+	}
 	return st, nil
 }
+
+// optimizeDocs is how many documents one sync adds before the full-text
+// index is merged into one segment after it: on 10,000 sessions (167k
+// documents, a 160 MiB index) the merge takes 0.6 s after a 16 s build
+// and takes a search's p50 from 5.0 to 3.8 ms and its worst from 98 to
+// 30 ms (bench/searchbench). Smaller syncs leave it to FTS5's automerge.
+const optimizeDocs = 5000
 
 // syncFolder syncs one project folder's files file by file and stores its
 // digest, an empty one when a file is not held whole (a torn last line, a

@@ -72,6 +72,9 @@ type Index struct {
 	layout jsonl.Layout
 	path   string
 	ino    uint64 // the index file's inode when it was opened
+	// optimizeAfter is how many documents one sync adds before it merges
+	// the full-text index into one segment (optimizeDocs; tests set less).
+	optimizeAfter int
 	// Rebuilt says why the index file was thrown away on open ("" when it
 	// was used).
 	Rebuilt string
@@ -87,7 +90,7 @@ func OpenAt(l jsonl.Layout, path string) (*Index, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("search index folder: %w", err)
 	}
-	x := &Index{layout: l, path: path}
+	x := &Index{layout: l, path: path, optimizeAfter: optimizeDocs}
 	why, err := x.open(false)
 	if err == nil && why == "" {
 		return x, nil
@@ -198,10 +201,12 @@ func inodeOf(fi os.FileInfo) uint64 {
 // can). It creates the schema in an empty file only when create is set
 // (the caller holds the lock); else an empty file is "no schema yet".
 func (x *Index) open(create bool) (string, error) {
-	// _txlock=immediate: every transaction here writes, and one begun
+	// cache_size: up to 32 MiB of pages kept between queries by a process
+	// that keeps the index open (scribe mcp, the web UI), allocated only as
+	// used. _txlock=immediate: every transaction here writes, and one begun
 	// deferred that reads first cannot wait for another writer (SQLite
 	// answers SQLITE_BUSY at once when it upgrades).
-	db, err := sql.Open("sqlite", "file:"+x.path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+x.path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-32768)&_txlock=immediate")
 	if err != nil {
 		return "", err
 	}
@@ -274,6 +279,9 @@ type SyncStats struct {
 	// Others is how many changed folders another process synced while
 	// this one waited for the write lock.
 	Others int `json:"others"`
+	// Optimized is set when this sync added so many documents that it
+	// merged the full-text index into one segment afterwards.
+	Optimized bool `json:"optimized,omitempty"`
 }
 
 type known struct {

@@ -238,3 +238,58 @@ func TestLongQueriesAnswer(t *testing.T) {
 		t.Fatalf("5,000 distinct words: %+v", hits)
 	}
 }
+
+// A sync that adds many documents merges the full-text index into one
+// segment afterwards (what every later query then reads); smaller ones
+// leave the segments to FTS5's automerge. The answers stay the same.
+func TestLargeSyncMergesTheIndex(t *testing.T) {
+	l := jsonl.Layout{ConfigDir: t.TempDir()}
+	main := writeSession(t, l)
+	x, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	segments := func() int {
+		var n int
+		if err := x.db.QueryRow("SELECT count(DISTINCT segid) FROM docs_idx").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	appendRow := func(n int, word string) SyncStats {
+		f, err := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(row("user", u(n), "2026-03-02T10:00:00.000Z", `"`+word+` and the emu"`))
+		f.Close()
+		st, err := x.Sync(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	x.optimizeAfter = 1000
+	for i, w := range []string{"first", "second", "third"} {
+		if st := appendRow(20+i, w); st.Optimized || st.Documents == 0 {
+			t.Fatalf("small sync %d: %+v", i, st)
+		}
+	}
+	if n := segments(); n < 2 {
+		t.Fatalf("three small syncs left %d segment(s); the test needs several", n)
+	}
+	x.optimizeAfter = 1
+	if st := appendRow(30, "fourth"); !st.Optimized {
+		t.Fatalf("large sync: %+v", st)
+	}
+	if n := segments(); n != 1 {
+		t.Fatalf("after the merge: %d segments, want 1", n)
+	}
+	if _, err := x.db.Exec("INSERT INTO docs(docs) VALUES('integrity-check')"); err != nil {
+		t.Fatalf("the merged index: %v", err)
+	}
+	if hits := mustSearch(t, x, Query{Text: "emu"}); len(hits) != 4 {
+		t.Fatalf("emu: %d hits, want 4", len(hits))
+	}
+}

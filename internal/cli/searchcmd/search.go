@@ -67,8 +67,12 @@ trusted.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the search index was rebuilt (%s)\n", x.Rebuilt)
 			}
 			if st.New+st.Reindexed+st.Removed > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: search index: %d new, %d appended, %d reindexed, %d removed files (%s read)\n",
-					st.New, st.Appended, st.Reindexed, st.Removed, cmdutil.HumanBytes(st.Bytes))
+				merged := ""
+				if st.Optimized {
+					merged = ", merged into one segment"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: search index: %d new, %d appended, %d reindexed, %d removed files (%s read)%s\n",
+					st.New, st.Appended, st.Reindexed, st.Removed, cmdutil.HumanBytes(st.Bytes), merged)
 			}
 			if _, dropped := search.Terms(q.Text); dropped > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: the query holds more than %d distinct words and phrases (or %d words in them): %d dropped, the first ones searched\n",
