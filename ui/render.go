@@ -42,7 +42,9 @@ type msgView struct {
 
 // blockView is one content block.
 type blockView struct {
-	// Kind: text (plain), markdown, thinking, tool, result, image, raw, note.
+	// Kind: text (plain), markdown, thinking, tool, result, image, raw,
+	// note, command (a slash command the user ran), output (what a local
+	// command printed).
 	Kind      string
 	Text      string
 	HTML      template.HTML
@@ -218,6 +220,9 @@ func (b *builder) block(m *sessions.Message, bl block) blockView {
 		if m.Type == "assistant" {
 			return blockView{Kind: "markdown", HTML: b.md.render(bl.Text)}
 		}
+		if v, ok := commandBlock(bl.Text); ok {
+			return v
+		}
 		return blockView{Kind: "text", Text: bl.Text}
 	case "thinking":
 		return blockView{Kind: "thinking", HTML: b.md.render(bl.Thinking)}
@@ -338,4 +343,37 @@ func shortTime(ts string) string {
 		return ts
 	}
 	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// commandBlock is a user row Claude Code wrote for a slash command
+// ("<command-name>/x</command-name> … <command-args>a</command-args>":
+// the command line "/x a") or for what a local command printed
+// ("<local-command-stdout>…</local-command-stdout>", or stderr): shown as
+// the command and its output rather than as the tags.
+func commandBlock(text string) (blockView, bool) {
+	t := strings.TrimSpace(text)
+	if name, ok := between(t, "<command-name>", "</command-name>"); ok && strings.HasPrefix(t, "<command-") {
+		line := strings.TrimSpace(name)
+		if args, ok := between(t, "<command-args>", "</command-args>"); ok && strings.TrimSpace(args) != "" {
+			line += " " + strings.TrimSpace(args)
+		}
+		return blockView{Kind: "command", Text: line}, true
+	}
+	for _, tag := range []string{"local-command-stdout", "local-command-stderr"} {
+		open, end := "<"+tag+">", "</"+tag+">"
+		if strings.HasPrefix(t, open) && strings.HasSuffix(t, end) {
+			return blockView{Kind: "output", Text: strings.TrimSpace(t[len(open) : len(t)-len(end)])}, true
+		}
+	}
+	return blockView{}, false
+}
+
+// between is the text of s between the first open and the close after it.
+func between(s, open, end string) (string, bool) {
+	_, rest, ok := strings.Cut(s, open)
+	if !ok {
+		return "", false
+	}
+	in, _, ok := strings.Cut(rest, end)
+	return in, ok
 }

@@ -475,3 +475,29 @@ func TestPermalinkIntoSubagent(t *testing.T) {
 		t.Error("?at= a subagent's message does not show it under its call")
 	}
 }
+
+// A slash command Claude Code wrote as tags is shown as the command line
+// it was, and a local command's output as output, not as the tags; what
+// is inside them stays text.
+func TestSlashCommandsShownAsCommands(t *testing.T) {
+	dir := t.TempDir()
+	s := testui.NewSession(t, dir, cwd, sid(70))
+	s.User(t, "<command-name>/review</command-name>\n            <command-message>review</command-message>\n            <command-args>the <script>x()</script> branch</command-args>")
+	s.User(t, "<local-command-stdout>See <b>ya</b>!</local-command-stdout>")
+	s.User(t, "a prompt that speaks of <command-name>/x</command-name> later on")
+	h, _ := newHandler(t, dir)
+	_, body := get(t, h, "/sessions/"+s.ID)
+	checkInert(t, "commands", body)
+	for _, want := range []string{
+		`<div class="command"><code>/review the &lt;script&gt;x()&lt;/script&gt; branch</code></div>`,
+		`<pre class="output">See &lt;b&gt;ya&lt;/b&gt;!</pre>`,
+		`a prompt that speaks of &lt;command-name&gt;/x&lt;/command-name&gt; later on`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not hold %s", want)
+		}
+	}
+	if strings.Contains(body, "&lt;command-message&gt;") || strings.Contains(body, "&lt;local-command-stdout&gt;") {
+		t.Error("the command's tags are shown")
+	}
+}
