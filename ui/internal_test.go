@@ -37,6 +37,10 @@ func TestToolSummary(t *testing.T) {
 		{"Glob", `{"pattern":"**/*.go"}`, "**/*.go"},
 		{"Task", `{"description":"find it","subagent_type":"Explore"}`, "Explore: find it"},
 		{"Mystery", `{"url":"https://x"}`, "https://x"},
+		{"TaskCreate", `{"subject":"Research plan mode","description":"long"}`, "Research plan mode"},
+		{"TaskUpdate", `{"taskId":"1","status":"in_progress","owner":"alice"}`, "task 1: in_progress, alice"},
+		{"TaskUpdate", `{"taskId":"2"}`, "task 2"},
+		{"SendMessage", `{"to":"bob","summary":"round 2","message":"long"}`, "to bob: round 2"},
 	} {
 		if got := toolSummary(c.name, []byte(c.input)); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)

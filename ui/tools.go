@@ -33,6 +33,13 @@ type toolInput struct {
 		NewString string `json:"new_string"`
 	} `json:"edits"`
 	Todos []json.RawMessage `json:"todos"`
+	// The task list's and the teammates' tools.
+	Subject string `json:"subject"`
+	TaskID  string `json:"taskId"`
+	Status  string `json:"status"`
+	Owner   string `json:"owner"`
+	To      string `json:"to"`
+	Summary string `json:"summary"`
 }
 
 // toolSummary says what a call did: the path read or written, the command
@@ -68,6 +75,12 @@ func toolSummary(name string, raw json.RawMessage) string {
 		s = in.Skill
 	case "TodoWrite":
 		s = strconv.Itoa(len(in.Todos)) + " todos"
+	case "TaskCreate":
+		s = in.Subject
+	case "TaskUpdate", "TaskGet":
+		s = joinSet("task "+in.TaskID, in.Status, in.Owner)
+	case "SendMessage":
+		s = joinSet("to "+in.To, in.Summary)
 	default:
 		s = firstString(in)
 	}
@@ -137,4 +150,18 @@ func chunks(lines []diffLine) []diffLine {
 		}
 	}
 	return out
+}
+
+// joinSet is first and the parts that are set, joined with ": " and ", ".
+func joinSet(first string, parts ...string) string {
+	var set []string
+	for _, p := range parts {
+		if p != "" {
+			set = append(set, p)
+		}
+	}
+	if len(set) == 0 {
+		return first
+	}
+	return first + ": " + strings.Join(set, ", ")
 }
