@@ -63,3 +63,18 @@ func TestMarkdownRawHTMLIsText(t *testing.T) {
 		t.Errorf("raw HTML went through:\n%s", got)
 	}
 }
+
+// A tool's input is shown field by field in its order, a string as its
+// lines, anything else as JSON; an input that is not an object is not.
+func TestInputFields(t *testing.T) {
+	got := inputFields([]byte(`{"prompt":"line one\nline \"two\"","n":3,"opts":{"a":[1,2]}}`))
+	want := []fieldView{{"prompt", "line one\nline \"two\""}, {"n", "3"}, {"opts", "{\n  \"a\": [\n    1,\n    2\n  ]\n}"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fields %q, want %q", got, want)
+	}
+	for _, raw := range []string{`[1,2]`, `"x"`, `{}`, `{"a":`, ``} {
+		if f := inputFields([]byte(raw)); f != nil {
+			t.Errorf("%s: fields %q", raw, f)
+		}
+	}
+}

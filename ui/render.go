@@ -61,7 +61,11 @@ type toolView struct {
 	Summary string
 	// Diffs are an Edit's, MultiEdit's or Write's changes; Input the
 	// call's input otherwise (indented JSON).
-	Diffs  []diffView
+	Diffs []diffView
+	// Fields are the input's fields in order when it is an object, a
+	// string as its text (a prompt's or a command's lines as lines);
+	// Input is the input as indented JSON otherwise.
+	Fields []fieldView
 	Input  string
 	Result *resultView
 	Agent  *agentView
@@ -248,7 +252,9 @@ func (b *builder) tool(bl block) *toolView {
 	t := &toolView{ID: bl.ID, Name: bl.Name, Summary: toolSummary(bl.Name, bl.Input)}
 	t.Diffs = toolDiffs(bl.Name, bl.Input)
 	if t.Diffs == nil {
-		t.Input = indentJSON(bl.Input)
+		if t.Fields = inputFields(bl.Input); t.Fields == nil {
+			t.Input = indentJSON(bl.Input)
+		}
 	}
 	if res, ok := b.results[bl.ID]; ok {
 		t.Result = b.result(res)
@@ -376,4 +382,38 @@ func between(s, open, end string) (string, bool) {
 	}
 	in, _, ok := strings.Cut(rest, end)
 	return in, ok
+}
+
+// fieldView is one field of a tool's input.
+type fieldView struct{ Key, Text string }
+
+// inputFields are the fields of an object input in their order: a
+// string as its text, any other value as indented JSON (nil when the
+// input is not an object).
+func inputFields(raw json.RawMessage) []fieldView {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []fieldView
+	for d.More() {
+		tok, err := d.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return nil
+		}
+		var v json.RawMessage
+		if d.Decode(&v) != nil {
+			return nil
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = indentJSON(v)
+		}
+		out = append(out, fieldView{Key: key, Text: s})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

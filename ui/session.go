@@ -282,17 +282,57 @@ func (h *Handler) agentIndexOf(ctx context.Context, c *conversation) *agentIndex
 		return idx
 	}
 	idx.byCall = map[string]string{}
+	unmapped := map[string]bool{}
 	for _, a := range agents {
 		msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{Limit: 1})
 		if err != nil || len(msgs) == 0 || msgs[0].ParentToolUseID == nil {
+			unmapped[a] = true
 			continue
 		}
 		if _, dup := idx.byCall[*msgs[0].ParentToolUseID]; !dup {
 			idx.byCall[*msgs[0].ParentToolUseID] = a
 		}
 	}
+	if len(unmapped) > 0 {
+		callsNamingAgents(c.msgs, unmapped, idx.byCall)
+	}
 	idx.version = version
 	return idx
+}
+
+// callsNamingAgents maps the calls whose result names one of the
+// subagents with no meta file (so no parent call the SDK can give) to
+// it: Claude Code ends an Agent (Task) call's result with "agentId: <id>".
+func callsNamingAgents(msgs []sessions.Message, agents map[string]bool, byCall map[string]string) {
+	for i := range msgs {
+		if msgs[i].Type != "user" {
+			continue
+		}
+		for _, bl := range blocksOf(&msgs[i]) {
+			if bl.Type != "tool_result" || byCall[bl.ToolUseID] != "" {
+				continue
+			}
+			if a := agentNamedIn(string(bl.Content)); agents[a] {
+				byCall[bl.ToolUseID] = a
+				delete(agents, a)
+			}
+		}
+	}
+}
+
+// agentNamedIn is the id after the last "agentId: " in a result's text
+// ("" when there is none).
+func agentNamedIn(text string) string {
+	i := strings.LastIndex(text, "agentId: ")
+	if i < 0 {
+		return ""
+	}
+	rest := text[i+len("agentId: "):]
+	n := 0
+	for n < len(rest) && n < 64 && (rest[n] >= '0' && rest[n] <= '9' || rest[n] >= 'a' && rest[n] <= 'z' || rest[n] >= 'A' && rest[n] <= 'Z' || rest[n] == '-' || rest[n] == '_') {
+		n++
+	}
+	return rest[:n]
 }
 
 // agentView is the subagent a call started, its first Window messages.

@@ -501,3 +501,32 @@ func TestSlashCommandsShownAsCommands(t *testing.T) {
 		t.Error("the command's tags are shown")
 	}
 }
+
+// A subagent without a meta file (older Claude Code; the SDK gives it no
+// parent call) is still shown under the call whose result names it
+// ("agentId: <id>"); a result naming an agent the session does not have
+// shows none.
+func TestSubagentFoundByItsResult(t *testing.T) {
+	dir := t.TempDir()
+	s := testui.NewSession(t, dir, cwd, sid(4))
+	s.User(t, "find it")
+	s.Assistant(t, testui.ToolUse("toolu_b1", "Agent", map[string]any{"description": "look", "prompt": "look for it"}))
+	s.User(t, []map[string]any{testui.ToolResult("toolu_b1", []map[string]any{testui.Text("found it"), testui.Text("agentId: a5eedfeed0000beef (for resuming)")})})
+	s.Assistant(t, testui.ToolUse("toolu_b2", "Agent", map[string]any{"description": "again", "prompt": "and again"}))
+	s.User(t, []map[string]any{testui.ToolResult("toolu_b2", "agentId: affffffffffffffff")})
+	a := s.Agent(t, "a5eedfeed0000beef", "toolu_b1")
+	if err := os.Remove(strings.TrimSuffix(a.Path, ".jsonl") + ".meta.json"); err != nil {
+		t.Fatal(err)
+	}
+	a.User(t, "look for it")
+	said := a.Assistant(t, testui.Text("the subagent's answer"))
+	h, _ := newHandler(t, dir)
+	_, body := get(t, h, "/sessions/"+s.ID)
+	if n := strings.Count(body, `<section class="agent">`); n != 1 {
+		t.Fatalf("%d subagent sections, want 1 (under toolu_b1)", n)
+	}
+	call := strings.Index(body, `data-tool="Agent"`)
+	if sec := strings.Index(body, `<section class="agent">`); call < 0 || sec < call || !strings.Contains(body[sec:], `id="m-`+said+`"`) {
+		t.Error("the subagent is not shown under the call that names it")
+	}
+}
