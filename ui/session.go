@@ -39,6 +39,9 @@ type sessionPage struct {
 	WindowURL string
 	// Export: a page on its own (export --format html), without actions.
 	Export bool
+	// Missing is the message ?at= asked for when the conversation (and its
+	// subagents) does not hold it.
+	Missing string
 }
 
 // windowView is a window of the conversation with its "more" links.
@@ -180,11 +183,16 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start, end := span(c.msgs, r, h.opt.Window)
-	if at := r.FormValue("at"); at != "" && c.agent == "" && !slices.ContainsFunc(c.msgs, func(m sessions.Message) bool { return m.UUID == at }) {
+	missing := ""
+	if at := r.FormValue("at"); at != "" && !slices.ContainsFunc(c.msgs, func(m sessions.Message) bool { return m.UUID == at }) {
+		missing = at
 		// A subagent's message: the window around the call that started
 		// it, or the subagent's own page when it lies past what the call
 		// shows.
-		call, agent, deep := h.findInAgents(r.Context(), c, at)
+		call, agent, deep := -1, "", false
+		if c.agent == "" {
+			call, agent, deep = h.findInAgents(r.Context(), c, at)
+		}
 		switch {
 		case deep:
 			http.Redirect(w, r, (&conversation{store: c.store, base: c.base + "/agents/" + url.PathEscape(agent)}).link("", url.Values{"at": {at}}), http.StatusSeeOther)
@@ -192,9 +200,11 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		case call >= 0:
 			start = max(0, call-h.opt.Window/2)
 			end = min(len(c.msgs), start+h.opt.Window)
+			missing = ""
 		}
 	}
 	p := h.page(r.Context(), c, start, end)
+	p.Missing = missing
 	h.render(w, "session", h.frame(p.Title, c.store, p))
 }
 

@@ -530,3 +530,22 @@ func TestSubagentFoundByItsResult(t *testing.T) {
 		t.Error("the subagent is not shown under the call that names it")
 	}
 }
+
+// A permalink to a message the conversation does not hold says so above
+// the conversation's end, rather than landing there silently; one it
+// holds says nothing.
+func TestPermalinkToAMissingMessage(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 5, 3)
+	h, _ := newHandler(t, dir)
+	_, body := get(t, h, "/sessions/"+s.ID+"?at=5ea4c000-dead-4000-8000-<b>x</b>")
+	if !strings.Contains(body, `<p class="note missing" role="status">Message <code>5ea4c000-dead-4000-8000-&lt;b&gt;x&lt;/b&gt;</code> is not in this conversation`) {
+		t.Error("no notice for a message the session does not hold")
+	}
+	if !strings.Contains(body, `id="m-`+s.UUID(6)+`"`) {
+		t.Error("the conversation's end is not shown")
+	}
+	if _, body = get(t, h, "/sessions/"+s.ID+"?at="+s.UUID(1)); strings.Contains(body, `class="note missing"`) {
+		t.Error("a notice for a message the session holds")
+	}
+}
