@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -42,7 +43,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
-	f := follower{h: h, c: &conversation{st: st, store: name, id: id, base: "/sessions/" + id}, after: after}
+	f := follower{h: h, c: &conversation{st: st, store: name, id: id, base: h.opt.Base + "/sessions/" + url.PathEscape(id)}, after: after}
 	tick := time.NewTicker(h.opt.Poll)
 	defer tick.Stop()
 	for n := 0; ; n++ {

@@ -25,6 +25,6 @@ func Export(ctx context.Context, w io.Writer, st sessions.Store, id string) erro
 	}
 	c := &conversation{st: st, store: st.Name(), id: id, msgs: msgs, base: "/sessions/" + id}
 	p := h.page(ctx, c, 0, len(msgs))
-	p.Export, p.Caps, p.Events = true, nil, ""
+	p.Export, p.Caps, p.Events, p.Share = true, nil, "", false
 	return h.tpl.ExecuteTemplate(w, "session", pageData{Title: p.Title, Store: c.store, Inline: template.CSS(h.css), Body: p})
 }

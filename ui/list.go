@@ -189,7 +189,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		if q.Q != "" {
 			v.Set("q", q.Q)
 		}
-		return "/?" + v.Encode()
+		return h.opt.Base + "/?" + v.Encode()
 	}
 	if q.Page > 1 {
 		p.Prev = link(q.Page - 1)

@@ -83,15 +83,15 @@ func TestListShowsStoreTitles(t *testing.T) {
 		}
 	}
 	_, body = get(t, h, "/?limit=3&page=3")
-	if n := strings.Count(body, `<tr class="row`); n != 1 || !strings.Contains(body, "7–7 of 7") {
+	if n := strings.Count(body, `<li class="row`); n != 1 || !strings.Contains(body, "7–7 of 7") {
 		t.Errorf("page 3 of 3 rows: %d rows\n%s", n, body)
 	}
 	_, body = get(t, h, "/?q=CUSTOM+title+000000000004&partial=1")
-	if n := strings.Count(body, `<tr class="row`); n != 1 || !strings.Contains(body, "Custom title 4") || strings.Contains(body, "<html") {
+	if n := strings.Count(body, `<li class="row`); n != 1 || !strings.Contains(body, "Custom title 4") || strings.Contains(body, "<html") {
 		t.Errorf("filtered fragment: %d rows\n%s", n, body)
 	}
 	_, body = get(t, h, "/?q=title+custom&partial=1")
-	if n := strings.Count(body, `<tr class="row`); n != 4 {
+	if n := strings.Count(body, `<li class="row`); n != 4 {
 		t.Errorf("every word of the filter: %d rows, want the 4 with a custom title", n)
 	}
 }
@@ -404,7 +404,7 @@ func TestActions(t *testing.T) {
 	if info.Tag != "bugfix" || info.Archived == nil || !*info.Archived {
 		t.Errorf("after tag and archive: tag %q, archived %v", info.Tag, info.Archived)
 	}
-	if _, body := get(t, h, "/"); !strings.Contains(body, `<tr class="row archived">`) || !strings.Contains(body, `<td class="tag"><span>bugfix</span></td>`) {
+	if _, body := get(t, h, "/"); !strings.Contains(body, `<li class="row archived">`) || !strings.Contains(body, ` · #bugfix · archived</small>`) {
 		t.Error("the list does not show the tag and the archived mark")
 	}
 	rec := post(t, h, "/sessions/"+s.ID+"/fork", url.Values{"up_to": {s.UUID(2)}, "title": {"A fork"}})
