@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -76,15 +77,35 @@ type follower struct {
 	seen map[string]bool
 }
 
+// Stamper is a store that says cheaply whether a session changed: a live
+// page asks for the stamp at each Poll and reads the session again only
+// when it changed. A store that is not one is asked for Info, whose size
+// and time are the stamp.
+type Stamper interface {
+	Stamp(ctx context.Context, id string) (string, error)
+}
+
+// stamp is the session's stamp ("" when it cannot be had).
+func (f *follower) stamp(ctx context.Context) string {
+	if s, ok := f.c.st.(Stamper); ok {
+		sig, err := s.Stamp(ctx, f.c.id)
+		if err != nil {
+			return ""
+		}
+		return sig
+	}
+	info, err := f.c.st.Info(ctx, f.c.id)
+	if err != nil || info == nil {
+		return ""
+	}
+	return strconv.FormatInt(info.FileSize, 10) + "/" + strconv.FormatInt(info.LastModified, 10)
+}
+
 // poll returns the event for the messages the page lacks (nil for none).
 func (f *follower) poll(r *http.Request) []byte {
 	ctx := r.Context()
-	info, err := f.c.st.Info(ctx, f.c.id)
-	if err != nil || info == nil {
-		return nil
-	}
-	sig := strconv.FormatInt(info.FileSize, 10) + "/" + strconv.FormatInt(info.LastModified, 10)
-	if sig == f.sig {
+	sig := f.stamp(ctx)
+	if sig == "" || sig == f.sig {
 		return nil
 	}
 	f.sig = sig

@@ -1,0 +1,201 @@
+package main_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/e0dc0000/scribe/internal/testui"
+)
+
+// serveChain is a user row of session sid whose parent is parent ("" for
+// the first).
+func serveChain(sid, uuid, parent, text string) string {
+	row := serveRow(sid, uuid, "/home/alice/shop", text)
+	if parent != "" {
+		row = strings.Replace(row, `"parentUuid":null`, `"parentUuid":"`+parent+`"`, 1)
+	}
+	return row
+}
+
+// TestUIOnServe drives the viewer of scribe serve (/ui/) in Chromium with
+// two tenants: a wrong token is refused at the sign-in form; alpha signed
+// in sees its sessions and not beta's, not by the list, not by an id
+// address, not by search, and search lands on the message; a POST without
+// the CSRF token is refused; a share link made from the session's page
+// opens in another browser profile without signing in, redacted, and
+// stops opening once revoked or expired; a foreign Host is refused.
+func TestUIOnServe(t *testing.T) {
+	s := startTenantsServer(t)
+	const (
+		sidA, sidA2, sidB = "a1a10000-0000-4000-8000-000000000001", "a1a10000-0000-4000-8000-000000000002", "b2b20000-0000-4000-8000-000000000003"
+		uA1, uA2, uA3     = "a1a10000-0000-4000-8000-0000000000a1", "a1a10000-0000-4000-8000-0000000000a2", "a1a10000-0000-4000-8000-0000000000a3"
+		secret            = "AKIAIOSFODNN7EXAMPLE"
+	)
+	postAs(t, s, tenantTokA, sidA, []string{serveChain(sidA, uA1, "", "alpha wants the flux capacitor"),
+		serveChain(sidA, uA2, uA1, "the key is "+secret+" for the flux capacitor"), serveChain(sidA, uA3, uA2, "thanks, alpha out")})
+	postAs(t, s, tenantTokA, sidA2, []string{serveChain(sidA2, "a1a10000-0000-4000-8000-0000000000b1", "", "alpha's quiet session")})
+	postAs(t, s, tenantTokB, sidB, []string{serveChain(sidB, "b2b20000-0000-4000-8000-0000000000c1", "", "beta's flux capacitor plans")})
+	ctx := testui.Browser(t)
+	base := s.url() + "/ui"
+	ids := func() string {
+		return testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions a")].map(a => new URL(a.href).pathname.split("/").pop()).sort().join(" ")`)
+	}
+	signIn := func(t *testing.T, tok string) {
+		t.Helper()
+		testui.Do(t, ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")),
+			chromedp.SetValue(chromedp.CSS("input[name=token]"), tok))
+		clickAndLoad(t, ctx, "form.login button")
+	}
+
+	t.Run("sign in", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+		if p := testui.Eval[string](t, ctx, `location.pathname`); p != "/ui/login" {
+			t.Errorf("before signing in, /ui/ goes to %s", p)
+		}
+		signIn(t, "not-a-token")
+		if txt := testui.Eval[string](t, ctx, `document.body.innerText`); !strings.Contains(txt, "not a token of this server") {
+			t.Errorf("a wrong token: %q", txt)
+		}
+		signIn(t, tenantTokA)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := ids(); got != sidA+" "+sidA2 {
+			t.Errorf("alpha's list: %q", got)
+		}
+		if c := testui.Eval[string](t, ctx, `document.cookie`); c != "" {
+			t.Errorf("the cookie is readable by script: %q", c)
+		}
+	})
+	t.Run("another tenant's session", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidB), chromedp.WaitReady(chromedp.CSS("main")))
+		if txt := testui.Eval[string](t, ctx, `document.title + " " + document.body.innerText`); !strings.Contains(txt, "Not Found") || strings.Contains(txt, "beta") {
+			t.Errorf("alpha opens beta's session: %q", txt)
+		}
+	})
+	t.Run("search", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/search?q=flux+capacitor"), chromedp.WaitVisible(chromedp.CSS("ol.hits")))
+		links := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.hits a")].map(a => a.getAttribute("href")).join(" ")`)
+		if !strings.Contains(links, "/ui/sessions/"+sidA+"?") || strings.Contains(links, sidB) {
+			t.Errorf("alpha's search links: %q", links)
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("ol.hits mark").length`); n == 0 {
+			t.Error("no matched word is marked")
+		}
+		clickAndLoad(t, ctx, `ol.hits a[href*="`+uA2+`"]`)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID("m-"+uA2)))
+		if got := testui.Eval[string](t, ctx, `(document.querySelector(":target") || {}).id || ""`); got != "m-"+uA2 {
+			t.Errorf("the search result lands on %q", got)
+		}
+	})
+	var link string
+	t.Run("share", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.CSS("details.actions")))
+		status := testui.Eval[int](t, ctx, `fetch("/ui/share", {method: "POST", body: new URLSearchParams({session: "`+sidA+`", expires: "24h"})}).then(r => r.status)`)
+		if status != http.StatusForbidden {
+			t.Errorf("a share without the CSRF token: %d", status)
+		}
+		testui.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.actions").open = true`),
+			chromedp.WaitVisible(chromedp.CSS("form.share button")))
+		clickAndLoad(t, ctx, "form.share button")
+		link = testui.Eval[string](t, ctx, `document.querySelector("table.shares code").textContent`)
+		if !strings.HasPrefix(link, base+"/s/") {
+			t.Fatalf("the share link %q", link)
+		}
+		other := isolated(t, ctx)
+		testui.Do(t, other, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("m-"+uA3)))
+		txt := testui.Eval[string](t, other, `document.body.innerText`)
+		if !strings.Contains(txt, "alpha wants the flux capacitor") || strings.Contains(txt, secret) || !strings.Contains(txt, "[REDACTED:") {
+			t.Errorf("the shared page:\n%s", txt)
+		}
+		if strings.Contains(txt, "Sign out") || strings.Contains(txt, "alpha's quiet session") {
+			t.Errorf("the shared page shows more than the session:\n%s", txt)
+		}
+	})
+	t.Run("revoke and expire", func(t *testing.T) {
+		other := isolated(t, ctx)
+		opens := func(u string) bool {
+			testui.Do(t, other, chromedp.Navigate(u), chromedp.WaitReady(chromedp.CSS("main")))
+			return testui.Eval[bool](t, other, `document.querySelectorAll("article.msg").length > 0`)
+		}
+		// A link of three seconds, made with the page's CSRF token.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.CSS("form.share")))
+		short := testui.Eval[string](t, ctx, `fetch("/ui/share", {method: "POST", body: new URLSearchParams({session: "`+sidA+`", expires: "3s",
+			csrf: document.querySelector("form.share input[name=csrf]").value})}).then(r => r.text()).then(h => new DOMParser().parseFromString(h, "text/html").querySelector("table.shares code").textContent)`)
+		if !opens(short) {
+			t.Fatal("the short link does not open")
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for opens(short) {
+			if time.Now().After(deadline) {
+				t.Fatal("the short link still opens 30 s after it was made")
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if txt := testui.Eval[string](t, other, `document.body.innerText`); !strings.Contains(txt, "expired") {
+			t.Errorf("an expired link says %q", txt)
+		}
+		// The first link, revoked with its button.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/shares"), chromedp.WaitVisible(chromedp.CSS("table.shares")),
+			chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll("table.shares code")].find(c => c.textContent === "`+link+`").closest("tr").classList.add("target")`))
+		clickAndLoad(t, ctx, "tr.target form button")
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("tr.share.revoked")))
+		if opens(link) {
+			t.Error("the revoked link still opens")
+		}
+	})
+	t.Run("sign out and beta", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("form.signout")))
+		clickAndLoad(t, ctx, "form.signout button")
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+		signIn(t, tenantTokB)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := ids(); got != sidB {
+			t.Errorf("beta's list: %q", got)
+		}
+		testui.Do(t, ctx, chromedp.Navigate(base+"/search?q=flux"), chromedp.WaitReady(chromedp.CSS("main")))
+		if links := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.hits a")].map(a => a.getAttribute("href")).join(" ")`); strings.Contains(links, sidA) || !strings.Contains(links, sidB) {
+			t.Errorf("beta's search links: %q", links)
+		}
+	})
+	t.Run("foreign host", func(t *testing.T) { foreignHostRefused(t, base+"/login") })
+}
+
+// clickAndLoad clicks what selector finds and waits for the page it
+// loads (a form's answer, a link's page). The page is asked until it is
+// the new one: while it changes, a question can fail.
+func clickAndLoad(t *testing.T, ctx context.Context, selector string) {
+	t.Helper()
+	testui.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.scribeOldPage = true`), chromedp.Click(chromedp.CSS(selector)))
+	deadline := time.Now().Add(testui.Timeout)
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		done, err := chromedp.Run(qctx, chromedp.Evaluate[bool](`!window.scribeOldPage && document.readyState === "complete"`))
+		cancel()
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("clicking %s loaded no page (%v)", selector, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// isolated is a tab in a browser profile of its own (no cookies of ctx's),
+// closed at the end of the test.
+func isolated(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	other, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	// The first run opens the tab, for as long as other lives: not under
+	// a timeout, which would close it.
+	if err := chromedp.Do(other); err != nil {
+		t.Fatal(err)
+	}
+	return other
+}
