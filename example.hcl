@@ -135,6 +135,21 @@ watch {
   max_line_bytes = 268435456
 }
 
+# scribe usage: prices that replace the built-in table's (LiteLLM's and
+# models.dev's, as ccusage 20.0.24 embeds them) for a model, named as the
+# transcripts name it, in USD per million tokens, all four required. Every
+# report and the statusline use them (a row's costUSD still wins), and the
+# text reports say when one was applied. A file's usage block replaces this
+# one whole. None by default.
+usage {
+  # price "claude-opus-4-5" {
+  #   input       = 5
+  #   output      = 25
+  #   cache_write = 6.25
+  #   cache_read  = 0.5
+  # }
+}
+
 # The loader of last resort: the conversation from the last compaction
 # summary on, marked partial. It has no options.
 loader "summary" "default" {}

@@ -83,7 +83,7 @@ func main() {
 	flag.IntVar(&o.Warmup, "warmup", 1, "untimed (but verified) rounds of every case before the timed runs")
 	flag.BoolVar(&o.CLI, "cli", true, "include the scribe CLI case (builds ./cmd/scribe)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the temporary work folder")
-	flag.StringVar(&o.Case, "case", "record", "what to measure: record (the local store against a plain append), cloud (scribe serve against raw JetStream publishes; see cloud.go), read (scribe ls and show against the Claude Agent SDK; see read.go), backends (the postgres and s3 stores against COPY and PutObject; see backends.go), redact (record with the redact processor against without it, and scan MB/s; see redact.go), sealed (record into a sealed archive against a plain one; see sealed.go), watch (live intake; see watch.go) or ui (the web viewer in Chromium against getSessionMessages; see ui.go)")
+	flag.StringVar(&o.Case, "case", "record", "what to measure: record (the local store against a plain append), cloud (scribe serve against raw JetStream publishes; see cloud.go), read (scribe ls and show against the Claude Agent SDK; see read.go), backends (the postgres and s3 stores against COPY and PutObject; see backends.go), redact (record with the redact processor against without it, and scan MB/s; see redact.go), sealed (record into a sealed archive against a plain one; see sealed.go), watch (live intake; see watch.go), ui (the web viewer in Chromium against getSessionMessages; see ui.go) or usage (scribe usage daily and statusline against ccusage; see usage.go)")
 	flag.IntVar(&o.CloudMB, "cloud-mb", 16, "-case cloud and -case backends: size of the generated workload, in MiB")
 	flag.IntVar(&o.CloudWorkers, "cloud-workers", 8, "-case cloud: sessions posted side by side")
 	flag.BoolVar(&timeFull, "full", false, "time the full build (scribe-full) in the CLI cases instead of the light one")
@@ -122,12 +122,33 @@ func main() {
 		mainSealed(ctx, o)
 		return
 	}
+	if o.Case == "usage" {
+		mainUsage(ctx, o)
+		return
+	}
 	if o.Case != "record" {
-		fmt.Fprintf(os.Stderr, "bench: -case %q: want record, cloud, read, backends, redact, sealed or watch\n", o.Case)
+		fmt.Fprintf(os.Stderr, "bench: -case %q: want record, cloud, read, backends, redact, sealed, watch or usage\n", o.Case)
 		os.Exit(2)
 	}
 	rep, err := run(ctx, o)
 	emitReport(o, rep, err, printTable, writeMarkdown)
+}
+
+// workFolder makes the run's temporary work folder under o.Dir (the
+// system's temporary folder when unset); done removes it unless -keep.
+func (o *options) workFolder(prefix string) (dir string, done func(), err error) {
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	dir, err = os.MkdirTemp(o.Dir, prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	if o.Keep {
+		o.logf("work folder %s (kept)", dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
 func (o *options) logf(format string, args ...any) {

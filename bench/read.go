@@ -135,9 +135,11 @@ type readCase struct {
 	Note     string        `json:"note,omitempty"`
 	Runs     []readRun     `json:"runs"`
 
-	// how to run it; prepare runs untimed before each run.
+	// how to run it (stdin: its standard input, "" for none); prepare
+	// runs untimed before each run.
 	bin     string
 	args    []string
+	stdin   string
 	dir     string
 	env     []string
 	prepare func() error
@@ -254,22 +256,15 @@ func runReadBench(ctx context.Context, o options) (*readReport, error) {
 	if o.Runs < 1 {
 		return nil, errors.New("-runs must be at least 1")
 	}
-	if o.Dir == "" {
-		o.Dir = os.TempDir()
-	}
 	pr, err := findReadPeer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(o.Dir, "scribe-read-bench-")
+	tmp, done, err := o.workFolder("scribe-read-bench-")
 	if err != nil {
 		return nil, err
 	}
-	if o.Keep {
-		o.logf("work folder %s (kept)", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
+	defer done()
 	b, err := newReadBench(ctx, o, pr, tmp)
 	if err != nil {
 		return nil, err
@@ -335,19 +330,30 @@ func newReadBench(ctx context.Context, o options, pr *readPeer, tmp string) (*re
 // readSameAs verifies scribe's output against the SDK's answer *want (as
 // JSON values).
 func readSameAs(what string, want *[]byte) func([]byte) error {
+	return jsonSameAs(what, "the SDK", want, func(w, g any) string {
+		if reflect.DeepEqual(g, w) {
+			return ""
+		}
+		return "$"
+	})
+}
+
+// jsonSameAs verifies scribe's output against peer's answer *want: both
+// decoded, differs says where they differ ("" where they do not).
+func jsonSameAs(what, peer string, want *[]byte, differs func(want, got any) string) func([]byte) error {
 	return func(out []byte) error {
 		if *want == nil {
-			return fmt.Errorf("%s: no SDK answer to compare with", what)
+			return fmt.Errorf("%s: no answer of %s to compare with", what, peer)
 		}
 		var g, w any
 		if err := json.Unmarshal(out, &g); err != nil {
 			return fmt.Errorf("%s: %v: %.300s", what, err, out)
 		}
 		if err := json.Unmarshal(*want, &w); err != nil {
-			return fmt.Errorf("%s: SDK: %v", what, err)
+			return fmt.Errorf("%s: %s: %v", what, peer, err)
 		}
-		if !reflect.DeepEqual(g, w) {
-			return fmt.Errorf("%s differs from the SDK's answer:\nscribe: %.500s\nSDK:    %.500s", what, out, *want)
+		if at := differs(w, g); at != "" {
+			return fmt.Errorf("%s differs from %s's answer at %s:\nscribe: %.500s\n%s: %.500s", what, peer, at, out, peer, *want)
 		}
 		return nil
 	}

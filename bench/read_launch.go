@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,9 @@ func readMeasure(ctx context.Context, launcher string, c *readCase) (readRun, []
 	defer pr.Close()
 	cmd := exec.CommandContext(ctx, launcher, append([]string{c.bin}, c.args...)...)
 	cmd.Dir, cmd.Env = c.dir, c.env
+	if c.stdin != "" {
+		cmd.Stdin = strings.NewReader(c.stdin)
+	}
 	cmd.ExtraFiles = []*os.File{pw}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -54,8 +58,8 @@ func readMeasure(ctx context.Context, launcher string, c *readCase) (readRun, []
 	return readRun{Wall: time.Duration(r.Wall), CPU: time.Duration(r.CPU), RSSKB: r.MaxRSS}, out.Bytes(), nil
 }
 
-// readLauncherSource is a tiny program that runs a command and reports its
-// rusage on fd 3. The measured processes are its children, not the
+// readLauncherSource is a tiny program that runs a command (with its own
+// standard input) and reports its rusage on fd 3. The measured processes are its children, not the
 // harness's: Linux carries the address space's high-water mark over execve,
 // and Go starts children with vfork, so a child of this (large) process
 // would report at least this process's peak RSS. The launcher's own peak
@@ -73,7 +77,7 @@ import (
 func main() {
 	rep := map[string]any{}
 	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	start := time.Now()
 	err := cmd.Run()
 	rep["wall_ns"] = time.Since(start).Nanoseconds()

@@ -132,20 +132,9 @@ func printReadTable(w io.Writer, r *readReport) {
 		r.LsSessions, float64(r.LsBytes)/(1<<20), float64(r.ShowFile)/1e6, r.Subagents, float64(r.Boundary)/1e6)
 	fmt.Fprintf(w, "machine: %s, %d CPUs, %s, %s, SDK %s; %d warm-up round(s), median of %d runs, order rotated\n\n",
 		r.OS, r.CPUs, r.Go, r.Node, r.SDK, r.Warmup, r.Runs)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(readHeader, "\t")+"\t")
-	for _, row := range readRows(r) {
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	tw.Flush()
+	printAligned(w, readHeader, readRows(r))
 	fmt.Fprintln(w)
-	for _, g := range r.Goals {
-		ok := "MET"
-		if !g.Met {
-			ok = "NOT MET"
-		}
-		fmt.Fprintf(w, "%-7s %s: %s (goal %s)\n", ok, g.What, g.Got, g.Goal)
-	}
+	printGoals(w, r.Goals)
 	fmt.Fprintln(w, "every run verified: scribe's JSON equals the SDK's (ls, show), the other files give their conversation")
 }
 
@@ -170,21 +159,13 @@ func writeReadMarkdown(dir string, r *readReport) (string, error) {
 	}
 	fmt.Fprintf(&b, "- every case is a child process timed from start to exit; peak RSS is its rusage Maxrss; %d untimed warm-up round(s), then %d timed runs, order rotated; medians\n", r.Warmup, r.Runs)
 	fmt.Fprintf(&b, "- `go build ./cmd/scribe` took %v (not timed)\n\n", r.Build.Round(time.Millisecond))
-	writeTableAndGoals(&b, readHeader, readRows(r), r.Goals)
+	tableMarkdown(&b, readHeader, readRows(r))
+	goalsMarkdown(&b, r.Goals)
 	if f := readFind(r, readFloor); f != nil {
 		fmt.Fprintf(&b, "\nFor scale: `scribe version` alone peaks at %.1f MB (the binary links the server, plugins and their libraries), so a quarter of the SDK's listing memory (%.1f MB) leaves scribe's ls %.1f MB for its own work.\n",
 			float64(f.RSSKB)/1024, float64(readFind(r, readLsSDK).RSSKB)/1024/readGoalLsRSS, float64(readFind(r, readLsSDK).RSSKB)/1024/readGoalLsRSS-float64(f.RSSKB)/1024)
 	}
-	b.WriteString("\n## Commands\n\n| case | command |\n| --- | --- |\n")
-	for _, c := range r.Cases {
-		fmt.Fprintf(&b, "| %s | `%s` |\n", c.Name, c.Command)
-	}
-	b.WriteString("\n## Runs\n\n| case | run | slot | wall | CPU | peak RSS |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, c := range r.Cases {
-		for _, run := range c.Runs {
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %.1f MB |\n", c.Name, run.Run, run.Slot, fmtDur(run.Wall), fmtDur(run.CPU), float64(run.RSSKB)/1024)
-		}
-	}
+	casesMarkdown(&b, r.Cases)
 	b.WriteString(`
 ## What was measured
 
@@ -212,13 +193,37 @@ gives a conversation that starts at its summary.
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// writeTableAndGoals writes a Markdown table (the first column left, the
-// others right aligned) and a "Goals" section.
-func writeTableAndGoals(b *strings.Builder, header []string, rows [][]string, goals []readGoal) {
+// printAligned prints a table, its columns aligned right.
+func printAligned(w io.Writer, header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// printGoals prints each goal, met or not.
+func printGoals(w io.Writer, goals []readGoal) {
+	for _, g := range goals {
+		ok := "MET"
+		if !g.Met {
+			ok = "NOT MET"
+		}
+		fmt.Fprintf(w, "%-7s %s: %s (goal %s)\n", ok, g.What, g.Got, g.Goal)
+	}
+}
+
+// tableMarkdown writes a markdown table, its first column aligned left.
+func tableMarkdown(b *strings.Builder, header []string, rows [][]string) {
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n| --- |" + strings.Repeat(" ---: |", len(header)-1) + "\n")
 	for _, row := range rows {
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
+}
+
+// goalsMarkdown writes the goals section.
+func goalsMarkdown(b *strings.Builder, goals []readGoal) {
 	b.WriteString("\n## Goals\n\n| | result | goal | |\n| --- | --- | --- | --- |\n")
 	for _, g := range goals {
 		ok := "met"
@@ -227,4 +232,25 @@ func writeTableAndGoals(b *strings.Builder, header []string, rows [][]string, go
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", g.What, g.Got, g.Goal, ok)
 	}
+}
+
+// casesMarkdown writes the commands of the cases and every timed run.
+func casesMarkdown(b *strings.Builder, cases []readCase) {
+	b.WriteString("\n## Commands\n\n| case | command |\n| --- | --- |\n")
+	for _, c := range cases {
+		fmt.Fprintf(b, "| %s | `%s` |\n", c.Name, c.Command)
+	}
+	b.WriteString("\n## Runs\n\n| case | run | slot | wall | CPU | peak RSS |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, c := range cases {
+		for _, run := range c.Runs {
+			fmt.Fprintf(b, "| %s | %d | %d | %s | %s | %.1f MB |\n", c.Name, run.Run, run.Slot, fmtDur(run.Wall), fmtDur(run.CPU), float64(run.RSSKB)/1024)
+		}
+	}
+}
+
+// writeTableAndGoals writes a Markdown table (the first column left, the
+// others right aligned) and a "Goals" section.
+func writeTableAndGoals(b *strings.Builder, header []string, rows [][]string, goals []readGoal) {
+	tableMarkdown(b, header, rows)
+	goalsMarkdown(b, goals)
 }

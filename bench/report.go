@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -226,12 +225,7 @@ func printTable(w io.Writer, r *report) {
 	fmt.Fprintf(w, "workload: %.1f MiB, %d lines (%d entries, avg %d B/line), %d sessions, %d transcript files\n",
 		float64(wl.Bytes)/(1<<20), wl.Lines, wl.Entries, wl.AvgLineBytes, wl.Sessions, wl.Files)
 	fmt.Fprintf(w, "machine:  %s, %d CPUs, %s, disk under %s; %d warm-up round(s), median of %d runs, order rotated\n\n", r.OS, r.CPUs, r.Go, r.Dir, r.Warmup, r.Runs)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(tableHeader, "\t")+"\t")
-	for _, row := range tableRows(r) {
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	tw.Flush()
+	printAligned(w, tableHeader, tableRows(r))
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		if m := c.medianRun(); m != nil && m.SinkCounters != nil {

@@ -74,6 +74,8 @@ type Config struct {
 	Resume ResumeConfig
 	// Watch is the watch block (scribe watch and scribe hook).
 	Watch WatchConfig
+	// Usage is the usage block (scribe usage): price overrides.
+	Usage UsageConfig
 	// Components are the labelled sink, loader and guard blocks: the file's
 	// in file order (merged with the built-in block of the same kind and ID),
 	// then the built-in blocks the file does not mention, in their order.

@@ -41,6 +41,10 @@ func layer(base, over *parsed) *parsed {
 			out.components = append(out.components, c)
 		}
 	}
+	out.usage = base.usage
+	if over.usage != nil {
+		out.usage = over.usage
+	}
 	switch {
 	case base.server != nil && over.server != nil:
 		s := mergeComponent(*base.server, *over.server)

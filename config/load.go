@@ -116,6 +116,9 @@ func Check(path string, env []string, flags *pflag.FlagSet) (*Config, []*Error) 
 	}
 
 	cfg := &Config{File: path, Components: file.components, Server: file.server, origins: map[string]origin{}}
+	if file.usage != nil {
+		cfg.Usage = *file.usage
+	}
 	for _, s := range settings {
 		o := origin{source: BuiltinOrigin}
 		switch fv, inFile := file.values[s.key()]; {

@@ -50,7 +50,7 @@ func (e *Error) Error() string {
 }
 
 // blockKinds are the valid top-level block types, in documentation order.
-var blockKinds = []string{"pipeline", "resume", "watch", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(core.KindProcessor), string(KindServer)}
+var blockKinds = []string{"pipeline", "resume", "watch", "usage", string(core.KindSink), string(core.KindLoader), string(core.KindGuard), string(core.KindProcessor), string(KindServer)}
 
 func isComponentKind(s string) bool {
 	return s == string(core.KindSink) || s == string(core.KindLoader) || s == string(core.KindGuard) || s == string(core.KindProcessor)
@@ -68,6 +68,7 @@ type parsed struct {
 	values     map[string]fileValue // by setting key
 	components []Component
 	server     *Component
+	usage      *UsageConfig
 	// broken holds the blocks (refKey) that were declared with a problem
 	// (reported) and left out, so references to them are not reported twice.
 	broken map[string]bool
@@ -174,7 +175,7 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 	for _, b := range body.Blocks {
 		pos := rangePos(b.TypeRange)
 		switch {
-		case b.Type == "pipeline" || b.Type == "resume" || b.Type == "watch" || b.Type == string(KindServer):
+		case isSingleBlock(b.Type):
 			if first := single[b.Type]; first != nil {
 				p.addf(pos, "duplicate %s block; the first is at %s", b.Type, rangePos(first.TypeRange))
 				continue
@@ -183,13 +184,16 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 			if len(b.Labels) != 0 {
 				p.addf(rangePos(b.LabelRanges[0]), "the %s block takes no labels: write %s { ... }", b.Type, b.Type)
 			}
-			if b.Type != string(KindServer) {
+			switch b.Type {
+			case "usage":
+				out.usage = p.usageBlock(b)
+			case string(KindServer):
+				c := Component{Kind: KindServer, Range: pos, attrs: map[string]Pos{}}
+				if p.blockBody(&c, b) {
+					out.server = &c
+				}
+			default:
 				p.settingsBlock(out, b)
-				continue
-			}
-			c := Component{Kind: KindServer, Range: pos, attrs: map[string]Pos{}}
-			if p.blockBody(&c, b) {
-				out.server = &c
 			}
 		case isComponentKind(b.Type):
 			c, ok := p.component(b)
@@ -219,8 +223,14 @@ func parseFile(body *hclsyntax.Body) (*parsed, []*Error) {
 	return out, p.sorted()
 }
 
+// isSingleBlock says whether a block type is one a file has at most one
+// of, without labels.
+func isSingleBlock(kind string) bool {
+	return kind == "pipeline" || kind == "resume" || kind == "watch" || kind == "usage" || kind == string(KindServer)
+}
+
 func blockExample(kind string) string {
-	if kind == "pipeline" || kind == "resume" || kind == "watch" || kind == string(KindServer) {
+	if isSingleBlock(kind) {
 		return kind
 	}
 	return kind + ` "type" "name"`

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/e0dc0000/scribe/core"
@@ -296,14 +297,14 @@ func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
 var imageMedia = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
 // base64Data is what a base64 image's data may hold.
-var base64Data = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
+var base64Data = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`) })
 
 // imageOf is a base64 image block as a data: address, when its type is
 // a plain image one and its data base64 (nothing else can reach the
 // address).
 func imageOf(bl block) (blockView, bool) {
 	s := bl.Source
-	if s == nil || s.Type != "base64" || !imageMedia[s.MediaType] || !base64Data.MatchString(s.Data) {
+	if s == nil || s.Type != "base64" || !imageMedia[s.MediaType] || !base64Data().MatchString(s.Data) {
 		return blockView{}, false
 	}
 	return blockView{Kind: "image", MediaType: s.MediaType,

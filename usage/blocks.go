@@ -1,7 +1,11 @@
 package usage
 
 import (
-	"sort"
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -11,6 +15,10 @@ const Blocks = "blocks"
 // BlockLength is the length of a billing window.
 const BlockLength = 5 * time.Hour
 
+// RecentWindow is how far back `blocks --recent` looks: the blocks that
+// start within it are kept.
+const RecentWindow = 3 * 24 * time.Hour
+
 // BlockTokens are a block's tokens, as ccusage names them there.
 type BlockTokens struct {
 	InputTokens              int64 `json:"inputTokens"`
@@ -19,62 +27,126 @@ type BlockTokens struct {
 	CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
 }
 
-// Block is one 5-hour window, or the gap between two, as ccusage prints it.
-// BurnRate and Projection are null: only an active block has them, and
-// this report does not compute them yet.
-type Block struct {
-	ID            string      `json:"id"`
-	StartTime     string      `json:"startTime"`
-	EndTime       string      `json:"endTime"`
-	ActualEndTime *string     `json:"actualEndTime"`
-	IsActive      bool        `json:"isActive"`
-	IsGap         bool        `json:"isGap"`
-	Entries       int         `json:"entries"`
-	TokenCounts   BlockTokens `json:"tokenCounts"`
-	TotalTokens   int64       `json:"totalTokens"`
-	CostUSD       float64     `json:"costUSD"`
-	Models        []string    `json:"models"`
-	BurnRate      any         `json:"burnRate"`
-	Projection    any         `json:"projection"`
+// BurnRate is how fast the active block spends, measured from its first
+// message to its last.
+type BurnRate struct {
+	// TokensPerMinute counts every kind of token.
+	TokensPerMinute float64 `json:"tokensPerMinute"`
+	// TokensPerMinuteForIndicator counts input and output tokens only.
+	TokensPerMinuteForIndicator float64 `json:"tokensPerMinuteForIndicator"`
+	CostPerHour                 float64 `json:"costPerHour"`
 }
+
+// Projection is where the active block ends if it keeps its burn rate
+// until its end: the whole minutes left (rounded), the tokens (rounded)
+// and the cost (rounded to cents) by then.
+type Projection struct {
+	TotalTokens      int64   `json:"totalTokens"`
+	TotalCost        float64 `json:"totalCost"`
+	RemainingMinutes int64   `json:"remainingMinutes"`
+}
+
+// TokenLimitStatus compares the active block's projected tokens with a
+// limit (`blocks --token-limit`): "exceeds" above it, "warning" above 80%
+// of it, else "ok". PercentUsed is null for a limit of 0.
+type TokenLimitStatus struct {
+	Limit          int64    `json:"limit"`
+	PercentUsed    *float64 `json:"percentUsed"`
+	ProjectedUsage int64    `json:"projectedUsage"`
+	Status         string   `json:"status"`
+}
+
+// Block is one 5-hour window, or the gap between two, as ccusage prints it.
+// Only the active block has a burn rate and a projection (and only when
+// its messages span some time); the others print null.
+type Block struct {
+	ID               string            `json:"id"`
+	StartTime        string            `json:"startTime"`
+	EndTime          string            `json:"endTime"`
+	ActualEndTime    *string           `json:"actualEndTime"`
+	IsActive         bool              `json:"isActive"`
+	IsGap            bool              `json:"isGap"`
+	Entries          int               `json:"entries"`
+	TokenCounts      BlockTokens       `json:"tokenCounts"`
+	TotalTokens      int64             `json:"totalTokens"`
+	CostUSD          float64           `json:"costUSD"`
+	Models           []string          `json:"models"`
+	BurnRate         *BurnRate         `json:"burnRate"`
+	Projection       *Projection       `json:"projection"`
+	TokenLimitStatus *TokenLimitStatus `json:"tokenLimitStatus,omitempty"`
+
+	start, end, first, last time.Time
+}
+
+// Start is when the block (or the gap) starts.
+func (b Block) Start() time.Time { return b.start }
+
+// End is when the block ends: 5 hours after its start (a gap: its next
+// block's first message).
+func (b Block) End() time.Time { return b.end }
 
 func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // BuildBlocks cuts deduplicated rows into 5-hour windows: a window starts
 // at the hour (UTC) of its first row and takes the rows until 5 hours after
 // its start, or until 5 hours pass without a row; a gap block stands for
-// the time between the end of the last row's 5 hours and the next row.
-func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
-	sorted := append([]Row(nil), rows...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Time.Before(sorted[j].Time) })
+// the time between the end of the last row's 5 hours and the next row. A
+// block is active when now is before its end and within 5 hours of its
+// last row; the active block gets its burn rate and projection at now.
+func BuildBlocks(rows []*Row, p *Pricer, now time.Time) []Block {
+	// The rows in time order (equal times in their order): a sort of
+	// small keys, not of the rows.
+	type at struct {
+		sec  int64
+		nsec int32
+		i    int32
+	}
+	order := make([]at, len(rows))
+	for i := range rows {
+		order[i] = at{rows[i].Time.Unix(), int32(rows[i].Time.Nanosecond()), int32(i)}
+	}
+	slices.SortFunc(order, func(a, b at) int {
+		if c := cmp.Compare(a.sec, b.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
 	out := []Block{}
 	var cur *Block
-	var start, last time.Time
 	seen := map[string]bool{}
 	closeBlock := func() {
 		if cur == nil {
 			return
 		}
-		end := isoMillis(last)
+		end := isoMillis(cur.last)
 		cur.ActualEndTime = &end
-		cur.IsActive = now.Sub(last) < BlockLength && now.Before(start.Add(BlockLength))
+		cur.IsActive = now.Sub(cur.last) < BlockLength && now.Before(cur.end)
+		if cur.IsActive {
+			cur.project(now)
+		}
 		out = append(out, *cur)
 		cur = nil
 	}
-	for _, r := range sorted {
-		if cur != nil && (r.Time.Sub(start) > BlockLength || r.Time.Sub(last) > BlockLength) {
+	for _, o := range order {
+		r := rows[o.i]
+		if cur != nil && (r.Time.Sub(cur.start) > BlockLength || r.Time.Sub(cur.last) > BlockLength) {
+			last := cur.last
 			closeBlock()
 			if gapStart := last.Add(BlockLength); r.Time.After(gapStart) {
 				out = append(out, Block{ID: "gap-" + isoMillis(gapStart), StartTime: isoMillis(gapStart), EndTime: isoMillis(r.Time),
-					IsGap: true, Models: []string{}})
+					IsGap: true, Models: []string{}, start: gapStart, end: r.Time})
 			}
 		}
 		if cur == nil {
-			start = r.Time.UTC().Truncate(time.Hour)
-			cur = &Block{ID: isoMillis(start), StartTime: isoMillis(start), EndTime: isoMillis(start.Add(BlockLength)), Models: []string{}}
+			start := r.Time.UTC().Truncate(time.Hour)
+			cur = &Block{ID: isoMillis(start), StartTime: isoMillis(start), EndTime: isoMillis(start.Add(BlockLength)), Models: []string{},
+				start: start, end: start.Add(BlockLength), first: r.Time}
 			seen = map[string]bool{}
 		}
-		last = r.Time
+		cur.last = r.Time
 		cur.Entries++
 		cur.TokenCounts.InputTokens += r.Input
 		cur.TokenCounts.OutputTokens += r.Output
@@ -91,5 +163,107 @@ func BuildBlocks(rows []Row, p *Pricer, now time.Time) []Block {
 		}
 	}
 	closeBlock()
+	return out
+}
+
+// project sets the active block's burn rate (its tokens and cost over the
+// minutes from its first message to its last; none when they are at the
+// same time) and its projection at now: the rate kept for the whole
+// minutes left, rounded, until the block's end.
+func (b *Block) project(now time.Time) {
+	minutes := float64(b.last.Sub(b.first).Milliseconds()) / 60000
+	if minutes <= 0 {
+		return
+	}
+	t := b.TokenCounts
+	b.BurnRate = &BurnRate{
+		TokensPerMinute:             float64(b.TotalTokens) / minutes,
+		TokensPerMinuteForIndicator: float64(t.InputTokens+t.OutputTokens) / minutes,
+		CostPerHour:                 b.CostUSD / minutes * 60,
+	}
+	left := math.Round(math.Max(0, float64(b.end.Sub(now).Milliseconds())/60000))
+	b.Projection = &Projection{
+		TotalTokens:      int64(math.Round(float64(b.TotalTokens) + b.BurnRate.TokensPerMinute*left)),
+		TotalCost:        math.Round((b.CostUSD+b.BurnRate.CostPerHour/60*left)*100) / 100,
+		RemainingMinutes: int64(left),
+	}
+}
+
+// TokenLimit is a `blocks --token-limit` value: a number of tokens, or
+// "max" (or "") for the most tokens any finished block used.
+type TokenLimit struct {
+	Max    bool
+	Tokens int64
+}
+
+// ParseTokenLimit reads a --token-limit value.
+func ParseTokenLimit(s string) (TokenLimit, error) {
+	if s == "" || s == "max" {
+		return TokenLimit{Max: true}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || s[0] == '+' {
+		return TokenLimit{}, fmt.Errorf("want a number of tokens or max, not %q", s)
+	}
+	return TokenLimit{Tokens: n}, nil
+}
+
+// ApplyTokenLimit gives the projected active block its TokenLimitStatus.
+// With Max the limit is the most tokens a block that is not active used;
+// when none used any there is no limit and no status.
+func ApplyTokenLimit(blocks []Block, lim TokenLimit) {
+	limit := lim.Tokens
+	if lim.Max {
+		limit = 0
+		for _, b := range blocks {
+			if !b.IsGap && !b.IsActive {
+				limit = max(limit, b.TotalTokens)
+			}
+		}
+		if limit == 0 {
+			return
+		}
+	}
+	for i := range blocks {
+		pr := blocks[i].Projection
+		if pr == nil {
+			continue
+		}
+		st := &TokenLimitStatus{Limit: limit, ProjectedUsage: pr.TotalTokens, Status: "ok"}
+		if limit > 0 {
+			pct := float64(pr.TotalTokens) / float64(limit) * 100
+			st.PercentUsed = &pct
+		}
+		switch {
+		case pr.TotalTokens > limit:
+			st.Status = "exceeds"
+		case st.PercentUsed != nil && *st.PercentUsed > 80:
+			st.Status = "warning"
+		}
+		blocks[i].TokenLimitStatus = st
+	}
+}
+
+// ActiveBlocks keeps the active block, if any.
+func ActiveBlocks(blocks []Block) []Block {
+	out := []Block{}
+	for _, b := range blocks {
+		if b.IsActive {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// RecentBlocks keeps the blocks (and gaps) that start within RecentWindow
+// before now, and the active one.
+func RecentBlocks(blocks []Block, now time.Time) []Block {
+	out := []Block{}
+	cut := now.Add(-RecentWindow)
+	for _, b := range blocks {
+		if b.IsActive || !b.start.Before(cut) {
+			out = append(out, b)
+		}
+	}
 	return out
 }

@@ -80,7 +80,7 @@ type Options struct {
 }
 
 // Build makes the report of kind from deduplicated rows.
-func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) {
+func Build(kind string, rows []*Row, p *Pricer, opt Options) ([]*Period, Totals) {
 	loc := opt.Loc
 	if loc == nil {
 		loc = time.Local
@@ -89,21 +89,13 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 	var order []*Period
 	unpriced := map[string]bool{}
 	var tot Totals
+	var days dayKeys
 	for _, r := range rows {
-		local := r.Time.In(loc)
-		day := local.Format("20060102")
+		day, key := days.of(kind, r.Time.In(loc))
 		if kind != Session && ((opt.Since != "" && day < opt.Since) || (opt.Until != "" && day > opt.Until)) {
 			continue
 		}
-		var key string
-		switch kind {
-		case Daily:
-			key = local.Format("2006-01-02")
-		case Weekly: // the Monday that starts the day's week
-			key = local.AddDate(0, 0, -(int(local.Weekday())+6)%7).Format("2006-01-02")
-		case Monthly:
-			key = local.Format("2006-01")
-		default:
+		if kind == Session {
 			key = r.Session
 		}
 		g := byKey[key]
@@ -166,4 +158,32 @@ func Build(kind string, rows []Row, p *Pricer, opt Options) ([]*Period, Totals) 
 	}
 	tot.UnpricedModels = sortStrings(unpriced)
 	return order, tot
+}
+
+// dayKeys remembers the last day's keys: rows come mostly in time order,
+// so most have the day of the row before.
+type dayKeys struct {
+	y, d     int
+	m        time.Month
+	day, key string
+}
+
+// of is local's day (YYYYMMDD) and the key of its period in a daily,
+// weekly or monthly report.
+func (k *dayKeys) of(kind string, local time.Time) (day, key string) {
+	y, m, d := local.Date()
+	if k.day != "" && y == k.y && m == k.m && d == k.d {
+		return k.day, k.key
+	}
+	k.y, k.m, k.d = y, m, d
+	k.day = local.Format("20060102")
+	switch kind {
+	case Weekly: // the Monday that starts the day's week
+		k.key = local.AddDate(0, 0, -(int(local.Weekday())+6)%7).Format("2006-01-02")
+	case Monthly:
+		k.key = local.Format("2006-01")
+	default:
+		k.key = local.Format("2006-01-02")
+	}
+	return k.day, k.key
 }

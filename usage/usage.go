@@ -9,11 +9,12 @@ package usage
 
 import (
 	"bytes"
-	"encoding/json"
+	"hash/maphash"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/e0dc0000/scribe/jsonv"
 )
 
 // Synthetic is the model Claude Code names on rows it made up itself.
@@ -42,7 +43,7 @@ type Row struct {
 }
 
 // Total is the row's tokens of every kind.
-func (r Row) Total() int64 { return r.Input + r.Output + r.CacheCreate + r.CacheRead }
+func (r *Row) Total() int64 { return r.Input + r.Output + r.CacheCreate + r.CacheRead }
 
 // Bad reasons a row with usage is left out.
 const (
@@ -53,79 +54,102 @@ const (
 	NotCompact   = `usage not written "usage":{ as Claude Code writes it (ccusage skips these)`
 )
 
-type rawLine struct {
-	Timestamp string          `json:"timestamp"`
-	RequestID string          `json:"requestId"`
-	CostUSD   json.RawMessage `json:"costUSD"`
-	Message   *struct {
-		ID    string                     `json:"id"`
-		Model json.RawMessage            `json:"model"`
-		Usage map[string]json.RawMessage `json:"usage"`
-	} `json:"message"`
-}
+// The keys ParseLine reads, of a line, of its message and of its usage.
+var (
+	lineKeys    = []string{"timestamp", "requestId", "costUSD", "message"}
+	messageKeys = []string{"id", "model", "usage"}
+	usageKeys   = []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "speed"}
+)
 
 // ParseLine reads one transcript line. ok is false for a line that carries
-// no usage (not an error) and for a bad one, whose reason says why.
+// no usage (not an error) and for a bad one, whose reason says why. A line
+// that is not a JSON object, or whose timestamp, requestId, message,
+// message.id or message.usage is of the wrong type, carries no usage; a
+// key given twice counts with its last value.
 func ParseLine(session string, line []byte) (r Row, ok bool, reason string) {
 	if !bytes.Contains(line, []byte(`"usage"`)) {
 		return Row{}, false, ""
 	}
-	var raw rawLine
-	if err := json.Unmarshal(line, &raw); err != nil || raw.Message == nil || raw.Message.Usage == nil {
+	obj, valid := jsonv.Value(line)
+	if !valid || obj[0] != '{' {
+		return Row{}, false, ""
+	}
+	var top [4][]byte
+	jsonv.Lookup(obj, lineKeys, top[:])
+	msg := top[3]
+	if msg == nil || msg[0] != '{' {
+		return Row{}, false, ""
+	}
+	var m [3][]byte
+	jsonv.Lookup(msg, messageKeys, m[:])
+	ts, ok1 := optString(top[0])
+	req, ok2 := optString(top[1])
+	id, ok3 := optString(m[0])
+	if usage := m[2]; !ok1 || !ok2 || !ok3 || usage == nil || usage[0] != '{' {
 		return Row{}, false, ""
 	}
 	if !bytes.Contains(line, []byte(`"usage":{`)) {
 		return Row{}, false, NotCompact
 	}
-	u := raw.Message.Usage
-	r = Row{Session: session, MessageID: raw.Message.ID, RequestID: raw.RequestID}
-	var good bool
-	if r.Input, good = tokens(u["input_tokens"], true); !good {
-		return Row{}, false, BadTokens
+	r = Row{Session: session, MessageID: id, RequestID: req}
+	if reason := r.readUsage(m[2]); reason != "" {
+		return Row{}, false, reason
 	}
-	if r.Output, good = tokens(u["output_tokens"], true); !good {
-		return Row{}, false, BadTokens
-	}
-	if r.CacheCreate, good = tokens(u["cache_creation_input_tokens"], false); !good {
-		return Row{}, false, BadTokens
-	}
-	if r.CacheRead, good = tokens(u["cache_read_input_tokens"], false); !good {
-		return Row{}, false, BadTokens
-	}
-	if cc, found := u["cache_creation"]; found {
-		var split struct {
-			OneHour json.RawMessage `json:"ephemeral_1h_input_tokens"`
-		}
-		if json.Unmarshal(cc, &split) == nil {
-			if n, good := tokens(split.OneHour, false); good && n <= r.CacheCreate {
-				r.CacheCreate1h = n
-			}
-		}
-	}
-	if s, found := u["speed"]; found {
-		_ = json.Unmarshal(s, &r.Speed)
-	}
-	if m := raw.Message.Model; len(m) > 0 {
-		if err := json.Unmarshal(m, &r.Model); err != nil || bytes.Equal(m, []byte("null")) {
+	if model := m[1]; model != nil {
+		var isString bool
+		if r.Model, isString = jsonv.String(model); !isString {
 			return Row{}, false, BadModel
 		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, raw.Timestamp)
+	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
 		return Row{}, false, BadTimestamp
 	}
-	r.Time = t
-	if len(raw.CostUSD) > 0 {
-		if err := json.Unmarshal(raw.CostUSD, &r.CostUSD); err == nil && !bytes.Equal(raw.CostUSD, []byte("null")) {
-			r.HasCost = true
+	r.Time = t.UTC()
+	if c := top[2]; c != nil && (c[0] == '-' || isDigit(c[0])) {
+		if f, err := strconv.ParseFloat(string(c), 64); err == nil {
+			r.CostUSD, r.HasCost = f, true
 		}
 	}
 	return r, true, ""
 }
 
+// optString reads a value that must be a string or null when it is there
+// ("" for null or absent).
+func optString(v []byte) (string, bool) {
+	if v == nil || jsonv.IsNull(v) {
+		return "", true
+	}
+	return jsonv.String(v)
+}
+
+// readUsage reads the token counts of a usage object, or says why they
+// are bad.
+func (r *Row) readUsage(usage []byte) string {
+	var u [6][]byte
+	jsonv.Lookup(usage, usageKeys, u[:])
+	var good bool
+	for i, dst := range []*int64{&r.Input, &r.Output, &r.CacheCreate, &r.CacheRead} {
+		if *dst, good = tokens(u[i], i < 2); !good {
+			return BadTokens
+		}
+	}
+	if cc := u[4]; cc != nil && cc[0] == '{' {
+		if oneHour, found := jsonv.Get(cc, "ephemeral_1h_input_tokens"); found {
+			if n, good := tokens(oneHour, false); good && n <= r.CacheCreate {
+				r.CacheCreate1h = n
+			}
+		}
+	}
+	if sp := u[5]; sp != nil {
+		r.Speed, _ = jsonv.String(sp)
+	}
+	return ""
+}
+
 // tokens reads a token count: a non-negative integer literal. An absent
 // field is 0 unless required.
-func tokens(v json.RawMessage, required bool) (int64, bool) {
+func tokens(v []byte, required bool) (int64, bool) {
 	if len(v) == 0 || (!required && string(v) == "null") {
 		return 0, !required
 	}
@@ -140,7 +164,7 @@ func tokens(v json.RawMessage, required bool) (int64, bool) {
 }
 
 // Absurd reports whether a counted row holds an absurd count.
-func (r Row) Absurd() bool {
+func (r *Row) Absurd() bool {
 	return r.Input > AbsurdTokens || r.Output > AbsurdTokens || r.CacheCreate > AbsurdTokens || r.CacheRead > AbsurdTokens
 }
 
@@ -148,145 +172,76 @@ func (r Row) Absurd() bool {
 // are one streamed message, of which the row with the most tokens counts
 // (the first of equals, as in ccusage's session and blocks reports; with
 // preferCost, as in its daily, weekly and monthly reports, the first of
-// equals that carries costUSD). Rows without a message id all count. The rows keep their order; dropped counts
-// the rows left out.
-func Dedupe(rows []Row, preferCost bool) (kept []Row, dropped int) {
-	best := map[string]int{} // key -> index into kept
-	for _, r := range rows {
-		if r.MessageID == "" {
-			kept = append(kept, r)
-			continue
-		}
-		key := r.MessageID + "\x00" + r.RequestID
-		i, seen := best[key]
-		if !seen {
-			best[key] = len(kept)
-			kept = append(kept, r)
-			continue
-		}
-		dropped++
-		if k := kept[i]; r.Total() > k.Total() || (preferCost && r.Total() == k.Total() && r.HasCost && !k.HasCost) {
-			kept[i] = r
+// equals that carries costUSD). Rows without a message id all count. The
+// rows keep their order; dropped counts the rows left out.
+func Dedupe(rows []*Row, preferCost bool) (kept []*Row, dropped int) {
+	kept, costFirst, dropped := dedupeBoth(rows)
+	if preferCost {
+		for j, r := range costFirst {
+			kept[j] = r
 		}
 	}
 	return kept, dropped
 }
 
-// Pricer finds models' prices in the built-in table.
-type Pricer struct{ cache map[string]*Price }
-
-// NewPricer is a Pricer over the built-in table.
-func NewPricer() *Pricer { return &Pricer{cache: map[string]*Price{}} }
-
-// Lookup is the price of model, nil when the table has none.
-func (p *Pricer) Lookup(model string) *Price {
-	if pr, ok := p.cache[model]; ok {
-		return pr
-	}
-	pr := lookup(model)
-	p.cache[model] = pr
-	return pr
+// dedupeBoth is Dedupe(rows, false) and, for the messages whose row
+// Dedupe(rows, true) takes from another of their rows (an equal one with
+// costUSD), that row by its place in kept: both deduplications in one
+// pass.
+func dedupeBoth(rows []*Row) (kept []*Row, costFirst map[int]*Row, dropped int) {
+	seed := maphash.MakeSeed()
+	return dedupe(rows, func(k msgKey) uint64 { return maphash.Comparable(seed, k) })
 }
 
-func lookup(model string) *Price {
-	bare := model
-	if i := strings.LastIndexByte(bare, '/'); i >= 0 {
-		bare = bare[i+1:]
-	}
-	for _, name := range []string{model, bare} {
-		if pr, ok := litellmPrices[name]; ok {
-			return &pr
+// dedupe is dedupeBoth with the hash of keys given. best maps a key's
+// hash to its row in kept; a key whose hash another key took first is
+// looked up by its strings in collided.
+func dedupe(rows []*Row, hash func(msgKey) uint64) (kept []*Row, costFirst map[int]*Row, dropped int) {
+	best := make(map[uint64]int, len(rows))
+	var collided map[msgKey]int
+	costFirst = map[int]*Row{}
+	kept = make([]*Row, 0, len(rows))
+	for _, r := range rows {
+		if r.MessageID == "" {
+			kept = append(kept, r)
+			continue
+		}
+		key := msgKey{r.MessageID, r.RequestID}
+		h := hash(key)
+		j, seen := best[h]
+		if seen && (kept[j].MessageID != key.id || kept[j].RequestID != key.req) {
+			if collided == nil {
+				collided = map[msgKey]int{}
+			}
+			if j, seen = collided[key]; !seen {
+				collided[key] = len(kept)
+			}
+		} else if !seen {
+			best[h] = len(kept)
+		}
+		if !seen {
+			kept = append(kept, r)
+			continue
+		}
+		dropped++
+		switch k := kept[j]; {
+		case r.Total() > k.Total():
+			kept[j] = r
+			delete(costFirst, j)
+		case r.Total() == k.Total() && r.HasCost && !k.HasCost:
+			if _, taken := costFirst[j]; !taken {
+				costFirst[j] = r
+			}
 		}
 	}
-	for _, name := range []string{model, bare, dotted(undated(bare))} {
-		if pr, ok := modelsDevPrices[name]; ok {
-			return &pr
-		}
-	}
-	return nil
+	return kept, costFirst, dropped
 }
 
-// undated strips a trailing -YYYYMMDD.
-func undated(m string) string {
-	if i := strings.LastIndexByte(m, '-'); i >= 0 && len(m)-i == 9 {
-		if _, err := strconv.Atoi(m[i+1:]); err == nil {
-			return m[:i]
-		}
-	}
-	return m
-}
-
-// dotted writes version numbers with dots: claude-3-5-haiku is
-// claude-3.5-haiku.
-func dotted(m string) string {
-	b := []byte(m)
-	for i := 1; i+1 < len(b); i++ {
-		if b[i] == '-' && isDigit(b[i-1]) && isDigit(b[i+1]) {
-			b[i] = '.'
-		}
-	}
-	return string(b)
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-const tierTokens = 200_000
-
-func tiered(n int64, base, above float64) float64 {
-	if above > 0 && n > tierTokens {
-		return tierTokens*base + float64(n-tierTokens)*above
-	}
-	return float64(n) * base
-}
-
-// Cost is what a row cost: its costUSD when it carries one, else its
-// tokens at the model's price; priced is false when the model has none.
-func (p *Pricer) Cost(r Row) (cost float64, priced bool) {
-	if r.HasCost {
-		return r.CostUSD, true
-	}
-	pr := p.Lookup(r.Model)
-	if pr == nil {
-		return 0, false
-	}
-	c := tiered(r.Input, pr.Input, pr.InputAbove) + tiered(r.Output, pr.Output, pr.OutputAbove) +
-		tiered(r.CacheCreate-r.CacheCreate1h, pr.CacheCreate, pr.CacheCreateAbove) +
-		tiered(r.CacheCreate1h, 2*pr.Input, 2*pr.InputAbove) + tiered(r.CacheRead, pr.CacheRead, pr.CacheReadAbove)
-	if r.Speed == "fast" {
-		c *= fastMultiplier(r.Model, pr)
-	}
-	return c, true
-}
-
-// fastMultiplier is what fast mode multiplies model's price by: the
-// override for its name or its normalized name's prefix, else the table's,
-// else 1.
-func fastMultiplier(model string, pr *Price) float64 {
-	if m, ok := fastExact[model]; ok {
-		return m
-	}
-	norm := strings.ToLower(model)
-	if i := strings.LastIndexByte(norm, '/'); i >= 0 {
-		norm = norm[i+1:]
-	}
-	norm = strings.ReplaceAll(norm, ".", "-")
-	best := ""
-	for prefix := range fastPrefix {
-		if strings.HasPrefix(norm, prefix) && len(prefix) > len(best) {
-			best = prefix
-		}
-	}
-	if best != "" {
-		return fastPrefix[best]
-	}
-	if pr.Fast > 0 {
-		return pr.Fast
-	}
-	return 1
-}
+// msgKey is what makes rows one message.
+type msgKey struct{ id, req string }
 
 // ModelName is the name a row's model is reported under ("" for none).
-func (r Row) ModelName() string {
+func (r *Row) ModelName() string {
 	if r.Model == Synthetic || r.Model == "" {
 		return ""
 	}

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -50,13 +51,26 @@ func TestDedupeKeepsTheBiggestRow(t *testing.T) {
 		{MessageID: "b", RequestID: "1", Input: 7, HasCost: true, CostUSD: 3},
 		{Input: 2}, {Input: 2},
 	}
-	kept, dropped := Dedupe(rows, false)
+	kept, dropped := Dedupe(ptrs(rows), false)
 	if len(kept) != 5 || dropped != 2 || kept[0].Output != 50 || kept[2].HasCost {
 		t.Fatalf("kept %+v dropped %d", kept, dropped)
 	}
-	kept, _ = Dedupe(rows, true)
+	kept, _ = Dedupe(ptrs(rows), true)
 	if !kept[2].HasCost {
 		t.Fatalf("preferCost: kept %+v", kept)
+	}
+	// Keys whose hashes collide are still told apart by their strings.
+	for _, preferCost := range []bool{false, true} {
+		want, wantDropped := Dedupe(ptrs(rows), preferCost)
+		got, costFirst, gotDropped := dedupe(ptrs(rows), func(msgKey) uint64 { return 7 })
+		if preferCost {
+			for j, r := range costFirst {
+				got[j] = r
+			}
+		}
+		if !reflect.DeepEqual(got, want) || gotDropped != wantDropped {
+			t.Fatalf("every hash alike, preferCost %v: kept %+v dropped %d, want %+v %d", preferCost, got, gotDropped, want, wantDropped)
+		}
 	}
 }
 
@@ -64,15 +78,24 @@ func TestDedupeKeepsTheBiggestRow(t *testing.T) {
 // tier's price; an hour's cache writes cost twice the input price; costUSD
 // wins; an unknown model is unpriced.
 func TestCostTiers(t *testing.T) {
-	p := NewPricer()
-	c, ok := p.Cost(Row{Model: "claude-sonnet-4-20250514", Input: 250000, CacheCreate: 1000, CacheCreate1h: 1000})
+	p := NewPricer(nil)
+	c, ok := p.Cost(&Row{Model: "claude-sonnet-4-20250514", Input: 250000, CacheCreate: 1000, CacheCreate1h: 1000})
 	if want := 200000*3e-6 + 50000*6e-6 + 1000*6e-6; !ok || math.Abs(c-want) > 1e-9 {
 		t.Fatalf("cost %v %v, want %v", c, ok, want)
 	}
-	if c, ok := p.Cost(Row{Model: "nope", HasCost: true, CostUSD: 0.25}); !ok || c != 0.25 {
+	if c, ok := p.Cost(&Row{Model: "nope", HasCost: true, CostUSD: 0.25}); !ok || c != 0.25 {
 		t.Fatalf("costUSD: %v %v", c, ok)
 	}
-	if _, ok := p.Cost(Row{Model: "claude-unknown-9", Input: 1}); ok {
+	if _, ok := p.Cost(&Row{Model: "claude-unknown-9", Input: 1}); ok {
 		t.Fatal("an unknown model was priced")
 	}
+}
+
+// ptrs points at each of rows.
+func ptrs(rows []Row) []*Row {
+	out := make([]*Row, len(rows))
+	for i := range rows {
+		out[i] = &rows[i]
+	}
+	return out
 }

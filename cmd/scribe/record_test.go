@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,13 +149,9 @@ func TestRecordGuardsWriteNothingAndSayWhy(t *testing.T) {
 		})
 	}
 	// The human report says it too.
-	bin := testenv.BuildScribe(t)
-	cmd := exec.Command(bin, "record", "--config-dir", t.TempDir())
-	cmd.Env = append(cleanEnv(), "NODE_ENV=test")
-	cmd.Stdin = strings.NewReader(lines(2))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "nothing recorded") || !strings.Contains(string(out), "NODE_ENV=test") {
-		t.Fatalf("NODE_ENV=test scribe record said %q (%v)", out, err)
+	out, _, code := runScribe(t, runOpts{env: []string{"NODE_ENV=test"}, stdin: lines(2), combined: true}, "record", "--config-dir", t.TempDir())
+	if code != 0 || !strings.Contains(out, "nothing recorded") || !strings.Contains(out, "NODE_ENV=test") {
+		t.Fatalf("NODE_ENV=test scribe record said %q (exit %d)", out, code)
 	}
 }
 
@@ -307,15 +304,22 @@ func TestKill9KeepsEverythingAcknowledged(t *testing.T) {
 	}
 	t.Logf("acknowledged %d lines in %d acks; %d entries in the file after kill -9", acked, acks, len(have))
 
-	// A crash mid-write leaves a torn line: the next run seals it.
-	f, err := os.OpenFile(sessionFile(dir), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	// A crash mid-write leaves a torn line: the next run seals it. The
+	// kill may have left one already (a write it cut short); else one is
+	// made here.
+	killTorn := ""
+	if i := strings.LastIndexByte(string(data), '\n'); i < len(data)-1 {
+		killTorn = string(data[i+1:])
+	} else {
+		f, err := os.OpenFile(sessionFile(dir), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(`{"parentUuid":"4f7e","isSidechain":false,"type":"assis`); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
 	}
-	if _, err := f.WriteString(`{"parentUuid":"4f7e","isSidechain":false,"type":"assis`); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	next := int(acked) + 5000
 	r, _, code := runRecord(t, nil, lines(next), "--config-dir", dir)
 	if code != 0 || r.Sinks[0].Counters["torn_tails_sealed"] != 1 {
@@ -325,7 +329,7 @@ func TestKill9KeepsEverythingAcknowledged(t *testing.T) {
 		t.Fatalf("rerun: accepted %d + duplicates %d != %d", r.Accepted, r.Duplicates, next)
 	}
 	data, _ = os.ReadFile(sessionFile(dir))
-	have = uuidsIn(t, data, false)
+	have = uuidsIn(t, data, false, killTorn)
 	for i := range next {
 		if have[uuidFor(i)] != 1 {
 			t.Fatalf("after the rerun, entry %d is in the file %d times", i, have[uuidFor(i)])
@@ -336,7 +340,7 @@ func TestKill9KeepsEverythingAcknowledged(t *testing.T) {
 // uuidsIn counts the uuids of the file's lines. Every line must be JSON,
 // except the torn fragment the test wrote (a line of its own once sealed)
 // and, when torn is true, a last line without a newline.
-func uuidsIn(t *testing.T, data []byte, torn bool) map[string]int {
+func uuidsIn(t *testing.T, data []byte, torn bool, sealed ...string) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	rows := strings.Split(string(data), "\n")
@@ -350,7 +354,7 @@ func uuidsIn(t *testing.T, data []byte, torn bool) map[string]int {
 			UUID string `json:"uuid"`
 		}
 		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			if strings.HasPrefix(l, `{"parentUuid":"4f7e","isSidechain":false,"type":"assis`) || (torn && i == len(rows)-1) {
+			if strings.HasPrefix(l, `{"parentUuid":"4f7e","isSidechain":false,"type":"assis`) || (torn && i == len(rows)-1) || slices.Contains(sealed, l) {
 				continue
 			}
 			t.Fatalf("line %d does not parse: %v: %.80s", i+1, err, l)

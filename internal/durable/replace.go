@@ -51,6 +51,11 @@ type Options struct {
 	// <path>.bak-<Backup> (a hard link, or a synced copy where links are
 	// refused); a name already taken gets -1, -2, … appended.
 	Backup string
+	// NoSync leaves out the fsyncs (of the file and of its folder): readers
+	// still see the old content or the new, never a part, but a crash can
+	// lose the write or, on some file systems, leave an empty file. For
+	// caches, which check what they read and can be rebuilt.
+	NoSync bool
 	// NoReplace makes a new file only: when path exists the write fails
 	// with an error wrapping fs.ErrExist and path is left alone (a hard
 	// link puts the file in place, which the kernel refuses over a taken
@@ -112,8 +117,10 @@ func Replace(path string, opts Options, fill func(io.Writer) error) (backup stri
 	if err = fillFile(f, perm, fill); err != nil {
 		return "", fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = syncFile(f); err != nil {
-		return "", fmt.Errorf("fsync %s: %w", tmp, err)
+	if !opts.NoSync {
+		if err = syncFile(f); err != nil {
+			return "", fmt.Errorf("fsync %s: %w", tmp, err)
+		}
 	}
 	closed = true
 	if err = f.Close(); err == nil {
@@ -132,6 +139,9 @@ func Replace(path string, opts Options, fill func(io.Writer) error) (backup stri
 	}
 	if err != nil {
 		return "", fmt.Errorf("replace %s: %w", path, err)
+	}
+	if opts.NoSync {
+		return backup, nil
 	}
 	return backup, SyncDir(dir)
 }

@@ -147,3 +147,29 @@ func TestRemoveStaleTemps(t *testing.T) {
 		t.Fatalf("in a missing folder: %d, %v", n, err)
 	}
 }
+
+// TestReplaceNoSync: with NoSync the file is replaced as atomically (the
+// new content, no temporary file left) without the fsync step.
+func TestReplaceNoSync(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "f")
+		if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		synced := false
+		failAt = func(s step) error {
+			synced = synced || s == stepSynced
+			return nil
+		}
+		_, err := Replace(path, Options{NoSync: noSync}, func(w io.Writer) error {
+			_, err := io.WriteString(w, "new")
+			return err
+		})
+		failAt = nil
+		if b, _ := os.ReadFile(path); err != nil || string(b) != "new" || synced == noSync {
+			t.Fatalf("NoSync %v: err %v, content %q, synced %v", noSync, err, b, synced)
+		}
+		assertOnly(t, dir, "f")
+	}
+}

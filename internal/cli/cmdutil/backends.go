@@ -8,14 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
-	"github.com/e0dc0000/scribe/internal/agentmeta"
 	"github.com/e0dc0000/scribe/sinks/backend"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
@@ -260,143 +256,6 @@ func Matching(ctx context.Context, st *Store, arg string) ([]backend.Listed, err
 		return nil, &ExitError{Code: 1, Err: fmt.Errorf("no session id starts with %q in %s", arg, st.ID)}
 	}
 	return out, nil
-}
-
-// materialize writes the sessions (main transcripts and subagents) of a
-// store into a temporary folder laid out as Claude Code lays it out, each
-// file's mtime the store's, so that ls and show read them with the very
-// code (and the very answers) they give for local files. cleanup removes it.
-func materialize(ctx context.Context, st *Store, sessions []backend.Listed) (jsonl.Layout, func(), error) {
-	dir, err := os.MkdirTemp("", "scribe-from-")
-	if err != nil {
-		return jsonl.Layout{}, nil, fmt.Errorf("make a folder for the sessions of %s: %w", st.ID, err)
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	l := jsonl.Layout{ConfigDir: dir}
-	write := func(path string, t *core.Transcript, mtime int64) error {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return err
-		}
-		var b []byte
-		for _, e := range t.Entries {
-			b = append(append(b, e.Raw...), '\n')
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-		mt := time.UnixMilli(mtime)
-		return os.Chtimes(path, mt, mt)
-	}
-	for _, s := range sessions {
-		pdir := l.ProjectFolder(s.ProjectKey)
-		t, err := st.Loader.Load(ctx, core.SessionRef{SessionID: s.SessionID})
-		if err != nil {
-			cleanup()
-			return jsonl.Layout{}, nil, fmt.Errorf("load %s from %s: %w", s.SessionID, st.ID, err)
-		}
-		if err := write(claudedir.MainFile(pdir, s.SessionID), t, s.MTime); err != nil {
-			cleanup()
-			return jsonl.Layout{}, nil, fmt.Errorf("write %s from %s: %w", s.SessionID, st.ID, err)
-		}
-		if life, err := LifecycleOf(ctx, st, s.SessionID); err != nil || len(life) > 0 {
-			// The sidecar: show --system and checkpoints read it.
-			if err == nil {
-				err = write(claudedir.SidecarFile(pdir, s.SessionID), &core.Transcript{Entries: life}, s.MTime)
-			}
-			if err != nil {
-				cleanup()
-				return jsonl.Layout{}, nil, fmt.Errorf("lifecycle records of %s from %s: %w", s.SessionID, st.ID, err)
-			}
-		}
-		agents, err := st.Lister.ListSubagents(ctx, s.ProjectKey, s.SessionID)
-		if err != nil {
-			cleanup()
-			return jsonl.Layout{}, nil, err
-		}
-		for _, a := range agents {
-			ref := core.SessionRef{SessionID: s.SessionID, AgentID: a}
-			t, err := st.Loader.Load(ctx, ref)
-			if err != nil {
-				cleanup()
-				return jsonl.Layout{}, nil, fmt.Errorf("load agent %s of %s from %s: %w", a, s.SessionID, st.ID, err)
-			}
-			var meta *core.Entry
-			t.Entries, meta = backend.SplitAgentMeta(t.Entries)
-			path := claudedir.AgentFile(pdir, s.SessionID, a)
-			if err := write(path, t, s.MTime); err != nil {
-				cleanup()
-				return jsonl.Layout{}, nil, err
-			}
-			if meta != nil {
-				if _, err := agentmeta.Write(claudedir.AgentMetaFile(path), *meta); err != nil {
-					cleanup()
-					return jsonl.Layout{}, nil, err
-				}
-			}
-		}
-	}
-	return l, cleanup, nil
-}
-
-// FromLayout is the layout ls, show and fork read with --from: the local
-// store's own, or the sessions of a backend whose id starts with prefix
-// (every session of project projectKey when prefix is "", every project
-// when projectKey is "" too) materialized in a temporary folder.
-func (f *Factory) FromLayout(cmd *cobra.Command, cfg *config.Config, from, prefix, projectKey string) (jsonl.Layout, *Store, func(), error) {
-	ctx := cmd.Context()
-	st, err := f.OpenStore(ctx, cfg, from, nil)
-	if err != nil {
-		return jsonl.Layout{}, nil, nil, err
-	}
-	done := func() { st.Stop(context.WithoutCancel(ctx)) }
-	if st.Layout != nil {
-		return *st.Layout, st, done, nil
-	}
-	var sessions []backend.Listed
-	if prefix != "" {
-		sessions, err = Matching(ctx, st, prefix)
-	} else {
-		sessions, err = st.Lister.ListSessions(ctx, projectKey)
-	}
-	if err != nil {
-		done()
-		return jsonl.Layout{}, nil, nil, err
-	}
-	sort.Slice(sessions, func(i, j int) bool { return sessions[i].SessionID < sessions[j].SessionID })
-	l, cleanup, err := materialize(ctx, st, sessions)
-	if err != nil {
-		done()
-		return jsonl.Layout{}, nil, nil, err
-	}
-	return l, st, func() { cleanup(); done() }, nil
-}
-
-// writeFork writes a fork made in a materialized folder (its transcript at
-// path, its subagents beside it) into the store it was forked from, and
-// flushes it.
-func writeFork(ctx context.Context, st *Store, path, newID string) error {
-	if st.Sink == nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s is a loader block: the fork cannot be written there (name its sink block)", st.ID)}
-	}
-	files := []string{path}
-	agents, _ := filepath.Glob(claudedir.AgentFileGlob(filepath.Dir(path), newID))
-	files = append(files, agents...)
-	if err := st.Sink.Start(ctx); err != nil {
-		return fmt.Errorf("start %s: %w", st.ID, err)
-	}
-	for _, f := range files {
-		es, _, err := jsonl.ReadFile(f, jsonl.ReadOptions{NoPrecompactSkip: true})
-		if err != nil {
-			return fmt.Errorf("read the fork %s: %w", f, err)
-		}
-		if err := st.Sink.Write(ctx, es); err != nil {
-			return fmt.Errorf("write the fork into %s: %w", st.ID, err)
-		}
-	}
-	if err := st.Sink.Flush(ctx); err != nil {
-		return fmt.Errorf("flush the fork into %s: %w", st.ID, err)
-	}
-	return nil
 }
 
 // LifecycleOf returns a session's lifecycle records and checkpoints in a

@@ -26,6 +26,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/install"
 	"github.com/e0dc0000/scribe/internal/cli/listing"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/internal/scansearch"
 	"github.com/e0dc0000/scribe/processors/redact"
@@ -33,6 +34,7 @@ import (
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
+	"github.com/e0dc0000/scribe/usage"
 )
 
 const (
@@ -74,7 +76,7 @@ scribe mcp install adds it to Claude Code (user or project scope).`,
 				return err
 			}
 			defer done(&err)
-			o := ServerOptions{Store: st, MaxBytes: maxBytes, Version: cmdutil.BuildVersion(f.Version)}
+			o := ServerOptions{Store: st, MaxBytes: maxBytes, Version: cmdutil.BuildVersion(f.Version), Pricer: usagecmd.PricerOf(cfg)}
 			l := jsonl.Layout{}
 			if ls, ok := st.(*stores.Local); ok {
 				o.Index, l = ls.Layout(), ls.Layout()
@@ -107,6 +109,8 @@ type ServerOptions struct {
 	// MaxBytes caps one answer's JSON; Version is the server's.
 	MaxBytes int
 	Version  string
+	// Pricer prices get_usage's tokens (nil: the built-in table).
+	Pricer *usage.Pricer
 }
 
 // NewServer is the MCP server of the sessions: the tools list_sessions,
@@ -116,7 +120,7 @@ func NewServer(o ServerOptions) *mcp.Server {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = mcpDefaultMaxBytes
 	}
-	m := &mcpServer{st: o.Store, l: o.Index, red: o.Redactor, maxBytes: o.MaxBytes}
+	m := &mcpServer{st: o.Store, l: o.Index, red: o.Redactor, maxBytes: o.MaxBytes, pricer: o.Pricer}
 	s := mcp.NewServer(&mcp.Implementation{Name: "scribe", Version: o.Version}, nil)
 	m.register(s)
 	return s
@@ -137,6 +141,14 @@ type mcpServer struct {
 	// index); other stores are searched by scanning their messages.
 	l        jsonl.Layout
 	maxBytes int
+	pricer   *usage.Pricer
+	// ix is the full-text index, open once its first search brought it
+	// up to date; ixFresh when it was last brought up to date, ixSyncing
+	// while that runs in the background (ixMu guards the three).
+	ixMu      sync.Mutex
+	ix        *search.Index
+	ixFresh   time.Time
+	ixSyncing bool
 	// red is nil with --no-redact; mu guards it (it remembers the
 	// secrets it found).
 	mu  sync.Mutex
@@ -192,6 +204,8 @@ func (m *mcpServer) register(s *mcp.Server) {
 		"Full-text search over every session (prompts, answers, thinking, tool inputs and outputs): the matching sessions with snippets and the uuids of the messages they come from.", m.searchSessions)
 	mcpTool[getIn, getOut](s, "get_session",
 		"A session's conversation as the Claude Agent SDK's getSessionMessages gives it, a window of it at a time (offset/limit, or around a message uuid), tool results cut to max_tool_result bytes.", m.getSession)
+	mcpTool[usageIn, usageOut](s, "get_usage",
+		"Tokens and cost (USD) as ccusage counts them, by day, week, month or session: for every session of the store, or for one session (its subagents included).", m.getUsage)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "session", URITemplate: sessionScheme + "{id}", MIMEType: "application/json",
 		Description: "A session (an id or a unique prefix): get_session's answer for its first messages.",
@@ -445,15 +459,68 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	return m.finish(out)
 }
 
-// indexSearch answers from the local store's full-text index.
+// indexSearch answers from the local store's full-text index. The
+// server's first search brings the index up to date before it answers
+// (SearchFresh); later ones answer at once and bring it up to date in
+// the background when the last check is over freshAfter old, so an agent
+// asking many questions pays for the index's freshness check (a stat of
+// every transcript) once every few seconds, not on every question.
 func (m *mcpServer) indexSearch(ctx context.Context, q search.Query) ([]search.Hit, error) {
-	x, err := search.Open(m.l)
-	if err != nil {
-		return nil, err
+	m.ixMu.Lock()
+	x, fresh := m.ix, m.ixFresh
+	m.ixMu.Unlock()
+	if x == nil {
+		nx, err := search.Open(m.l)
+		if err != nil {
+			return nil, err
+		}
+		hits, _, err := nx.SearchFresh(ctx, q, nil)
+		if err != nil {
+			nx.Close()
+			return nil, err
+		}
+		m.ixMu.Lock()
+		if m.ix == nil {
+			m.ix, m.ixFresh = nx, time.Now()
+		} else {
+			nx.Close()
+		}
+		m.ixMu.Unlock()
+		return hits, nil
 	}
-	defer x.Close()
-	hits, _, err := x.SearchFresh(ctx, q, nil)
-	return hits, err
+	if time.Since(fresh) > freshAfter {
+		m.syncSoon()
+	}
+	return x.Search(ctx, q)
+}
+
+// freshAfter is how old the index's last freshness check may be before a
+// search starts another, in the background.
+const freshAfter = 2 * time.Second
+
+// syncSoon brings the index up to date in the background, one sync at a
+// time, on a handle of its own.
+func (m *mcpServer) syncSoon() {
+	m.ixMu.Lock()
+	if m.ixSyncing {
+		m.ixMu.Unlock()
+		return
+	}
+	m.ixSyncing = true
+	m.ixMu.Unlock()
+	go func() {
+		defer func() {
+			m.ixMu.Lock()
+			m.ixSyncing, m.ixFresh = false, time.Now()
+			m.ixMu.Unlock()
+		}()
+		y, err := search.Open(m.l)
+		if err != nil {
+			return
+		}
+		defer y.Close()
+		_, _ = y.Sync(context.Background(), nil)
+	}()
 }
 
 // scrubSnippet replaces in a snippet every word of the secrets its

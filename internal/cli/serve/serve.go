@@ -25,6 +25,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/mcpcmd"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/server"
@@ -253,7 +254,7 @@ func mountMCP(srv *server.Server, cfg *config.Config, version string, log hclog.
 	srv.Mount("/mcp", mcpcmd.HTTPHandler(func(r *http.Request) mcpcmd.ServerOptions {
 		c := &events.Client{BaseURL: "http://" + srv.Addr(), Token: sinkhelper.NewToken(server.BearerToken(r.Context())),
 			HTTP: sinkhelper.NewHTTPClient(), Retry: sinkhelper.RetryConfig{MaxAttempts: 1}}
-		o := mcpcmd.ServerOptions{Store: stores.NewRemote("serve/"+server.Tenant(r.Context()), c), Version: version}
+		o := mcpcmd.ServerOptions{Store: stores.NewRemote("serve/"+server.Tenant(r.Context()), c), Version: version, Pricer: usagecmd.PricerOf(cfg)}
 		red, _, _, err := cmdutil.RedactorNamed(r.Context(), cfg, jsonl.Layout{}, "", "processor")
 		if err != nil {
 			// Never hand out raw text because the rules did not load:

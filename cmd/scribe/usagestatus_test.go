@@ -1,0 +1,107 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUsageStatusline: scribe usage statusline reads Claude Code's
+// statusLine JSON and prints one line whose session, today and block
+// costs and burn rate are ccusage's (its session, daily and blocks
+// reports for the same folder); a second call reads only what was
+// appended; bad input is a message on stderr and exit 1, never a panic.
+func TestUsageStatusline(t *testing.T) {
+	node, cli := findCCUsage(t)
+	dir := t.TempDir()
+	now := time.Now()
+	writeActiveBlock(t, dir, now)
+	env := append(usageEnv(t, dir, "UTC"), "XDG_CACHE_HOME="+t.TempDir())
+	const sid = "00000002-1111-4111-8111-111111111111"
+	input := fmt.Sprintf(`{"hook_event_name":"Status","session_id":%q,"transcript_path":%q,"cwd":"/home/u/proj",`+
+		`"model":{"id":"claude-sonnet-4-20250514","display_name":"Sonnet"},"workspace":{"current_dir":"/home/u/proj","project_dir":"/home/u/proj"},`+
+		`"version":"2.0.14","output_style":{"name":"default"},"cost":{"total_cost_usd":0.01,"total_duration_ms":45000}}`,
+		sid, filepath.Join(dir, "projects", "-home-u-proj", sid+".jsonl"))
+	ccusage := func(args ...string) map[string]any {
+		out, errs, code := runScribe(t, runOpts{bin: node, base: env}, append([]string{cli}, append(args, "--offline", "--json")...)...)
+		if code != 0 {
+			t.Fatalf("ccusage %q: exit %d\n%s", args, code, errs)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// want is the line ccusage's reports give, up to the time left in
+	// the block, and after it.
+	want := func() (string, string) {
+		var session, today, block, rate float64
+		for _, s := range ccusage("session")["session"].([]any) {
+			if s := s.(map[string]any); s["period"] == sid {
+				session = s["totalCost"].(float64)
+			}
+		}
+		day := time.Now().UTC().Format("2006-01-02")
+		for _, d := range ccusage("daily")["daily"].([]any) {
+			if d := d.(map[string]any); d["period"] == day {
+				today = d["totalCost"].(float64)
+			}
+		}
+		for _, b := range ccusage("blocks", "--active")["blocks"].([]any) {
+			b := b.(map[string]any)
+			block, rate = b["costUSD"].(float64), b["burnRate"].(map[string]any)["costPerHour"].(float64)
+		}
+		return fmt.Sprintf("Sonnet | $%.2f session / $%.2f today | $%.2f block (", session, today, block), fmt.Sprintf("m left) | $%.2f/h\n", rate)
+	}
+	check := func(step, verbose string) {
+		t.Helper()
+		out, errs, code := runScribe(t, runOpts{base: env, stdin: input}, "usage", "statusline", "--verbose")
+		head, tail := want()
+		if code != 0 || !strings.HasPrefix(out, head) || !strings.HasSuffix(out, tail) || strings.Count(out, "\n") != 1 {
+			t.Fatalf("%s: scribe usage statusline: exit %d\n%s%s\nwant %s...%s", step, code, out, errs, head, tail)
+		}
+		if !strings.Contains(errs, verbose) {
+			t.Fatalf("%s: --verbose says %q, want %q", step, errs, verbose)
+		}
+	}
+	check("cold", "0 unchanged, 0 grown (only the new lines read), 4 read whole")
+	check("warm", "4 unchanged, 0 grown (only the new lines read), 0 read whole")
+	f, err := os.OpenFile(filepath.Join(dir, "projects", "-home-u-proj", sid+".jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := usageTrapRow{ts: now.Add(-time.Minute).UTC().Format("2006-01-02T15:04:05.000Z"), id: "a9", req: "a9", model: "claude-opus-4-1-20250805", in: 5000, out: 30000}
+	if _, err := f.Write(append(row.line(sid, 99), '\n')); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	check("appended", "3 unchanged, 1 grown (only the new lines read), 0 read whole")
+
+	// A session with no rows yet; then a folder with no active block.
+	out, errs, code := runScribe(t, runOpts{base: env, stdin: `{"session_id":"00000009-1111-4111-8111-111111111111"}`}, "usage", "statusline")
+	if code != 0 || !strings.HasPrefix(out, "$0.00 session / ") {
+		t.Fatalf("a session with no rows: exit %d\n%s%s", code, out, errs)
+	}
+	old := t.TempDir()
+	writeTrapSession(t, old, 1, []usageTrapRow{{ts: "2025-09-03T10:00:00.000Z", id: "m1", req: "r1", model: "claude-sonnet-4-20250514", in: 1000, out: 2000}}, nil)
+	out, errs, code = runScribe(t, runOpts{base: usageEnv(t, old, "UTC"), stdin: `{"session_id":"00000001-1111-4111-8111-111111111111","model":{"id":"claude-x"}}`}, "usage", "statusline")
+	if code != 0 || out != "claude-x | $0.03 session / $0.00 today | no active block\n" {
+		t.Fatalf("no active block: exit %d\n%q%s", code, out, errs)
+	}
+
+	for name, bad := range map[string]string{
+		"empty": "", "blank": " \n\t", "not JSON": "session?", "cut short": `{"session_id":"x"`, "an array": `["x"]`,
+		"a number for session_id": `{"session_id":7}`, "no session_id": `{"model":{"id":"x"}}`, "two values": `{"session_id":"x"} {}`,
+		"null": "null", "too long": `{"session_id":"x","pad":"` + strings.Repeat("a", 2<<20) + `"}`, "binary": "\x00\xff\xfe",
+	} {
+		out, errs, code := runScribe(t, runOpts{base: env, stdin: bad}, "usage", "statusline")
+		if code != 1 || out != "" || !strings.Contains(errs, "usage statusline: ") || strings.Contains(errs, "panic") || strings.Contains(errs, "goroutine") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and a message", name, code, out, errs)
+		}
+	}
+}

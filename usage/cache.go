@@ -1,0 +1,331 @@
+package usage
+
+// The usage cache: what Read parsed of each transcript, kept in a folder
+// of scribe's own (the caller's cacheDir; never Claude Code's folder) so
+// that the next report reads only what changed. It is derived from the
+// transcripts and can be deleted at any time.
+//
+// The entries are spread over cacheBuckets files (by a hash of the
+// transcript's path), so that a session that grew rewrites one of them,
+// not all. A file, little-endian:
+//
+//	magic "SCRIBEUC"          8 bytes
+//	format version            u32
+//	code stamp                16 bytes  (the build that parsed the rows)
+//	payload length            u64
+//	crc32c(payload)           u32
+//	payload                   uvarint entry count, then the entries
+//
+// An entry: path, session, device, inode, size, mtime, ctime, the bytes of
+// whole lines read, the two checksums, the racy flag, the bad rows by
+// reason, a table of the model and speed names its rows use, then the
+// rows (time as seconds and nanoseconds, message and request ids, model
+// and speed as indexes into the table, the five token counts, flags and,
+// when it has one, costUSD's bits). Numbers are (zig-zag) uvarints,
+// strings a uvarint length and the bytes. A file that is missing,
+// unreadable, corrupt, of another version or written by another build is
+// ignored (and said in CacheStats.Discarded) and rewritten.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/e0dc0000/scribe/internal/bincodec"
+	"github.com/e0dc0000/scribe/internal/buildid"
+	"github.com/e0dc0000/scribe/internal/durable"
+)
+
+const (
+	cacheBuckets = 16
+	cacheMagic   = "SCRIBEUC"
+	cacheVersion = 1
+	cacheHeader  = 8 + 4 + 16 + 8 + 4
+)
+
+// cacheStamp identifies the code that parses rows.
+var cacheStamp = sync.OnceValue(func() [16]byte { return buildid.Stamp("scribe usage cache") })
+
+// Row flags in the cache.
+const (
+	rowHasCost = 1 << iota
+)
+
+// cache is the cache folder's entries, by bucket and path.
+type cache struct {
+	dir       string
+	buckets   [cacheBuckets]map[string]*entry
+	discarded []string
+	// broken marks the buckets whose file was there but not used: they
+	// are rewritten even when nothing in them changed.
+	broken [cacheBuckets]bool
+}
+
+func bucketOf(path string) int { return int(crc32.Checksum([]byte(path), castagnoli) % cacheBuckets) }
+
+func (c *cache) bucketFile(b int) string {
+	return filepath.Join(c.dir, fmt.Sprintf("usage-%02d.bin", b))
+}
+
+// loadCache reads every bucket file of dir (side by side); a file that
+// cannot be used leaves its bucket empty.
+func loadCache(dir string) *cache {
+	c := &cache{dir: dir}
+	var wg sync.WaitGroup
+	errs := make([]error, cacheBuckets)
+	for b := range cacheBuckets {
+		c.buckets[b] = map[string]*entry{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data, err := os.ReadFile(c.bucketFile(b))
+			if errors.Is(err, fs.ErrNotExist) {
+				return
+			}
+			if err == nil {
+				err = decodeBucket(data, c.buckets[b])
+			}
+			if err != nil {
+				c.buckets[b] = map[string]*entry{}
+				c.broken[b] = true
+				errs[b] = err
+			}
+		}()
+	}
+	wg.Wait()
+	for b, err := range errs {
+		if err != nil {
+			c.discarded = append(c.discarded, fmt.Sprintf("%s: %v", filepath.Base(c.bucketFile(b)), err))
+		}
+	}
+	return c
+}
+
+// get is path's entry, nil when the cache has none.
+func (c *cache) get(path string) *entry { return c.buckets[bucketOf(path)][path] }
+
+// update takes the scan's entries in and saves the buckets that changed
+// (an entry new or replaced, one of a file that is gone, or a file that
+// could not be used), atomically but without fsync: a cache file a crash
+// damaged fails its checksum and is rebuilt.
+func (c *cache) update(results []fileResult, st *CacheStats) {
+	st.Discarded = c.discarded
+	next := [cacheBuckets]map[string]*entry{}
+	dirty := c.broken
+	for b := range next {
+		next[b] = map[string]*entry{}
+	}
+	for _, r := range results {
+		if r.e == nil {
+			continue
+		}
+		b := bucketOf(r.e.Path)
+		next[b][r.e.Path] = r.e
+		if c.buckets[b][r.e.Path] != r.e {
+			dirty[b] = true
+		}
+	}
+	for b, m := range c.buckets {
+		for path := range m {
+			if _, kept := next[b][path]; !kept {
+				st.Dropped++
+				dirty[b] = true
+			}
+		}
+	}
+	for b := range next {
+		if !dirty[b] {
+			continue
+		}
+		data := encodeBucket(next[b])
+		_, err := durable.Replace(c.bucketFile(b), durable.Options{NoSync: true}, func(w io.Writer) error {
+			_, err := w.Write(data)
+			return err
+		})
+		if err != nil {
+			st.SaveError = err.Error()
+			return
+		}
+		st.Saved++
+	}
+	c.buckets = next
+}
+
+// encodeBucket writes a bucket file.
+func encodeBucket(m map[string]*entry) []byte {
+	var e bincodec.Enc
+	e.Uv(uint64(len(m)))
+	for _, en := range m {
+		encodeEntry(&e, en)
+	}
+	out := make([]byte, cacheHeader, cacheHeader+len(e.B))
+	copy(out, cacheMagic)
+	binary.LittleEndian.PutUint32(out[8:], cacheVersion)
+	stamp := cacheStamp()
+	copy(out[12:28], stamp[:])
+	binary.LittleEndian.PutUint64(out[28:], uint64(len(e.B)))
+	binary.LittleEndian.PutUint32(out[36:], crc32.Checksum(e.B, castagnoli))
+	return append(out, e.B...)
+}
+
+func encodeEntry(e *bincodec.Enc, en *entry) {
+	e.Str(en.Path)
+	e.Str(en.Session)
+	e.Uv(en.Dev)
+	e.Uv(en.Ino)
+	for _, v := range []int64{en.Size, en.MTime, en.CTime, en.Committed} {
+		e.V(v)
+	}
+	e.Uv(uint64(en.HeadSum))
+	e.Uv(uint64(en.TailSum))
+	racy := uint64(0)
+	if en.Racy {
+		racy = 1
+	}
+	e.Uv(racy)
+	e.Uv(uint64(len(en.Bad)))
+	for reason, n := range en.Bad {
+		e.Str(reason)
+		e.Uv(uint64(n))
+	}
+	names, index := []string{}, map[string]uint64{}
+	for _, r := range en.Rows {
+		for _, s := range []string{r.Model, r.Speed} {
+			if _, ok := index[s]; !ok {
+				index[s] = uint64(len(names))
+				names = append(names, s)
+			}
+		}
+	}
+	e.Uv(uint64(len(names)))
+	for _, s := range names {
+		e.Str(s)
+	}
+	e.Uv(uint64(len(en.Rows)))
+	for _, r := range en.Rows {
+		e.V(r.Time.Unix())
+		e.Uv(uint64(r.Time.Nanosecond()))
+		e.Str(r.MessageID)
+		e.Str(r.RequestID)
+		e.Uv(index[r.Model])
+		e.Uv(index[r.Speed])
+		for _, n := range []int64{r.Input, r.Output, r.CacheCreate, r.CacheRead, r.CacheCreate1h} {
+			e.Uv(uint64(n))
+		}
+		if !r.HasCost {
+			e.Uv(0)
+			continue
+		}
+		e.Uv(rowHasCost)
+		e.B = binary.LittleEndian.AppendUint64(e.B, math.Float64bits(r.CostUSD))
+	}
+}
+
+// decodeBucket reads a bucket file into m.
+func decodeBucket(data []byte, m map[string]*entry) error {
+	if len(data) < cacheHeader || string(data[:8]) != cacheMagic {
+		return errors.New("not a usage cache file")
+	}
+	if v := binary.LittleEndian.Uint32(data[8:]); v != cacheVersion {
+		return fmt.Errorf("format version %d, want %d", v, cacheVersion)
+	}
+	if stamp := cacheStamp(); string(data[12:28]) != string(stamp[:]) {
+		return errors.New("written by another build")
+	}
+	payload := data[cacheHeader:]
+	if n := binary.LittleEndian.Uint64(data[28:]); n != uint64(len(payload)) {
+		return fmt.Errorf("payload of %d bytes, header says %d", len(payload), n)
+	}
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[36:]) {
+		return errors.New("checksum mismatch")
+	}
+	// The rows' strings are cut out of the file's bytes, which nothing
+	// writes once read: one string over them, not a copy.
+	d := &bincodec.Dec{S: unsafe.String(unsafe.SliceData(payload), len(payload))}
+	n := d.Count()
+	for range n {
+		en := decodeEntry(d)
+		if d.Err != nil {
+			return d.Err
+		}
+		if _, dup := m[en.Path]; dup {
+			return fmt.Errorf("%s twice", en.Path)
+		}
+		m[en.Path] = en
+	}
+	if d.Err == nil && d.Off != d.Len() {
+		d.Fail("trailing bytes")
+	}
+	return d.Err
+}
+
+func decodeEntry(d *bincodec.Dec) *entry {
+	en := &entry{Path: d.Str(), Session: d.Str(), Dev: d.Uv(), Ino: d.Uv(), Size: d.V(), MTime: d.V(), CTime: d.V(), Committed: d.V()}
+	en.HeadSum, en.TailSum = uint32(d.Uv()), uint32(d.Uv())
+	en.Racy = d.Uv() != 0
+	en.Bad = map[string]int{}
+	for range d.Count() {
+		reason := d.Str()
+		en.Bad[reason] = int(d.Uv())
+	}
+	names := make([]string, d.Count())
+	for i := range names {
+		names[i] = d.Str()
+	}
+	name := func() string {
+		i := d.Uv()
+		if i >= uint64(len(names)) {
+			d.Fail("bad name index")
+			return ""
+		}
+		return names[i]
+	}
+	en.Rows = make([]Row, d.Count())
+	for i := range en.Rows {
+		r := &en.Rows[i]
+		sec, nsec := d.V(), d.Uv()
+		r.Session, r.Time = en.Session, timeOf(sec, nsec, d)
+		r.MessageID, r.RequestID = d.Str(), d.Str()
+		r.Model, r.Speed = name(), name()
+		for _, p := range []*int64{&r.Input, &r.Output, &r.CacheCreate, &r.CacheRead, &r.CacheCreate1h} {
+			*p = int64(d.Uv())
+		}
+		if d.Uv()&rowHasCost != 0 {
+			if d.Off+8 > d.Len() {
+				d.Fail("short costUSD")
+				break
+			}
+			var bits uint64
+			for k := 7; k >= 0; k-- {
+				bits = bits<<8 | uint64(d.S[d.Off+k])
+			}
+			r.HasCost, r.CostUSD = true, math.Float64frombits(bits)
+			d.Off += 8
+		}
+		if d.Err != nil {
+			break
+		}
+	}
+	if en.Committed < 0 || en.Committed > en.Size {
+		d.Fail("bad offset")
+	}
+	return en
+}
+
+// timeOf is a row's time from the cache, in UTC as ParseLine gives it.
+func timeOf(sec int64, nsec uint64, d *bincodec.Dec) time.Time {
+	if nsec >= 1e9 {
+		d.Fail("bad time")
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
+}
