@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -234,10 +233,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for i := range c.Tokens {
 		c.Tokens[i].SHA256 = strings.ToLower(c.Tokens[i].SHA256)
-	}
-	c.UIHosts = slices.Clone(c.UIHosts)
-	for i := range c.UIHosts {
-		c.UIHosts[i] = strings.ToLower(c.UIHosts[i])
 	}
 	return c, nil
 }

@@ -247,9 +247,6 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 	}
 	p, ok := s.tokens[HashToken(tok)]
 	if !ok {
-		p, ok = s.internal[HashToken(tok)]
-	}
-	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="scribe", error="invalid_token"`)
 		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid bearer token")
 		return principal{}, false

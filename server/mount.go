@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"net/http"
 	"strings"
 )
@@ -60,50 +58,6 @@ func Tenant(ctx context.Context) string {
 func BearerToken(ctx context.Context) string {
 	t, _ := ctx.Value(tokenKey).(string)
 	return t
-}
-
-// Principal is what a bearer token grants: the tenant whose sessions it
-// reads and writes, and its scopes.
-type Principal struct {
-	Tenant      string
-	Read, Write bool
-}
-
-// CheckToken says what a bearer token of the configuration grants; false
-// for a token the server does not accept. A handler mounted with
-// OwnAuthentication checks the token its caller gave with it.
-func (s *Server) CheckToken(tok string) (Principal, bool) {
-	if tok == "" {
-		return Principal{}, false
-	}
-	p, ok := s.tokens[HashToken(tok)]
-	return Principal{Tenant: p.tenant, Read: p.read, Write: p.write}, ok
-}
-
-// TenantReader is a bearer token that reads (scope read, never write) the
-// sessions of tenant through the server's routes: made at New, kept in
-// memory only, never written anywhere nor accepted by CheckToken. It is
-// for a mounted handler that shows what a tenant chose to make readable
-// without its token, such as a share link, and reads it as that tenant
-// only. false for a tenant no configured token names.
-func (s *Server) TenantReader(tenant string) (string, bool) {
-	tok, ok := s.readers[tenant]
-	return tok, ok
-}
-
-// makeReaders makes a TenantReader token for every tenant of the tokens.
-func (s *Server) makeReaders() {
-	s.readers, s.internal = map[string]string{}, map[string]principal{}
-	for _, p := range s.tokens {
-		if _, done := s.readers[p.tenant]; done {
-			continue
-		}
-		b := make([]byte, 32)
-		_, _ = rand.Read(b) // never fails (crypto/rand)
-		tok := "scribe_internal_" + base64.RawURLEncoding.EncodeToString(b)
-		s.readers[p.tenant] = tok
-		s.internal[HashToken(tok)] = principal{tenant: p.tenant, read: true}
-	}
 }
 
 // serveMount serves a mounted prefix p falls under; false when none does.

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,12 +22,8 @@ type Server struct {
 	cfg    Config
 	log    hclog.Logger
 	tokens map[string]principal
-	// readers are the TenantReader tokens by tenant, internal what they
-	// grant by hash.
-	readers  map[string]string
-	internal map[string]principal
-	m        *metrics
-	window   time.Duration
+	m      *metrics
+	window time.Duration
 
 	// proc, when set, processes each entry before it is stored.
 	proc core.Processor
@@ -91,7 +86,6 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		}
 		s.tokens[t.SHA256] = p
 	}
-	s.makeReaders()
 	if len(s.tokens) == 0 {
 		log.Warn("no tokens are configured: every API request will get 401 (create one with `scribe token new`)")
 	}
@@ -187,25 +181,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 // DataDir is the folder of the embedded JetStream store (data_dir,
 // resolved): "" with nats_url when data_dir is not set.
 func (s *Server) DataDir() string { return s.cfg.DataDir }
-
-// UIHosts are the Host headers the web viewer answers to: ui_hosts, else
-// the address the server listens on and localhost with its port (nil
-// before Start).
-func (s *Server) UIHosts() []string {
-	if len(s.cfg.UIHosts) > 0 {
-		return s.cfg.UIHosts
-	}
-	addr := s.Addr()
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil
-	}
-	hosts := []string{strings.ToLower(addr), net.JoinHostPort("localhost", port)}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		hosts = append(hosts, net.JoinHostPort("127.0.0.1", port))
-	}
-	return hosts
-}
 
 // Addr returns the address the HTTP server listens on ("" before Start).
 func (s *Server) Addr() string {

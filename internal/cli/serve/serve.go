@@ -64,6 +64,7 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			log := f.Logger(cfg, "scribe")
+			toks := newUITokens(sc)
 			srv, err := server.New(*sc, log.Named("serve"))
 			if err != nil {
 				return &cmdutil.ExitError{Code: 2, Err: err}
@@ -74,7 +75,7 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 				srv.SetProcessor(p)
 			}
 			mountMCP(srv, cfg, cmdutil.BuildVersion(f.Version), log)
-			portal, err := mountUI(srv, cfg, sc)
+			portal, err := mountUI(srv, cfg, sc, toks)
 			if err != nil {
 				return err
 			}

@@ -29,10 +29,10 @@ const sharesFile = "ui-shares.json"
 // with one of the server's tokens and reads its own sessions through the
 // server's routes with that token (the team server as a store, as /mcp
 // reads it); share links read their tenant's session with the server's
-// TenantReader token for it, redacted with the redact block server {
+// reader token for it (uiTokens), redacted with the redact block server {
 // redact } names (else the configuration's default redact processor).
 // The links are kept in <data_dir>/ui-shares.json.
-func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config) (*ui.Portal, error) {
+func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config, toks *uiTokens) (*ui.Portal, error) {
 	dir := srv.DataDir()
 	if dir == "" {
 		base, err := os.UserConfigDir()
@@ -51,17 +51,14 @@ func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config) (*ui.Por
 				HTTP: sinkhelper.NewHTTPClient(), Retry: sinkhelper.RetryConfig{MaxAttempts: 1}})
 		}}
 	}
-	p, err := ui.NewPortal(ui.PortalOptions{Base: "/ui", Hosts: srv.UIHosts, Search: uicmd.Search, Shares: book,
+	p, err := ui.NewPortal(ui.PortalOptions{Base: "/ui", Hosts: uiHosts(sc, srv), Search: uicmd.Search, Shares: book,
 		Poll: 2 * time.Second, ListTTL: 5 * time.Second,
-		Check: func(tok string) (ui.Principal, bool) {
-			p, ok := srv.CheckToken(tok)
-			return ui.Principal{Tenant: p.Tenant, Read: p.Read, Write: p.Write}, ok
-		},
+		Check: toks.check,
 		Open: func(_ context.Context, tok string, p ui.Principal) (sessions.Store, error) {
 			return remote("serve/"+p.Tenant, tok), nil
 		},
 		ShareStore: func(_ context.Context, tenant string) (sessions.Store, error) {
-			tok, ok := srv.TenantReader(tenant)
+			tok, ok := toks.reader(tenant)
 			if !ok {
 				return nil, fmt.Errorf("no token of the server names tenant %q any more", tenant)
 			}
