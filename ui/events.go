@@ -26,11 +26,7 @@ const pingEvery = 15
 
 // events serves the live stream.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		h.fail(w, r, &httpError{http.StatusInternalServerError, "streaming unsupported"})
-		return
-	}
+	rc := http.NewResponseController(w)
 	st, name, id, err := h.sessionOf(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -43,7 +39,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fl.Flush()
+	if err := rc.Flush(); err != nil {
+		return // no streaming through this writer: the page reloads to see more
+	}
 	f := follower{h: h, c: &conversation{st: st, store: name, id: id, base: h.opt.Base + "/sessions/" + url.PathEscape(id)}, after: after}
 	tick := time.NewTicker(h.opt.Poll)
 	defer tick.Stop()
@@ -52,12 +50,12 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 			if _, err := w.Write(ev); err != nil {
 				return
 			}
-			fl.Flush()
+			_ = rc.Flush()
 		} else if n%pingEvery == pingEvery-1 {
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
 				return
 			}
-			fl.Flush()
+			_ = rc.Flush()
 		}
 		select {
 		case <-r.Context().Done():

@@ -264,6 +264,10 @@ func (p *Portal) viewer(token string, pr Principal) (*Handler, error) {
 
 // view serves the viewer's pages, Base cut off.
 func (p *Portal) view(w http.ResponseWriter, r *http.Request, c *caller) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !c.p.Write {
+		http.Error(w, fmt.Sprintf("this token does not have the %q scope a change needs", "write"), http.StatusForbidden)
+		return
+	}
 	c.view.ServeHTTP(w, stripBase(r, p.opt.Base))
 }
 

@@ -47,11 +47,15 @@ func postAs(t *testing.T, s *cloudServer, token, sid string, lines []string) {
 	resp.Body.Close()
 }
 
-// Two tenants' tokens of startTenantsServer.
-const tenantTokA, tenantTokB = "alpha-token-0123456789abcdef0123456789", "beta-token-0123456789abcdef01234567890"
+// Two tenants' tokens of startTenantsServer, and a read-only one of alpha.
+const (
+	tenantTokA, tenantTokB = "alpha-token-0123456789abcdef0123456789", "beta-token-0123456789abcdef01234567890"
+	tenantTokARO           = "alpha-read-only-token-0123456789abcdef"
+)
 
 // startTenantsServer runs scribe serve with two tenants, alpha
-// (tenantTokA) and beta (tenantTokB), both reading and writing.
+// (tenantTokA) and beta (tenantTokB), both reading and writing, and a
+// token of alpha that only reads (tenantTokARO).
 func startTenantsServer(t *testing.T) *cloudServer {
 	t.Helper()
 	dir := t.TempDir()
@@ -62,9 +66,10 @@ func startTenantsServer(t *testing.T) *cloudServer {
   listen   = %q
   data_dir = %q
   tokens   = [{ sha256 = %q, tenant = "alpha", scopes = ["read", "write"] },
-              { sha256 = %q, tenant = "beta", scopes = ["read", "write"] }]
+              { sha256 = %q, tenant = "beta", scopes = ["read", "write"] },
+              { sha256 = %q, tenant = "alpha", scopes = ["read"] }]
 }
-`, s.addr, s.dataDir, hash(tenantTokA), hash(tenantTokB))
+`, s.addr, s.dataDir, hash(tenantTokA), hash(tenantTokB), hash(tenantTokARO))
 	if err := os.WriteFile(s.cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}

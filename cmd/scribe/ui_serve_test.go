@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,14 +27,19 @@ func serveChain(sid, uuid, parent, text string) string {
 // two tenants: a wrong token is refused at the sign-in form; alpha signed
 // in sees its sessions and not beta's, not by the list, not by an id
 // address, not by search, and search lands on the message; a POST without
-// the CSRF token is refused; a share link made from the session's page
-// opens in another browser profile without signing in, redacted, and
-// stops opening once revoked or expired; a foreign Host is refused.
+// the CSRF token is refused; alpha renames a session from its page, and
+// an entry pushed to the server appears on the open page without a
+// reload; a share link made from the session's page opens in another
+// browser profile without signing in, redacted, reaching its session
+// only, and stops opening once revoked or expired; alpha's read-only
+// token is offered no change and its POSTs are refused; beta sees
+// nothing of alpha's; a foreign Host is refused.
 func TestUIOnServe(t *testing.T) {
 	s := startTenantsServer(t)
 	const (
 		sidA, sidA2, sidB = "a1a10000-0000-4000-8000-000000000001", "a1a10000-0000-4000-8000-000000000002", "b2b20000-0000-4000-8000-000000000003"
 		uA1, uA2, uA3     = "a1a10000-0000-4000-8000-0000000000a1", "a1a10000-0000-4000-8000-0000000000a2", "a1a10000-0000-4000-8000-0000000000a3"
+		uA4               = "a1a10000-0000-4000-8000-0000000000a4"
 		secret            = "AKIAIOSFODNN7EXAMPLE"
 	)
 	postAs(t, s, tenantTokA, sidA, []string{serveChain(sidA, uA1, "", "alpha wants the flux capacitor"),
@@ -44,6 +50,9 @@ func TestUIOnServe(t *testing.T) {
 	base := s.url() + "/ui"
 	ids := func() string {
 		return testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions a")].map(a => new URL(a.href).pathname.split("/").pop()).sort().join(" ")`)
+	}
+	titles := func() string {
+		return testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions a")].map(a => new URL(a.href).pathname.split("/").pop() + "=" + a.textContent).sort().join(" ")`)
 	}
 	signIn := func(t *testing.T, tok string) {
 		t.Helper()
@@ -63,7 +72,9 @@ func TestUIOnServe(t *testing.T) {
 		}
 		signIn(t, tenantTokA)
 		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
-		if got := ids(); got != sidA+" "+sidA2 {
+		// The SDK's titles: a session's first prompt when it has no
+		// custom title nor summary.
+		if got := titles(); got != sidA+"=alpha wants the flux capacitor "+sidA2+"=alpha's quiet session" {
 			t.Errorf("alpha's list: %q", got)
 		}
 		if c := testui.Eval[string](t, ctx, `document.cookie`); c != "" {
@@ -74,6 +85,29 @@ func TestUIOnServe(t *testing.T) {
 		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidB), chromedp.WaitReady(chromedp.CSS("main")))
 		if txt := testui.Eval[string](t, ctx, `document.title + " " + document.body.innerText`); !strings.Contains(txt, "Not Found") || strings.Contains(txt, "beta") {
 			t.Errorf("alpha opens beta's session: %q", txt)
+		}
+	})
+	t.Run("rename", func(t *testing.T) {
+		// A token with the write scope renames through the page's form:
+		// the SDK's custom-title line, appended on the server.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA2), chromedp.WaitReady(chromedp.CSS("main")),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("details.actions").open = true`),
+			chromedp.SetValue(chromedp.CSS(`form[action*="/rename"] input[name=title]`), "Alpha's renamed session"))
+		clickAndLoad(t, ctx, `form[action*="/rename"] button`)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := titles(); !strings.Contains(got, sidA2+"=Alpha's renamed session") {
+			t.Errorf("after the rename the list shows %q", got)
+		}
+	})
+	t.Run("live", func(t *testing.T) {
+		// An entry pushed to the server appears on the open page, which is
+		// not loaded again.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.ID("m-"+uA3)),
+			chromedp.Evaluate[chromedp.Void](`window.scribeOldPage = true`))
+		postAs(t, s, tenantTokA, sidA, []string{serveChain(sidA, uA4, uA3, "a late word from alpha")})
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID("m-"+uA4)))
+		if !testui.Eval[bool](t, ctx, `window.scribeOldPage === true && document.getElementById("m-`+uA4+`").innerText.includes("a late word from alpha")`) {
+			t.Error("the new entry came with a reload, or without its text")
 		}
 	})
 	t.Run("search", func(t *testing.T) {
@@ -114,6 +148,25 @@ func TestUIOnServe(t *testing.T) {
 		if strings.Contains(txt, "Sign out") || strings.Contains(txt, "alpha's quiet session") {
 			t.Errorf("the shared page shows more than the session:\n%s", txt)
 		}
+		// The link reaches its session only: not another of alpha's, not
+		// beta's, not the list.
+		for _, u := range []string{link + "/sessions/" + sidA2 + "?store=share", link + "/sessions/" + sidB + "?store=share", link + "/sessions/" + sidB + "/window?store=share&after=" + uA1} {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "beta") || strings.Contains(string(body), "quiet") {
+				t.Errorf("GET %s through the link: %d\n%s", u, resp.StatusCode, body)
+			}
+		}
+		// Nor does alpha make a link to beta's session.
+		status = testui.Eval[int](t, ctx, `fetch("/ui/share", {method: "POST", body: new URLSearchParams({session: "`+sidB+`", expires: "24h",
+			csrf: document.querySelector("form.signout input[name=csrf]").value})}).then(r => r.status)`)
+		if status != http.StatusNotFound {
+			t.Errorf("alpha shares beta's session: %d", status)
+		}
 	})
 	t.Run("revoke and expire", func(t *testing.T) {
 		other := isolated(t, ctx)
@@ -147,11 +200,38 @@ func TestUIOnServe(t *testing.T) {
 			t.Error("the revoked link still opens")
 		}
 	})
-	t.Run("sign out and beta", func(t *testing.T) {
+	signOut := func(t *testing.T) {
+		t.Helper()
 		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("form.signout")))
 		clickAndLoad(t, ctx, "form.signout button")
 		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
 		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+	}
+	t.Run("read only", func(t *testing.T) {
+		signOut(t)
+		signIn(t, tenantTokARO)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA2), chromedp.WaitVisible(chromedp.CSS("form.signout")))
+		if forms := testui.Eval[string](t, ctx, `[...document.querySelectorAll("form[method=post]")].map(f => new URL(f.action).pathname).join(" ")`); strings.Contains(forms, "/sessions/") {
+			t.Errorf("a read-only token is offered %q", forms)
+		}
+		if acct := testui.Eval[string](t, ctx, `document.querySelector(".account").textContent`); acct != "alpha (read only)" {
+			t.Errorf("the account shows %q", acct)
+		}
+		// A POST with the page's own CSRF token is refused all the same.
+		for _, action := range []string{"rename", "tag"} {
+			status := testui.Eval[int](t, ctx, `fetch("/ui/sessions/`+sidA2+`/`+action+`?store=serve/alpha", {method: "POST", body: new URLSearchParams({title: "read-only rename", tag: "ro",
+				csrf: document.querySelector("form.signout input[name=csrf]").value})}).then(r => r.status)`)
+			if status != http.StatusForbidden {
+				t.Errorf("a read-only %s: %d", action, status)
+			}
+		}
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := titles(); !strings.Contains(got, sidA2+"=Alpha's renamed session") {
+			t.Errorf("after the refused rename the list shows %q", got)
+		}
+	})
+	t.Run("sign out and beta", func(t *testing.T) {
+		signOut(t)
 		signIn(t, tenantTokB)
 		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
 		if got := ids(); got != sidB {

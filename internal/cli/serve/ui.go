@@ -45,7 +45,7 @@ func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config, toks *ui
 	if err != nil {
 		return nil, err
 	}
-	remote := func(name, token string) sessions.Store {
+	remote := func(name, token string) *freshRemote {
 		return &freshRemote{name: name, maxAge: time.Second, open: func() *stores.Remote {
 			return stores.NewRemote(name, &events.Client{BaseURL: "http://" + srv.Addr(), Token: sinkhelper.NewToken(token),
 				HTTP: sinkhelper.NewHTTPClient(), Retry: sinkhelper.RetryConfig{MaxAttempts: 1}})
@@ -55,6 +55,9 @@ func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config, toks *ui
 		Poll: 2 * time.Second, ListTTL: 5 * time.Second,
 		Check: toks.check,
 		Open: func(_ context.Context, tok string, p ui.Principal) (sessions.Store, error) {
+			if p.Write {
+				return managedRemote{remote("serve/"+p.Tenant, tok)}, nil
+			}
 			return remote("serve/"+p.Tenant, tok), nil
 		},
 		ShareStore: func(_ context.Context, tenant string) (sessions.Store, error) {
@@ -108,6 +111,13 @@ func (f *freshRemote) now() *stores.Remote {
 	return f.cur
 }
 
+// expire makes the next call read through a new Remote.
+func (f *freshRemote) expire() {
+	f.mu.Lock()
+	f.cur = nil
+	f.mu.Unlock()
+}
+
 func (f *freshRemote) Name() string  { return f.name }
 func (f *freshRemote) Where() string { return f.now().Where() }
 func (f *freshRemote) List(ctx context.Context, opt sessions.ListOptions) ([]sessions.Info, error) {
@@ -155,4 +165,44 @@ func (f *freshRemote) Stamp(ctx context.Context, id string) (string, error) {
 		}
 	}
 	return "", errors.New("no such session")
+}
+
+// managedRemote is the team server read with a token that has the write
+// scope: rename and tag append the SDK's lines (jsonl.RenameLine,
+// TagLine) to the session through the server's events route, as Claude
+// Code's own rename and tag append them to its transcript.
+type managedRemote struct{ *freshRemote }
+
+var _ sessions.Manager = managedRemote{}
+
+// Rename appends the SDK's custom-title line.
+func (m managedRemote) Rename(ctx context.Context, id, title string, _ sessions.ManageOptions) (sessions.ManageResult, error) {
+	line, err := jsonl.RenameLine(id, title)
+	if err != nil {
+		return sessions.ManageResult{}, err
+	}
+	return m.appendMeta(ctx, id, line)
+}
+
+// Tag appends the SDK's tag line.
+func (m managedRemote) Tag(ctx context.Context, id, tag string, clear bool, _ sessions.ManageOptions) (sessions.ManageResult, error) {
+	line, err := jsonl.TagLine(id, tag, clear)
+	if err != nil {
+		return sessions.ManageResult{}, err
+	}
+	return m.appendMeta(ctx, id, line)
+}
+
+// appendMeta posts line to session id and forgets what was read, so the
+// next page shows it.
+func (m managedRemote) appendMeta(ctx context.Context, id, line string) (sessions.ManageResult, error) {
+	e, err := core.ParseEntry([]byte(line))
+	if err != nil {
+		return sessions.ManageResult{}, err
+	}
+	if _, err := m.now().Client().PostEvents(ctx, id, []events.Event{{Type: e.Type, Payload: e.Raw}}); err != nil {
+		return sessions.ManageResult{}, fmt.Errorf("append to session %s: %w", id, err)
+	}
+	m.expire()
+	return sessions.ManageResult{SessionID: id, Files: []string{m.name + ":" + id}, Line: line}, nil
 }
