@@ -48,6 +48,9 @@ type Factory struct {
 	// ExportHTML writes it there.
 	HTMLNeedsFull func() error
 	ExportHTML    func(ctx context.Context, w io.Writer, st sessions.Store, id string) error
+	// ExportHTMLIndex writes export --all's index page: each record
+	// linking to the relative address href gives its id (full build).
+	ExportHTMLIndex func(w io.Writer, where string, recs []sessions.Record, href func(id string) string) error
 }
 
 // needsFull is f.NeedsFull, when there is one.
