@@ -85,7 +85,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 // hitViews gives each hit its session's title and its link.
 func (h *Handler) hitViews(ctx context.Context, name string, st sessions.Store, hits []Hit) []hitView {
 	titles := map[string]string{}
-	if rows, err := h.rows(ctx, name, st); err == nil {
+	if rows, err := h.rows(ctx, name, st, sorts[0].Key); err == nil {
 		for _, r := range rows {
 			titles[r.ID] = r.Title
 		}
