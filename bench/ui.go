@@ -49,6 +49,7 @@ import (
 var (
 	uiListSessions = flag.Int("ui-list-sessions", 10000, "-case ui: sessions in the list corpus")
 	uiListOnly     = flag.Bool("ui-list-only", false, "-case ui: measure the list only (no sessions, no SDK; for diagnosis)")
+	uiBin          = flag.String("ui-bin", "", "-case ui: the scribe build to measure (scripts/install's folder holds it and scribe-full) instead of this tree's: another commit's, to compare")
 )
 
 // The ui goals (issue 28).
@@ -133,8 +134,10 @@ func runUIBench(ctx context.Context, o options) (*uiReport, error) {
 	}
 	defer os.RemoveAll(tmp)
 	b := &uiBench{ctx: ctx, o: o, pr: pr, tmp: tmp}
-	if b.bin, _, err = buildCLI(ctx, filepath.Join(tmp, "bin")); err != nil {
-		return nil, err
+	if b.bin = *uiBin; b.bin == "" {
+		if b.bin, _, err = buildCLI(ctx, filepath.Join(tmp, "bin")); err != nil {
+			return nil, err
+		}
 	}
 	if b.launcher, err = buildReadLauncher(ctx, tmp); err != nil {
 		return nil, err
