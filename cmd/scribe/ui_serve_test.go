@@ -2,14 +2,19 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testui"
 )
 
@@ -38,14 +43,26 @@ func TestUIOnServe(t *testing.T) {
 	s := startTenantsServer(t)
 	const (
 		sidA, sidA2, sidB = "a1a10000-0000-4000-8000-000000000001", "a1a10000-0000-4000-8000-000000000002", "b2b20000-0000-4000-8000-000000000003"
-		uA1, uA2, uA3     = "a1a10000-0000-4000-8000-0000000000a1", "a1a10000-0000-4000-8000-0000000000a2", "a1a10000-0000-4000-8000-0000000000a3"
 		uA4               = "a1a10000-0000-4000-8000-0000000000a4"
 		secret            = "AKIAIOSFODNN7EXAMPLE"
 	)
-	postAs(t, s, tenantTokA, sidA, []string{serveChain(sidA, uA1, "", "alpha wants the flux capacitor"),
-		serveChain(sidA, uA2, uA1, "the key is "+secret+" for the flux capacitor"), serveChain(sidA, uA3, uA2, "thanks, alpha out")})
-	postAs(t, s, tenantTokA, sidA2, []string{serveChain(sidA2, "a1a10000-0000-4000-8000-0000000000b1", "", "alpha's quiet session")})
+	// Alpha's sessions as Claude Code writes them, sent with scribe push;
+	// beta's posted as Claude Code's remote client posts its entries.
+	claude := t.TempDir()
+	a := testui.NewSession(t, claude, "/home/alice/shop", sidA)
+	uA1 := a.User(t, "alpha wants the flux capacitor")
+	uA2 := a.Assistant(t, testui.Text("the key is "+secret+" for the flux capacitor"))
+	uA3 := a.User(t, "thanks, alpha out")
+	a2 := testui.NewSession(t, claude, "/home/alice/shop", sidA2)
+	a2.User(t, "alpha's quiet session")
+	a2.Meta(t, map[string]any{"type": "custom-title", "customTitle": "Alpha's quiet session, titled"})
+	pushAs(t, s, claude, tenantTokA)
 	postAs(t, s, tenantTokB, sidB, []string{serveChain(sidB, "b2b20000-0000-4000-8000-0000000000c1", "", "beta's flux capacitor plans")})
+	var sdkTitles []string
+	for _, in := range peer.Find(t).List(t, claude, "") {
+		sdkTitles = append(sdkTitles, in.SessionID+"="+in.Summary)
+	}
+	sort.Strings(sdkTitles)
 	ctx := testui.Browser(t)
 	base := s.url() + "/ui"
 	ids := func() string {
@@ -72,10 +89,9 @@ func TestUIOnServe(t *testing.T) {
 		}
 		signIn(t, tenantTokA)
 		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
-		// The SDK's titles: a session's first prompt when it has no
-		// custom title nor summary.
-		if got := titles(); got != sidA+"=alpha wants the flux capacitor "+sidA2+"=alpha's quiet session" {
-			t.Errorf("alpha's list: %q", got)
+		// The titles the SDK's listSessions gives the sessions pushed.
+		if got, want := titles(), strings.Join(sdkTitles, " "); got != want || len(sdkTitles) != 2 {
+			t.Errorf("alpha's list: %q, the SDK's titles %q", got, want)
 		}
 		if c := testui.Eval[string](t, ctx, `document.cookie`); c != "" {
 			t.Errorf("the cookie is readable by script: %q", c)
@@ -142,7 +158,7 @@ func TestUIOnServe(t *testing.T) {
 		other := isolated(t, ctx)
 		testui.Do(t, other, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("m-"+uA3)))
 		txt := testui.Eval[string](t, other, `document.body.innerText`)
-		if !strings.Contains(txt, "alpha wants the flux capacitor") || strings.Contains(txt, secret) || !strings.Contains(txt, "[REDACTED:") {
+		if !strings.Contains(txt, "alpha wants the flux capacitor") || strings.Contains(txt, secret) || !strings.Contains(txt, "[REDACTED:") || !strings.Contains(txt, "for the flux capacitor") {
 			t.Errorf("the shared page:\n%s", txt)
 		}
 		if strings.Contains(txt, "Sign out") || strings.Contains(txt, "alpha's quiet session") {
@@ -243,6 +259,22 @@ func TestUIOnServe(t *testing.T) {
 		}
 	})
 	t.Run("foreign host", func(t *testing.T) { foreignHostRefused(t, base+"/login") })
+}
+
+// pushAs sends every session of the Claude folder claude to the server
+// with scribe push, as tenant token tok.
+func pushAs(t *testing.T, s *cloudServer, claude, tok string) {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "push.hcl")
+	hcl := fmt.Sprintf("config_dir = %q\nlog_level = \"warn\"\nsink \"events\" \"team\" {\n  base_url = %q\n  token    = %q\n}\n", claude, s.url(), tok)
+	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rep cloudPushReport
+	scribeJSON(t, runOpts{}, &rep, "push", "--all", "--json", "--no-progress", "--config", cfg)
+	if rep.Stored == 0 || len(rep.Errors) > 0 {
+		t.Fatalf("push: %+v", rep)
+	}
 }
 
 // clickAndLoad clicks what selector finds and waits for the page it
