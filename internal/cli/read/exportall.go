@@ -6,13 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/internal/ident"
 	"github.com/e0dc0000/scribe/sessions"
 )
 
@@ -44,9 +44,6 @@ type exportAllFailed struct {
 	ID    string `json:"id"`
 	Error string `json:"error"`
 }
-
-// pageName is what a session id may be to name its page's file.
-var pageName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // progressEvery is how often a long export says how far it is.
 const progressEvery = 2 * time.Second
@@ -108,7 +105,7 @@ func exportAll(f *cmdutil.Factory, cmd *cobra.Command, o exportAllOptions) (err 
 
 // exportPage writes session id's page into dir and returns its file name.
 func exportPage(f *cmdutil.Factory, cmd *cobra.Command, st sessions.Store, id, dir string) (string, error) {
-	if !pageName.MatchString(id) {
+	if !ident.Token(id, 200) {
 		return "", fmt.Errorf("the id %q cannot name a file", id)
 	}
 	name := id + ".html"
