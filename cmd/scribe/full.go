@@ -78,6 +78,15 @@ func exportHTML(ctx context.Context, w io.Writer, st sessions.Store, id string) 
 	return ui.Export(ctx, w, st, id)
 }
 
+// htmlExporter writes many sessions of st as exportHTML does.
+func htmlExporter(st sessions.Store) (func(context.Context, io.Writer, string) error, error) {
+	e, err := ui.NewExporter(st)
+	if err != nil {
+		return nil, err
+	}
+	return e.Export, nil
+}
+
 // exportHTMLIndex writes export --all's index page.
 func exportHTMLIndex(w io.Writer, where string, recs []sessions.Record, href func(string) string) error {
 	entries := make([]ui.IndexEntry, len(recs))

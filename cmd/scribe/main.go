@@ -31,6 +31,7 @@ func newFactory() *cmdutil.Factory {
 		DropFromSearch:  dropFromSearch,
 		HTMLNeedsFull:   htmlNeedsFull,
 		ExportHTML:      exportHTML,
+		HTMLExporter:    htmlExporter,
 		ExportHTMLIndex: exportHTMLIndex,
 	}
 }

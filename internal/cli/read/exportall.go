@@ -1,6 +1,7 @@
 package read
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,10 @@ func exportAll(f *cmdutil.Factory, cmd *cobra.Command, o exportAllOptions) (err 
 	if err != nil {
 		return err
 	}
+	export, err := f.HTMLExporter(st)
+	if err != nil {
+		return err
+	}
 	res := exportAllResult{Dir: o.dir, Index: filepath.Join(o.dir, "index.html"), Store: st.Name(),
 		Pages: []exportedPage{}, Failed: []exportAllFailed{}}
 	var written []sessions.Record
@@ -72,7 +77,7 @@ func exportAll(f *cmdutil.Factory, cmd *cobra.Command, o exportAllOptions) (err 
 	last := time.Now()
 	for i := range recs {
 		r := &recs[i]
-		file, err := exportPage(f, cmd, st, r.ID, o.dir)
+		file, err := exportPage(cmd, export, r.ID, o.dir)
 		if err != nil {
 			res.Failed = append(res.Failed, exportAllFailed{ID: r.ID, Error: err.Error()})
 			fmt.Fprintf(stderr, "scribe: export of %s: %v\n", r.ID, err)
@@ -103,14 +108,15 @@ func exportAll(f *cmdutil.Factory, cmd *cobra.Command, o exportAllOptions) (err 
 	return err
 }
 
-// exportPage writes session id's page into dir and returns its file name.
-func exportPage(f *cmdutil.Factory, cmd *cobra.Command, st sessions.Store, id, dir string) (string, error) {
+// exportPage writes session id's page into dir with export and returns
+// its file name.
+func exportPage(cmd *cobra.Command, export func(context.Context, io.Writer, string) error, id, dir string) (string, error) {
 	if !ident.Token(id, 200) {
 		return "", fmt.Errorf("the id %q cannot name a file", id)
 	}
 	name := id + ".html"
 	_, err := durable.Replace(filepath.Join(dir, name), durable.Options{Perm: 0o644, DirPerm: 0o755}, func(w io.Writer) error {
-		return f.ExportHTML(cmd.Context(), w, st, id)
+		return export(cmd.Context(), w, id)
 	})
 	return name, err
 }
