@@ -46,7 +46,11 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-var uiListSessions = flag.Int("ui-list-sessions", 10000, "-case ui: sessions in the list corpus")
+var (
+	uiListSessions = flag.Int("ui-list-sessions", 10000, "-case ui: sessions in the list corpus")
+	uiListOnly     = flag.Bool("ui-list-only", false, "-case ui: measure the list only (no sessions, no SDK; for diagnosis)")
+	uiBin          = flag.String("ui-bin", "", "-case ui: the scribe build to measure (scripts/install's folder holds it and scribe-full) instead of this tree's: another commit's, to compare")
+)
 
 // The ui goals (issue 28).
 const (
@@ -89,7 +93,13 @@ type uiReport struct {
 	ListWarm   time.Duration `json:"list_median_ns"`
 	ListDOM    int           `json:"list_dom_nodes"`
 	ListServer time.Duration `json:"list_server_ns"`
-	Goals      []readGoal    `json:"goals"`
+	// ListPaint is the list's first contentful paint (Paint Timing: from
+	// the navigation's start until the browser painted the page, its
+	// rows with it), median.
+	ListPaint time.Duration `json:"list_first_paint_ns"`
+	// ListFloor is the viewer's smallest page, measured as the list is.
+	ListFloor time.Duration `json:"list_floor_ns"`
+	Goals     []readGoal    `json:"goals"`
 }
 
 func mainUI(ctx context.Context, o options) {
@@ -124,8 +134,10 @@ func runUIBench(ctx context.Context, o options) (*uiReport, error) {
 	}
 	defer os.RemoveAll(tmp)
 	b := &uiBench{ctx: ctx, o: o, pr: pr, tmp: tmp}
-	if b.bin, _, err = buildCLI(ctx, filepath.Join(tmp, "bin")); err != nil {
-		return nil, err
+	if b.bin = *uiBin; b.bin == "" {
+		if b.bin, _, err = buildCLI(ctx, filepath.Join(tmp, "bin")); err != nil {
+			return nil, err
+		}
 	}
 	if b.launcher, err = buildReadLauncher(ctx, tmp); err != nil {
 		return nil, err
@@ -140,8 +152,10 @@ func runUIBench(ctx context.Context, o options) (*uiReport, error) {
 	rep := &uiReport{Date: time.Now().Format("2006-01-02"), Command: o.Command, Go: runtime.Version(),
 		OS: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), Runs: o.Runs, Node: pr.nodeVersion,
 		SDK: pr.version, Chromium: strings.TrimSpace(string(v))}
-	if err := b.sessions(rep); err != nil {
-		return nil, err
+	if !*uiListOnly {
+		if err := b.sessions(rep); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.list(rep); err != nil {
 		return nil, err
@@ -252,6 +266,33 @@ func (b *uiBench) visit(u, ready string) (time.Duration, error) {
 	return time.Duration(ms * float64(time.Millisecond)), err
 }
 
+// floor is the same measure on the viewer's smallest page (the error
+// page of a session that does not exist: the header, a line, the same
+// style sheet and script), median of the runs: what any page of the
+// viewer costs the browser on this machine.
+func (b *uiBench) floor(base string) (time.Duration, error) {
+	var runs []time.Duration
+	for run := 0; run <= b.o.Runs; run++ {
+		took, err := b.visit(base+"/sessions/00000000-0000-4000-8000-000000000000", `!!document.querySelector("main.error")`)
+		if err != nil {
+			return 0, fmt.Errorf("the error page: %w", err)
+		}
+		if run > 0 {
+			runs = append(runs, took)
+		}
+	}
+	return medianDur(runs), nil
+}
+
+// firstPaint waits for the shown page's first contentful paint and
+// returns its time from the navigation's start.
+func firstPaint(browser context.Context) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(browser, time.Minute)
+	defer cancel()
+	ms, err := chromedp.Run(ctx, chromedp.Poll[float64](`(performance.getEntriesByName("first-contentful-paint")[0] || {}).startTime || false`))
+	return time.Duration(ms * float64(time.Millisecond)), err
+}
+
 // list measures the sessions list over the bulk corpus.
 func (b *uiBench) list(rep *uiReport) error {
 	cfg, cwd := filepath.Join(b.tmp, "list"), filepath.Join(b.tmp, "list-proj")
@@ -268,23 +309,30 @@ func (b *uiBench) list(rep *uiReport) error {
 	defer stop()
 	rep.ListN = *uiListSessions
 	want := fmt.Sprintf(`document.querySelector("p.count") && document.querySelector("p.count").textContent.includes("of %d sessions")`, rep.ListN)
-	var runs []time.Duration
+	var runs, paints []time.Duration
 	for run := 0; run <= b.o.Runs; run++ {
 		took, err := b.visit(base+"/", want)
 		if err != nil {
 			return fmt.Errorf("the list: %w", err)
 		}
+		paint, err := firstPaint(b.browser)
+		if err != nil {
+			return fmt.Errorf("the list's first paint: %w", err)
+		}
 		if run == 0 {
 			rep.ListFirst = took
 		} else {
-			runs = append(runs, took)
+			runs, paints = append(runs, took), append(paints, paint)
 		}
 	}
-	rep.ListWarm = medianDur(runs)
+	rep.ListWarm, rep.ListPaint = medianDur(runs), medianDur(paints)
 	if rep.ListServer, err = serverTime(b.browser); err != nil {
 		return err
 	}
-	rep.ListDOM, err = chromedp.Run(b.browser, chromedp.Evaluate[int](`document.getElementsByTagName("*").length`))
+	if rep.ListDOM, err = chromedp.Run(b.browser, chromedp.Evaluate[int](`document.getElementsByTagName("*").length`)); err != nil {
+		return err
+	}
+	rep.ListFloor, err = b.floor(base)
 	return err
 }
 
@@ -354,7 +402,9 @@ func uiRows(r *uiReport) [][]string {
 		rows = append(rows, []string{s.Name, fmt.Sprint(s.Messages), fmtDur(s.SDK), fmtDur(s.First), fmtDur(s.UI), fmtDur(s.Server),
 			fmt.Sprintf("1/%.1f", float64(s.SDK)/float64(max(s.UI, 1))), fmt.Sprint(s.DOM), fmt.Sprintf("%.1f MB", s.HeapMB)})
 	}
-	return append(rows, []string{fmt.Sprintf("list, %d sessions", r.ListN), "", "", fmtDur(r.ListFirst), fmtDur(r.ListWarm), fmtDur(r.ListServer), "", fmt.Sprint(r.ListDOM), ""})
+	return append(rows, []string{fmt.Sprintf("list, %d sessions", r.ListN), "", "", fmtDur(r.ListFirst), fmtDur(r.ListWarm), fmtDur(r.ListServer), "", fmt.Sprint(r.ListDOM), ""},
+		[]string{fmt.Sprintf("list, %d sessions: first contentful paint", r.ListN), "", "", "", fmtDur(r.ListPaint), "", "", "", ""},
+		[]string{"the viewer's smallest page (a 404)", "", "", "", fmtDur(r.ListFloor), "", "", "", ""})
 }
 
 var uiHeader = []string{"case", "SDK messages", "SDK getSessionMessages", "page, first", "page, median", "its HTML", "page / SDK", "DOM nodes", "JS heap"}

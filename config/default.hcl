@@ -390,4 +390,11 @@ server {
   # The processor "redact" block (its name) that redacts every entry
   # before it is stored, whoever sent it. Default: "" (stored as sent).
   redact = ""
+
+  # The web viewer under /ui/ (sign in with a token; share links) answers
+  # only to these Host headers, as a browser sends them: the name people
+  # type, such as "scribe.example.com", or "host:port" when the port is
+  # not the scheme's own. A request with another Host is refused (DNS
+  # rebinding). Default: [] (the listen address and localhost:<port>).
+  ui_hosts = []
 }

@@ -439,6 +439,23 @@ type Query struct {
 	// WithText fills each hit's Text (scribe mcp looks for the secrets
 	// around its snippet there).
 	WithText bool
+	// Marks are what a snippet puts before and after each matched word
+	// (zero: "[" and "]").
+	Marks [2]string
+}
+
+// marks are q's snippet marks.
+func (q *Query) marks() (string, string) {
+	if q.Marks == [2]string{} {
+		return "[", "]"
+	}
+	return q.Marks[0], q.Marks[1]
+}
+
+// Mark puts q's marks around a matched word.
+func (q *Query) Mark(word string) string {
+	open, close := q.marks()
+	return open + word + close
 }
 
 // Hit is one matching message.
@@ -516,12 +533,13 @@ func (x *Index) search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, err
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	args = []any{match}
+	open, close := q.marks()
+	args = []any{open, close, match}
 	for _, id := range ids {
 		args = append(args, id)
 	}
 	rows, err := x.db.QueryContext(ctx, `SELECT docs.rowid, f.session, f.agent, m.uuid, m.role, m.ts, f.project,
-  snippet(docs, 0, '[', ']', '…', 16), `+textColumn(q.WithText)+`
+  snippet(docs, 0, ?, ?, '…', 16), `+textColumn(q.WithText)+`
 FROM docs JOIN meta m ON m.rowid = docs.rowid JOIN files f ON f.id = m.file
 WHERE docs MATCH ? AND docs.rowid IN (`+marks+`)`, args...)
 	if err != nil {

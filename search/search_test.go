@@ -293,3 +293,12 @@ func TestLargeSyncMergesTheIndex(t *testing.T) {
 		t.Fatalf("emu: %d hits, want 4", len(hits))
 	}
 }
+
+// Query.Marks are what a snippet puts around each matched word.
+func TestSnippetMarks(t *testing.T) {
+	x := sessionIndex(t)
+	hits := mustSearch(t, x, Query{Text: "flamingo parser", Marks: [2]string{"\x02", "\x03"}})
+	if len(hits) != 1 || !strings.Contains(hits[0].Snippet, "\x02flamingo\x03 \x02parser\x03") || strings.Contains(hits[0].Snippet, "[") {
+		t.Errorf("hits %+v", hits)
+	}
+}

@@ -80,6 +80,12 @@ type Config struct {
 	// redacted with its rules before it is stored. "" stores entries as
 	// sent.
 	Redact string `json:"redact"`
+	// UIHosts are the Host headers the web viewer under /ui/ answers to,
+	// as a browser sends them: "scribe.example.com", or "host:port" when
+	// the port is not the scheme's own. A request with another Host is
+	// refused (DNS rebinding). Empty: the listen address and
+	// localhost:<port>.
+	UIHosts []string `json:"ui_hosts"`
 }
 
 // Token is one accepted bearer token.
@@ -103,6 +109,7 @@ func DefaultConfig() *Config {
 		DuplicateWindow: DefaultDuplicateWindow,
 		Sync:            DefaultSync,
 		Tokens:          []Token{},
+		UIHosts:         []string{},
 	}
 }
 
@@ -159,6 +166,11 @@ func (c *Config) Validate() error {
 			if s != ScopeRead && s != ScopeWrite {
 				bad("tokens[%d].scopes: unknown scope %q (valid: %s, %s)", i, s, ScopeRead, ScopeWrite)
 			}
+		}
+	}
+	for i, h := range c.UIHosts {
+		if h == "" || strings.ContainsAny(h, " \t/@?#") {
+			bad("ui_hosts[%d] %q: want a host name or host:port, as a browser sends it in Host", i, h)
 		}
 	}
 	if len(errs) > 0 {

@@ -6,11 +6,24 @@ import (
 	"strings"
 )
 
-// mount is a handler served under a prefix, behind the bearer tokens.
+// mount is a handler served under a prefix, behind the bearer tokens
+// unless own is set.
 type mount struct {
 	prefix string
 	h      http.Handler
+	// own: the handler authenticates its requests itself.
+	own bool
 }
+
+// MountOption changes how Mount serves a prefix.
+type MountOption func(*mount)
+
+// OwnAuthentication hands every request under the prefix to the handler
+// as it came, no bearer token checked: the handler authenticates each
+// request itself (with CheckToken), as a sign-in page must, which is
+// reached before any token is known. Tenant and BearerToken are "" in its
+// requests.
+func OwnAuthentication() MountOption { return func(m *mount) { m.own = true } }
 
 type ctxKey int
 
@@ -23,9 +36,13 @@ const (
 // is below it) behind the server's bearer tokens: a request without a
 // valid token holding the read scope is refused as every route refuses it,
 // and h sees the caller's tenant through Tenant and its token through
-// BearerToken. Mount is called before Start.
-func (s *Server) Mount(prefix string, h http.Handler) {
-	s.mounts = append(s.mounts, mount{prefix: strings.TrimSuffix(prefix, "/"), h: h})
+// BearerToken (unless OwnAuthentication). Mount is called before Start.
+func (s *Server) Mount(prefix string, h http.Handler, opts ...MountOption) {
+	m := mount{prefix: strings.TrimSuffix(prefix, "/"), h: h}
+	for _, o := range opts {
+		o(&m)
+	}
+	s.mounts = append(s.mounts, m)
 }
 
 // Tenant is the tenant of a request a mounted handler serves ("" outside
@@ -48,6 +65,10 @@ func (s *Server) serveMount(w http.ResponseWriter, r *http.Request, p string) (s
 	for _, m := range s.mounts {
 		if p != m.prefix && !strings.HasPrefix(p, m.prefix+"/") {
 			continue
+		}
+		if m.own {
+			m.h.ServeHTTP(w, r)
+			return m.prefix, true
 		}
 		pr, ok := s.authenticate(w, r)
 		if !ok {

@@ -178,6 +178,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	return nil
 }
 
+// DataDir is the folder of the embedded JetStream store (data_dir,
+// resolved): "" with nats_url when data_dir is not set.
+func (s *Server) DataDir() string { return s.cfg.DataDir }
+
 // Addr returns the address the HTTP server listens on ("" before Start).
 func (s *Server) Addr() string {
 	s.mu.Lock()

@@ -37,7 +37,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	back := "/sessions/" + url.PathEscape(id) + "?" + url.Values{"store": {name}}.Encode()
+	back := h.opt.Base + "/sessions/" + url.PathEscape(id) + "?" + url.Values{"store": {name}}.Encode()
 	switch r.PathValue("action") {
 	case "rename":
 		err = h.rename(r, st, id)
@@ -55,11 +55,11 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		err = h.trash(r, st, id)
-		back = "/?" + url.Values{"store": {name}}.Encode()
+		back = h.opt.Base + "/?" + url.Values{"store": {name}}.Encode()
 	case "fork":
 		var newID string
 		newID, err = h.fork(r, st, id)
-		back = "/sessions/" + url.PathEscape(newID) + "?" + url.Values{"store": {name}}.Encode()
+		back = h.opt.Base + "/sessions/" + url.PathEscape(newID) + "?" + url.Values{"store": {name}}.Encode()
 	default:
 		err = &httpError{http.StatusNotFound, "no such action"}
 	}

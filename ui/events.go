@@ -2,9 +2,11 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -24,11 +26,7 @@ const pingEvery = 15
 
 // events serves the live stream.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		h.fail(w, r, &httpError{http.StatusInternalServerError, "streaming unsupported"})
-		return
-	}
+	rc := http.NewResponseController(w)
 	st, name, id, err := h.sessionOf(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -41,8 +39,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	f := follower{h: h, c: &conversation{st: st, store: name, id: id, base: "/sessions/" + id}, after: after}
+	if err := rc.Flush(); err != nil {
+		return // no streaming through this writer: the page reloads to see more
+	}
+	f := follower{h: h, c: &conversation{st: st, store: name, id: id, base: h.opt.Base + "/sessions/" + url.PathEscape(id)}, after: after}
 	tick := time.NewTicker(h.opt.Poll)
 	defer tick.Stop()
 	for n := 0; ; n++ {
@@ -50,12 +50,12 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 			if _, err := w.Write(ev); err != nil {
 				return
 			}
-			fl.Flush()
+			_ = rc.Flush()
 		} else if n%pingEvery == pingEvery-1 {
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
 				return
 			}
-			fl.Flush()
+			_ = rc.Flush()
 		}
 		select {
 		case <-r.Context().Done():
@@ -75,15 +75,35 @@ type follower struct {
 	seen map[string]bool
 }
 
+// Stamper is a store that says cheaply whether a session changed: a live
+// page asks for the stamp at each Poll and reads the session again only
+// when it changed. A store that is not one is asked for Info, whose size
+// and time are the stamp.
+type Stamper interface {
+	Stamp(ctx context.Context, id string) (string, error)
+}
+
+// stamp is the session's stamp ("" when it cannot be had).
+func (f *follower) stamp(ctx context.Context) string {
+	if s, ok := f.c.st.(Stamper); ok {
+		sig, err := s.Stamp(ctx, f.c.id)
+		if err != nil {
+			return ""
+		}
+		return sig
+	}
+	info, err := f.c.st.Info(ctx, f.c.id)
+	if err != nil || info == nil {
+		return ""
+	}
+	return strconv.FormatInt(info.FileSize, 10) + "/" + strconv.FormatInt(info.LastModified, 10)
+}
+
 // poll returns the event for the messages the page lacks (nil for none).
 func (f *follower) poll(r *http.Request) []byte {
 	ctx := r.Context()
-	info, err := f.c.st.Info(ctx, f.c.id)
-	if err != nil || info == nil {
-		return nil
-	}
-	sig := strconv.FormatInt(info.FileSize, 10) + "/" + strconv.FormatInt(info.LastModified, 10)
-	if sig == f.sig {
+	sig := f.stamp(ctx)
+	if sig == "" || sig == f.sig {
 		return nil
 	}
 	f.sig = sig

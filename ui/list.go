@@ -24,12 +24,35 @@ const (
 	maxLimit     = 500
 )
 
-// listing is a store's records as last read.
+// listing is a store's records as last read, and each order of them a
+// page asked for (sorted once per reading, not at every page).
 type listing struct {
 	mu         sync.Mutex
 	at         time.Time
 	rows       []row
+	sorted     map[string][]row
 	refreshing bool
+}
+
+// set replaces the records, forgetting their orders.
+func (l *listing) set(rows []row) {
+	l.rows, l.at, l.sorted = rows, time.Now(), nil
+}
+
+// by is the records in the order of sort key (made once, then kept until
+// the records change; never changed in place, so a page may read it
+// unlocked).
+func (l *listing) by(key string) []row {
+	if s, ok := l.sorted[key]; ok {
+		return s
+	}
+	s := slices.Clone(l.rows)
+	sortRows(s, key)
+	if l.sorted == nil {
+		l.sorted = map[string][]row{}
+	}
+	l.sorted[key] = s
+	return s
 }
 
 // row is one session of the list.
@@ -44,11 +67,11 @@ type row struct {
 	search, titleKey string
 }
 
-// rows is the store's records: read now the first time (or after a
-// change made here), else as last read, read again in the background
-// once they are older than ListTTL, so that no page waits for a listing
-// of every session.
-func (h *Handler) rows(ctx context.Context, name string, st sessions.Store) ([]row, error) {
+// rows is the store's records in the order of sort key: read now the
+// first time (or after a change made here), else as last read, read
+// again in the background once they are older than ListTTL, so that no
+// page waits for a listing of every session.
+func (h *Handler) rows(ctx context.Context, name string, st sessions.Store, key string) ([]row, error) {
 	h.mu.Lock()
 	l := h.lists[name]
 	if l == nil {
@@ -63,14 +86,14 @@ func (h *Handler) rows(ctx context.Context, name string, st sessions.Store) ([]r
 		if err != nil {
 			return nil, err
 		}
-		l.rows, l.at = rows, time.Now()
-		return rows, nil
+		l.set(rows)
+		return l.by(key), nil
 	}
 	if time.Since(l.at) >= h.opt.ListTTL && !l.refreshing {
 		l.refreshing = true
 		go l.refresh(context.WithoutCancel(ctx), st)
 	}
-	return l.rows, nil
+	return l.by(key), nil
 }
 
 // refresh reads the records again (a failure keeps the old ones).
@@ -79,7 +102,7 @@ func (l *listing) refresh(ctx context.Context, st sessions.Store) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil {
-		l.rows, l.at = rows, time.Now()
+		l.set(rows)
 	}
 	l.refreshing = false
 }
@@ -171,14 +194,13 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	all, err := h.rows(r.Context(), name, st)
+	q := parseListQuery(r)
+	sorted, err := h.rows(r.Context(), name, st, q.Sort)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	q := parseListQuery(r)
-	matched := filterRows(all, q.Q)
-	sortRows(matched, q.Sort)
+	matched := filterRows(sorted, q.Q)
 	p := listPage{Query: q, Sorts: sorts, Total: len(matched), StoreWhere: st.Where(),
 		Capabilities: sessions.Capabilities(st), Store: name}
 	start := min((q.Page-1)*q.Limit, len(matched))
@@ -189,7 +211,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		if q.Q != "" {
 			v.Set("q", q.Q)
 		}
-		return "/?" + v.Encode()
+		return h.opt.Base + "/?" + v.Encode()
 	}
 	if q.Page > 1 {
 		p.Prev = link(q.Page - 1)
@@ -204,10 +226,14 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	h.render(w, "list", h.frame("Sessions", name, p))
 }
 
-// filterRows keeps the rows holding every word of q (case ignored).
+// filterRows keeps the rows holding every word of q (case ignored), in
+// their order; all itself when q has no words.
 func filterRows(all []row, q string) []row {
 	words := strings.Fields(strings.ToLower(q))
-	out := make([]row, 0, len(all))
+	if len(words) == 0 {
+		return all
+	}
+	var out []row
 	for _, r := range all {
 		ok := true
 		for _, w := range words {

@@ -42,6 +42,8 @@ type sessionPage struct {
 	// Missing is the message ?at= asked for when the conversation (and its
 	// subagents) does not hold it.
 	Missing string
+	// Share: the actions offer a share link.
+	Share bool
 }
 
 // windowView is a window of the conversation with its "more" links.
@@ -110,7 +112,7 @@ func (h *Handler) load(r *http.Request) (*conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conversation{st: st, store: name, id: id, agent: r.PathValue("agent"), base: "/sessions/" + url.PathEscape(id)}
+	c := &conversation{st: st, store: name, id: id, agent: r.PathValue("agent"), base: h.opt.Base + "/sessions/" + url.PathEscape(id)}
 	if c.agent != "" {
 		c.base += "/agents/" + url.PathEscape(c.agent)
 		c.msgs, _, err = st.SubagentMessages(r.Context(), id, c.agent, sessions.MessagesOptions{})
@@ -226,7 +228,10 @@ func (h *Handler) page(ctx context.Context, c *conversation, start, end int) ses
 	for _, cp := range sessions.Capabilities(c.st) {
 		p.Caps[cp] = true
 	}
-	p.Events = c.link("/events", nil)
+	p.Share = h.opt.Share
+	if !h.opt.NoLive {
+		p.Events = c.link("/events", nil)
+	}
 	return p
 }
 

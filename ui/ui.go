@@ -35,7 +35,7 @@ import (
 )
 
 //go:embed templates/*.html static/*
-var assets embed.FS
+var embedded embed.FS
 
 // csp is the Content-Security-Policy of every answer: nothing inline,
 // nothing from elsewhere, images also from data: addresses (a
@@ -59,20 +59,38 @@ type Options struct {
 	// ListTTL is how old a store's listing may be before a page asks for
 	// it to be read again, in the background (default 2s).
 	ListTTL time.Duration
+	// Base is the path the handler is served under: "" at the root, "/ui"
+	// on scribe serve. Every address its pages hold starts with it; its
+	// requests come with it cut off (http.StripPrefix).
+	Base string
+	// Search, when set, answers /search (search across the sessions);
+	// nil: no search page.
+	Search SearchFunc
+	// NoLive turns the live stream off (a share link's page).
+	NoLive bool
+	// Account, when set, is who is signed in, shown in every page's
+	// header with the links of the server's sign-in (Portal).
+	Account *Account
+	// Share makes the session page offer a share link (Portal's POST
+	// Base/share).
+	Share bool
+}
+
+// Account is who a page is shown to on scribe serve.
+type Account struct {
+	// Tenant is the tenant whose sessions the page shows; Write is set
+	// when the token may change them; Shares when the server makes share
+	// links.
+	Tenant        string
+	Write, Shares bool
 }
 
 // Handler serves the viewer. Close releases the stores it opened.
 type Handler struct {
-	opt Options
-	mux *http.ServeMux
-	tpl *template.Template
-	md  *markdown
-	css []byte
-	js  []byte
-	// version names the style sheet and script in their addresses, so a
-	// browser keeps them for good and asks again only for new ones.
-	version string
-	csrf    string
+	*assets
+	opt  Options
+	mux  *http.ServeMux
+	csrf string
 
 	mu     sync.Mutex
 	stores map[string]sessions.Store
@@ -94,70 +112,111 @@ func New(opt Options) (*Handler, error) {
 	if opt.ListTTL <= 0 {
 		opt.ListTTL = 2 * time.Second
 	}
-	tpl, err := parseTemplates()
+	a, err := newAssets(opt.Base)
 	if err != nil {
 		return nil, err
 	}
-	css, err := fs.ReadFile(assets, "static/ui.css")
-	if err != nil {
-		return nil, err
-	}
-	js, err := fs.ReadFile(assets, "static/ui.js")
-	if err != nil {
-		return nil, err
-	}
-	h := &Handler{opt: opt, tpl: tpl, md: newMarkdown(), css: append(css, chromaCSS()...), js: js,
-		csrf: randomToken(), stores: map[string]sessions.Store{}, lists: map[string]*listing{}, agents: map[string]*agentIndex{}}
-	sum := sha256.Sum256(append(append([]byte{}, h.css...), h.js...))
-	h.version = hex.EncodeToString(sum[:6])
+	h := &Handler{opt: opt, assets: a, csrf: randomToken(), stores: map[string]sessions.Store{},
+		lists: map[string]*listing{}, agents: map[string]*agentIndex{}}
 	h.routes()
 	return h, nil
 }
 
-// parseTemplates parses the embedded templates with the helpers they use.
-func parseTemplates() (*template.Template, error) {
-	return template.New("ui").Funcs(template.FuncMap{
+// assets are what every page is made with: the templates (their
+// addresses under base), the style sheet and the script.
+type assets struct {
+	tpl *template.Template
+	md  *markdown
+	css []byte
+	js  []byte
+	// version names the style sheet and script in their addresses, so a
+	// browser keeps them for good and asks again only for new ones.
+	version string
+}
+
+// newAssets parses the embedded templates for pages served under base.
+func newAssets(base string) (*assets, error) {
+	tpl, err := template.New("ui").Funcs(template.FuncMap{
 		"bytes": humanBytes,
 		"deref": func(b *bool) bool { return b != nil && *b },
-	}).ParseFS(assets, "templates/*.html")
+		"base":  func() string { return base },
+		"marks": marked,
+	}).ParseFS(embedded, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	css, err := fs.ReadFile(embedded, "static/ui.css")
+	if err != nil {
+		return nil, err
+	}
+	js, err := fs.ReadFile(embedded, "static/ui.js")
+	if err != nil {
+		return nil, err
+	}
+	a := &assets{tpl: tpl, md: newMarkdown(), css: append(css, chromaCSS()...), js: js}
+	sum := sha256.Sum256(append(append([]byte{}, a.css...), a.js...))
+	a.version = hex.EncodeToString(sum[:6])
+	return a, nil
 }
 
 func (h *Handler) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", h.list)
-	m.HandleFunc("GET /static/ui.css", h.static("text/css; charset=utf-8", func() []byte { return h.css }))
-	m.HandleFunc("GET /static/ui.js", h.static("text/javascript; charset=utf-8", func() []byte { return h.js }))
+	h.assets.routes(m)
+	if h.opt.Search != nil {
+		m.HandleFunc("GET /search", h.search)
+	}
 	m.HandleFunc("GET /sessions/{id}", h.session)
 	m.HandleFunc("GET /sessions/{id}/window", h.window)
-	m.HandleFunc("GET /sessions/{id}/events", h.events)
+	if !h.opt.NoLive {
+		m.HandleFunc("GET /sessions/{id}/events", h.events)
+	}
 	m.HandleFunc("GET /sessions/{id}/agents/{agent}", h.agentPage)
 	m.HandleFunc("POST /sessions/{id}/{action}", h.action)
 	h.mux = m
 }
 
+// routes serves the style sheet and the script.
+func (a *assets) routes(m *http.ServeMux) {
+	m.HandleFunc("GET /static/ui.css", a.static("text/css; charset=utf-8", a.css))
+	m.HandleFunc("GET /static/ui.js", a.static("text/javascript; charset=utf-8", a.js))
+}
+
 // ServeHTTP serves a request with the security headers every answer
 // carries.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	h.mux.ServeHTTP(w, r)
+}
+
+// CSRF is the token the handler's forms carry, which every POST to it
+// (and to the Portal in front of it) must give back.
+func (h *Handler) CSRF() string { return h.csrf }
+
+// securityHeaders sets the headers every answer carries.
+func securityHeaders(w http.ResponseWriter) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
-	hd.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends a
+	// form's POST with "Origin: null", which sameOrigin refuses; no
+	// address of the viewer leaves for another site either way.
+	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
-	h.mux.ServeHTTP(w, r)
 }
 
 // static serves the style sheet or the script; asked for by its version
 // (?v=, as the pages do) it may be kept for a year.
-func (h *Handler) static(ctype string, body func() []byte) http.HandlerFunc {
+func (a *assets) static(ctype string, body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ctype)
-		if r.URL.Query().Get("v") == h.version {
+		if r.URL.Query().Get("v") == a.version {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		}
-		_, _ = w.Write(body())
+		_, _ = w.Write(body)
 	}
 }
 
@@ -241,16 +300,17 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // render runs a template into w (its error, past the headers, is lost
 // with the connection).
-func (h *Handler) render(w http.ResponseWriter, name string, data any) {
+func (a *assets) render(w http.ResponseWriter, name string, data any) {
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
-	_ = h.tpl.ExecuteTemplate(w, name, data)
+	_ = a.tpl.ExecuteTemplate(w, name, data)
 }
 
 // frame is what a page of the handler shows around body.
 func (h *Handler) frame(title, store string, body any) pageData {
-	return pageData{Title: title, Store: store, Stores: h.opt.Stores, CSRF: h.csrf, Version: h.version, Body: body}
+	return pageData{Title: title, Store: store, Stores: h.opt.Stores, CSRF: h.csrf, Version: h.version, Body: body,
+		Search: h.opt.Search != nil, Account: h.opt.Account}
 }
 
 // checkCSRF reports whether a state-changing request carries the
@@ -294,5 +354,11 @@ type pageData struct {
 	Inline template.CSS
 	// Version is the style sheet's and script's (their ?v=).
 	Version string
+	// Search: the header offers the search across sessions; Q is what
+	// was searched.
+	Search bool
+	Q      string
+	// Account is who is signed in on scribe serve (nil elsewhere).
+	Account *Account
 	Body    any
 }

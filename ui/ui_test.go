@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	xhtml "golang.org/x/net/html"
 
@@ -27,7 +28,7 @@ const cwd = "/home/alice/src/shop"
 func sid(n int) string { return fmt.Sprintf("7b3c2a10-5d4e-4f6a-9b8c-%012d", n) }
 
 // newHandler serves the Claude folder dir.
-func newHandler(t *testing.T, dir string) (*ui.Handler, sessions.Store) {
+func newHandler(t testing.TB, dir string) (*ui.Handler, sessions.Store) {
 	t.Helper()
 	st := stores.NewLocal(stores.Claude, dir, nil)
 	h, err := ui.New(ui.Options{Stores: []string{stores.Claude}, Open: func(context.Context, string) (sessions.Store, error) { return st, nil }})
@@ -39,7 +40,7 @@ func newHandler(t *testing.T, dir string) (*ui.Handler, sessions.Store) {
 }
 
 // get serves a GET of path and returns the status and body.
-func get(t *testing.T, h http.Handler, path string) (int, string) {
+func get(t testing.TB, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -47,7 +48,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 }
 
 // conversation writes session n with k prompt/answer pairs.
-func conversation(t *testing.T, dir string, n, k int) *testui.Session {
+func conversation(t testing.TB, dir string, n, k int) *testui.Session {
 	t.Helper()
 	s := testui.NewSession(t, dir, cwd, sid(n))
 	for i := range k {
@@ -83,15 +84,15 @@ func TestListShowsStoreTitles(t *testing.T) {
 		}
 	}
 	_, body = get(t, h, "/?limit=3&page=3")
-	if n := strings.Count(body, `<tr class="row`); n != 1 || !strings.Contains(body, "7–7 of 7") {
+	if n := strings.Count(body, `<li class="row`); n != 1 || !strings.Contains(body, "7–7 of 7") {
 		t.Errorf("page 3 of 3 rows: %d rows\n%s", n, body)
 	}
 	_, body = get(t, h, "/?q=CUSTOM+title+000000000004&partial=1")
-	if n := strings.Count(body, `<tr class="row`); n != 1 || !strings.Contains(body, "Custom title 4") || strings.Contains(body, "<html") {
+	if n := strings.Count(body, `<li class="row`); n != 1 || !strings.Contains(body, "Custom title 4") || strings.Contains(body, "<html") {
 		t.Errorf("filtered fragment: %d rows\n%s", n, body)
 	}
 	_, body = get(t, h, "/?q=title+custom&partial=1")
-	if n := strings.Count(body, `<tr class="row`); n != 4 {
+	if n := strings.Count(body, `<li class="row`); n != 4 {
 		t.Errorf("every word of the filter: %d rows, want the 4 with a custom title", n)
 	}
 }
@@ -404,7 +405,7 @@ func TestActions(t *testing.T) {
 	if info.Tag != "bugfix" || info.Archived == nil || !*info.Archived {
 		t.Errorf("after tag and archive: tag %q, archived %v", info.Tag, info.Archived)
 	}
-	if _, body := get(t, h, "/"); !strings.Contains(body, `<tr class="row archived">`) || !strings.Contains(body, `<td class="tag"><span>bugfix</span></td>`) {
+	if _, body := get(t, h, "/"); !strings.Contains(body, `<li class="row archived">`) || !strings.Contains(body, ` · #bugfix · archived</small>`) {
 		t.Error("the list does not show the tag and the archived mark")
 	}
 	rec := post(t, h, "/sessions/"+s.ID+"/fork", url.Values{"up_to": {s.UUID(2)}, "title": {"A fork"}})
@@ -547,5 +548,71 @@ func TestPermalinkToAMissingMessage(t *testing.T) {
 	}
 	if _, body = get(t, h, "/sessions/"+s.ID+"?at="+s.UUID(1)); strings.Contains(body, `class="note missing"`) {
 		t.Error("a notice for a message the session holds")
+	}
+}
+
+// Each order of the list is the listing's, whichever was asked before
+// (the orders are kept per listing), filtered in that order, and a
+// change made in the viewer reorders them.
+func TestListOrders(t *testing.T) {
+	dir := t.TempDir()
+	titles := []string{"delta", "alpha", "charlie", "bravo"}
+	for n, title := range titles {
+		s := conversation(t, dir, n, 1)
+		s.Meta(t, map[string]any{"type": "custom-title", "customTitle": title + " session"})
+		// Later sessions were active later.
+		at := time.Date(2026, 3, 1, 10, n, 0, 0, time.UTC)
+		if err := os.Chtimes(s.Path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := newHandler(t, dir)
+	order := func(path string) string {
+		t.Helper()
+		_, body := get(t, h, path)
+		var got []string
+		for _, m := range regexp.MustCompile(`">(\w+) session</a>`).FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		return strings.Join(got, " ")
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/", "bravo charlie alpha delta"},
+		{"/?sort=title", "alpha bravo charlie delta"},
+		{"/?sort=title&q=a+session", "alpha bravo charlie delta"},
+		{"/?sort=title&q=LTA", "delta"},
+		{"/", "bravo charlie alpha delta"},
+		{"/?q=avo", "bravo"},
+	} {
+		if got := order(c.path); got != c.want {
+			t.Errorf("GET %s: %q, want %q", c.path, got, c.want)
+		}
+	}
+	form := url.Values{"title": {"echo session"}}
+	if rec := post(t, h, "/sessions/"+sid(0)+"/rename?store=claude", form); rec.Code != http.StatusSeeOther {
+		t.Fatalf("rename: %d %s", rec.Code, rec.Body)
+	}
+	if got := order("/?sort=title"); got != "alpha bravo charlie echo" {
+		t.Errorf("after the rename: %q", got)
+	}
+	// A session written elsewhere shows in every order once the listing
+	// is read again (ListTTL).
+	st := stores.NewLocal(stores.Claude, dir, nil)
+	h2, err := ui.New(ui.Options{Stores: []string{stores.Claude}, ListTTL: time.Millisecond,
+		Open: func(context.Context, string) (sessions.Store, error) { return st, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close(context.Background())
+	h = h2
+	order("/?sort=title")
+	s := conversation(t, dir, 9, 1)
+	s.Meta(t, map[string]any{"type": "custom-title", "customTitle": "foxtrot session"})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got := order("/?sort=title"); got == "alpha bravo charlie echo foxtrot" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the listing read again: %q", got)
+		}
 	}
 }

@@ -77,3 +77,21 @@ func htmlNeedsFull() error { return nil }
 func exportHTML(ctx context.Context, w io.Writer, st sessions.Store, id string) error {
 	return ui.Export(ctx, w, st, id)
 }
+
+// htmlExporter writes many sessions of st as exportHTML does.
+func htmlExporter(st sessions.Store) (func(context.Context, io.Writer, string) error, error) {
+	e, err := ui.NewExporter(st)
+	if err != nil {
+		return nil, err
+	}
+	return e.Export, nil
+}
+
+// exportHTMLIndex writes export --all's index page.
+func exportHTMLIndex(w io.Writer, where string, recs []sessions.Record, href func(string) string) error {
+	entries := make([]ui.IndexEntry, len(recs))
+	for i := range recs {
+		entries[i] = ui.IndexEntry{Record: &recs[i], Href: href(recs[i].ID)}
+	}
+	return ui.ExportIndex(w, where, entries)
+}

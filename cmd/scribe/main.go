@@ -24,13 +24,15 @@ import (
 // this build's hand-overs to the full build (lite.go, full.go).
 func newFactory() *cmdutil.Factory {
 	return &cmdutil.Factory{
-		IOStreams:      cmdutil.System(),
-		Version:        version,
-		NeedsFull:      needsFull,
-		FullFor:        fullFor,
-		DropFromSearch: dropFromSearch,
-		HTMLNeedsFull:  htmlNeedsFull,
-		ExportHTML:     exportHTML,
+		IOStreams:       cmdutil.System(),
+		Version:         version,
+		NeedsFull:       needsFull,
+		FullFor:         fullFor,
+		DropFromSearch:  dropFromSearch,
+		HTMLNeedsFull:   htmlNeedsFull,
+		ExportHTML:      exportHTML,
+		HTMLExporter:    htmlExporter,
+		ExportHTMLIndex: exportHTMLIndex,
 	}
 }
 

@@ -47,15 +47,18 @@ func postAs(t *testing.T, s *cloudServer, token, sid string, lines []string) {
 	resp.Body.Close()
 }
 
-// TestMcpOnServeSeesOnlyItsTenant: scribe serve answers MCP's streamable
-// HTTP transport at /mcp with scribe mcp's tools, behind its bearer tokens:
-// a real MCP client with tenant alpha's token lists, searches and reads
-// alpha's sessions, never beta's (not by listing, not by id, not through
-// search), secrets come out redacted, and a request without a token is
-// refused.
-func TestMcpOnServeSeesOnlyItsTenant(t *testing.T) {
+// Two tenants' tokens of startTenantsServer, and a read-only one of alpha.
+const (
+	tenantTokA, tenantTokB = "alpha-token-0123456789abcdef0123456789", "beta-token-0123456789abcdef01234567890"
+	tenantTokARO           = "alpha-read-only-token-0123456789abcdef"
+)
+
+// startTenantsServer runs scribe serve with two tenants, alpha
+// (tenantTokA) and beta (tenantTokB), both reading and writing, and a
+// token of alpha that only reads (tenantTokARO).
+func startTenantsServer(t *testing.T) *cloudServer {
+	t.Helper()
 	dir := t.TempDir()
-	const tokA, tokB = "alpha-token-0123456789abcdef0123456789", "beta-token-0123456789abcdef01234567890"
 	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
 	s := &cloudServer{t: t, bin: testenv.BuildScribe(t), dataDir: filepath.Join(dir, "data"), cfg: filepath.Join(dir, "serve.hcl"),
 		addr: cloudFreeAddr(t), log: &cloudBuffer{}, hc: &http.Client{Timeout: 20 * time.Second}}
@@ -63,19 +66,35 @@ func TestMcpOnServeSeesOnlyItsTenant(t *testing.T) {
   listen   = %q
   data_dir = %q
   tokens   = [{ sha256 = %q, tenant = "alpha", scopes = ["read", "write"] },
-              { sha256 = %q, tenant = "beta", scopes = ["read", "write"] }]
+              { sha256 = %q, tenant = "beta", scopes = ["read", "write"] },
+              { sha256 = %q, tenant = "alpha", scopes = ["read"] }]
 }
-`, s.addr, s.dataDir, hash(tokA), hash(tokB))
+`, s.addr, s.dataDir, hash(tenantTokA), hash(tenantTokB), hash(tenantTokARO))
 	if err := os.WriteFile(s.cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s.start()
 	t.Cleanup(s.stop)
+	return s
+}
 
-	row := func(sid, uuid, cwd, text string) string {
-		return `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":` + fmt.Sprintf("%q", text) +
-			`},"uuid":"` + uuid + `","timestamp":"2026-03-01T10:00:00.000Z","cwd":"` + cwd + `","sessionId":"` + sid + `"}`
-	}
+// serveRow is a user row of session sid with its uuid, cwd and text.
+func serveRow(sid, uuid, cwd, text string) string {
+	return `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":` + fmt.Sprintf("%q", text) +
+		`},"uuid":"` + uuid + `","timestamp":"2026-03-01T10:00:00.000Z","cwd":"` + cwd + `","sessionId":"` + sid + `"}`
+}
+
+// TestMcpOnServeSeesOnlyItsTenant: scribe serve answers MCP's streamable
+// HTTP transport at /mcp with scribe mcp's tools, behind its bearer tokens:
+// a real MCP client with tenant alpha's token lists, searches and reads
+// alpha's sessions, never beta's (not by listing, not by id, not through
+// search), secrets come out redacted, and a request without a token is
+// refused.
+func TestMcpOnServeSeesOnlyItsTenant(t *testing.T) {
+	s := startTenantsServer(t)
+	const tokA, tokB = tenantTokA, tenantTokB
+
+	row := serveRow
 	const sidA, sidB = "a1a10000-0000-4000-8000-000000000001", "b2b20000-0000-4000-8000-000000000002"
 	const secret = "AKIAIOSFODNN7EXAMPLE"
 	postAs(t, s, tokA, sidA, []string{row(sidA, "a1a10000-0000-4000-8000-0000000000a1", "/home/alice/shop", "alpha wants the flux capacitor; key "+secret)})

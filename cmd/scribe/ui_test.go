@@ -133,7 +133,7 @@ func TestUIInBrowser(t *testing.T) {
 	}()
 
 	// The token, exchanged for the cookie every subtest goes on with.
-	testui.Do(t, ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	testui.Do(t, ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
 	if loc := testui.Eval[string](t, ctx, `location.href`); loc != base+"/" {
 		t.Errorf("after the token the address is %q, want it without the token", loc)
 	}
@@ -146,7 +146,7 @@ func TestUIInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shown := testui.Eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll("td.title a")].map(a => [new URL(a.href).pathname.split("/").pop(), a.textContent]))`)
+		shown := testui.Eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll("ol.sessions a")].map(a => [new URL(a.href).pathname.split("/").pop(), a.textContent]))`)
 		if len(shown) != len(infos) {
 			t.Errorf("the list shows %d sessions, the store has %d", len(shown), len(infos))
 		}
@@ -157,8 +157,8 @@ func TestUIInBrowser(t *testing.T) {
 		}
 		shot("list")
 		testui.Do(t, ctx, chromedp.SendKeys(chromedp.ID("q"), "titled"),
-			chromedp.Poll[chromedp.Void](`document.querySelectorAll("td.title a").length === 2`))
-		if got := testui.Eval[string](t, ctx, `[...document.querySelectorAll("td.title a")].map(a => a.textContent).sort().join(", ")`); got != "Titled session 1, Titled session 3" {
+			chromedp.Poll[chromedp.Void](`document.querySelectorAll("ol.sessions a").length === 2`))
+		if got := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions a")].map(a => a.textContent).sort().join(", ")`); got != "Titled session 1, Titled session 3" {
 			t.Errorf("filtered as typed: %q", got)
 		}
 	})
@@ -200,6 +200,38 @@ func TestUIInBrowser(t *testing.T) {
 		after := testui.Eval[float64](t, ctx, `document.getElementById("`+target+`").getBoundingClientRect().top`)
 		if d := after - before; d > 2 || d < -2 {
 			t.Errorf("loading earlier messages moved the reader by %.0f px", d)
+		}
+	})
+	t.Run("search", func(t *testing.T) {
+		// The full-text index of the Claude folder; the result lands on the
+		// message, deep in its session.
+		testui.Do(t, ctx, chromedp.Navigate(base+`/search?q="long+prompt+120"`), chromedp.WaitVisible(chromedp.CSS("ol.hits")))
+		if got := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.hits mark")].map(m => m.textContent).join(" ")`); got != "long prompt 120" {
+			t.Errorf("the marked words: %q", got)
+		}
+		target := "m-" + long.UUID(241)
+		clickAndLoad(t, ctx, `ol.hits a[href$="#`+target+`"]`)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID(target)))
+		if got := testui.Eval[string](t, ctx, `(document.querySelector(":target") || {}).id || ""`); got != target || !inView(t, ctx, target) {
+			t.Errorf("the search result lands on %q", got)
+		}
+		shot("search")
+	})
+	t.Run("find in the page", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitVisible(chromedp.ID("find")),
+			chromedp.SendKeys(chromedp.ID("find"), "timingsafeequal"),
+			chromedp.Poll[chromedp.Void](`document.querySelectorAll("#messages mark.find").length > 0`))
+		if got := testui.Eval[string](t, ctx, `[...document.querySelectorAll("#messages mark.find")].map(m => m.textContent).join(" ")`); got != "timingSafeEqual" {
+			t.Errorf("the matches: %q", got)
+		}
+		if !testui.Eval[bool](t, ctx, `document.querySelector("mark.find.now").closest("details").open`) {
+			t.Error("the match is left folded")
+		}
+		shot("find")
+		testui.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`const f = document.getElementById("find"); f.value = ""; f.dispatchEvent(new Event("input"))`),
+			chromedp.Poll[chromedp.Void](`document.querySelectorAll("mark.find").length === 0`))
+		if !testui.Eval[bool](t, ctx, `document.querySelector("details.tool[data-tool=Edit] .diff .add").textContent.includes("timingSafeEqual(hash, stored)")`) {
+			t.Error("the text is not whole again once the find is cleared")
 		}
 	})
 	t.Run("hostile", func(t *testing.T) {
@@ -245,7 +277,7 @@ func TestUIInBrowser(t *testing.T) {
 			t.Errorf("at phone width the page is %d px wide", w)
 		}
 		shot("rich-phone")
-		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
 		shot("list-phone")
 		emulateMedia(t, ctx)
 		testui.Do(t, ctx, chromedp.EmulateViewport(1200, 900))
@@ -287,17 +319,25 @@ func TestUIInBrowser(t *testing.T) {
 				t.Errorf("GET %s without the cookie: %d", u, resp.StatusCode)
 			}
 		}
-		req, _ := http.NewRequest("GET", base+"/", nil)
-		req.Host = "rebound.example" + base[strings.LastIndex(base, ":"):]
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("a foreign Host: %d", resp.StatusCode)
-		}
+		foreignHostRefused(t, base+"/")
 	})
+}
+
+// foreignHostRefused fails unless a GET of u with a foreign Host (the
+// same port: a name rebound to the server's address) gets 403.
+func foreignHostRefused(t *testing.T, u string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	port := regexp.MustCompile(`:\d+`).FindString(strings.TrimPrefix(u, "http://"))
+	req.Host = "rebound.example" + port
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a foreign Host: %d", resp.StatusCode)
+	}
 }
 
 // inView reports whether the element with that id is within the viewport.

@@ -1,5 +1,5 @@
 // scribe ui: the list's filter as you type, a conversation's "load more",
-// permalinks, live messages and the copy button. Every piece of HTML it
+// permalinks, live messages, find in the page and the copy button. Every piece of HTML it
 // inserts comes from the server's templates (escaped there) and is
 // parsed in a <template>, where nothing runs.
 "use strict";
@@ -8,6 +8,8 @@
   // Messages kept in the page: past this, the far end is dropped (and
   // can be fetched again), so the page does not grow with the session.
   const MAX_MESSAGES = 400;
+  // The path the viewer is served under ("" at the root).
+  const base = document.body.dataset.base || "";
 
   function parse(html) {
     const t = document.createElement("template");
@@ -38,11 +40,11 @@
         const form = q.form, params = new URLSearchParams(new FormData(form));
         params.set("partial", "1");
         const mine = ++seq;
-        get("/?" + params.toString()).then(function (html) {
+        get(base + "/?" + params.toString()).then(function (html) {
           if (mine !== seq) { return; }
           results.replaceChildren(parse(html));
           params.delete("partial");
-          history.replaceState(null, "", "/?" + params.toString());
+          history.replaceState(null, "", base + "/?" + params.toString());
         }).catch(function () {});
       }, 150);
     });
@@ -68,7 +70,8 @@
   }
   document.addEventListener("keydown", function (ev) {
     if (typing(ev)) { return; }
-    if (ev.key === "/" && q) { ev.preventDefault(); q.focus(); return; }
+    const field = document.getElementById("find") || q;
+    if (ev.key === "/" && field) { ev.preventDefault(); field.focus(); return; }
     if (ev.key !== "j" && ev.key !== "k") { return; }
     const all = [...document.querySelectorAll("#messages > article.msg:not(.slim)")];
     if (!all.length) { return; }
@@ -165,6 +168,72 @@
     return false;
   }
   window.addEventListener("hashchange", land);
+
+  // Find in the page: the messages shown are searched as the reader
+  // types (case ignored), each match put in a <mark>; Enter, Shift+Enter
+  // and the arrows go from one to the next, opening what folds it.
+  const find = document.getElementById("find");
+  if (find) {
+    const found = find.form.querySelector(".found");
+    let marks = [], cur = -1, timer = 0;
+    const clear = function () {
+      marks.forEach(function (m) {
+        const p = m.parentNode;
+        if (!p) { return; }
+        p.replaceChild(document.createTextNode(m.textContent), m);
+        p.normalize();
+      });
+      marks = [];
+      cur = -1;
+    };
+    const go = function (i) {
+      if (!marks.length) { return; }
+      if (cur >= 0) { marks[cur].classList.remove("now"); }
+      cur = (i + marks.length) % marks.length;
+      marks[cur].classList.add("now");
+      openTo(marks[cur]);
+      found.textContent = (cur + 1) + " of " + marks.length;
+    };
+    const run = function () {
+      clear();
+      const text = find.value.trim();
+      if (!text) { found.textContent = ""; return; }
+      const re = new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
+      const nodes = [];
+      const walk = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        re.lastIndex = 0;
+        if (re.test(n.data)) { nodes.push(n); }
+      }
+      nodes.forEach(function (n) {
+        const spans = [];
+        re.lastIndex = 0;
+        for (let m = re.exec(n.data); m; m = re.exec(n.data)) { spans.push([m.index, m[0].length]); }
+        for (let k = spans.length - 1; k >= 0; k--) {
+          const hit = n.splitText(spans[k][0]);
+          hit.splitText(spans[k][1]);
+          const mark = document.createElement("mark");
+          mark.className = "find";
+          hit.replaceWith(mark);
+          mark.append(hit);
+        }
+      });
+      marks = [...box.querySelectorAll("mark.find")];
+      if (!marks.length) { found.textContent = "not in the messages shown"; return; }
+      go(0);
+    };
+    find.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 200); });
+    find.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter") { return; }
+      ev.preventDefault();
+      clearTimeout(timer);
+      if (!marks.length) { run(); return; }
+      go(cur + (ev.shiftKey ? -1 : 1));
+    });
+    find.form.querySelector(".find-next").addEventListener("click", function () { go(cur + 1); });
+    find.form.querySelector(".find-prev").addEventListener("click", function () { go(cur - 1); });
+    find.form.addEventListener("submit", function (ev) { ev.preventDefault(); });
+  }
   if (!land() && !link("later")) {
     window.scrollTo(0, document.documentElement.scrollHeight);
   }

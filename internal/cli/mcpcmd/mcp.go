@@ -28,6 +28,7 @@ import (
 	"github.com/e0dc0000/scribe/internal/cli/listing"
 	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/internal/scansearch"
 	"github.com/e0dc0000/scribe/processors/redact"
 	"github.com/e0dc0000/scribe/search"
 	"github.com/e0dc0000/scribe/sessions"
@@ -421,7 +422,7 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	var hits []search.Hit
 	if m.l.ConfigDir == "" {
 		// No full-text index for this store: its messages, scanned.
-		hits, err = scanSearch(ctx, m.st, q, in.Project)
+		hits, err = scansearch.Search(ctx, m.st, q, in.Project)
 	} else {
 		hits, err = m.indexSearch(ctx, q)
 	}

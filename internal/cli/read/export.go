@@ -23,9 +23,11 @@ import (
 func NewCmdExport(f *cmdutil.Factory) *cobra.Command {
 	var format, out string
 	var redactOn bool
+	var all exportAllOptions
+	var every bool
 	var keys cmdutil.SealFlags
 	c := &cobra.Command{
-		Use:   "export ID --format md|html|json|bundle [-o FILE]",
+		Use:   "export ID --format md|html|json|bundle [-o FILE] | export --all -o DIR",
 		Short: "Write a session as Markdown, one HTML file, JSON, or a portable bundle",
 		Long: `export writes a session:
   md      Markdown: prompts and answers, tool calls folded with their results,
@@ -44,9 +46,32 @@ identity or the passphrase (a wrong key fails; never a plaintext fallback).
 --redact replaces every secret by its marker in what is exported, with the
 processor "redact" block --rules names (default: the first redact
 processor of pipeline.processors, else redact/default); the session itself
-is not changed.`,
-		Args: cobra.ExactArgs(1),
+is not changed.
+--all -o DIR writes every session of the store as its HTML page (the same
+page as --format html), DIR/<id>.html, and DIR/index.html listing them
+(title, project, last activity) with relative links: a folder to open in
+any browser or put on any web server. DIR must be new or empty unless
+--force; --json prints a summary; a long run says how far it is on stderr.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if every {
+				if err := checkExportAll(cmd, args, format, out, redactOn); err != nil {
+					return err
+				}
+				if f.HTMLNeedsFull != nil {
+					if err := f.HTMLNeedsFull(); err != nil {
+						return err
+					}
+				}
+				all.dir = out
+				return exportAll(f, cmd, all)
+			}
+			if len(args) != 1 {
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("export takes a session id (or --all -o DIR)")}
+			}
+			if all.force || all.asJSON {
+				return &cmdutil.ExitError{Code: 2, Err: fmt.Errorf("--force and --json go with --all")}
+			}
 			switch format {
 			case "md", "html", "json", "bundle":
 			default:
@@ -133,7 +158,27 @@ is not changed.`,
 	keys.Add(c, true)
 	c.Flags().BoolVar(&redactOn, "redact", false, "replace secrets by markers in what is exported (the session is not changed)")
 	c.Flags().String("rules", "", `with --redact: the processor "redact" block to use`)
+	c.Flags().BoolVar(&every, "all", false, "every session of the store as HTML pages and an index, into the folder -o names")
+	c.Flags().BoolVar(&all.force, "force", false, "with --all: write into a folder that is not empty")
+	c.Flags().BoolVar(&all.asJSON, "json", false, "with --all: print a summary as JSON")
 	return c
+}
+
+// checkExportAll refuses what export --all does not take: an id, a format
+// other than html, no -o, --redact.
+func checkExportAll(cmd *cobra.Command, args []string, format, out string, redactOn bool) error {
+	bad := func(msg string) error { return &cmdutil.ExitError{Code: 2, Err: errors.New(msg)} }
+	switch {
+	case len(args) > 0:
+		return bad("export --all takes no session id")
+	case cmd.Flags().Changed("format") && format != "html":
+		return bad("export --all writes HTML pages only (--format html)")
+	case out == "" || out == "-":
+		return bad("export --all needs -o DIR, the folder to write")
+	case redactOn:
+		return bad("export --all does not take --redact (export the sessions of a redacted copy instead)")
+	}
+	return nil
 }
 
 // redactedCopy copies a session, redacted, into a temporary store; the

@@ -42,7 +42,8 @@ func NewCmdServe(f *cmdutil.Factory) *cobra.Command {
 		Long: `Run the scribe server: the routes Claude Code's remote client uses (PUT/GET
 /v1/session_ingress/session/{id}, POST /v1/code/sessions/{id}/events, GET
 /v1/code/sessions/{id}/teleport-events), GET /v1/sessions, /healthz, /readyz and
-/metrics.
+/metrics; scribe mcp's tools at /mcp, and the web viewer at /ui/ (sign in
+with a token; share links).
 
 Settings come from the server { ... } block of the configuration (see
 example.hcl); the flags below beat it. With no nats_url, an embedded NATS
@@ -63,6 +64,7 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 				return &cmdutil.ExitError{Code: 2, Err: err}
 			}
 			log := f.Logger(cfg, "scribe")
+			toks := newUITokens(sc)
 			srv, err := server.New(*sc, log.Named("serve"))
 			if err != nil {
 				return &cmdutil.ExitError{Code: 2, Err: err}
@@ -73,6 +75,11 @@ It stops on SIGINT or SIGTERM, finishing the requests in flight.`,
 				srv.SetProcessor(p)
 			}
 			mountMCP(srv, cfg, cmdutil.BuildVersion(f.Version), log)
+			portal, err := mountUI(srv, cfg, sc, toks)
+			if err != nil {
+				return err
+			}
+			defer portal.Close(context.Background())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := srv.Start(ctx); err != nil {

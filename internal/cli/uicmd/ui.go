@@ -70,7 +70,7 @@ func runUI(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, listen st
 	}
 	names := uiStores(cfg, cmdutil.FromFlag(cmd))
 	stderr := cmd.ErrOrStderr()
-	h, err := ui.New(ui.Options{Stores: names, Open: opener})
+	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search})
 	if err != nil {
 		return err
 	}

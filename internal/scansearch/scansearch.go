@@ -1,4 +1,7 @@
-package mcpcmd
+// Package scansearch searches a store that has no full-text index (a
+// backend, the team server) by reading its sessions' messages: scribe mcp
+// and the web viewer use it where package search's index is not there.
+package scansearch
 
 import (
 	"context"
@@ -11,13 +14,13 @@ import (
 	"github.com/e0dc0000/scribe/sessions"
 )
 
-// scanSearch is search_sessions on a store without a full-text index (a
-// backend, the team server): every listed session's messages (and its
-// subagents'), newest session first, are scanned for the query's terms,
-// case folded; a message matches when it holds every term, and its hit's
-// snippet is the text around the first one, the terms in [brackets] as
-// the index's snippets mark them. project is a project path ("" for all).
-func scanSearch(ctx context.Context, st sessions.Store, q search.Query, project string) ([]search.Hit, error) {
+// Search is a search of a store without a full-text index: every listed
+// session's messages (and its subagents'), newest session first, are
+// scanned for the query's terms, case folded; a message matches when it
+// holds every term, and its hit's snippet is the text around the first
+// one, the terms between q's marks ([brackets] by default) as the index's
+// snippets mark them. project is a project path ("" for all).
+func Search(ctx context.Context, st sessions.Store, q search.Query, project string) ([]search.Hit, error) {
 	terms, _ := search.Terms(q.Text)
 	if len(terms) == 0 {
 		return nil, fmt.Errorf("%w: no words to look for", search.ErrBadQuery)
@@ -94,7 +97,7 @@ func scanMessage(m sessions.Message, terms []string, q search.Query) (search.Hit
 		if first < 0 {
 			continue
 		}
-		h := search.Hit{UUID: m.UUID, Role: p.role, Timestamp: ts, Snippet: snippetAround(p.text, lower, first, terms)}
+		h := search.Hit{UUID: m.UUID, Role: p.role, Timestamp: ts, Snippet: snippetAround(p.text, lower, first, terms, &q)}
 		if q.WithText {
 			h.Text = p.text
 		}
@@ -155,8 +158,8 @@ func messageTexts(m sessions.Message) []roleText {
 }
 
 // snippetAround is about 160 characters of text around byte at, each term
-// marked [term].
-func snippetAround(text, lower string, at int, terms []string) string {
+// marked with q's marks.
+func snippetAround(text, lower string, at int, terms []string, q *search.Query) string {
 	if len(lower) != len(text) {
 		// Case folding changed a character's length: show the folded text,
 		// whose offsets these are.
@@ -183,7 +186,7 @@ func snippetAround(text, lower string, at int, terms []string) string {
 			}
 		}
 		if hit != "" {
-			b.WriteString("[" + hit + "]")
+			b.WriteString(q.Mark(hit))
 			i += len(hit)
 			continue
 		}

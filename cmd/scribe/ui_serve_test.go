@@ -1,0 +1,313 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/e0dc0000/scribe/internal/peer"
+	"github.com/e0dc0000/scribe/internal/testui"
+)
+
+// serveChain is a user row of session sid whose parent is parent ("" for
+// the first).
+func serveChain(sid, uuid, parent, text string) string {
+	row := serveRow(sid, uuid, "/home/alice/shop", text)
+	if parent != "" {
+		row = strings.Replace(row, `"parentUuid":null`, `"parentUuid":"`+parent+`"`, 1)
+	}
+	return row
+}
+
+// TestUIOnServe drives the viewer of scribe serve (/ui/) in Chromium with
+// two tenants: a wrong token is refused at the sign-in form; alpha signed
+// in sees its sessions and not beta's, not by the list, not by an id
+// address, not by search, and search lands on the message; a POST without
+// the CSRF token is refused; alpha renames a session from its page, and
+// an entry pushed to the server appears on the open page without a
+// reload; a share link made from the session's page opens in another
+// browser profile without signing in, redacted, reaching its session
+// only, and stops opening once revoked or expired; alpha's read-only
+// token is offered no change and its POSTs are refused; beta sees
+// nothing of alpha's; a foreign Host is refused.
+func TestUIOnServe(t *testing.T) {
+	s := startTenantsServer(t)
+	const (
+		sidA, sidA2, sidB = "a1a10000-0000-4000-8000-000000000001", "a1a10000-0000-4000-8000-000000000002", "b2b20000-0000-4000-8000-000000000003"
+		uA4               = "a1a10000-0000-4000-8000-0000000000a4"
+		secret            = "AKIAIOSFODNN7EXAMPLE"
+	)
+	// Alpha's sessions as Claude Code writes them, sent with scribe push;
+	// beta's posted as Claude Code's remote client posts its entries.
+	claude := t.TempDir()
+	a := testui.NewSession(t, claude, "/home/alice/shop", sidA)
+	uA1 := a.User(t, "alpha wants the flux capacitor")
+	uA2 := a.Assistant(t, testui.Text("the key is "+secret+" for the flux capacitor"))
+	uA3 := a.User(t, "thanks, alpha out")
+	a2 := testui.NewSession(t, claude, "/home/alice/shop", sidA2)
+	a2.User(t, "alpha's quiet session")
+	a2.Meta(t, map[string]any{"type": "custom-title", "customTitle": "Alpha's quiet session, titled"})
+	pushAs(t, s, claude, tenantTokA)
+	postAs(t, s, tenantTokB, sidB, []string{serveChain(sidB, "b2b20000-0000-4000-8000-0000000000c1", "", "beta's flux capacitor plans")})
+	var sdkTitles []string
+	for _, in := range peer.Find(t).List(t, claude, "") {
+		sdkTitles = append(sdkTitles, in.SessionID+"="+in.Summary)
+	}
+	sort.Strings(sdkTitles)
+	ctx := testui.Browser(t)
+	base := s.url() + "/ui"
+	ids := func() string {
+		return testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions a")].map(a => new URL(a.href).pathname.split("/").pop()).sort().join(" ")`)
+	}
+	titles := func() string {
+		return testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions a")].map(a => new URL(a.href).pathname.split("/").pop() + "=" + a.textContent).sort().join(" ")`)
+	}
+	signIn := func(t *testing.T, tok string) {
+		t.Helper()
+		testui.Do(t, ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")),
+			chromedp.SetValue(chromedp.CSS("input[name=token]"), tok))
+		clickAndLoad(t, ctx, "form.login button")
+	}
+
+	t.Run("sign in", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+		if p := testui.Eval[string](t, ctx, `location.pathname`); p != "/ui/login" {
+			t.Errorf("before signing in, /ui/ goes to %s", p)
+		}
+		signIn(t, "not-a-token")
+		if txt := testui.Eval[string](t, ctx, `document.body.innerText`); !strings.Contains(txt, "not a token of this server") {
+			t.Errorf("a wrong token: %q", txt)
+		}
+		signIn(t, tenantTokA)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		// The titles the SDK's listSessions gives the sessions pushed.
+		if got, want := titles(), strings.Join(sdkTitles, " "); got != want || len(sdkTitles) != 2 {
+			t.Errorf("alpha's list: %q, the SDK's titles %q", got, want)
+		}
+		if c := testui.Eval[string](t, ctx, `document.cookie`); c != "" {
+			t.Errorf("the cookie is readable by script: %q", c)
+		}
+	})
+	t.Run("another tenant's session", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidB), chromedp.WaitReady(chromedp.CSS("main")))
+		if txt := testui.Eval[string](t, ctx, `document.title + " " + document.body.innerText`); !strings.Contains(txt, "Not Found") || strings.Contains(txt, "beta") {
+			t.Errorf("alpha opens beta's session: %q", txt)
+		}
+	})
+	t.Run("rename", func(t *testing.T) {
+		// A token with the write scope renames through the page's form:
+		// the SDK's custom-title line, appended on the server.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA2), chromedp.WaitReady(chromedp.CSS("main")),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("details.actions").open = true`),
+			chromedp.SetValue(chromedp.CSS(`form[action*="/rename"] input[name=title]`), "Alpha's renamed session"))
+		clickAndLoad(t, ctx, `form[action*="/rename"] button`)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := titles(); !strings.Contains(got, sidA2+"=Alpha's renamed session") {
+			t.Errorf("after the rename the list shows %q", got)
+		}
+	})
+	t.Run("live", func(t *testing.T) {
+		// An entry pushed to the server appears on the open page, which is
+		// not loaded again.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.ID("m-"+uA3)),
+			chromedp.Evaluate[chromedp.Void](`window.scribeOldPage = true`))
+		postAs(t, s, tenantTokA, sidA, []string{serveChain(sidA, uA4, uA3, "a late word from alpha")})
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID("m-"+uA4)))
+		if !testui.Eval[bool](t, ctx, `window.scribeOldPage === true && document.getElementById("m-`+uA4+`").innerText.includes("a late word from alpha")`) {
+			t.Error("the new entry came with a reload, or without its text")
+		}
+	})
+	t.Run("search", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/search?q=flux+capacitor"), chromedp.WaitVisible(chromedp.CSS("ol.hits")))
+		links := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.hits a")].map(a => a.getAttribute("href")).join(" ")`)
+		if !strings.Contains(links, "/ui/sessions/"+sidA+"?") || strings.Contains(links, sidB) {
+			t.Errorf("alpha's search links: %q", links)
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("ol.hits mark").length`); n == 0 {
+			t.Error("no matched word is marked")
+		}
+		clickAndLoad(t, ctx, `ol.hits a[href*="`+uA2+`"]`)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID("m-"+uA2)))
+		if got := testui.Eval[string](t, ctx, `(document.querySelector(":target") || {}).id || ""`); got != "m-"+uA2 {
+			t.Errorf("the search result lands on %q", got)
+		}
+	})
+	var link string
+	t.Run("share", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.CSS("details.actions")))
+		status := testui.Eval[int](t, ctx, `fetch("/ui/share", {method: "POST", body: new URLSearchParams({session: "`+sidA+`", expires: "24h"})}).then(r => r.status)`)
+		if status != http.StatusForbidden {
+			t.Errorf("a share without the CSRF token: %d", status)
+		}
+		testui.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.actions").open = true`),
+			chromedp.WaitVisible(chromedp.CSS("form.share button")))
+		clickAndLoad(t, ctx, "form.share button")
+		link = testui.Eval[string](t, ctx, `document.querySelector("table.shares code").textContent`)
+		if !strings.HasPrefix(link, base+"/s/") {
+			t.Fatalf("the share link %q", link)
+		}
+		other := isolated(t, ctx)
+		testui.Do(t, other, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("m-"+uA3)))
+		txt := testui.Eval[string](t, other, `document.body.innerText`)
+		if !strings.Contains(txt, "alpha wants the flux capacitor") || strings.Contains(txt, secret) || !strings.Contains(txt, "[REDACTED:") || !strings.Contains(txt, "for the flux capacitor") {
+			t.Errorf("the shared page:\n%s", txt)
+		}
+		if strings.Contains(txt, "Sign out") || strings.Contains(txt, "alpha's quiet session") {
+			t.Errorf("the shared page shows more than the session:\n%s", txt)
+		}
+		// The link reaches its session only: not another of alpha's, not
+		// beta's, not the list.
+		for _, u := range []string{link + "/sessions/" + sidA2 + "?store=share", link + "/sessions/" + sidB + "?store=share", link + "/sessions/" + sidB + "/window?store=share&after=" + uA1} {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "beta") || strings.Contains(string(body), "quiet") {
+				t.Errorf("GET %s through the link: %d\n%s", u, resp.StatusCode, body)
+			}
+		}
+		// Nor does alpha make a link to beta's session.
+		status = testui.Eval[int](t, ctx, `fetch("/ui/share", {method: "POST", body: new URLSearchParams({session: "`+sidB+`", expires: "24h",
+			csrf: document.querySelector("form.signout input[name=csrf]").value})}).then(r => r.status)`)
+		if status != http.StatusNotFound {
+			t.Errorf("alpha shares beta's session: %d", status)
+		}
+	})
+	t.Run("revoke and expire", func(t *testing.T) {
+		other := isolated(t, ctx)
+		opens := func(u string) bool {
+			testui.Do(t, other, chromedp.Navigate(u), chromedp.WaitReady(chromedp.CSS("main")))
+			return testui.Eval[bool](t, other, `document.querySelectorAll("article.msg").length > 0`)
+		}
+		// A link of three seconds, made with the page's CSRF token.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.CSS("form.share")))
+		short := testui.Eval[string](t, ctx, `fetch("/ui/share", {method: "POST", body: new URLSearchParams({session: "`+sidA+`", expires: "3s",
+			csrf: document.querySelector("form.share input[name=csrf]").value})}).then(r => r.text()).then(h => new DOMParser().parseFromString(h, "text/html").querySelector("table.shares code").textContent)`)
+		if !opens(short) {
+			t.Fatal("the short link does not open")
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for opens(short) {
+			if time.Now().After(deadline) {
+				t.Fatal("the short link still opens 30 s after it was made")
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if txt := testui.Eval[string](t, other, `document.body.innerText`); !strings.Contains(txt, "expired") {
+			t.Errorf("an expired link says %q", txt)
+		}
+		// The first link, revoked with its button.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/shares"), chromedp.WaitVisible(chromedp.CSS("table.shares")),
+			chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll("table.shares code")].find(c => c.textContent === "`+link+`").closest("tr").classList.add("target")`))
+		clickAndLoad(t, ctx, "tr.target form button")
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("tr.share.revoked")))
+		if opens(link) {
+			t.Error("the revoked link still opens")
+		}
+	})
+	signOut := func(t *testing.T) {
+		t.Helper()
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("form.signout")))
+		clickAndLoad(t, ctx, "form.signout button")
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("input[name=token]")))
+	}
+	t.Run("read only", func(t *testing.T) {
+		signOut(t)
+		signIn(t, tenantTokARO)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA2), chromedp.WaitVisible(chromedp.CSS("form.signout")))
+		if forms := testui.Eval[string](t, ctx, `[...document.querySelectorAll("form[method=post]")].map(f => new URL(f.action).pathname).join(" ")`); strings.Contains(forms, "/sessions/") {
+			t.Errorf("a read-only token is offered %q", forms)
+		}
+		if acct := testui.Eval[string](t, ctx, `document.querySelector(".account").textContent`); acct != "alpha (read only)" {
+			t.Errorf("the account shows %q", acct)
+		}
+		// A POST with the page's own CSRF token is refused all the same.
+		for _, action := range []string{"rename", "tag"} {
+			status := testui.Eval[int](t, ctx, `fetch("/ui/sessions/`+sidA2+`/`+action+`?store=serve/alpha", {method: "POST", body: new URLSearchParams({title: "read-only rename", tag: "ro",
+				csrf: document.querySelector("form.signout input[name=csrf]").value})}).then(r => r.status)`)
+			if status != http.StatusForbidden {
+				t.Errorf("a read-only %s: %d", action, status)
+			}
+		}
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := titles(); !strings.Contains(got, sidA2+"=Alpha's renamed session") {
+			t.Errorf("after the refused rename the list shows %q", got)
+		}
+	})
+	t.Run("sign out and beta", func(t *testing.T) {
+		signOut(t)
+		signIn(t, tenantTokB)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := ids(); got != sidB {
+			t.Errorf("beta's list: %q", got)
+		}
+		testui.Do(t, ctx, chromedp.Navigate(base+"/search?q=flux"), chromedp.WaitReady(chromedp.CSS("main")))
+		if links := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.hits a")].map(a => a.getAttribute("href")).join(" ")`); strings.Contains(links, sidA) || !strings.Contains(links, sidB) {
+			t.Errorf("beta's search links: %q", links)
+		}
+	})
+	t.Run("foreign host", func(t *testing.T) { foreignHostRefused(t, base+"/login") })
+}
+
+// pushAs sends every session of the Claude folder claude to the server
+// with scribe push, as tenant token tok.
+func pushAs(t *testing.T, s *cloudServer, claude, tok string) {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "push.hcl")
+	hcl := fmt.Sprintf("config_dir = %q\nlog_level = \"warn\"\nsink \"events\" \"team\" {\n  base_url = %q\n  token    = %q\n}\n", claude, s.url(), tok)
+	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rep cloudPushReport
+	scribeJSON(t, runOpts{}, &rep, "push", "--all", "--json", "--no-progress", "--config", cfg)
+	if rep.Stored == 0 || len(rep.Errors) > 0 {
+		t.Fatalf("push: %+v", rep)
+	}
+}
+
+// clickAndLoad clicks what selector finds and waits for the page it
+// loads (a form's answer, a link's page). The page is asked until it is
+// the new one: while it changes, a question can fail.
+func clickAndLoad(t *testing.T, ctx context.Context, selector string) {
+	t.Helper()
+	testui.Do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.scribeOldPage = true`), chromedp.Click(chromedp.CSS(selector)))
+	deadline := time.Now().Add(testui.Timeout)
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		done, err := chromedp.Run(qctx, chromedp.Evaluate[bool](`!window.scribeOldPage && document.readyState === "complete"`))
+		cancel()
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("clicking %s loaded no page (%v)", selector, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// isolated is a tab in a browser profile of its own (no cookies of ctx's),
+// closed at the end of the test.
+func isolated(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	other, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	// The first run opens the tab, for as long as other lives: not under
+	// a timeout, which would close it.
+	if err := chromedp.Do(other); err != nil {
+		t.Fatal(err)
+	}
+	return other
+}

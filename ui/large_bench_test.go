@@ -1,0 +1,30 @@
+package ui_test
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/e0dc0000/scribe/internal/gen"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+)
+
+// BenchmarkLargeSessionPage is GET /sessions/<id> on bench -case ui's
+// 50 MB session without a compact boundary (internal/gen.LargeSession,
+// seed 2, 400 subagents): the server's part of its page.
+func BenchmarkLargeSessionPage(b *testing.B) {
+	dir := b.TempDir()
+	res, err := gen.LargeSession(jsonl.Layout{ConfigDir: dir}.ProjectDir("/home/dev/src/app"), gen.LargeOptions{CWD: "/home/dev/src/app", Seed: 2, NoBoundary: true, Progress: 17000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, _ := newHandler(b, dir)
+	get(b, h, "/sessions/"+res.SessionID)
+	b.ResetTimer()
+	for range b.N {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/sessions/"+res.SessionID, nil))
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+	}
+}
