@@ -21,6 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	code := testbackend.Main(m)
 	removeTestHome()
+	testenv.RemoveBuild()
 	os.Exit(code)
 }
 

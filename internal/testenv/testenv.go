@@ -57,9 +57,9 @@ var (
 
 // BuildScribe installs scribe once per test process the way users do,
 // with scripts/install (the light build as scribe, the full build as
-// scribe-full beside it), into a fresh temporary directory left behind on
-// purpose (other tests of the same process may still be using it), and
-// returns the path of scribe. Every command the light build hands over is
+// scribe-full beside it), into a fresh temporary directory that outlives
+// the test (other tests of the same process use it too; the package's
+// TestMain removes it with RemoveBuild), and returns the path of scribe. Every command the light build hands over is
 // so tested through the hand-over. A build failure fails every caller with
 // the compiler output.
 func BuildScribe(t testing.TB) string {
@@ -89,6 +89,16 @@ func BuildScribe(t testing.TB) string {
 		t.Fatalf("testenv: scripts/install: %v\n%s", buildErr, buildOut)
 	}
 	return buildBin
+}
+
+// RemoveBuild removes what BuildScribe installed, if it ran: a package
+// whose tests build scribe calls it from TestMain after m.Run (each
+// build is two binaries, ~90 MB, and a day of test runs left hundreds).
+func RemoveBuild() {
+	buildOnce.Do(func() {}) // orders the read after a build, or stops one
+	if buildBin != "" {
+		os.RemoveAll(filepath.Dir(buildBin))
+	}
 }
 
 // goCommand finds the go tool: on PATH, else under $GOROOT/bin.
