@@ -24,6 +24,13 @@ import (
 // FS is the file system a Layout's readers read (nil: the disk's).
 type FS = layout.FS
 
+// WalkCache keeps the walks of subagents folders between reads (see
+// Layout.Walks).
+type WalkCache = layout.WalkCache
+
+// NewWalkCache returns an empty WalkCache.
+func NewWalkCache() *WalkCache { return layout.NewWalkCache() }
+
 // The folder's errors.
 var (
 	ErrBadID    = layout.ErrBadID

@@ -35,6 +35,10 @@ type Layout struct {
 	// read) take it; everything that changes a session, the sessions index
 	// and the locks work on disk only.
 	FS FS
+	// Walks, when set, keeps the walks of subagents folders on disk
+	// between reads (NewWalkCache: a store that reads the same sessions'
+	// subagents again and again keeps one).
+	Walks *WalkCache
 }
 
 // The same folder, as each job sees it.

@@ -64,6 +64,9 @@ type Layout struct {
 	// read) take it; everything that changes a session, the sessions index
 	// and the locks work on disk only.
 	FS FS
+	// Walks, when set, keeps the walks of subagents folders on disk
+	// between reads (see WalkCache).
+	Walks *WalkCache
 }
 
 // ProjectsDir is <config dir>/projects.

@@ -32,7 +32,7 @@ func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile
 		if !hasFolder { // a session without a folder has no subagents to look for
 			return nil
 		}
-		agents, err := WalkAgents(ctx, l.FS, main, "")
+		agents, err := l.walkAgents(ctx, main, "")
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
@@ -355,7 +357,7 @@ func stringMember(line, key string) (string, bool) {
 	return s, true
 }
 
-type agentFile struct{ ID, Path string }
+type agentFile = layout.AgentFile
 
 // agentFiles lists a session's agent-<id>.jsonl files as the SDK does. A
 // session whose main file is missing is ErrNotFound; one whose main file is
@@ -366,18 +368,27 @@ func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentF
 	if err != nil || empty {
 		return nil, err
 	}
-	return WalkAgents(ctx, l.FS, main, "")
+	return l.walkAgents(ctx, main, "")
 }
 
 // WalkAgents lists the agent files under the session folder of main, depth
 // first in name order (the order of the SDK's recursive readdir); with
 // stopAt, it stops at the first file of that agent id.
 func WalkAgents(ctx context.Context, fsys layout.FS, main, stopAt string) ([]agentFile, error) {
+	return walkAgentsFrom(ctx, fsys, filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir), stopAt, nil)
+}
+
+// walkAgentsFrom walks the subagents folder top; seen, if set, is told
+// each folder before it is read.
+func walkAgentsFrom(ctx context.Context, fsys layout.FS, top, stopAt string, seen func(dir string)) ([]agentFile, error) {
 	var out []agentFile
 	var walk func(d string) (bool, error)
 	walk = func(d string) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
+		}
+		if seen != nil {
+			seen(d)
 		}
 		ents, err := layout.FSOf(fsys).ReadDir(d) // sorted by name, links not followed
 		if err != nil {
@@ -403,10 +414,44 @@ func WalkAgents(ctx context.Context, fsys layout.FS, main, stopAt string) ([]age
 		}
 		return false, nil
 	}
-	if _, err := walk(filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)); err != nil {
+	if _, err := walk(top); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// walkAgents is WalkAgents over the layout's files, through its
+// WalkCache when it keeps one and reads the disk.
+func (l Layout) walkAgents(ctx context.Context, main, stopAt string) ([]agentFile, error) {
+	if l.Walks == nil || l.FS != nil {
+		return WalkAgents(ctx, l.FS, main, stopAt)
+	}
+	top := filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)
+	files, ok := l.Walks.Get(top)
+	if !ok {
+		var dirs []layout.DirStamp
+		keep := true
+		var err error
+		files, err = walkAgentsFrom(ctx, nil, top, "", func(d string) {
+			s, ok := layout.StampDir(d, time.Now())
+			keep = keep && ok
+			dirs = append(dirs, s)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			l.Walks.Put(top, dirs, files)
+		}
+	}
+	if stopAt != "" {
+		for i, f := range files {
+			if f.ID == stopAt {
+				return slices.Clone(files[:i+1]), nil
+			}
+		}
+	}
+	return slices.Clone(files), nil // the callers' own: the kept walk stays as it is
 }
 
 // findAgent returns the transcript of one subagent ("" with no error when
@@ -419,7 +464,7 @@ func (l Layout) findAgent(ctx context.Context, sessionID, agentID, dir string) (
 	if err != nil || empty {
 		return "", err
 	}
-	files, err := WalkAgents(ctx, l.FS, main, agentID)
+	files, err := l.walkAgents(ctx, main, agentID)
 	if err != nil {
 		return "", err
 	}
