@@ -351,6 +351,13 @@ func TestPortalShareLinks(t *testing.T) {
 	if !strings.Contains(body, `id="m-`+f.alphaMsg+`"`) || strings.Contains(body, "thanks, alpha out") || strings.Contains(body, secret) {
 		t.Errorf("a message's share link:\n%s", body)
 	}
+	// No downloads through a link: the whole session would be in them.
+	if strings.Contains(body, "/export?") {
+		t.Error("a share link's page offers downloads")
+	}
+	if rec := anon.do("GET", one+"/sessions/"+sid(1)+"/export?format=html&store=share", nil); rec.Code == http.StatusOK || strings.Contains(rec.Body.String(), "thanks, alpha out") {
+		t.Errorf("a message's share link downloads the session: %d", rec.Code)
+	}
 	// Beta cannot revoke alpha's link; alpha can.
 	beta := newBrowser(t, f.p)
 	beta.signIn(tokBeta)

@@ -44,6 +44,8 @@ type sessionPage struct {
 	Missing string
 	// Share: the actions offer a share link.
 	Share bool
+	// Downloads are the export formats offered.
+	Downloads []download
 }
 
 // windowView is a window of the conversation with its "more" links.
@@ -229,6 +231,9 @@ func (h *Handler) page(ctx context.Context, c *conversation, start, end int) ses
 		p.Caps[cp] = true
 	}
 	p.Share = h.opt.Share
+	if !h.opt.NoExport {
+		p.Downloads = h.downloads(c.st)
+	}
 	if !h.opt.NoLive {
 		p.Events = c.link("/events", nil)
 	}

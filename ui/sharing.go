@@ -178,7 +178,7 @@ func (p *Portal) shareViewOf(sh Share) (*shareView, error) {
 	if v := p.shares[sh.ID]; v != nil {
 		return v, nil
 	}
-	h, err := New(Options{Base: p.opt.Base + "/s/" + sh.ID, Stores: []string{"share"}, NoLive: true,
+	h, err := New(Options{Base: p.opt.Base + "/s/" + sh.ID, Stores: []string{"share"}, NoLive: true, NoExport: true,
 		Poll: p.opt.Poll, ListTTL: p.opt.ListTTL,
 		Open: func(ctx context.Context, _ string) (sessions.Store, error) {
 			red, err := p.opt.Redactor(ctx)

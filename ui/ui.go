@@ -74,6 +74,15 @@ type Options struct {
 	// Share makes the session page offer a share link (Portal's POST
 	// Base/share).
 	Share bool
+	// Markdown, when set, writes a session as Markdown (export --format
+	// md's document); the session page offers it as a download.
+	Markdown ExportFunc
+	// Bundle, when set, gives the writer of a store's session bundles
+	// (export --format bundle), nil for a store that keeps no files; the
+	// page offers it where there is one.
+	Bundle func(st sessions.Store) ExportFunc
+	// NoExport leaves the downloads out (a share link's page).
+	NoExport bool
 }
 
 // Account is who a page is shown to on scribe serve.
@@ -168,6 +177,9 @@ func (h *Handler) routes() {
 	}
 	m.HandleFunc("GET /sessions/{id}", h.session)
 	m.HandleFunc("GET /sessions/{id}/window", h.window)
+	if !h.opt.NoExport {
+		m.HandleFunc("GET /sessions/{id}/export", h.exportFile)
+	}
 	if !h.opt.NoLive {
 		m.HandleFunc("GET /sessions/{id}/events", h.events)
 	}

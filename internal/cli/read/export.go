@@ -419,3 +419,27 @@ func printImport(cmd *cobra.Command, asJSON bool, v any, msg string) error {
 	fmt.Fprintln(cmd.OutOrStdout(), msg)
 	return nil
 }
+
+// WriteMarkdown writes session id of st as export --format md does (the
+// web viewer's Markdown download).
+func WriteMarkdown(ctx context.Context, st sessions.Store, id string, w io.Writer) error {
+	doc, err := exportDoc(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	render.Render(doc, render.Markdown{W: w})
+	return nil
+}
+
+// BundleWriter is the writer of st's session bundles as export --format
+// bundle writes them (unencrypted), nil for a store that keeps no files.
+func BundleWriter(st sessions.Store) func(ctx context.Context, st sessions.Store, id string, w io.Writer) error {
+	l, err := cmdutil.FilesOf(st, "export a bundle")
+	if err != nil {
+		return nil
+	}
+	return func(ctx context.Context, _ sessions.Store, id string, w io.Writer) error {
+		_, err := l.ExportBundle(ctx, id, w)
+		return err
+	}
+}

@@ -23,6 +23,8 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/read"
+	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/ui"
 )
@@ -70,7 +72,13 @@ func runUI(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, listen st
 	}
 	names := uiStores(cfg, cmdutil.FromFlag(cmd))
 	stderr := cmd.ErrOrStderr()
-	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search})
+	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search, Markdown: read.WriteMarkdown,
+		Bundle: func(st sessions.Store) ui.ExportFunc {
+			if w := read.BundleWriter(st); w != nil {
+				return w
+			}
+			return nil
+		}})
 	if err != nil {
 		return err
 	}
