@@ -18,11 +18,16 @@ package usage
 //
 // An entry: path, session, device, inode, size, mtime, ctime, the bytes of
 // whole lines read, the two checksums, the racy flag, the bad rows by
-// reason, a table of the model and speed names its rows use, then the
-// rows (time as seconds and nanoseconds, message and request ids, model
-// and speed as indexes into the table, the five token counts, flags and,
-// when it has one, costUSD's bits). Numbers are (zig-zag) uvarints,
-// strings a uvarint length and the bytes. A file that is missing,
+// reason, the rows' summary (their number, the latest row's time as
+// seconds and nanoseconds, the sum of their hashes as 8 bytes: see
+// summary.go), then the rows' section, prefixed by its length: a table of
+// the model and speed names its rows use, then the rows (time as seconds
+// and nanoseconds, message and request ids, model and speed as indexes
+// into the table, the five token counts, flags and, when it has one,
+// costUSD's bits). Numbers are (zig-zag) uvarints, strings a uvarint
+// length and the bytes. The rows' section is decoded only when its rows
+// are used (entry.load): the status line's fast path reads the summaries
+// of the files it does not need, not their rows. A file that is missing,
 // unreadable, corrupt, of another version or written by another build is
 // ignored (and said in CacheStats.Discarded) and rewritten.
 
@@ -48,7 +53,7 @@ import (
 const (
 	cacheBuckets = 16
 	cacheMagic   = "SCRIBEUC"
-	cacheVersion = 1
+	cacheVersion = 2
 	cacheHeader  = 8 + 4 + 16 + 8 + 4
 )
 
@@ -167,14 +172,7 @@ func encodeBucket(m map[string]*entry) []byte {
 	for _, en := range m {
 		encodeEntry(&e, en)
 	}
-	out := make([]byte, cacheHeader, cacheHeader+len(e.B))
-	copy(out, cacheMagic)
-	binary.LittleEndian.PutUint32(out[8:], cacheVersion)
-	stamp := cacheStamp()
-	copy(out[12:28], stamp[:])
-	binary.LittleEndian.PutUint64(out[28:], uint64(len(e.B)))
-	binary.LittleEndian.PutUint32(out[36:], crc32.Checksum(e.B, castagnoli))
-	return append(out, e.B...)
+	return sealFile(cacheMagic, cacheVersion, e.B)
 }
 
 func encodeEntry(e *bincodec.Enc, en *entry) {
@@ -197,8 +195,24 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 		e.Str(reason)
 		e.Uv(uint64(n))
 	}
+	sum := en.summary()
+	e.Uv(uint64(sum.rows))
+	e.V(sum.latest.Unix())
+	e.Uv(uint64(sum.latest.Nanosecond()))
+	e.B = binary.LittleEndian.AppendUint64(e.B, sum.hash)
+	if !en.loaded { // as it was read: not decoded, not changed
+		e.Str(en.section)
+		return
+	}
+	var rows bincodec.Enc
+	encodeRows(&rows, en.Rows)
+	e.Bytes(rows.B)
+}
+
+// encodeRows writes a rows' section.
+func encodeRows(e *bincodec.Enc, rows []Row) {
 	names, index := []string{}, map[string]uint64{}
-	for _, r := range en.Rows {
+	for _, r := range rows {
 		for _, s := range []string{r.Model, r.Speed} {
 			if _, ok := index[s]; !ok {
 				index[s] = uint64(len(names))
@@ -210,8 +224,7 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 	for _, s := range names {
 		e.Str(s)
 	}
-	e.Uv(uint64(len(en.Rows)))
-	for _, r := range en.Rows {
+	for _, r := range rows {
 		e.V(r.Time.Unix())
 		e.Uv(uint64(r.Time.Nanosecond()))
 		e.Str(r.MessageID)
@@ -232,21 +245,9 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 
 // decodeBucket reads a bucket file into m.
 func decodeBucket(data []byte, m map[string]*entry) error {
-	if len(data) < cacheHeader || string(data[:8]) != cacheMagic {
-		return errors.New("not a usage cache file")
-	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != cacheVersion {
-		return fmt.Errorf("format version %d, want %d", v, cacheVersion)
-	}
-	if stamp := cacheStamp(); string(data[12:28]) != string(stamp[:]) {
-		return errors.New("written by another build")
-	}
-	payload := data[cacheHeader:]
-	if n := binary.LittleEndian.Uint64(data[28:]); n != uint64(len(payload)) {
-		return fmt.Errorf("payload of %d bytes, header says %d", len(payload), n)
-	}
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[36:]) {
-		return errors.New("checksum mismatch")
+	payload, err := unsealFile(data, cacheMagic, cacheVersion)
+	if err != nil {
+		return err
 	}
 	// The rows' strings are cut out of the file's bytes, which nothing
 	// writes once read: one string over them, not a copy.
@@ -277,6 +278,30 @@ func decodeEntry(d *bincodec.Dec) *entry {
 		reason := d.Str()
 		en.Bad[reason] = int(d.Uv())
 	}
+	en.sum.rows = int(d.Uv())
+	sec, nsec := d.V(), d.Uv()
+	en.sum.latest = timeOf(sec, nsec, d)
+	if d.Off+8 > d.Len() {
+		d.Fail("short summary")
+		return en
+	}
+	en.sum.hash = le64(d.S[d.Off:])
+	d.Off += 8
+	en.summed = true
+	en.section = d.Str()
+	if en.Committed < 0 || en.Committed > en.Size || en.sum.rows < 0 || en.sum.rows > len(en.section) {
+		d.Fail("bad offset")
+	}
+	return en
+}
+
+// load decodes the entry's rows' section, once; an entry whose section
+// cannot be decoded is not to be used.
+func (en *entry) load() error {
+	if en.loaded {
+		return nil
+	}
+	d := &bincodec.Dec{S: en.section}
 	names := make([]string, d.Count())
 	for i := range names {
 		names[i] = d.Str()
@@ -289,9 +314,9 @@ func decodeEntry(d *bincodec.Dec) *entry {
 		}
 		return names[i]
 	}
-	en.Rows = make([]Row, d.Count())
-	for i := range en.Rows {
-		r := &en.Rows[i]
+	rows := make([]Row, en.sum.rows)
+	for i := range rows {
+		r := &rows[i]
 		sec, nsec := d.V(), d.Uv()
 		r.Session, r.Time = en.Session, timeOf(sec, nsec, d)
 		r.MessageID, r.RequestID = d.Str(), d.Str()
@@ -304,21 +329,30 @@ func decodeEntry(d *bincodec.Dec) *entry {
 				d.Fail("short costUSD")
 				break
 			}
-			var bits uint64
-			for k := 7; k >= 0; k-- {
-				bits = bits<<8 | uint64(d.S[d.Off+k])
-			}
-			r.HasCost, r.CostUSD = true, math.Float64frombits(bits)
+			r.HasCost, r.CostUSD = true, math.Float64frombits(le64(d.S[d.Off:]))
 			d.Off += 8
 		}
 		if d.Err != nil {
 			break
 		}
 	}
-	if en.Committed < 0 || en.Committed > en.Size {
-		d.Fail("bad offset")
+	if d.Err == nil && d.Off != d.Len() {
+		d.Fail("trailing bytes")
 	}
-	return en
+	if d.Err != nil {
+		return fmt.Errorf("usage cache entry of %s: %w", en.Path, d.Err)
+	}
+	en.Rows, en.loaded, en.section = rows, true, ""
+	return nil
+}
+
+// le64 reads 8 little-endian bytes at the start of s.
+func le64(s string) uint64 {
+	var v uint64
+	for k := 7; k >= 0; k-- {
+		v = v<<8 | uint64(s[k])
+	}
+	return v
 }
 
 // timeOf is a row's time from the cache, in UTC as ParseLine gives it.

@@ -1,6 +1,12 @@
 package usage
 
-import "time"
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/e0dc0000/scribe/internal/durable"
+)
 
 // Status is what a status line shows: the cost of one session and of
 // today, and the active 5-hour block, each as the reports count it.
@@ -20,9 +26,7 @@ type Status struct {
 // rows.
 func StatusOf(rows []*Row, p *Pricer, session string, now time.Time, loc *time.Location) Status {
 	var st Status
-	y, m, d := now.In(loc).Date()
-	today := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	tomorrow := today.AddDate(0, 0, 1)
+	today, tomorrow := dayOf(now, loc)
 	kept, costFirst, _ := dedupeBoth(rows)
 	for j, r := range kept {
 		if r.Session == session && r.ModelName() != "" {
@@ -44,4 +48,109 @@ func StatusOf(rows []*Row, p *Pricer, session string, now time.Time, loc *time.L
 		}
 	}
 	return st
+}
+
+// StatusRead is what ReadStatus gives: the status, what the cache did, and
+// how the status was worked out.
+type StatusRead struct {
+	Status
+	Cache CacheStats
+	// Checkpoint says how the rows before the start of today less a
+	// block's length were counted: "used" (through the checkpoint, only
+	// the files with later rows decoded), "made" (every file's rows
+	// decoded, the checkpoint made for the next calls).
+	Checkpoint string
+	// Decoded is the number of files whose rows were decoded or parsed.
+	Decoded int
+	// SaveError says why the checkpoint could not be saved ("": it was,
+	// or it needed no saving).
+	SaveError string
+}
+
+// ReadStatus is StatusOf(rows, p, session, now, loc) for the rows Read
+// gives of files through the cache in cacheDir, working out what comes
+// before the start of today less a block's length from the checkpoint
+// the cache folder holds (checkpoint.go): a call decodes only the rows of
+// the files that have later rows. When the checkpoint is missing, made
+// for another day or prices, or its rows are no longer those of the
+// files, every row is decoded and the checkpoint made again. Without a
+// cacheDir it is Read and StatusOf.
+func ReadStatus(ctx context.Context, files []File, cacheDir string, p *Pricer, session string, now time.Time, loc *time.Location) (*StatusRead, error) {
+	if cacheDir == "" {
+		sc, err := Read(ctx, files, "")
+		if err != nil {
+			return nil, err
+		}
+		return &StatusRead{Status: StatusOf(sc.Rows(), p, session, now, loc), Cache: sc.Cache, Checkpoint: "none", Decoded: len(sc.Files)}, nil
+	}
+	files = sortFiles(files)
+	c := loadCache(cacheDir)
+	results, err := scanAll(ctx, files, c, false)
+	if err != nil {
+		return nil, err
+	}
+	out := &StatusRead{Checkpoint: "used"}
+	for _, r := range results {
+		if r.e != nil {
+			out.Cache.count(r)
+		}
+	}
+	cut := statusCut(now, loc)
+	ck := loadCheckpoint(cacheDir)
+	ok := false
+	if ck != nil && ck.cut.Equal(cut) && ck.prices == p.fingerprint() {
+		if out.Status, ok, err = ck.status(results, p, session, now, loc); err != nil {
+			ok = false // an entry that cannot be decoded: every file is read below
+		}
+	}
+	if !ok {
+		out.Checkpoint = "made"
+		if err := loadAll(ctx, files, results); err != nil {
+			return nil, err
+		}
+		var rows []*Row
+		for i := range results {
+			if results[i].e != nil {
+				rows = append(rows, ptrs(results[i].rowsOf())...)
+			}
+		}
+		out.Status = StatusOf(rows, p, session, now, loc)
+		if ck, err = buildCheckpoint(results, p, cut); err == nil {
+			err = ck.save(cacheDir)
+		}
+		if err != nil {
+			out.SaveError = err.Error()
+		}
+	}
+	for _, r := range results {
+		if r.e != nil && r.e.loaded {
+			out.Decoded++
+		}
+	}
+	c.update(results, &out.Cache)
+	return out, nil
+}
+
+// loadAll decodes the rows of every file's entry, side by side; a file
+// whose entry's rows cannot be decoded is read again whole.
+func loadAll(ctx context.Context, files []File, results []fileResult) error {
+	bufs := newBufs()
+	return durable.Each(ctx, runtime.GOMAXPROCS(0), len(results), func(_ context.Context, i int) error {
+		e := results[i].e
+		if e == nil || e.load() == nil {
+			return nil
+		}
+		r, err := scanFile(files[i], nil, time.Now(), bufs)
+		results[i] = r
+		return err
+	})
+}
+
+// ptrs points at each of rows.
+func ptrs(rows []Row) []*Row {
+	out := make([]*Row, len(rows))
+	for i := range rows {
+		out[i] = &rows[i]
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/usage"
 )
 
@@ -39,7 +40,9 @@ func newUsageStatuslineCmd(f *cmdutil.Factory) *cobra.Command {
 			"the time left in it, and its burn rate, each as `scribe usage session|daily|blocks` count them. Wire\n" +
 			"it in ~/.claude/settings.json:\n\n" +
 			"  \"statusLine\": {\"type\": \"command\", \"command\": \"scribe usage statusline\"}\n\n" +
-			"It reads through the usage cache, so a call parses only what was appended since the last one.",
+			"It reads through the usage cache, so a call parses only what was appended since the last one, and\n" +
+			"through a checkpoint of what came before today (made on the day's first call), so that it decodes\n" +
+			"only the transcripts written since.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStatusline(f, cmd, tz, noCache, verbose)
@@ -68,16 +71,59 @@ func runStatusline(f *cmdutil.Factory, cmd *cobra.Command, tz string, noCache, v
 	if _, err := f.LoadConfigAfter(cmd, raw); err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	u, err := readUsage(f, cmd, "", noCache)
+	st, err := readStatus(f, cmd, in.SessionID, loc, noCache)
 	if err != nil {
 		return err
 	}
 	if verbose {
-		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(u.scan.Cache, noCache))
+		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(st.Cache, noCache)+checkpointLine(st))
 	}
-	st := usage.StatusOf(u.scan.Rows(), u.pricer, in.SessionID, time.Now(), loc)
-	fmt.Fprintln(cmd.OutOrStdout(), statusLine(in, st))
+	fmt.Fprintln(cmd.OutOrStdout(), statusLine(in, st.Status))
 	return nil
+}
+
+// readStatus works the status line's figures out: for a local folder
+// through the usage cache and its status checkpoint (only the transcripts
+// with rows since the start of today less 5 hours decoded), else from
+// every row.
+func readStatus(f *cmdutil.Factory, cmd *cobra.Command, session string, loc *time.Location, noCache bool) (*usage.StatusRead, error) {
+	lessGC()
+	st, cfg, done, err := f.OpenStoreOf(cmd)
+	if err != nil {
+		return nil, err
+	}
+	defer done(nil)
+	pricer, now := usagePricer(cfg), time.Now()
+	if local, ok := st.(*stores.Local); ok && !noCache {
+		l := local.Layout()
+		if cacheDir, err := usageCacheDir(l); err == nil {
+			files, err := usageFiles(l)
+			if err != nil {
+				return nil, err
+			}
+			return usage.ReadStatus(cmd.Context(), files, cacheDir, pricer, session, now, loc)
+		}
+	}
+	sc, err := Scan(cmd.Context(), st, noCache)
+	if err != nil {
+		return nil, err
+	}
+	return &usage.StatusRead{Status: usage.StatusOf(sc.Rows(), pricer, session, now, loc), Cache: sc.Cache, Checkpoint: "none"}, nil
+}
+
+// checkpointLine says how the status checkpoint was used.
+func checkpointLine(st *usage.StatusRead) string {
+	switch st.Checkpoint {
+	case "used":
+		return fmt.Sprintf("; status checkpoint used: the rows of %d of %d transcript(s) decoded", st.Decoded, st.Cache.Files)
+	case "made":
+		s := "; status checkpoint made (every transcript's rows decoded)"
+		if st.SaveError != "" {
+			s += ", not saved: " + st.SaveError
+		}
+		return s
+	}
+	return ""
 }
 
 // readStatusInput reads and checks statusline's input: a JSON object with

@@ -29,6 +29,24 @@ type StoredSession struct {
 // a main file). A session in two project folders is taken from the first
 // in name order, as FindSession does. A store without projects/ has none.
 func (l Layout) StoredSessions() ([]StoredSession, error) {
+	listed, err := l.listSessions()
+	out := make([]StoredSession, len(listed))
+	for i := range listed {
+		out[i] = listed[i].StoredSession
+	}
+	return out, err
+}
+
+// listedSession is a session StoredSessions lists, with what its project
+// folder's listing held of it: a regular <id>.jsonl (main), an <id>/
+// folder (dir), both spelled as the lower case id; odd when it held an
+// entry of the session spelled otherwise.
+type listedSession struct {
+	StoredSession
+	main, dir, odd bool
+}
+
+func (l Layout) listSessions() ([]listedSession, error) {
 	projects, err := os.ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -36,8 +54,8 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []StoredSession
+	seen := map[string]int{} // by id, its place in out
+	var out []listedSession
 	for _, p := range projects {
 		if !p.IsDir() {
 			continue
@@ -48,7 +66,7 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			id := e.Name()
+			name, id := e.Name(), e.Name()
 			if e.Type().IsRegular() {
 				var ok bool
 				if id, ok = strings.CutSuffix(id, ".jsonl"); !ok {
@@ -61,9 +79,65 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 				continue
 			}
 			id = strings.ToLower(id)
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, StoredSession{ID: id, ProjectDir: dir})
+			i, ok := seen[id]
+			if !ok {
+				i = len(out)
+				seen[id] = i
+				out = append(out, listedSession{StoredSession: StoredSession{ID: id, ProjectDir: dir}})
+			}
+			if s := &out[i]; s.ProjectDir == dir {
+				switch {
+				case name == id+".jsonl":
+					s.main = true
+				case name == id:
+					s.dir = true
+				default:
+					s.odd = true
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// SessionTranscripts are one session's transcripts: its main file and its
+// subagents', as TranscriptFiles lists them (without the sidecar).
+type SessionTranscripts struct {
+	StoredSession
+	Paths []string
+}
+
+// StoredTranscripts lists the transcripts of every session StoredSessions
+// lists, from the listing it makes: a session's folder is walked only when
+// the listing holds one, and no file is looked at again.
+func (l Layout) StoredTranscripts() ([]SessionTranscripts, error) {
+	listed, err := l.listSessions()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SessionTranscripts, len(listed))
+	for i, s := range listed {
+		out[i].StoredSession = s.StoredSession
+		if s.odd { // another spelling: as TranscriptFiles finds them
+			files, _ := TranscriptFiles(s.ProjectDir, s.ID)
+			for _, f := range files {
+				if !f.Sidecar {
+					out[i].Paths = append(out[i].Paths, f.Path)
+				}
+			}
+			continue
+		}
+		main := claudedir.MainFile(s.ProjectDir, s.ID)
+		if s.main {
+			out[i].Paths = append(out[i].Paths, main)
+		}
+		if !s.dir {
+			continue
+		}
+		agents, _ := reader.WalkAgents(context.Background(), nil, main, "")
+		for _, a := range agents {
+			if a.ID != "" {
+				out[i].Paths = append(out[i].Paths, a.Path)
 			}
 		}
 	}

@@ -56,6 +56,37 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 	if none, err := (Layout{Layout: layout.Layout{ConfigDir: t.TempDir()}}).StoredSessions(); err != nil || len(none) != 0 {
 		t.Fatalf("an empty config folder: %v, %v", none, err)
 	}
+
+	// StoredTranscripts lists what TranscriptFiles lists of each session,
+	// sidecars left out: with a session spelled in capitals, one with only
+	// its folder, a link where a main file would be.
+	const c, d, e = "0565a3a4-0000-4000-8000-00000000000c", "0565a3a4-0000-4000-8000-00000000000d", "0565a3a4-0000-4000-8000-00000000000e"
+	put(filepath.Join(pb, strings.ToUpper(c)+".jsonl"), "capitals\n")
+	put(claudedir.AgentFile(pb, d, "only"), "a subagent without its main file\n")
+	if err := os.Symlink(claudedir.MainFile(pa, a), claudedir.MainFile(pb, e)); err != nil {
+		t.Fatal(err)
+	}
+	put(claudedir.SidecarFile(pb, e), "side\n")
+	stored, err := l.StoredSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := l.StoredTranscripts()
+	if err != nil || len(listed) != len(stored) || len(stored) != 5 {
+		t.Fatalf("%d sessions' transcripts, %d sessions, %v", len(listed), len(stored), err)
+	}
+	for i, s := range stored {
+		files, _ := TranscriptFiles(s.ProjectDir, s.ID)
+		var want []string
+		for _, f := range files {
+			if !f.Sidecar {
+				want = append(want, f.Path)
+			}
+		}
+		if listed[i].StoredSession != s || strings.Join(listed[i].Paths, ",") != strings.Join(want, ",") {
+			t.Fatalf("session %s: StoredTranscripts %+v, TranscriptFiles %v", s.ID, listed[i], want)
+		}
+	}
 }
 
 // TestReplaceTranscript: a new file is created, the same bytes leave it
