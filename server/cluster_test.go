@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -25,23 +24,33 @@ type cluster struct {
 }
 
 // startCluster runs a JetStream cluster of n nats-servers on loopback.
+// Each node's cluster listener takes a free port of its own (port -1, so no
+// port is picked, freed and raced for by other tests), routes to the nodes
+// started before it (the first to nowhere), and learns of the others by gossip; once all are up,
+// each node's options name its port and every other node's, so a node
+// restarted after kill comes back where it was.
 func startCluster(t testing.TB, n int) *cluster {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-	}
-	var routes []*url.URL
-	for _, p := range ports {
-		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-	}
 	c := &cluster{t: t, opts: make([]*natsserver.Options, n), nodes: make([]*natsserver.Server, n)}
+	t.Cleanup(func() {
+		for _, ns := range c.nodes {
+			if ns == nil {
+				continue
+			}
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	})
+	// JetStream clustering wants a route configured from the start; the
+	// first node gets one to port 1, where nothing listens, until the
+	// others route to it.
+	nowhere := &url.URL{Scheme: "nats-route", Host: "127.0.0.1:1"}
+	var routes []*url.URL
 	for i := range c.nodes {
+		seed := routes
+		if i == 0 {
+			seed = []*url.URL{nowhere}
+		}
 		c.opts[i] = &natsserver.Options{
 			ServerName: fmt.Sprintf("n%d", i+1),
 			Host:       "127.0.0.1",
@@ -50,20 +59,27 @@ func startCluster(t testing.TB, n int) *cluster {
 			StoreDir:   t.TempDir(),
 			NoSigs:     true,
 			NoLog:      true,
-			Cluster:    natsserver.ClusterOpts{Name: "scribe-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:     routes,
+			Cluster:    natsserver.ClusterOpts{Name: "scribe-test", Host: "127.0.0.1", Port: -1},
+			Routes:     append([]*url.URL(nil), seed...),
 		}
 		c.start(i)
-	}
-	t.Cleanup(func() {
-		for _, ns := range c.nodes {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-		}
-	})
-	for _, ns := range c.nodes {
+		ns := c.nodes[i]
 		if !ns.ReadyForConnections(20 * time.Second) {
 			t.Fatalf("%s did not start", ns.Name())
+		}
+		addr := ns.ClusterAddr()
+		if addr == nil {
+			t.Fatalf("%s has no cluster listener", ns.Name())
+		}
+		c.opts[i].Cluster.Port = addr.Port
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", addr.Port)})
+	}
+	for i := range c.opts {
+		c.opts[i].Routes = nil
+		for j, r := range routes {
+			if j != i {
+				c.opts[i].Routes = append(c.opts[i].Routes, r)
+			}
 		}
 	}
 	return c

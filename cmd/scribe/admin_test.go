@@ -316,26 +316,6 @@ func bundleManifest(sid string, data []byte) []byte {
 	return m
 }
 
-// scribeLimited runs scribe under a shell limit (ulimit -f 10240: no file
-// of more than 10 MiB can be written; past it the kernel kills with
-// SIGXFSZ).
-func scribeLimited(t *testing.T, limit string, args ...string) (string, string, int) {
-	t.Helper()
-	bin := testenv.BuildScribe(t)
-	cmd := exec.Command("bash", append([]string{"-c", limit + `; exec "$0" "$@"`, bin}, args...)...)
-	cmd.Env = cleanEnv()
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode() // -1: killed by a signal
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), code
-}
-
 // A bundle bomb: 200 MiB of zeros (a few hundred KiB compressed) where
 // the manifest declares 1 KiB. import and import --dry-run refuse it
 // without writing past the declared size (under ulimit -f 10 MiB a write
@@ -358,7 +338,7 @@ func TestImportOfABundleBombWritesNothingPastTheManifest(t *testing.T) {
 			if dry {
 				args = append(args, "--dry-run")
 			}
-			_, errs, code := scribeLimited(t, "ulimit -f 10240", args...)
+			_, errs, code := runScribe(t, runOpts{shell: "ulimit -f 10240"}, args...)
 			if code != 1 || !strings.Contains(errs, "bad bundle") {
 				t.Fatalf("%s (dry run %v): exit %d (-1: killed for writing past the limit), want 1 and a bad bundle\n%s", filepath.Base(b), dry, code, errs)
 			}
@@ -383,7 +363,7 @@ func TestImportOfABundleBombWritesNothingPastTheManifest(t *testing.T) {
 		b := filepath.Join(tmp, fmt.Sprintf("good%d.tgz", i))
 		writeBundle(t, b, order)
 		dir := t.TempDir()
-		if _, errs, code := scribeLimited(t, "ulimit -f 10240", "import", b, "--config-dir", dir); code != 0 {
+		if _, errs, code := runScribe(t, runOpts{shell: "ulimit -f 10240"}, "import", b, "--config-dir", dir); code != 0 {
 			t.Fatalf("good bundle %d: exit %d\n%s", i, code, errs)
 		}
 		got, err := os.ReadFile(filepath.Join(dir, "projects", "-tmp-admin-p", sid+".jsonl"))
@@ -682,7 +662,6 @@ func TestRecordAfterRmNeverSplitsTheSession(t *testing.T) {
 // durable nor refused on purpose. Now acknowledgements stop before the
 // first such line; every line acknowledged is in its transcript.
 func TestRecordAcksNoLineItCouldNotOpen(t *testing.T) {
-	bin := testenv.BuildScribe(t)
 	dir := t.TempDir()
 	var in strings.Builder
 	uuids := []string{}
@@ -691,17 +670,12 @@ func TestRecordAcksNoLineItCouldNotOpen(t *testing.T) {
 		uuids = append(uuids, u)
 		in.WriteString(adminLine(fmt.Sprintf("%08d-0000-4000-8000-0000000000e1", i), u, "x"))
 	}
-	cmd := exec.Command("bash", "-c", `ulimit -n 8; exec "$0" "$@"`, bin, "record", "--ack", "--shutdown-timeout", "2s", "--config-dir", dir)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = strings.NewReader(in.String())
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	_ = cmd.Run()
-	if !strings.Contains(stdout.String()+stderr.String(), "too many open files") {
-		t.Skipf("the limit did not bite: %s", stdout.String())
+	stdout, stderr, _ := runScribe(t, runOpts{shell: "ulimit -n 8", stdin: in.String()}, "record", "--ack", "--shutdown-timeout", "2s", "--config-dir", dir)
+	if !strings.Contains(stdout+stderr, "too many open files") {
+		t.Skipf("the limit did not bite: %s", stdout)
 	}
 	var acked int
-	for _, l := range strings.Split(stdout.String(), "\n") {
+	for _, l := range strings.Split(stdout, "\n") {
 		var a struct {
 			Acked *int `json:"acked_lines"`
 		}
@@ -717,7 +691,7 @@ func TestRecordAcksNoLineItCouldNotOpen(t *testing.T) {
 	}
 	for _, u := range uuids[:min(acked, len(uuids))] {
 		if !strings.Contains(stored.String(), `"`+u+`"`) {
-			t.Fatalf("line of %s acknowledged (acked_lines %d) but in no transcript\nstdout: %.2000s", u, acked, stdout.String())
+			t.Fatalf("line of %s acknowledged (acked_lines %d) but in no transcript\nstdout: %.2000s", u, acked, stdout)
 		}
 	}
 }

@@ -36,26 +36,25 @@ func cpRow(typ string, n, parent int, text, cwd string) string {
 		p, typ, msg, cpUUID(n), n, cwd, cpSession)
 }
 
+// cpRun runs scribe on stdin with resume's age limit off.
+func cpRun(stdin string) runOpts {
+	return runOpts{env: []string{"SCRIBE_RESUME_MAX_AGE=0s"}, stdin: stdin}
+}
+
 // cpScribe runs scribe and returns stdout, stderr and the exit code.
 func cpScribe(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	return testenv.RunScribe(t, cleanEnv(), []string{"SCRIBE_RESUME_MAX_AGE=0s"}, stdin, args...)
+	return runScribe(t, cpRun(stdin), args...)
 }
 
 // cpOK runs scribe, fails the test on a non-zero exit, and decodes JSON
 // output into v (when v is not nil).
 func cpOK(t *testing.T, v any, stdin string, args ...string) string {
 	t.Helper()
-	out, errs, code := cpScribe(t, stdin, args...)
-	if code != 0 {
-		t.Fatalf("scribe %v: exit %d\n%s", args, code, errs)
+	if v == nil {
+		return mustScribe(t, cpRun(stdin), args...)
 	}
-	if v != nil {
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("scribe %v printed %.1000s: %v", args, out, err)
-		}
-	}
-	return out
+	return scribeJSON(t, cpRun(stdin), v, args...)
 }
 
 type cpResume struct {

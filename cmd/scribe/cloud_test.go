@@ -26,11 +26,9 @@ package main_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -339,25 +337,7 @@ resume {
 // the exit code.
 func cloudRun(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cloudCmdTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.BuildScribe(t), args...)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("scribe %s: timed out after %v\nstderr:\n%s", strings.Join(args, " "), cloudCmdTimeout, errb.String())
-	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runScribe(t, runOpts{stdin: stdin, timeout: cloudCmdTimeout}, args...)
 }
 
 // cloudRecorder records with a configuration file (recordUnit's recorder).

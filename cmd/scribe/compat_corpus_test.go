@@ -29,9 +29,9 @@ const (
 	// corpus (SOURCES.md, "OpenAI Codex CLI rollout files (9)"); they are not
 	// Claude Code transcripts and are skipped.
 	wantCodexFiles = 9
-	// liteWindow is the size of the head and tail windows the SDK reads for
+	// listWindow is the size of the head and tail windows the SDK reads for
 	// listings.
-	liteWindow = 65536
+	listWindow = 65536
 	// compatParallel bounds how many corpus units run at once (the SDK runs
 	// are CPU-bound node processes).
 	compatParallel = 2
@@ -54,7 +54,7 @@ type metaLine struct {
 // visible reports whether the SDK's lite read of a file of the given size
 // sees the line: whole within the first 64 KiB, or starting within the last.
 func (m metaLine) visible(size int64) bool {
-	return m.end <= liteWindow || m.start >= size-liteWindow
+	return m.end <= listWindow || m.start >= size-listWindow
 }
 
 // corpusFile is one .jsonl file of the corpus, as scanned.

@@ -1,10 +1,8 @@
 package main_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -13,21 +11,6 @@ import (
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
-
-// scribeJSON runs scribe with args and decodes its JSON output.
-func scribeJSON(t *testing.T, v any, args ...string) {
-	t.Helper()
-	cmd := exec.Command(testenv.BuildScribe(t), args...)
-	cmd.Env = cleanEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("scribe %v: %v\n%s", args, err, errb.String())
-	}
-	if err := json.Unmarshal(out.Bytes(), v); err != nil {
-		t.Fatalf("scribe %v printed %.500s: %v", args, out.String(), err)
-	}
-}
 
 // asJSONValue decodes raw JSON into a generic value, so two documents
 // compare equal whatever their key order: the one normalization.
@@ -54,7 +37,7 @@ func sameJSON(t *testing.T, what string, got, want any) {
 func compareReadCommands(t *testing.T, p *peer.Peer, dir, project string) {
 	t.Helper()
 	var got []json.RawMessage
-	scribeJSON(t, &got, "ls", "--config-dir", dir, "--all", "--json")
+	scribeJSON(t, runOpts{}, &got, "ls", "--config-dir", dir, "--all", "--json")
 	want := p.List(t, dir, "")
 	var wantRaw []any
 	for _, w := range want {
@@ -63,7 +46,7 @@ func compareReadCommands(t *testing.T, p *peer.Peer, dir, project string) {
 	sameJSON(t, "ls --all --json", got, wantRaw)
 	if project != "" {
 		var gotP []json.RawMessage
-		scribeJSON(t, &gotP, "ls", "--config-dir", dir, "--project", project, "--json", "--limit", "3", "--offset", "1")
+		scribeJSON(t, runOpts{}, &gotP, "ls", "--config-dir", dir, "--project", project, "--json", "--limit", "3", "--offset", "1")
 		var wantP []any
 		for _, w := range p.List(t, dir, project, "--limit", "3", "--offset", "1") {
 			wantP = append(wantP, w.Raw)
@@ -72,10 +55,10 @@ func compareReadCommands(t *testing.T, p *peer.Peer, dir, project string) {
 	}
 	for _, w := range want {
 		var msgs []json.RawMessage
-		scribeJSON(t, &msgs, "show", "--config-dir", dir, w.SessionID, "--json")
+		scribeJSON(t, runOpts{}, &msgs, "show", "--config-dir", dir, w.SessionID, "--json")
 		sameJSON(t, "show --json "+w.SessionID, msgs, p.Messages(t, dir, w.SessionID, "", false))
 		var sys []json.RawMessage
-		scribeJSON(t, &sys, "show", "--config-dir", dir, w.SessionID, "--json", "--system")
+		scribeJSON(t, runOpts{}, &sys, "show", "--config-dir", dir, w.SessionID, "--json", "--system")
 		sameJSON(t, "show --json --system "+w.SessionID, sys, p.Messages(t, dir, w.SessionID, "", true))
 	}
 }
@@ -123,22 +106,21 @@ func TestShowResolvesPrefixes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bin := testenv.BuildScribe(t)
-	out, err := exec.Command(bin, "show", "--config-dir", dir, "abcd").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "matches 2 sessions") || !strings.Contains(string(out), "000000000002") {
-		t.Fatalf("ambiguous prefix: %v %s", err, out)
+	show := func(id string) (string, int) {
+		out, _, code := runScribe(t, runOpts{combined: true}, "show", "--config-dir", dir, id)
+		return out, code
 	}
-	out, err = exec.Command(bin, "show", "--config-dir", dir, "abcd0000-0000-4000-8000-000000000002").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "hi") {
-		t.Fatalf("full id: %v %s", err, out)
+	if out, code := show("abcd"); code == 0 || !strings.Contains(out, "matches 2 sessions") || !strings.Contains(out, "000000000002") {
+		t.Fatalf("ambiguous prefix: exit %d %s", code, out)
 	}
-	out, err = exec.Command(bin, "show", "--config-dir", dir, "ffff").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `no session id starts with "ffff"`) {
-		t.Fatalf("unknown prefix: %v %s", err, out)
+	if out, code := show("abcd0000-0000-4000-8000-000000000002"); code != 0 || !strings.Contains(out, "hi") {
+		t.Fatalf("full id: exit %d %s", code, out)
 	}
-	out, err = exec.Command(bin, "show", "--config-dir", dir, "../etc").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not a session id") {
-		t.Fatalf("path as id: %v %s", err, out)
+	if out, code := show("ffff"); code == 0 || !strings.Contains(out, `no session id starts with "ffff"`) {
+		t.Fatalf("unknown prefix: exit %d %s", code, out)
+	}
+	if out, code := show("../etc"); code == 0 || !strings.Contains(out, "not a session id") {
+		t.Fatalf("path as id: exit %d %s", code, out)
 	}
 }
 
@@ -158,7 +140,7 @@ func TestReadCommandsMatchTheSDKOnSDK337Fixtures(t *testing.T) {
 		Messages  []json.RawMessage            `json:"messages"`
 		Subagents map[string][]json.RawMessage `json:"subagents"`
 	}
-	scribeJSON(t, &doc, "show", "--config-dir", dir, withAgents, "--json", "--subagents")
+	scribeJSON(t, runOpts{}, &doc, "show", "--config-dir", dir, withAgents, "--json", "--subagents")
 	agents := p.Subagents(t, dir, withAgents, "")
 	if len(doc.Subagents) != len(agents) || len(agents) != 2 {
 		t.Errorf("show --subagents: agents %v, SDK %v", doc.Subagents, agents)
@@ -168,13 +150,12 @@ func TestReadCommandsMatchTheSDKOnSDK337Fixtures(t *testing.T) {
 	}
 
 	const onlyAgents = "a3370012-0000-4000-8000-000000000012"
-	out, errOut, code := testenv.RunBinary(t, testenv.BuildScribe(t), cleanEnv(), "", "show", "--config-dir", dir, onlyAgents, "--json")
+	out, errOut, code := runScribe(t, runOpts{}, "show", "--config-dir", dir, onlyAgents, "--json")
 	if code != 0 || strings.TrimSpace(out) != "[]" || !strings.Contains(errOut, "no transcript to read") {
 		t.Errorf("show --json of a session with only subagent files: exit %d, %q %s; want [] (the SDK's %d messages)",
 			code, out, errOut, len(p.Messages(t, dir, onlyAgents, "", false)))
 	}
-	if _, errOut, code := testenv.RunBinary(t, testenv.BuildScribe(t), cleanEnv(), "", "show", "--config-dir", dir,
-		"a3370099-0000-4000-8000-000000000099", "--json"); code != 1 || !strings.Contains(errOut, "not found") {
+	if _, errOut, code := runScribe(t, runOpts{}, "show", "--config-dir", dir, "a3370099-0000-4000-8000-000000000099", "--json"); code != 1 || !strings.Contains(errOut, "not found") {
 		t.Errorf("show of an unknown session: exit %d, %s; want 1 and not found", code, errOut)
 	}
 }

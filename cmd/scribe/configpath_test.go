@@ -2,29 +2,12 @@ package main_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
-
-// runIn runs scribe in the folder dir with env, returning its output and
-// exit code.
-func runIn(t *testing.T, dir string, env []string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(testenv.BuildScribe(t), args...)
-	cmd.Dir, cmd.Env = dir, env
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(out), ee.ExitCode()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), 0
-}
 
 // TestTildeInConfigMeansHome: the README's own archive, dir =
 // "~/scribe-archive" (and config_dir = "~/.claude"), is $HOME/scribe-archive
@@ -48,7 +31,7 @@ func TestTildeInConfigMeansHome(t *testing.T) {
 		}
 	}
 
-	if out, code := runIn(t, work, env, "record", "--config", cfg, sample); code != 0 {
+	if out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "record", "--config", cfg, sample); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, out)
 	}
 	noTildeFolder("record")
@@ -72,7 +55,7 @@ func TestTildeInConfigMeansHome(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, sampleSession+".jsonl"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := runIn(t, work, env, "watch", "--once", "--config", cfg); code != 0 {
+	if out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "watch", "--once", "--config", cfg); code != 0 {
 		t.Fatalf("watch --once: exit %d\n%s", code, out)
 	}
 	noTildeFolder("watch --once")
@@ -83,7 +66,7 @@ func TestTildeInConfigMeansHome(t *testing.T) {
 		t.Fatalf("watch's checkpoints are not beside the archive it wrote: %v", err)
 	}
 
-	out, code := runIn(t, work, env, "config", "check", "--config", cfg)
+	out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "config", "check", "--config", cfg)
 	if code != 0 || !strings.Contains(out, `sink.jsonl/archive.dir = "~/scribe-archive" -> `+archive) ||
 		!strings.Contains(out, `config_dir = "~/.claude" -> `+filepath.Join(home, ".claude")) {
 		t.Fatalf("config check does not say what the paths resolved to: exit %d\n%s", code, out)
@@ -94,7 +77,7 @@ func TestTildeInConfigMeansHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"record", "--config", bad, sample}, {"config", "check", "--config", bad}} {
-		out, code := runIn(t, work, env, args...)
+		out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, args...)
 		if code != 2 || !strings.Contains(out, `no user "nosuchuser"`) || !strings.Contains(out, "bad.hcl:3:") {
 			t.Fatalf("%s with ~nosuchuser: exit %d, want 2 and an error naming the user at its line\n%s", args[0], code, out)
 		}

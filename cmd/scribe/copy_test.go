@@ -60,22 +60,6 @@ sink "s3" "archive" {
 	return p, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey}, pg
 }
 
-// scribeIn runs the built scribe with extra environment and returns
-// stdout, stderr and the exit code.
-func scribeIn(t *testing.T, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	return testenv.RunScribe(t, cleanEnv(), env, "", args...)
-}
-
-func mustScribe(t *testing.T, env []string, args ...string) string {
-	t.Helper()
-	out, errs, code := scribeIn(t, env, args...)
-	if code != 0 {
-		t.Fatalf("scribe %v: exit %d\n%s\n%s", args, code, out, errs)
-	}
-	return out
-}
-
 const sampleSession = "7b3c2a10-5d4e-4f6a-9b8c-1d2e3f4a5b6c"
 
 // Recorded into postgres (beside the local files), a session is listed and
@@ -85,7 +69,7 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 	cfg, env, url := backendsWithURL(t, `"jsonl/local", "postgres/team"`)
 	dir := t.TempDir()
 	sample := filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl")
-	mustScribe(t, env, "record", "--config", cfg, "--config-dir", dir, sample)
+	mustScribe(t, runOpts{env: env}, "record", "--config", cfg, "--config-dir", dir, sample)
 
 	// The SDK's reference adapter's load query returns the transcript
 	// Claude Code's file holds, deep-equal.
@@ -128,15 +112,15 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 	from := append(append([]string{}, base...), "--from", "postgres/team")
 
 	for _, show := range [][]string{{"show", sampleSession, "--json"}, {"show", sampleSession}, {"show", sampleSession[:8], "--format", "md", "--subagents"}} {
-		local := mustScribe(t, env, append(show, base...)...)
-		remote := mustScribe(t, env, append(show, from...)...)
+		local := mustScribe(t, runOpts{env: env}, append(show, base...)...)
+		remote := mustScribe(t, runOpts{env: env}, append(show, from...)...)
 		if local != remote || len(local) < 100 {
 			t.Fatalf("%v --from postgres/team differs from the local files:\n%s\n---\n%s", show, remote, local)
 		}
 	}
 	ls := func(args []string) []map[string]any {
 		var v []map[string]any
-		out := mustScribe(t, env, append([]string{"ls", "--all", "--json"}, args...)...)
+		out := mustScribe(t, runOpts{env: env}, append([]string{"ls", "--all", "--json"}, args...)...)
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("ls printed %s: %v", out, err)
 		}
@@ -148,10 +132,10 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 	if l, r := ls(base), ls(from); !reflect.DeepEqual(l, r) || len(l) != 1 {
 		t.Fatalf("ls --from postgres/team:\n%v\nlocal:\n%v", r, l)
 	}
-	if out := mustScribe(t, env, append([]string{"ls", "--project", "/home/alice/src/shop"}, from...)...); !strings.Contains(out, sampleSession) {
+	if out := mustScribe(t, runOpts{env: env}, append([]string{"ls", "--project", "/home/alice/src/shop"}, from...)...); !strings.Contains(out, sampleSession) {
 		t.Fatalf("ls --project --from lists:\n%s", out)
 	}
-	if out := mustScribe(t, env, append([]string{"ls", "--project", "/nowhere"}, from...)...); !strings.Contains(out, "no sessions for /nowhere in postgres/team") {
+	if out := mustScribe(t, runOpts{env: env}, append([]string{"ls", "--project", "/nowhere"}, from...)...); !strings.Contains(out, "no sessions for /nowhere in postgres/team") {
 		t.Fatalf("an empty listing says: %s", out)
 	}
 
@@ -159,16 +143,16 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 	var res struct {
 		ServedBy string `json:"served_by"`
 	}
-	out := mustScribe(t, env, append([]string{"resume", sampleSession[:8], "--dry-run", "--json"}, from...)...)
+	out := mustScribe(t, runOpts{env: env}, append([]string{"resume", sampleSession[:8], "--dry-run", "--json"}, from...)...)
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ServedBy != "postgres/team" {
 		t.Fatalf("resume --from postgres/team: %s (%v)", out, err)
 	}
 
 	// A resume through the pipeline records its lifecycle record in both
 	// stores; show --system prints it from either.
-	mustScribe(t, env, append([]string{"resume", sampleSession}, base...)...)
+	mustScribe(t, runOpts{env: env}, append([]string{"resume", sampleSession}, base...)...)
 	sys := []string{"show", sampleSession, "--system"}
-	if l, r := mustScribe(t, env, append(sys, base...)...), mustScribe(t, env, append(sys, from...)...); l != r || !strings.Contains(l, "resumed") {
+	if l, r := mustScribe(t, runOpts{env: env}, append(sys, base...)...), mustScribe(t, runOpts{env: env}, append(sys, from...)...); l != r || !strings.Contains(l, "resumed") {
 		t.Fatalf("show --system --from postgres/team:\n%s\nlocal:\n%s", r, l)
 	}
 
@@ -176,20 +160,20 @@ func TestRecordIntoPostgresListsShowsResumesAndForks(t *testing.T) {
 	var fork struct {
 		SessionID, ForkedFrom, Path string
 	}
-	out = mustScribe(t, env, append([]string{"fork", sampleSession, "--json"}, from...)...)
+	out = mustScribe(t, runOpts{env: env}, append([]string{"fork", sampleSession, "--json"}, from...)...)
 	if err := json.Unmarshal([]byte(out), &fork); err != nil || fork.ForkedFrom != sampleSession || fork.Path != "postgres/team" {
 		t.Fatalf("fork --from: %s (%v)", out, err)
 	}
 	var src, forked []json.RawMessage
-	json.Unmarshal([]byte(mustScribe(t, env, append([]string{"show", sampleSession, "--json"}, from...)...)), &src)
-	json.Unmarshal([]byte(mustScribe(t, env, append([]string{"show", fork.SessionID, "--json"}, from...)...)), &forked)
+	json.Unmarshal([]byte(mustScribe(t, runOpts{env: env}, append([]string{"show", sampleSession, "--json"}, from...)...)), &src)
+	json.Unmarshal([]byte(mustScribe(t, runOpts{env: env}, append([]string{"show", fork.SessionID, "--json"}, from...)...)), &forked)
 	if len(src) == 0 || len(forked) != len(src) {
 		t.Fatalf("the fork in postgres has %d messages, its source %d", len(forked), len(src))
 	}
-	if _, errs, code := scribeIn(t, env, append([]string{"show", "0000dead"}, from...)...); code != 1 || !strings.Contains(errs, "postgres/team") {
+	if _, errs, code := runScribe(t, runOpts{env: env}, append([]string{"show", "0000dead"}, from...)...); code != 1 || !strings.Contains(errs, "postgres/team") {
 		t.Fatalf("show of a missing id: exit %d, %s", code, errs)
 	}
-	if _, errs, code := scribeIn(t, env, append([]string{"ls"}, append(base, "--from", "postgres/nope")...)...); code != 2 || !strings.Contains(errs, "postgres/nope") {
+	if _, errs, code := runScribe(t, runOpts{env: env}, append([]string{"ls"}, append(base, "--from", "postgres/nope")...)...); code != 2 || !strings.Contains(errs, "postgres/nope") {
 		t.Fatalf("ls --from an undeclared block: exit %d, %s", code, errs)
 	}
 }
@@ -234,7 +218,7 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(root, g))
 		inputs = append(inputs, m...)
 	}
-	mustScribe(t, env, append([]string{"record", "--config", cfg, "--config-dir", src}, inputs...)...)
+	mustScribe(t, runOpts{env: env}, append([]string{"record", "--config", cfg, "--config-dir", src}, inputs...)...)
 	// A subagent's meta file travels as the SDK's agent_metadata entry.
 	metas, _ := filepath.Glob(filepath.Join(src, "projects", "*", "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68", "subagents", "agent-a5bdbc1.jsonl"))
 	if len(metas) != 1 {
@@ -245,7 +229,7 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Checkpoints (lifecycle records in the sidecar) travel too.
-	mustScribe(t, env, "checkpoint", sampleSession, "--label", "before the fix", "--config", cfg, "--config-dir", src)
+	mustScribe(t, runOpts{env: env}, "checkpoint", sampleSession, "--label", "before the fix", "--config", cfg, "--config-dir", src)
 	want := transcripts(t, src)
 	if _, ok := want["-home-alice-src-shop/"+sampleSession+"/scribe-lifecycle.jsonl"]; !ok {
 		t.Fatalf("no sidecar in the source: %v", keys(want))
@@ -265,7 +249,7 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 
 	hop := func(from, to, dir string, wantCopied bool) copyReportT {
 		t.Helper()
-		out := mustScribe(t, env, "copy", "--config", cfg, "--config-dir", dir, "--from", from, "--to", to, "--all", "--json")
+		out := mustScribe(t, runOpts{env: env}, "copy", "--config", cfg, "--config-dir", dir, "--from", from, "--to", to, "--all", "--json")
 		var r copyReportT
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("copy printed %s: %v", out, err)
@@ -283,7 +267,7 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 	base := []string{"--config", cfg, "--config-dir", src}
 	lsJSON := func(extra ...string) []map[string]any {
 		var v []map[string]any
-		out := mustScribe(t, env, append(append([]string{"ls", "--all", "--json"}, base...), extra...)...)
+		out := mustScribe(t, runOpts{env: env}, append(append([]string{"ls", "--all", "--json"}, base...), extra...)...)
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("ls printed %s: %v", out, err)
 		}
@@ -298,7 +282,7 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 		t.Fatalf("ls --from s3/archive:\n%v\nlocal:\n%v", r, l)
 	}
 	show := []string{"show", "0ccf1a04", "--json", "--subagents"}
-	if l, r := mustScribe(t, env, append(show, base...)...), mustScribe(t, env, append(show, append(base, "--from", "s3/archive")...)...); l != r {
+	if l, r := mustScribe(t, runOpts{env: env}, append(show, base...)...), mustScribe(t, runOpts{env: env}, append(show, append(base, "--from", "s3/archive")...)...); l != r {
 		t.Fatalf("show --from s3/archive differs from the local files")
 	}
 	again := hop("jsonl/local", "s3/archive", src, false)
@@ -319,7 +303,7 @@ func TestCopyRoundTripIsByteIdentical(t *testing.T) {
 	// A copy into a store that holds only part of a session (a copy cut
 	// short) writes only the rest.
 	part := t.TempDir()
-	mustScribe(t, env, "record", "--config", cfg, "--config-dir", part, inputs[0])
+	mustScribe(t, runOpts{env: env}, "record", "--config", cfg, "--config-dir", part, inputs[0])
 	r := hop("postgres/team", "jsonl/local", part, true)
 	if r.Already == 0 {
 		t.Fatalf("a resumed copy: %+v", r)
@@ -354,7 +338,7 @@ func TestCopyUsageErrors(t *testing.T) {
 		{"copy", "--from", "jsonl/local", "--to", "postgres/team"},
 		{"copy", "--from", "jsonl/local", "--to", "summary/default", "--all"},
 	} {
-		if _, errs, code := scribeIn(t, nil, append(args, "--config-dir", t.TempDir())...); code != 2 {
+		if _, errs, code := runScribe(t, runOpts{}, append(args, "--config-dir", t.TempDir())...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
 		}
 	}
@@ -375,11 +359,11 @@ func TestS3CompactCommand(t *testing.T) {
 	os.WriteFile(half, []byte(strings.Join(lines[:len(lines)/2], "")), 0o600)
 	os.WriteFile(rest, []byte(strings.Join(lines[len(lines)/2:], "")+"\n"), 0o600)
 	base := []string{"--config", cfg, "--config-dir", dir}
-	mustScribe(t, env, append([]string{"record", half}, base...)...)
-	mustScribe(t, env, append([]string{"record", rest}, base...)...)
+	mustScribe(t, runOpts{env: env}, append([]string{"record", half}, base...)...)
+	mustScribe(t, runOpts{env: env}, append([]string{"record", rest}, base...)...)
 	show := []string{"show", sampleSession, "--json", "--subagents"}
-	before := mustScribe(t, env, append(show, append(base, "--from", "s3/archive")...)...)
-	if local := mustScribe(t, env, append(show, base...)...); before != local {
+	before := mustScribe(t, runOpts{env: env}, append(show, append(base, "--from", "s3/archive")...)...)
+	if local := mustScribe(t, runOpts{env: env}, append(show, base...)...); before != local {
 		t.Fatal("show --from s3/archive differs from the local files")
 	}
 	var res []struct {
@@ -387,18 +371,18 @@ func TestS3CompactCommand(t *testing.T) {
 		Agent   string `json:"agentId"`
 		Parts   int    `json:"parts"`
 	}
-	out := mustScribe(t, env, append([]string{"s3", "compact", "--store", "s3/archive", "--all", "--json"}, base...)...)
+	out := mustScribe(t, runOpts{env: env}, append([]string{"s3", "compact", "--store", "s3/archive", "--all", "--json"}, base...)...)
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) == 0 || res[0].Parts != 2 {
 		t.Fatalf("compact: %s (%v)", out, err)
 	}
-	if after := mustScribe(t, env, append(show, append(base, "--from", "s3/archive")...)...); after != before {
+	if after := mustScribe(t, runOpts{env: env}, append(show, append(base, "--from", "s3/archive")...)...); after != before {
 		t.Fatal("show --from s3/archive changed with the compaction")
 	}
-	out = mustScribe(t, env, append([]string{"s3", "compact", "--store", "s3/archive", sampleSession[:8]}, base...)...)
+	out = mustScribe(t, runOpts{env: env}, append([]string{"s3", "compact", "--store", "s3/archive", sampleSession[:8]}, base...)...)
 	if !strings.Contains(out, "compacted 0 of") {
 		t.Fatalf("a second compact: %s", out)
 	}
-	if _, errs, code := scribeIn(t, env, append([]string{"s3", "compact", "--store", "postgres/team", "--all"}, base...)...); code != 2 {
+	if _, errs, code := runScribe(t, runOpts{env: env}, append([]string{"s3", "compact", "--store", "postgres/team", "--all"}, base...)...); code != 2 {
 		t.Fatalf("compact of a postgres block: exit %d %s", code, errs)
 	}
 }
@@ -412,7 +396,7 @@ func TestRecordTwiceIntoABackendAddsNothing(t *testing.T) {
 		dir := t.TempDir()
 		var first, second report
 		for i, r := range []*report{&first, &second} {
-			out := mustScribe(t, env, "record", "--json", "--config", cfg, "--config-dir", dir, sample)
+			out := mustScribe(t, runOpts{env: env}, "record", "--json", "--config", cfg, "--config-dir", dir, sample)
 			if err := json.Unmarshal([]byte(out), r); err != nil {
 				t.Fatalf("%s run %d: %s: %v", sink, i, out, err)
 			}
@@ -425,9 +409,9 @@ func TestRecordTwiceIntoABackendAddsNothing(t *testing.T) {
 		}
 		// What it holds shows as the input does when recorded locally.
 		local := t.TempDir()
-		mustScribe(t, nil, "record", "--config-dir", local, sample)
-		want := mustScribe(t, nil, "show", sampleSession, "--json", "--config-dir", local)
-		if got := mustScribe(t, env, "show", sampleSession, "--json", "--config", cfg, "--config-dir", dir, "--from", sink); got != want {
+		mustScribe(t, runOpts{}, "record", "--config-dir", local, sample)
+		want := mustScribe(t, runOpts{}, "show", sampleSession, "--json", "--config-dir", local)
+		if got := mustScribe(t, runOpts{env: env}, "show", sampleSession, "--json", "--config", cfg, "--config-dir", dir, "--from", sink); got != want {
 			t.Fatalf("%s: show --from differs from the input recorded locally", sink)
 		}
 	}
@@ -440,11 +424,11 @@ func TestInlineS3SecretIsAConfigError(t *testing.T) {
 	if err := os.WriteFile(p, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errs, code := scribeIn(t, nil, "config", "check", "--config", p)
+	out, errs, code := runScribe(t, runOpts{}, "config", "check", "--config", p)
 	if code != 2 || !strings.Contains(out+errs, "bad.hcl:3:3") || !strings.Contains(out+errs, "secrets are never written") {
 		t.Fatalf("config check: exit %d\n%s%s", code, out, errs)
 	}
-	if _, errs, code := scribeIn(t, nil, "ls", "--from", "s3/archive", "--config", p); code != 2 || !strings.Contains(errs, "secret_access_key") {
+	if _, errs, code := runScribe(t, runOpts{}, "ls", "--from", "s3/archive", "--config", p); code != 2 || !strings.Contains(errs, "secret_access_key") {
 		t.Fatalf("ls --from a block with a secret: exit %d %s", code, errs)
 	}
 }
@@ -494,7 +478,7 @@ func TestCopyTakesLargeCompactedFilesWhole(t *testing.T) {
 	}
 	put(src, big)
 	run := func(from, to, dir string) copyReportT {
-		out := mustScribe(t, env, "copy", "--config", cfg, "--config-dir", dir, "--from", from, "--to", to, "--all", "--json")
+		out := mustScribe(t, runOpts{env: env}, "copy", "--config", cfg, "--config-dir", dir, "--from", from, "--to", to, "--all", "--json")
 		var r copyReportT
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("copy printed %s: %v", out, err)

@@ -1,21 +1,16 @@
 package main_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // The README's first command: the demo runs end to end with nothing to set
 // up and shows each step working.
 func TestDemoRunsEndToEnd(t *testing.T) {
-	cmd := exec.Command(testenv.BuildScribe(t), "demo")
-	cmd.Env = cleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("scribe demo: %v\n%s", err, out)
+	out, _, code := runScribe(t, runOpts{combined: true}, "demo")
+	if code != 0 {
+		t.Fatalf("scribe demo: exit %d\n%s", code, out)
 	}
 	for _, want := range []string{
 		"recorded 8 entries",

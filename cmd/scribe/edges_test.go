@@ -85,7 +85,7 @@ func TestRecordPoisonEntriesLeaveEveryValidLineOnceAndTheRestGoesOn(t *testing.T
 // runRecordRaw runs `scribe record --json` and returns stdout as is.
 func runRecordRaw(t *testing.T, env []string, stdin string, args ...string) ([]byte, string, int) {
 	t.Helper()
-	out, stderr, code := testenv.RunScribe(t, cleanEnv(), env, stdin, append([]string{"record", "--json"}, args...)...)
+	out, stderr, code := runScribe(t, runOpts{env: env, stdin: stdin}, append([]string{"record", "--json"}, args...)...)
 	return []byte(out), stderr, code
 }
 
@@ -509,7 +509,7 @@ func TestRecordDiskFullIsReportedAndNeverAcknowledged(t *testing.T) {
 		}
 	}
 	// The text report does not headline "recorded" what was not written.
-	text, _, code := testenv.RunScribe(t, cleanEnv(), nil, lines(8000), "record", "--config-dir", filepath.Join(mnt, "cc2"), "--shutdown-timeout", "1s")
+	text, _, code := runScribe(t, runOpts{stdin: lines(8000)}, "record", "--config-dir", filepath.Join(mnt, "cc2"), "--shutdown-timeout", "1s")
 	if code != 1 || strings.HasPrefix(text, "recorded ") || !strings.Contains(strings.SplitN(text, "\n", 2)[0], "did not reach every sink") {
 		t.Fatalf("text report on a full disk (exit %d):\n%.600s", code, text)
 	}

@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 const otherSession = "3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d"
@@ -19,7 +16,7 @@ const otherSession = "3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d"
 // stderr and the exit code.
 func runEvents(t *testing.T, env []string, stdin string, args ...string) ([]byte, string, int) {
 	t.Helper()
-	out, stderr, code := testenv.RunScribe(t, cleanEnv(), env, stdin, append([]string{"record", "--events"}, args...)...)
+	out, stderr, code := runScribe(t, runOpts{env: env, stdin: stdin}, append([]string{"record", "--events"}, args...)...)
 	return []byte(out), stderr, code
 }
 
@@ -229,9 +226,8 @@ func TestRecordEventsWithAcks(t *testing.T) {
 }
 
 func TestRecordEventsHelpNamesTheFlag(t *testing.T) {
-	bin := testenv.BuildScribe(t)
-	out, err := exec.Command(bin, "record", "--help").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--events") || !strings.Contains(string(out), fmt.Sprintf("%q", "system")) {
-		t.Fatalf("record --help: %v\n%s", err, out)
+	out, _, code := runScribe(t, runOpts{combined: true}, "record", "--help")
+	if code != 0 || !strings.Contains(out, "--events") || !strings.Contains(out, fmt.Sprintf("%q", "system")) {
+		t.Fatalf("record --help: exit %d\n%s", code, out)
 	}
 }

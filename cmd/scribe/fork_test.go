@@ -17,7 +17,7 @@ func TestForkIsListedAndReadByTheSDK(t *testing.T) {
 		SessionID  string `json:"sessionId"`
 		ForkedFrom string `json:"forkedFrom"`
 	}
-	scribeJSON(t, &out, "fork", "--config-dir", dir, src[:8], "--json")
+	scribeJSON(t, runOpts{}, &out, "fork", "--config-dir", dir, src[:8], "--json")
 	if out.ForkedFrom != src || out.SessionID == "" || out.SessionID == src {
 		t.Fatalf("fork printed %+v", out)
 	}
@@ -49,7 +49,7 @@ func TestForkIsListedAndReadByTheSDK(t *testing.T) {
 		}
 	}
 	// --keep-uuids: the same messages with the same uuids.
-	scribeJSON(t, &out, "fork", "--config-dir", dir, src, "--keep-uuids", "--title", "Branch", "--json")
+	scribeJSON(t, runOpts{}, &out, "fork", "--config-dir", dir, src, "--keep-uuids", "--title", "Branch", "--json")
 	kept := peer.UUIDs(p.Messages(t, dir, out.SessionID, "", false))
 	want := peer.UUIDs(srcMsgs)
 	if len(kept) != len(want) || kept[0] != want[0] || kept[len(kept)-1] != want[len(want)-1] {

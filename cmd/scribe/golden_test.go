@@ -34,8 +34,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite cmd/scribe/testdata/golden-outputs.txt")
@@ -136,7 +134,7 @@ func goldenEnv(t *testing.T, dir string) []string {
 // runGolden runs one command and normalises its output.
 func runGolden(t *testing.T, env []string, dir string, known map[string]bool, name, id string, args ...string) goldenRun {
 	start := time.Now().Add(-time.Second)
-	stdout, stderr, code := testenv.RunScribe(t, env, nil, "", args...)
+	stdout, stderr, code := runScribe(t, runOpts{base: env}, args...)
 	out := normalise(stdout+"\x00stderr\x00"+stderr, dir, known, start, time.Now().Add(time.Second))
 	return goldenRun{cmd: name, id: id, out: out, code: code}
 }
@@ -145,7 +143,7 @@ func runGolden(t *testing.T, env []string, dir string, known map[string]bool, na
 // file.
 func runFork(t *testing.T, env []string, dir, id string, known map[string]bool) goldenRun {
 	start := time.Now().Add(-time.Second)
-	stdout, stderr, code := testenv.RunScribe(t, env, nil, "", "fork", id)
+	stdout, stderr, code := runScribe(t, runOpts{base: env}, "fork", id)
 	end := time.Now().Add(time.Second)
 	written := ""
 	if code == 0 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,16 +19,12 @@ import (
 func (we *watchEnv) hook(t *testing.T, ev map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(ev)
-	cmd := exec.Command(we.bin, "hook", "--config", we.cfg)
-	cmd.Env = we.env
-	cmd.Stdin = bytes.NewReader(b)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("scribe hook %s: %v\n%s", ev["hook_event_name"], err, stderr.String())
+	stdout, stderr, code := runScribe(t, runOpts{bin: we.bin, base: we.env, stdin: string(b)}, "hook", "--config", we.cfg)
+	if code != 0 {
+		t.Fatalf("scribe hook %s: exit %d\n%s", ev["hook_event_name"], code, stderr)
 	}
-	if stdout.Len() > 0 {
-		t.Fatalf("scribe hook printed on stdout: %q", stdout.String())
+	if stdout != "" {
+		t.Fatalf("scribe hook printed on stdout: %q", stdout)
 	}
 }
 
@@ -153,12 +148,9 @@ func TestHookIsHarmless(t *testing.T) {
 		if tc.cfg != "" {
 			args = append(args, "--config", tc.cfg)
 		}
-		cmd := exec.Command(we.bin, args...)
-		cmd.Env = append(we.env, "XDG_STATE_HOME="+state)
-		cmd.Stdin = strings.NewReader(tc.stdin)
-		out, err := cmd.Output()
-		if err != nil || len(out) > 0 {
-			t.Fatalf("%s: scribe hook: %v, stdout %q; want exit 0 and silence", name, err, out)
+		out, _, code := runScribe(t, runOpts{bin: we.bin, base: we.env, env: []string{"XDG_STATE_HOME=" + state}, stdin: tc.stdin}, args...)
+		if code != 0 || len(out) > 0 {
+			t.Fatalf("%s: scribe hook: exit %d, stdout %q; want exit 0 and silence", name, code, out)
 		}
 	}
 	logs := string(mustReadFile(t, filepath.Join(we.archive, "scribe", "watch", "hook.log"))) + string(mustReadFile(t, filepath.Join(state, "scribe", "watch", "hook.log")))

@@ -17,12 +17,6 @@ import (
 	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
-// runScribe runs scribe and returns stdout, stderr and the exit status.
-func runScribe(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	return testenv.RunScribe(t, cleanEnv(), nil, "", args...)
-}
-
 // TestLsJSONWithAndWithoutIndexMatchesTheSDK: the index must not change a
 // byte of what ls --json says, cold, warm, or after the files changed.
 func TestLsJSONWithAndWithoutIndexMatchesTheSDK(t *testing.T) {
@@ -45,7 +39,7 @@ func TestLsJSONWithAndWithoutIndexMatchesTheSDK(t *testing.T) {
 		}
 		for _, mode := range [][]string{nil, nil, {"--no-index"}} { // cold (or refreshed), warm, direct
 			var got []json.RawMessage
-			scribeJSON(t, &got, append([]string{"ls", "--config-dir", dir, "--all", "--json"}, mode...)...)
+			scribeJSON(t, runOpts{}, &got, append([]string{"ls", "--config-dir", dir, "--all", "--json"}, mode...)...)
 			sameJSON(t, fmt.Sprintf("%s: ls --all --json %v", what, mode), got, want)
 		}
 		var wantP []any
@@ -54,7 +48,7 @@ func TestLsJSONWithAndWithoutIndexMatchesTheSDK(t *testing.T) {
 		}
 		for _, mode := range [][]string{nil, {"--no-index"}} {
 			var got []json.RawMessage
-			scribeJSON(t, &got, append([]string{"ls", "--config-dir", dir, "--project", cwd, "--json", "--limit", "5", "--offset", "3"}, mode...)...)
+			scribeJSON(t, runOpts{}, &got, append([]string{"ls", "--config-dir", dir, "--project", cwd, "--json", "--limit", "5", "--offset", "3"}, mode...)...)
 			sameJSON(t, fmt.Sprintf("%s: ls --project --limit 5 --offset 3 --json %v", what, mode), got, wantP)
 		}
 		if _, err := os.Stat(index); err != nil {
@@ -95,7 +89,7 @@ func TestLsJSONWithAndWithoutIndexMatchesTheSDK(t *testing.T) {
 	if err := os.WriteFile(index, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code := runScribe(t, "ls", "--config-dir", dir, "--all", "--json")
+	_, stderr, code := runScribe(t, runOpts{}, "ls", "--config-dir", dir, "--all", "--json")
 	if code != 0 || !strings.Contains(stderr, "sessions index discarded") {
 		t.Fatalf("damaged index: exit %d, stderr %q", code, stderr)
 	}
@@ -106,8 +100,8 @@ func TestLsJSONWithAndWithoutIndexMatchesTheSDK(t *testing.T) {
 	check("deleted index")
 }
 
-// ixTestSession writes a transcript whose last row is the given kind.
-func ixTestSession(t *testing.T, dir, cwd, id, ending string, mtime time.Time) {
+// indexTestSession writes a transcript whose last row is the given kind.
+func indexTestSession(t *testing.T, dir, cwd, id, ending string, mtime time.Time) {
 	t.Helper()
 	rows := []string{
 		fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"Task for %s"},"uuid":"%s-u1","timestamp":"2026-01-10T11:00:00.000Z","cwd":%q,"sessionId":%q}`, ending, id[:8], cwd, id),
@@ -145,10 +139,10 @@ func TestLsStatusColumnAndFilter(t *testing.T) {
 		"prompt": "33333333-0000-4000-8000-000000000003",
 		"held":   "44444444-0000-4000-8000-000000000004",
 	}
-	ixTestSession(t, dir, cwd, ids["reply"], "reply", base.Add(time.Minute))
-	ixTestSession(t, dir, cwd, ids["tool"], "tool", base.Add(2*time.Minute))
-	ixTestSession(t, dir, cwd, ids["prompt"], "prompt", base.Add(3*time.Minute))
-	ixTestSession(t, dir, cwd, ids["held"], "reply", base.Add(4*time.Minute))
+	indexTestSession(t, dir, cwd, ids["reply"], "reply", base.Add(time.Minute))
+	indexTestSession(t, dir, cwd, ids["tool"], "tool", base.Add(2*time.Minute))
+	indexTestSession(t, dir, cwd, ids["prompt"], "prompt", base.Add(3*time.Minute))
+	indexTestSession(t, dir, cwd, ids["held"], "reply", base.Add(4*time.Minute))
 
 	// A live writer holds one session.
 	locks := filepath.Join(dir, "scribe", "locks")
@@ -170,7 +164,7 @@ func TestLsStatusColumnAndFilter(t *testing.T) {
 
 	want := map[string]string{ids["reply"]: "completed", ids["tool"]: "interrupted", ids["prompt"]: "interrupted", ids["held"]: "active"}
 	for _, mode := range [][]string{nil, nil, {"--no-index"}} {
-		out, stderr, code := runScribe(t, append([]string{"ls", "--config-dir", dir, "--all"}, mode...)...)
+		out, stderr, code := runScribe(t, runOpts{}, append([]string{"ls", "--config-dir", dir, "--all"}, mode...)...)
 		if code != 0 {
 			t.Fatalf("ls %v: exit %d: %s", mode, code, stderr)
 		}
@@ -187,7 +181,7 @@ func TestLsStatusColumnAndFilter(t *testing.T) {
 		}
 		for _, st := range []string{"active", "interrupted", "completed"} {
 			var got []map[string]any
-			scribeJSON(t, &got, append([]string{"ls", "--config-dir", dir, "--all", "--json", "--status", st}, mode...)...)
+			scribeJSON(t, runOpts{}, &got, append([]string{"ls", "--config-dir", dir, "--all", "--json", "--status", st}, mode...)...)
 			var gotIDs, wantIDs []string
 			for _, g := range got {
 				gotIDs = append(gotIDs, g["sessionId"].(string))
@@ -203,19 +197,19 @@ func TestLsStatusColumnAndFilter(t *testing.T) {
 		}
 		// The filter applies before the page.
 		var page []map[string]any
-		scribeJSON(t, &page, append([]string{"ls", "--config-dir", dir, "--all", "--json", "--status", "interrupted", "--limit", "1", "--offset", "1"}, mode...)...)
+		scribeJSON(t, runOpts{}, &page, append([]string{"ls", "--config-dir", dir, "--all", "--json", "--status", "interrupted", "--limit", "1", "--offset", "1"}, mode...)...)
 		if len(page) != 1 || page[0]["sessionId"] != ids["tool"] {
 			t.Errorf("ls --status interrupted --limit 1 --offset 1 %v: %v", mode, page)
 		}
 	}
-	if _, stderr, code := runScribe(t, "ls", "--config-dir", dir, "--all", "--status", "paused"); code != 2 || !strings.Contains(stderr, "--status") {
+	if _, stderr, code := runScribe(t, runOpts{}, "ls", "--config-dir", dir, "--all", "--status", "paused"); code != 2 || !strings.Contains(stderr, "--status") {
 		t.Fatalf("bad --status: exit %d %s", code, stderr)
 	}
 
 	// The writer lets go.
 	unix.Flock(int(lf.Fd()), unix.LOCK_UN)
 	var got []map[string]any
-	scribeJSON(t, &got, "ls", "--config-dir", dir, "--all", "--json", "--status", "active")
+	scribeJSON(t, runOpts{}, &got, "ls", "--config-dir", dir, "--all", "--json", "--status", "active")
 	if len(got) != 0 {
 		t.Fatalf("still active after the lock was released: %v", got)
 	}
@@ -225,8 +219,8 @@ func TestIndexRebuildAndExportCommands(t *testing.T) {
 	dir := t.TempDir()
 	cwd := "/home/alice/src/shop"
 	base := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
-	ixTestSession(t, dir, cwd, "11111111-0000-4000-8000-000000000001", "reply", base)
-	ixTestSession(t, dir, cwd, "22222222-0000-4000-8000-000000000002", "tool", base.Add(time.Minute))
+	indexTestSession(t, dir, cwd, "11111111-0000-4000-8000-000000000001", "reply", base)
+	indexTestSession(t, dir, cwd, "22222222-0000-4000-8000-000000000002", "tool", base.Add(time.Minute))
 
 	var rep struct {
 		Index    string `json:"index"`
@@ -236,7 +230,7 @@ func TestIndexRebuildAndExportCommands(t *testing.T) {
 		Rebuilt  bool   `json:"rebuilt"`
 		Saved    bool   `json:"saved"`
 	}
-	scribeJSON(t, &rep, "index", "rebuild", "--config-dir", dir, "--json")
+	scribeJSON(t, runOpts{}, &rep, "index", "rebuild", "--config-dir", dir, "--json")
 	if rep.Sessions != 2 || rep.Files != 2 || rep.Misses != 2 || !rep.Rebuilt || !rep.Saved ||
 		rep.Index != filepath.Join(dir, "scribe", "index", "sessions.idx") {
 		t.Fatalf("rebuild: %+v", rep)
@@ -244,17 +238,17 @@ func TestIndexRebuildAndExportCommands(t *testing.T) {
 	if _, err := os.Stat(rep.Index); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runScribe(t, "index", "rebuild", "--config-dir", dir)
+	out, stderr, code := runScribe(t, runOpts{}, "index", "rebuild", "--config-dir", dir)
 	if code != 0 || !strings.Contains(out, "indexed 2 transcript files") || stderr != "" {
 		t.Fatalf("rebuild: exit %d\n%s%s", code, out, stderr)
 	}
 
-	stdout, _, code := runScribe(t, "index", "export", "--config-dir", dir)
+	stdout, _, code := runScribe(t, runOpts{}, "index", "export", "--config-dir", dir)
 	if code != 0 {
 		t.Fatalf("export: exit %d", code)
 	}
 	file := filepath.Join(t.TempDir(), "sessions.json")
-	if _, stderr, code := runScribe(t, "index", "export", "--config-dir", dir, "--out", file); code != 0 {
+	if _, stderr, code := runScribe(t, runOpts{}, "index", "export", "--config-dir", dir, "--out", file); code != 0 {
 		t.Fatalf("export --out: exit %d %s", code, stderr)
 	}
 	saved, err := os.ReadFile(file)
@@ -291,7 +285,7 @@ func TestIndexConcurrentLsProcesses(t *testing.T) {
 	cwd := "/home/alice/src/shop"
 	base := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
 	for i := range 30 {
-		ixTestSession(t, dir, cwd, fmt.Sprintf("%08x-0000-4000-8000-000000000000", i+1), []string{"reply", "tool", "prompt"}[i%3], base.Add(time.Duration(i)*time.Minute))
+		indexTestSession(t, dir, cwd, fmt.Sprintf("%08x-0000-4000-8000-000000000000", i+1), []string{"reply", "tool", "prompt"}[i%3], base.Add(time.Duration(i)*time.Minute))
 	}
 	bin := testenv.BuildScribe(t)
 	proj := filepath.Join(dir, "projects", "-home-alice-src-shop")
@@ -328,13 +322,13 @@ func TestIndexConcurrentLsProcesses(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	_, stderr, code := runScribe(t, "ls", "--config-dir", dir, "--all", "--json", "--log-level", "debug")
+	_, stderr, code := runScribe(t, runOpts{}, "ls", "--config-dir", dir, "--all", "--json", "--log-level", "debug")
 	if code != 0 || strings.Contains(stderr, "discarded") || !strings.Contains(stderr, "hits=") {
 		t.Fatalf("after the race: exit %d\n%s", code, stderr)
 	}
 	var got, want []json.RawMessage
-	scribeJSON(t, &got, "ls", "--config-dir", dir, "--all", "--json")
-	scribeJSON(t, &want, "ls", "--config-dir", dir, "--all", "--json", "--no-index")
+	scribeJSON(t, runOpts{}, &got, "ls", "--config-dir", dir, "--all", "--json")
+	scribeJSON(t, runOpts{}, &want, "ls", "--config-dir", dir, "--all", "--json", "--no-index")
 	if len(got) != 38 || !bytes.Equal(mustJSON(t, got), mustJSON(t, want)) {
 		t.Fatalf("%d sessions listed through the index, %d without", len(got), len(want))
 	}

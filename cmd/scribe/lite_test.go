@@ -40,11 +40,11 @@ func TestLightBuildLeavesOutHeavyModules(t *testing.T) {
 			t.Errorf("the full build does not link %s: is the list still right?", m)
 		}
 	}
-	out, _, code := testenv.RunBinary(t, lite, cleanEnv(), "", "version")
+	out, _, code := runScribe(t, runOpts{bin: lite}, "version")
 	if code != 0 || !strings.Contains(out, "light build; full build: "+full) {
 		t.Fatalf("scribe version (light) = %q, exit %d", out, code)
 	}
-	out, _, _ = testenv.RunBinary(t, full, cleanEnv(), "", "version")
+	out, _, _ = runScribe(t, runOpts{bin: full}, "version")
 	if !strings.Contains(out, "(full build)") {
 		t.Fatalf("scribe-full version = %q", out)
 	}
@@ -62,8 +62,8 @@ func TestLightHelpIsFull(t *testing.T) {
 	}
 	cases = append(cases, []string{"config", "check", "--help"}, []string{"token", "new", "--help"})
 	for _, args := range cases {
-		lo, le, lc := testenv.RunBinary(t, lite, env, "", args...)
-		fo, fe, fc := testenv.RunBinary(t, full, env, "", args...)
+		lo, le, lc := runScribe(t, runOpts{bin: lite, base: env}, args...)
+		fo, fe, fc := runScribe(t, runOpts{bin: full, base: env}, args...)
 		if lo != fo || le != fe || lc != fc {
 			t.Errorf("scribe %s differs between the builds:\nlight (exit %d):\n%s%s\nfull (exit %d):\n%s%s", strings.Join(args, " "), lc, lo, le, fc, fo, fe)
 		}
@@ -114,7 +114,7 @@ resume {
 	}
 	env := append(cleanEnv(), "CLAUDE_CONFIG_DIR="+claude, "AWS_ACCESS_KEY_ID=a", "AWS_SECRET_ACCESS_KEY=b")
 	ev, _ := json.Marshal(map[string]string{"session_id": sid, "transcript_path": transcript, "cwd": "/home/dev/app", "hook_event_name": "Stop"})
-	out, stderr, code := testenv.RunBinary(t, lite, env, string(ev), "hook", "--config", cfg, "--log-level", "debug")
+	out, stderr, code := runScribe(t, runOpts{bin: lite, base: env, stdin: string(ev)}, "hook", "--config", cfg, "--log-level", "debug")
 	if code != 0 || out != "" {
 		t.Fatalf("scribe hook: exit %d, stdout %q, stderr %s", code, out, stderr)
 	}
@@ -127,12 +127,12 @@ resume {
 	}
 
 	// The built-in configuration declares heavy blocks without using them.
-	_, stderr, code = testenv.RunBinary(t, lite, env, "", "ls", "--log-level", "debug")
+	_, stderr, code = runScribe(t, runOpts{bin: lite, base: env}, "ls", "--log-level", "debug")
 	if code != 0 || strings.Contains(stderr, "handing the command") {
 		t.Fatalf("ls with the built-in configuration: exit %d, %s", code, stderr)
 	}
 	// A --from store of a full-build type.
-	_, stderr, _ = testenv.RunBinary(t, lite, env, "", "ls", "--config", cfg, "--from", "s3/x", "--log-level", "debug")
+	_, stderr, _ = runScribe(t, runOpts{bin: lite, base: env}, "ls", "--config", cfg, "--from", "s3/x", "--log-level", "debug")
 	if !strings.Contains(stderr, "handing the command to ") {
 		t.Fatalf("ls --from s3/x was not handed over: %s", stderr)
 	}
@@ -151,15 +151,15 @@ func TestLightWithoutFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(cleanEnv(), "CLAUDE_CONFIG_DIR="+t.TempDir(), "PATH=/usr/bin:/bin")
-	if out, stderr, code := testenv.RunBinary(t, alone, env, "", "ls", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+	if out, stderr, code := runScribe(t, runOpts{bin: alone, base: env}, "ls", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("ls without scribe-full: exit %d, %q, %s", code, out, stderr)
 	}
-	out, _, _ := testenv.RunBinary(t, alone, env, "", "version")
+	out, _, _ := runScribe(t, runOpts{bin: alone, base: env}, "version")
 	if !strings.Contains(out, "scribe-full not found") {
 		t.Fatalf("version without scribe-full = %q", out)
 	}
 	for _, args := range [][]string{{"serve"}, {"search", "x"}, {"config", "check"}} {
-		_, stderr, code := testenv.RunBinary(t, alone, env, "", args...)
+		_, stderr, code := runScribe(t, runOpts{bin: alone, base: env}, args...)
 		if code != 2 || !strings.Contains(stderr, "scribe-full") || !strings.Contains(stderr, "scripts/install") {
 			t.Errorf("scribe %s without scribe-full: exit %d, %s", strings.Join(args, " "), code, stderr)
 		}
@@ -169,7 +169,7 @@ func TestLightWithoutFull(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(alone), "scribe-full"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := testenv.RunBinary(t, alone, env, "", "serve"); code != 2 || !strings.Contains(stderr, "is a light build") {
+	if _, stderr, code := runScribe(t, runOpts{bin: alone, base: env}, "serve"); code != 2 || !strings.Contains(stderr, "is a light build") {
 		t.Fatalf("serve with a light scribe-full: exit %d, %s", code, stderr)
 	}
 }

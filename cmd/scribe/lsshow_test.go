@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // lsSession writes a transcript of rows (each a JSON object without the
@@ -79,15 +78,6 @@ func lsEnv(t *testing.T, dir string, more ...string) []string {
 		"CLAUDE_CONFIG_DIR="+dir, "TZ=UTC", "COLUMNS=", "NO_COLOR="), more...)
 }
 
-func lsRun(t *testing.T, env []string, args ...string) string {
-	t.Helper()
-	out, errs, code := testenv.RunScribe(t, env, nil, "", args...)
-	if code != 0 {
-		t.Fatalf("scribe %v: exit %d\n%s%s", args, code, out, errs)
-	}
-	return out
-}
-
 // lsFixture lays out three sessions in three projects with long titles:
 // old (months-old timestamps, its last turn cut short in a tool call),
 // fork (a fork, tagged) and live (archived, a tool call of a second ago).
@@ -116,8 +106,8 @@ func lsFixture(t *testing.T) (dir string, ids map[string]string, cwds map[string
 		userRow("run the gamma benchmarks again and compare them with yesterday's numbers in the spreadsheet"),
 		assistantRow(toolUse("toolu_live", "Bash", map[string]any{"command": "make bench"})))
 	env := lsEnv(t, dir)
-	lsRun(t, env, "tag", ids["fork"], "release")
-	lsRun(t, env, "archive", ids["live"])
+	mustScribe(t, runOpts{base: env}, "tag", ids["fork"], "release")
+	mustScribe(t, runOpts{base: env}, "archive", ids["live"])
 	// The files were last written when their last rows were.
 	for name, at := range map[string]time.Time{"old": months, "fork": time.Now().Add(-48 * time.Hour)} {
 		p := filepath.Join(dir, "projects", claudedir.SanitizePath(cwds[name]), ids[name]+".jsonl")
@@ -148,7 +138,7 @@ func lsRows(t *testing.T, out string, ids map[string]string) map[string]string {
 func TestLsFitsTheTerminalAndTellsTheState(t *testing.T) {
 	dir, ids, cwds := lsFixture(t)
 	for _, cols := range []int{100, 80, 160} {
-		out := lsRun(t, lsEnv(t, dir, fmt.Sprintf("COLUMNS=%d", cols)), "ls", "--all")
+		out := mustScribe(t, runOpts{base: lsEnv(t, dir, fmt.Sprintf("COLUMNS=%d", cols))}, "ls", "--all")
 		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 		if len(lines) != 4 {
 			t.Fatalf("COLUMNS=%d ls --all:\n%s", cols, out)
@@ -182,32 +172,32 @@ func TestLsFitsTheTerminalAndTellsTheState(t *testing.T) {
 		}
 	}
 
-	if out := lsRun(t, lsEnv(t, dir, "COLUMNS=100"), "ls", "--all", "--no-index"); !strings.Contains(out, "[fork] #release") {
+	if out := mustScribe(t, runOpts{base: lsEnv(t, dir, "COLUMNS=100")}, "ls", "--all", "--no-index"); !strings.Contains(out, "[fork] #release") {
 		t.Errorf("ls --no-index: no fork mark:\n%s", out)
 	}
 	// info says the same; its --json keeps what the tail says.
-	if out := lsRun(t, lsEnv(t, dir), "info", ids["old"]); !strings.Contains(out, "\nstate          idle\n") {
+	if out := mustScribe(t, runOpts{base: lsEnv(t, dir)}, "info", ids["old"]); !strings.Contains(out, "\nstate          idle\n") {
 		t.Errorf("info of the months-old session:\n%s", out)
 	}
 	// Off a terminal with no COLUMNS nothing is cut: whole ids.
-	if out := lsRun(t, lsEnv(t, dir), "ls", "--all"); !strings.Contains(out, ids["old"]) || !strings.Contains(out, cwds["old"]) {
+	if out := mustScribe(t, runOpts{base: lsEnv(t, dir)}, "ls", "--all"); !strings.Contains(out, ids["old"]) || !strings.Contains(out, cwds["old"]) {
 		t.Errorf("ls --all off a terminal:\n%s", out)
 	}
 
 	// Colour: --color=always gives it, NO_COLOR and --color=never take it
 	// away.
-	if out := lsRun(t, lsEnv(t, dir), "ls", "--all", "--color=always"); !strings.Contains(out, "\x1b[") {
+	if out := mustScribe(t, runOpts{base: lsEnv(t, dir)}, "ls", "--all", "--color=always"); !strings.Contains(out, "\x1b[") {
 		t.Errorf("--color=always: no escape codes:\n%q", out)
 	}
 	for _, c := range []struct {
 		env  []string
 		args []string
 	}{{[]string{"NO_COLOR=1"}, []string{"--color=always"}}, {nil, []string{"--color=never"}}, {nil, nil}} {
-		if out := lsRun(t, lsEnv(t, dir, c.env...), append([]string{"ls", "--all"}, c.args...)...); strings.Contains(out, "\x1b[") {
+		if out := mustScribe(t, runOpts{base: lsEnv(t, dir, c.env...)}, append([]string{"ls", "--all"}, c.args...)...); strings.Contains(out, "\x1b[") {
 			t.Errorf("%v %v: escape codes:\n%q", c.env, c.args, out)
 		}
 	}
-	if _, errs, code := testenv.RunScribe(t, lsEnv(t, dir), nil, "", "ls", "--color=sometimes"); code != 2 {
+	if _, errs, code := runScribe(t, runOpts{base: lsEnv(t, dir)}, "ls", "--color=sometimes"); code != 2 {
 		t.Errorf("--color=sometimes: exit %d %s", code, errs)
 	}
 
@@ -223,7 +213,7 @@ func TestLsFitsTheTerminalAndTellsTheState(t *testing.T) {
 		{[]string{"--until", time.Now().AddDate(0, -1, 0).Format("2006-01-02T15:04")}, []string{"old"}},
 	} {
 		var got []map[string]any
-		out := lsRun(t, lsEnv(t, dir), append([]string{"ls", "--all", "--json"}, c.args...)...)
+		out := mustScribe(t, runOpts{base: lsEnv(t, dir)}, append([]string{"ls", "--all", "--json"}, c.args...)...)
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +229,7 @@ func TestLsFitsTheTerminalAndTellsTheState(t *testing.T) {
 			t.Errorf("ls %v: %v, want %v", c.args, names, c.want)
 		}
 	}
-	if _, errs, code := testenv.RunScribe(t, lsEnv(t, dir), nil, "", "ls", "--since", "yesterday"); code != 2 || !strings.Contains(errs, "--since") {
+	if _, errs, code := runScribe(t, runOpts{base: lsEnv(t, dir)}, "ls", "--since", "yesterday"); code != 2 || !strings.Contains(errs, "--since") {
 		t.Errorf("--since yesterday: exit %d %s", code, errs)
 	}
 }
@@ -251,32 +241,32 @@ func TestCompletionOffersSessionsAndTrash(t *testing.T) {
 	env := lsEnv(t, dir)
 	for _, c := range [][]string{{"show"}, {"info"}, {"resume"}, {"fork"}, {"push"}, {"pull"}, {"scan"}, {"redact"},
 		{"checkpoint"}, {"checkpoints"}, {"rm"}, {"rename"}, {"tag"}, {"archive"}, {"unarchive"}, {"export"}} {
-		out := lsRun(t, env, append(append([]string{"__complete"}, c...), "")...)
+		out := mustScribe(t, runOpts{base: env}, append(append([]string{"__complete"}, c...), "")...)
 		if !strings.Contains(out, ids["old"]+"\tplease refactor the payment") || !strings.Contains(out, ids["live"]+"\trun the gamma") {
 			t.Errorf("__complete %v '': %q", c, out)
 		}
 	}
 	// One id only where one is taken; more where several are.
-	if out := lsRun(t, env, "__complete", "show", ids["old"], ""); strings.Contains(out, ids["live"]) {
+	if out := mustScribe(t, runOpts{base: env}, "__complete", "show", ids["old"], ""); strings.Contains(out, ids["live"]) {
 		t.Errorf("__complete show ID '': %q", out)
 	}
-	if out := lsRun(t, env, "__complete", "rm", ids["old"], ""); !strings.Contains(out, ids["live"]) || strings.Contains(out, ids["old"]) {
+	if out := mustScribe(t, runOpts{base: env}, "__complete", "rm", ids["old"], ""); !strings.Contains(out, ids["live"]) || strings.Contains(out, ids["old"]) {
 		t.Errorf("__complete rm ID '': %q", out)
 	}
-	if out := lsRun(t, env, "__complete", "show", "b2c0"); !strings.Contains(out, ids["fork"]) || strings.Contains(out, ids["live"]) {
+	if out := mustScribe(t, runOpts{base: env}, "__complete", "show", "b2c0"); !strings.Contains(out, ids["fork"]) || strings.Contains(out, ids["live"]) {
 		t.Errorf("__complete show PREFIX: %q", out)
 	}
 
-	lsRun(t, env, "rm", "--yes", ids["old"])
+	mustScribe(t, runOpts{base: env}, "rm", "--yes", ids["old"])
 	var trash struct {
 		Items []struct {
 			ID string `json:"id"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(lsRun(t, env, "trash", "ls", "--json")), &trash); err != nil || len(trash.Items) != 1 {
+	if err := json.Unmarshal([]byte(mustScribe(t, runOpts{base: env}, "trash", "ls", "--json")), &trash); err != nil || len(trash.Items) != 1 {
 		t.Fatalf("trash ls: %v %v", trash, err)
 	}
-	out := lsRun(t, env, "__complete", "trash", "restore", "")
+	out := mustScribe(t, runOpts{base: env}, "__complete", "trash", "restore", "")
 	if !strings.Contains(out, trash.Items[0].ID+"\tplease refactor") || !strings.Contains(out, ids["old"]) {
 		t.Errorf("__complete trash restore '': %q", out)
 	}
@@ -313,7 +303,7 @@ func TestShowTextReadsAsText(t *testing.T) {
 			{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/jpeg", "data": data[:400]}}})}),
 		assistantRow(map[string]any{"type": "text", "text": "Fixed."}))
 	env := lsEnv(t, dir)
-	out := lsRun(t, env, "show", id)
+	out := mustScribe(t, runOpts{base: env}, "show", id)
 	for _, want := range []string{
 		"→ Edit /tmp/delta/auth.go", "- \treturn check(user)", "+ \treturn check(user, password)", "  func login() {",
 		"The file /tmp/delta/auth.go has been updated.",
@@ -332,7 +322,7 @@ func TestShowTextReadsAsText(t *testing.T) {
 		}
 	}
 	// --json is the SDK's answer, base64 and all.
-	if js := lsRun(t, env, "show", "--json", id); !strings.Contains(js, data) {
+	if js := mustScribe(t, runOpts{base: env}, "show", "--json", id); !strings.Contains(js, data) {
 		t.Errorf("show --json lost the image")
 	}
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -37,17 +36,8 @@ func newFactory() *cmdutil.Factory {
 
 func newRoot() *cobra.Command {
 	f := newFactory()
-	root := &cobra.Command{
-		Use:           "scribe",
-		Short:         "Session persistence for AI coding agents, in Claude Code's own format",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
+	root := cmdutil.NewRoot(f)
 	pf := root.PersistentFlags()
-	pf.String("config", "", "HCL configuration file, over the built-in one (default: $SCRIBE_CONFIG, else $XDG_CONFIG_HOME/scribe/config.hcl or ~/.config/scribe/config.hcl if there; see scribe config path)")
-	pf.String("config-dir", "", "Claude Code's folder, which scribe reads and mirrors; not scribe's configuration (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
-	pf.String("log-level", "", "log level: trace, debug, info, warn, error, off (default info)")
-	pf.Bool("log-json", false, "log as JSON lines")
 	pf.String("cpu-profile", "", "write a CPU profile of the command to this file (for bench/)")
 	_ = pf.MarkHidden("cpu-profile")
 	pf.String("trace", "", "write an execution trace of the command to this file (for bench/)")
@@ -99,54 +89,9 @@ func newRoot() *cobra.Command {
 	// The full build's commands: in the light build, stubs that hand the
 	// command to scribe-full (fullonly.go, lite.go, full.go).
 	root.AddCommand(fullCommands(f)...)
-	addFromFlags(root)
 	read.AddCompletions(f, root)
-	usageExits(root)
+	cmdutil.FinishRoot(root)
 	return root
-}
-
-// usageExits makes every usage error exit 2, for every command: an unknown
-// flag or a bad flag value (the root's flag error func, which subcommands
-// inherit), a wrong number of arguments (each command's Args check), and an
-// unknown subcommand (a group's own Args check: cobra's default one returns
-// a plain error, exit 1).
-func usageExits(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &cmdutil.ExitError{Code: 2, Err: err}
-	})
-	root.SuggestionsMinimumDistance = 2
-	// cobra adds its completion command only in Execute; added now, its
-	// group exits 2 on an unknown shell as every group does.
-	root.InitDefaultCompletionCmd()
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.HasSubCommands() && !c.Runnable() {
-			// A group runs (to print its help) so that its Args check
-			// sees an unknown subcommand.
-			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
-			c.Args = func(c *cobra.Command, a []string) error {
-				if len(a) == 0 {
-					return nil
-				}
-				msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
-				if s := c.SuggestionsFor(a[0]); len(s) > 0 {
-					msg += fmt.Sprintf("; did you mean %q?", s[0])
-				}
-				return &cmdutil.ExitError{Code: 2, Err: errors.New(msg)}
-			}
-		} else if args := c.Args; args != nil {
-			c.Args = func(c *cobra.Command, a []string) error {
-				if err := args(c, a); err != nil {
-					return &cmdutil.ExitError{Code: 2, Err: err}
-				}
-				return nil
-			}
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
 }
 
 // stopProfile ends the --cpu-profile of the command, if one runs.
@@ -158,32 +103,5 @@ func main() {
 	if err == nil {
 		return
 	}
-	code := 1
-	var ee *cmdutil.ExitError
-	if errors.As(err, &ee) {
-		code = ee.Code
-	}
-	fmt.Fprintln(os.Stderr, "scribe:", err.Error())
-	if code == 2 && cmd != nil && cmd.Runnable() {
-		// A usage error: the usage line, and where the rest is.
-		use := cmd.UseLine()
-		if cmd.HasSubCommands() {
-			use = cmd.CommandPath() + " COMMAND"
-		}
-		fmt.Fprintf(os.Stderr, "Usage: %s\nRun '%s --help' for more.\n", use, cmd.CommandPath())
-	}
-	os.Exit(code)
-}
-
-// addFromFlags gives show, info and fork a --from flag for reading a
-// jsonl store other than Claude's folder, unless they have one already.
-func addFromFlags(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "show", "info", "fork", "export":
-			if c.Flags().Lookup("from") == nil {
-				c.Flags().String("from", "", "read the sessions of this jsonl store (type/name, such as jsonl/archive) instead of Claude's folder")
-			}
-		}
-	}
+	os.Exit(cmdutil.ExitCode(cmd, err, os.Stderr))
 }

@@ -194,7 +194,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	// get_usage: the totals scribe usage (proven equal to ccusage's)
 	// prints for the same folder, for the store and for one session.
 	for _, report := range []string{"daily", "session"} {
-		cli, stderr, code := testenv.RunBinary(t, bin, env, "", "usage", report, "--json", "--no-cache")
+		cli, stderr, code := runScribe(t, runOpts{bin: bin, base: env, }, "usage", report, "--json", "--no-cache")
 		if code != 0 {
 			t.Fatalf("usage %s --json: %d %s", report, code, stderr)
 		}
@@ -225,7 +225,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 
 	// Every session the SDK's listSessions lists (ls --json is proven equal
 	// to it), and only those.
-	out, stderr, code := testenv.RunBinary(t, bin, env, "", "ls", "--all", "--json")
+	out, stderr, code := runScribe(t, runOpts{bin: bin, base: env}, "ls", "--all", "--json")
 	if code != 0 {
 		t.Fatalf("ls --json: %d %s", code, stderr)
 	}
@@ -282,7 +282,7 @@ func TestMcpServesTheSessionsAsTheSDKReadsThem(t *testing.T) {
 	}
 
 	// get_session by a prefix: show --json's messages, the SDK's.
-	out, stderr, code = testenv.RunBinary(t, bin, env, "", "show", "--json", plain)
+	out, stderr, code = runScribe(t, runOpts{bin: bin, base: env}, "show", "--json", plain)
 	if code != 0 {
 		t.Fatalf("show --json: %d %s", code, stderr)
 	}
@@ -499,7 +499,7 @@ func TestMcpInstallEditsClaudeCodesServers(t *testing.T) {
 		return string(b)
 	}
 	run := func(want int, args ...string) string {
-		out, stderr, code := testenv.RunBinary(t, bin, env, "", args...)
+		out, stderr, code := runScribe(t, runOpts{bin: bin, base: env}, args...)
 		if code != want {
 			t.Fatalf("scribe %v: exit %d, want %d\n%s%s", args, code, want, out, stderr)
 		}
@@ -543,7 +543,7 @@ func TestMcpInstallEditsClaudeCodesServers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the installed entry: %v", err)
 	}
-	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) != 3 {
+	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) != 4 {
 		t.Errorf("the installed entry's tools: %v %v", err, tools)
 	}
 	cs.Close()
@@ -571,10 +571,8 @@ func TestMcpInstallEditsClaudeCodesServers(t *testing.T) {
 	// removed whole.
 	proj := t.TempDir()
 	for _, sub := range []string{"install", "uninstall"} {
-		cmd := exec.Command(bin, "mcp", sub, "--scope", "project")
-		cmd.Env, cmd.Dir = env, proj
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("mcp %s --scope project: %v\n%s", sub, err, b)
+		if b, _, code := runScribe(t, runOpts{bin: bin, base: env, dir: proj, combined: true}, "mcp", sub, "--scope", "project"); code != 0 {
+			t.Fatalf("mcp %s --scope project: exit %d\n%s", sub, code, b)
 		}
 		b, err := os.ReadFile(filepath.Join(proj, ".mcp.json"))
 		if err != nil {

@@ -149,13 +149,9 @@ func TestRecordGuardsWriteNothingAndSayWhy(t *testing.T) {
 		})
 	}
 	// The human report says it too.
-	bin := testenv.BuildScribe(t)
-	cmd := exec.Command(bin, "record", "--config-dir", t.TempDir())
-	cmd.Env = append(cleanEnv(), "NODE_ENV=test")
-	cmd.Stdin = strings.NewReader(lines(2))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "nothing recorded") || !strings.Contains(string(out), "NODE_ENV=test") {
-		t.Fatalf("NODE_ENV=test scribe record said %q (%v)", out, err)
+	out, _, code := runScribe(t, runOpts{env: []string{"NODE_ENV=test"}, stdin: lines(2), combined: true}, "record", "--config-dir", t.TempDir())
+	if code != 0 || !strings.Contains(out, "nothing recorded") || !strings.Contains(out, "NODE_ENV=test") {
+		t.Fatalf("NODE_ENV=test scribe record said %q (exit %d)", out, code)
 	}
 }
 

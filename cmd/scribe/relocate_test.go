@@ -85,7 +85,7 @@ func TestRelocateMovesSessionsWithTheirCwds(t *testing.T) {
 	}
 	// scribe's own listing agrees with the SDK's for the new path.
 	var ours []map[string]any
-	scribeJSON(t, &ours, "ls", "--project", newPath, "--json", "--config-dir", dir)
+	scribeJSON(t, runOpts{}, &ours, "ls", "--project", newPath, "--json", "--config-dir", dir)
 	if len(ours) != len(after) {
 		t.Fatalf("scribe ls --project NEW lists %d, the SDK %d", len(ours), len(after))
 	}

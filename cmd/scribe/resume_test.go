@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
@@ -80,22 +78,15 @@ func writeSession(t *testing.T, dir string, lines ...string) string {
 
 func resume(t *testing.T, dir string, args ...string) (resumeOut, string, int) {
 	t.Helper()
-	cmd := exec.Command(testenv.BuildScribe(t), append([]string{"resume", "--config-dir", dir, "--json", resumeSession}, args...)...)
-	cmd.Env = append(cleanEnv(), "SCRIBE_RESUME_MAX_AGE=0s")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
+	out, errs, code := runScribe(t, runOpts{env: []string{"SCRIBE_RESUME_MAX_AGE=0s"}},
+		append([]string{"resume", "--config-dir", dir, "--json", resumeSession}, args...)...)
 	var r resumeOut
-	if out.Len() > 0 {
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-			t.Fatalf("resume printed %q: %v", out.String(), err)
+	if len(out) > 0 {
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("resume printed %q: %v", out, err)
 		}
 	}
-	return r, errb.String(), code
+	return r, errs, code
 }
 
 func TestResumeClassifiesRepairsAndPersistsOnce(t *testing.T) {
@@ -243,7 +234,7 @@ func TestInfoClassifiesLikeResume(t *testing.T) {
 		State       string `json:"state"`
 		Status      string `json:"status"`
 	}
-	scribeJSON(t, &info, "info", "--config-dir", dir, resumeSession, "--json")
+	scribeJSON(t, runOpts{}, &info, "info", "--config-dir", dir, resumeSession, "--json")
 	r, _, _ := resume(t, dir, "--dry-run")
 	if info.Interrupted != r.Classification || info.Interrupted != "interrupted_turn" || info.Status != "interrupted" || info.State != "running" {
 		t.Fatalf("info %+v, resume says %s", info, r.Classification)
@@ -336,7 +327,7 @@ func TestCloudResumeOnAFreshMachineStoresTheWholeSession(t *testing.T) {
 		SessionID   string `json:"sessionId"`
 		CustomTitle string `json:"customTitle"`
 	}
-	scribeJSON(t, &listed, "ls", "--config", cfgB, "--all", "--json")
+	scribeJSON(t, runOpts{}, &listed, "ls", "--config", cfgB, "--all", "--json")
 	if len(listed) != 1 || listed[0].SessionID != resumeSession || listed[0].CustomTitle != "fix the build" {
 		t.Errorf("ls on B after the resume: %+v", listed)
 	}
@@ -382,10 +373,8 @@ func TestResumeOfADamagedChainSaysWhatIsDamaged(t *testing.T) {
 		row("user", "u-2", "lost-row", userText("and now?")),
 		row("assistant", "a-2", "u-2", assistantText("done it")),
 	)
-	show := exec.Command(testenv.BuildScribe(t), "show", "--config-dir", dir, resumeSession)
-	show.Env = cleanEnv()
-	if out, err := show.CombinedOutput(); err != nil {
-		t.Fatalf("show of the damaged session: %v\n%s", err, out)
+	if out, _, code := runScribe(t, runOpts{combined: true}, "show", "--config-dir", dir, resumeSession); code != 0 {
+		t.Fatalf("show of the damaged session: exit %d\n%s", code, out)
 	}
 	_, stderr, code := resume(t, dir)
 	if code != 1 || strings.Contains(stderr, "not found by any loader") || !strings.Contains(stderr, "cannot be resumed") ||

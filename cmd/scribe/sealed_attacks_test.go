@@ -13,7 +13,6 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // sealedMain is the sealed main transcript of session id in the archive.
@@ -68,7 +67,7 @@ func (se *sealedEnv) damagedEverywhere(t *testing.T, id, main string, before []b
 		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
 		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
 	} {
-		out, errs, code := testenv.RunScribe(t, se.env, nil, oneMore(id, "0e0e0e0e-0000-4000-8000-0000000000f1"), args...)
+		out, errs, code := runScribe(t, runOpts{base: se.env, stdin: oneMore(id, "0e0e0e0e-0000-4000-8000-0000000000f1")}, args...)
 		if code != 1 || !strings.Contains(errs, main) || !strings.Contains(errs, want) {
 			t.Errorf("%v: exit %d, want 1 with an error naming %s and saying %q\nstdout: %.300s\nstderr: %s", args, code, main, want, out, errs)
 		}
@@ -130,7 +129,7 @@ func TestSealedTruncationAndRollbackSeen(t *testing.T) {
 		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
 		{"record", "--config", se.sealedCfg},
 	} {
-		_, errs, code := testenv.RunScribe(t, se.env, nil, oneMore(id, "0e0e0e0e-0000-4000-8000-0000000000f2"), args...)
+		_, errs, code := runScribe(t, runOpts{base: se.env, stdin: oneMore(id, "0e0e0e0e-0000-4000-8000-0000000000f2")}, args...)
 		if code != 1 || !strings.Contains(errs, main) || !strings.Contains(errs, "deleted") {
 			t.Errorf("%v after the file was deleted: exit %d, want 1 naming %s as deleted\n%s", args, code, main, errs)
 		}
@@ -152,7 +151,7 @@ func TestSealedMissingKeyFileRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, se.sealed)
-	out, errs, code := testenv.RunScribe(t, se.env, nil, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", se.sealedCfg)
+	out, errs, code := runScribe(t, runOpts{base: se.env, stdin: oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001")}, "record", "--config", se.sealedCfg)
 	if code != 1 || !strings.Contains(errs, se.sealed) || !strings.Contains(errs, claudedir.ArchiveKeyName) {
 		t.Errorf("record without the key file: exit %d, want 1 naming %s and its key file\nstdout: %.300s\nstderr: %s", code, se.sealed, out, errs)
 	}
@@ -168,7 +167,7 @@ func TestSealedMissingKeyFileRefused(t *testing.T) {
 		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
 		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
 	} {
-		out, errs, code := testenv.RunScribe(t, se.env, nil, "", args...)
+		out, errs, code := runScribe(t, runOpts{base: se.env}, args...)
 		if code != 1 || !strings.Contains(errs, claudedir.ArchiveKeyName) {
 			t.Errorf("%v without the key file: exit %d, want 1 naming its key file\nstdout: %.300s\nstderr: %s", args, code, out, errs)
 		}
@@ -212,7 +211,7 @@ func TestSealedExtentSlotChangedHidesNoTruncation(t *testing.T) {
 // okIn runs scribe with stdin and fails the test on a non-zero exit.
 func (se *sealedEnv) okIn(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
-	out, errs, code := testenv.RunScribe(t, se.env, nil, stdin, args...)
+	out, errs, code := runScribe(t, runOpts{base: se.env, stdin: stdin}, args...)
 	if code != 0 {
 		t.Fatalf("scribe %v: exit %d\n%s", args, code, errs)
 	}
@@ -286,7 +285,7 @@ func TestSealedKeyFileOfAnotherArchiveRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, se.sealed)
-	out, errs, code := testenv.RunScribe(t, se.env, nil, oneMore("0e0e0e0e-0000-4000-8000-0000000000d3", "0e0e0e0e-0000-4000-8000-0000000000d4"), "record", "--config", se.sealedCfg)
+	out, errs, code := runScribe(t, runOpts{base: se.env, stdin: oneMore("0e0e0e0e-0000-4000-8000-0000000000d3", "0e0e0e0e-0000-4000-8000-0000000000d4")}, "record", "--config", se.sealedCfg)
 	if code != 1 || !strings.Contains(errs, keyFile) {
 		t.Errorf("record with another archive's key file: exit %d, want 1 naming %s\nstdout: %.300s\nstderr: %s", code, keyFile, out, errs)
 	}
@@ -309,11 +308,11 @@ func TestSealedOneDamagedFileLeavesTheRestReadable(t *testing.T) {
 	if err := os.WriteFile(main, b[:16], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errs, code := testenv.RunScribe(t, se.env, nil, "", "show", healthy, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg)
+	out, errs, code := runScribe(t, runOpts{base: se.env}, "show", healthy, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg)
 	if code != 1 || !strings.Contains(errs, main) || !strings.Contains(out, healthy) {
 		t.Errorf("show of a healthy session beside a damaged one: exit %d, want 1 naming %s, with the session printed\nstdout: %.300s\nstderr: %s", code, main, out, errs)
 	}
-	out, errs, code = testenv.RunScribe(t, se.env, nil, "", "ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg)
+	out, errs, code = runScribe(t, runOpts{base: se.env}, "ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg)
 	if code != 1 || !strings.Contains(errs, main) || !strings.Contains(out, healthy) || strings.Contains(out, damaged) {
 		t.Errorf("ls beside a damaged session: exit %d, want 1 naming %s, listing %s and not %s\nstdout: %.600s\nstderr: %s", code, main, healthy, damaged, out, errs)
 	}

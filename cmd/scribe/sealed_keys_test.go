@@ -2,48 +2,16 @@ package main_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"filippo.io/age"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
-
-// runGuarded runs the scribe binary as testenv.RunScribe does, killed
-// when hang passes: a guard against a hang, not a claim about speed.
-func runGuarded(t *testing.T, hang time.Duration, env []string, stdin string, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.BuildScribe(t), args...)
-	cmd.Env = env
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.WaitDelay = time.Second
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("scribe %v still running after %s (killed): a key read is not bounded\nstderr: %s", args, hang, errb.String())
-	}
-	var ee *exec.ExitError
-	code := 0
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
 
 // TestSealedSlowKeyCommandIsBounded: a key command that never answers (a
 // pinentry with no terminal) hung hook (its own 20 s deadline, and then
@@ -59,13 +27,13 @@ func TestSealedSlowKeyCommandIsBounded(t *testing.T) {
 	const id = "9972daab-2c86-459f-9d78-3fe1be4e3280"
 	const hang = 20 * time.Second
 
-	_, errs, code := runGuarded(t, hang, env, oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--shutdown-timeout", "2s", "--config", cfg)
+	_, errs, code := runScribe(t, runOpts{base: env, stdin: oneMore(id, "0e0e0e0e-0000-4000-8000-000000000001"), timeout: hang}, "record", "--shutdown-timeout", "2s", "--config", cfg)
 	if code != 1 || !strings.Contains(errs, "gave no key in time") || !strings.Contains(errs, archive) {
 		t.Errorf("record with a key command that never answers: exit %d, want 1 saying the key came not in time, naming %s\n%s", code, archive, errs)
 	}
 
 	ev := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"Stop","transcript_path":%q,"cwd":"/tmp"}`, id, filepath.Join(dir, "claude", "projects", "-tmp", id+".jsonl"))
-	_, errs, code = runGuarded(t, hang, env, ev, "hook", "--timeout", "2s", "--config", cfg)
+	_, errs, code = runScribe(t, runOpts{base: env, stdin: ev, timeout: hang}, "hook", "--timeout", "2s", "--config", cfg)
 	if code != 0 {
 		t.Errorf("hook: exit %d, want 0 (it never fails the user's turn)\n%s", code, errs)
 	}
@@ -101,7 +69,7 @@ func TestSealedLooseKeyFileWarns(t *testing.T) {
 		}
 		cfg := filepath.Join(dir, filepath.Base(c.file)+".hcl")
 		writeFile(t, cfg, archiveHCL(filepath.Join(dir, "archive-"+filepath.Base(c.file)), c.encryption))
-		_, errs, code := testenv.RunScribe(t, env, nil, oneMore(sess, "0e0e0e0e-0000-4000-8000-000000000001"), "record", "--config", cfg)
+		_, errs, code := runScribe(t, runOpts{base: env, stdin: oneMore(sess, "0e0e0e0e-0000-4000-8000-000000000001")}, "record", "--config", cfg)
 		mode := fmt.Sprintf("%#o", c.mode)
 		if code != 0 || !strings.Contains(errs, "[WARN]") || !strings.Contains(errs, c.file) || !strings.Contains(errs, mode) {
 			t.Errorf("key file %s at %s: exit %d, want 0 and a WARN line naming the file and %s\n%s", c.file, mode, code, mode, errs)
@@ -109,7 +77,7 @@ func TestSealedLooseKeyFileWarns(t *testing.T) {
 		if err := os.Chmod(c.file, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, errs, _ := testenv.RunScribe(t, env, nil, "", "record", "--config", cfg); strings.Contains(errs, c.file) {
+		if _, errs, _ := runScribe(t, runOpts{base: env}, "record", "--config", cfg); strings.Contains(errs, c.file) {
 			t.Errorf("a private key file (0600) is warned about:\n%s", errs)
 		}
 	}
@@ -126,7 +94,7 @@ func TestSealedHookInboxOutsideArchive(t *testing.T) {
 	env := append(os.Environ(), "HOME="+filepath.Join(dir, "home"), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude"), "XDG_STATE_HOME="+state)
 	const marker = "Claude needs your permission to read secrets.txt"
 	ev := fmt.Sprintf(`{"session_id":"9972daab-2c86-459f-9d78-3fe1be4e3280","hook_event_name":"Notification","notification_type":"permission_prompt","message":%q,"transcript_path":"/tmp/x.jsonl","cwd":"/tmp"}`, marker)
-	if _, errs, code := testenv.RunScribe(t, env, nil, ev, "hook", "--config", cfg); code != 0 {
+	if _, errs, code := runScribe(t, runOpts{base: env, stdin: ev}, "hook", "--config", cfg); code != 0 {
 		t.Fatalf("hook: exit %d\n%s", code, errs)
 	}
 	holding := func(root string) []string {

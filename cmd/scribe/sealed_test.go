@@ -15,7 +15,6 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // sealedEnv is the same input recorded into a plain and a sealed archive,
@@ -99,7 +98,7 @@ func writeFile(t *testing.T, path, data string) {
 
 func (se *sealedEnv) run(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	return testenv.RunScribe(t, se.env, env, "", args...)
+	return runScribe(t, runOpts{base: se.env, env: env}, args...)
 }
 
 func (se *sealedEnv) ok(t *testing.T, args ...string) string {
@@ -307,7 +306,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 	}
 	next := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"one more"},"uuid":"0e0e0e0e-0000-4000-8000-000000000001","timestamp":"2026-01-10T12:00:00.000Z","cwd":"/home/alice/src/shop","sessionId":"` + id + `"}` + "\n"
 	// The frame that record would add, torn: whole frames, then part of one.
-	if _, errs, code := testenv.RunScribe(t, se.env, nil, next, "record", "--config", se.sealedCfg); code != 0 {
+	if _, errs, code := runScribe(t, runOpts{base: se.env, stdin: next}, "record", "--config", se.sealedCfg); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, errs)
 	}
 	grown, _ := os.ReadFile(main)
@@ -321,7 +320,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 	if out := se.ok(t, "show", id, "--json", "--from", "jsonl/archive", "--config", se.sealedCfg); strings.Contains(out, "one more") {
 		t.Error("show printed the torn frame's line")
 	}
-	out, errs, code := testenv.RunScribe(t, se.env, nil, next, "record", "--config", se.sealedCfg)
+	out, errs, code := runScribe(t, runOpts{base: se.env, stdin: next}, "record", "--config", se.sealedCfg)
 	if code != 0 || !strings.Contains(out+errs, "1 torn frames cut") {
 		t.Fatalf("record after a torn frame: exit %d, want 0 and \"1 torn frames cut\" in its report\n%s%s", code, out, errs)
 	}
@@ -340,7 +339,7 @@ func TestSealedTornAndTampered(t *testing.T) {
 		{"show", id, "--from", "jsonl/archive", "--config", se.sealedCfg},
 		{"ls", "--all", "--from", "jsonl/archive", "--config", se.sealedCfg},
 	} {
-		_, errs, code := testenv.RunScribe(t, se.env, nil, next, args...)
+		_, errs, code := runScribe(t, runOpts{base: se.env, stdin: next}, args...)
 		if code == 0 || !strings.Contains(errs, main) || !strings.Contains(errs, "damaged") {
 			t.Errorf("%v on a changed frame: exit %d, want a failure naming %s\n%s", args, code, main, errs)
 		}

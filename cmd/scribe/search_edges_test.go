@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // searchCorpus writes n sessions into a config folder; session i holds
@@ -56,7 +55,7 @@ type searchHit struct {
 // searchOnce runs scribe search WORD --json and says what went wrong
 // ("" when it found exactly want's session).
 func searchOnce(t *testing.T, dir, word, want string) string {
-	out, errs, code := testenv.RunScribe(t, cleanEnv(), nil, "", "search", word, "--json", "--config-dir", dir)
+	out, errs, code := runScribe(t, runOpts{}, "search", word, "--json", "--config-dir", dir)
 	if code != 0 {
 		return fmt.Sprintf("search %s: exit %d: %s", word, code, errs)
 	}
@@ -172,7 +171,7 @@ func TestSearchLongQuery(t *testing.T) {
 		words = append(words, kept...)
 		words = append(words, fmt.Sprintf("absent%d", len(words))) // past the cap: dropped
 	}
-	out, errs, code := testenv.RunScribe(t, cleanEnv(), nil, "", append([]string{"search", "--json", "--config-dir", dir}, words[:5000]...)...)
+	out, errs, code := runScribe(t, runOpts{}, append([]string{"search", "--json", "--config-dir", dir}, words[:5000]...)...)
 	if code != 0 {
 		t.Fatalf("a 5,000-word query: exit %d\n%s", code, errs)
 	}
@@ -187,7 +186,7 @@ func TestSearchLongQuery(t *testing.T) {
 		t.Fatalf("the query's dropped words are not said:\n%s", errs)
 	}
 	// 5,000 words, two of them: each searched once, nothing dropped.
-	out, errs, code = testenv.RunScribe(t, cleanEnv(), nil, "", append([]string{"search", "--json", "--config-dir", dir}, strings.Fields(strings.Repeat("alpha1 Alpha2 ", 2500))...)...)
+	out, errs, code = runScribe(t, runOpts{}, append([]string{"search", "--json", "--config-dir", dir}, strings.Fields(strings.Repeat("alpha1 Alpha2 ", 2500))...)...)
 	hits = nil
 	if err := json.Unmarshal([]byte(out), &hits); code != 0 || err != nil || len(hits) != 1 || hits[0].UUID != uuid || strings.Contains(errs, "dropped") {
 		t.Fatalf("5,000 repeated words: exit %d, %v, %+v\n%s", code, err, hits, errs)

@@ -20,7 +20,7 @@ func TestSessionCommandsOnEveryStore(t *testing.T) {
 	dir, tmp, data := t.TempDir(), t.TempDir(), t.TempDir()
 	env = append(env, "TMPDIR="+tmp, "XDG_DATA_HOME="+data)
 	sample := filepath.Join(testenv.RepoRoot(t), "cmd", "scribe", "testdata", "sample.jsonl")
-	mustScribe(t, env, "record", "--config", cfg, "--config-dir", dir, sample)
+	mustScribe(t, runOpts{env: env}, "record", "--config", cfg, "--config-dir", dir, sample)
 	base := []string{"--config", cfg, "--config-dir", dir}
 	type listed struct {
 		SessionID, Summary, CustomTitle, Tag string
@@ -28,7 +28,7 @@ func TestSessionCommandsOnEveryStore(t *testing.T) {
 	for _, store := range []string{"postgres/team", "s3/archive"} {
 		t.Run(store, func(t *testing.T) {
 			from := append(append([]string{}, base...), "--from", store)
-			run := func(args ...string) string { return mustScribe(t, env, append(args, from...)...) }
+			run := func(args ...string) string { return mustScribe(t, runOpts{env: env}, append(args, from...)...) }
 			ls := func() []listed {
 				var v []listed
 				if err := json.Unmarshal([]byte(run("ls", "--all", "--json")), &v); err != nil {
@@ -38,7 +38,7 @@ func TestSessionCommandsOnEveryStore(t *testing.T) {
 			}
 			before := run("show", sampleSession, "--json")
 			// usage counts a store's sessions as it counts local files.
-			localUsage := mustScribe(t, env, append([]string{"usage", "daily", "--json"}, base...)...)
+			localUsage := mustScribe(t, runOpts{env: env}, append([]string{"usage", "daily", "--json"}, base...)...)
 			if got := run("usage", "daily", "--json"); got != localUsage || !strings.Contains(got, "totalTokens") {
 				t.Errorf("usage daily --json --from %s:\n%s\nlocal:\n%s", store, got, localUsage)
 			}
@@ -51,7 +51,7 @@ func TestSessionCommandsOnEveryStore(t *testing.T) {
 			if out := run("ls", "--all"); !strings.Contains(out, "#remote") || !strings.Contains(out, "a title set remotely") {
 				t.Errorf("the table does not show the title and the tag:\n%s", out)
 			}
-			if _, errs, code := scribeIn(t, env, append([]string{"archive", sampleSession}, from...)...); code != 1 || !strings.Contains(errs, "cannot archive") {
+			if _, errs, code := runScribe(t, runOpts{env: env}, append([]string{"archive", sampleSession}, from...)...); code != 1 || !strings.Contains(errs, "cannot archive") {
 				t.Errorf("archive --from %s: exit %d, %s", store, code, errs)
 			}
 

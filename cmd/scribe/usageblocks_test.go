@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // writeActiveBlock writes sessions whose last rows are inside the current
@@ -51,7 +49,7 @@ func TestUsageActiveBlockMatchesCCUsage(t *testing.T) {
 	writeActiveBlock(t, dir, time.Now())
 	env := usageEnv(t, dir, "UTC")
 	ccusage := func(flags []string) any {
-		out, errs, code := testenv.RunBinary(t, node, env, "", append([]string{cli, "blocks", "--offline", "--json"}, flags...)...)
+		out, errs, code := runScribe(t, runOpts{bin: node, base: env, }, append([]string{cli, "blocks", "--offline", "--json"}, flags...)...)
 		if code != 0 {
 			t.Fatalf("ccusage blocks %q: exit %d\n%s", flags, code, errs)
 		}
@@ -70,7 +68,7 @@ func TestUsageActiveBlockMatchesCCUsage(t *testing.T) {
 		{"--token-limit", "1000", "--active"}, {"--token-limit", "10000000", "--recent"}, {"--token-limit", warning}, {"--token-limit", ok}} {
 		for try := 1; ; try++ {
 			before := ccusage(flags)
-			out, errs, code := testenv.RunScribe(t, env, nil, "", append([]string{"usage", "blocks", "--json"}, flags...)...)
+			out, errs, code := runScribe(t, runOpts{base: env, }, append([]string{"usage", "blocks", "--json"}, flags...)...)
 			if code != 0 {
 				t.Fatalf("scribe usage blocks %q: exit %d\n%s", flags, code, errs)
 			}
@@ -84,13 +82,13 @@ func TestUsageActiveBlockMatchesCCUsage(t *testing.T) {
 			break
 		}
 	}
-	out, errs, code := testenv.RunScribe(t, env, nil, "", "usage", "blocks", "--active", "--token-limit", "1000")
+	out, errs, code := runScribe(t, runOpts{base: env, }, "usage", "blocks", "--active", "--token-limit", "1000")
 	if code != 0 || !strings.Contains(out, "(active)") || !strings.Contains(out, "burn rate") || !strings.Contains(out, "token limit 1,000: exceeds") ||
 		strings.Count(out, "(active)") != 1 || strings.Contains(out, "no activity") {
 		t.Fatalf("scribe usage blocks --active --token-limit 1000: exit %d\n%s%s", code, out, errs)
 	}
 	for _, bad := range []string{"lots", "-5", "1.5", "+3"} {
-		if _, errs, code := testenv.RunScribe(t, env, nil, "", "usage", "blocks", "--token-limit="+bad); code != 2 || !strings.Contains(errs, "--token-limit") {
+		if _, errs, code := runScribe(t, runOpts{base: env, }, "usage", "blocks", "--token-limit="+bad); code != 2 || !strings.Contains(errs, "--token-limit") {
 			t.Errorf("--token-limit=%s: exit %d, want 2: %s", bad, code, errs)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // TestUsageCacheWarmEqualsCold runs scribe usage through its cache as a
@@ -28,7 +26,7 @@ func TestUsageCacheWarmEqualsCold(t *testing.T) {
 	same := func(step string, want ...string) {
 		t.Helper()
 		for i, r := range reports {
-			warm, errs, code := testenv.RunScribe(t, env, nil, "", "usage", r, "--json", "--verbose")
+			warm, errs, code := runScribe(t, runOpts{base: env, }, "usage", r, "--json", "--verbose")
 			if code != 0 {
 				t.Fatalf("%s: usage %s: exit %d\n%s", step, r, code, errs)
 			}
@@ -37,11 +35,11 @@ func TestUsageCacheWarmEqualsCold(t *testing.T) {
 					t.Fatalf("%s: usage %s --verbose says\n%s\nwant %q", step, r, errs, w)
 				}
 			}
-			cold, errs, code := testenv.RunScribe(t, env, nil, "", "usage", r, "--json", "--no-cache", "--verbose")
+			cold, errs, code := runScribe(t, runOpts{base: env, }, "usage", r, "--json", "--no-cache", "--verbose")
 			if code != 0 || !strings.Contains(errs, "no cache (--no-cache)") {
 				t.Fatalf("%s: usage %s --no-cache: exit %d\n%s", step, r, code, errs)
 			}
-			cc, errs, code := testenv.RunBinary(t, node, env, "", cli, r, "--offline", "--json")
+			cc, errs, code := runScribe(t, runOpts{bin: node, base: env, }, cli, r, "--offline", "--json")
 			if code != 0 {
 				t.Fatalf("ccusage %s: exit %d\n%s", r, code, errs)
 			}
@@ -97,7 +95,7 @@ func TestUsageCacheWarmEqualsCold(t *testing.T) {
 	same("damaged cache", "0 unchanged, 0 grown (only the new lines read), 23 read whole", "rebuilt usage-", "not a usage cache file")
 	same("rebuilt", "23 unchanged")
 
-	out, _, _ := testenv.RunScribe(t, env, nil, "", "usage", "monthly")
+	out, _, _ := runScribe(t, runOpts{base: env, }, "usage", "monthly")
 	if !strings.Contains(out, "Cache: 23 transcript(s): 23 unchanged") {
 		t.Fatalf("the text report does not say what the cache did:\n%s", out)
 	}

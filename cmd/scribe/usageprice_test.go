@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // TestUsagePriceOverrides: the configuration's usage { price "model" }
@@ -33,7 +31,7 @@ func TestUsagePriceOverrides(t *testing.T) {
 	// costUSD row as it says, haiku at the table's $1 per million.
 	want := (250000*2+2000*10+100*4+1000*0.5)/1e6 + (5*1000+5*3000)/1e6 + 0.25 + 1.0
 	for _, kind := range []string{"daily", "weekly", "monthly", "session"} {
-		out, errs, code := testenv.RunScribe(t, env, nil, "", "usage", kind, "--json", "--config", cfg)
+		out, errs, code := runScribe(t, runOpts{base: env, }, "usage", kind, "--json", "--config", cfg)
 		if code != 0 {
 			t.Fatalf("usage %s: exit %d\n%s", kind, code, errs)
 		}
@@ -50,7 +48,7 @@ func TestUsagePriceOverrides(t *testing.T) {
 			t.Fatalf("usage %s with overrides: total %v, unpriced %v; want %v", kind, rep.Totals.TotalCost, rep.Totals.UnpricedModels, want)
 		}
 	}
-	out, errs, code := testenv.RunScribe(t, env, nil, "", "usage", "blocks", "--json", "--config", cfg)
+	out, errs, code := runScribe(t, runOpts{base: env, }, "usage", "blocks", "--json", "--config", cfg)
 	var blocks struct {
 		Blocks []struct {
 			CostUSD float64 `json:"costUSD"`
@@ -59,12 +57,12 @@ func TestUsagePriceOverrides(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &blocks); code != 0 || err != nil || len(blocks.Blocks) != 1 || math.Abs(blocks.Blocks[0].CostUSD-want) > 1e-9 {
 		t.Fatalf("usage blocks with overrides: exit %d %v %s %s", code, err, out, errs)
 	}
-	out, _, _ = testenv.RunScribe(t, env, nil, "", "usage", "daily", "--config", cfg)
+	out, _, _ = runScribe(t, runOpts{base: env, }, "usage", "daily", "--config", cfg)
 	if !strings.Contains(out, "the built-in table of 2026-09-22") ||
 		!strings.Contains(out, "Price overrides from the configuration applied to: "+S+", claude-unknown-9.") || strings.Contains(out, "never-used") {
 		t.Fatalf("the text report does not say which overrides it applied:\n%s", out)
 	}
-	out, _, _ = testenv.RunScribe(t, env, nil, "", "usage", "daily")
+	out, _, _ = runScribe(t, runOpts{base: env, }, "usage", "daily")
 	if strings.Contains(out, "overrides") || !strings.Contains(out, "no known price, counted at $0: claude-unknown-9") {
 		t.Fatalf("without overrides:\n%s", out)
 	}
@@ -75,7 +73,7 @@ func TestUsagePriceOverrides(t *testing.T) {
 	} {
 		writeFile(t, cfg, body)
 		for _, kind := range []string{"daily", "blocks", "statusline"} {
-			_, errs, code := testenv.RunScribe(t, env, nil, `{"session_id":"x"}`, "usage", kind, "--config", cfg)
+			_, errs, code := runScribe(t, runOpts{base: env, stdin: `{"session_id":"x"}`}, "usage", kind, "--config", cfg)
 			if code != 2 || !strings.Contains(errs, msg) {
 				t.Errorf("usage %s with %q: exit %d, want 2 and %q: %s", kind, body, code, msg, errs)
 			}

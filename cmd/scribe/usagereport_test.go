@@ -62,11 +62,11 @@ func compareUsage(t *testing.T, dir, tz string, flags []string, reports ...strin
 	node, cli := findCCUsage(t)
 	env := usageEnv(t, dir, tz)
 	for _, r := range reports {
-		want, errs, code := testenv.RunBinary(t, node, env, "", append([]string{cli, r, "--offline", "--json"}, flags...)...)
+		want, errs, code := runScribe(t, runOpts{bin: node, base: env}, append([]string{cli, r, "--offline", "--json"}, flags...)...)
 		if code != 0 {
 			t.Fatalf("ccusage %s: exit %d\n%s", r, code, errs)
 		}
-		got, errs, code := testenv.RunScribe(t, env, nil, "", append([]string{"usage", r, "--json"}, flags...)...)
+		got, errs, code := runScribe(t, runOpts{base: env}, append([]string{"usage", r, "--json"}, flags...)...)
 		if code != 0 {
 			t.Fatalf("scribe usage %s: exit %d\n%s", r, code, errs)
 		}
@@ -286,7 +286,7 @@ func TestUsageMatchesCCUsageOnTraps(t *testing.T) {
 	}
 
 	// The malformed rows are reported, not silently dropped.
-	_, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--json")
+	_, errs, code := runScribe(t, runOpts{base: usageEnv(t, dir, "UTC")}, "usage", "daily", "--json")
 	if code != 0 || !strings.Contains(errs, "7 row(s) with usage: missing, negative or non-integer token count") ||
 		!strings.Contains(errs, "1 row(s) with usage: bad timestamp") || !strings.Contains(errs, "1 row(s) with usage: model not a string") || !strings.Contains(errs, "1 row(s) with usage: usage not written") {
 		t.Fatalf("scribe usage daily: exit %d, stderr:\n%s", code, errs)
@@ -366,7 +366,7 @@ func TestUsageTable(t *testing.T) {
 		{ts: "2025-09-03T10:00:00.000Z", id: "m1", req: "r1", model: "claude-sonnet-4-20250514", in: 1000, out: 2000},
 		{ts: "2025-09-04T10:00:00.000Z", id: "m2", req: "r2", model: "claude-unknown-9", in: 5, out: 5},
 	}, nil)
-	out, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily")
+	out, errs, code := runScribe(t, runOpts{base: usageEnv(t, dir, "UTC")}, "usage", "daily")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -375,23 +375,23 @@ func TestUsageTable(t *testing.T) {
 			t.Fatalf("scribe usage daily lacks %q:\n%s", want, out)
 		}
 	}
-	out, _, _ = testenv.RunScribe(t, usageEnv(t, dir, "UTC"), []string{"COLUMNS=60"}, "", "usage", "session")
+	out, _, _ = runScribe(t, runOpts{base: usageEnv(t, dir, "UTC"), env: []string{"COLUMNS=60"}}, "usage", "session")
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n")[:3] {
 		if len(line) > 60 {
 			t.Fatalf("COLUMNS=60: the table is wider:\n%s", out)
 		}
 	}
-	out, _, _ = testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "monthly", "--breakdown")
+	out, _, _ = runScribe(t, runOpts{base: usageEnv(t, dir, "UTC")}, "usage", "monthly", "--breakdown")
 	if !strings.Contains(out, "  - sonnet-4-20250514") || !strings.Contains(out, "  - unknown-9*") {
 		t.Fatalf("scribe usage monthly --breakdown has no row per model:\n%s", out)
 	}
-	out, _, _ = testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "blocks")
+	out, _, _ = runScribe(t, runOpts{base: usageEnv(t, dir, "UTC")}, "usage", "blocks")
 	for _, want := range []string{"2025-09-03T10:00:00.000Z", "(no activity until 2025-09-04T10:00:00.000Z)", "Total", "3,000"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("scribe usage blocks lacks %q:\n%s", want, out)
 		}
 	}
-	if _, errs, code := testenv.RunScribe(t, usageEnv(t, dir, "UTC"), nil, "", "usage", "daily", "--since", "2025-13-01"); code != 2 {
+	if _, errs, code := runScribe(t, runOpts{base: usageEnv(t, dir, "UTC")}, "usage", "daily", "--since", "2025-13-01"); code != 2 {
 		t.Fatalf("--since 2025-13-01: exit %d, want 2: %s", code, errs)
 	}
 }
@@ -408,20 +408,20 @@ func TestUsageFromArchiveAfterDeletion(t *testing.T) {
 	env := usageEnv(t, claude, "UTC")
 	before := map[string]string{}
 	for _, r := range []string{"daily", "session"} {
-		out, errs, code := testenv.RunBinary(t, node, env, "", cli, r, "--offline", "--json")
+		out, errs, code := runScribe(t, runOpts{bin: node, base: env}, cli, r, "--offline", "--json")
 		if code != 0 {
 			t.Fatalf("ccusage %s: exit %d\n%s", r, code, errs)
 		}
 		before[r] = out
 	}
-	if out, errs, code := testenv.RunScribe(t, env, nil, "", "copy", "--from", "jsonl/local", "--to", "jsonl/archive", "--all", "--config", cfg); code != 0 {
+	if out, errs, code := runScribe(t, runOpts{base: env}, "copy", "--from", "jsonl/local", "--to", "jsonl/archive", "--all", "--config", cfg); code != 0 {
 		t.Fatalf("copy: exit %d\n%s%s", code, out, errs)
 	}
 	if err := os.RemoveAll(filepath.Join(claude, "projects")); err != nil {
 		t.Fatal(err)
 	}
 	for r, want := range before {
-		got, errs, code := testenv.RunScribe(t, env, nil, "", "usage", r, "--json", "--from", "jsonl/archive", "--config", cfg)
+		got, errs, code := runScribe(t, runOpts{base: env}, "usage", r, "--json", "--from", "jsonl/archive", "--config", cfg)
 		if code != 0 {
 			t.Fatalf("usage %s --from jsonl/archive: exit %d\n%s", r, code, errs)
 		}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // TestUsageStatusline: scribe usage statusline reads Claude Code's
@@ -29,7 +27,7 @@ func TestUsageStatusline(t *testing.T) {
 		`"version":"2.0.14","output_style":{"name":"default"},"cost":{"total_cost_usd":0.01,"total_duration_ms":45000}}`,
 		sid, filepath.Join(dir, "projects", "-home-u-proj", sid+".jsonl"))
 	ccusage := func(args ...string) map[string]any {
-		out, errs, code := testenv.RunBinary(t, node, env, "", append([]string{cli}, append(args, "--offline", "--json")...)...)
+		out, errs, code := runScribe(t, runOpts{bin: node, base: env}, append([]string{cli}, append(args, "--offline", "--json")...)...)
 		if code != 0 {
 			t.Fatalf("ccusage %q: exit %d\n%s", args, code, errs)
 		}
@@ -62,7 +60,7 @@ func TestUsageStatusline(t *testing.T) {
 	}
 	check := func(step, verbose string) {
 		t.Helper()
-		out, errs, code := testenv.RunScribe(t, env, nil, input, "usage", "statusline", "--verbose")
+		out, errs, code := runScribe(t, runOpts{base: env, stdin: input}, "usage", "statusline", "--verbose")
 		head, tail := want()
 		if code != 0 || !strings.HasPrefix(out, head) || !strings.HasSuffix(out, tail) || strings.Count(out, "\n") != 1 {
 			t.Fatalf("%s: scribe usage statusline: exit %d\n%s%s\nwant %s...%s", step, code, out, errs, head, tail)
@@ -85,13 +83,13 @@ func TestUsageStatusline(t *testing.T) {
 	check("appended", "3 unchanged, 1 grown (only the new lines read), 0 read whole")
 
 	// A session with no rows yet; then a folder with no active block.
-	out, errs, code := testenv.RunScribe(t, env, nil, `{"session_id":"00000009-1111-4111-8111-111111111111"}`, "usage", "statusline")
+	out, errs, code := runScribe(t, runOpts{base: env, stdin: `{"session_id":"00000009-1111-4111-8111-111111111111"}`}, "usage", "statusline")
 	if code != 0 || !strings.HasPrefix(out, "$0.00 session / ") {
 		t.Fatalf("a session with no rows: exit %d\n%s%s", code, out, errs)
 	}
 	old := t.TempDir()
 	writeTrapSession(t, old, 1, []usageTrapRow{{ts: "2025-09-03T10:00:00.000Z", id: "m1", req: "r1", model: "claude-sonnet-4-20250514", in: 1000, out: 2000}}, nil)
-	out, errs, code = testenv.RunScribe(t, usageEnv(t, old, "UTC"), nil, `{"session_id":"00000001-1111-4111-8111-111111111111","model":{"id":"claude-x"}}`, "usage", "statusline")
+	out, errs, code = runScribe(t, runOpts{base: usageEnv(t, old, "UTC"), stdin: `{"session_id":"00000001-1111-4111-8111-111111111111","model":{"id":"claude-x"}}`}, "usage", "statusline")
 	if code != 0 || out != "claude-x | $0.03 session / $0.00 today | no active block\n" {
 		t.Fatalf("no active block: exit %d\n%q%s", code, out, errs)
 	}
@@ -101,7 +99,7 @@ func TestUsageStatusline(t *testing.T) {
 		"a number for session_id": `{"session_id":7}`, "no session_id": `{"model":{"id":"x"}}`, "two values": `{"session_id":"x"} {}`,
 		"null": "null", "too long": `{"session_id":"x","pad":"` + strings.Repeat("a", 2<<20) + `"}`, "binary": "\x00\xff\xfe",
 	} {
-		out, errs, code := testenv.RunScribe(t, env, nil, bad, "usage", "statusline")
+		out, errs, code := runScribe(t, runOpts{base: env, stdin: bad}, "usage", "statusline")
 		if code != 1 || out != "" || !strings.Contains(errs, "usage statusline: ") || strings.Contains(errs, "panic") || strings.Contains(errs, "goroutine") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and a message", name, code, out, errs)
 		}

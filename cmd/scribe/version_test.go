@@ -12,7 +12,7 @@ import (
 // they were built from; `scribe version` prints it, not a placeholder.
 func TestVersionNamesTheBuild(t *testing.T) {
 	bin := testenv.BuildScribe(t)
-	out, _, code := testenv.RunBinary(t, bin, cleanEnv(), "", "version")
+	out, _, code := runScribe(t, runOpts{bin: bin}, "version")
 	if code != 0 || !strings.HasPrefix(out, "scribe ") || strings.Contains(out, "unknown") {
 		t.Fatalf("scribe version = %q, exit %d", out, code)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/internal/testenv"
 )
 
 // spacedSession writes a transcript as Python's json.dumps writes JSON
@@ -111,7 +110,7 @@ func TestWatchSaysWhatWaitsForAFirstMessage(t *testing.T) {
 func runWatchOnce(t *testing.T, we *watchEnv, wrap ...string) (string, string, int) {
 	t.Helper()
 	args := append(append([]string{}, wrap...), we.bin, "watch", "--once", "--config", we.cfg)
-	return testenv.RunBinary(t, args[0], we.env, "", args[1:]...)
+	return runScribe(t, runOpts{bin: args[0], base: we.env}, args[1:]...)
 }
 
 // withoutReadOverride returns the command prefix under which a file mode

@@ -3,7 +3,6 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -351,14 +350,11 @@ func TestWatchRefusesTheWatchedFolderAsASink(t *testing.T) {
 		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(we.bin, "watch", "--once", "--config", p)
-		cmd.Env = we.env
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-			t.Fatalf("%s: watch with a sink into the watched folder: %v, want exit 2\n%s", name, err, out)
+		out, _, code := runScribe(t, runOpts{bin: we.bin, base: we.env, combined: true}, "watch", "--once", "--config", p)
+		if code != 2 {
+			t.Fatalf("%s: watch with a sink into the watched folder: exit %d, want 2\n%s", name, code, out)
 		}
-		if !strings.Contains(string(out), "a folder watch follows") || !strings.Contains(string(out), `sink "jsonl" "archive" { dir = `) {
+		if !strings.Contains(out, "a folder watch follows") || !strings.Contains(out, `sink "jsonl" "archive" { dir = `) {
 			t.Fatalf("%s: the error does not say what is wrong and how to configure an archive:\n%s", name, out)
 		}
 		if _, err := os.Stat(filepath.Join(we.claude, "scribe")); err == nil {
@@ -445,13 +441,7 @@ func TestWatchMetricsAndArchiveReads(t *testing.T) {
 	}
 	sess := sim.Sessions[0]
 	run := func(args ...string) string {
-		c := exec.Command(we.bin, append(args, "--config", we.cfg)...)
-		c.Env = we.env
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("scribe %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return mustScribe(t, runOpts{bin: we.bin, base: we.env, combined: true}, append(args, "--config", we.cfg)...)
 	}
 	// Claude Code's sweep deletes the source: the archive still lists and
 	// shows it.

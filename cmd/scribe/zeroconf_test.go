@@ -51,13 +51,13 @@ func TestWatchWithNoConfigurationMirrorsIntoTheDefaultArchive(t *testing.T) {
 	env, home, work, transcript := zeroConfEnv(t)
 	archive := filepath.Join(home, ".local", "share", "scribe", "archive")
 
-	out, code := runIn(t, work, env, "config", "check")
+	out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "config", "check")
 	if code != 0 || !strings.Contains(out, `path sink.jsonl/archive.dir = "$XDG_DATA_HOME/scribe/archive" -> `+archive) ||
 		!strings.Contains(out, "file: built-in only") {
 		t.Fatalf("config check does not show the built-in archive's resolved path and the file in use: exit %d\n%s", code, out)
 	}
 
-	if out, code := runIn(t, work, env, "watch", "--once"); code != 0 {
+	if out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "watch", "--once"); code != 0 {
 		t.Fatalf("watch --once with no configuration: exit %d, want 0\n%s", code, out)
 	}
 	archived := filepath.Join(archive, "projects", "-home-alice-src-shop", sampleSession+".jsonl")
@@ -68,7 +68,7 @@ func TestWatchWithNoConfigurationMirrorsIntoTheDefaultArchive(t *testing.T) {
 		t.Fatal("watch wrote into the folder it follows")
 	}
 
-	out, code = runIn(t, work, env, "doctor")
+	out, _, code = runScribe(t, runOpts{base: env, dir: work, combined: true}, "doctor")
 	if code != 0 || !strings.Contains(out, sampleSession) || !strings.Contains(out, "jsonl/archive") || strings.Contains(out, "NOWHERE") {
 		t.Fatalf("doctor does not name the session past cleanupPeriodDays as held by jsonl/archive: exit %d\n%s", code, out)
 	}
@@ -76,11 +76,11 @@ func TestWatchWithNoConfigurationMirrorsIntoTheDefaultArchive(t *testing.T) {
 	if err := os.Remove(transcript); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runIn(t, work, env, "ls", "--all", "--from", "jsonl/archive")
+	out, _, code = runScribe(t, runOpts{base: env, dir: work, combined: true}, "ls", "--all", "--from", "jsonl/archive")
 	if code != 0 || !strings.Contains(out, sampleSession[:8]) {
 		t.Fatalf("ls --from jsonl/archive does not list the session deleted from ~/.claude: exit %d\n%s", code, out)
 	}
-	out, code = runIn(t, work, env, "resume", "--json", sampleSession)
+	out, _, code = runScribe(t, runOpts{base: env, dir: work, combined: true}, "resume", "--json", sampleSession)
 	if code != 0 || !strings.Contains(out, "jsonl/archive") {
 		t.Fatalf("resume does not fall back to the built-in archive: exit %d\n%s", code, out)
 	}
@@ -88,17 +88,17 @@ func TestWatchWithNoConfigurationMirrorsIntoTheDefaultArchive(t *testing.T) {
 	// $XDG_DATA_HOME moves it; the service unit carries it.
 	xdg := filepath.Join(home, "xdg-data")
 	envX := append(append([]string{}, env...), "XDG_DATA_HOME="+xdg)
-	if out, code := runIn(t, work, envX, "watch", "--once"); code != 0 {
+	if out, _, code := runScribe(t, runOpts{base: envX, dir: work, combined: true}, "watch", "--once"); code != 0 {
 		t.Fatalf("watch --once with XDG_DATA_HOME: exit %d\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(xdg, "scribe", "archive", "scribe", "watch", "checkpoints.json")); err != nil {
 		t.Fatalf("watch did not use $XDG_DATA_HOME/scribe/archive: %v", err)
 	}
-	out, code = runIn(t, work, envX, "watch", "--print-service")
+	out, _, code = runScribe(t, runOpts{base: envX, dir: work, combined: true}, "watch", "--print-service")
 	if code != 0 || strings.Contains(out, "--config") || !strings.Contains(out, "Environment=XDG_DATA_HOME="+xdg) {
 		t.Fatalf("watch --print-service with no configuration: exit %d\n%s", code, out)
 	}
-	out, code = runIn(t, work, env, "hooks", "install")
+	out, _, code = runScribe(t, runOpts{base: env, dir: work, combined: true}, "hooks", "install")
 	settings := string(mustReadFile(t, filepath.Join(home, ".claude", "settings.json")))
 	if code != 0 || strings.Contains(out, "warning") || !strings.Contains(settings, " hook") || strings.Contains(settings, "--config") {
 		t.Fatalf("hooks install with no configuration: exit %d, want 0, no warning and no --config\n%s\n%s", code, out, settings)
@@ -111,7 +111,7 @@ func TestWatchWithNoConfigurationMirrorsIntoTheDefaultArchive(t *testing.T) {
 func TestHookWithNoConfigurationMirrorsIntoTheDefaultArchive(t *testing.T) {
 	env, home, _, transcript := zeroConfEnv(t)
 	ev := `{"session_id":"` + sampleSession + `","hook_event_name":"Stop","transcript_path":"` + transcript + `","cwd":"/home/alice/src/shop"}`
-	if out, errs, code := testenv.RunScribe(t, env, nil, ev, "hook"); code != 0 || out != "" {
+	if out, errs, code := runScribe(t, runOpts{base: env, stdin: ev}, "hook"); code != 0 || out != "" {
 		t.Fatalf("hook: exit %d, stdout %q\n%s", code, out, errs)
 	}
 	archived := filepath.Join(home, ".local", "share", "scribe", "archive", "projects", "-home-alice-src-shop", sampleSession+".jsonl")
@@ -139,7 +139,7 @@ func TestConfigurationFoundWhereUsersKeepOne(t *testing.T) {
 	}
 	expect := func(env []string, file, source, archive string) {
 		t.Helper()
-		out, code := runIn(t, work, env, "config", "path")
+		out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "config", "path")
 		want := "built-in only"
 		if file != "" {
 			want = file + " (" + source + ", over the built-in configuration)"
@@ -147,11 +147,11 @@ func TestConfigurationFoundWhereUsersKeepOne(t *testing.T) {
 		if code != 0 || strings.TrimSpace(out) != want {
 			t.Fatalf("config path: exit %d, %q; want %q", code, out, want)
 		}
-		out, code = runIn(t, work, env, "config", "check")
+		out, _, code = runScribe(t, runOpts{base: env, dir: work, combined: true}, "config", "check")
 		if code != 0 || !strings.Contains(out, "file: "+want) || !strings.Contains(out, "-> "+archive) {
 			t.Fatalf("config check does not say the file in use (%s) or the archive it sets (%s): exit %d\n%s", want, archive, code, out)
 		}
-		if out, code := runIn(t, work, env, "watch", "--once"); code != 0 {
+		if out, _, code := runScribe(t, runOpts{base: env, dir: work, combined: true}, "watch", "--once"); code != 0 {
 			t.Fatalf("watch --once: exit %d\n%s", code, out)
 		}
 		if _, err := os.Stat(filepath.Join(archive, "projects", "-home-alice-src-shop", sampleSession+".jsonl")); err != nil {
@@ -177,20 +177,20 @@ func TestConfigurationFoundWhereUsersKeepOne(t *testing.T) {
 
 	flagFile := filepath.Join(home, "flag.hcl")
 	write(flagFile, "~/flag-archive")
-	out, code := runIn(t, work, envE, "config", "path", "--config", flagFile)
+	out, _, code := runScribe(t, runOpts{base: envE, dir: work, combined: true}, "config", "path", "--config", flagFile)
 	if code != 0 || !strings.HasPrefix(out, flagFile+" (--config,") {
 		t.Fatalf("config path --config: exit %d\n%s", code, out)
 	}
 
 	// $SCRIBE_CONFIG is pinned into what scribe sets up to run later.
-	out, code = runIn(t, work, envE, "watch", "--print-service")
+	out, _, code = runScribe(t, runOpts{base: envE, dir: work, combined: true}, "watch", "--print-service")
 	if code != 0 || !strings.Contains(out, "--config "+envFile) {
 		t.Fatalf("watch --print-service does not pin $SCRIBE_CONFIG: exit %d\n%s", code, out)
 	}
 
 	// A $SCRIBE_CONFIG that does not exist is an error, as --config's is.
 	envBad := append(append([]string{}, env...), "SCRIBE_CONFIG="+filepath.Join(home, "nope.hcl"))
-	if out, code := runIn(t, work, envBad, "ls"); code != 2 || !strings.Contains(out, "nope.hcl") {
+	if out, _, code := runScribe(t, runOpts{base: envBad, dir: work, combined: true}, "ls"); code != 2 || !strings.Contains(out, "nope.hcl") {
 		t.Fatalf("ls with a missing $SCRIBE_CONFIG: exit %d, want 2 naming it\n%s", code, out)
 	}
 }

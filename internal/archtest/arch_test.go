@@ -111,13 +111,13 @@ func violation(pkg, dep string) string {
 func TestImportRulesCatch(t *testing.T) {
 	for _, c := range [][2]string{
 		{"core", "sinks/jsonl"}, {"sinks/postgres", "sinks/jsonl"}, {"sessions", "sinks/jsonl"},
-		{"cmd/scribe", "sinks/s3"}, {"internal/cli/backends", "sinks/postgres"}, {"watch", "sinks/jsonl/internal/catalog"}, {"ui", "sinks/jsonl"}, {"ui", "stores"},
+		{"cmd/scribe", "sinks/s3"}, {"internal/cli/backends", "sinks/postgres"}, {"watch", "sinks/jsonl/internal/index"}, {"ui", "sinks/jsonl"}, {"ui", "stores"},
 	} {
 		if violation(c[0], c[1]) == "" {
 			t.Errorf("%s importing %s breaks no rule", c[0], c[1])
 		}
 	}
-	for _, c := range [][2]string{{"core", "jsonv"}, {"sinks/postgres", "sinks/backend"}, {"sinks/jsonl", "sinks/jsonl/internal/catalog"}, {"stores", "sinks/jsonl"}, {"sessions", "transcript/fork"}, {"ui", "sessions"}} {
+	for _, c := range [][2]string{{"core", "jsonv"}, {"sinks/postgres", "sinks/backend"}, {"sinks/jsonl", "sinks/jsonl/internal/listing"}, {"sinks/jsonl/internal/index", "sinks/jsonl/internal/listing"}, {"stores", "sinks/jsonl"}, {"sessions", "transcript/fork"}, {"ui", "sessions"}} {
 		if why := violation(c[0], c[1]); why != "" {
 			t.Errorf("%s importing %s: %s", c[0], c[1], why)
 		}

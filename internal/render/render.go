@@ -1,7 +1,7 @@
 // Package render turns a session's messages into what a person reads:
 // show's text (MessageParts: prose, tool calls and their diffs, results,
-// placeholders for media), and export's Markdown and self-contained HTML
-// (Render with Markdown or HTML).
+// placeholders for media), and the Markdown document (Render with
+// Markdown) that export --format md and show --format md both print.
 package render
 
 import (
@@ -16,13 +16,13 @@ import (
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-// Rendering a session for export as Markdown (the HTML export is the web
-// viewer's page: package ui). Prompts and answers in order; each tool call folded with its
+// Rendering a session as Markdown, for export and show (the HTML export is
+// the web viewer's page: package ui). Prompts and answers in order; each tool call folded with its
 // result (and, for a Task call, the subagent's conversation inline);
 // thinking folded; images inline as data URIs; checkpoints after the
 // message they follow.
 
-// Doc is what an export renders.
+// Doc is what Render renders.
 type Doc struct {
 	Info     *jsonl.SessionInfo
 	Messages []jsonl.SessionMessage
@@ -67,7 +67,7 @@ func resultText(c json.RawMessage) (string, []rBlock) {
 	return strings.Join(texts, "\n"), media
 }
 
-// Renderer emits one format (Markdown, HTML).
+// Renderer emits one format (Markdown).
 type Renderer interface {
 	header(title string, facts [][2]string)
 	turn(role, ts string)

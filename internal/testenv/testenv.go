@@ -4,7 +4,6 @@
 package testenv
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -116,35 +115,6 @@ func CorpusDir(t testing.TB) string {
 		t.Fatalf("testenv: corpus folder %s is missing", d)
 	}
 	return d
-}
-
-// RunScribe runs the built scribe binary with args, env added to the
-// environment it is given (base), and stdin; it returns stdout, stderr and
-// the exit code, failing the test only when the binary cannot run.
-func RunScribe(t testing.TB, base, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return RunBinary(t, BuildScribe(t), append(append([]string{}, base...), env...), stdin, args...)
-}
-
-// RunBinary runs bin (scribe, scribe-full or a copy) with args, exactly
-// env as its environment, and stdin; it returns stdout, stderr and the exit
-// code, failing the test only when the binary cannot run.
-func RunBinary(t testing.TB, bin string, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("testenv: run %s %v: %v", filepath.Base(bin), args, err)
-	}
-	return out.String(), errb.String(), code
 }
 
 // Git runs git -C dir args with a fixed author and no user or system

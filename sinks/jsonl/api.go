@@ -225,7 +225,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 // ExportSessionsJSON writes every session's record as seed 002's
 // sessions.json: a JSON array of SessionMetadata, newest first.
 func (l Layout) ExportSessionsJSON(w io.Writer) error {
-	return l.catalog().ExportSessionsJSON(w)
+	return l.index().ExportSessionsJSON(w)
 }
 
 // FindSession returns the project folder that holds the session, looking
@@ -284,14 +284,14 @@ func (l Layout) ImportBundle(ctx context.Context, r io.Reader, opt ImportOptions
 
 // IndexFile is where the sessions index lives.
 func (l Layout) IndexFile() string {
-	return l.catalog().IndexFile()
+	return l.index().IndexFile()
 }
 
 // Info is getSessionInfo: the session's SessionInfo, or nil where the SDK
 // returns undefined (not a UUID, no non-empty file, a sidechain-first file,
 // nothing to title it with). It applies none of the listing's filters.
 func (l Layout) Info(ctx context.Context, sessionID string, dir string) (*SessionInfo, error) {
-	return l.catalog().Info(ctx, sessionID, dir)
+	return l.listing().Info(ctx, sessionID, dir)
 }
 
 // IsSealed reports whether the folder is a sealed archive (it has the
@@ -310,23 +310,23 @@ func (l Layout) Lifecycle(ctx context.Context, sessionID string, dir string) ([]
 // newest first. Files that cannot be read are skipped, as the SDK skips
 // them; the error is only for a cancelled context.
 func (l Layout) List(ctx context.Context, opt ListOptions) ([]SessionInfo, error) {
-	return l.catalog().List(ctx, opt)
+	return l.listing().List(ctx, opt)
 }
 
 // ListIndexed is List answered through the index: the same sessions, with
 // the same fields, filters and order, plus what the index did.
 func (l Layout) ListIndexed(ctx context.Context, opt ListOptions) ([]SessionInfo, IndexStats, error) {
-	return l.catalog().ListIndexed(ctx, opt)
+	return l.index().ListIndexed(ctx, opt)
 }
 
 // ListIndexedWith is ListIndexed with options.
 func (l Layout) ListIndexedWith(ctx context.Context, opt ListOptions, iopt IndexOptions) ([]SessionInfo, IndexStats, error) {
-	return l.catalog().ListIndexedWith(ctx, opt, iopt)
+	return l.index().ListIndexedWith(ctx, opt, iopt)
 }
 
 // ListRecords is ListIndexed with each session's lifecycle record.
 func (l Layout) ListRecords(ctx context.Context, opt ListOptions) ([]SessionRecord, IndexStats, error) {
-	return l.catalog().ListRecords(ctx, opt)
+	return l.index().ListRecords(ctx, opt)
 }
 
 // ListTrash returns the trash items, oldest first, and a problem line for
@@ -417,18 +417,18 @@ func (l Layout) ReadEntries(path string, opt ReadOptions) ([]core.Entry, ReadRep
 // RebuildIndex throws the index away and builds it again from every
 // transcript of every project.
 func (l Layout) RebuildIndex(ctx context.Context) (IndexStats, error) {
-	return l.catalog().RebuildIndex(ctx)
+	return l.index().RebuildIndex(ctx)
 }
 
 // RebuildIndexWith is RebuildIndex with options (Progress).
 func (l Layout) RebuildIndexWith(ctx context.Context, iopt IndexOptions) (IndexStats, error) {
-	return l.catalog().RebuildIndexWith(ctx, iopt)
+	return l.index().RebuildIndexWith(ctx, iopt)
 }
 
 // Records derives the lifecycle records of sessions listed without the
 // index (from List): it reads each transcript's tail window again.
 func (l Layout) Records(ctx context.Context, infos []SessionInfo) ([]SessionRecord, error) {
-	return l.catalog().Records(ctx, infos)
+	return l.index().Records(ctx, infos)
 }
 
 // Relocate moves the sessions of the project at oldPath (and of the
@@ -488,7 +488,7 @@ func (l Layout) SessionFiles(ctx context.Context, project string) ([]SessionFile
 // first, through the index, with the whole session's model and tools
 // (each main transcript is read once for them).
 func (l Layout) Sessions(ctx context.Context) ([]SessionRecord, error) {
-	return l.catalog().Sessions(ctx)
+	return l.index().Sessions(ctx)
 }
 
 // SetArchived writes <id>/archived.json beside every copy of the session,

@@ -8,7 +8,8 @@
 //	                  torn-tail sealing, one writer per session, the descriptor budget, the sidecar
 //	internal/sealed   the sealed archive: the frame format, extent records, the archive's key, decrypting
 //	internal/reader   the read engine and the SDK's message readers, the local loader, the sidecar's records
-//	internal/catalog  the SDK's listing (lite: head and tail windows) and the sessions index over it (ix)
+//	internal/listing  the SDK's listing, from a head and a tail window of each transcript
+//	internal/index    the sessions index over the listing, and each session's status
 //	internal/admin    trash, rename/tag/archive, gc, du, bundles, relocate, copy, fork output
 //
 // Nothing outside this package reaches them (Go's internal rule).
@@ -16,8 +17,9 @@ package jsonl
 
 import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/admin"
-	"github.com/e0dc0000/scribe/sinks/jsonl/internal/catalog"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/index"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/reader"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/sealed"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/writer"
@@ -38,7 +40,8 @@ type Layout struct {
 // The same folder, as each job sees it.
 func (l Layout) base() layout.Layout     { return layout.Layout(l) }
 func (l Layout) admin() admin.Layout     { return admin.Layout{Layout: l.base()} }
-func (l Layout) catalog() catalog.Layout { return catalog.Layout{Layout: l.base()} }
+func (l Layout) index() index.Layout     { return index.Layout{Layout: l.base()} }
+func (l Layout) listing() listing.Layout { return listing.Layout{Layout: l.base()} }
 func (l Layout) reader() reader.Layout   { return reader.Layout{Layout: l.base()} }
 func (l Layout) sealed() sealed.Layout   { return sealed.Layout{Layout: l.base()} }
 func (l Layout) writer() writer.Layout   { return writer.Layout{Layout: l.base()} }

@@ -141,6 +141,13 @@ type mcpServer struct {
 	l        jsonl.Layout
 	maxBytes int
 	pricer   *usage.Pricer
+	// ix is the full-text index, open once its first search brought it
+	// up to date; ixFresh when it was last brought up to date, ixSyncing
+	// while that runs in the background (ixMu guards the three).
+	ixMu      sync.Mutex
+	ix        *search.Index
+	ixFresh   time.Time
+	ixSyncing bool
 	// red is nil with --no-redact; mu guards it (it remembers the
 	// secrets it found).
 	mu  sync.Mutex
@@ -451,15 +458,68 @@ func (m *mcpServer) searchSessions(ctx context.Context, in searchIn) ([]byte, er
 	return m.finish(out)
 }
 
-// indexSearch answers from the local store's full-text index.
+// indexSearch answers from the local store's full-text index. The
+// server's first search brings the index up to date before it answers
+// (SearchFresh); later ones answer at once and bring it up to date in
+// the background when the last check is over freshAfter old, so an agent
+// asking many questions pays for the index's freshness check (a stat of
+// every transcript) once every few seconds, not on every question.
 func (m *mcpServer) indexSearch(ctx context.Context, q search.Query) ([]search.Hit, error) {
-	x, err := search.Open(m.l)
-	if err != nil {
-		return nil, err
+	m.ixMu.Lock()
+	x, fresh := m.ix, m.ixFresh
+	m.ixMu.Unlock()
+	if x == nil {
+		nx, err := search.Open(m.l)
+		if err != nil {
+			return nil, err
+		}
+		hits, _, err := nx.SearchFresh(ctx, q, nil)
+		if err != nil {
+			nx.Close()
+			return nil, err
+		}
+		m.ixMu.Lock()
+		if m.ix == nil {
+			m.ix, m.ixFresh = nx, time.Now()
+		} else {
+			nx.Close()
+		}
+		m.ixMu.Unlock()
+		return hits, nil
 	}
-	defer x.Close()
-	hits, _, err := x.SearchFresh(ctx, q, nil)
-	return hits, err
+	if time.Since(fresh) > freshAfter {
+		m.syncSoon()
+	}
+	return x.Search(ctx, q)
+}
+
+// freshAfter is how old the index's last freshness check may be before a
+// search starts another, in the background.
+const freshAfter = 2 * time.Second
+
+// syncSoon brings the index up to date in the background, one sync at a
+// time, on a handle of its own.
+func (m *mcpServer) syncSoon() {
+	m.ixMu.Lock()
+	if m.ixSyncing {
+		m.ixMu.Unlock()
+		return
+	}
+	m.ixSyncing = true
+	m.ixMu.Unlock()
+	go func() {
+		defer func() {
+			m.ixMu.Lock()
+			m.ixSyncing, m.ixFresh = false, time.Now()
+			m.ixMu.Unlock()
+		}()
+		y, err := search.Open(m.l)
+		if err != nil {
+			return
+		}
+		defer y.Close()
+		_, _ = y.Sync(context.Background(), nil)
+	}()
 }
 
 // scrubSnippet replaces in a snippet every word of the secrets its

@@ -192,26 +192,70 @@ func writeOut(cmd *cobra.Command, path string, fn func(io.Writer) error) error {
 	return nil
 }
 
-// exportDoc gathers what md, html and json show.
+// docOptions say what a document holds beyond the session's conversation.
+type docOptions struct {
+	// system adds the system messages (show --system).
+	system bool
+	// noAgents leaves the subagents' conversations out (show without
+	// --subagents).
+	noAgents bool
+	// damage, when set, is told what the reader skipped or found broken in
+	// each transcript read: agent is "" for the session's own.
+	damage func(agent string, rep *jsonl.MessagesReport)
+}
+
+// exportDoc gathers what md and json show: the document export prints.
 func exportDoc(ctx context.Context, st sessions.Store, id string) (*render.Doc, error) {
+	return sessionDoc(ctx, st, id, docOptions{})
+}
+
+// sessionDoc gathers a session's document: its listing fields, its
+// conversation, the subagents' conversations (under the tool call that
+// started each, the others apart) and its checkpoints.
+func sessionDoc(ctx context.Context, st sessions.Store, id string, opt docOptions) (*render.Doc, error) {
 	info, err := st.Info(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	msgs, _, err := st.Messages(ctx, id, jsonl.MessagesOptions{})
+	msgs, rep, err := st.Messages(ctx, id, jsonl.MessagesOptions{IncludeSystem: opt.system})
 	if err != nil {
 		return nil, err
+	}
+	if opt.damage != nil {
+		opt.damage("", rep)
 	}
 	doc := &render.Doc{Info: info, Messages: msgs, Agents: map[string][]jsonl.SessionMessage{},
 		Orphans: map[string][]jsonl.SessionMessage{}, ByAgent: map[string][]jsonl.SessionMessage{}, Checkpoints: map[string][]core.Checkpoint{}}
-	agents, err := st.Subagents(ctx, id)
-	if err != nil {
+	if !opt.noAgents {
+		if err := addAgents(ctx, st, id, doc, opt.damage); err != nil {
+			return nil, err
+		}
+	}
+	cps, err := sessions.Checkpoints(ctx, st, id)
+	if err != nil && !errors.Is(err, jsonl.ErrNotFound) {
 		return nil, err
 	}
+	for _, cp := range cps {
+		doc.Checkpoints[cp.MessageUUID] = append(doc.Checkpoints[cp.MessageUUID], cp)
+	}
+	return doc, nil
+}
+
+// addAgents puts each subagent's conversation into doc: under the tool
+// call that started it (Agents), else apart (Orphans), and all by agent id
+// (ByAgent).
+func addAgents(ctx context.Context, st sessions.Store, id string, doc *render.Doc, damage func(string, *jsonl.MessagesReport)) error {
+	agents, err := st.Subagents(ctx, id)
+	if err != nil {
+		return err
+	}
 	for _, a := range agents {
-		am, _, err := st.SubagentMessages(ctx, id, a, jsonl.MessagesOptions{})
+		am, arep, err := st.SubagentMessages(ctx, id, a, jsonl.MessagesOptions{})
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if damage != nil {
+			damage(a, arep)
 		}
 		doc.ByAgent[a] = nonNil(am)
 		var tu string
@@ -227,14 +271,7 @@ func exportDoc(ctx context.Context, st sessions.Store, id string) (*render.Doc, 
 			doc.Orphans[a] = am
 		}
 	}
-	cps, err := sessions.Checkpoints(ctx, st, id)
-	if err != nil && !errors.Is(err, jsonl.ErrNotFound) {
-		return nil, err
-	}
-	for _, cp := range cps {
-		doc.Checkpoints[cp.MessageUUID] = append(doc.Checkpoints[cp.MessageUUID], cp)
-	}
-	return doc, nil
+	return nil
 }
 
 func NewCmdImport(f *cmdutil.Factory) *cobra.Command {

@@ -193,9 +193,11 @@ func NewCmdShow(f *cmdutil.Factory) *cobra.Command {
 root, after compaction, as Claude Code and the SDK's getSessionMessages rebuild
 it. --json prints exactly what getSessionMessages returns. --system adds the
 system messages and, after the conversation, scribe's lifecycle records and
-checkpoints in the order they were recorded (not with --json). Damage found on
-the way (malformed lines, a parentUuid cycle, a missing parent) is reported on
-stderr.`,
+checkpoints in the order they were recorded (not with --json). --format md
+prints the Markdown document export --format md writes (a title, the session's
+facts, each tool call folded with its result), the subagents' conversations in
+it only with --subagents. Damage found on the way (malformed lines, a
+parentUuid cycle, a missing parent) is reported on stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if format != "text" && format != "md" {
@@ -210,14 +212,16 @@ stderr.`,
 			if err != nil {
 				return cmdutil.ResolveErr(err)
 			}
+			if format == "md" && !asJSON {
+				return showMarkdown(cmd, st, id, system, subagents)
+			}
 			msgs, rep, err := st.Messages(cmd.Context(), id, jsonl.MessagesOptions{IncludeSystem: system})
 			if err != nil {
 				return err
 			}
 			reportDamage(cmd.ErrOrStderr(), "", rep)
 			if rep.Path == "" {
-				// The SDK answers such a session with no messages; say why.
-				fmt.Fprintf(cmd.ErrOrStderr(), "scribe: session %s has no transcript to read (an empty file, or only subagent files): no messages\n", id)
+				noTranscript(cmd.ErrOrStderr(), id)
 			}
 			out := cmd.OutOrStdout()
 			var agents []string
@@ -244,7 +248,7 @@ stderr.`,
 				}
 				return cmdutil.WriteJSON(out, doc)
 			}
-			printConversation(out, msgs, format)
+			printConversation(out, msgs)
 			if system {
 				// Scribe's lifecycle records and checkpoints, after the
 				// conversation (not in --json: that is the SDK's answer).
@@ -258,12 +262,8 @@ stderr.`,
 					return err
 				}
 				reportDamage(cmd.ErrOrStderr(), "agent "+a, arep)
-				if format == "md" {
-					fmt.Fprintf(out, "\n## Subagent %s\n\n", a)
-				} else {
-					fmt.Fprintf(out, "\n════ subagent %s ════\n", a)
-				}
-				printConversation(out, am, format)
+				fmt.Fprintf(out, "\n════ subagent %s ════\n", a)
+				printConversation(out, am)
 			}
 			return nil
 		},
@@ -272,7 +272,7 @@ stderr.`,
 	fl.BoolVar(&asJSON, "json", false, "print exactly what the SDK's getSessionMessages returns")
 	fl.BoolVar(&system, "system", false, "include system messages")
 	fl.BoolVar(&subagents, "subagents", false, "also show each subagent's conversation")
-	fl.StringVar(&format, "format", "text", "text or md")
+	fl.StringVar(&format, "format", "text", "text, or md (export's Markdown document)")
 	fl.StringVar(&from, "from", "", "read the session from this store (a jsonl, postgres or s3 block, type/name)")
 	return c
 }
@@ -308,8 +308,8 @@ func reportDamage(w io.Writer, what string, rep *jsonl.MessagesReport) {
 	}
 }
 
-// printConversation renders messages as text or Markdown.
-func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) {
+// printConversation prints messages as show's text.
+func printConversation(w io.Writer, msgs []jsonl.SessionMessage) {
 	for _, m := range msgs {
 		var ts string
 		_ = json.Unmarshal(m.Timestamp, &ts)
@@ -320,24 +320,50 @@ func printConversation(w io.Writer, msgs []jsonl.SessionMessage, format string) 
 		if m.IsCompactSummary {
 			role += " (compact summary)"
 		}
-		if format == "md" {
-			fmt.Fprintf(w, "### %s\n\n*%s*\n\n", role, ts)
-		} else {
-			fmt.Fprintf(w, "── %s · %s\n", role, ts)
-		}
+		fmt.Fprintf(w, "── %s · %s\n", role, ts)
 		for _, part := range render.MessageParts(m.Message) {
-			if format == "md" && part.Code {
-				fmt.Fprintf(w, "```\n%s\n```\n\n", part.Text)
-			} else if format == "md" {
-				fmt.Fprintf(w, "%s\n\n", part.Text)
-			} else {
-				fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.Text))
-			}
+			fmt.Fprintf(w, "%s\n", cmdutil.Indent(part.Text))
 		}
-		if format != "md" {
-			fmt.Fprintln(w)
-		}
+		fmt.Fprintln(w)
 	}
+}
+
+// showMarkdown is show --format md: the document export --format md
+// prints (a title, the session's facts, each tool call folded with its
+// result), with the system messages under --system and the subagents'
+// conversations, each under the call that started it, under --subagents;
+// --system adds scribe's lifecycle records after it.
+func showMarkdown(cmd *cobra.Command, st sessions.Store, id string, system, subagents bool) error {
+	errw := cmd.ErrOrStderr()
+	doc, err := sessionDoc(cmd.Context(), st, id, docOptions{system: system, noAgents: !subagents,
+		damage: func(agent string, rep *jsonl.MessagesReport) {
+			if agent != "" {
+				reportDamage(errw, "agent "+agent, rep)
+				return
+			}
+			reportDamage(errw, "", rep)
+			if rep.Path == "" {
+				noTranscript(errw, id)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	render.Render(doc, render.Markdown{W: out})
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if system {
+		return printLifecycle(cmd.Context(), cmd.OutOrStdout(), st, id, "md")
+	}
+	return nil
+}
+
+// noTranscript says why a session shows no messages: the SDK answers a
+// session without a transcript to read with none.
+func noTranscript(w io.Writer, id string) {
+	fmt.Fprintf(w, "scribe: session %s has no transcript to read (an empty file, or only subagent files): no messages\n", id)
 }
 
 func NewCmdInfo(f *cmdutil.Factory) *cobra.Command {

@@ -52,8 +52,8 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
-	"github.com/e0dc0000/scribe/sinks/jsonl/internal/catalog"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript/fork"
 )
 
@@ -105,7 +105,7 @@ func (l Layout) ExportBundle(ctx context.Context, id string, w io.Writer) (Bundl
 	if len(folders) > 1 {
 		return m, fmt.Errorf("export %s: the session is in %d project folders (%s): move or remove the others first", id, len(folders), strings.Join(folders, ", "))
 	}
-	if info, ok, _ := catalog.ReadLiteFS(l.FS, mains[0], ""); ok {
+	if info, ok, _ := listing.ReadInfoFS(l.FS, mains[0], ""); ok {
 		m.Cwd, m.Title = info.Cwd, info.Summary
 	}
 	names, err := sessionEntriesIn(l.FS, dir, id)

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/claudedir"
-	"github.com/e0dc0000/scribe/sinks/jsonl/internal/catalog"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -168,7 +168,7 @@ func duSession(dir, folder, id string) (DUSession, error) {
 			return s, err
 		}
 	}
-	if info, ok, _ := catalog.ReadLite(claudedir.MainFile(dir, id), ""); ok && info.Archived != nil && *info.Archived {
+	if info, ok, _ := listing.ReadInfo(claudedir.MainFile(dir, id), ""); ok && info.Archived != nil && *info.Archived {
 		s.Archived = true
 	}
 	return s, nil

@@ -185,7 +185,7 @@ func (l Layout) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	active := l.catalog().ActiveProbe()
+	active := l.index().ActiveProbe()
 	// Oldest activity first; sessions without a timestamp last.
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i].LastActivity, cands[j].LastActivity

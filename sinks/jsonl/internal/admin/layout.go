@@ -5,7 +5,7 @@
 package admin
 
 import (
-	"github.com/e0dc0000/scribe/sinks/jsonl/internal/catalog"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/index"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/reader"
 )
@@ -14,8 +14,8 @@ import (
 // this job.
 type Layout struct{ layout.Layout }
 
-// catalog is the same folder as the catalog job sees it.
-func (l Layout) catalog() catalog.Layout { return catalog.Layout{Layout: l.Layout} }
+// index is the same folder as the sessions index sees it.
+func (l Layout) index() index.Layout { return index.Layout{Layout: l.Layout} }
 
 // reader is the same folder as the reader job sees it.
 func (l Layout) reader() reader.Layout { return reader.Layout{Layout: l.Layout} }

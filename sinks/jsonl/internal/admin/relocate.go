@@ -32,8 +32,8 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
-	"github.com/e0dc0000/scribe/sinks/jsonl/internal/catalog"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -69,7 +69,7 @@ func (l Layout) Relocate(ctx context.Context, oldPath, newPath string, opt Reloc
 	}
 	var plan []RelocatedSession
 	err := l.EachTranscript("", func(folder, dir, id string, _ os.FileInfo) error {
-		info, ok, err := catalog.ReadLite(claudedir.MainFile(dir, id), "")
+		info, ok, err := listing.ReadInfo(claudedir.MainFile(dir, id), "")
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
-// See sdk337_listing_test.go.
+// See sinks/jsonl/internal/listing/sdk337_test.go.
 
 func TestSDK337FixturesFork(t *testing.T) {
 	p := peer.Find(t)

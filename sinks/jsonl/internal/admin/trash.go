@@ -40,8 +40,8 @@ import (
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
-	"github.com/e0dc0000/scribe/sinks/jsonl/internal/catalog"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 )
 
 // TrashFormat is the version of manifest.json.
@@ -221,7 +221,7 @@ func (l Layout) trashOne(id, folder string, opt sessions.TrashOptions, at time.T
 	}
 	it := sessions.TrashItem{Format: TrashFormat, ID: at.Format("20060102T150405.000000000Z") + "-" + id, SessionID: id,
 		Project: folder, Reason: opt.Reason, TrashedAt: at, Entries: names}
-	if info, ok, _ := catalog.ReadLite(claudedir.MainFile(projectDir, id), ""); ok {
+	if info, ok, _ := listing.ReadInfo(claudedir.MainFile(projectDir, id), ""); ok {
 		it.Cwd, it.Title = info.Cwd, info.Summary
 	}
 	for _, n := range names {
@@ -286,7 +286,7 @@ func (l Layout) trashOne(id, folder string, opt sessions.TrashOptions, at time.T
 	if err := writeManifest(itemDir, it); err != nil {
 		return it, err
 	}
-	if _, err := l.catalog().ForgetIndexed(folder, id+".jsonl"); err != nil {
+	if _, err := l.index().ForgetIndexed(folder, id+".jsonl"); err != nil {
 		return it, err
 	}
 	if opt.Seal != nil {

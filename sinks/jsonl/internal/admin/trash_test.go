@@ -55,13 +55,13 @@ func TestMoveToTrashForgetsTheIndexEntry(t *testing.T) {
 	gcSession(t, l, 60, gcNow, gcNow, 500)
 	gone := gcSession(t, l, 61, gcNow, gcNow, 500)
 	time.Sleep(1100 * time.Millisecond)
-	if _, st, err := l.catalog().ListIndexed(ctx, sessions.ListOptions{}); err != nil || !st.Saved || st.Files != 2 {
+	if _, st, err := l.index().ListIndexed(ctx, sessions.ListOptions{}); err != nil || !st.Saved || st.Files != 2 {
 		t.Fatalf("the index before rm: %+v, %v", st, err)
 	}
 	if _, err := l.MoveToTrash(ctx, gone, sessions.TrashOptions{Reason: "rm"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, st, err := l.catalog().ListIndexed(ctx, sessions.ListOptions{}); err != nil || st.Dropped != 0 || st.Files != 1 || st.Hits != 1 {
+	if _, st, err := l.index().ListIndexed(ctx, sessions.ListOptions{}); err != nil || st.Dropped != 0 || st.Files != 1 || st.Hits != 1 {
 		t.Fatalf("after rm the index still held the trashed session: %+v, %v", st, err)
 	}
 }

@@ -3,7 +3,7 @@
 // claudedir), the FS its readers read, the session locks, the walks over
 // the project folders, the SDK's deletion markers, and the one durable way
 // to replace a file. Every other job of the store (writer, reader,
-// catalog, admin, sealed) stands on it.
+// listing, index, admin, sealed) stands on it.
 //
 // Files are 0600 and folders 0700, as Claude Code makes them.
 package layout

@@ -17,7 +17,7 @@ import (
 	"github.com/e0dc0000/scribe/transcript"
 )
 
-// See sdk337_listing_test.go.
+// See sinks/jsonl/internal/listing/sdk337_test.go.
 
 func TestSDK337FixturesMessages(t *testing.T) {
 	p := peer.Find(t)

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
@@ -19,13 +20,13 @@ import (
 // so the records that promise them (Sessions, ExportSessionsJSON) read each
 // main transcript once, front to back.
 
-var ixAssistantKey = []byte(`"assistant"`)
+var assistantKey = []byte(`"assistant"`)
 
-// ixWholeSession returns the model of most of the transcript's assistant
+// wholeSession returns the model of most of the transcript's assistant
 // turns (message.model; an assistant message split over several rows, one
 // message.id, is one turn; synthetic rows are skipped; a tie goes to the
 // model used last) and the sorted union of its tool_use names.
-func ixWholeSession(ctx context.Context, fsys layout.FS, path string) (string, []string, error) {
+func wholeSession(ctx context.Context, fsys layout.FS, path string) (string, []string, error) {
 	f, err := layout.FSOf(fsys).Open(path)
 	if err != nil {
 		return "", nil, err
@@ -41,21 +42,21 @@ func ixWholeSession(ctx context.Context, fsys layout.FS, path string) (string, [
 		turns  = map[string]bool{}
 		tools  = map[string]bool{}
 		turn   int
-		vals   = make([][]byte, len(ixTypeMessage))
+		vals   = make([][]byte, len(typeMessage))
 	)
 	err = transcript.EachLine(io.NewSectionReader(f, 0, fi.Size()), func(line []byte, _ bool) {
-		if ctx.Err() != nil || !bytes.Contains(line, ixAssistantKey) {
+		if ctx.Err() != nil || !bytes.Contains(line, assistantKey) {
 			return
 		}
 		obj, ok := jsonv.Value(line)
 		if !ok || obj[0] != '{' {
 			return
 		}
-		jsonv.Lookup(obj, ixTypeMessage, vals)
+		jsonv.Lookup(obj, typeMessage, vals)
 		if t, _ := jsonv.String(vals[0]); t != "assistant" || len(vals[1]) == 0 || vals[1][0] != '{' {
 			return
 		}
-		for _, name := range ixToolsOf(line) {
+		for _, name := range toolsOf(line) {
 			tools[name] = true
 		}
 		m, ok := jsonv.GetString(vals[1], "model")
@@ -92,15 +93,15 @@ func ixWholeSession(ctx context.Context, fsys layout.FS, path string) (string, [
 	return model, names, nil
 }
 
-// ixFillWhole replaces each record's Model and Tools with the whole
+// fillWhole replaces each record's Model and Tools with the whole
 // session's. A transcript that cannot be read (gone since the listing)
 // keeps what the tail window said.
-func ixFillWhole(ctx context.Context, fsys layout.FS, recs []sessions.Record) error {
-	liteParallel(ctx, fsys, len(recs), func(_ *liteWorker, i int) {
+func fillWhole(ctx context.Context, fsys layout.FS, recs []sessions.Record) error {
+	listing.Parallel(ctx, fsys, len(recs), func(_ *listing.Worker, i int) {
 		if recs[i].TranscriptPath == "" {
 			return
 		}
-		if m, tools, err := ixWholeSession(ctx, fsys, recs[i].TranscriptPath); err == nil {
+		if m, tools, err := wholeSession(ctx, fsys, recs[i].TranscriptPath); err == nil {
 			recs[i].Metadata.Model, recs[i].Metadata.Tools = m, tools
 		}
 	})

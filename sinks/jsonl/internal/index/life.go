@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: the lifecycle fields (see index.go).
 
@@ -15,32 +15,33 @@ import (
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/jsonv"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 	"github.com/e0dc0000/scribe/transcript"
 )
 
 // ---------------------------------------------------------------------------
 // The lifecycle fields
 
-// ixMaxClassRows bounds the rows handed to ClassifyAndRepair.
-const ixMaxClassRows = 32
+// maxClassRows bounds the rows handed to ClassifyAndRepair.
+const maxClassRows = 32
 
-// ixLifeOf derives the lifecycle fields from a tail window: the last
+// lifeOf derives the lifecycle fields from a tail window: the last
 // timestamp, the last user or assistant row (uuid, timestamp), the last
 // assistant model, the tools used, and the class of the conversation's
 // end. The class comes from transcript.ClassifyAndRepair on the window's last
 // user, assistant and attachment rows, back to the start of the last
 // assistant message (the rows it decides on; system and progress rows, which
 // it skips, are left out).
-func ixLifeOf(tail, lastEntry []byte) *ixLife {
-	lf, rows := ixLifeRows(tail, lastEntry)
-	lf.class, lf.state = ixClass(rows)
+func lifeOf(tail, lastEntry []byte) *lifecycle {
+	lf, rows := lifeRows(tail, lastEntry)
+	lf.class, lf.state = classOf(rows)
 	return lf
 }
 
-// ixLifeRows is ixLifeOf without the class, and the rows to classify,
+// lifeRows is lifeOf without the class, and the rows to classify,
 // newest first.
-func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
-	lf := &ixLife{tail: lastEntry, class: core.InterruptionNone, state: core.StateIdle}
+func lifeRows(tail, lastEntry []byte) (*lifecycle, []core.Entry) {
+	lf := &lifecycle{tail: lastEntry, class: core.InterruptionNone, state: core.StateIdle}
 	var rows []core.Entry // newest first
 	classDone := false
 	finalID, haveFinal := "", false
@@ -62,7 +63,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		typ, _ := jsonv.String(vals[0])
 		if !lf.lastTSok {
 			if ts, ok := jsonv.String(vals[1]); ok {
-				lf.lastTS, lf.lastTSok = liteDateParse(ts)
+				lf.lastTS, lf.lastTSok = listing.DateParse(ts)
 			}
 		}
 		if typ != "user" && typ != "assistant" && typ != "attachment" {
@@ -77,7 +78,7 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 			if u, ok := jsonv.String(vals[2]); ok && u != "" {
 				lf.lastMsg = u
 				if ts, ok := jsonv.String(vals[1]); ok {
-					lf.convTS, lf.convTSok = liteDateParse(ts)
+					lf.convTS, lf.convTSok = listing.DateParse(ts)
 				}
 			}
 		}
@@ -103,26 +104,26 @@ func ixLifeRows(tail, lastEntry []byte) (*ixLife, []core.Entry) {
 		if e, err := core.ParseEntry(line); err == nil {
 			rows = append(rows, e)
 		}
-		if len(rows) >= ixMaxClassRows {
+		if len(rows) >= maxClassRows {
 			classDone = true
 		}
 	}
-	lf.tools = ixToolsOf(tail)
+	lf.tools = toolsOf(tail)
 	return lf, rows
 }
 
-// ixClass classifies the rows (newest first) as transcript.ClassifyAndRepair
+// classOf classifies the rows (newest first) as transcript.ClassifyAndRepair
 // and transcript.StateFromTail do, with a shortcut for the commonest end.
-func ixClass(rows []core.Entry) (core.Interruption, core.State) {
-	if len(rows) == 0 || ixPlainReply(rows) {
+func classOf(rows []core.Entry) (core.Interruption, core.State) {
+	if len(rows) == 0 || plainReply(rows) {
 		return core.InterruptionNone, core.StateIdle
 	}
-	return ixClassify(rows)
+	return classify(rows)
 }
 
-// ixClassify is transcript.ClassifyAndRepair's class and transcript.StateFromTail's
+// classify is transcript.ClassifyAndRepair's class and transcript.StateFromTail's
 // state of the rows (newest first).
-func ixClassify(rows []core.Entry) (core.Interruption, core.State) {
+func classify(rows []core.Entry) (core.Interruption, core.State) {
 	conv := slices.Clone(rows)
 	slices.Reverse(conv)
 	rec := transcript.ClassifyAndRepair(conv, core.RecoveryOptions{
@@ -132,16 +133,16 @@ func ixClassify(rows []core.Entry) (core.Interruption, core.State) {
 	return rec.Class, transcript.StateFromTail(conv)
 }
 
-var ixTypeMessage = []string{"type", "message"}
+var typeMessage = []string{"type", "message"}
 
-// ixPlainReply is a shortcut for the commonest end, a finished reply:
+// plainReply is a shortcut for the commonest end, a finished reply:
 // the newest row is an assistant row that is not an API error, and no
 // assistant row collected (the last message's rows) holds a tool_use.
 // ClassifyAndRepair says none for it (the newest row decides and no tool
 // call of the last message lacks a result) and StateFromTail idle;
 // TestIndexPlainReplyShortcut checks that they still do. rows are newest
 // first.
-func ixPlainReply(rows []core.Entry) bool {
+func plainReply(rows []core.Entry) bool {
 	if rows[0].Type != core.TypeAssistant {
 		return false
 	}
@@ -157,11 +158,11 @@ func ixPlainReply(rows []core.Entry) bool {
 	return true
 }
 
-// ixToolsOf is the sorted names of the tool_use blocks of the window's
+// toolsOf is the sorted names of the tool_use blocks of the window's
 // assistant rows.
-func ixToolsOf(win []byte) []string {
+func toolsOf(win []byte) []string {
 	var set map[string]bool
-	vals := make([][]byte, len(ixTypeMessage))
+	vals := make([][]byte, len(typeMessage))
 	from := 0
 	for {
 		p := bytes.Index(win[from:], []byte(`"tool_use"`))
@@ -183,7 +184,7 @@ func ixToolsOf(win []byte) []string {
 		if !ok || obj[0] != '{' {
 			continue
 		}
-		jsonv.Lookup(obj, ixTypeMessage, vals)
+		jsonv.Lookup(obj, typeMessage, vals)
 		if t, _ := jsonv.String(vals[0]); t != "assistant" {
 			continue
 		}
@@ -251,9 +252,9 @@ func (l Layout) ActiveProbe() func(id string) bool {
 
 // record builds a session's record from its listing entry and lifecycle
 // fields; lf may be nil (nothing known of the tail).
-func (lf *ixLife) record(info sessions.Info, active func(string) bool) sessions.Record {
+func (lf *lifecycle) record(info sessions.Info, active func(string) bool) sessions.Record {
 	if lf == nil {
-		lf = &ixLife{class: core.InterruptionNone, state: core.StateIdle}
+		lf = &lifecycle{class: core.InterruptionNone, state: core.StateIdle}
 	}
 	r := sessions.Record{
 		ID: info.SessionID, Name: info.Summary, ProjectPath: info.Cwd, TranscriptPath: info.Path,

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: one cache for the listing (every field List derives
 // from a transcript's two windows) and for the sessions' lifecycle (seed
@@ -60,6 +60,7 @@ import (
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 )
 
 // IndexFile is where the sessions index lives.
@@ -79,10 +80,10 @@ func (l Layout) ListIndexedWith(ctx context.Context, opt sessions.ListOptions, i
 		// The index caches files on disk; a store read in memory is listed
 		// as List lists it.
 		opt.SkipLastEntryTail = iopt.SkipLastEntryTail
-		infos, err := l.List(ctx, opt)
+		infos, err := l.listing().List(ctx, opt)
 		return infos, sessions.IndexStats{Files: len(infos), Misses: len(infos)}, err
 	}
-	infos, _, st, err := l.ixList(ctx, opt, !iopt.SkipLastEntryTail, false, iopt.Progress)
+	infos, _, st, err := l.list(ctx, opt, !iopt.SkipLastEntryTail, false, iopt.Progress)
 	return infos, st, err
 }
 
@@ -96,7 +97,7 @@ func (l Layout) ListRecords(ctx context.Context, opt sessions.ListOptions) ([]se
 		recs, err := l.Records(ctx, infos)
 		return recs, st, err
 	}
-	infos, lives, st, err := l.ixList(ctx, opt, true, false, nil)
+	infos, lives, st, err := l.list(ctx, opt, true, false, nil)
 	if err != nil {
 		return nil, st, err
 	}
@@ -117,7 +118,7 @@ func (l Layout) Sessions(ctx context.Context) ([]sessions.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ixFillWhole(ctx, l.FS, recs); err != nil {
+	if err := fillWhole(ctx, l.FS, recs); err != nil {
 		return nil, err
 	}
 	return recs, nil
@@ -126,14 +127,14 @@ func (l Layout) Sessions(ctx context.Context) ([]sessions.Record, error) {
 // Records derives the lifecycle records of sessions listed without the
 // index (from List): it reads each transcript's tail window again.
 func (l Layout) Records(ctx context.Context, infos []sessions.Info) ([]sessions.Record, error) {
-	lives := make([]*ixLife, len(infos))
-	liteParallel(ctx, l.FS, len(infos), func(w *liteWorker, i int) {
-		win, ok, err := w.read(infos[i].Path)
+	lives := make([]*lifecycle, len(infos))
+	listing.Parallel(ctx, l.FS, len(infos), func(w *listing.Worker, i int) {
+		win, ok, err := w.Read(infos[i].Path)
 		if err != nil || !ok {
-			lives[i] = &ixLife{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}
+			lives[i] = &lifecycle{tail: infos[i].LastEntryTail, class: core.InterruptionNone, state: core.StateIdle}
 			return
 		}
-		lives[i] = ixLifeOf(win.tail, infos[i].LastEntryTail)
+		lives[i] = lifeOf(win.Tail, infos[i].LastEntryTail)
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (l Layout) RebuildIndex(ctx context.Context) (sessions.IndexStats, error) {
 
 // RebuildIndexWith is RebuildIndex with options (Progress).
 func (l Layout) RebuildIndexWith(ctx context.Context, iopt sessions.IndexOptions) (sessions.IndexStats, error) {
-	_, _, st, err := l.ixList(ctx, sessions.ListOptions{IncludeProgrammatic: true}, true, true, iopt.Progress)
+	_, _, st, err := l.list(ctx, sessions.ListOptions{IncludeProgrammatic: true}, true, true, iopt.Progress)
 	return st, err
 }
 

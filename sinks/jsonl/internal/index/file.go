@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: its file, loaded and saved (the layout is in index.go).
 
@@ -22,17 +22,17 @@ import (
 // The file
 
 const (
-	ixMagic      = "SCRIBEIX"
-	ixVersion    = 4 // 3: the nested-session flag (SDK 0.3.337's programmatic filter); 4: the fork flag (ixfForked)
-	ixHeaderSize = 64
-	// ixMaxSection bounds what a header may claim, so a damaged one cannot
+	magic      = "SCRIBEIX"
+	version    = 4 // 3: the nested-session flag (SDK 0.3.337's programmatic filter); 4: the fork flag (flagForked)
+	headerSize = 64
+	// maxSection bounds what a header may claim, so a damaged one cannot
 	// make the reader allocate without limit.
-	ixMaxSection = 1 << 32
+	maxSection = 1 << 32
 )
 
-var ixCRC = crc32.MakeTable(crc32.Castagnoli)
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-type ixHeader struct {
+type header struct {
 	count        uint32
 	lenA, lenB   uint64
 	crcA, crcB   uint32
@@ -40,33 +40,33 @@ type ixHeader struct {
 	sectionBBase int64
 }
 
-func (h *ixHeader) encode() []byte {
-	b := make([]byte, ixHeaderSize)
-	copy(b, ixMagic)
-	binary.LittleEndian.PutUint32(b[8:], ixVersion)
+func (h *header) encode() []byte {
+	b := make([]byte, headerSize)
+	copy(b, magic)
+	binary.LittleEndian.PutUint32(b[8:], version)
 	binary.LittleEndian.PutUint32(b[12:], h.count)
 	binary.LittleEndian.PutUint64(b[16:], h.lenA)
 	binary.LittleEndian.PutUint64(b[24:], h.lenB)
 	binary.LittleEndian.PutUint32(b[32:], h.crcA)
 	binary.LittleEndian.PutUint32(b[36:], h.crcB)
 	copy(b[40:56], h.stamp[:])
-	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], ixCRC))
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], crcTable))
 	return b
 }
 
-func ixDecodeHeader(b []byte) (ixHeader, string) {
-	var h ixHeader
-	if len(b) < ixHeaderSize {
+func decodeHeader(b []byte) (header, string) {
+	var h header
+	if len(b) < headerSize {
 		return h, "short header"
 	}
-	if string(b[:8]) != ixMagic {
+	if string(b[:8]) != magic {
 		return h, "not a scribe index (bad magic)"
 	}
-	if crc32.Checksum(b[:60], ixCRC) != binary.LittleEndian.Uint32(b[60:]) {
+	if crc32.Checksum(b[:60], crcTable) != binary.LittleEndian.Uint32(b[60:]) {
 		return h, "header checksum mismatch"
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != ixVersion {
-		return h, fmt.Sprintf("format version %d, want %d", v, ixVersion)
+	if v := binary.LittleEndian.Uint32(b[8:]); v != version {
+		return h, fmt.Sprintf("format version %d, want %d", v, version)
 	}
 	h.count = binary.LittleEndian.Uint32(b[12:])
 	h.lenA = binary.LittleEndian.Uint64(b[16:])
@@ -74,17 +74,17 @@ func ixDecodeHeader(b []byte) (ixHeader, string) {
 	h.crcA = binary.LittleEndian.Uint32(b[32:])
 	h.crcB = binary.LittleEndian.Uint32(b[36:])
 	copy(h.stamp[:], b[40:56])
-	if h.lenA > ixMaxSection || h.lenB > ixMaxSection {
+	if h.lenA > maxSection || h.lenB > maxSection {
 		return h, "section length out of range"
 	}
-	h.sectionBBase = ixHeaderSize + int64(h.lenA)
+	h.sectionBBase = headerSize + int64(h.lenA)
 	return h, ""
 }
 
-// ixLoad opens and decodes the index's header and first section. It
+// load opens and decodes the index's header and first section. It
 // returns nil and why when there is no usable index ("" when there is no
 // file at all).
-func (l Layout) ixLoad() (*ixIndex, string) {
+func (l Layout) load() (*memIndex, string) {
 	f, err := os.Open(l.IndexFile())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -92,40 +92,40 @@ func (l Layout) ixLoad() (*ixIndex, string) {
 		}
 		return nil, "unreadable: " + err.Error()
 	}
-	x, why := ixLoadFile(f)
+	x, why := loadFile(f)
 	if x == nil {
 		f.Close()
 	}
 	return x, why
 }
 
-func ixLoadFile(f *os.File) (*ixIndex, string) {
-	hb := make([]byte, ixHeaderSize)
+func loadFile(f *os.File) (*memIndex, string) {
+	hb := make([]byte, headerSize)
 	if _, err := io.ReadFull(f, hb); err != nil {
 		return nil, "corrupt: short header"
 	}
-	h, why := ixDecodeHeader(hb)
+	h, why := decodeHeader(hb)
 	if why != "" {
 		return nil, "corrupt: " + why
 	}
-	if h.stamp != ixCodeStamp() {
+	if h.stamp != codeStamp() {
 		return nil, "written by another build of scribe"
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, "unreadable: " + err.Error()
 	}
-	if uint64(st.Size) != ixHeaderSize+h.lenA+h.lenB {
-		return nil, fmt.Sprintf("corrupt: file is %d bytes, header says %d", st.Size, ixHeaderSize+h.lenA+h.lenB)
+	if uint64(st.Size) != headerSize+h.lenA+h.lenB {
+		return nil, fmt.Sprintf("corrupt: file is %d bytes, header says %d", st.Size, headerSize+h.lenA+h.lenB)
 	}
-	a, crc, err := ixReadString(f, ixHeaderSize, int64(h.lenA))
+	a, crc, err := readString(f, headerSize, int64(h.lenA))
 	if err != nil {
 		return nil, "corrupt: short first section"
 	}
 	if crc != h.crcA {
 		return nil, "corrupt: first section checksum mismatch"
 	}
-	x, err := ixDecodeA(a, h.count)
+	x, err := decodeA(a, h.count)
 	if err != nil {
 		return nil, "corrupt: " + err.Error()
 	}
@@ -133,9 +133,9 @@ func ixLoadFile(f *os.File) (*ixIndex, string) {
 	return x, ""
 }
 
-// ixReadString reads n bytes at off into a string, and their checksum,
+// readString reads n bytes at off into a string, and their checksum,
 // through a small buffer (the section is held once, not twice).
-func ixReadString(f *os.File, off, n int64) (string, uint32, error) {
+func readString(f *os.File, off, n int64) (string, uint32, error) {
 	var sb strings.Builder
 	sb.Grow(int(n))
 	buf := make([]byte, min(n, 64<<10))
@@ -145,7 +145,7 @@ func ixReadString(f *os.File, off, n int64) (string, uint32, error) {
 		if _, err := f.ReadAt(buf[:k], off+done); err != nil {
 			return "", 0, err
 		}
-		crc = crc32.Update(crc, ixCRC, buf[:k])
+		crc = crc32.Update(crc, crcTable, buf[:k])
 		sb.Write(buf[:k])
 		done += k
 	}
@@ -155,7 +155,7 @@ func ixReadString(f *os.File, off, n int64) (string, uint32, error) {
 // loadLife reads the second section into the listed entries. On failure
 // the entries stay without it (and are read again from their files);
 // the reason is returned for the log.
-func (x *ixIndex) loadLife() string {
+func (x *memIndex) loadLife() string {
 	if x.bTried || x.src == nil {
 		return ""
 	}
@@ -164,10 +164,10 @@ func (x *ixIndex) loadLife() string {
 	if _, err := x.src.ReadAt(b, x.hdr.sectionBBase); err != nil {
 		return "corrupt: short second section"
 	}
-	if crc32.Checksum(b, ixCRC) != x.hdr.crcB {
+	if crc32.Checksum(b, crcTable) != x.hdr.crcB {
 		return "corrupt: second section checksum mismatch"
 	}
-	lives, err := ixDecodeB(b, len(x.listed))
+	lives, err := decodeB(b, len(x.listed))
 	if err != nil {
 		return "corrupt: " + err.Error()
 	}
@@ -182,7 +182,7 @@ func (x *ixIndex) loadLife() string {
 // many it dropped. No index, or one that cannot be used, is left to the
 // next listing to rebuild (it drops entries of missing files anyway).
 func (l Layout) ForgetIndexed(folder string, names ...string) (int, error) {
-	x, _ := l.ixLoad()
+	x, _ := l.load()
 	if x == nil {
 		return 0, nil
 	}
@@ -197,30 +197,30 @@ func (l Layout) ForgetIndexed(folder string, names ...string) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := l.ixSave(x); err != nil {
+	if err := l.save(x); err != nil {
 		return 0, fmt.Errorf("update the sessions index: %w", err)
 	}
 	return n, nil
 }
 
-// ixSave writes the index atomically. Entries without their lifecycle
+// save writes the index atomically. Entries without their lifecycle
 // part (its section could not be read) are left out.
-func (l Layout) ixSave(x *ixIndex) error {
+func (l Layout) save(x *memIndex) error {
 	x.loadLife()
-	a, b, n := ixEncode(x)
-	h := ixHeader{count: uint32(n), lenA: uint64(len(a)), lenB: uint64(len(b)),
-		crcA: crc32.Checksum(a, ixCRC), crcB: crc32.Checksum(b, ixCRC), stamp: ixCodeStamp()}
+	a, b, n := encode(x)
+	h := header{count: uint32(n), lenA: uint64(len(a)), lenB: uint64(len(b)),
+		crcA: crc32.Checksum(a, crcTable), crcB: crc32.Checksum(b, crcTable), stamp: codeStamp()}
 	path := l.IndexFile()
-	ixSweepTemps(filepath.Dir(path))
+	sweepTemps(filepath.Dir(path))
 	if err := layout.ReplaceFile(path, h.encode(), a, b); err != nil {
 		return fmt.Errorf("write index: %w", err)
 	}
 	return nil
 }
 
-// ixSweepTemps removes temporary files that a writer which died left
+// sweepTemps removes temporary files that a writer which died left
 // behind (older than a minute: a live writer's is younger).
-func ixSweepTemps(dir string) {
+func sweepTemps(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return

@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// JavaScript's rules the lite listing follows (see listing.go).
+// JavaScript's rules the listing follows (see listing.go).
 
 import (
 	"time"
@@ -9,13 +9,13 @@ import (
 // ---------------------------------------------------------------------------
 // JavaScript string semantics
 
-// liteDateParse is Date.parse for the ISO-8601 forms V8 accepts
+// DateParse is Date.parse for the ISO-8601 forms V8 accepts
 // (YYYY[-MM[-DD]][THH:mm[:ss[.f…]]][Z|±HH:mm|±HHmm], also ±YYYYYY years,
 // lowercase t/z and a space for T). A date alone is UTC, a date-time
 // without an offset local time. Other text gives false (V8's fallback
 // parser for free-form dates is not reproduced).
-func liteDateParse(s string) (int64, bool) {
-	d := liteDateScan{s: s}
+func DateParse(s string) (int64, bool) {
+	d := dateScan{s: s}
 	year, month, day, ok := d.date()
 	if !ok {
 		return 0, false
@@ -51,14 +51,14 @@ func liteDateParse(s string) (int64, bool) {
 	return t, true
 }
 
-// liteDateScan reads liteDateParse's text from i on.
-type liteDateScan struct {
+// dateScan reads DateParse's text from i on.
+type dateScan struct {
 	s string
 	i int
 }
 
 // num reads n digits.
-func (d *liteDateScan) num(n int) (int, bool) {
+func (d *dateScan) num(n int) (int, bool) {
 	if d.i+n > len(d.s) {
 		return 0, false
 	}
@@ -74,7 +74,7 @@ func (d *liteDateScan) num(n int) (int, bool) {
 }
 
 // date reads YYYY[-MM[-DD]] or ±YYYYYY[-MM[-DD]].
-func (d *liteDateScan) date() (year, month, day int, ok bool) {
+func (d *dateScan) date() (year, month, day int, ok bool) {
 	s := d.s
 	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
 		neg := s[0] == '-'
@@ -106,7 +106,7 @@ func (d *liteDateScan) date() (year, month, day int, ok bool) {
 
 // clock reads HH:mm[:ss[.f…]] (milliseconds from the first three digits
 // of the fraction).
-func (d *liteDateScan) clock() (hour, minute, sec, ms int, ok bool) {
+func (d *dateScan) clock() (hour, minute, sec, ms int, ok bool) {
 	s := d.s
 	if hour, ok = d.num(2); !ok || d.i >= len(s) || s[d.i] != ':' {
 		return 0, 0, 0, 0, false
@@ -144,7 +144,7 @@ func (d *liteDateScan) clock() (hour, minute, sec, ms int, ok bool) {
 
 // zone reads Z or ±HH[:]mm (an offset only after a time), if there:
 // offset in minutes, zoned whether one was there.
-func (d *liteDateScan) zone(hasTime bool) (offset int, zoned, ok bool) {
+func (d *dateScan) zone(hasTime bool) (offset int, zoned, ok bool) {
 	s := d.s
 	if d.i >= len(s) {
 		return 0, false, true

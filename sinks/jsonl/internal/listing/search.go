@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// The lite listing: finding fields in the windows as the SDK does (see listing.go).
+// The listing: finding fields in the windows as the SDK does (see listing.go).
 
 import (
 	"bytes"
@@ -15,28 +15,28 @@ import (
 // ---------------------------------------------------------------------------
 // Substring search
 
-// liteFinder searches for one pattern by first looking for its rarest byte
+// finder searches for one pattern by first looking for its rarest byte
 // (bytes.IndexByte is vectorized; the patterns all start with '"', the
 // commonest byte of a JSON line).
-type liteFinder struct {
+type finder struct {
 	pat    []byte
 	anchor int
 }
 
-func newLiteFinder(p string) liteFinder {
+func newFinder(p string) finder {
 	best, at := 1<<30, 0
 	for i := 0; i < len(p); i++ {
-		if s := liteByteScore(p[i]); s <= best {
+		if s := byteScore(p[i]); s <= best {
 			best, at = s, i
 		}
 	}
-	return liteFinder{pat: []byte(p), anchor: at}
+	return finder{pat: []byte(p), anchor: at}
 }
 
-// liteByteFreq is how often each byte occurs in the tail windows of the
+// byteFreq is how often each byte occurs in the tail windows of the
 // real transcripts in testdata/corpus (per 64 KiB, measured once). Bytes
 // not listed are rarer than all of these.
-var liteByteFreq = map[byte]int{
+var byteFreq = map[byte]int{
 	'"': 3333, ' ': 4663, ':': 1272, ',': 981, '-': 899, '_': 945, '{': 240, '}': 240, '[': 125, ']': 125,
 	'0': 677, '1': 714, '2': 646, '3': 445, '4': 538, '5': 466, '6': 411, '7': 375, '8': 404, '9': 391,
 	'A': 246, 'B': 159, 'C': 260, 'D': 192, 'E': 252, 'F': 154, 'G': 121, 'H': 108, 'I': 258, 'J': 93,
@@ -47,15 +47,15 @@ var liteByteFreq = map[byte]int{
 	'u': 1196, 'v': 344, 'w': 418, 'x': 299, 'y': 561, 'z': 95,
 }
 
-func liteByteScore(c byte) int {
-	if n, ok := liteByteFreq[c]; ok {
+func byteScore(c byte) int {
+	if n, ok := byteFreq[c]; ok {
 		return n
 	}
 	return 50
 }
 
 // index returns the first match at or after from, or -1.
-func (f *liteFinder) index(b []byte, from int) int {
+func (f *finder) index(b []byte, from int) int {
 	n, a := len(f.pat), f.anchor
 	c := f.pat[a]
 	if from < 0 {
@@ -80,31 +80,31 @@ func (f *liteFinder) index(b []byte, from int) int {
 	return -1
 }
 
-// liteKey is a key the SDK looks for with its head-window patterns.
-type liteKey struct {
-	val   liteFinder // `"name":"`
-	valSp liteFinder // `"name": "`
+// headKey is a key the SDK looks for with its head-window patterns.
+type headKey struct {
+	val   finder // `"name":"`
+	valSp finder // `"name": "`
 }
 
-func newLiteKey(name string) liteKey {
-	return liteKey{val: newLiteFinder(`"` + name + `":"`), valSp: newLiteFinder(`"` + name + `": "`)}
+func newHeadKey(name string) headKey {
+	return headKey{val: newFinder(`"` + name + `":"`), valSp: newFinder(`"` + name + `": "`)}
 }
 
 var (
-	liteKeyTimestamp   = newLiteKey("timestamp")
-	liteKeyGitBranch   = newLiteKey("gitBranch")
-	liteKeyCwd         = newLiteKey("cwd")
-	liteKeyEntrypoint  = newLiteKey("entrypoint")
-	liteKeySessionKind = newLiteKey("sessionKind")
+	keyTimestamp   = newHeadKey("timestamp")
+	keyGitBranch   = newHeadKey("gitBranch")
+	keyCwd         = newHeadKey("cwd")
+	keyEntrypoint  = newHeadKey("entrypoint")
+	keySessionKind = newHeadKey("sessionKind")
 
-	liteParentUUID = newLiteFinder(`"parentUuid":`)
+	parentUUIDPat = newFinder(`"parentUuid":`)
 )
 
 const (
-	liteTypeCustomTitle = "custom-title"
-	liteTypeAITitle     = "ai-title"
-	liteTypeTag         = "tag"
-	liteTypeRelocated   = "relocated"
+	typeCustomTitle = "custom-title"
+	typeAITitle     = "ai-title"
+	typeTag         = "tag"
+	typeRelocated   = "relocated"
 )
 
 // The keys a window index records.
@@ -122,20 +122,20 @@ const (
 	lkCount
 )
 
-var liteKeyNames = [lkCount]string{"customTitle", "aiTitle", "lastPrompt", "summary", "tag", "relocatedCwd",
+var keyNames = [lkCount]string{"customTitle", "aiTitle", "lastPrompt", "summary", "tag", "relocatedCwd",
 	"gitBranch", "entrypoint", "type", "parentUuid"}
 
-// liteIdx records where each `"key":` of the keys above starts in one
+// keyIndex records where each `"key":` of the keys above starts in one
 // window. Every such pattern ends with `":`, so one pass over the window's
 // colons (bytes.IndexByte) finds them all; that is several times cheaper
 // than one substring search per key, as JSON is dense in '"' and letters.
-type liteIdx struct {
+type keyIndex struct {
 	win    []byte
 	titles bool // customTitle and aiTitle recorded
 	pos    [lkCount][]int
 }
 
-func (x *liteIdx) reset(win []byte) {
+func (x *keyIndex) reset(win []byte) {
 	x.win, x.titles = win, false
 	for i := range x.pos {
 		x.pos[i] = x.pos[i][:0]
@@ -143,7 +143,7 @@ func (x *liteIdx) reset(win []byte) {
 }
 
 // buildAll records every key.
-func (x *liteIdx) buildAll() {
+func (x *keyIndex) buildAll() {
 	win := x.win
 	for i := 0; i < len(win); {
 		j := bytes.IndexByte(win[i:], ':')
@@ -174,8 +174,8 @@ func (x *liteIdx) buildAll() {
 }
 
 // try records key k if its pattern ends at the colon c.
-func (x *liteIdx) try(c, k int) bool {
-	name := liteKeyNames[k]
+func (x *keyIndex) try(c, k int) bool {
+	name := keyNames[k]
 	st := c - 2 - len(name)
 	if st < 0 || x.win[st] != '"' || string(x.win[st+1:c-1]) != name {
 		return false
@@ -186,7 +186,7 @@ func (x *liteIdx) try(c, k int) bool {
 
 // buildTitles records only `"customTitle":` and `"aiTitle":`, by their
 // 'T' (rarer than ':').
-func (x *liteIdx) buildTitles() {
+func (x *keyIndex) buildTitles() {
 	win := x.win
 	for i := 0; i < len(win); {
 		j := bytes.IndexByte(win[i:], 'T')
@@ -235,7 +235,7 @@ func linesBack(win []byte, occ []int) iter.Seq[[]byte] {
 // `{"type":"typ"` when the byte before that is not one of `:,[` (two
 // entries glued together by a torn write). found is false when no line
 // gave a string.
-func (x *liteIdx) lastKeyed(k int, typ string, older bool) (string, bool) {
+func (x *keyIndex) lastKeyed(k int, typ string, older bool) (string, bool) {
 	occ, win := x.pos[k], x.win
 	if len(occ) == 0 {
 		return "", false
@@ -263,14 +263,14 @@ func (x *liteIdx) lastKeyed(k int, typ string, older bool) (string, bool) {
 				continue
 			}
 		}
-		v, kind := liteFieldOf(line, liteKeyNames[k], typ)
-		if kind == liteParseErr && older {
+		v, kind := fieldOf(line, keyNames[k], typ)
+		if kind == fieldParseErr && older {
 			u := bytes.LastIndex(line, []byte("{"+typePats[0]))
 			if u > 0 && !strings.ContainsRune(":,[", rune(line[u-1])) {
-				v, kind = liteFieldOf(line[u:], liteKeyNames[k], typ)
+				v, kind = fieldOf(line[u:], keyNames[k], typ)
 			}
 		}
-		if kind == liteFound {
+		if kind == fieldFound {
 			return v, true
 		}
 	}
@@ -278,40 +278,40 @@ func (x *liteIdx) lastKeyed(k int, typ string, older bool) (string, bool) {
 }
 
 const (
-	liteParseErr = -1
-	liteAbsent   = 0
-	liteFound    = 1
+	fieldParseErr = -1
+	fieldAbsent   = 0
+	fieldFound    = 1
 )
 
-// liteFieldOf is JSON.parse(line) then line[key] when it is a string (and
+// fieldOf is JSON.parse(line) then line[key] when it is a string (and
 // line.type === typ when typ is set).
-func liteFieldOf(line []byte, key, typ string) (string, int) {
+func fieldOf(line []byte, key, typ string) (string, int) {
 	obj, ok := jsonv.Value(line)
 	if !ok {
-		return "", liteParseErr
+		return "", fieldParseErr
 	}
 	if obj[0] != '{' {
-		return "", liteAbsent
+		return "", fieldAbsent
 	}
 	if typ != "" {
 		t, ok := jsonv.GetString(obj, "type")
 		if !ok || t != typ {
-			return "", liteAbsent
+			return "", fieldAbsent
 		}
 	}
 	v, ok := jsonv.GetString(obj, key)
 	if !ok {
-		return "", liteAbsent
+		return "", fieldAbsent
 	}
-	return v, liteFound
+	return v, fieldFound
 }
 
-// liteFirstValue is the SDK's raw extraction of the first `"key":"…"`
+// firstValue is the SDK's raw extraction of the first `"key":"…"`
 // (then, only if that finds nothing closed, `"key": "…"`) in win, without
 // parsing the line. The value is JSON-unescaped when it holds a backslash
 // and unescaping succeeds.
-func liteFirstValue(win []byte, k *liteKey) (string, bool) {
-	for _, f := range [2]*liteFinder{&k.val, &k.valSp} {
+func firstValue(win []byte, k *headKey) (string, bool) {
+	for _, f := range [2]*finder{&k.val, &k.valSp} {
 		o := f.index(win, 0)
 		if o < 0 {
 			continue
@@ -323,7 +323,7 @@ func liteFirstValue(win []byte, k *liteKey) (string, bool) {
 				continue
 			}
 			if win[i] == '"' {
-				return liteUnescapeLoose(win[s:i]), true
+				return unescapeLoose(win[s:i]), true
 			}
 			i++
 		}
@@ -334,9 +334,9 @@ func liteFirstValue(win []byte, k *liteKey) (string, bool) {
 // lastValueFrom is the SDK's raw extraction of the last `"key":"…"` or
 // `"key": "…"` whose value closes, scanning from start and stepping past
 // each value (each form on its own).
-func (x *liteIdx) lastValueFrom(k, start int) (string, bool) {
+func (x *keyIndex) lastValueFrom(k, start int) (string, bool) {
 	win, occ := x.win, x.pos[k]
-	l0 := len(liteKeyNames[k]) + 3 // len(`"key":`)
+	l0 := len(keyNames[k]) + 3 // len(`"key":`)
 	best := -1
 	var val []byte
 	for _, spaced := range [2]bool{false, true} {
@@ -377,16 +377,16 @@ func (x *liteIdx) lastValueFrom(k, start int) (string, bool) {
 	if best < 0 {
 		return "", false
 	}
-	return liteUnescapeLoose(val), true
+	return unescapeLoose(val), true
 }
 
 // lastValue is the SDK's tail extraction (gitBranch, entrypoint): look for
 // `","key":"` in the last 8192 characters first and scan from there, else
 // scan the whole window.
-func (x *liteIdx) lastValue(k int) (string, bool) {
+func (x *keyIndex) lastValue(k int) (string, bool) {
 	win := x.win
-	from := liteOffsetFromEnd(win, 8192)
-	n := len(liteKeyNames[k]) + 4 // len(`"key":"`)
+	from := offsetFromEnd(win, 8192)
+	n := len(keyNames[k]) + 4 // len(`"key":"`)
 	for _, p := range x.pos[k] {
 		o := p - 2
 		if o < from || p+n > len(win) || win[p+n-1] != '"' || win[o] != '"' || win[o+1] != ',' {
@@ -403,10 +403,10 @@ func (x *liteIdx) lastValue(k int) (string, bool) {
 	return x.lastValueFrom(k, 0)
 }
 
-// liteOffsetFromEnd returns the byte offset of the character that starts
+// offsetFromEnd returns the byte offset of the character that starts
 // n UTF-16 units before the end of win (0 when win is shorter), as
 // e.length - n indexes the decoded string.
-func liteOffsetFromEnd(win []byte, n int) int {
+func offsetFromEnd(win []byte, n int) int {
 	if len(win) <= n {
 		// Bytes >= UTF-16 units, so the string is at most n units long.
 		return 0
@@ -451,10 +451,10 @@ func liteOffsetFromEnd(win []byte, n int) int {
 	return 0
 }
 
-// liteUnescapeLoose is the SDK's value decoding for raw extractions: as is
+// unescapeLoose is the SDK's value decoding for raw extractions: as is
 // without a backslash, else JSON.parse of the quoted value, falling back
 // to the raw text when that fails.
-func liteUnescapeLoose(v []byte) string {
+func unescapeLoose(v []byte) string {
 	if bytes.IndexByte(v, '\\') < 0 {
 		return string(v)
 	}
@@ -464,10 +464,10 @@ func liteUnescapeLoose(v []byte) string {
 	return string(v)
 }
 
-// liteFirstParsed is the SDK's forward scan for a parsed field (used for
+// FirstParsed is the SDK's forward scan for a parsed field (used for
 // the recorded cwd): the first line containing `"key":` that parses and
 // has a string key.
-func liteFirstParsed(win []byte, key string) (string, bool) {
+func FirstParsed(win []byte, key string) (string, bool) {
 	pat := []byte(`"` + key + `":`)
 	for len(win) > 0 {
 		line := win

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: the encoding of its sections A and B (see index.go).
 
@@ -14,41 +14,41 @@ import (
 
 // Entry flags.
 const (
-	ixfSideDir = 1 << iota
-	ixfListed
-	ixfRecFound
-	ixfCreatedAt
-	ixfArchived
-	ixfArchivedTrue
-	ixfNested // SessionInfo.Nested (format version 3)
-	ixfForked // SessionInfo.Forked (format version 4)
+	flagSideDir = 1 << iota
+	flagListed
+	flagRecFound
+	flagCreatedAt
+	flagArchived
+	flagArchivedTrue
+	flagNested // SessionInfo.Nested (format version 3)
+	flagForked // SessionInfo.Forked (format version 4)
 )
 
 // Lifecycle flags.
 const (
-	ixlLastTS = 1 << iota
-	ixlConvTS
-	ixlTail
+	lifeLastTS = 1 << iota
+	lifeConvTS
+	lifeTail
 )
 
 var (
-	ixClasses = []core.Interruption{core.InterruptionNone, core.InterruptedPrompt, core.InterruptedTurn}
-	ixStates  = []core.State{core.StateIdle, core.StateRunning, core.StateRequiresAction}
+	classes = []core.Interruption{core.InterruptionNone, core.InterruptedPrompt, core.InterruptedTurn}
+	states  = []core.State{core.StateIdle, core.StateRunning, core.StateRequiresAction}
 )
 
-type ixEnc struct{ bincodec.Enc }
+type encoder struct{ bincodec.Enc }
 
-func (e *ixEnc) key(k ixKey) {
+func (e *encoder) key(k fileKey) {
 	e.V(k.size)
 	e.V(k.mtime)
 	e.V(k.ctime)
 	e.Uv(k.ino)
 }
 
-// ixEncode writes the two sections: folders and files in name order,
+// encode writes the two sections: folders and files in name order,
 // racy entries and listed entries without a lifecycle part left out.
-func ixEncode(x *ixIndex) (a, b []byte, n int) {
-	var ea, eb ixEnc
+func encode(x *memIndex) (a, b []byte, n int) {
+	var ea, eb encoder
 	folders := make([]string, 0, len(x.folders))
 	for f, m := range x.folders {
 		if len(m) > 0 {
@@ -75,32 +75,32 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			ea.key(e.key)
 			var fl uint64
 			if e.sideDir {
-				fl |= ixfSideDir
+				fl |= flagSideDir
 			}
 			if e.listed {
-				fl |= ixfListed
+				fl |= flagListed
 			}
 			if e.recFound {
-				fl |= ixfRecFound
+				fl |= flagRecFound
 			}
 			if e.info.CreatedAt != nil {
-				fl |= ixfCreatedAt
+				fl |= flagCreatedAt
 			}
 			if e.info.Archived != nil {
-				fl |= ixfArchived
+				fl |= flagArchived
 				if *e.info.Archived {
-					fl |= ixfArchivedTrue
+					fl |= flagArchivedTrue
 				}
 			}
 			if e.info.Nested {
-				fl |= ixfNested
+				fl |= flagNested
 			}
 			if e.info.Forked {
-				fl |= ixfForked
+				fl |= flagForked
 			}
 			ea.Uv(fl)
 			if e.sideDir {
-				for _, k := range []ixKey{e.sideTitle, e.sideArch} {
+				for _, k := range []fileKey{e.sideTitle, e.sideArch} {
 					if !k.present {
 						ea.Uv(0)
 						continue
@@ -126,13 +126,13 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			lf := e.life
 			var ll uint64
 			if lf.lastTSok {
-				ll |= ixlLastTS
+				ll |= lifeLastTS
 			}
 			if lf.convTSok {
-				ll |= ixlConvTS
+				ll |= lifeConvTS
 			}
 			if lf.tail != nil {
-				ll |= ixlTail
+				ll |= lifeTail
 			}
 			eb.Uv(ll)
 			eb.Bytes(lf.tail)
@@ -148,25 +148,25 @@ func ixEncode(x *ixIndex) (a, b []byte, n int) {
 			if lf.convTSok {
 				eb.V(lf.convTS)
 			}
-			eb.Uv(uint64(max(slices.Index(ixClasses, lf.class), 0)))
-			eb.Uv(uint64(max(slices.Index(ixStates, lf.state), 0)))
+			eb.Uv(uint64(max(slices.Index(classes, lf.class), 0)))
+			eb.Uv(uint64(max(slices.Index(states, lf.state), 0)))
 		}
 	}
 	return ea.B, eb.B, n
 }
 
-// ixDec reads a section: the first from a string (its strings are cut out
+// decoder reads a section: the first from a string (its strings are cut out
 // of it, no allocation each), the second from bytes (byte fields are
 // slices of it).
-type ixDec struct{ bincodec.Dec }
+type decoder struct{ bincodec.Dec }
 
-func (d *ixDec) key() ixKey {
-	return ixKey{present: true, size: d.V(), mtime: d.V(), ctime: d.V(), ino: d.Uv()}
+func (d *decoder) key() fileKey {
+	return fileKey{present: true, size: d.V(), mtime: d.V(), ctime: d.V(), ino: d.Uv()}
 }
 
-func ixDecodeA(a string, count uint32) (*ixIndex, error) {
-	d := &ixDec{bincodec.Dec{S: a}}
-	x := &ixIndex{folders: make(map[string]map[string]*ixEntry)}
+func decodeA(a string, count uint32) (*memIndex, error) {
+	d := &decoder{bincodec.Dec{S: a}}
+	x := &memIndex{folders: make(map[string]map[string]*entry)}
 	total := 0
 	nf := d.Count()
 	for range nf {
@@ -178,15 +178,15 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 		if _, dup := x.folders[folder]; dup {
 			return nil, fmt.Errorf("folder %s twice", folder)
 		}
-		m := make(map[string]*ixEntry, n)
+		m := make(map[string]*entry, n)
 		x.folders[folder] = m
 		for range n {
 			name := d.Str()
-			e := &ixEntry{key: d.key()}
+			e := &entry{key: d.key()}
 			fl := d.Uv()
-			e.sideDir = fl&ixfSideDir != 0
+			e.sideDir = fl&flagSideDir != 0
 			if e.sideDir {
-				for _, k := range []*ixKey{&e.sideTitle, &e.sideArch} {
+				for _, k := range []*fileKey{&e.sideTitle, &e.sideArch} {
 					switch d.Uv() {
 					case 0:
 					case 1:
@@ -196,26 +196,26 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 					}
 				}
 			}
-			if fl&ixfListed != 0 {
+			if fl&flagListed != 0 {
 				e.listed = true
 				in := &e.info
 				for _, p := range []*string{&in.SessionID, &in.Summary, &in.CustomTitle, &in.FirstPrompt, &in.GitBranch,
 					&in.Cwd, &in.Tag, &in.Entrypoint, &in.SessionKind, &e.recCwd, &e.contIn} {
 					*p = d.Str()
 				}
-				e.recFound = fl&ixfRecFound != 0
+				e.recFound = fl&flagRecFound != 0
 				in.LastModified = d.V()
 				in.FileSize = d.V()
-				if fl&ixfCreatedAt != 0 {
+				if fl&flagCreatedAt != 0 {
 					v := d.V()
 					in.CreatedAt = &v
 				}
-				if fl&ixfArchived != 0 {
-					v := fl&ixfArchivedTrue != 0
+				if fl&flagArchived != 0 {
+					v := fl&flagArchivedTrue != 0
 					in.Archived = &v
 				}
-				in.Nested = fl&ixfNested != 0
-				in.Forked = fl&ixfForked != 0
+				in.Nested = fl&flagNested != 0
+				in.Forked = fl&flagForked != 0
 				x.listed = append(x.listed, e)
 			}
 			if d.Err != nil {
@@ -240,20 +240,20 @@ func ixDecodeA(a string, count uint32) (*ixIndex, error) {
 	return x, nil
 }
 
-func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
+func decodeB(b []byte, n int) ([]*lifecycle, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("second section: negative entry count %d", n)
 	}
-	d := &ixDec{bincodec.Dec{B: b}}
+	d := &decoder{bincodec.Dec{B: b}}
 	if b == nil {
 		d.B = []byte{}
 	}
-	out := make([]*ixLife, 0, min(n, len(b)))
+	out := make([]*lifecycle, 0, min(n, len(b)))
 	for range n {
-		lf := &ixLife{}
+		lf := &lifecycle{}
 		ll := d.Uv()
 		lf.tail = d.Bytes()
-		if ll&ixlTail == 0 {
+		if ll&lifeTail == 0 {
 			lf.tail = nil
 		}
 		lf.model = d.Str()
@@ -264,20 +264,20 @@ func ixDecodeB(b []byte, n int) ([]*ixLife, error) {
 				lf.tools[i] = d.Str()
 			}
 		}
-		if ll&ixlLastTS != 0 {
+		if ll&lifeLastTS != 0 {
 			lf.lastTS, lf.lastTSok = d.V(), true
 		}
-		if ll&ixlConvTS != 0 {
+		if ll&lifeConvTS != 0 {
 			lf.convTS, lf.convTSok = d.V(), true
 		}
 		c, st := d.Uv(), d.Uv()
-		if c >= uint64(len(ixClasses)) || st >= uint64(len(ixStates)) {
+		if c >= uint64(len(classes)) || st >= uint64(len(states)) {
 			d.Fail("bad class")
 		}
 		if d.Err != nil {
 			return nil, d.Err
 		}
-		lf.class, lf.state = ixClasses[c], ixStates[st]
+		lf.class, lf.state = classes[c], states[st]
 		out = append(out, lf)
 	}
 	if d.Off != len(b) {

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 
 	"github.com/e0dc0000/scribe/internal/peer"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
 // TestListMatchesSDKOnRandomSessions compares with the SDK on generated
-// sessions that mix every feature the lite read looks at, at random places
+// sessions that mix every feature the listing's read looks at, at random places
 // and sizes (so that lines fall on both sides of, and across, the window
 // edges).
 func TestListMatchesSDKOnRandomSessions(t *testing.T) {
@@ -34,24 +35,24 @@ func TestListMatchesSDKOnRandomSessions(t *testing.T) {
 	if v := os.Getenv("LST_SEED"); v != "" {
 		fmt.Sscan(v, &seed)
 	}
-	r := lstRand(seed)
-	ids, idDir := lstRandomSessions(t, l, &r, projA, projB)
-	qs := []lstQuery{{Op: "list"}, {Op: "list", NoProgrammatic: true}, {Op: "list", Limit: 10, Offset: 7},
+	r := testRand(seed)
+	ids, idDir := randomSessions(t, l, &r, projA, projB)
+	qs := []sdkQuery{{Op: "list"}, {Op: "list", NoProgrammatic: true}, {Op: "list", Limit: 10, Offset: 7},
 		{Op: "list", Dir: projA}, {Op: "list", Dir: projB}, {Op: "list", Dir: projB, Limit: 5, Offset: 3}}
 	for _, id := range ids {
-		qs = append(qs, lstQuery{Op: "info", Session: id, Dir: idDir[id]})
+		qs = append(qs, sdkQuery{Op: "info", Session: id, Dir: idDir[id]})
 	}
 	all, err := l.List(context.Background(), sessions.ListOptions{IncludeProgrammatic: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lstLogCoverage(t, all, len(ids), idDir)
-	lstCompare(t, p, cfg, qs)
+	logCoverage(t, all, len(ids), idDir)
+	compareWithSDK(t, p, cfg, qs)
 }
 
-// lstRandomSessions writes 120 random sessions into projA and projB and
+// randomSessions writes 120 random sessions into projA and projB and
 // returns their ids and the project of each.
-func lstRandomSessions(t *testing.T, l Layout, r *lstRand, projA, projB string) (ids []string, idDir map[string]string) {
+func randomSessions(t *testing.T, l Layout, r *testRand, projA, projB string) (ids []string, idDir map[string]string) {
 	prompts := []any{
 		"plain prompt", "  padded\nmulti\nline  ", "<command-name>/review</command-name>\n<command-args>x</command-args>",
 		"<bash-input>git log</bash-input>", "<system-reminder>hidden</system-reminder>", "[Request interrupted by user]",
@@ -61,77 +62,77 @@ func lstRandomSessions(t *testing.T, l Layout, r *lstRand, projA, projB string) 
 		[]any{map[string]any{"type": "tool_result", "tool_use_id": "t", "content": "r"}},
 		[]any{map[string]any{"type": "document", "source": map[string]any{"type": "text", "data": "d"}}, map[string]any{"type": "text", "text": "with doc"}},
 	}
-	metas := []func(s *lstSession){
-		func(s *lstSession) { s.meta("custom-title", "customTitle", fmt.Sprintf("Title %d", r.n(1000))) },
-		func(s *lstSession) { s.meta("ai-title", "aiTitle", fmt.Sprintf("AI %d", r.n(1000))) },
-		func(s *lstSession) { s.meta("tag", "tag", []string{"", "docs", "work"}[r.n(3)]) },
-		func(s *lstSession) { s.meta("last-prompt", "lastPrompt", fmt.Sprintf("Last %d", r.n(1000))) },
-		func(s *lstSession) { s.meta("summary", "summary", fmt.Sprintf("Summary %d", r.n(1000))) },
-		func(s *lstSession) {
-			s.raw(`{"type":"relocated","relocatedCwd":` + lstQ([]string{projA, projB, "/gone"}[r.n(3)]) + `}`)
+	metas := []func(s *jsonltest.Session){
+		func(s *jsonltest.Session) { s.Meta("custom-title", "customTitle", fmt.Sprintf("Title %d", r.n(1000))) },
+		func(s *jsonltest.Session) { s.Meta("ai-title", "aiTitle", fmt.Sprintf("AI %d", r.n(1000))) },
+		func(s *jsonltest.Session) { s.Meta("tag", "tag", []string{"", "docs", "work"}[r.n(3)]) },
+		func(s *jsonltest.Session) { s.Meta("last-prompt", "lastPrompt", fmt.Sprintf("Last %d", r.n(1000))) },
+		func(s *jsonltest.Session) { s.Meta("summary", "summary", fmt.Sprintf("Summary %d", r.n(1000))) },
+		func(s *jsonltest.Session) {
+			s.Raw(`{"type":"relocated","relocatedCwd":` + jsonltest.JSONString([]string{projA, projB, "/gone"}[r.n(3)]) + `}`)
 		},
-		func(s *lstSession) { s.raw(`{"type":"custom-title","customTitle":"glued`) }, // torn, then glued to the next row
-		func(s *lstSession) { s.user("meta", `"isMeta":true,`) },
-		func(s *lstSession) { s.user("summary of before", `"isCompactSummary":true,`) },
+		func(s *jsonltest.Session) { s.Raw(`{"type":"custom-title","customTitle":"glued`) }, // torn, then glued to the next row
+		func(s *jsonltest.Session) { s.User("meta", `"isMeta":true,`) },
+		func(s *jsonltest.Session) { s.User("summary of before", `"isCompactSummary":true,`) },
 	}
 	idDir = map[string]string{}
-	var sessions []*lstSession
+	var sessions []*jsonltest.Session
 	for n := 0; n < 120; n++ {
 		proj := []string{projA, projB}[r.n(2)]
-		s := lstNew(proj)
+		s := jsonltest.NewSession(proj)
 		if r.n(10) == 0 {
-			s.entry = []string{"sdk-ts", "sdk-py", "cli"}[r.n(3)]
+			s.Entry = []string{"sdk-ts", "sdk-py", "cli"}[r.n(3)]
 		}
 		if r.n(15) == 0 {
-			s.branch = "feature/" + fmt.Sprint(r.n(9))
+			s.Branch = "feature/" + fmt.Sprint(r.n(9))
 		}
 		target := []int{0, 2 << 10, 60 << 10, 70 << 10, 130 << 10, 300 << 10}[r.n(6)]
 		size := 0
-		for size < target || len(s.lines) < 2 {
+		for size < target || len(s.Lines) < 2 {
 			switch k := r.n(12); {
 			case k < 4:
-				s.user(prompts[r.n(len(prompts))], "")
+				s.User(prompts[r.n(len(prompts))], "")
 			case k < 8:
-				s.assistant(strings.Repeat("word ", 10+r.n(3000)))
+				s.Assistant(strings.Repeat("word ", 10+r.n(3000)))
 			default:
 				metas[r.n(len(metas))](s)
 			}
-			size += len(s.lines[len(s.lines)-1]) + 1
+			size += len(s.Lines[len(s.Lines)-1]) + 1
 			if r.n(4) == 0 {
-				s.branch = fmt.Sprint("b", r.n(5))
+				s.Branch = fmt.Sprint("b", r.n(5))
 			}
 		}
 		for k := r.n(4); k > 0; k-- {
 			metas[r.n(len(metas))](s)
 		}
-		text := s.text()
+		text := s.Text()
 		if r.n(10) == 0 {
 			text = strings.TrimSuffix(text, "\n") // torn tail
 		}
 		if r.n(12) == 0 && len(sessions) > 0 {
 			other := sessions[r.n(len(sessions))]
-			text += `{"type":"continued-in","continuedInSessionId":"` + other.id + "\"}\n"
+			text += `{"type":"continued-in","continuedInSessionId":"` + other.ID + "\"}\n"
 		}
 		dir := l.ProjectDir(proj)
 		mt := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.n(1_000_000)) * time.Millisecond)
-		lstWrite(t, dir, s.id+".jsonl", text, mt)
+		jsonltest.WriteFile(t, dir, s.ID+".jsonl", text, mt)
 		if r.n(8) == 0 {
-			lstWrite(t, filepath.Join(dir, s.id), "custom-title.json", `{"customTitle":"Side `+fmt.Sprint(r.n(99))+`"}`, mt)
+			jsonltest.WriteFile(t, filepath.Join(dir, s.ID), "custom-title.json", `{"customTitle":"Side `+fmt.Sprint(r.n(99))+`"}`, mt)
 		}
 		if r.n(8) == 0 {
 			at := time.Date(2026, 3, 1, 10, 0, r.n(120), 0, time.UTC).Format(time.RFC3339)
-			lstWrite(t, filepath.Join(dir, s.id), "archived.json", fmt.Sprintf(`{"archived":%v,"at":%q}`, r.n(4) > 0, at), mt)
+			jsonltest.WriteFile(t, filepath.Join(dir, s.ID), "archived.json", fmt.Sprintf(`{"archived":%v,"at":%q}`, r.n(4) > 0, at), mt)
 		}
-		ids = append(ids, s.id)
-		idDir[s.id] = proj
+		ids = append(ids, s.ID)
+		idDir[s.ID] = proj
 		sessions = append(sessions, s)
 	}
 	return ids, idDir
 }
 
-// lstLogCoverage logs how many of the listed sessions have each feature
+// logCoverage logs how many of the listed sessions have each feature
 // (so that a seed that exercises little shows).
-func lstLogCoverage(t *testing.T, all []sessions.Info, n int, idDir map[string]string) {
+func logCoverage(t *testing.T, all []sessions.Info, n int, idDir map[string]string) {
 	var titled, tagged, archived, prompted, relocated int
 	for _, si := range all {
 		if si.CustomTitle != "" {
@@ -154,10 +155,10 @@ func lstLogCoverage(t *testing.T, all []sessions.Info, n int, idDir map[string]s
 		len(all), n, titled, tagged, archived, prompted, relocated)
 }
 
-// lstRand is a small deterministic generator.
-type lstRand uint64
+// testRand is a small deterministic generator.
+type testRand uint64
 
-func (r *lstRand) n(k int) int {
+func (r *testRand) n(k int) int {
 	*r = *r*6364136223846793005 + 1442695040888963407
 	return int(uint64(*r)>>33) % k
 }

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 // The sessions index: its entries and the listing through them (see index.go).
 
@@ -18,31 +18,32 @@ import (
 	"github.com/e0dc0000/scribe/internal/buildid"
 	"github.com/e0dc0000/scribe/internal/durable"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/listing"
 )
 
 // ---------------------------------------------------------------------------
 // Entries
 
-// ixKey identifies one version of a file. ctime catches a rewrite whose
+// fileKey identifies one version of a file. ctime catches a rewrite whose
 // mtime was set back; the inode a file replaced by another.
-type ixKey struct {
+type fileKey struct {
 	present            bool
 	size, mtime, ctime int64 // ns
 	ino                uint64
 }
 
-func ixKeyOf(st *unix.Stat_t) ixKey {
-	return ixKey{present: true, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
+func fileKeyOf(st *unix.Stat_t) fileKey {
+	return fileKey{present: true, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
 }
 
-// ixEntry is what the index knows of one transcript file.
-type ixEntry struct {
-	key ixKey
-	// sideDir is liteCand.hasSideDir when the entry was made; sideTitle
+// entry is what the index knows of one transcript file.
+type entry struct {
+	key fileKey
+	// sideDir is Cand.HasSideDir when the entry was made; sideTitle
 	// and sideArch identify <id>/custom-title.json and <id>/archived.json
 	// then (only looked at with sideDir).
 	sideDir             bool
-	sideTitle, sideArch ixKey
+	sideTitle, sideArch fileKey
 	// listed is false for a file List never shows whatever the query (not
 	// readable as a session, sidechain-first, nothing to title it with).
 	listed bool
@@ -56,7 +57,7 @@ type ixEntry struct {
 	recFound bool
 	contIn   string
 	// life is the second section; nil until loaded.
-	life *ixLife
+	life *lifecycle
 	// racy: changed too recently for its key to be trusted; used once,
 	// never saved.
 	racy bool
@@ -64,8 +65,8 @@ type ixEntry struct {
 	mark bool
 }
 
-// ixLife is the lifecycle part of an entry, from the tail window.
-type ixLife struct {
+// lifecycle is the lifecycle part of an entry, from the tail window.
+type lifecycle struct {
 	tail    []byte // SessionInfo.LastEntryTail
 	model   string
 	tools   []string
@@ -78,74 +79,74 @@ type ixLife struct {
 	state              core.State
 }
 
-// ixRacyWindow: a file whose ctime is this close to the moment it was
+// racyWindow: a file whose ctime is this close to the moment it was
 // looked at may change again within the same timestamp tick, without its
 // key changing; such entries are used but not saved.
-var ixRacyWindow = time.Second
+var racyWindow = time.Second
 
-// ixCodeStamp identifies the code that derives entries.
-var ixCodeStamp = sync.OnceValue(func() [16]byte { return buildid.Stamp("scribe sessions index") })
+// codeStamp identifies the code that derives entries.
+var codeStamp = sync.OnceValue(func() [16]byte { return buildid.Stamp("scribe sessions index") })
 
-// ixIndex is the index in memory: folder name (under projects/) → file
+// memIndex is the index in memory: folder name (under projects/) → file
 // name → entry.
-type ixIndex struct {
-	folders map[string]map[string]*ixEntry
+type memIndex struct {
+	folders map[string]map[string]*entry
 	// src is the index file the entries came from, kept open to read the
 	// second section from the same version of it; listed holds its listed
 	// entries in file order.
 	src    *os.File
-	hdr    ixHeader
-	listed []*ixEntry
+	hdr    header
+	listed []*entry
 	bTried bool
 }
 
-func (x *ixIndex) get(folder, name string) *ixEntry {
+func (x *memIndex) get(folder, name string) *entry {
 	if m := x.folders[folder]; m != nil {
 		return m[name]
 	}
 	return nil
 }
 
-func (x *ixIndex) put(folder, name string, e *ixEntry) {
+func (x *memIndex) put(folder, name string, e *entry) {
 	m := x.folders[folder]
 	if m == nil {
-		m = make(map[string]*ixEntry)
+		m = make(map[string]*entry)
 		x.folders[folder] = m
 	}
 	m[name] = e
 }
 
-func (x *ixIndex) close() {
+func (x *memIndex) close() {
 	if x.src != nil {
 		x.src.Close()
 		x.src = nil
 	}
 }
 
-// ixList is the listing through the index. withLife loads (or derives)
+// listChecked is the listing through the index. withLife loads (or derives)
 // the second section; rebuild ignores the index file.
-func (l Layout) ixList(ctx context.Context, opt sessions.ListOptions, withLife, rebuild bool, progress func(done, total int)) ([]sessions.Info, []*ixLife, sessions.IndexStats, error) {
+func (l Layout) list(ctx context.Context, opt sessions.ListOptions, withLife, rebuild bool, progress func(done, total int)) ([]sessions.Info, []*lifecycle, sessions.IndexStats, error) {
 	var st sessions.IndexStats
-	var cands []liteCand
+	var cands []listing.Cand
 	if opt.Dir != "" {
-		cands = l.liteDirCands(ctx, opt.Dir, opt.IncludeWorktrees)
+		cands = l.listing().DirCands(ctx, opt.Dir, opt.IncludeWorktrees)
 	} else {
-		cands = l.liteAllCands()
+		cands = l.listing().AllCands()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, st, err
 	}
 	st.Files = len(cands)
-	x, hadFile := l.ixOpen(rebuild, withLife, &st)
+	x, hadFile := l.open(rebuild, withLife, &st)
 	defer x.close()
 
 	now := time.Now()
-	keys, sides := ixStatAll(ctx, cands)
+	keys, sides := statAll(ctx, cands)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, st, err
 	}
 	entries, miss := x.lookup(cands, keys, sides, withLife, &st)
-	ixDeriveMisses(ctx, cands, keys, sides, miss, entries, now.Add(-ixRacyWindow).UnixNano(), progress)
+	deriveMisses(ctx, cands, keys, sides, miss, entries, now.Add(-racyWindow).UnixNano(), progress)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, st, err
 	}
@@ -155,31 +156,31 @@ func (l Layout) ixList(ctx context.Context, opt sessions.ListOptions, withLife, 
 		if why := x.loadLife(); why != "" && st.Discarded == "" {
 			st.Discarded = why
 		}
-		if err := l.ixSave(x); err != nil {
+		if err := l.save(x); err != nil {
 			st.SaveError = err.Error()
 		} else {
 			st.Saved = true
 		}
 	}
-	infos, lives := ixInfos(ixHits(cands, entries, opt), withLife)
+	infos, lives := infosOf(hits(cands, entries, opt), withLife)
 	return infos, lives, st, nil
 }
 
-// ixOpen loads the index (unless rebuild), or starts an empty one, noting
+// open loads the index (unless rebuild), or starts an empty one, noting
 // why in st; hadFile is whether an index file was there.
-func (l Layout) ixOpen(rebuild, withLife bool, st *sessions.IndexStats) (x *ixIndex, hadFile bool) {
+func (l Layout) open(rebuild, withLife bool, st *sessions.IndexStats) (x *memIndex, hadFile bool) {
 	if rebuild {
 		st.Rebuilt = true
 	} else {
 		var why string
-		x, why = l.ixLoad()
+		x, why = l.load()
 		if x == nil {
 			st.Rebuilt, st.Discarded = true, why
 		}
 		hadFile = x != nil || why != ""
 	}
 	if x == nil {
-		x = &ixIndex{folders: map[string]map[string]*ixEntry{}, bTried: true}
+		x = &memIndex{folders: map[string]map[string]*entry{}, bTried: true}
 	}
 	if withLife {
 		if why := x.loadLife(); why != "" {
@@ -189,25 +190,25 @@ func (l Layout) ixOpen(rebuild, withLife bool, st *sessions.IndexStats) (x *ixIn
 	return x, hadFile
 }
 
-// ixStatAll stats every candidate (and its sidecars, in sides, nil when no
+// statAll stats every candidate (and its sidecars, in sides, nil when no
 // session has a folder), in parallel.
-func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]ixKey) {
-	keys = make([]ixKey, len(cands))
+func statAll(ctx context.Context, cands []listing.Cand) (keys []fileKey, sides [][2]fileKey) {
+	keys = make([]fileKey, len(cands))
 	for i := range cands {
-		if cands[i].hasSideDir {
-			sides = make([][2]ixKey, len(cands))
+		if cands[i].HasSideDir {
+			sides = make([][2]fileKey, len(cands))
 			break
 		}
 	}
-	ixParallel(ctx, len(cands), func(i int) {
+	parallel(ctx, len(cands), func(i int) {
 		c := &cands[i]
 		var s unix.Stat_t
-		if unix.Lstat(c.path, &s) != nil {
+		if unix.Lstat(c.Path, &s) != nil {
 			return
 		}
-		keys[i] = ixKeyOf(&s)
-		if c.hasSideDir {
-			sides[i] = ixSideKeys(c.projectDir, c.id)
+		keys[i] = fileKeyOf(&s)
+		if c.HasSideDir {
+			sides[i] = sideKeys(c.ProjectDir, c.ID)
 		}
 	})
 	return keys, sides
@@ -216,16 +217,16 @@ func ixStatAll(ctx context.Context, cands []liteCand) (keys []ixKey, sides [][2]
 // lookup returns the entries the index holds for the candidates as they
 // are on disk, and the candidates it has no such entry for (miss),
 // counted in st.
-func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withLife bool, st *sessions.IndexStats) (entries []*ixEntry, miss []int) {
-	entries = make([]*ixEntry, len(cands))
+func (x *memIndex) lookup(cands []listing.Cand, keys []fileKey, sides [][2]fileKey, withLife bool, st *sessions.IndexStats) (entries []*entry, miss []int) {
+	entries = make([]*entry, len(cands))
 	for i := range cands {
 		c := &cands[i]
 		if !keys[i].present {
 			continue // gone since the folder was read: List skips it too
 		}
-		e := x.get(filepath.Base(c.projectDir), filepath.Base(c.path))
-		if e != nil && e.key == keys[i] && e.sideDir == c.hasSideDir &&
-			(!c.hasSideDir || (e.sideTitle == sides[i][0] && e.sideArch == sides[i][1])) &&
+		e := x.get(filepath.Base(c.ProjectDir), filepath.Base(c.Path))
+		if e != nil && e.key == keys[i] && e.sideDir == c.HasSideDir &&
+			(!c.HasSideDir || (e.sideTitle == sides[i][0] && e.sideArch == sides[i][1])) &&
 			(!withLife || !e.listed || e.life != nil) {
 			entries[i] = e
 			st.Hits++
@@ -237,17 +238,17 @@ func (x *ixIndex) lookup(cands []liteCand, keys []ixKey, sides [][2]ixKey, withL
 	return entries, miss
 }
 
-// ixDeriveMisses reads the files of miss into entries; an entry whose file
+// deriveMisses reads the files of miss into entries; an entry whose file
 // or sidecars changed after racyBefore is marked racy (not saved).
-func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [][2]ixKey, miss []int, entries []*ixEntry, racyBefore int64, progress func(done, total int)) {
+func deriveMisses(ctx context.Context, cands []listing.Cand, keys []fileKey, sides [][2]fileKey, miss []int, entries []*entry, racyBefore int64, progress func(done, total int)) {
 	var done atomic.Int64
 	var progMu sync.Mutex
-	liteParallel(ctx, nil, len(miss), func(w *liteWorker, k int) {
+	listing.Parallel(ctx, nil, len(miss), func(w *listing.Worker, k int) {
 		i := miss[k]
-		e, err := ixDerive(w, &cands[i])
+		e, err := derive(w, &cands[i])
 		if err == nil {
-			e.key, e.sideDir = keys[i], cands[i].hasSideDir
-			var sk [2]ixKey
+			e.key, e.sideDir = keys[i], cands[i].HasSideDir
+			var sk [2]fileKey
 			if sides != nil {
 				sk = sides[i]
 			}
@@ -269,18 +270,18 @@ func ixDeriveMisses(ctx context.Context, cands []liteCand, keys []ixKey, sides [
 // update puts new and changed entries in the index and takes vanished ones
 // out (whole folders too when allProjects), counting them in st; changed
 // is whether the file needs writing.
-func (x *ixIndex) update(cands []liteCand, entries []*ixEntry, allProjects bool, st *sessions.IndexStats) (changed bool) {
+func (x *memIndex) update(cands []listing.Cand, entries []*entry, allProjects bool, st *sessions.IndexStats) (changed bool) {
 	scanned := make(map[string]bool)
 	for i := range cands {
 		c := &cands[i]
-		folder := filepath.Base(c.projectDir)
+		folder := filepath.Base(c.ProjectDir)
 		scanned[folder] = true
 		e := entries[i]
 		if e == nil {
 			continue
 		}
 		e.mark = true
-		if name := filepath.Base(c.path); x.get(folder, name) != e {
+		if name := filepath.Base(c.Path); x.get(folder, name) != e {
 			x.put(folder, name, e)
 			changed = changed || !e.racy
 		}
@@ -305,17 +306,17 @@ func (x *ixIndex) update(cands []liteCand, entries []*ixEntry, allProjects bool,
 	return changed || st.Dropped > 0
 }
 
-// ixHit is a listed session: its entry and its candidate.
-type ixHit struct {
-	e *ixEntry
-	c *liteCand
+// hit is a listed session: its entry and its candidate.
+type hit struct {
+	e *entry
+	c *listing.Cand
 }
 
-// ixHits is the listing's page of entries, as List makes it: filtered,
+// hits is the listing's page of entries, as List makes it: filtered,
 // one copy per id, newest first.
-func ixHits(cands []liteCand, entries []*ixEntry, opt sessions.ListOptions) []ixHit {
-	hits := make([]ixHit, 0, len(cands))
-	var cw liteCollision
+func hits(cands []listing.Cand, entries []*entry, opt sessions.ListOptions) []hit {
+	hits := make([]hit, 0, len(cands))
+	var cw listing.Collision
 	for i := range cands {
 		e := entries[i]
 		if e == nil || !e.listed {
@@ -325,13 +326,13 @@ func ixHits(cands []liteCand, entries []*ixEntry, opt sessions.ListOptions) []ix
 		if !opt.IncludeProgrammatic && e.info.IsProgrammatic() {
 			continue
 		}
-		if e.contIn != "" && new(liteWorker).continuedTargetLive(filepath.Join(c.projectDir, e.contIn+".jsonl")) {
+		if e.contIn != "" && new(listing.Worker).ContinuedTargetLive(filepath.Join(c.ProjectDir, e.contIn+".jsonl")) {
 			continue
 		}
-		if c.projectPath != "" && e.recFound && !liteUnderOwn(e.recCwd, c.own) && cw.collides(e.recCwd, c.projectPath) {
+		if c.ProjectPath != "" && e.recFound && !listing.UnderOwn(e.recCwd, c.Own) && cw.Collides(e.recCwd, c.ProjectPath) {
 			continue
 		}
-		hits = append(hits, ixHit{e, c})
+		hits = append(hits, hit{e, c})
 	}
 	// Same id in several folders: the newest copy wins, the first one seen
 	// on a tie.
@@ -361,21 +362,21 @@ func ixHits(cands []liteCand, entries []*ixEntry, opt sessions.ListOptions) []ix
 	return out
 }
 
-// ixInfos makes the SessionInfo of each hit (copies: the entries stay the
+// infosOf makes the SessionInfo of each hit (copies: the entries stay the
 // index's), and their lifecycle records when withLife.
-func ixInfos(out []ixHit, withLife bool) ([]sessions.Info, []*ixLife) {
+func infosOf(out []hit, withLife bool) ([]sessions.Info, []*lifecycle) {
 	infos := make([]sessions.Info, len(out))
-	var lives []*ixLife
+	var lives []*lifecycle
 	if withLife {
-		lives = make([]*ixLife, len(out))
+		lives = make([]*lifecycle, len(out))
 	}
 	for k, h := range out {
 		e, c := h.e, h.c
 		info := &infos[k]
 		*info = e.info
-		info.Path, info.ProjectDir, info.ProjectPath = c.path, c.projectDir, c.projectPath
+		info.Path, info.ProjectDir, info.ProjectPath = c.Path, c.ProjectDir, c.ProjectPath
 		if info.Cwd == "" {
-			info.Cwd = c.projectPath
+			info.Cwd = c.ProjectPath
 		}
 		if info.CreatedAt != nil {
 			v := *info.CreatedAt
@@ -395,51 +396,51 @@ func ixInfos(out []ixHit, withLife bool) ([]sessions.Info, []*ixLife) {
 	return infos, lives
 }
 
-// ixSideKeys identifies a session's two sidecars, as derive opens them
+// sideKeys identifies a session's two sidecars, as derive opens them
 // (custom-title.json following symlinks, archived.json not).
-func ixSideKeys(projectDir, id string) [2]ixKey {
-	var out [2]ixKey
+func sideKeys(projectDir, id string) [2]fileKey {
+	var out [2]fileKey
 	var s unix.Stat_t
 	if unix.Stat(filepath.Join(projectDir, id, "custom-title.json"), &s) == nil {
-		out[0] = ixKeyOf(&s)
+		out[0] = fileKeyOf(&s)
 	}
 	if unix.Lstat(filepath.Join(projectDir, id, "archived.json"), &s) == nil {
-		out[1] = ixKeyOf(&s)
+		out[1] = fileKeyOf(&s)
 	}
 	return out
 }
 
-// ixDerive reads one transcript as List's process step does and keeps
+// derive reads one transcript as List's process step does and keeps
 // everything the step, and the lifecycle record, need. An error (the file
 // could not be read) is not cached: List skips such a file, and so does
 // the next listing until it can be read.
-func ixDerive(w *liteWorker, c *liteCand) (*ixEntry, error) {
-	win, ok, err := w.read(c.path)
+func derive(w *listing.Worker, c *listing.Cand) (*entry, error) {
+	win, ok, err := w.Read(c.Path)
 	if err != nil {
 		return nil, err
 	}
-	e := &ixEntry{}
+	e := &entry{}
 	if !ok {
 		return e, nil
 	}
-	w.index(&win)
-	e.contIn, _ = w.tix.continuedIn()
-	info, ok := w.derive(c.id, c.path, &win, "", c.hasSideDir)
+	w.Index(&win)
+	e.contIn, _ = w.ContinuedIn()
+	info, ok := w.Derive(c.ID, c.Path, &win, "", c.HasSideDir)
 	if !ok {
 		return e, nil
 	}
 	e.listed = true
-	e.recCwd, e.recFound = w.recCwd, w.recFound
+	e.recCwd, e.recFound = w.RelocatedCwd()
 	if !e.recFound {
-		e.recCwd, e.recFound = liteFirstParsed(win.head, "cwd")
+		e.recCwd, e.recFound = listing.FirstParsed(win.Head, "cwd")
 	}
-	e.life = ixLifeOf(win.tail, info.LastEntryTail)
+	e.life = lifeOf(win.Tail, info.LastEntryTail)
 	info.Path, info.ProjectDir, info.ProjectPath, info.LastEntryTail = "", "", "", nil
 	e.info = info
 	return e, nil
 }
 
-// ixParallel runs fn(i) for i in [0,n) on GOMAXPROCS goroutines.
-func ixParallel(ctx context.Context, n int, fn func(i int)) {
+// parallel runs fn(i) for i in [0,n) on GOMAXPROCS goroutines.
+func parallel(ctx context.Context, n int, fn func(i int)) {
 	_ = durable.Each(ctx, runtime.GOMAXPROCS(0), n, func(_ context.Context, i int) error { fn(i); return nil })
 }

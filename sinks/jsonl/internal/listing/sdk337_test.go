@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestSDK337FixturesListing(t *testing.T) {
 	for _, id := range jsonltest.SDK337Sessions(t, cfg) {
 		ids[id] = jsonltest.SDK337Cwd
 	}
-	lstCompare(t, p, cfg, lstQueriesFor([]string{jsonltest.SDK337Cwd}, ids))
+	compareWithSDK(t, p, cfg, queriesFor([]string{jsonltest.SDK337Cwd}, ids))
 
 	// The rules themselves, so that a listing that agrees with the SDK for
 	// another reason does not pass unnoticed.
@@ -59,12 +59,4 @@ func TestSDK337FixturesListing(t *testing.T) {
 			t.Errorf("%s: sidecar title %q, want %q", id, got, want)
 		}
 	}
-}
-
-// TestIndexEqualsListOnSDK337Fixtures: the index keeps what the 0.3.337
-// programmatic filter needs (the nested flag), so a listing from the index
-// hides what List hides.
-func TestIndexEqualsListOnSDK337Fixtures(t *testing.T) {
-	ixNoRacy(t)
-	ixCompare(t, Layout{Layout: layout.Layout{ConfigDir: jsonltest.SDK337Config(t)}}, ixQueries([]string{jsonltest.SDK337Cwd}))
 }

@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 import (
 	"bytes"
@@ -8,24 +8,22 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/internal/peer"
-	"github.com/e0dc0000/scribe/internal/testenv"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
 // ---------------------------------------------------------------------------
 // Comparison with the SDK
 
-// lstQuery is one listSessions or getSessionInfo call.
-type lstQuery struct {
+// sdkQuery is one listSessions or getSessionInfo call.
+type sdkQuery struct {
 	Op             string `json:"op"` // "list" or "info"
 	Dir            string `json:"dir,omitempty"`
 	Session        string `json:"session,omitempty"`
@@ -35,14 +33,14 @@ type lstQuery struct {
 	NoProgrammatic bool   `json:"noProgrammatic,omitempty"`
 }
 
-func (q lstQuery) String() string {
+func (q sdkQuery) String() string {
 	b, _ := json.Marshal(q)
 	return string(b)
 }
 
-// lstBatchScript runs many queries in one node process (peer.mjs would
+// batchScript runs many queries in one node process (peer.mjs would
 // start one per query).
-const lstBatchScript = `
+const batchScript = `
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 const sdk = await import(pathToFileURL(process.env.SCRIBE_SDK_MJS).href);
@@ -64,19 +62,19 @@ for (const q of qs) {
 process.stdout.write(JSON.stringify(res));
 `
 
-// lstSDK answers the queries with the real SDK.
-func lstSDK(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) []json.RawMessage {
+// sdkAnswers answers the queries with the real SDK.
+func sdkAnswers(t *testing.T, p *peer.Peer, configDir string, qs []sdkQuery) []json.RawMessage {
 	t.Helper()
 	var out []json.RawMessage
-	p.Script(t, configDir, lstBatchScript, qs, &out)
+	p.Script(t, configDir, batchScript, qs, &out)
 	if len(out) != len(qs) {
 		t.Fatalf("sdk batch: %d answers for %d queries", len(out), len(qs))
 	}
 	return out
 }
 
-// lstGo answers one query with scribe.
-func lstGo(t *testing.T, configDir string, q lstQuery) json.RawMessage {
+// goAnswer answers one query with scribe.
+func goAnswer(t *testing.T, configDir string, q sdkQuery) json.RawMessage {
 	t.Helper()
 	l := Layout{Layout: layout.Layout{ConfigDir: configDir}}
 	var v any
@@ -97,7 +95,7 @@ func lstGo(t *testing.T, configDir string, q lstQuery) json.RawMessage {
 	return b
 }
 
-func lstDecode(t *testing.T, raw json.RawMessage) any {
+func decodeAnswer(t *testing.T, raw json.RawMessage) any {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -108,11 +106,11 @@ func lstDecode(t *testing.T, raw json.RawMessage) any {
 	return v
 }
 
-// lstSame compares two answers as JSON values (objects compared by key, so
+// sameAnswer compares two answers as JSON values (objects compared by key, so
 // key order does not matter) and reports the differing fields.
-func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
+func sameAnswer(t *testing.T, what string, want, got json.RawMessage) bool {
 	t.Helper()
-	w, g := lstDecode(t, want), lstDecode(t, got)
+	w, g := decodeAnswer(t, want), decodeAnswer(t, got)
 	if reflect.DeepEqual(w, g) {
 		return true
 	}
@@ -150,7 +148,7 @@ func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
 			wv, wh := wi[k]
 			gv, gh := gi[k]
 			if wh != gh || !reflect.DeepEqual(wv, gv) {
-				fmt.Fprintf(&msg, "      %s: sdk %s / scribe %s\n", k, lstShow(wv, wh), lstShow(gv, gh))
+				fmt.Fprintf(&msg, "      %s: sdk %s / scribe %s\n", k, showValue(wv, wh), showValue(gv, gh))
 			}
 		}
 	}
@@ -158,7 +156,7 @@ func lstSame(t *testing.T, what string, want, got json.RawMessage) bool {
 	return false
 }
 
-func lstShow(v any, present bool) string {
+func showValue(v any, present bool) string {
 	if !present {
 		return "(absent)"
 	}
@@ -169,14 +167,14 @@ func lstShow(v any, present bool) string {
 	return s
 }
 
-// lstCompare runs every query through both and compares.
-func lstCompare(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) {
+// compareWithSDK runs every query through both and compares.
+func compareWithSDK(t *testing.T, p *peer.Peer, configDir string, qs []sdkQuery) {
 	t.Helper()
-	sdk := lstSDK(t, p, configDir, qs)
+	sdk := sdkAnswers(t, p, configDir, qs)
 	t.Logf("comparing %d listSessions/getSessionInfo answers with the SDK", len(qs))
 	bad := 0
 	for i, q := range qs {
-		if !lstSame(t, q.String(), sdk[i], lstGo(t, configDir, q)) {
+		if !sameAnswer(t, q.String(), sdk[i], goAnswer(t, configDir, q)) {
 			if bad++; bad > 10 {
 				t.Fatalf("too many differences")
 			}
@@ -184,11 +182,11 @@ func lstCompare(t *testing.T, p *peer.Peer, configDir string, qs []lstQuery) {
 	}
 }
 
-// lstQueriesFor is the standard set: every listing variant for the whole
+// queriesFor is the standard set: every listing variant for the whole
 // config and for each project path, and getSessionInfo for every id with
 // and without the project path.
-func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
-	qs := []lstQuery{
+func queriesFor(projects []string, ids map[string]string) []sdkQuery {
+	qs := []sdkQuery{
 		{Op: "list"},
 		{Op: "list", NoProgrammatic: true},
 		{Op: "list", Limit: 3},
@@ -197,11 +195,11 @@ func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
 	}
 	for _, d := range projects {
 		qs = append(qs,
-			lstQuery{Op: "list", Dir: d},
-			lstQuery{Op: "list", Dir: d, NoWorktrees: true},
-			lstQuery{Op: "list", Dir: d, NoProgrammatic: true},
-			lstQuery{Op: "list", Dir: d, Limit: 2},
-			lstQuery{Op: "list", Dir: d, Limit: 2, Offset: 1},
+			sdkQuery{Op: "list", Dir: d},
+			sdkQuery{Op: "list", Dir: d, NoWorktrees: true},
+			sdkQuery{Op: "list", Dir: d, NoProgrammatic: true},
+			sdkQuery{Op: "list", Dir: d, Limit: 2},
+			sdkQuery{Op: "list", Dir: d, Limit: 2, Offset: 1},
 		)
 	}
 	var sorted []string
@@ -210,7 +208,7 @@ func lstQueriesFor(projects []string, ids map[string]string) []lstQuery {
 	}
 	sort.Strings(sorted)
 	for _, id := range sorted {
-		qs = append(qs, lstQuery{Op: "info", Session: id}, lstQuery{Op: "info", Session: id, Dir: ids[id]})
+		qs = append(qs, sdkQuery{Op: "info", Session: id}, sdkQuery{Op: "info", Session: id, Dir: ids[id]})
 	}
 	return qs
 }
@@ -242,7 +240,7 @@ func TestListMatchesSDKOnFixture(t *testing.T) {
 		}
 		wb, _ := json.Marshal(want)
 		gb, _ := json.Marshal(got)
-		lstSame(t, what, wb, gb)
+		sameAnswer(t, what, wb, gb)
 	}
 	all := sessions.ListOptions{IncludeWorktrees: true, IncludeProgrammatic: true}
 	check("list all", p.List(t, cfg, ""), all)
@@ -275,7 +273,7 @@ func TestListMatchesSDKOnFixture(t *testing.T) {
 				wb, _ = json.Marshal(want.Raw)
 			}
 			gb, _ := json.Marshal(got)
-			lstSame(t, fmt.Sprintf("info %s (%s) dir=%q", role, id, dir), wb, gb)
+			sameAnswer(t, fmt.Sprintf("info %s (%s) dir=%q", role, id, dir), wb, gb)
 		}
 	}
 	// The sidechain-only file is neither listed nor described.
@@ -284,101 +282,16 @@ func TestListMatchesSDKOnFixture(t *testing.T) {
 	}
 }
 
-// lstLayCorpus lays out every Claude Code transcript of the real corpus in
-// Claude Code's layout: projects/<SanitizePath(first cwd)>/<name>, subagent
-// files under their session's folder. Codex files (no "sessionId" key) are
-// skipped and counted. Files get distinct mtimes with sub-millisecond
-// parts. It returns the project path of each session id.
-func lstLayCorpus(t *testing.T, cfg string) (ids map[string]string, projects []string, codex, files int) {
-	t.Helper()
-	src := testenv.CorpusDir(t)
-	cwdRE := regexp.MustCompile(`"cwd":\s*"((?:[^"\\]|\\.)*)"`)
-	ids = map[string]string{}
-	seenProj := map[string]bool{}
-	type sub struct{ path, sid, cwd string }
-	var subs []sub
-	n := 0
-	place := func(from, to string) {
-		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(to); err == nil {
-			t.Fatalf("corpus layout: %s twice", to)
-		}
-		data, err := os.ReadFile(from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(to, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		mt := time.Unix(1760000000+int64(n)*3600, int64(n)*7919777%1e9)
-		n++
-		files++
-		if err := os.Chtimes(to, mt, mt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sessionDir := map[string]string{}
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if !bytes.Contains(data, []byte(`"sessionId"`)) {
-			codex++
-			return nil
-		}
-		cwd := "/corpus/no-cwd"
-		if m := cwdRE.FindSubmatch(data); m != nil {
-			if err := json.Unmarshal(append(append([]byte{'"'}, m[1]...), '"'), &cwd); err != nil {
-				return err
-			}
-		}
-		if filepath.Base(filepath.Dir(path)) == "subagents" {
-			subs = append(subs, sub{path, filepath.Base(filepath.Dir(filepath.Dir(path))), cwd})
-			return nil
-		}
-		dir := Layout{Layout: layout.Layout{ConfigDir: cfg}}.ProjectDir(cwd)
-		name := filepath.Base(path)
-		place(path, filepath.Join(dir, name))
-		if id := strings.TrimSuffix(name, ".jsonl"); claudedir.IsSessionID(id) {
-			ids[id] = cwd
-			sessionDir[id] = dir
-		}
-		if !seenProj[cwd] {
-			seenProj[cwd] = true
-			projects = append(projects, cwd)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range subs {
-		dir, ok := sessionDir[s.sid]
-		if !ok {
-			dir = Layout{Layout: layout.Layout{ConfigDir: cfg}}.ProjectDir(s.cwd)
-		}
-		place(s.path, filepath.Join(dir, s.sid, "subagents", filepath.Base(s.path)))
-	}
-	sort.Strings(projects)
-	return ids, projects, codex, files
-}
-
 func TestListMatchesSDKOnRealCorpus(t *testing.T) {
 	p := peer.Find(t)
 	cfg := filepath.Join(t.TempDir(), "cfg")
-	ids, projects, codex, files := lstLayCorpus(t, cfg)
+	ids, projects, codex, files := jsonltest.LayCorpus(t, cfg)
 	t.Logf("corpus: %d Claude Code files laid out (%d UUID-named sessions in %d projects, the rest subagent or non-UUID files); %d Codex files skipped",
 		files, len(ids), len(projects), codex)
 	if len(ids) < 20 {
 		t.Fatalf("corpus: only %d sessions", len(ids))
 	}
-	lstCompare(t, p, cfg, lstQueriesFor(projects, ids))
+	compareWithSDK(t, p, cfg, queriesFor(projects, ids))
 }
 
 func TestListMatchesSDKOnBulk(t *testing.T) {
@@ -390,23 +303,23 @@ func TestListMatchesSDKOnBulk(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := p.GenBulk(t, cfg, cwd, 300, 50_000, 3)
-	qs := []lstQuery{
+	qs := []sdkQuery{
 		{Op: "list"}, {Op: "list", Dir: cwd}, {Op: "list", Dir: cwd, Limit: 50, Offset: 10},
 		{Op: "list", Limit: 7, Offset: 290},
 	}
 	start := time.Now()
-	sdk := lstSDK(t, p, cfg, qs)
+	sdk := sdkAnswers(t, p, cfg, qs)
 	sdkTime := time.Since(start)
 	start = time.Now()
 	var got []json.RawMessage
 	for _, q := range qs {
-		got = append(got, lstGo(t, cfg, q))
+		got = append(got, goAnswer(t, cfg, q))
 	}
 	goTime := time.Since(start)
 	t.Logf("bulk: %d sessions, %d bytes; 4 queries: SDK %v (one node process), scribe %v",
 		res.Sessions, res.TotalBytes, sdkTime.Round(time.Millisecond), goTime.Round(time.Millisecond))
 	for i, q := range qs {
-		lstSame(t, q.String(), sdk[i], got[i])
+		sameAnswer(t, q.String(), sdk[i], got[i])
 	}
 	var all []sessions.Info
 	if err := json.Unmarshal(got[0], &all); err != nil || len(all) != 300 {
@@ -417,105 +330,10 @@ func TestListMatchesSDKOnBulk(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Hand-made sessions, one per rule
 
-// lstSession writes one transcript line by line.
-type lstSession struct {
-	id, cwd, branch, entry string
-	t                      time.Time
-	n                      int
-	lines                  []string
-	extraTop               string // inserted at the start of every chain row
-}
-
-var lstSeq int
-
-func lstID() string {
-	lstSeq++
-	return fmt.Sprintf("%08x-1111-4222-8333-%012x", lstSeq, lstSeq*7919)
-}
-
-func lstNew(cwd string) *lstSession {
-	return &lstSession{id: lstID(), cwd: cwd, branch: "main", entry: "cli",
-		t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
-}
-
-func lstQ(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func (s *lstSession) uuid() string {
-	s.n++
-	return fmt.Sprintf("%08x-aaaa-4bbb-8ccc-%012x", s.n, lstSeq)
-}
-
-func (s *lstSession) ts() string {
-	s.t = s.t.Add(1500 * time.Millisecond)
-	return s.t.Format("2006-01-02T15:04:05.000Z")
-}
-
-func (s *lstSession) tail() string {
-	return fmt.Sprintf(`"userType":"external","entrypoint":%s,"cwd":%s,"sessionId":%s,"version":"2.1.332","gitBranch":%s}`,
-		lstQ(s.entry), lstQ(s.cwd), lstQ(s.id), lstQ(s.branch))
-}
-
-// user appends a user row; content is a string or blocks; extra is
-// inserted before "type" (e.g. `"isMeta":true,`).
-func (s *lstSession) user(content any, extra string) *lstSession {
-	s.lines = append(s.lines, fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,%s%s"type":"user","message":{"role":"user","content":%s},"uuid":%s,"timestamp":%s,`,
-		s.extraTop, extra, lstQ(content), lstQ(s.uuid()), lstQ(s.ts()))+s.tail())
-	return s
-}
-
-func (s *lstSession) assistant(text string) *lstSession {
-	s.lines = append(s.lines, fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,%s"message":{"model":"claude-sonnet-4-5","id":"msg_01x","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null},"type":"assistant","uuid":%s,"timestamp":%s,`,
-		s.extraTop, lstQ(text), lstQ(s.uuid()), lstQ(s.ts()))+s.tail())
-	return s
-}
-
-func (s *lstSession) raw(line string) *lstSession {
-	s.lines = append(s.lines, line)
-	return s
-}
-
-func (s *lstSession) meta(typ, key, val string) *lstSession {
-	return s.raw(fmt.Sprintf(`{"type":%s,%s:%s,"sessionId":%s}`, lstQ(typ), lstQ(key), lstQ(val), lstQ(s.id)))
-}
-
-// filler adds assistant rows until the transcript has grown by n bytes.
-func (s *lstSession) filler(n int) *lstSession {
-	word := "lorem ipsum dolor sit amet consectetur "
-	for n > 0 {
-		s.assistant(strings.Repeat(word, 25))
-		n -= len(s.lines[len(s.lines)-1]) + 1
-	}
-	return s
-}
-
-func (s *lstSession) text() string { return strings.Join(s.lines, "\n") + "\n" }
-
-// lstWrite writes data as <dir>/<name> with the given mtime.
-func lstWrite(t *testing.T, dir, name, data string, mtime time.Time) string {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, mtime, mtime); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// lstCase is one hand-made session and what its listing entry must hold.
-type lstCase struct {
+// ruleCase is one hand-made session and what its listing entry must hold.
+type ruleCase struct {
 	name   string
-	s      *lstSession
+	s      *jsonltest.Session
 	file   string         // raw content instead of s.text()
 	id     string         // file name without .jsonl when not s.id
 	proj   string         // project path of the folder (default: the rules project)

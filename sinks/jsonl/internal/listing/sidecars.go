@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// The lite listing: titles, archive marks and the last prompt's time (see listing.go).
+// The listing: titles, archive marks and the last prompt's time (see listing.go).
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 // sidecarTitle is <id>/custom-title.json's customTitle, cleaned as the SDK
 // cleans it ("" when absent or invalid).
-func (w *liteWorker) sidecarTitle(path string) string {
+func (w *Worker) sidecarTitle(path string) string {
 	raw, err := layout.ReadFileFS(w.fsys, path)
 	if err != nil {
 		return ""
@@ -34,15 +34,15 @@ func (w *liteWorker) sidecarTitle(path string) string {
 	return transcript.CleanSidecarTitle(t)
 }
 
-var liteISODateTime = sync.OnceValue(func() *regexp.Regexp {
+var isoDateTime = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$`)
 })
 
 // archived reads <id>/archived.json ({archived: bool, at: ISO datetime},
 // at most 4096 bytes, not a symlink) and applies the SDK's rule: archived
 // stays true unless a prompt in either window is newer than "at".
-func (w *liteWorker) archived(path string, win *liteWin) *bool {
-	f, err := liteOpenFile(w.fsys, path)
+func (w *Worker) archived(path string, win *Win) *bool {
+	f, err := openFile(w.fsys, path)
 	if err != nil {
 		return nil
 	}
@@ -67,25 +67,25 @@ func (w *liteWorker) archived(path string, win *liteWin) *bool {
 		return nil
 	}
 	at, ok := jsonv.GetString(obj, "at")
-	if !ok || !liteISODateTime().MatchString(at) {
+	if !ok || !isoDateTime().MatchString(at) {
 		return nil
 	}
-	atMs, ok := liteDateParse(at)
+	atMs, ok := DateParse(at)
 	if !ok {
 		return nil
 	}
 	res := string(a) == "true"
 	if res {
-		newer := litePromptAfter(win.tail, atMs) || (!bytes.Equal(win.head, win.tail) && litePromptAfter(win.head, atMs))
+		newer := promptAfter(win.Tail, atMs) || (!bytes.Equal(win.Head, win.Tail) && promptAfter(win.Head, atMs))
 		res = !newer
 	}
 	return &res
 }
 
-// litePromptAfter: some line of win is a prompt (a user row or a
+// promptAfter: some line of win is a prompt (a user row or a
 // queued_command attachment, as the SDK's schema accepts them) sent after
 // atMs.
-func litePromptAfter(win []byte, atMs int64) bool {
+func promptAfter(win []byte, atMs int64) bool {
 	for len(win) > 0 {
 		line := win
 		if i := bytes.IndexByte(win, '\n'); i >= 0 {
@@ -103,16 +103,16 @@ func litePromptAfter(win []byte, atMs int64) bool {
 		if !ok || obj[0] != '{' {
 			continue
 		}
-		if t, ok := litePromptTime(obj); ok && t > atMs {
+		if t, ok := promptTime(obj); ok && t > atMs {
 			return true
 		}
 	}
 	return false
 }
 
-// litePromptTime is the SDK's "when was this prompt sent": the timestamp of
+// promptTime is the SDK's "when was this prompt sent": the timestamp of
 // a human prompt row, validated against its schema.
-func litePromptTime(obj []byte) (int64, bool) {
+func promptTime(obj []byte) (int64, bool) {
 	typ, ok := jsonv.GetString(obj, "type")
 	if !ok {
 		return 0, false
@@ -125,9 +125,9 @@ func litePromptTime(obj []byte) (int64, bool) {
 	var hasContent bool
 	switch typ {
 	case "user":
-		content, hasContent, origin, ok = litePromptUser(obj)
+		content, hasContent, origin, ok = promptUser(obj)
 	case "attachment":
-		content, hasContent, origin, ok = litePromptAttachment(obj)
+		content, hasContent, origin, ok = promptAttachment(obj)
 	default:
 		return 0, false
 	}
@@ -139,22 +139,22 @@ func litePromptTime(obj []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	if !litePromptOfBlocks(content, hasContent, origin) {
+	if !promptOfBlocks(content, hasContent, origin) {
 		return 0, false
 	}
-	return liteDateParse(ts)
+	return DateParse(ts)
 }
 
-// litePromptUser is litePromptTime's test of a user row: its content and
+// promptUser is promptTime's test of a user row: its content and
 // origin, and whether it may be a prompt.
-func litePromptUser(obj []byte) (content []byte, hasContent bool, origin []byte, ok bool) {
+func promptUser(obj []byte) (content []byte, hasContent bool, origin []byte, ok bool) {
 	msg, ok := jsonv.Get(obj, "message")
 	if !ok || msg[0] != '{' {
 		return nil, false, nil, false
 	}
 	content, hasContent = jsonv.Get(msg, "content")
 	if o, ok := jsonv.Get(obj, "origin"); ok {
-		if !liteValidOrigin(o) {
+		if !validOrigin(o) {
 			return nil, false, nil, false
 		}
 		origin = o
@@ -176,17 +176,17 @@ func litePromptUser(obj []byte) (content []byte, hasContent bool, origin []byte,
 	if v, ok := jsonv.Get(obj, "toolUseResult"); ok && string(v) != "null" {
 		return nil, false, nil, false
 	}
-	if !liteFalseOnly(obj, "isCompactSummary", "isSidechain", "isVirtual", "isVisibleInTranscriptOnly",
+	if !falseOnly(obj, "isCompactSummary", "isSidechain", "isVirtual", "isVisibleInTranscriptOnly",
 		"isMeta", "textNotTyped", "handedOff", "queueSkipAttachments") {
 		return nil, false, nil, false
 	}
 	return content, hasContent, origin, true
 }
 
-// litePromptAttachment is litePromptTime's test of an attachment row (a
+// promptAttachment is promptTime's test of an attachment row (a
 // queued command): its prompt and origin, and whether it may be a prompt.
-func litePromptAttachment(obj []byte) (content []byte, hasContent bool, origin []byte, ok bool) {
-	if !liteFalseOnly(obj, "isSidechain") {
+func promptAttachment(obj []byte) (content []byte, hasContent bool, origin []byte, ok bool) {
+	if !falseOnly(obj, "isSidechain") {
 		return nil, false, nil, false
 	}
 	att, ok := jsonv.Get(obj, "attachment")
@@ -198,7 +198,7 @@ func litePromptAttachment(obj []byte) (content []byte, hasContent bool, origin [
 	}
 	content, hasContent = jsonv.Get(att, "prompt")
 	if o, ok := jsonv.Get(att, "origin"); ok {
-		if !liteValidOrigin(o) {
+		if !validOrigin(o) {
 			return nil, false, nil, false
 		}
 		origin = o
@@ -209,14 +209,14 @@ func litePromptAttachment(obj []byte) (content []byte, hasContent bool, origin [
 			return nil, false, nil, false
 		}
 	}
-	if !liteFalseOnly(att, "isMeta") {
+	if !falseOnly(att, "isMeta") {
 		return nil, false, nil, false
 	}
 	return content, hasContent, origin, true
 }
 
-// liteFalseOnly reports whether each of keys is absent from o or false.
-func liteFalseOnly(o []byte, keys ...string) bool {
+// falseOnly reports whether each of keys is absent from o or false.
+func falseOnly(o []byte, keys ...string) bool {
 	for _, k := range keys {
 		if v, ok := jsonv.Get(o, k); ok && string(v) != "false" {
 			return false
@@ -225,8 +225,8 @@ func liteFalseOnly(o []byte, keys ...string) bool {
 	return true
 }
 
-// liteValidOrigin: an origin is an object with a string kind.
-func liteValidOrigin(v []byte) bool {
+// validOrigin: an origin is an object with a string kind.
+func validOrigin(v []byte) bool {
 	if v[0] != '{' {
 		return false
 	}
@@ -234,9 +234,9 @@ func liteValidOrigin(v []byte) bool {
 	return ok
 }
 
-// litePromptOfBlocks is litePromptTime's test of the content: whether it
+// promptOfBlocks is promptTime's test of the content: whether it
 // makes the row a prompt.
-func litePromptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
+func promptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
 	// The blocks: a string is one text block; otherwise an array of
 	// objects with a string type, else none.
 	type block struct {
@@ -282,7 +282,7 @@ func litePromptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
 	} else {
 		var fb string
 		if hasContent {
-			_, prompt = litePromptOfContent(content, &fb)
+			_, prompt = promptOfContent(content, &fb)
 		}
 		for _, t := range texts {
 			prompt = prompt || strings.HasPrefix(t, "<command-message>")
@@ -296,7 +296,7 @@ func litePromptOfBlocks(content []byte, hasContent bool, origin []byte) bool {
 
 // lastEntry returns a copy of the last complete conversation row of the
 // tail window (see SessionInfo.LastEntryTail).
-func (x *liteIdx) lastEntry() []byte {
+func (x *keyIndex) lastEntry() []byte {
 	win, occ := x.win, x.pos[lkParentUUID]
 	// (The first line of a tail window may be cut; it does not parse.)
 	for line := range linesBack(win, occ) {
@@ -310,8 +310,8 @@ func (x *liteIdx) lastEntry() []byte {
 	return nil
 }
 
-// liteTruthy is JavaScript truthiness of a JSON value.
-func liteTruthy(v []byte) bool {
+// truthy is JavaScript truthiness of a JSON value.
+func truthy(v []byte) bool {
 	switch {
 	case string(v) == "null" || string(v) == "false" || string(v) == `""`:
 		return false

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"context"
@@ -14,18 +14,18 @@ import (
 )
 
 func TestIndexEncodingRoundTrip(t *testing.T) {
-	ixNoRacy(t)
-	l, _ := ixLayRules(t, t.TempDir())
+	noRacy(t)
+	l, _ := layRules(t, t.TempDir())
 	if _, err := l.RebuildIndex(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	x := &ixIndex{folders: ixLoadAll(t, l)}
-	a, b, n := ixEncode(x)
-	y, err := ixDecodeA(string(a), uint32(n))
+	x := &memIndex{folders: loadAll(t, l)}
+	a, b, n := encode(x)
+	y, err := decodeA(string(a), uint32(n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lives, err := ixDecodeB(b, len(y.listed))
+	lives, err := decodeB(b, len(y.listed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,36 +39,36 @@ func TestIndexEncodingRoundTrip(t *testing.T) {
 }
 
 func FuzzIndexDecode(f *testing.F) {
-	x := &ixIndex{folders: map[string]map[string]*ixEntry{}}
+	x := &memIndex{folders: map[string]map[string]*entry{}}
 	ca := int64(1)
-	x.put("-p", "a.jsonl", &ixEntry{key: ixKey{present: true, size: 10, mtime: 2, ctime: 3, ino: 4}, listed: true,
+	x.put("-p", "a.jsonl", &entry{key: fileKey{present: true, size: 10, mtime: 2, ctime: 3, ino: 4}, listed: true,
 		info: sessions.Info{SessionID: "a", Summary: "s", CreatedAt: &ca}, recCwd: "/p", recFound: true,
-		life: &ixLife{tail: []byte(`{"type":"user"}`), model: "m", tools: []string{"Bash"}, lastTSok: true, lastTS: 5, class: core.InterruptedTurn, state: core.StateRunning}})
-	x.put("-p", "b.jsonl", &ixEntry{key: ixKey{present: true}, sideDir: true, sideArch: ixKey{present: true, size: 1}})
-	a, b, n := ixEncode(x)
+		life: &lifecycle{tail: []byte(`{"type":"user"}`), model: "m", tools: []string{"Bash"}, lastTSok: true, lastTS: 5, class: core.InterruptedTurn, state: core.StateRunning}})
+	x.put("-p", "b.jsonl", &entry{key: fileKey{present: true}, sideDir: true, sideArch: fileKey{present: true, size: 1}})
+	a, b, n := encode(x)
 	f.Add(a, b, uint32(n), 1)
 	f.Add([]byte{}, []byte{}, uint32(0), 0)
-	f.Add((&ixHeader{count: 1, lenA: 3}).encode(), []byte{0xff, 0xff}, uint32(1), 2)
+	f.Add((&header{count: 1, lenA: 3}).encode(), []byte{0xff, 0xff}, uint32(1), 2)
 	f.Fuzz(func(t *testing.T, a, b []byte, count uint32, listed int) {
-		if x, err := ixDecodeA(string(a), count); err == nil && x == nil {
+		if x, err := decodeA(string(a), count); err == nil && x == nil {
 			t.Fatal("nil index without an error")
 		}
 		n := listed % 1000
-		lives, err := ixDecodeB(b, n)
+		lives, err := decodeB(b, n)
 		if err == nil && len(lives) != n {
 			t.Fatalf("decoded %d lives for a count of %d", len(lives), n)
 		}
 		if n < 0 && err == nil {
 			t.Fatal("a negative count was accepted")
 		}
-		_, _ = ixDecodeHeader(a)
+		_, _ = decodeHeader(a)
 	})
 }
 
 // A fork (its first chain row carries forkedFrom) is marked Forked, by the
 // files and by the index after it was saved; a plain session is not.
 func TestListingMarksForks(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	l := Layout{Layout: layout.Layout{ConfigDir: t.TempDir()}}
 	dir := l.ProjectDir("/p")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -93,7 +93,7 @@ func TestListingMarksForks(t *testing.T) {
 		}
 	}
 	opt := sessions.ListOptions{IncludeProgrammatic: true}
-	infos, err := l.List(context.Background(), opt)
+	infos, err := l.listing().List(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

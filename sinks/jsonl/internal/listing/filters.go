@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// The lite listing: which sessions a listing keeps (see listing.go).
+// The listing: which sessions a listing keeps (see listing.go).
 
 import (
 	"bytes"
@@ -21,49 +21,49 @@ import (
 // programmaticFields returns the entrypoint (first in the head, else last
 // in the tail), the sessionKind of the first head line holding
 // "parentUuid": (the whole head when none does), whether the session is a
-// nested (child) session (see liteNested), and whether that first line
+// nested (child) session (see isNested), and whether that first line
 // carries "forkedFrom" (the SDK's forkSession and Claude Code's /branch
 // write it on every row they copy).
-func (w *liteWorker) programmaticFields(win *liteWin) (entrypoint, kind string, nested, forked bool) {
-	ep, ok := liteFirstValue(win.head, &liteKeyEntrypoint)
+func (w *Worker) programmaticFields(win *Win) (entrypoint, kind string, nested, forked bool) {
+	ep, ok := firstValue(win.Head, &keyEntrypoint)
 	if !ok {
 		ep, _ = w.tix.lastValue(lkEntrypoint)
 	}
-	scope := win.head
-	if p := liteParentUUID.index(win.head, 0); p >= 0 {
-		ls := bytes.LastIndexByte(win.head[:p], '\n') + 1
-		le := len(win.head)
-		if e := bytes.IndexByte(win.head[p:], '\n'); e >= 0 {
+	scope := win.Head
+	if p := parentUUIDPat.index(win.Head, 0); p >= 0 {
+		ls := bytes.LastIndexByte(win.Head[:p], '\n') + 1
+		le := len(win.Head)
+		if e := bytes.IndexByte(win.Head[p:], '\n'); e >= 0 {
 			le = p + e
 		}
-		scope = win.head[ls:le]
+		scope = win.Head[ls:le]
 		forked = bytes.Contains(scope, []byte(`"forkedFrom":`))
 	}
-	kind, _ = liteFirstValue(scope, &liteKeySessionKind)
+	kind, _ = firstValue(scope, &keySessionKind)
 	tailLast := -1
 	if occ := w.tix.pos[lkParentUUID]; len(occ) > 0 {
 		tailLast = occ[len(occ)-1]
 	}
-	return ep, kind, liteNested(win.head, win.tail, tailLast), forked
+	return ep, kind, isNested(win.Head, win.Tail, tailLast), forked
 }
 
-func liteProgrammatic(entrypoint, kind string, nested bool) bool {
+func programmatic(entrypoint, kind string, nested bool) bool {
 	return sessions.Programmatic(entrypoint, kind, nested)
 }
 
-// liteNested is the SDK's (0.3.337) test for a child session, which
+// isNested is the SDK's (0.3.337) test for a child session, which
 // Claude Code 2.1.337 marks with "nestedSession":true in every entry's
 // envelope: both the head's first "parentUuid": and the tail's last one
 // (tailLast; -1 when the tail has none, which tests the tail's first line)
 // are followed on their line by a "userType": after whose last occurrence
 // comes "nestedSession":true.
-func liteNested(head, tail []byte, tailLast int) bool {
-	first := liteParentUUID.index(head, 0)
-	return first >= 0 && liteNestedAt(head, first) && liteNestedAt(tail, tailLast)
+func isNested(head, tail []byte, tailLast int) bool {
+	first := parentUUIDPat.index(head, 0)
+	return first >= 0 && nestedAt(head, first) && nestedAt(tail, tailLast)
 }
 
-// liteNestedAt tests the rest of win's line from at (0 when at < 0).
-func liteNestedAt(win []byte, at int) bool {
+// nestedAt tests the rest of win's line from at (0 when at < 0).
+func nestedAt(win []byte, at int) bool {
 	at = max(at, 0)
 	seg := win[at:]
 	if e := bytes.IndexByte(seg, '\n'); e >= 0 {
@@ -76,7 +76,7 @@ func liteNestedAt(win []byte, at int) bool {
 // continuedIn is the SDK's continued-in check: the newest
 // {"type":"continued-in","continuedInSessionId":<uuid>} line of the tail,
 // unless a finished assistant reply or a real user prompt comes after it.
-func (x *liteIdx) continuedIn() (string, bool) {
+func (x *keyIndex) continuedIn() (string, bool) {
 	tail := x.win
 	found := false
 	for _, p := range x.pos[lkType] {
@@ -93,7 +93,7 @@ func (x *liteIdx) continuedIn() (string, bool) {
 		ls := bytes.LastIndexByte(tail[:end], '\n')
 		line := tail[ls+1 : end]
 		end = ls
-		if id, decided := liteContinuedLine(line); decided {
+		if id, decided := continuedLine(line); decided {
 			return id, id != ""
 		}
 		if ls < 0 {
@@ -103,10 +103,10 @@ func (x *liteIdx) continuedIn() (string, bool) {
 	return "", false
 }
 
-// liteContinuedLine is continuedIn's test of one line: a continued-in row
+// continuedLine is continuedIn's test of one line: a continued-in row
 // decides (its id, or "" when the id is not a session id), and so does a
 // finished turn (""); decided is false for any other line.
-func liteContinuedLine(line []byte) (id string, decided bool) {
+func continuedLine(line []byte) (id string, decided bool) {
 	isCont := bytes.Contains(line, []byte(`"type":"continued-in"`))
 	isChat := bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"type":"assistant"`))
 	if !isCont && !isChat {
@@ -126,12 +126,12 @@ func liteContinuedLine(line []byte) (id string, decided bool) {
 			return id, true
 		}
 	}
-	return "", isChat && liteFinishedTurn(obj)
+	return "", isChat && finishedTurn(obj)
 }
 
-// liteFinishedTurn: an assistant row that is not an API error and has a
+// finishedTurn: an assistant row that is not an API error and has a
 // string stop_reason, or a user row that yields a prompt.
-func liteFinishedTurn(obj []byte) bool {
+func finishedTurn(obj []byte) bool {
 	if t, ok := jsonv.GetString(obj, "type"); ok && t == "assistant" {
 		valid := true
 		apiErr := false
@@ -163,26 +163,26 @@ func liteFinishedTurn(obj []byte) bool {
 		}
 	}
 	var fb string
-	_, ok := litePromptOfEntry(obj, &fb)
+	_, ok := promptOfEntry(obj, &fb)
 	return ok
 }
 
-// continuedTargetLive is the SDK's test that the continuation exists: its
+// ContinuedTargetLive is the SDK's test that the continuation exists: its
 // windows hold "parentUuid":, or (for a file over 64 KiB) the first 16 MiB
 // do, or the file is longer than that.
-func (w *liteWorker) continuedTargetLive(path string) bool {
-	w2 := liteNewWorker(w.fsys)
-	win, ok, _ := w2.read(path)
+func (w *Worker) ContinuedTargetLive(path string) bool {
+	w2 := newWorker(w.fsys)
+	win, ok, _ := w2.Read(path)
 	if !ok {
 		return false
 	}
-	if liteParentUUID.index(win.head, 0) >= 0 || liteParentUUID.index(win.tail, 0) >= 0 {
+	if parentUUIDPat.index(win.Head, 0) >= 0 || parentUUIDPat.index(win.Tail, 0) >= 0 {
 		return true
 	}
 	if win.size <= claudedir.ListWindow {
 		return false
 	}
-	f, err := liteOpenFile(w.fsys, path)
+	f, err := openFile(w.fsys, path)
 	if err != nil {
 		return false
 	}
@@ -191,7 +191,7 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 		return false
 	}
 	const chunk, maxScan = 1 << 20, 16 << 20
-	pat := liteParentUUID.pat
+	pat := parentUUIDPat.pat
 	buf := make([]byte, chunk+len(pat))
 	carry := 0
 	for off := int64(0); off < maxScan; {
@@ -210,9 +210,9 @@ func (w *liteWorker) continuedTargetLive(path string) bool {
 	return true
 }
 
-// liteUnderOwn: the recorded cwd is one of the project's own worktrees or
+// UnderOwn reports whether the recorded cwd is one of the project's own worktrees or
 // under one.
-func liteUnderOwn(cwd string, own []string) bool {
+func UnderOwn(cwd string, own []string) bool {
 	if own == nil {
 		return false
 	}
@@ -232,16 +232,18 @@ func liteUnderOwn(cwd string, own []string) bool {
 	return false
 }
 
-// liteCollision is the SDK's collision filter: a session whose recorded
+// Collision is the SDK's collision filter: a session whose recorded
 // cwd is a different, existing directory with the same sanitized name as
 // the project path belongs to that other directory.
-type liteCollision struct{}
+type Collision struct{}
 
-func (liteCollision) collides(recorded, projectPath string) bool {
-	if !liteSameNameOtherPath(recorded, projectPath) {
+// Collides reports whether a session recorded in recorded but stored in
+// projectPath's folder belongs to that other directory.
+func (Collision) Collides(recorded, projectPath string) bool {
+	if !sameNameOtherPath(recorded, projectPath) {
 		return false
 	}
-	if liteNetworkPath(recorded) || liteNetworkPath(projectPath) {
+	if networkPath(recorded) || networkPath(projectPath) {
 		return false
 	}
 	abs, err := filepath.Abs(recorded)
@@ -252,25 +254,25 @@ func (liteCollision) collides(recorded, projectPath string) bool {
 	if err != nil {
 		return false
 	}
-	return liteSameNameOtherPath(real, layout.Realpath(projectPath))
+	return sameNameOtherPath(real, layout.Realpath(projectPath))
 }
 
-func liteSameNameOtherPath(a, b string) bool {
+func sameNameOtherPath(a, b string) bool {
 	if claudedir.SanitizeFull(a) != claudedir.SanitizeFull(b) {
 		return false
 	}
 	return strings.ReplaceAll(a, `\`, "/") != strings.ReplaceAll(b, `\`, "/")
 }
 
-var liteDotDot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\\/])\.\.([\\/]|$)`) })
+var dotDot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\\/])\.\.([\\/]|$)`) })
 
-// liteNetworkPath approximates the SDK's network-path guards: UNC-style
+// networkPath approximates the SDK's network-path guards: UNC-style
 // paths, a ".." segment, /net, /Network and macOS special roots.
-func liteNetworkPath(p string) bool {
+func networkPath(p string) bool {
 	if len(p) >= 2 && (p[0] == '/' || p[0] == '\\') && (p[1] == '/' || p[1] == '\\') {
 		return true
 	}
-	if liteDotDot().MatchString(p) {
+	if dotDot().MatchString(p) {
 		return true
 	}
 	if !strings.HasPrefix(p, "/") {

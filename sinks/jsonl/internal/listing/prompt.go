@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// The lite listing: the first prompt (see listing.go).
+// The listing: the first prompt (see listing.go).
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ import (
 // ---------------------------------------------------------------------------
 // First prompt
 
-// liteFirstPrompt is the SDK's first-prompt rule over the head: the first
+// firstPrompt is the SDK's first-prompt rule over the head: the first
 // line holding "type":"user" without "tool_result", "isMeta":true or
 // "isCompactSummary":true that parses and yields a prompt text; else the
 // first <command-name> seen on the way.
-func liteFirstPrompt(head []byte) string {
+func firstPrompt(head []byte) string {
 	var fallback string
 	for len(head) > 0 {
 		line := head
@@ -27,31 +27,31 @@ func liteFirstPrompt(head []byte) string {
 		} else {
 			head = nil
 		}
-		if liteUserType.index(line, 0) < 0 && liteUserTypeSp.index(line, 0) < 0 {
+		if userTypePat.index(line, 0) < 0 && userTypeSpPat.index(line, 0) < 0 {
 			continue
 		}
-		if liteToolResult.index(line, 0) >= 0 ||
-			liteIsMetaTrue.index(line, 0) >= 0 || liteIsMetaTrueSp.index(line, 0) >= 0 ||
-			liteCompactTrue.index(line, 0) >= 0 || liteCompactTrueSp.index(line, 0) >= 0 {
+		if toolResultPat.index(line, 0) >= 0 ||
+			isMetaTruePat.index(line, 0) >= 0 || isMetaTrueSpPat.index(line, 0) >= 0 ||
+			compactTruePat.index(line, 0) >= 0 || compactTrueSpPat.index(line, 0) >= 0 {
 			continue
 		}
 		obj, ok := jsonv.Value(line)
 		if !ok || obj[0] != '{' {
 			continue
 		}
-		if p, ok := litePromptOfEntry(obj, &fallback); ok {
+		if p, ok := promptOfEntry(obj, &fallback); ok {
 			return p
 		}
 	}
 	return fallback
 }
 
-// litePromptOfEntry is the SDK's prompt extraction from one parsed entry:
+// promptOfEntry is the SDK's prompt extraction from one parsed entry:
 // a user entry that is not meta or a compact summary, whose content is a
 // string or blocks without a tool_result.
-func litePromptOfEntry(obj []byte, fallback *string) (string, bool) {
+func promptOfEntry(obj []byte, fallback *string) (string, bool) {
 	var vals [4][]byte
-	jsonv.Lookup(obj, litePromptKeys[:], vals[:])
+	jsonv.Lookup(obj, promptKeys[:], vals[:])
 	typ, isMeta, compact, msg := vals[0], vals[1], vals[2], vals[3]
 	if t, ok := jsonv.String(typ); !ok || t != "user" {
 		return "", false
@@ -59,29 +59,29 @@ func litePromptOfEntry(obj []byte, fallback *string) (string, bool) {
 	if string(isMeta) == "true" || string(compact) == "true" {
 		return "", false
 	}
-	if msg == nil || !liteTruthy(msg) {
+	if msg == nil || !truthy(msg) {
 		return "", false
 	}
 	var content []byte
 	if msg[0] == '{' {
 		content, _ = jsonv.Get(msg, "content")
 	}
-	return litePromptOfContent(content, fallback)
+	return promptOfContent(content, fallback)
 }
 
 var (
-	litePromptKeys    = [4]string{"type", "isMeta", "isCompactSummary", "message"}
-	liteUserType      = newLiteFinder(`"type":"user"`)
-	liteUserTypeSp    = newLiteFinder(`"type": "user"`)
-	liteToolResult    = newLiteFinder(`"tool_result"`)
-	liteIsMetaTrue    = newLiteFinder(`"isMeta":true`)
-	liteIsMetaTrueSp  = newLiteFinder(`"isMeta": true`)
-	liteCompactTrue   = newLiteFinder(`"isCompactSummary":true`)
-	liteCompactTrueSp = newLiteFinder(`"isCompactSummary": true`)
+	promptKeys       = [4]string{"type", "isMeta", "isCompactSummary", "message"}
+	userTypePat      = newFinder(`"type":"user"`)
+	userTypeSpPat    = newFinder(`"type": "user"`)
+	toolResultPat    = newFinder(`"tool_result"`)
+	isMetaTruePat    = newFinder(`"isMeta":true`)
+	isMetaTrueSpPat  = newFinder(`"isMeta": true`)
+	compactTruePat   = newFinder(`"isCompactSummary":true`)
+	compactTrueSpPat = newFinder(`"isCompactSummary": true`)
 )
 
-// litePromptOfContent runs the SDK's text rules over a message content.
-func litePromptOfContent(content []byte, fallback *string) (string, bool) {
+// promptOfContent runs the SDK's text rules over a message content.
+func promptOfContent(content []byte, fallback *string) (string, bool) {
 	var texts []string
 	switch {
 	case len(content) == 0:
@@ -109,16 +109,16 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 		if c == "" {
 			continue
 		}
-		if name, ok := liteCommandName(c); ok {
+		if name, ok := commandName(c); ok {
 			if *fallback == "" {
 				*fallback = name
 			}
 			continue
 		}
-		if in, ok := liteBashInput(c); ok {
+		if in, ok := bashInput(c); ok {
 			return "! " + transcript.JSTrim(in), true
 		}
-		if liteLooksLikeTag(c) {
+		if looksLikeTag(c) {
 			continue
 		}
 		if transcript.UTF16Len(c) > 200 {
@@ -129,7 +129,7 @@ func litePromptOfContent(content []byte, fallback *string) (string, bool) {
 	return "", false
 }
 
-func liteIndexFrom(s, sub string, from int) int {
+func indexFrom(s, sub string, from int) int {
 	if from < 0 {
 		from = 0
 	}
@@ -143,13 +143,13 @@ func liteIndexFrom(s, sub string, from int) int {
 	return from + i
 }
 
-// liteCommandName is /<command-name>(.*?)<\/command-name>/: '.' stops at
+// commandName is /<command-name>(.*?)<\/command-name>/: '.' stops at
 // JS line terminators.
-func liteCommandName(c string) (string, bool) {
+func commandName(c string) (string, bool) {
 	const open, end = "<command-name>", "</command-name>"
 	from := 0
 	for {
-		o := liteIndexFrom(c, open, from)
+		o := indexFrom(c, open, from)
 		if o < 0 {
 			return "", false
 		}
@@ -166,8 +166,8 @@ func liteCommandName(c string) (string, bool) {
 	}
 }
 
-// liteBashInput is /<bash-input>([\s\S]*?)<\/bash-input>/.
-func liteBashInput(c string) (string, bool) {
+// bashInput is /<bash-input>([\s\S]*?)<\/bash-input>/.
+func bashInput(c string) (string, bool) {
 	o := strings.Index(c, "<bash-input>")
 	if o < 0 {
 		return "", false
@@ -180,9 +180,9 @@ func liteBashInput(c string) (string, bool) {
 	return c[st : st+cl], true
 }
 
-// liteLooksLikeTag is the SDK's skip test
+// looksLikeTag is the SDK's skip test
 // /^(?:\s*<[a-z][\w-]*[\s>]|\[Request interrupted by user[^\]]*\])/.
-func liteLooksLikeTag(c string) bool {
+func looksLikeTag(c string) bool {
 	i := 0
 	for i < len(c) {
 		r, size := utf8.DecodeRuneInString(c[i:])
@@ -210,10 +210,10 @@ func liteLooksLikeTag(c string) bool {
 	return false
 }
 
-// liteMediaPlaceholder is the SDK's last resort title: "Image" or
+// mediaPlaceholder is the SDK's last resort title: "Image" or
 // "Document" for the first head line holding "type":"user" (not a
 // tool_result, not meta) with an image or document block.
-func liteMediaPlaceholder(head []byte) string {
+func mediaPlaceholder(head []byte) string {
 	for len(head) > 0 {
 		line := head
 		if i := bytes.IndexByte(head, '\n'); i >= 0 {

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"bytes"
@@ -23,53 +23,53 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/writer"
 )
 
-// ixRow is a conversation row for the status tests.
-type ixConv struct {
+// conv writes the rows of a conversation for the status tests.
+type conv struct {
 	id, cwd string
 	last    string
 	n       int
 	t       time.Time
 }
 
-func (c *ixConv) row(typ, own string) string {
+func (c *conv) row(typ, own string) string {
 	c.n++
 	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", c.n, c.n)
 	parent := "null"
 	if c.last != "" {
-		parent = lstQ(c.last)
+		parent = jsonltest.JSONString(c.last)
 	}
 	c.last = id
 	c.t = c.t.Add(time.Second)
 	return fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,%s,"type":%q,"uuid":%q,"timestamp":%q,"userType":"external","entrypoint":"cli","cwd":%s,"sessionId":%q,"version":"2.1.332"}`,
-		parent, own, typ, id, c.t.Format("2006-01-02T15:04:05.000Z"), lstQ(c.cwd), c.id)
+		parent, own, typ, id, c.t.Format("2006-01-02T15:04:05.000Z"), jsonltest.JSONString(c.cwd), c.id)
 }
 
-func (c *ixConv) prompt(text string) string {
-	return c.row("user", `"message":{"role":"user","content":`+lstQ(text)+`}`)
+func (c *conv) prompt(text string) string {
+	return c.row("user", `"message":{"role":"user","content":`+jsonltest.JSONString(text)+`}`)
 }
 
-func (c *ixConv) reply(text string) string {
-	return c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-opus-4-1","id":"msg_%d","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null}`, c.n, lstQ(text)))
+func (c *conv) reply(text string) string {
+	return c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-opus-4-1","id":"msg_%d","type":"message","role":"assistant","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null}`, c.n, jsonltest.JSONString(text)))
 }
 
-func (c *ixConv) toolUse(tool, id string) string {
+func (c *conv) toolUse(tool, id string) string {
 	return c.row("assistant", fmt.Sprintf(`"message":{"model":"claude-sonnet-4-5","id":"msg_%d","type":"message","role":"assistant","content":[{"type":"tool_use","id":%q,"name":%q,"input":{}}],"stop_reason":"tool_use","stop_sequence":null}`, c.n, id, tool))
 }
 
-func (c *ixConv) toolResult(id string) string {
+func (c *conv) toolResult(id string) string {
 	return c.row("user", fmt.Sprintf(`"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"ok"}]}`, id))
 }
 
-// ixStatus is the session's record through the index and without it;
+// statusOf is the session's record through the index and without it;
 // they must agree.
-func ixStatus(t *testing.T, l Layout, id string) sessions.Record {
+func statusOf(t *testing.T, l Layout, id string) sessions.Record {
 	t.Helper()
 	ctx := context.Background()
-	recs, _, err := l.ListRecords(ctx, ixAll)
+	recs, _, err := l.ListRecords(ctx, everyProject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := l.List(ctx, ixAll)
+	infos, err := l.listing().List(ctx, everyProject)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +90,11 @@ func ixStatus(t *testing.T, l Layout, id string) sessions.Record {
 }
 
 func TestIndexStatusTransitions(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	dir := t.TempDir()
 	l := Layout{Layout: layout.Layout{ConfigDir: dir}}
 	ctx := context.Background()
-	c := &ixConv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	c := &conv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
 	record := func(lines ...string) *writer.Sink {
 		t.Helper()
 		s, err := writer.New(writer.Options{ConfigDir: dir, Fsync: writer.FsyncBatch, DrainInterval: writer.DrainLocal})
@@ -114,7 +114,7 @@ func TestIndexStatusTransitions(t *testing.T) {
 	}
 	check := func(what string, want sessions.Status, class core.Interruption) sessions.Record {
 		t.Helper()
-		r := ixStatus(t, l, jsonltest.Sess)
+		r := statusOf(t, l, jsonltest.Sess)
 		if r.Status != want || r.Interruption != class {
 			t.Fatalf("%s: status %s (%s), want %s (%s)", what, r.Status, r.Interruption, want, class)
 		}
@@ -170,8 +170,8 @@ func TestIndexStatusTransitions(t *testing.T) {
 }
 
 func TestIndexExportSessionsJSON(t *testing.T) {
-	ixNoRacy(t)
-	l, _ := ixLayRules(t, t.TempDir())
+	noRacy(t)
+	l, _ := layRules(t, t.TempDir())
 	var b bytes.Buffer
 	if err := l.ExportSessionsJSON(&b); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestIndexExportSessionsJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
-	infos, _ := l.List(context.Background(), ixAll)
+	infos, _ := l.listing().List(context.Background(), everyProject)
 	if len(doc) != len(infos) || len(doc) == 0 {
 		t.Fatalf("%d records for %d sessions", len(doc), len(infos))
 	}
@@ -244,19 +244,19 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 	}
 	shortcuts, classes := 0, map[core.Interruption]int{}
 	for i, tail := range tails {
-		_, rows := ixLifeRows(tail, nil)
+		_, rows := lifeRows(tail, nil)
 		if len(rows) == 0 {
 			continue
 		}
-		full, state := ixClassify(rows)
+		full, state := classify(rows)
 		classes[full]++
-		if ixPlainReply(rows) {
+		if plainReply(rows) {
 			shortcuts++
 			if full != core.InterruptionNone || state != core.StateIdle {
 				t.Errorf("tail %d: the shortcut says none and idle, ClassifyAndRepair %s, StateFromTail %s", i, full, state)
 			}
 		}
-		if got, gs := ixClass(rows); got != full || gs != state {
+		if got, gs := classOf(rows); got != full || gs != state {
 			t.Errorf("tail %d: %s %s, want %s %s", i, got, gs, full, state)
 		}
 	}
@@ -272,7 +272,7 @@ func TestIndexPlainReplyShortcut(t *testing.T) {
 func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
 	dir := t.TempDir()
 	l := Layout{Layout: layout.Layout{ConfigDir: dir}}
-	c := &ixConv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+	c := &conv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
 	withModel := func(line, model string) string {
 		return strings.Replace(line, `"model":"claude-sonnet-4-5"`, `"model":"`+model+`"`, 1)
 	}
@@ -294,7 +294,7 @@ func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tail := ixStatus(t, l, jsonltest.Sess)
+	tail := statusOf(t, l, jsonltest.Sess)
 	if tail.Metadata.Model != "claude-haiku-4-5" || slices.Contains(tail.Metadata.Tools, "Grep") {
 		t.Fatalf("the tail window's record: model %s, tools %v; the test needs haiku and no Grep there", tail.Metadata.Model, tail.Metadata.Tools)
 	}
@@ -314,21 +314,21 @@ func TestIndexExportModelAndToolsOfTheWholeSession(t *testing.T) {
 	}
 }
 
-func TestIxWholeSessionTieGoesToTheModelUsedLast(t *testing.T) {
-	c := &ixConv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
+func TestWholeSessionTieGoesToTheModelUsedLast(t *testing.T) {
+	c := &conv{id: jsonltest.Sess, cwd: jsonltest.Cwd, t: time.Date(2026, 1, 10, 11, 0, 0, 0, time.UTC)}
 	p := filepath.Join(t.TempDir(), "s.jsonl")
 	body := strings.Join([]string{c.prompt("a"), c.reply("x"), c.prompt("b"), c.toolUse("Bash", "toolu_1"), c.toolResult("toolu_1"),
 		`{"type":"assistant","message":{"model":"<synthetic>","id":"msg_s","role":"assistant","content":[]}}`, "not json"}, "\n")
 	if err := os.WriteFile(p, []byte(body+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, tools, err := ixWholeSession(context.Background(), nil, p)
+	m, tools, err := wholeSession(context.Background(), nil, p)
 	if err != nil || m != "claude-sonnet-4-5" || !reflect.DeepEqual(tools, []string{"Bash"}) {
 		t.Fatalf("model %q tools %v err %v", m, tools, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := ixWholeSession(ctx, nil, p); err == nil {
+	if _, _, err := wholeSession(ctx, nil, p); err == nil {
 		t.Fatal("a cancelled read succeeded")
 	}
 }

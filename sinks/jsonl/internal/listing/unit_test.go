@@ -1,4 +1,4 @@
-package catalog
+package listing
 
 import (
 	"bytes"
@@ -10,9 +10,10 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
-func TestLiteDateParse(t *testing.T) {
+func TestDateParse(t *testing.T) {
 	for s, want := range map[string]int64{
 		"2026-01-10T11:00:02.267Z":      1768042802267,
 		"2026-01-10T11:00:02.2679999Z":  1768042802267,
@@ -33,20 +34,20 @@ func TestLiteDateParse(t *testing.T) {
 		"2026-01-10 11:00:02Z":          1768042802000,
 		"2026-01-10T11:00:02.123+05:30": 1768023002123,
 	} {
-		if got, ok := liteDateParse(s); !ok || got != want {
-			t.Errorf("liteDateParse(%q) = %d, %v; want %d", s, got, ok, want)
+		if got, ok := DateParse(s); !ok || got != want {
+			t.Errorf("DateParse(%q) = %d, %v; want %d", s, got, ok, want)
 		}
 	}
 	for _, s := range []string{"", "2026-01-10T25:00:00Z", "2026-01-10T24:30:00Z", "2026-01-32", "2026-13-01",
 		"2026-01-10T11:00:60Z", "2026-01-10T11:00:02.Z", "2026-01-10T11Z", "2026-01-10T11:00:02+05",
 		" 2026-01-10T11:00:02Z", "2026-01-10T11:00:02.267ZZ", "-000000-01-01T00:00:00Z"} {
-		if got, ok := liteDateParse(s); ok {
-			t.Errorf("liteDateParse(%q) = %d, want NaN", s, got)
+		if got, ok := DateParse(s); ok {
+			t.Errorf("DateParse(%q) = %d, want NaN", s, got)
 		}
 	}
 }
 
-func TestLiteMillisRoundsLikeNode(t *testing.T) {
+func TestMillisRoundsLikeNode(t *testing.T) {
 	for _, c := range []struct{ sec, nsec, want int64 }{
 		{1700000000, 400000000, 1700000000400},
 		{1700000000, 499999999, 1700000000500},
@@ -54,15 +55,15 @@ func TestLiteMillisRoundsLikeNode(t *testing.T) {
 		{1700000000, 499999, 1700000000001}, // .499999 ms is .5 in float64
 		{1700000000, 400000, 1700000000000},
 	} {
-		if got := liteMillis(c.sec, c.nsec); got != c.want {
-			t.Errorf("liteMillis(%d, %d) = %d, want %d", c.sec, c.nsec, got, c.want)
+		if got := millis(c.sec, c.nsec); got != c.want {
+			t.Errorf("millis(%d, %d) = %d, want %d", c.sec, c.nsec, got, c.want)
 		}
 	}
 }
 
-func TestLiteFirstPromptRules(t *testing.T) {
+func TestFirstPromptRules(t *testing.T) {
 	line := func(content any, extra string) string {
-		return fmt.Sprintf(`{%s"type":"user","message":{"role":"user","content":%s},"uuid":"u"}`, extra, lstQ(content))
+		return fmt.Sprintf(`{%s"type":"user","message":{"role":"user","content":%s},"uuid":"u"}`, extra, jsonltest.JSONString(content))
 	}
 	for _, c := range []struct {
 		name  string
@@ -87,15 +88,15 @@ func TestLiteFirstPromptRules(t *testing.T) {
 		{"message null", []string{`{"type":"user","message":null}`, line("ok", "")}, "ok"},
 		{"nothing", []string{`{"type":"assistant"}`}, ""},
 	} {
-		if got := liteFirstPrompt([]byte(strings.Join(c.lines, "\n"))); got != c.want {
+		if got := firstPrompt([]byte(strings.Join(c.lines, "\n"))); got != c.want {
 			t.Errorf("%s: firstPrompt = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
 
-func TestLiteLastKeyed(t *testing.T) {
-	idx := func(win []byte) *liteIdx {
-		var x liteIdx
+func TestLastKeyed(t *testing.T) {
+	idx := func(win []byte) *keyIndex {
+		var x keyIndex
 		x.reset(win)
 		x.buildAll()
 		return &x
@@ -106,10 +107,10 @@ func TestLiteLastKeyed(t *testing.T) {
 		`{"type":"tag","tag":7}`,
 		`{"type":"tag","tag":"cut`,
 	}, "\n"))
-	if v, ok := idx(win).lastKeyed(lkTag, liteTypeTag, true); !ok || v != "spaced" {
+	if v, ok := idx(win).lastKeyed(lkTag, typeTag, true); !ok || v != "spaced" {
 		t.Errorf("tag = %q, %v", v, ok)
 	}
-	if _, ok := idx(win).lastKeyed(lkCustomTitle, liteTypeCustomTitle, true); ok {
+	if _, ok := idx(win).lastKeyed(lkCustomTitle, typeCustomTitle, true); ok {
 		t.Errorf("custom-title found in a window without one")
 	}
 	// lastPrompt: any row type, but the key must be top-level.
@@ -119,24 +120,24 @@ func TestLiteLastKeyed(t *testing.T) {
 	}
 }
 
-func TestLiteRawValues(t *testing.T) {
+func TestRawValues(t *testing.T) {
 	win := []byte(`{"a":1,"gitBranch":"fe\"at\u00e9"}` + "\n" + `{"gitBranch": "second"}` + "\n" + `{"gitBranch":"cut`)
-	if v, ok := liteFirstValue(win, &liteKeyGitBranch); !ok || v != `fe"até` {
+	if v, ok := firstValue(win, &keyGitBranch); !ok || v != `fe"até` {
 		t.Errorf("first = %q, %v", v, ok)
 	}
-	var x liteIdx
+	var x keyIndex
 	x.reset(win)
 	x.buildAll()
 	if v, ok := x.lastValue(lkGitBranch); !ok || v != "second" {
 		t.Errorf("last = %q, %v", v, ok)
 	}
 	// An unclosed first match falls back to the spaced form.
-	if v, ok := liteFirstValue([]byte(`{"cwd": "/spaced"}`+"\n"+`{"cwd":"/cut`), &liteKeyCwd); !ok || v != "/spaced" {
+	if v, ok := firstValue([]byte(`{"cwd": "/spaced"}`+"\n"+`{"cwd":"/cut`), &keyCwd); !ok || v != "/spaced" {
 		t.Errorf("cwd = %q, %v", v, ok)
 	}
 }
 
-func TestLiteCollision(t *testing.T) {
+func TestCollision(t *testing.T) {
 	root := t.TempDir()
 	a := filepath.Join(root, "x-y")
 	b := filepath.Join(root, "x", "y")
@@ -145,33 +146,33 @@ func TestLiteCollision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var cw liteCollision
-	if !cw.collides(b, a) || !cw.collides(a, b) {
+	var cw Collision
+	if !cw.Collides(b, a) || !cw.Collides(a, b) {
 		t.Errorf("existing twins do not collide")
 	}
-	if cw.collides(a, a) || cw.collides(filepath.Join(root, "x_y"), a) || cw.collides(filepath.Join(root, "other"), a) {
+	if cw.Collides(a, a) || cw.Collides(filepath.Join(root, "x_y"), a) || cw.Collides(filepath.Join(root, "other"), a) {
 		t.Errorf("false collision")
 	}
 }
 
-func TestLiteOffsetFromEnd(t *testing.T) {
+func TestOffsetFromEnd(t *testing.T) {
 	ascii := bytes.Repeat([]byte("a"), 100)
-	if got := liteOffsetFromEnd(ascii, 10); got != 90 {
+	if got := offsetFromEnd(ascii, 10); got != 90 {
 		t.Errorf("ascii: %d", got)
 	}
 	mixed := []byte("ab😀cdé") // a b (😀=2 units) c d é
-	if got := liteOffsetFromEnd(mixed, 3); got != len("ab😀") {
+	if got := offsetFromEnd(mixed, 3); got != len("ab😀") {
 		t.Errorf("3 units: %d", got)
 	}
-	if got := liteOffsetFromEnd(mixed, 4); got != len("ab😀") {
+	if got := offsetFromEnd(mixed, 4); got != len("ab😀") {
 		t.Errorf("4 units (inside the pair): %d", got)
 	}
-	if got := liteOffsetFromEnd(mixed, 5); got != len("ab") {
+	if got := offsetFromEnd(mixed, 5); got != len("ab") {
 		t.Errorf("5 units: %d", got)
 	}
 }
 
-func TestLiteIsUUID(t *testing.T) {
+func TestIsUUID(t *testing.T) {
 	for _, s := range []string{"0565a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b", "0565A1B2-C3D4-4E5F-8A9B-0C1D2E3F4A5B",
 		"0565a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5", "0565a1b2c3d4-4e5f-8a9b-0c1d2e3f4a5b-", "agent-a1b2c3d4", "",
 		"0565a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5g", "0565a1b2-c3d4-4e5f-8a9b_0c1d2e3f4a5b"} {

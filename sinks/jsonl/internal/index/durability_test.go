@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"bytes"
@@ -16,18 +16,19 @@ import (
 
 	"github.com/e0dc0000/scribe/claudedir"
 	"github.com/e0dc0000/scribe/sessions"
+	"github.com/e0dc0000/scribe/sinks/jsonl/internal/jsonltest"
 )
 
 func TestIndexIncremental(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	root := t.TempDir()
-	l, _ := ixLayRules(t, root)
-	st := ixList(t, l, "first listing")
+	l, _ := layRules(t, root)
+	st := listChecked(t, l, "first listing")
 	if !st.Rebuilt || st.Hits != 0 || st.Misses != st.Files || !st.Saved || st.Discarded != "" {
 		t.Fatalf("first listing: %+v", st)
 	}
 	files := st.Files
-	if st = ixList(t, l, "second listing"); st.Hits != files || st.Misses != 0 || st.Saved || st.Rebuilt {
+	if st = listChecked(t, l, "second listing"); st.Hits != files || st.Misses != 0 || st.Saved || st.Rebuilt {
 		t.Fatalf("second listing: %+v", st)
 	}
 
@@ -42,11 +43,11 @@ func TestIndexIncremental(t *testing.T) {
 	}
 
 	// A line appended: that file is read again, the others are hits.
-	ixAppend(t, sessions[0], `{"type":"custom-title","customTitle":"Renamed","sessionId":"x"}`)
-	if st = ixList(t, l, "after an append"); st.Misses != 1 || st.Hits != files-1 || !st.Saved {
+	appendLine(t, sessions[0], `{"type":"custom-title","customTitle":"Renamed","sessionId":"x"}`)
+	if st = listChecked(t, l, "after an append"); st.Misses != 1 || st.Hits != files-1 || !st.Saved {
 		t.Fatalf("after an append: %+v", st)
 	}
-	got, _, _ := l.ListIndexed(context.Background(), ixAll)
+	got, _, _ := l.ListIndexed(context.Background(), everyProject)
 	found := false
 	for _, s := range got {
 		found = found || (s.Path == sessions[0] && s.CustomTitle == "Renamed")
@@ -65,7 +66,7 @@ func TestIndexIncremental(t *testing.T) {
 	if err := os.Chtimes(sessions[1], fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	if st = ixList(t, l, "after a same-size rewrite"); st.Misses != 1 {
+	if st = listChecked(t, l, "after a same-size rewrite"); st.Misses != 1 {
 		t.Fatalf("after a same-size rewrite: %+v", st)
 	}
 
@@ -80,7 +81,7 @@ func TestIndexIncremental(t *testing.T) {
 	if err := os.WriteFile(side, []byte(`{"archived":false,"at":"2026-03-01T10:30:00.000Z"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if st = ixList(t, l, "after a sidecar change"); st.Misses != 1 {
+	if st = listChecked(t, l, "after a sidecar change"); st.Misses != 1 {
 		t.Fatalf("after a sidecar change: %+v", st)
 	}
 
@@ -88,15 +89,15 @@ func TestIndexIncremental(t *testing.T) {
 	if err := os.Remove(sessions[2]); err != nil {
 		t.Fatal(err)
 	}
-	if st = ixList(t, l, "after a delete"); st.Dropped != 1 || st.Misses != 0 || st.Hits != files-1 || !st.Saved {
+	if st = listChecked(t, l, "after a delete"); st.Dropped != 1 || st.Misses != 0 || st.Hits != files-1 || !st.Saved {
 		t.Fatalf("after a delete: %+v", st)
 	}
 	files--
 
 	// A new file: listed, read once.
-	s := lstNew(proj).user("brand new", "")
-	lstWrite(t, dir, s.id+".jsonl", s.text(), time.Now())
-	if st = ixList(t, l, "after a new file"); st.Misses != 1 || st.Hits != files {
+	s := jsonltest.NewSession(proj).User("brand new", "")
+	jsonltest.WriteFile(t, dir, s.ID+".jsonl", s.Text(), time.Now())
+	if st = listChecked(t, l, "after a new file"); st.Misses != 1 || st.Hits != files {
 		t.Fatalf("after a new file: %+v", st)
 	}
 	files++
@@ -107,43 +108,43 @@ func TestIndexIncremental(t *testing.T) {
 	if err := os.RemoveAll(other); err != nil {
 		t.Fatal(err)
 	}
-	if st = ixList(t, l, "after a folder removal"); st.Dropped != len(gone) || st.Misses != 0 {
+	if st = listChecked(t, l, "after a folder removal"); st.Dropped != len(gone) || st.Misses != 0 {
 		t.Fatalf("after a folder removal (%d files): %+v", len(gone), st)
 	}
-	if st = ixList(t, l, "at rest"); st.Misses != 0 || st.Saved {
+	if st = listChecked(t, l, "at rest"); st.Misses != 0 || st.Saved {
 		t.Fatalf("at rest: %+v", st)
 	}
 }
 
 func TestIndexRacyEntriesAreNotSaved(t *testing.T) {
-	old := ixRacyWindow
-	ixRacyWindow = time.Hour
-	t.Cleanup(func() { ixRacyWindow = old })
-	l, _ := ixLayRules(t, t.TempDir())
-	st := ixList(t, l, "first")
+	old := racyWindow
+	racyWindow = time.Hour
+	t.Cleanup(func() { racyWindow = old })
+	l, _ := layRules(t, t.TempDir())
+	st := listChecked(t, l, "first")
 	if st.Misses != st.Files {
 		t.Fatalf("first: %+v", st)
 	}
-	if st = ixList(t, l, "second"); st.Hits != 0 || st.Misses != st.Files {
+	if st = listChecked(t, l, "second"); st.Hits != 0 || st.Misses != st.Files {
 		t.Fatalf("files changed within the racy window were trusted: %+v", st)
 	}
-	ixRacyWindow = 0
-	ixList(t, l, "third")
-	if st = ixList(t, l, "fourth"); st.Misses != 0 {
+	racyWindow = 0
+	listChecked(t, l, "third")
+	if st = listChecked(t, l, "fourth"); st.Misses != 0 {
 		t.Fatalf("outside the window: %+v", st)
 	}
 }
 
 func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
-	ixNoRacy(t)
-	l, _ := ixLayRules(t, t.TempDir())
-	st := ixList(t, l, "build")
+	noRacy(t)
+	l, _ := layRules(t, t.TempDir())
+	st := listChecked(t, l, "build")
 	files := st.Files
 	good, err := os.ReadFile(l.IndexFile())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, why := ixDecodeHeader(good)
+	h, why := decodeHeader(good)
 	if why != "" {
 		t.Fatal(why)
 	}
@@ -152,16 +153,16 @@ func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
 		b[off] ^= 0x40
 		return b
 	}
-	if !bytes.Equal(h.encode(), good[:ixHeaderSize]) {
+	if !bytes.Equal(h.encode(), good[:headerSize]) {
 		t.Fatalf("header does not round-trip")
 	}
 	h2 := h
 	h2.stamp[0] ^= 1
-	other := append(h2.encode(), good[ixHeaderSize:]...) // another build's
+	other := append(h2.encode(), good[headerSize:]...) // another build's
 	newer := h.encode()
 	newer[8] = 99
-	binary.LittleEndian.PutUint32(newer[60:], crc32.Checksum(newer[:60], ixCRC))
-	newer = append(newer, good[ixHeaderSize:]...)
+	binary.LittleEndian.PutUint32(newer[60:], crc32.Checksum(newer[:60], crcTable))
+	newer = append(newer, good[headerSize:]...)
 	for _, c := range []struct {
 		name string
 		data []byte
@@ -170,8 +171,8 @@ func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
 		{"empty file", []byte{}, "short header"},
 		{"garbage", []byte(strings.Repeat("not an index ", 20)), "bad magic"},
 		{"header byte flipped", flip(14), "header checksum"},
-		{"first section byte flipped", flip(ixHeaderSize + int(h.lenA)/2), "first section checksum"},
-		{"second section byte flipped", flip(ixHeaderSize + int(h.lenA) + int(h.lenB)/2), "second section checksum"},
+		{"first section byte flipped", flip(headerSize + int(h.lenA)/2), "first section checksum"},
+		{"second section byte flipped", flip(headerSize + int(h.lenA) + int(h.lenB)/2), "second section checksum"},
 		{"truncated", good[:len(good)-7], "header says"},
 		{"grown", append(bytes.Clone(good), 0), "header says"},
 		{"another build", other, "another build"},
@@ -181,7 +182,7 @@ func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
 			if err := os.WriteFile(l.IndexFile(), c.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			st := ixList(t, l, c.name)
+			st := listChecked(t, l, c.name)
 			wantRebuilt := c.name != "second section byte flipped"
 			if st.Rebuilt != wantRebuilt || !strings.Contains(st.Discarded, c.why) || !st.Saved {
 				t.Fatalf("%+v, want rebuilt=%v and a reason with %q", st, wantRebuilt, c.why)
@@ -191,7 +192,7 @@ func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
 			if _, err := l.Sessions(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if st := ixList(t, l, c.name+", after"); st.Hits != files || st.Discarded != "" {
+			if st := listChecked(t, l, c.name+", after"); st.Hits != files || st.Discarded != "" {
 				t.Fatalf("after: %+v", st)
 			}
 		})
@@ -200,7 +201,7 @@ func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
 	if err := os.Remove(l.IndexFile()); err != nil {
 		t.Fatal(err)
 	}
-	if st := ixList(t, l, "deleted"); !st.Rebuilt || st.Discarded != "" || st.Misses != files {
+	if st := listChecked(t, l, "deleted"); !st.Rebuilt || st.Discarded != "" || st.Misses != files {
 		t.Fatalf("deleted: %+v", st)
 	}
 
@@ -211,21 +212,21 @@ func TestIndexCorruptOrMissingLosesNothing(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(l.IndexFile(), "blocker"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if st := ixList(t, l, "unwritable"); st.SaveError == "" || st.Saved || st.Discarded == "" {
+	if st := listChecked(t, l, "unwritable"); st.SaveError == "" || st.Saved || st.Discarded == "" {
 		t.Fatalf("unwritable: %+v", st)
 	}
 }
 
 func TestIndexSecondSectionDamagedForRecords(t *testing.T) {
-	ixNoRacy(t)
-	l, _ := ixLayRules(t, t.TempDir())
+	noRacy(t)
+	l, _ := layRules(t, t.TempDir())
 	want, err := l.Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	good, _ := os.ReadFile(l.IndexFile())
-	h, _ := ixDecodeHeader(good)
-	good[ixHeaderSize+int(h.lenA)+1] ^= 0x10
+	h, _ := decodeHeader(good)
+	good[headerSize+int(h.lenA)+1] ^= 0x10
 	if err := os.WriteFile(l.IndexFile(), good, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +242,10 @@ func TestIndexSecondSectionDamagedForRecords(t *testing.T) {
 	}
 }
 
-// ixLoadAll decodes the saved index, both sections.
-func ixLoadAll(t *testing.T, l Layout) map[string]map[string]*ixEntry {
+// loadAll decodes the saved index, both sections.
+func loadAll(t *testing.T, l Layout) map[string]map[string]*entry {
 	t.Helper()
-	x, why := l.ixLoad()
+	x, why := l.load()
 	if x == nil {
 		t.Fatalf("load: %s", why)
 	}
@@ -256,11 +257,11 @@ func ixLoadAll(t *testing.T, l Layout) map[string]map[string]*ixEntry {
 }
 
 func TestIndexRebuiltEqualsIncremental(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	root := t.TempDir()
-	l, projects := ixLayRules(t, root)
+	l, projects := layRules(t, root)
 	ctx := context.Background()
-	ixList(t, l, "start")
+	listChecked(t, l, "start")
 	dir := l.ProjectDir(projects[0])
 	ents, _ := os.ReadDir(dir)
 	k := 0
@@ -271,9 +272,9 @@ func TestIndexRebuiltEqualsIncremental(t *testing.T) {
 		}
 		switch k++; k % 4 {
 		case 0:
-			ixAppend(t, p, `{"type":"tag","tag":"t`+fmt.Sprint(k)+`","sessionId":"x"}`)
+			appendLine(t, p, `{"type":"tag","tag":"t`+fmt.Sprint(k)+`","sessionId":"x"}`)
 		case 1:
-			ixAppend(t, p, lstNew(projects[0]).user("another prompt", "").lines[0])
+			appendLine(t, p, jsonltest.NewSession(projects[0]).User("another prompt", "").Lines[0])
 		case 2:
 			os.Remove(p)
 		}
@@ -281,20 +282,20 @@ func TestIndexRebuiltEqualsIncremental(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := lstNew(projects[1]).user("added late", "").assistant("fine")
-	lstWrite(t, l.ProjectDir(projects[2]), s.id+".jsonl", s.text(), time.Now())
-	ixList(t, l, "after the changes")
+	s := jsonltest.NewSession(projects[1]).User("added late", "").Assistant("fine")
+	jsonltest.WriteFile(t, l.ProjectDir(projects[2]), s.ID+".jsonl", s.Text(), time.Now())
+	listChecked(t, l, "after the changes")
 	recs1, err := l.Sessions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inc := ixLoadAll(t, l)
+	inc := loadAll(t, l)
 
 	st, err := l.RebuildIndex(ctx)
 	if err != nil || !st.Rebuilt || st.Hits != 0 || !st.Saved {
 		t.Fatalf("rebuild: %+v %v", st, err)
 	}
-	reb := ixLoadAll(t, l)
+	reb := loadAll(t, l)
 	if !reflect.DeepEqual(inc, reb) {
 		for f, m := range reb {
 			for n, e := range m {
@@ -318,9 +319,9 @@ func TestIndexRebuiltEqualsIncremental(t *testing.T) {
 }
 
 func TestIndexConcurrentListers(t *testing.T) {
-	ixNoRacy(t)
+	noRacy(t)
 	root := t.TempDir()
-	l, projects := ixLayRules(t, root)
+	l, projects := layRules(t, root)
 	dir := l.ProjectDir(projects[2])
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -335,8 +336,8 @@ func TestIndexConcurrentListers(t *testing.T) {
 				return
 			default:
 			}
-			s := lstNew(projects[2]).user(fmt.Sprint("concurrent ", i), "")
-			if err := os.WriteFile(filepath.Join(dir, s.id+".jsonl"), []byte(s.text()), 0o600); err != nil {
+			s := jsonltest.NewSession(projects[2]).User(fmt.Sprint("concurrent ", i), "")
+			if err := os.WriteFile(filepath.Join(dir, s.ID+".jsonl"), []byte(s.Text()), 0o600); err != nil {
 				errs <- err
 				return
 			}
@@ -349,7 +350,7 @@ func TestIndexConcurrentListers(t *testing.T) {
 		go func() {
 			defer listers.Done()
 			for i := 0; i < 15; i++ {
-				_, st, err := l.ListIndexed(ctx, ixAll)
+				_, st, err := l.ListIndexed(ctx, everyProject)
 				if err != nil {
 					errs <- err
 					return
@@ -368,7 +369,7 @@ func TestIndexConcurrentListers(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if st := ixList(t, l, "after the race"); st.Discarded != "" {
+	if st := listChecked(t, l, "after the race"); st.Discarded != "" {
 		t.Fatalf("after the race: %+v", st)
 	}
 	ents, _ := os.ReadDir(filepath.Dir(l.IndexFile()))

@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// The lite listing: what the Claude Agent SDK's listSessions and
+// The listing: what the Claude Agent SDK's listSessions and
 // getSessionInfo report for the sessions of a config folder, computed the
 // way the SDK computes it (0.3.337): from a 64 KiB head window and a 64 KiB
 // tail window of each transcript, never the whole file.
@@ -37,14 +37,14 @@ import (
 // ---------------------------------------------------------------------------
 // Listing
 
-// liteCand is one transcript file to read (the SDK's per-file entry).
-type liteCand struct {
-	id          string
-	path        string
-	projectDir  string
-	projectPath string   // "" when listing every project
-	own         []string // the project path and its worktrees (worktree mode only)
-	hasSideDir  bool     // <projectDir>/<id> exists (maybe): sidecars worth trying
+// Cand is one transcript file to read (the SDK's per-file entry).
+type Cand struct {
+	ID          string
+	Path        string
+	ProjectDir  string
+	ProjectPath string   // "" when listing every project
+	Own         []string // the project path and its worktrees (worktree mode only)
+	HasSideDir  bool     // <projectDir>/<id> exists (maybe): sidecars worth trying
 	mtime       int64    // from stat, paginated mode only
 }
 
@@ -60,28 +60,28 @@ func (l Layout) List(ctx context.Context, opt sessions.ListOptions) ([]sessions.
 		offset = 0
 	}
 	paginated := limit > 0 || offset > 0
-	var cands []liteCand
+	var cands []Cand
 	if opt.Dir != "" {
-		cands = l.liteDirCands(ctx, opt.Dir, opt.IncludeWorktrees)
+		cands = l.DirCands(ctx, opt.Dir, opt.IncludeWorktrees)
 	} else {
-		cands = l.liteAllCands()
+		cands = l.AllCands()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if !paginated {
-		return liteListAll(ctx, l.FS, cands, opt)
+		return listAll(ctx, l.FS, cands, opt)
 	}
-	return liteListPage(ctx, l.FS, cands, opt, limit, offset)
+	return listPage(ctx, l.FS, cands, opt, limit, offset)
 }
 
-// liteListAll is List without a page: every file read, one copy per id,
+// listAll is List without a page: every file read, one copy per id,
 // newest first.
-func liteListAll(ctx context.Context, fsys layout.FS, cands []liteCand, opt sessions.ListOptions) ([]sessions.Info, error) {
-	var cw liteCollision
+func listAll(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions.ListOptions) ([]sessions.Info, error) {
+	var cw Collision
 	res := make([]sessions.Info, len(cands))
 	ok := make([]bool, len(cands))
-	liteParallel(ctx, fsys, len(cands), func(w *liteWorker, i int) {
+	Parallel(ctx, fsys, len(cands), func(w *Worker, i int) {
 		w.noTail = opt.SkipLastEntryTail
 		res[i], ok[i] = w.process(&cands[i], opt.IncludeProgrammatic, &cw)
 		w.noTail = false
@@ -115,13 +115,13 @@ func liteListAll(ctx context.Context, fsys layout.FS, cands []liteCand, opt sess
 	return out, nil
 }
 
-// liteListPage is List with a page: stat everything, sort by mtime, read
+// listPage is List with a page: stat everything, sort by mtime, read
 // in order until the page is full.
-func liteListPage(ctx context.Context, fsys layout.FS, cands []liteCand, opt sessions.ListOptions, limit, offset int) ([]sessions.Info, error) {
-	var cw liteCollision
+func listPage(ctx context.Context, fsys layout.FS, cands []Cand, opt sessions.ListOptions, limit, offset int) ([]sessions.Info, error) {
+	var cw Collision
 	keep := make([]bool, len(cands))
-	liteParallel(ctx, fsys, len(cands), func(_ *liteWorker, i int) {
-		if mt, ok := liteMtime(fsys, cands[i].path); ok {
+	Parallel(ctx, fsys, len(cands), func(_ *Worker, i int) {
+		if mt, ok := mtimeOf(fsys, cands[i].Path); ok {
 			cands[i].mtime = mt
 			keep[i] = true
 		}
@@ -139,13 +139,13 @@ func liteListPage(ctx context.Context, fsys layout.FS, cands []liteCand, opt ses
 		if live[a].mtime != live[b].mtime {
 			return live[a].mtime > live[b].mtime
 		}
-		return live[a].id > live[b].id
+		return live[a].ID > live[b].ID
 	})
 	want := math.MaxInt
 	if limit > 0 {
 		want = limit
 	}
-	batch := 4 * liteWorkers()
+	batch := 4 * workers()
 	if batch < 32 {
 		batch = 32
 	}
@@ -156,7 +156,7 @@ func liteListPage(ctx context.Context, fsys layout.FS, cands []liteCand, opt ses
 		end := min(start+batch, len(live))
 		res := make([]sessions.Info, end-start)
 		ok := make([]bool, end-start)
-		liteParallel(ctx, fsys, end-start, func(w *liteWorker, i int) {
+		Parallel(ctx, fsys, end-start, func(w *Worker, i int) {
 			w.noTail = opt.SkipLastEntryTail
 			res[i], ok[i] = w.process(&live[start+i], opt.IncludeProgrammatic, &cw)
 			w.noTail = false
@@ -192,14 +192,14 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*sessions.Info
 	if !claudedir.IsSessionID(sessionID) {
 		return nil, nil
 	}
-	path, projectPath := l.liteFind(ctx, sessionID, dir)
+	path, projectPath := l.find(ctx, sessionID, dir)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if path == "" {
 		return nil, nil
 	}
-	w := liteNewWorker(l.FS)
+	w := newWorker(l.FS)
 	info, ok, err := w.readLite(path, sessionID, projectPath, true)
 	if err != nil || !ok {
 		return nil, nil
@@ -207,39 +207,39 @@ func (l Layout) Info(ctx context.Context, sessionID, dir string) (*sessions.Info
 	return &info, nil
 }
 
-// ReadLite reads one transcript's head and tail windows (and its sidecars)
+// ReadInfo reads one transcript's head and tail windows (and its sidecars)
 // and derives its SessionInfo as getSessionInfo does. projectPath is the
 // cwd fallback ("" for none). ok is false when the SDK would skip the file:
 // a name that is not a UUID, not a regular file (symlinks are not
 // followed), empty, sidechain-first, or nothing to title it with.
-func ReadLite(path string, projectPath string) (sessions.Info, bool, error) {
-	return ReadLiteFS(nil, path, projectPath)
+func ReadInfo(path string, projectPath string) (sessions.Info, bool, error) {
+	return ReadInfoFS(nil, path, projectPath)
 }
 
-// ReadLiteFS is ReadLite on the files of fsys (nil: the disk).
-func ReadLiteFS(fsys layout.FS, path string, projectPath string) (sessions.Info, bool, error) {
+// ReadInfoFS is ReadInfo on the files of fsys (nil: the disk).
+func ReadInfoFS(fsys layout.FS, path string, projectPath string) (sessions.Info, bool, error) {
 	base := filepath.Base(path)
 	if !strings.HasSuffix(base, ".jsonl") || !claudedir.IsSessionID(strings.TrimSuffix(base, ".jsonl")) {
 		return sessions.Info{}, false, nil
 	}
-	w := liteNewWorker(fsys)
+	w := newWorker(fsys)
 	return w.readLite(path, strings.TrimSuffix(base, ".jsonl"), projectPath, true)
 }
 
-// liteMtime is a file's mtime in ms (stat, links followed), as the
+// mtimeOf is a file's mtime in ms (stat, links followed), as the
 // paginated listing sorts by it.
-func liteMtime(fsys layout.FS, path string) (int64, bool) {
+func mtimeOf(fsys layout.FS, path string) (int64, bool) {
 	if fsys != nil {
 		fi, err := fsys.Stat(path)
 		if err != nil {
 			return 0, false
 		}
 		mt := fi.ModTime()
-		return liteMillis(mt.Unix(), int64(mt.Nanosecond())), true
+		return millis(mt.Unix(), int64(mt.Nanosecond())), true
 	}
 	var st unix.Stat_t
 	if unix.Stat(path, &st) != nil {
 		return 0, false
 	}
-	return liteMillis(st.Mtim.Sec, st.Mtim.Nsec), true
+	return millis(st.Mtim.Sec, st.Mtim.Nsec), true
 }

@@ -1,6 +1,6 @@
-package catalog
+package listing
 
-// The lite listing's candidates: which transcript files a listing reads (see listing.go).
+// The listing's candidates: which transcript files a listing reads (see listing.go).
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl/internal/layout"
 )
 
-// liteAllCands lists the files of every project folder (directories
+// AllCands lists the files of every project folder (directories
 // directly under projects/, symlinks not followed).
-func (l Layout) liteAllCands() []liteCand {
+func (l Layout) AllCands() []Cand {
 	ents, err := l.FSys().ReadDir(l.ProjectsDir())
 	if err != nil {
 		return nil
 	}
-	var out []liteCand
+	var out []Cand
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
@@ -36,14 +36,14 @@ func (l Layout) liteAllCands() []liteCand {
 		if err != nil {
 			continue
 		}
-		out = liteFolderCands(out, dir, sub, "", nil)
+		out = folderCands(out, dir, sub, "", nil)
 	}
 	return out
 }
 
-// liteFolderCands adds the *.jsonl files of one folder whose base name is a
+// folderCands adds the *.jsonl files of one folder whose base name is a
 // UUID (any case, as the SDK's check is case-insensitive).
-func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath string, own []string) []liteCand {
+func folderCands(out []Cand, dir string, ents []os.DirEntry, projectPath string, own []string) []Cand {
 	var sideDirs map[string]bool
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
@@ -62,35 +62,35 @@ func liteFolderCands(out []liteCand, dir string, ents []os.DirEntry, projectPath
 		if !core.IsUUID(id) {
 			continue
 		}
-		out = append(out, liteCand{
-			id: id, path: filepath.Join(dir, name), projectDir: dir,
-			projectPath: projectPath, own: own, hasSideDir: sideDirs[id],
+		out = append(out, Cand{
+			ID: id, Path: filepath.Join(dir, name), ProjectDir: dir,
+			ProjectPath: projectPath, Own: own, HasSideDir: sideDirs[id],
 		})
 	}
 	return out
 }
 
-// liteDir is a project folder with its entries, read once.
-type liteDir struct {
+// projectFolder is a project folder with its entries, read once.
+type projectFolder struct {
 	path string
 	ents []os.DirEntry
 }
 
-// liteDirCands is the SDK's per-project gathering: the folder of the
+// DirCands is the SDK's per-project gathering: the folder of the
 // resolved path (plus, for names over 200 characters, folders with the same
 // prefix that hold a session recorded there), and with worktrees the
 // folders of the repository's other worktrees.
-func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []liteCand {
+func (l Layout) DirCands(ctx context.Context, dir string, worktrees bool) []Cand {
 	projectPath := layout.Realpath(dir)
 	projects := l.ProjectsDir()
 	var trees []string
 	if worktrees {
 		trees = layout.GitWorktrees(ctx, projectPath)
 	}
-	var out []liteCand
+	var out []Cand
 	if len(trees) <= 1 {
-		for _, d := range liteProjectDirs(l.FS, projects, projectPath) {
-			out = liteFolderCands(out, d.path, d.ents, projectPath, nil)
+		for _, d := range projectFolders(l.FS, projects, projectPath) {
+			out = folderCands(out, d.path, d.ents, projectPath, nil)
 		}
 		return out
 	}
@@ -111,13 +111,13 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 		return nil
 	}
 	done := map[string]bool{}
-	for _, d := range liteProjectDirs(l.FS, projects, projectPath) {
+	for _, d := range projectFolders(l.FS, projects, projectPath) {
 		name := filepath.Base(d.path)
 		if done[name] {
 			continue
 		}
 		done[name] = true
-		out = liteFolderCands(out, d.path, d.ents, projectPath, own)
+		out = folderCands(out, d.path, d.ents, projectPath, own)
 	}
 	for _, e := range ents {
 		if !e.IsDir() || done[e.Name()] {
@@ -126,10 +126,10 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 		name := e.Name()
 		full := filepath.Join(projects, name)
 		for _, t := range ts {
-			if name == t.exact || (t.prefix != "" && strings.HasPrefix(name, t.prefix+"-") && liteFolderHasCwd(l.FS, full, t.path)) {
+			if name == t.exact || (t.prefix != "" && strings.HasPrefix(name, t.prefix+"-") && folderHasCwd(l.FS, full, t.path)) {
 				done[name] = true
 				if sub, err := l.FSys().ReadDir(full); err == nil {
-					out = liteFolderCands(out, full, sub, t.path, own)
+					out = folderCands(out, full, sub, t.path, own)
 				}
 				break
 			}
@@ -138,15 +138,15 @@ func (l Layout) liteDirCands(ctx context.Context, dir string, worktrees bool) []
 	return out
 }
 
-// liteProjectDirs is the SDK's folder lookup for one project path: the
+// projectFolders is the SDK's folder lookup for one project path: the
 // exact sanitized folder if it can be read, and for a sanitized name over
 // 200 characters every other folder starting with its first 200 characters
 // and '-' that holds a session recorded in that path.
-func liteProjectDirs(fsys layout.FS, projects, projectPath string) []liteDir {
-	var out []liteDir
+func projectFolders(fsys layout.FS, projects, projectPath string) []projectFolder {
+	var out []projectFolder
 	exact := filepath.Join(projects, claudedir.SanitizePath(projectPath))
 	if ents, err := layout.FSOf(fsys).ReadDir(exact); err == nil {
-		out = append(out, liteDir{exact, ents})
+		out = append(out, projectFolder{exact, ents})
 	}
 	full := claudedir.SanitizeFull(projectPath)
 	if len(full) <= claudedir.MaxProjectName {
@@ -162,38 +162,38 @@ func liteProjectDirs(fsys layout.FS, projects, projectPath string) []liteDir {
 			continue
 		}
 		p := filepath.Join(projects, e.Name())
-		if p == exact || !liteFolderHasCwd(fsys, p, projectPath) {
+		if p == exact || !folderHasCwd(fsys, p, projectPath) {
 			continue
 		}
 		if sub, err := layout.FSOf(fsys).ReadDir(p); err == nil {
-			out = append(out, liteDir{p, sub})
+			out = append(out, projectFolder{p, sub})
 		}
 	}
 	return out
 }
 
-// liteFolderHasCwd reports whether any *.jsonl file in dir records
+// folderHasCwd reports whether any *.jsonl file in dir records
 // projectPath (its tail "relocated" entry, else the first head "cwd"),
 // compared by full sanitized name.
-func liteFolderHasCwd(fsys layout.FS, dir, projectPath string) bool {
+func folderHasCwd(fsys layout.FS, dir, projectPath string) bool {
 	ents, err := layout.FSOf(fsys).ReadDir(dir)
 	if err != nil {
 		return false
 	}
 	want := claudedir.SanitizeFull(projectPath)
-	w := liteNewWorker(fsys)
+	w := newWorker(fsys)
 	for _, e := range ents {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
 		}
-		win, ok, _ := w.read(filepath.Join(dir, e.Name()))
+		win, ok, _ := w.Read(filepath.Join(dir, e.Name()))
 		if !ok {
 			continue
 		}
-		w.index(&win)
-		cwd, found := w.tix.lastKeyed(lkRelocatedCwd, liteTypeRelocated, false)
+		w.Index(&win)
+		cwd, found := w.tix.lastKeyed(lkRelocatedCwd, typeRelocated, false)
 		if !found {
-			cwd, found = liteFirstParsed(win.head, "cwd")
+			cwd, found = FirstParsed(win.Head, "cwd")
 		}
 		if found && claudedir.SanitizeFull(cwd) == want {
 			return true
@@ -202,10 +202,10 @@ func liteFolderHasCwd(fsys layout.FS, dir, projectPath string) bool {
 	return false
 }
 
-// liteFind is the SDK's file lookup for getSessionInfo: the first non-empty
+// find is the SDK's file lookup for getSessionInfo: the first non-empty
 // <id>.jsonl in the project's folders (then its worktrees' folders), or
 // without dir in the project folders in name order.
-func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath string) {
+func (l Layout) find(ctx context.Context, id, dir string) (path, projectPath string) {
 	name := id + ".jsonl"
 	nonEmpty := func(p string) bool {
 		if l.FS != nil {
@@ -218,7 +218,7 @@ func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath
 	projects := l.ProjectsDir()
 	if dir != "" {
 		real := layout.Realpath(dir)
-		for _, d := range liteProjectDirs(l.FS, projects, real) {
+		for _, d := range projectFolders(l.FS, projects, real) {
 			if p := filepath.Join(d.path, name); nonEmpty(p) {
 				return p, real
 			}
@@ -227,7 +227,7 @@ func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath
 			if t == real {
 				continue
 			}
-			for _, d := range liteProjectDirs(l.FS, projects, t) {
+			for _, d := range projectFolders(l.FS, projects, t) {
 				if p := filepath.Join(d.path, name); nonEmpty(p) {
 					return p, t
 				}
@@ -247,26 +247,26 @@ func (l Layout) liteFind(ctx context.Context, id, dir string) (path, projectPath
 	return "", ""
 }
 
-// liteWorkers is the size of the read pool.
-func liteWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
+// workers is the size of the read pool.
+func workers() int { return 2 * runtime.GOMAXPROCS(0) }
 
-var liteWorkerPool = sync.Pool{New: func() any { return liteNewWorker(nil) }}
+var workerPool = sync.Pool{New: func() any { return newWorker(nil) }}
 
-// liteParallel runs fn(i) for i in [0,n) on the worker pool.
-func liteParallel(ctx context.Context, fsys layout.FS, n int, fn func(w *liteWorker, i int)) {
+// Parallel runs fn(i) for i in [0,n) on the worker pool.
+func Parallel(ctx context.Context, fsys layout.FS, n int, fn func(w *Worker, i int)) {
 	if n == 0 {
 		return
 	}
-	workers := min(liteWorkers(), n)
+	workers := min(workers(), n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := liteWorkerPool.Get().(*liteWorker)
+			w := workerPool.Get().(*Worker)
 			w.fsys = fsys
-			defer func() { w.fsys = nil; liteWorkerPool.Put(w) }()
+			defer func() { w.fsys = nil; workerPool.Put(w) }()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n || ctx.Err() != nil {
