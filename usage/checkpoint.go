@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -507,18 +508,22 @@ func decodeCheckpoint(data []byte) (*checkpoint, error) {
 	return ck, nil
 }
 
-// loadCheckpoint reads the checkpoint in cacheDir: nil when there is none
-// or it cannot be used (it is then made again).
-func loadCheckpoint(cacheDir string) *checkpoint {
+// loadCheckpoint reads the checkpoint in cacheDir: nil and no error when
+// there is none, an error when its file cannot be used (it is then made
+// again).
+func loadCheckpoint(cacheDir string) (*checkpoint, error) {
 	data, err := os.ReadFile(filepath.Join(cacheDir, checkpointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	ck, err := decodeCheckpoint(data)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%s: %w", checkpointFile, err)
 	}
-	return ck
+	return ck, nil
 }
 
 // save writes the checkpoint into cacheDir, atomically but without fsync

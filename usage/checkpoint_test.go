@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +15,15 @@ import (
 
 // statusRow is one assistant row of the status fixture.
 type statusRow struct {
-	at       time.Time
-	id, req  string
-	model    string
-	in, out  int64
-	cost     float64 // costUSD when > 0
-	noUsage  bool
-	noMsgID  bool
-	fastMode bool
+	at        time.Time
+	id, req   string
+	model     string
+	in, out   int64
+	cost      float64 // costUSD when > 0
+	noUsage   bool
+	noMsgID   bool
+	fastMode  bool
+	sidechain bool
 }
 
 func (r statusRow) line() string {
@@ -29,7 +31,7 @@ func (r statusRow) line() string {
 		return `{"type":"user","message":{"content":"hi"}}` + "\n"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"assistant","timestamp":%q,"requestId":%q,`, r.at.UTC().Format(time.RFC3339Nano), r.req)
+	fmt.Fprintf(&b, `{"type":"assistant","isSidechain":%v,"timestamp":%q,"requestId":%q,`, r.sidechain, r.at.UTC().Format(time.RFC3339Nano), r.req)
 	if r.cost > 0 {
 		fmt.Fprintf(&b, `"costUSD":%v,`, r.cost)
 	}
@@ -97,6 +99,8 @@ func (f *statusFixture) rowsBetween(n int, from, to time.Time) []statusRow {
 			r.fastMode = true
 		case 3:
 			out = append(out, statusRow{noUsage: true})
+		case 4: // above 200k tokens: the tiered prices
+			r.in = 200000 + int64(f.r.IntN(90000))
 		}
 		out = append(out, r)
 		if f.r.IntN(4) == 0 { // streamed: a copy of equal or fewer tokens, maybe with costUSD
@@ -141,39 +145,53 @@ func (f *statusFixture) write(path string, rows []statusRow, flag int) {
 	}
 }
 
-// check reads the status of every session through the checkpoint and
-// compares it with StatusOf over every row read whole: the same figures,
-// to the bit, and the same active block. The first call says how the
-// checkpoint was used (want); the later ones use it.
-func (f *statusFixture) check(what, want string, p *Pricer) *StatusRead {
+// check is checkStatus on the fixture's files at its now.
+func (f *statusFixture) check(what, why string, p *Pricer) *StatusRead {
 	f.t.Helper()
-	sc, err := Read(context.Background(), f.files, "")
+	return checkStatus(f.t, f.files, f.cache, p, f.now, f.loc, what, why)
+}
+
+// anyReason is checkStatus's why for a checkpoint made for any reason.
+const anyReason = "*"
+
+// checkStatus reads the status of every session of files (and of one
+// with no rows) through the checkpoint in cache, and compares it with
+// StatusOf over every row read whole: the same figures, to the bit, and
+// the same active block. The first call says why the checkpoint was made
+// (why; "": it was used; anyReason: made, whatever the reason), the later
+// ones use it.
+func checkStatus(t *testing.T, files []File, cache string, p *Pricer, now time.Time, loc *time.Location, what, why string) *StatusRead {
+	t.Helper()
+	sc, err := Read(context.Background(), files, "")
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
+	}
+	rows := sc.Rows()
+	sessions := []string{"nobody"}
+	for _, fl := range files {
+		if !slices.Contains(sessions, fl.Session) {
+			sessions = append(sessions, fl.Session)
+		}
 	}
 	var first *StatusRead
-	sessions := map[string]bool{"nobody": true}
-	for _, fl := range f.files {
-		sessions[fl.Session] = true
-	}
-	for s := range sessions {
-		got, err := ReadStatus(context.Background(), f.files, f.cache, p, s, f.now, f.loc)
+	for _, s := range sessions {
+		got, err := ReadStatus(context.Background(), files, cache, p, s, now, loc)
 		if err != nil {
-			f.t.Fatal(err)
+			t.Fatal(err)
+		}
+		ref := StatusOf(rows, p, s, now, loc)
+		if got.SessionCost != ref.SessionCost || got.TodayCost != ref.TodayCost || !reflect.DeepEqual(got.Block, ref.Block) {
+			t.Fatalf("%s, session %s (checkpoint %s): through the checkpoint %v / %v / %+v\nevery row read:  %v / %v / %+v",
+				what, s, got.Checkpoint, got.SessionCost, got.TodayCost, got.Block, ref.SessionCost, ref.TodayCost, ref.Block)
 		}
 		if first == nil {
 			first = got
-			if got.Checkpoint != want || got.SaveError != "" {
-				f.t.Fatalf("%s: checkpoint %q (%s), want %q", what, got.Checkpoint, got.SaveError, want)
-			}
 		} else if got.Checkpoint != "used" {
-			f.t.Fatalf("%s: a second call did not use the checkpoint (%s)", what, got.Checkpoint)
+			t.Fatalf("%s: a second call did not use the checkpoint (%s)", what, got.Why)
 		}
-		ref := StatusOf(sc.Rows(), p, s, f.now, f.loc)
-		if got.SessionCost != ref.SessionCost || got.TodayCost != ref.TodayCost || !reflect.DeepEqual(got.Block, ref.Block) {
-			f.t.Fatalf("%s, session %s: through the checkpoint %v / %v / %+v\nevery row read:  %v / %v / %+v",
-				what, s, got.SessionCost, got.TodayCost, got.Block, ref.SessionCost, ref.TodayCost, ref.Block)
-		}
+	}
+	if got := first; (got.Why != why && (why != anyReason || got.Why == "")) || got.SaveError != "" || (why == "") != (got.Checkpoint == "used") {
+		t.Fatalf("%s: checkpoint %s (%q, %s), want %q", what, got.Checkpoint, got.Why, got.SaveError, why)
 	}
 	return first
 }
@@ -181,43 +199,77 @@ func (f *statusFixture) check(what, want string, p *Pricer) *StatusRead {
 // TestReadStatusIsStatusOf: a status line read through the checkpoint
 // gives, for every session, StatusOf's figures over every row, while it
 // decodes only the files with rows after the cut; rows that change what
-// the checkpoint covers (an old row added, a message of before the cut
-// seen again, a file gone, another day, other prices) make it again.
+// the checkpoint covers (an old row added or changed, a message of before
+// the cut seen again, a file gone, a new file with old rows, another day,
+// other prices, a damaged checkpoint) make it again.
 func TestReadStatusIsStatusOf(t *testing.T) {
 	f := newStatusFixture(t)
 	p := NewPricer(nil)
-	f.check("cold", "made", p)
+	f.check("cold", CheckpointMissing, p)
 	time.Sleep(racyWindow) // the files' entries are no longer racy once read again
-	f.check("racy entries checked", "used", p)
-	st := f.check("warm", "used", p)
+	f.check("racy entries checked", "", p)
+	st := f.check("warm", "", p)
 	recent := 0
 	for _, fl := range f.files {
 		if fl.Session != "old" {
 			recent++
 		}
 	}
-	if st.Decoded != recent || st.Cache.Files != len(f.files) || st.Block == nil {
-		t.Fatalf("warm: %d of %d files decoded, want %d (the old session's not); block %v", st.Decoded, st.Cache.Files, recent, st.Block)
+	if st.Decoded != recent || st.Cache.Files != len(f.files) || st.Block == nil || st.TodayCost == 0 {
+		t.Fatalf("warm: %d of %d files decoded, want %d (the old session's not); block %v, today %v", st.Decoded, st.Cache.Files, recent, st.Block, st.TodayCost)
 	}
 
 	// New messages, streamed copies of them in another session's file, a
-	// new session: after the cut, so the checkpoint still holds.
-	main0, main1 := f.files[0].Path, filepath.Join(f.dir, "s1.jsonl")
+	// sidechain's replay of them in a subagent's file, a new session:
+	// after the cut, so the checkpoint still holds.
+	cut := statusCut(f.now, f.loc)
+	main0, main1, agent0 := f.files[0].Path, filepath.Join(f.dir, "s1.jsonl"), f.files[1].Path
 	fresh := f.rowsBetween(5, f.now.Add(-10*time.Minute), f.now)
 	f.appendTo(main0, fresh...)
 	copyOf := fresh[len(fresh)-1]
 	copyOf.out += 1000
 	f.appendTo(main1, copyOf)
+	replay := fresh[0]
+	replay.sidechain, replay.at = true, replay.at.Add(time.Second)
+	f.appendTo(agent0, replay)
 	f.add(filepath.Join(f.dir, "s7.jsonl"), "s7", f.rowsBetween(8, f.now.Add(-time.Hour), f.now))
-	f.check("appended after the cut", "used", p)
+	f.check("appended after the cut", "", p)
 
-	// Rows after the cut of messages that have one before it: one with
-	// more tokens (which every report keeps), one equal with costUSD
-	// (which the daily report keeps, the others keeping the first).
-	sc, _ := Read(context.Background(), f.files[:1], "")
+	// Messages whose rows straddle the cut, in one file: more tokens after
+	// it; equal tokens with costUSD after it (which the daily report
+	// keeps, the others keeping the first); fewer after it.
+	straddle := func(seq int, later func(*statusRow)) []statusRow {
+		a := statusRow{at: cut.Add(-time.Minute), id: fmt.Sprintf("x%d", seq), req: fmt.Sprintf("xr%d", seq), model: statusModels[0], in: 250000, out: 40}
+		b := a
+		b.at = cut.Add(time.Minute)
+		later(&b)
+		return []statusRow{a, b}
+	}
+	// A row of a model no other row names, at the time of a message's row
+	// kept after the cut, and before it in the order rows are kept: the
+	// block lists that model first.
+	tie := f.now.Add(-2 * time.Minute)
+	across := []statusRow{{at: tie, id: "t1", req: "t1", model: "claude-tie-1", in: 5}}
+	across = append(across, straddle(4, func(r *statusRow) { r.at, r.model, r.out = tie, "claude-tie-2", r.out+1 })...)
+	across = append(across, straddle(1, func(r *statusRow) { r.out += 500 })...)
+	across = append(across, straddle(2, func(r *statusRow) { r.cost = 0.91 })...)
+	across = append(across, straddle(3, func(r *statusRow) { r.out = 1 })...)
+	f.add(filepath.Join(f.dir, "s8.jsonl"), "s8", across)
+	f.check("messages across the cut", CheckpointChanged, p)
+	f.check("then", "", p)
+
+	// Rows after the cut of messages (of one row each so far) that have
+	// one before it in another file: one with more tokens (which every
+	// report keeps), one equal with costUSD (which the daily report
+	// keeps).
+	sc, _ := Read(context.Background(), f.files, "")
+	rowsOf := map[string]int{}
+	for _, r := range sc.Rows() {
+		rowsOf[r.MessageID]++
+	}
 	var olds []*Row
 	for _, r := range sc.Rows() {
-		if r.MessageID != "" && !r.HasCost && r.CacheCreate == 0 && r.Time.Before(statusCut(f.now, f.loc)) {
+		if r.Session == f.files[0].Session && rowsOf[r.MessageID] == 1 && !r.HasCost && r.Time.Before(cut) && r.ModelName() != "" {
 			olds = append(olds, r)
 		}
 	}
@@ -227,26 +279,147 @@ func TestReadStatusIsStatusOf(t *testing.T) {
 	a, b := olds[0], olds[1]
 	f.appendTo(main1, statusRow{at: f.now.Add(-time.Minute), id: a.MessageID, req: a.RequestID, model: statusModels[0], in: 99999, out: 9},
 		statusRow{at: f.now.Add(-time.Minute), id: b.MessageID, req: b.RequestID, model: b.Model, in: b.Input, out: b.Output, cost: 0.77})
-	f.check("old messages seen again", "made", p)
-	f.check("then", "used", p)
+	f.check("old messages seen again", CheckpointChanged, p)
+	f.check("then", "", p)
 
-	// A row before the cut appended; then a file of old rows gone.
+	// A row before the cut appended; an old row changed in place; a new
+	// file of old rows; a file of old rows gone.
 	f.appendTo(main0, f.rowsBetween(1, f.now.Add(-60*time.Hour), f.now.Add(-59*time.Hour))...)
-	f.check("an old row appended", "made", p)
+	f.check("an old row appended", CheckpointChanged, p)
+	f.rewriteOldRow(filepath.Join(f.dir, "old.jsonl"))
+	f.check("an old row changed", CheckpointChanged, p)
+	f.add(filepath.Join(f.dir, "s9.jsonl"), "s9", f.rowsBetween(3, f.now.Add(-70*time.Hour), f.now.Add(-69*time.Hour)))
+	f.check("a new file of old rows", CheckpointChanged, p)
 	if err := os.Remove(filepath.Join(f.dir, "old.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	f.files = f.files[:len(f.files)-2]
-	f.files = append(f.files, File{Path: filepath.Join(f.dir, "s7.jsonl"), Session: "s7"})
-	f.check("an old file gone", "made", p)
+	f.check("an old file gone", CheckpointChanged, p)
 
-	// Other prices; the next day; a damaged checkpoint.
+	// Other prices; the next day; another time zone.
 	p = NewPricer(map[string]Price{"claude-unknown-9": {Input: 1e-6, Output: 2e-6}})
-	f.check("other prices", "made", p)
+	f.check("other prices", CheckpointOtherCost, p)
 	f.now = f.now.Add(24 * time.Hour)
-	f.check("the next day", "made", p)
-	if err := os.WriteFile(filepath.Join(f.cache, checkpointFile), []byte("damaged"), 0o600); err != nil {
+	f.check("the next day", CheckpointOtherDay, p)
+	f.now = f.now.Add(-24 * time.Hour)
+	f.check("back to the day before", CheckpointOtherDay, p)
+	f.loc = time.FixedZone("UTC-7", -7*3600)
+	f.check("another time zone", CheckpointOtherDay, p)
+}
+
+// rewriteOldRow gives the first row of path priced by its tokens (a
+// known model, no costUSD) other tokens; the file keeps its number of
+// rows.
+func (f *statusFixture) rewriteOldRow(path string) {
+	f.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, statusModels[0]) && !strings.Contains(l, "costUSD") {
+			lines[i] = strings.Replace(l, `"cache_read_input_tokens":3`, `"cache_read_input_tokens":300000`, 1)
+			if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
+				f.t.Fatal(err)
+			}
+			return
+		}
+	}
+	f.t.Fatal("no row to change")
+}
+
+// TestDamagedCheckpoint: a checkpoint file that is not one, cut short,
+// flipped or written for another format is discarded (and said), the
+// figures worked out from every row and the checkpoint made again.
+func TestDamagedCheckpoint(t *testing.T) {
+	f := newStatusFixture(t)
+	p := NewPricer(nil)
+	f.check("cold", CheckpointMissing, p)
+	path := filepath.Join(f.cache, checkpointFile)
+	good, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	f.check("damaged", "made", p)
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 0x10
+	version := append([]byte(nil), good...)
+	version[8]++
+	for name, data := range map[string][]byte{
+		"not one": []byte("damaged"), "empty": nil, "cut short": good[:len(good)/2], "header only": good[:cacheHeader],
+		"a byte flipped": flipped, "another version": version, "trailing bytes": append(append([]byte(nil), good...), 0),
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st := f.check(name, CheckpointDiscarded, p)
+		if !strings.HasPrefix(st.Discarded, checkpointFile+": ") {
+			t.Fatalf("%s: discarded %q", name, st.Discarded)
+		}
+		f.check(name+", then", "", p)
+	}
+}
+
+// TestDecodeCheckpointNeverPanics: every prefix of a checkpoint's payload,
+// resealed so that its checksum holds, decodes to an error or to a
+// checkpoint, never a panic.
+func TestDecodeCheckpointNeverPanics(t *testing.T) {
+	f := newStatusFixture(t)
+	f.check("cold", CheckpointMissing, NewPricer(nil))
+	good, err := os.ReadFile(filepath.Join(f.cache, checkpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := good[cacheHeader:]
+	if _, err := decodeCheckpoint(good); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < len(payload); n += 1 + n/64 {
+		if _, err := decodeCheckpoint(sealFile(checkpointMagic, checkpointVersion, payload[:n])); err == nil {
+			t.Fatalf("a payload cut at %d of %d bytes decoded", n, len(payload))
+		}
+	}
+}
+
+// TestReadStatusOnTheCorpus: on the real transcripts of testdata/corpus,
+// at times through their rows' span (so that the cut falls among them)
+// and in two time zones, the status through the checkpoint is StatusOf's
+// for every session.
+func TestReadStatusOnTheCorpus(t *testing.T) {
+	var files []File
+	root := filepath.Join("..", "testdata", "corpus")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		session := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
+			session = filepath.Base(filepath.Dir(dir))
+		}
+		files = append(files, File{Path: path, Session: session})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Read(context.Background(), files, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []time.Time
+	for _, r := range sc.Rows() {
+		times = append(times, r.Time)
+	}
+	if len(times) < 1000 {
+		t.Fatalf("only %d rows in the corpus", len(times))
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	cache := filepath.Join(t.TempDir(), "cache")
+	p := NewPricer(nil)
+	for _, loc := range []*time.Location{time.UTC, time.FixedZone("UTC+5:30", 5*3600+1800)} {
+		for _, q := range []int{10, 50, 90, 100} {
+			now := times[(len(times)-1)*q/100].Add(2 * time.Hour)
+			what := fmt.Sprintf("%s, at the rows' %d%%", loc, q)
+			checkStatus(t, files, cache, p, now, loc, what, anyReason)
+		}
+	}
 }

@@ -58,8 +58,15 @@ type StatusRead struct {
 	// Checkpoint says how the rows before the start of today less a
 	// block's length were counted: "used" (through the checkpoint, only
 	// the files with later rows decoded), "made" (every file's rows
-	// decoded, the checkpoint made for the next calls).
+	// decoded, the checkpoint made for the next calls), "none" (no cache).
 	Checkpoint string
+	// Why says why the checkpoint was made rather than used: one of the
+	// Checkpoint* reasons, Discarded's when its file could not be used.
+	Why string
+	// Discarded says why the checkpoint's file was not used (corrupt,
+	// cut short, written by another build): "" when it was, or was
+	// missing.
+	Discarded string
 	// Decoded is the number of files whose rows were decoded or parsed.
 	Decoded int
 	// SaveError says why the checkpoint could not be saved ("": it was,
@@ -67,14 +74,24 @@ type StatusRead struct {
 	SaveError string
 }
 
+// Why a checkpoint is made again rather than used.
+const (
+	CheckpointMissing   = "none yet"
+	CheckpointDiscarded = "its file discarded"
+	CheckpointOtherDay  = "made for another day or time zone"
+	CheckpointOtherCost = "made with other prices"
+	CheckpointChanged   = "the rows before the cut changed"
+	CheckpointBadEntry  = "a cache entry's rows could not be decoded"
+)
+
 // ReadStatus is StatusOf(rows, p, session, now, loc) for the rows Read
 // gives of files through the cache in cacheDir, working out what comes
 // before the start of today less a block's length from the checkpoint
 // the cache folder holds (checkpoint.go): a call decodes only the rows of
-// the files that have later rows. When the checkpoint is missing, made
-// for another day or prices, or its rows are no longer those of the
-// files, every row is decoded and the checkpoint made again. Without a
-// cacheDir it is Read and StatusOf.
+// the files that have later rows. When the checkpoint is missing,
+// unreadable, made for another day or prices, or its rows are no longer
+// those of the files, every row is decoded and the checkpoint made again.
+// Without a cacheDir it is Read and StatusOf.
 func ReadStatus(ctx context.Context, files []File, cacheDir string, p *Pricer, session string, now time.Time, loc *time.Location) (*StatusRead, error) {
 	if cacheDir == "" {
 		sc, err := Read(ctx, files, "")
@@ -96,29 +113,26 @@ func ReadStatus(ctx context.Context, files []File, cacheDir string, p *Pricer, s
 		}
 	}
 	cut := statusCut(now, loc)
-	ck := loadCheckpoint(cacheDir)
-	ok := false
-	if ck != nil && ck.cut.Equal(cut) && ck.prices == p.fingerprint() {
-		if out.Status, ok, err = ck.status(results, p, session, now, loc); err != nil {
-			ok = false // an entry that cannot be decoded: every file is read below
+	ck, err := loadCheckpoint(cacheDir)
+	if err != nil {
+		out.Discarded = err.Error()
+	}
+	if out.Why = ck.unusable(cut, p, err); out.Why == "" {
+		var ok bool
+		out.Status, ok, err = ck.status(results, p, session, now, loc)
+		switch {
+		case err != nil: // every file is read again below
+			out.Why = CheckpointBadEntry
+		case !ok:
+			out.Why = CheckpointChanged
 		}
 	}
-	if !ok {
+	if out.Why != "" {
 		out.Checkpoint = "made"
 		if err := loadAll(ctx, files, results); err != nil {
 			return nil, err
 		}
-		var rows []*Row
-		for i := range results {
-			if results[i].e != nil {
-				rows = append(rows, ptrs(results[i].rowsOf())...)
-			}
-		}
-		out.Status = StatusOf(rows, p, session, now, loc)
-		if ck, err = buildCheckpoint(results, p, cut); err == nil {
-			err = ck.save(cacheDir)
-		}
-		if err != nil {
+		if out.Status, err = remakeCheckpoint(results, cacheDir, p, session, now, loc); err != nil {
 			out.SaveError = err.Error()
 		}
 	}
@@ -129,6 +143,40 @@ func ReadStatus(ctx context.Context, files []File, cacheDir string, p *Pricer, s
 	}
 	c.update(results, &out.Cache)
 	return out, nil
+}
+
+// unusable says why ck (nil when loadErr or none) cannot be used at cut
+// with p's prices; "" when it can.
+func (ck *checkpoint) unusable(cut time.Time, p *Pricer, loadErr error) string {
+	switch {
+	case loadErr != nil:
+		return CheckpointDiscarded
+	case ck == nil:
+		return CheckpointMissing
+	case !ck.cut.Equal(cut):
+		return CheckpointOtherDay
+	case ck.prices != p.fingerprint():
+		return CheckpointOtherCost
+	}
+	return ""
+}
+
+// remakeCheckpoint works the status out from every file's rows (results
+// loaded) and saves the checkpoint at now's cut; the error is why it
+// could not be saved (the status stands).
+func remakeCheckpoint(results []fileResult, cacheDir string, p *Pricer, session string, now time.Time, loc *time.Location) (Status, error) {
+	var rows []*Row
+	for i := range results {
+		if results[i].e != nil {
+			rows = append(rows, ptrs(results[i].rowsOf())...)
+		}
+	}
+	st := StatusOf(rows, p, session, now, loc)
+	ck, err := buildCheckpoint(results, p, statusCut(now, loc))
+	if err == nil {
+		err = ck.save(cacheDir)
+	}
+	return st, err
 }
 
 // loadAll decodes the rows of every file's entry, side by side; a file

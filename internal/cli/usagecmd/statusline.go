@@ -111,13 +111,18 @@ func readStatus(f *cmdutil.Factory, cmd *cobra.Command, session string, loc *tim
 	return &usage.StatusRead{Status: usage.StatusOf(sc.Rows(), pricer, session, now, loc), Cache: sc.Cache, Checkpoint: "none"}, nil
 }
 
-// checkpointLine says how the status checkpoint was used.
+// checkpointLine says how the status checkpoint was used, and why it was
+// made again.
 func checkpointLine(st *usage.StatusRead) string {
 	switch st.Checkpoint {
 	case "used":
 		return fmt.Sprintf("; status checkpoint used: the rows of %d of %d transcript(s) decoded", st.Decoded, st.Cache.Files)
 	case "made":
-		s := "; status checkpoint made (every transcript's rows decoded)"
+		s := "; status checkpoint made (" + st.Why
+		if st.Discarded != "" {
+			s += ": " + st.Discarded
+		}
+		s += "; every transcript's rows decoded)"
 		if st.SaveError != "" {
 			s += ", not saved: " + st.SaveError
 		}
