@@ -66,7 +66,10 @@ var statusModels = []string{"claude-sonnet-4-20250514", "claude-opus-4-1-2025080
 func newStatusFixture(t *testing.T) *statusFixture {
 	f := &statusFixture{t: t, dir: t.TempDir(), cache: filepath.Join(t.TempDir(), "cache"), loc: time.FixedZone("UTC+3", 3*3600),
 		r: rand.New(rand.NewPCG(7, 9))}
-	f.now = time.Now()
+	// A fixed now: the rows' times, the blocks (one active at now, the
+	// chain of blocks from before the cut leading to it) and the days are
+	// the same at every run.
+	f.now = time.Date(2026, 3, 10, 11, 20, 0, 0, time.UTC)
 	for s := range 6 {
 		id := fmt.Sprintf("s%d", s)
 		f.add(filepath.Join(f.dir, id+".jsonl"), id, f.rows(60, 72*time.Hour))
@@ -175,7 +178,7 @@ func checkStatus(t *testing.T, files []File, cache string, p *Pricer, now time.T
 	}
 	var first *StatusRead
 	for _, s := range sessions {
-		got, err := ReadStatus(context.Background(), files, cache, p, s, now, loc)
+		got, err := ReadStatus(context.Background(), func() ([]File, error) { return files, nil }, cache, p, s, now, loc)
 		if err != nil {
 			t.Fatal(err)
 		}

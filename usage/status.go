@@ -85,23 +85,42 @@ const (
 )
 
 // ReadStatus is StatusOf(rows, p, session, now, loc) for the rows Read
-// gives of files through the cache in cacheDir, working out what comes
-// before the start of today less a block's length from the checkpoint
-// the cache folder holds (checkpoint.go): a call decodes only the rows of
-// the files that have later rows. When the checkpoint is missing,
-// unreadable, made for another day or prices, or its rows are no longer
-// those of the files, every row is decoded and the checkpoint made again.
-// Without a cacheDir it is Read and StatusOf.
-func ReadStatus(ctx context.Context, files []File, cacheDir string, p *Pricer, session string, now time.Time, loc *time.Location) (*StatusRead, error) {
+// gives of the files list gives, through the cache in cacheDir, working
+// out what comes before the start of today less a block's length from the
+// checkpoint the cache folder holds (checkpoint.go): a call decodes only
+// the rows of the files that have later rows. When the checkpoint is
+// missing, unreadable, made for another day or prices, or its rows are no
+// longer those of the files, every row is decoded and the checkpoint made
+// again. The cache and the checkpoint are read while list runs. Without a
+// cacheDir it is Read and StatusOf.
+func ReadStatus(ctx context.Context, list func() ([]File, error), cacheDir string, p *Pricer, session string, now time.Time, loc *time.Location) (*StatusRead, error) {
 	if cacheDir == "" {
+		files, err := list()
+		if err != nil {
+			return nil, err
+		}
 		sc, err := Read(ctx, files, "")
 		if err != nil {
 			return nil, err
 		}
 		return &StatusRead{Status: StatusOf(sc.Rows(), p, session, now, loc), Cache: sc.Cache, Checkpoint: "none", Decoded: len(sc.Files)}, nil
 	}
-	files = sortFiles(files)
-	c := loadCache(cacheDir)
+	type loaded struct {
+		c   *cache
+		ck  *checkpoint
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		ck, err := loadCheckpoint(cacheDir)
+		done <- loaded{loadCache(cacheDir), ck, err}
+	}()
+	files, err := list()
+	ld := <-done
+	if err != nil {
+		return nil, err
+	}
+	files, c, ck := sortFiles(files), ld.c, ld.ck
 	results, err := scanAll(ctx, files, c, false)
 	if err != nil {
 		return nil, err
@@ -113,11 +132,10 @@ func ReadStatus(ctx context.Context, files []File, cacheDir string, p *Pricer, s
 		}
 	}
 	cut := statusCut(now, loc)
-	ck, err := loadCheckpoint(cacheDir)
-	if err != nil {
-		out.Discarded = err.Error()
+	if ld.err != nil {
+		out.Discarded = ld.err.Error()
 	}
-	if out.Why = ck.unusable(cut, p, err); out.Why == "" {
+	if out.Why = ck.unusable(cut, p, ld.err); out.Why == "" {
 		var ok bool
 		out.Status, ok, err = ck.status(results, p, session, now, loc)
 		switch {

@@ -97,11 +97,8 @@ func readStatus(f *cmdutil.Factory, cmd *cobra.Command, session string, loc *tim
 	if local, ok := st.(*stores.Local); ok && !noCache {
 		l := local.Layout()
 		if cacheDir, err := usageCacheDir(l); err == nil {
-			files, err := usageFiles(l)
-			if err != nil {
-				return nil, err
-			}
-			return usage.ReadStatus(cmd.Context(), files, cacheDir, pricer, session, now, loc)
+			list := func() ([]usage.File, error) { return usageFiles(l) }
+			return usage.ReadStatus(cmd.Context(), list, cacheDir, pricer, session, now, loc)
 		}
 	}
 	sc, err := Scan(cmd.Context(), st, noCache)

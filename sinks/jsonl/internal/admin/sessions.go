@@ -54,18 +54,14 @@ func (l Layout) listSessions() ([]listedSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	dirs, listed, err := l.readProjects(projects)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]int{} // by id, its place in out
 	var out []listedSession
-	for _, p := range projects {
-		if !p.IsDir() {
-			continue
-		}
-		dir := l.ProjectFolder(p.Name())
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
+	for k, dir := range dirs {
+		for _, e := range listed[k] {
 			name, id := e.Name(), e.Name()
 			if e.Type().IsRegular() {
 				var ok bool
@@ -100,6 +96,28 @@ func (l Layout) listSessions() ([]listedSession, error) {
 	return out, nil
 }
 
+// readProjects reads the project folders among projects (entries of the
+// projects folder), a few side by side: each folder and its entries, in
+// the order of projects.
+func (l Layout) readProjects(projects []os.DirEntry) (dirs []string, listed [][]os.DirEntry, err error) {
+	for _, p := range projects {
+		if p.IsDir() {
+			dirs = append(dirs, l.ProjectFolder(p.Name()))
+		}
+	}
+	listed = make([][]os.DirEntry, len(dirs))
+	err = durable.Each(context.Background(), listWorkers, len(dirs), func(_ context.Context, i int) error {
+		var err error
+		listed[i], err = os.ReadDir(dirs[i])
+		return err
+	})
+	return dirs, listed, err
+}
+
+// listWorkers is how many folders are read at a time: reading one waits
+// on the kernel more than on a core.
+const listWorkers = 4
+
 // SessionTranscripts are one session's transcripts: its main file and its
 // subagents', as TranscriptFiles lists them (without the sidecar).
 type SessionTranscripts struct {
@@ -116,32 +134,41 @@ func (l Layout) StoredTranscripts() ([]SessionTranscripts, error) {
 		return nil, err
 	}
 	out := make([]SessionTranscripts, len(listed))
-	for i, s := range listed {
-		out[i].StoredSession = s.StoredSession
-		if s.odd { // another spelling: as TranscriptFiles finds them
-			files, _ := TranscriptFiles(s.ProjectDir, s.ID)
-			for _, f := range files {
-				if !f.Sidecar {
-					out[i].Paths = append(out[i].Paths, f.Path)
-				}
+	// A session with a folder has it walked, a few side by side.
+	err = durable.Each(context.Background(), listWorkers, len(listed), func(_ context.Context, i int) error {
+		out[i] = listed[i].transcripts()
+		return nil
+	})
+	return out, err
+}
+
+// transcripts are the session's transcripts, from what its project
+// folder's listing held of it.
+func (s listedSession) transcripts() SessionTranscripts {
+	out := SessionTranscripts{StoredSession: s.StoredSession}
+	if s.odd { // another spelling: as TranscriptFiles finds them
+		files, _ := TranscriptFiles(s.ProjectDir, s.ID)
+		for _, f := range files {
+			if !f.Sidecar {
+				out.Paths = append(out.Paths, f.Path)
 			}
-			continue
 		}
-		main := claudedir.MainFile(s.ProjectDir, s.ID)
-		if s.main {
-			out[i].Paths = append(out[i].Paths, main)
-		}
-		if !s.dir {
-			continue
-		}
-		agents, _ := reader.WalkAgents(context.Background(), nil, main, "")
-		for _, a := range agents {
-			if a.ID != "" {
-				out[i].Paths = append(out[i].Paths, a.Path)
-			}
+		return out
+	}
+	main := claudedir.MainFile(s.ProjectDir, s.ID)
+	if s.main {
+		out.Paths = append(out.Paths, main)
+	}
+	if !s.dir {
+		return out
+	}
+	agents, _ := reader.WalkAgents(context.Background(), nil, main, "")
+	for _, a := range agents {
+		if a.ID != "" {
+			out.Paths = append(out.Paths, a.Path)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // TranscriptFile is one file of a session: its main transcript, a
