@@ -122,7 +122,12 @@ func (c *cache) get(path string) *entry { return c.buckets[bucketOf(path)][path]
 // (an entry new or replaced, one of a file that is gone, or a file that
 // could not be used), atomically but without fsync: a cache file a crash
 // damaged fails its checksum and is rebuilt.
-func (c *cache) update(results []fileResult, st *CacheStats) {
+//
+// With slack, a file that only grew by less than slack bytes keeps its
+// old entry (its bucket is not rewritten for it): the next read parses
+// what was appended since that entry again, which costs less than writing
+// the bucket at every call of a status line.
+func (c *cache) update(results []fileResult, st *CacheStats, slack int64) {
 	st.Discarded = c.discarded
 	next := [cacheBuckets]map[string]*entry{}
 	dirty := c.broken
@@ -134,8 +139,14 @@ func (c *cache) update(results []fileResult, st *CacheStats) {
 			continue
 		}
 		b := bucketOf(r.e.Path)
-		next[b][r.e.Path] = r.e
-		if c.buckets[b][r.e.Path] != r.e {
+		old := c.buckets[b][r.e.Path]
+		switch {
+		case old == r.e:
+			next[b][r.e.Path] = r.e
+		case old != nil && r.answer == answerGrown && r.bytes < slack:
+			next[b][r.e.Path] = old
+		default:
+			next[b][r.e.Path] = r.e
 			dirty[b] = true
 		}
 	}

@@ -426,3 +426,46 @@ func TestReadStatusOnTheCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusKeepsSmallGrowthOutOfTheCache: a status line call after a few
+// rows were appended to a file parses them without rewriting the cache
+// (the next call parses them again, with the same figures); once more
+// than statusSaveSlack bytes were appended, the file's entry is saved and
+// the next call finds it unchanged.
+func TestStatusKeepsSmallGrowthOutOfTheCache(t *testing.T) {
+	f := newStatusFixture(t)
+	p := NewPricer(nil)
+	f.check("cold", CheckpointMissing, p)
+	time.Sleep(racyWindow)
+	f.check("racy entries checked", "", p)
+	buckets := func() string {
+		paths, _ := filepath.Glob(filepath.Join(f.cache, "usage-*.bin"))
+		var b strings.Builder
+		for _, path := range paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(data)
+		}
+		return b.String()
+	}
+	before := buckets()
+	main0 := f.files[0].Path
+	f.appendTo(main0, f.rowsBetween(3, f.now.Add(-time.Minute), f.now)...)
+	for _, what := range []string{"appended", "again"} {
+		st := f.check(what, "", p)
+		if st.Cache.Grown != 1 || st.Cache.Saved != 0 || buckets() != before {
+			t.Fatalf("%s: %+v; the cache rewritten: %v", what, st.Cache, buckets() != before)
+		}
+	}
+	for n := 0; n <= statusSaveSlack; n += len(statusRow{noUsage: true}.line()) {
+		f.appendTo(main0, statusRow{noUsage: true})
+	}
+	if st := f.check("appended more than the slack", "", p); st.Cache.Grown != 1 || st.Cache.Saved != 1 {
+		t.Fatalf("appended more than the slack: %+v", st.Cache)
+	}
+	if st := f.check("then", "", p); st.Cache.Grown != 0 || st.Cache.Bytes != 0 {
+		t.Fatalf("then: %+v", st.Cache)
+	}
+}

@@ -185,7 +185,7 @@ func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
 		addBad(sc.Bad, r.tailBad)
 	}
 	if c != nil {
-		c.update(results, &sc.Cache)
+		c.update(results, &sc.Cache, 0)
 	}
 	return sc, nil
 }

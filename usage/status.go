@@ -74,6 +74,11 @@ type StatusRead struct {
 	SaveError string
 }
 
+// statusSaveSlack is how many bytes appended to a file a status line
+// parses again rather than rewrite the file's cache bucket for them (the
+// cache's update): a few calls' worth of rows.
+const statusSaveSlack = 64 << 10
+
 // Why a checkpoint is made again rather than used.
 const (
 	CheckpointMissing   = "none yet"
@@ -159,7 +164,7 @@ func ReadStatus(ctx context.Context, list func() ([]File, error), cacheDir strin
 			out.Decoded++
 		}
 	}
-	c.update(results, &out.Cache)
+	c.update(results, &out.Cache, statusSaveSlack)
 	return out, nil
 }
 
