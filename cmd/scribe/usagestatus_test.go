@@ -178,4 +178,12 @@ func TestUsageStatuslineCheckpoint(t *testing.T) {
 	check("cut short", "4", "status checkpoint made (its file discarded: status.bin: ")
 	check("other prices", "4", "status checkpoint made (made with other prices;", "--config", cfg)
 	check("then", "1", "status checkpoint used", "--config", cfg)
+
+	// Once the folders have been still for a second, the listing is kept
+	// and used; a session added is listed again and counted.
+	time.Sleep(1100 * time.Millisecond)
+	check("folders still", "4", "; transcripts ") // listed, or from a snapshot kept already
+	check("listing kept", "4", "; transcripts from the listing's snapshot;")
+	writeTrapSession(t, dir, 5, []usageTrapRow{{ts: at(now.Add(-time.Minute)), id: "n1", req: "n1", model: S, in: 100, out: 2000}}, nil)
+	check("a session added", "5", "; transcripts listed;")
 }

@@ -523,8 +523,10 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 
 // StoredTranscripts lists the transcripts of every session StoredSessions
 // lists, from the listing it makes: a session's folder is walked only when
-// the listing holds one, and no file is looked at again.
-func (l Layout) StoredTranscripts() ([]SessionTranscripts, error) {
+// the listing holds one, and no file is looked at again. folders are the
+// folders the answer comes from: while none of them changes, it is the
+// same (nil when it depends on more).
+func (l Layout) StoredTranscripts() (sessions []SessionTranscripts, folders []string, err error) {
 	return l.admin().StoredTranscripts()
 }
 

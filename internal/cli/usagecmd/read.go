@@ -82,27 +82,28 @@ func SessionScan(ctx context.Context, st sessions.Store, id string) (*usage.Scan
 // usageScan reads the usage rows of every session of l (its main file and
 // its subagents') through the usage cache in cacheDir ("": none).
 func usageScan(ctx context.Context, l jsonl.Layout, cacheDir string) (*usage.Scan, error) {
-	files, err := usageFiles(l)
+	listed, err := usageListing(l)
 	if err != nil {
 		return nil, err
 	}
-	return usage.Read(ctx, files, cacheDir)
+	return usage.Read(ctx, listed.Files, cacheDir)
 }
 
-// usageFiles are the transcripts of every session of l: its main file and
-// its subagents', their rows counted under the session.
-func usageFiles(l jsonl.Layout) ([]usage.File, error) {
-	stored, err := l.StoredTranscripts()
+// usageListing lists the transcripts of every session of l (its main file
+// and its subagents', their rows counted under the session) and the
+// folders the listing comes from.
+func usageListing(l jsonl.Layout) (usage.Listing, error) {
+	stored, folders, err := l.StoredTranscripts()
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return usage.Listing{}, fmt.Errorf("list sessions: %w", err)
 	}
-	var files []usage.File
+	out := usage.Listing{Folders: folders}
 	for _, s := range stored {
 		for _, p := range s.Paths {
-			files = append(files, usage.File{Path: p, Session: s.ID})
+			out.Files = append(out.Files, usage.File{Path: p, Session: s.ID})
 		}
 	}
-	return files, nil
+	return out, nil
 }
 
 // usageCacheDir is where the usage cache of l's folder lives:

@@ -2,6 +2,7 @@ package usagecmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/usage"
 )
@@ -71,12 +73,12 @@ func runStatusline(f *cmdutil.Factory, cmd *cobra.Command, tz string, noCache, v
 	if _, err := f.LoadConfigAfter(cmd, raw); err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	st, err := readStatus(f, cmd, in.SessionID, loc, noCache)
+	st, listed, err := readStatus(f, cmd, in.SessionID, loc, noCache)
 	if err != nil {
 		return err
 	}
 	if verbose {
-		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(st.Cache, noCache)+checkpointLine(st))
+		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(st.Cache, noCache)+listed+checkpointLine(st))
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), statusLine(in, st.Status))
 	return nil
@@ -85,27 +87,43 @@ func runStatusline(f *cmdutil.Factory, cmd *cobra.Command, tz string, noCache, v
 // readStatus works the status line's figures out: for a local folder
 // through the usage cache and its status checkpoint (only the transcripts
 // with rows since the start of today less 5 hours decoded), else from
-// every row.
-func readStatus(f *cmdutil.Factory, cmd *cobra.Command, session string, loc *time.Location, noCache bool) (*usage.StatusRead, error) {
+// every row. listed says how the transcripts were listed ("" when not
+// through the usage cache).
+func readStatus(f *cmdutil.Factory, cmd *cobra.Command, session string, loc *time.Location, noCache bool) (_ *usage.StatusRead, listed string, _ error) {
 	lessGC()
 	st, cfg, done, err := f.OpenStoreOf(cmd)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer done(nil)
 	pricer, now := usagePricer(cfg), time.Now()
 	if local, ok := st.(*stores.Local); ok && !noCache {
 		l := local.Layout()
 		if cacheDir, err := usageCacheDir(l); err == nil {
-			list := func() ([]usage.File, error) { return usageFiles(l) }
-			return usage.ReadStatus(cmd.Context(), list, cacheDir, pricer, session, now, loc)
+			return localStatus(cmd.Context(), l, cacheDir, pricer, session, now, loc)
 		}
 	}
 	sc, err := Scan(cmd.Context(), st, noCache)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return &usage.StatusRead{Status: usage.StatusOf(sc.Rows(), pricer, session, now, loc), Cache: sc.Cache, Checkpoint: "none"}, nil
+	return &usage.StatusRead{Status: usage.StatusOf(sc.Rows(), pricer, session, now, loc), Cache: sc.Cache, Checkpoint: "none"}, "", nil
+}
+
+// localStatus is readStatus for the local folder of l through the usage
+// cache in cacheDir, the transcripts taken from the listing's snapshot
+// while none of the folders they were found in changed.
+func localStatus(ctx context.Context, l jsonl.Layout, cacheDir string, p *usage.Pricer, session string, now time.Time, loc *time.Location) (*usage.StatusRead, string, error) {
+	listed := "; transcripts listed"
+	list := func() ([]usage.File, error) {
+		files, used, err := usage.CachedListing(ctx, cacheDir, func() (usage.Listing, error) { return usageListing(l) })
+		if used {
+			listed = "; transcripts from the listing's snapshot"
+		}
+		return files, err
+	}
+	st, err := usage.ReadStatus(ctx, list, cacheDir, p, session, now, loc)
+	return st, listed, err
 }
 
 // checkpointLine says how the status checkpoint was used, and why it was

@@ -29,7 +29,7 @@ type StoredSession struct {
 // a main file). A session in two project folders is taken from the first
 // in name order, as FindSession does. A store without projects/ has none.
 func (l Layout) StoredSessions() ([]StoredSession, error) {
-	listed, err := l.listSessions()
+	listed, _, err := l.listSessions()
 	out := make([]StoredSession, len(listed))
 	for i := range listed {
 		out[i] = listed[i].StoredSession
@@ -46,17 +46,18 @@ type listedSession struct {
 	main, dir, odd bool
 }
 
-func (l Layout) listSessions() ([]listedSession, error) {
+// listSessions lists the sessions, and the project folders it read.
+func (l Layout) listSessions() ([]listedSession, []string, error) {
 	projects, err := os.ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dirs, listed, err := l.readProjects(projects)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seen := map[string]int{} // by id, its place in out
 	var out []listedSession
@@ -93,7 +94,7 @@ func (l Layout) listSessions() ([]listedSession, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, dirs, nil
 }
 
 // readProjects reads the project folders among projects (entries of the
@@ -123,29 +124,49 @@ const listWorkers = 4
 type SessionTranscripts struct {
 	StoredSession
 	Paths []string
+	// folders are the folders of the session read (or looked for) to find
+	// its subagents' files, its own first; odd marks a session found by
+	// looking for its files by name (spelled in other cases).
+	folders []string
+	odd     bool
 }
 
 // StoredTranscripts lists the transcripts of every session StoredSessions
 // lists, from the listing it makes: a session's folder is walked only when
-// the listing holds one, and no file is looked at again.
-func (l Layout) StoredTranscripts() ([]SessionTranscripts, error) {
-	listed, err := l.listSessions()
+// the listing holds one, and no file is looked at again. folders are the
+// folders whose entries the answer comes from (the projects folder, the
+// project folders, the sessions' folders and the folders under them read
+// for the subagents' files, or looked for): while none of them changes,
+// the answer is the same. It is nil when the answer depends on more (a
+// session spelled in other cases, whose files are looked for by name).
+func (l Layout) StoredTranscripts() (out []SessionTranscripts, folders []string, err error) {
+	listed, dirs, err := l.listSessions()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]SessionTranscripts, len(listed))
+	out = make([]SessionTranscripts, len(listed))
 	// A session with a folder has it walked, a few side by side.
 	err = durable.Each(context.Background(), listWorkers, len(listed), func(_ context.Context, i int) error {
 		out[i] = listed[i].transcripts()
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, nil, err
+	}
+	folders = append([]string{l.ProjectsDir()}, dirs...)
+	for _, s := range out {
+		if s.odd {
+			return out, nil, nil
+		}
+		folders = append(folders, s.folders...)
+	}
+	return out, folders, nil
 }
 
 // transcripts are the session's transcripts, from what its project
 // folder's listing held of it.
 func (s listedSession) transcripts() SessionTranscripts {
-	out := SessionTranscripts{StoredSession: s.StoredSession}
+	out := SessionTranscripts{StoredSession: s.StoredSession, odd: s.odd}
 	if s.odd { // another spelling: as TranscriptFiles finds them
 		files, _ := TranscriptFiles(s.ProjectDir, s.ID)
 		for _, f := range files {
@@ -162,7 +183,8 @@ func (s listedSession) transcripts() SessionTranscripts {
 	if !s.dir {
 		return out
 	}
-	agents, _ := reader.WalkAgents(context.Background(), nil, main, "")
+	out.folders = []string{claudedir.SessionDirOf(main)}
+	agents, _ := reader.WalkAgentFolders(context.Background(), nil, main, "", func(dir string) { out.folders = append(out.folders, dir) })
 	for _, a := range agents {
 		if a.ID != "" {
 			out.Paths = append(out.Paths, a.Path)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,9 +72,9 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed, err := l.StoredTranscripts()
-	if err != nil || len(listed) != len(stored) || len(stored) != 5 {
-		t.Fatalf("%d sessions' transcripts, %d sessions, %v", len(listed), len(stored), err)
+	listed, folders, err := l.StoredTranscripts()
+	if err != nil || len(listed) != len(stored) || len(stored) != 5 || folders != nil {
+		t.Fatalf("%d sessions' transcripts, %d sessions, folders %v (want none: a session in capitals), %v", len(listed), len(stored), folders, err)
 	}
 	for i, s := range stored {
 		files, _ := TranscriptFiles(s.ProjectDir, s.ID)
@@ -86,6 +87,24 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 		if listed[i].StoredSession != s || strings.Join(listed[i].Paths, ",") != strings.Join(want, ",") {
 			t.Fatalf("session %s: StoredTranscripts %+v, TranscriptFiles %v", s.ID, listed[i], want)
 		}
+	}
+
+	// Without it, the folders the answer comes from: the projects folder,
+	// the project folders, each session's folder and those read (or looked
+	// for) under it.
+	if err := os.Remove(filepath.Join(pb, strings.ToUpper(c)+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, folders, err = l.StoredTranscripts(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(folders)
+	wantFolders := []string{l.ProjectsDir(), pa, filepath.Join(pa, a), filepath.Join(pa, a, "subagents"), filepath.Join(pa, a, "subagents", "nested"),
+		pb, filepath.Join(pb, b), filepath.Join(pb, b, "subagents"), filepath.Join(pb, d), filepath.Join(pb, d, "subagents"),
+		filepath.Join(pb, e), filepath.Join(pb, e, "subagents")}
+	slices.Sort(wantFolders)
+	if !slices.Equal(folders, wantFolders) {
+		t.Fatalf("folders\n%v\nwant\n%v", folders, wantFolders)
 	}
 }
 

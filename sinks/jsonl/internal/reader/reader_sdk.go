@@ -373,11 +373,20 @@ func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentF
 // first in name order (the order of the SDK's recursive readdir); with
 // stopAt, it stops at the first file of that agent id.
 func WalkAgents(ctx context.Context, fsys layout.FS, main, stopAt string) ([]agentFile, error) {
+	return WalkAgentFolders(ctx, fsys, main, stopAt, nil)
+}
+
+// WalkAgentFolders is WalkAgents calling visit (when not nil) with each
+// folder it reads, or tries to, before it reads it.
+func WalkAgentFolders(ctx context.Context, fsys layout.FS, main, stopAt string, visit func(dir string)) ([]agentFile, error) {
 	var out []agentFile
 	var walk func(d string) (bool, error)
 	walk = func(d string) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
+		}
+		if visit != nil {
+			visit(d)
 		}
 		ents, err := layout.FSOf(fsys).ReadDir(d) // sorted by name, links not followed
 		if err != nil {
