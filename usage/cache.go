@@ -12,22 +12,25 @@ package usage
 //	magic "SCRIBEUC"          8 bytes
 //	format version            u32
 //	code stamp                16 bytes  (the build that parsed the rows)
-//	payload length            u64
-//	crc32c(payload)           u32
-//	payload                   uvarint entry count, then the entries
+//	head length               u64
+//	crc32c(head)              u32
+//	head                      uvarint entry count, then the entries
+//	sections                  the entries' rows' sections, one after another
 //
 // An entry: path, session, device, inode, size, mtime, ctime, the bytes of
 // whole lines read, the two checksums, the racy flag, the bad rows by
 // reason, the rows' summary (their number, the latest row's time as
 // seconds and nanoseconds, the sum of their hashes as 8 bytes: see
-// summary.go), then the rows' section, prefixed by its length: a table of
-// the model and speed names its rows use, then the rows (time as seconds
-// and nanoseconds, message and request ids, model and speed as indexes
-// into the table, the five token counts, flags and, when it has one,
-// costUSD's bits). Numbers are (zig-zag) uvarints, strings a uvarint
-// length and the bytes. The rows' section is decoded only when its rows
-// are used (entry.load): the status line's fast path reads the summaries
-// of the files it does not need, not their rows. A file that is missing,
+// summary.go), then where its rows' section is among the sections (offset
+// and length) and its crc32c (4 bytes). A section: a table of the model
+// and speed names its rows use, then the rows (time as seconds and
+// nanoseconds, message and request ids, model and speed as indexes into
+// the table, the five token counts, flags and, when it has one, costUSD's
+// bits). Numbers are (zig-zag) uvarints, strings a uvarint length and the
+// bytes. A report reads whole files and checks every section; the status
+// line's fast path reads the heads only and a section when it needs its
+// rows (entry.load, which checks it then): it needs the summaries of
+// most files, not their rows. A file that is missing,
 // unreadable, corrupt, of another version or written by another build is
 // ignored (and said in CacheStats.Discarded) and rewritten.
 
@@ -53,7 +56,7 @@ import (
 const (
 	cacheBuckets = 16
 	cacheMagic   = "SCRIBEUC"
-	cacheVersion = 2
+	cacheVersion = 3
 	cacheHeader  = 8 + 4 + 16 + 8 + 4
 )
 
@@ -73,6 +76,8 @@ type cache struct {
 	// broken marks the buckets whose file was there but not used: they
 	// are rewritten even when nothing in them changed.
 	broken [cacheBuckets]bool
+	// open are the bucket files whose sections are read when needed.
+	open []*os.File
 }
 
 func bucketOf(path string) int { return int(crc32.Checksum([]byte(path), castagnoli) % cacheBuckets) }
@@ -82,22 +87,24 @@ func (c *cache) bucketFile(b int) string {
 }
 
 // loadCache reads every bucket file of dir (side by side); a file that
-// cannot be used leaves its bucket empty.
-func loadCache(dir string) *cache {
+// cannot be used leaves its bucket empty. With heads, only the files'
+// heads are read, each section when its rows are needed, from the file
+// kept open until close.
+func loadCache(dir string, heads bool) *cache {
 	c := &cache{dir: dir}
 	var wg sync.WaitGroup
 	errs := make([]error, cacheBuckets)
+	open := make([]*os.File, cacheBuckets)
 	for b := range cacheBuckets {
 		c.buckets[b] = map[string]*entry{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			data, err := os.ReadFile(c.bucketFile(b))
-			if errors.Is(err, fs.ErrNotExist) {
-				return
-			}
-			if err == nil {
-				err = decodeBucket(data, c.buckets[b])
+			var err error
+			if heads {
+				open[b], err = readHeads(c.bucketFile(b), c.buckets[b])
+			} else {
+				err = readBucket(c.bucketFile(b), c.buckets[b])
 			}
 			if err != nil {
 				c.buckets[b] = map[string]*entry{}
@@ -111,8 +118,137 @@ func loadCache(dir string) *cache {
 		if err != nil {
 			c.discarded = append(c.discarded, fmt.Sprintf("%s: %v", filepath.Base(c.bucketFile(b)), err))
 		}
+		if open[b] != nil {
+			c.open = append(c.open, open[b])
+		}
 	}
 	return c
+}
+
+// close closes the bucket files loadCache left open.
+func (c *cache) close() {
+	for _, f := range c.open {
+		f.Close()
+	}
+	c.open = nil
+}
+
+// readBucket reads a whole bucket file into m, its sections checked; a
+// file that is not there leaves m empty.
+func readBucket(path string, m map[string]*entry) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n, err := unsealHeader(data, cacheMagic, cacheVersion)
+	if err != nil {
+		return err
+	}
+	if n > uint64(len(data)-cacheHeader) {
+		return fmt.Errorf("head of %d bytes, the file holds %d", n, len(data)-cacheHeader)
+	}
+	head, rest := data[cacheHeader:cacheHeader+int(n)], data[cacheHeader+int(n):]
+	if err := checkPayload(data, head); err != nil {
+		return err
+	}
+	// The rows' strings are cut out of the file's bytes, which nothing
+	// writes once read: one string over them, not a copy.
+	src := &sections{all: unsafe.String(unsafe.SliceData(rest), len(rest)), whole: true}
+	if err := decodeBucket(head, src, m); err != nil {
+		return err
+	}
+	return src.checkAll(m)
+}
+
+// readHeads reads the head of a bucket file into m and gives the file,
+// open for its sections (nil when there is none).
+func readHeads(path string, m map[string]*entry) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	head, err := readHead(f)
+	if err == nil {
+		err = decodeBucket(head, &sections{f: f, base: int64(cacheHeader + len(head))}, m)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readHead reads and checks the header and head of the bucket file f.
+func readHead(f *os.File) ([]byte, error) {
+	header := make([]byte, cacheHeader)
+	if _, err := io.ReadFull(f, header); err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	n, err := unsealHeader(header, cacheMagic, cacheVersion)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || n > uint64(fi.Size()-cacheHeader) {
+		return nil, fmt.Errorf("a head of %d bytes cut short", n)
+	}
+	head := make([]byte, n)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
+	return head, checkPayload(header, head)
+}
+
+// sections are a bucket file's sections: held whole (read with the file),
+// or read from the open file when needed.
+type sections struct {
+	whole bool
+	all   string
+	f     *os.File
+	base  int64 // where the sections start in f
+}
+
+// read is the section at off of n bytes, checked against its crc.
+func (s *sections) read(off, n int64, crc uint32) (string, error) {
+	var sec string
+	switch {
+	case s.whole:
+		if off < 0 || n < 0 || off+n > int64(len(s.all)) {
+			return "", errors.New("section out of the file")
+		}
+		sec = s.all[off : off+n]
+	default:
+		b := make([]byte, n)
+		if _, err := s.f.ReadAt(b, s.base+off); err != nil {
+			return "", fmt.Errorf("section: %w", err)
+		}
+		sec = unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	if crc32.Update(0, castagnoli, unsafe.Slice(unsafe.StringData(sec), len(sec))) != crc {
+		return "", errors.New("section checksum mismatch")
+	}
+	return sec, nil
+}
+
+// checkAll checks the sections of m's entries (read whole): each against
+// its crc, and that they make up the file's rest.
+func (s *sections) checkAll(m map[string]*entry) error {
+	total := int64(0)
+	for _, en := range m {
+		if _, err := s.read(en.secOff, en.secLen, en.secCRC); err != nil {
+			return fmt.Errorf("%s: %w", en.Path, err)
+		}
+		total += en.secLen
+	}
+	if total != int64(len(s.all)) {
+		return errors.New("bytes beyond the sections")
+	}
+	return nil
 }
 
 // get is path's entry, nil when the cache has none.
@@ -176,16 +312,33 @@ func (c *cache) update(results []fileResult, st *CacheStats, slack int64) {
 	c.buckets = next
 }
 
-// encodeBucket writes a bucket file.
+// encodeBucket writes a bucket file. An entry whose section cannot be
+// read back is left out (its file is read again next time).
 func encodeBucket(m map[string]*entry) []byte {
-	var e bincodec.Enc
-	e.Uv(uint64(len(m)))
-	for _, en := range m {
-		encodeEntry(&e, en)
+	var head bincodec.Enc
+	var secs []byte
+	type item struct {
+		en  *entry
+		sec string
 	}
-	return sealFile(cacheMagic, cacheVersion, e.B)
+	items := make([]item, 0, len(m))
+	for _, en := range m {
+		if sec, err := en.sectionData(); err == nil {
+			items = append(items, item{en, sec})
+		}
+	}
+	head.Uv(uint64(len(items)))
+	for _, it := range items {
+		encodeEntry(&head, it.en)
+		head.Uv(uint64(len(secs)))
+		head.Uv(uint64(len(it.sec)))
+		head.B = binary.LittleEndian.AppendUint32(head.B, crc32.Checksum(unsafe.Slice(unsafe.StringData(it.sec), len(it.sec)), castagnoli))
+		secs = append(secs, it.sec...)
+	}
+	return append(sealFile(cacheMagic, cacheVersion, head.B), secs...)
 }
 
+// encodeEntry writes an entry's head but where its section is.
 func encodeEntry(e *bincodec.Enc, en *entry) {
 	e.Str(en.Path)
 	e.Str(en.Session)
@@ -211,13 +364,20 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 	e.V(sum.latest.Unix())
 	e.Uv(uint64(sum.latest.Nanosecond()))
 	e.B = binary.LittleEndian.AppendUint64(e.B, sum.hash)
-	if !en.loaded { // as it was read: not decoded, not changed
-		e.Str(en.section)
-		return
+}
+
+// sectionData is the entry's rows' section: encoded from its rows once
+// loaded, else as the cache holds it (read and checked now).
+func (en *entry) sectionData() (string, error) {
+	if en.loaded {
+		var rows bincodec.Enc
+		encodeRows(&rows, en.Rows)
+		return string(rows.B), nil
 	}
-	var rows bincodec.Enc
-	encodeRows(&rows, en.Rows)
-	e.Bytes(rows.B)
+	if en.src == nil {
+		return en.section, nil
+	}
+	return en.src.read(en.secOff, en.secLen, en.secCRC)
 }
 
 // encodeRows writes a rows' section.
@@ -254,15 +414,12 @@ func encodeRows(e *bincodec.Enc, rows []Row) {
 	}
 }
 
-// decodeBucket reads a bucket file into m.
-func decodeBucket(data []byte, m map[string]*entry) error {
-	payload, err := unsealFile(data, cacheMagic, cacheVersion)
-	if err != nil {
-		return err
-	}
-	// The rows' strings are cut out of the file's bytes, which nothing
-	// writes once read: one string over them, not a copy.
-	d := &bincodec.Dec{S: unsafe.String(unsafe.SliceData(payload), len(payload))}
+// decodeBucket reads a bucket file's head into m, the entries' sections
+// in src.
+func decodeBucket(head []byte, src *sections, m map[string]*entry) error {
+	// The strings are cut out of the head's bytes, which nothing writes
+	// once read: one string over them, not a copy.
+	d := &bincodec.Dec{S: unsafe.String(unsafe.SliceData(head), len(head))}
 	n := d.Count()
 	for range n {
 		en := decodeEntry(d)
@@ -272,6 +429,7 @@ func decodeBucket(data []byte, m map[string]*entry) error {
 		if _, dup := m[en.Path]; dup {
 			return fmt.Errorf("%s twice", en.Path)
 		}
+		en.src = src
 		m[en.Path] = en
 	}
 	if d.Err == nil && d.Off != d.Len() {
@@ -299,8 +457,14 @@ func decodeEntry(d *bincodec.Dec) *entry {
 	en.sum.hash = le64(d.S[d.Off:])
 	d.Off += 8
 	en.summed = true
-	en.section = d.Str()
-	if en.Committed < 0 || en.Committed > en.Size || en.sum.rows < 0 || en.sum.rows > len(en.section) {
+	en.secOff, en.secLen = int64(d.Uv()), int64(d.Uv())
+	if d.Off+4 > d.Len() {
+		d.Fail("short section checksum")
+		return en
+	}
+	en.secCRC = binary.LittleEndian.Uint32([]byte(d.S[d.Off : d.Off+4]))
+	d.Off += 4
+	if en.Committed < 0 || en.Committed > en.Size || en.sum.rows < 0 || en.secOff < 0 || en.secLen < 0 || int64(en.sum.rows) > en.secLen {
 		d.Fail("bad offset")
 	}
 	return en
@@ -312,7 +476,11 @@ func (en *entry) load() error {
 	if en.loaded {
 		return nil
 	}
-	d := &bincodec.Dec{S: en.section}
+	section, err := en.sectionData()
+	if err != nil {
+		return fmt.Errorf("usage cache entry of %s: %w", en.Path, err)
+	}
+	d := &bincodec.Dec{S: section}
 	names := make([]string, d.Count())
 	for i := range names {
 		names[i] = d.Str()
@@ -353,7 +521,7 @@ func (en *entry) load() error {
 	if d.Err != nil {
 		return fmt.Errorf("usage cache entry of %s: %w", en.Path, d.Err)
 	}
-	en.Rows, en.loaded, en.section = rows, true, ""
+	en.Rows, en.loaded, en.section, en.src = rows, true, "", nil
 	return nil
 }
 

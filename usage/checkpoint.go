@@ -555,21 +555,36 @@ func sealFile(magic string, version uint32, payload []byte) []byte {
 
 // unsealFile checks a cache file sealFile wrote and gives its payload.
 func unsealFile(data []byte, magic string, version uint32) ([]byte, error) {
-	if len(data) < cacheHeader || string(data[:8]) != magic {
-		return nil, errors.New("not a usage cache file")
-	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != version {
-		return nil, fmt.Errorf("format version %d, want %d", v, version)
-	}
-	if stamp := cacheStamp(); string(data[12:28]) != string(stamp[:]) {
-		return nil, errors.New("written by another build")
+	n, err := unsealHeader(data, magic, version)
+	if err != nil {
+		return nil, err
 	}
 	payload := data[cacheHeader:]
-	if n := binary.LittleEndian.Uint64(data[28:]); n != uint64(len(payload)) {
+	if n != uint64(len(payload)) {
 		return nil, fmt.Errorf("payload of %d bytes, header says %d", len(payload), n)
 	}
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[36:]) {
-		return nil, errors.New("checksum mismatch")
+	return payload, checkPayload(data, payload)
+}
+
+// unsealHeader checks the header of a cache file sealFile wrote (data
+// holds at least its cacheHeader bytes) and gives the payload's length.
+func unsealHeader(data []byte, magic string, version uint32) (uint64, error) {
+	if len(data) < cacheHeader || string(data[:8]) != magic {
+		return 0, errors.New("not a usage cache file")
 	}
-	return payload, nil
+	if v := binary.LittleEndian.Uint32(data[8:]); v != version {
+		return 0, fmt.Errorf("format version %d, want %d", v, version)
+	}
+	if stamp := cacheStamp(); string(data[12:28]) != string(stamp[:]) {
+		return 0, errors.New("written by another build")
+	}
+	return binary.LittleEndian.Uint64(data[28:]), nil
+}
+
+// checkPayload checks payload against the checksum in header.
+func checkPayload(header, payload []byte) error {
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(header[36:]) {
+		return errors.New("checksum mismatch")
+	}
+	return nil
 }

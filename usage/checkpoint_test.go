@@ -433,11 +433,7 @@ func TestReadStatusOnTheCorpus(t *testing.T) {
 // than statusSaveSlack bytes were appended, the file's entry is saved and
 // the next call finds it unchanged.
 func TestStatusKeepsSmallGrowthOutOfTheCache(t *testing.T) {
-	f := newStatusFixture(t)
-	p := NewPricer(nil)
-	f.check("cold", CheckpointMissing, p)
-	time.Sleep(racyWindow)
-	f.check("racy entries checked", "", p)
+	f, p := warmStatusFixture(t)
 	buckets := func() string {
 		paths, _ := filepath.Glob(filepath.Join(f.cache, "usage-*.bin"))
 		var b strings.Builder
@@ -468,4 +464,50 @@ func TestStatusKeepsSmallGrowthOutOfTheCache(t *testing.T) {
 	if st := f.check("then", "", p); st.Cache.Grown != 0 || st.Cache.Bytes != 0 {
 		t.Fatalf("then: %+v", st.Cache)
 	}
+}
+
+// TestStatusWithDamagedSections: a status line reads only the heads of
+// the cache files, and a section when it needs its rows: a damaged
+// section it needs fails its checksum, and the file is read again (the
+// figures stay StatusOf's); a report, which reads the files whole,
+// discards the damaged files.
+func TestStatusWithDamagedSections(t *testing.T) {
+	f, p := warmStatusFixture(t)
+	paths, _ := filepath.Glob(filepath.Join(f.cache, "usage-*.bin"))
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)-2] ^= 0x20 // in the last section
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := f.check("damaged sections", anyReason, p)
+	if st.Why != CheckpointBadEntry || st.Cache.Discarded != nil || st.Cache.Saved == 0 {
+		t.Fatalf("damaged sections: checkpoint %q, cache %+v", st.Why, st.Cache)
+	}
+	for _, path := range paths {
+		data, _ := os.ReadFile(path)
+		data[len(data)-2] ^= 0x20
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := Read(context.Background(), f.files, f.cache)
+	if err != nil || len(sc.Cache.Discarded) == 0 || !strings.Contains(strings.Join(sc.Cache.Discarded, " "), "section checksum mismatch") {
+		t.Fatalf("a report over damaged sections: %+v, %v", sc.Cache, err)
+	}
+}
+
+// warmStatusFixture is a status fixture whose checkpoint was made, and
+// whose cache entries are no longer racy.
+func warmStatusFixture(t *testing.T) (*statusFixture, *Pricer) {
+	f := newStatusFixture(t)
+	p := NewPricer(nil)
+	f.check("cold", CheckpointMissing, p)
+	time.Sleep(racyWindow)
+	f.check("racy entries checked", "", p)
+	return f, p
 }

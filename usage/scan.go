@@ -100,10 +100,15 @@ type entry struct {
 	Racy bool
 	// Rows are the rows of the whole lines, once loaded: an entry read
 	// from the cache holds its rows' section undecoded until load.
-	Rows    []Row
-	loaded  bool
-	section string
-	Bad     map[string]int
+	Rows   []Row
+	loaded bool
+	// section is the rows' section when held (the checkpoint's rows);
+	// else src holds it, at secOff for secLen bytes, of crc32c secCRC.
+	section        string
+	src            *sections
+	secOff, secLen int64
+	secCRC         uint32
+	Bad            map[string]int
 	// sum summarizes the first sum.rows rows (all of them when summed).
 	sum    rowSummary
 	summed bool
@@ -164,7 +169,7 @@ func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
 	files = sortFiles(files)
 	var c *cache
 	if cacheDir != "" {
-		c = loadCache(cacheDir)
+		c = loadCache(cacheDir, false)
 	}
 	results, err := scanAll(ctx, files, c, true)
 	if err != nil {

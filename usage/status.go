@@ -118,10 +118,11 @@ func ReadStatus(ctx context.Context, list func() ([]File, error), cacheDir strin
 	done := make(chan loaded, 1)
 	go func() {
 		ck, err := loadCheckpoint(cacheDir)
-		done <- loaded{loadCache(cacheDir), ck, err}
+		done <- loaded{loadCache(cacheDir, true), ck, err}
 	}()
 	files, err := list()
 	ld := <-done
+	defer ld.c.close()
 	if err != nil {
 		return nil, err
 	}
