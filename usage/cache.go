@@ -211,8 +211,8 @@ type sections struct {
 	all   string
 	// checked: every section of all was checked (checkAll).
 	checked bool
-	f     *os.File
-	base  int64 // where the sections start in f
+	f       *os.File
+	base    int64 // where the sections start in f
 }
 
 // read is the section at off of n bytes, checked against its crc.
