@@ -636,9 +636,9 @@ func writeUsageMarkdown(dir string, r *usageReport) (string, error) {
 		r.Sessions, r.Files, float64(r.Bytes)/(1<<20), 1)
 	fmt.Fprintf(&b, "- every case is a child process timed from start to exit; %d untimed warm-up round(s), then %d timed runs, order rotated; medians\n\n", r.Warmup, r.Runs)
 	tableMarkdown(&b, usageHeader, usageRows(r))
-	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message.\n\n| command | calls | p50 | p99 | max | CPU p50 | CPU p99 | last line |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message; the commands take turns call by call.\n\n| case | command | calls | p50 | p99 | max | CPU p50 | CPU p99 | last line |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range r.Statusline {
-		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99),
+		fmt.Fprintf(&b, "| %s | `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", s.Name, s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99),
 			fmtDur(s.Latency.Max), fmtDur(s.CPU.P50), fmtDur(s.CPU.P99), strings.ReplaceAll(s.Last, "|", `\|`))
 	}
 	goalsMarkdown(&b, r.Goals)
