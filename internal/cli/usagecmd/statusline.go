@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/stores"
@@ -70,10 +71,11 @@ func runStatusline(f *cmdutil.Factory, cmd *cobra.Command, tz string, noCache, v
 	}
 	// A configuration only the full build holds hands the command over,
 	// with the input already read.
-	if _, err := f.LoadConfigAfter(cmd, raw); err != nil {
+	cfg, err := f.LoadConfigAfter(cmd, raw)
+	if err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	st, listed, err := readStatus(f, cmd, in.SessionID, loc, noCache)
+	st, listed, err := readStatus(f, cmd, cfg, in.SessionID, loc, noCache)
 	if err != nil {
 		return err
 	}
@@ -89,9 +91,9 @@ func runStatusline(f *cmdutil.Factory, cmd *cobra.Command, tz string, noCache, v
 // with rows since the start of today less 5 hours decoded), else from
 // every row. listed says how the transcripts were listed ("" when not
 // through the usage cache).
-func readStatus(f *cmdutil.Factory, cmd *cobra.Command, session string, loc *time.Location, noCache bool) (_ *usage.StatusRead, listed string, _ error) {
+func readStatus(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, session string, loc *time.Location, noCache bool) (_ *usage.StatusRead, listed string, _ error) {
 	lessGC()
-	st, cfg, done, err := f.OpenStoreOf(cmd)
+	st, done, err := f.OpenStoreWith(cmd, cfg)
 	if err != nil {
 		return nil, "", err
 	}
