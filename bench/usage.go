@@ -20,6 +20,9 @@ package main
 // row appended to that session before each (as Claude Code calls it after
 // each message), timed one by one: p50 and p99; and, for reference,
 // -usage-statusline-peer calls of `ccusage statusline` the same way.
+// With -usage-statusline-base, another scribe binary's statusline (a
+// baseline: main's) is timed too, its calls taking turns with this
+// one's, so that both see the same folder and the same load.
 //
 // Every daily output is verified against ccusage's (as JSON values, costs
 // within 1e-6), and the last status line against ccusage's session and
@@ -52,13 +55,15 @@ var (
 	usageMB         = flag.Int("usage-mb", 200, "-case usage: size of the generated Claude folder, in MiB")
 	usageStatus     = flag.Int("usage-statusline", 200, "-case usage: timed calls of scribe usage statusline")
 	usageStatusPeer = flag.Int("usage-statusline-peer", 20, "-case usage: timed calls of ccusage statusline (reference)")
+	usageStatusBase = flag.String("usage-statusline-base", "", "-case usage: another scribe binary (e.g. main's, built by scripts/install) whose statusline is timed with this one's, call by call on the same folder, each with its own usage cache")
 )
 
 // The usage goals (issue 29): scribe cold at most ccusage's time, warm at
-// most a tenth of it.
+// most a tenth of it; the status line's p99 at most 50 ms.
 const (
-	usageGoalCold = 1.0
-	usageGoalWarm = 0.1
+	usageGoalCold   = 1.0
+	usageGoalWarm   = 0.1
+	usageGoalStatus = 50 * time.Millisecond
 )
 
 // Case names.
@@ -409,45 +414,86 @@ func (b *usageBench) statusLines() error {
 		}
 		return err
 	}
-	cases := []struct {
-		c     *readCase
-		calls int
-	}{
-		{&readCase{Name: "scribe usage statusline", bin: b.bin, dir: b.tmp, env: b.scribeEnv, stdin: input,
-			args: []string{"usage", "statusline", "--config-dir", b.claude}}, *usageStatus},
-		{&readCase{Name: "ccusage statusline (reference)", bin: b.ccusage, dir: b.tmp, env: b.peerEnv, stdin: input,
-			args: []string{"statusline"}}, *usageStatusPeer},
+	cases := []*statusCase{
+		{c: &readCase{Name: usageStatusName, bin: b.bin, dir: b.tmp, env: b.scribeEnv, stdin: input,
+			args: []string{"usage", "statusline", "--config-dir", b.claude}}, calls: *usageStatus, scribe: true},
 	}
+	if *usageStatusBase != "" {
+		env := append(append([]string(nil), b.scribeEnv...), "XDG_CACHE_HOME="+filepath.Join(b.tmp, "cache-base"))
+		cases = append(cases, &statusCase{c: &readCase{Name: usageStatusBaseName, bin: *usageStatusBase, dir: b.tmp, env: env, stdin: input,
+			args: []string{"usage", "statusline", "--config-dir", b.claude}}, calls: *usageStatus, scribe: true})
+	}
+	cases = append(cases, &statusCase{c: &readCase{Name: "ccusage statusline (reference)", bin: b.ccusage, dir: b.tmp, env: b.peerEnv, stdin: input,
+		args: []string{"statusline"}}, calls: *usageStatusPeer})
 	for _, sc := range cases {
 		c := sc.c
 		c.Command = strings.ReplaceAll(filepath.Base(c.bin)+" "+strings.Join(c.args, " "), b.tmp, "$TMP") + " < statusLine JSON"
 		if _, err := runQuiet(b.ctx, c.bin, c.env, c.stdin, c.args...); err != nil { // untimed: caches warm
 			return err
 		}
-		var lat, cpu []time.Duration
-		var last []byte
-		for range sc.calls {
+	}
+	// The commands take turns, call by call, while they have calls left.
+	for round := 0; ; round++ {
+		ran := false
+		for _, sc := range cases {
+			if round >= sc.calls {
+				continue
+			}
+			ran = true
 			if err := appendRow(); err != nil {
 				return err
 			}
-			run, out, err := readMeasure(b.ctx, b.launcher, c)
+			if err := sc.measure(b); err != nil {
+				return err
+			}
+		}
+		if !ran {
+			break
+		}
+	}
+	for _, sc := range cases {
+		c := sc.c
+		s := statusSummary{Name: c.Name, Command: c.Command, Latency: summarize(sc.lat), CPU: summarize(sc.cpu), Last: strings.TrimSpace(string(sc.last))}
+		b.o.logf("%-40s %d calls: p50 %v p99 %v", c.Name, len(sc.lat), s.Latency.P50.Round(time.Millisecond), s.Latency.P99.Round(time.Millisecond))
+		b.rep.Statusline = append(b.rep.Statusline, s)
+		if sc.scribe { // once more, untimed, once every row is written
+			out, err := runQuiet(b.ctx, c.bin, c.env, c.stdin, c.args...)
 			if err != nil {
 				return err
 			}
-			if len(bytes.TrimSpace(out)) == 0 {
-				return fmt.Errorf("%s printed nothing", c.Name)
-			}
-			lat, cpu, last = append(lat, run.Wall), append(cpu, run.CPU), out
-		}
-		s := statusSummary{Name: c.Name, Command: c.Command, Latency: summarize(lat), CPU: summarize(cpu), Last: strings.TrimSpace(string(last))}
-		b.o.logf("%-40s %d calls: p50 %v p99 %v", c.Name, len(lat), s.Latency.P50.Round(time.Millisecond), s.Latency.P99.Round(time.Millisecond))
-		b.rep.Statusline = append(b.rep.Statusline, s)
-		if c.bin == b.bin {
-			if err := b.checkStatusLine(s.Last); err != nil {
-				return err
+			if err := b.checkStatusLine(strings.TrimSpace(string(out))); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
 			}
 		}
 	}
+	return nil
+}
+
+// Status line case names.
+const (
+	usageStatusName     = "scribe usage statusline"
+	usageStatusBaseName = "scribe usage statusline (-usage-statusline-base)"
+)
+
+// statusCase is one status line command and its timed calls.
+type statusCase struct {
+	c        *readCase
+	calls    int
+	scribe   bool // checked against ccusage's reports
+	lat, cpu []time.Duration
+	last     []byte
+}
+
+// measure times one call.
+func (sc *statusCase) measure(b *usageBench) error {
+	run, out, err := readMeasure(b.ctx, b.launcher, sc.c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(out)) == 0 {
+		return fmt.Errorf("%s printed nothing", sc.c.Name)
+	}
+	sc.lat, sc.cpu, sc.last = append(sc.lat, run.Wall), append(sc.cpu, run.CPU), out
 	return nil
 }
 
@@ -514,7 +560,30 @@ func usageGoals(r *usageReport) []readGoal {
 			float64(c.CPU)/float64(peer.CPU), fmtDur(c.CPU), fmtDur(peer.CPU)),
 			Goal: fmt.Sprintf("≤ %.1f×", g.goal), Met: x <= g.goal})
 	}
-	return gs
+	return append(gs, statusGoals(r)...)
+}
+
+// statusGoals are the status line's: p99 at most usageGoalStatus, and,
+// with a baseline, this build's p50 and p99 over the baseline's.
+func statusGoals(r *usageReport) []readGoal {
+	var cur, base *statusSummary
+	for i := range r.Statusline {
+		switch r.Statusline[i].Name {
+		case usageStatusName:
+			cur = &r.Statusline[i]
+		case usageStatusBaseName:
+			base = &r.Statusline[i]
+		}
+	}
+	if cur == nil {
+		return nil
+	}
+	got := fmt.Sprintf("p99 %s (p50 %s)", fmtDur(cur.Latency.P99), fmtDur(cur.Latency.P50))
+	if base != nil && base.Latency.P99 > 0 && base.Latency.P50 > 0 {
+		got += fmt.Sprintf("; the baseline's p99 %s (p50 %s): %.2f× its p99, %.2f× its p50", fmtDur(base.Latency.P99), fmtDur(base.Latency.P50),
+			float64(cur.Latency.P99)/float64(base.Latency.P99), float64(cur.Latency.P50)/float64(base.Latency.P50))
+	}
+	return []readGoal{{What: usageStatusName, Got: got, Goal: "p99 ≤ " + fmtDur(usageGoalStatus), Met: cur.Latency.P99 <= usageGoalStatus}}
 }
 
 var usageHeader = []string{"case", "wall (median)", "min–max", "CPU", "peak RSS", "case time ÷ ccusage time"}
@@ -567,9 +636,9 @@ func writeUsageMarkdown(dir string, r *usageReport) (string, error) {
 		r.Sessions, r.Files, float64(r.Bytes)/(1<<20), 1)
 	fmt.Fprintf(&b, "- every case is a child process timed from start to exit; %d untimed warm-up round(s), then %d timed runs, order rotated; medians\n\n", r.Warmup, r.Runs)
 	tableMarkdown(&b, usageHeader, usageRows(r))
-	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message.\n\n| command | calls | p50 | p99 | max | CPU p50 | CPU p99 | last line |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("\n## Status line\n\nOne assistant row appended to the session before each call, as Claude Code calls the command after each message; the commands take turns call by call.\n\n| case | command | calls | p50 | p99 | max | CPU p50 | CPU p99 | last line |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range r.Statusline {
-		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99),
+		fmt.Fprintf(&b, "| %s | `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", s.Name, s.Command, s.Latency.Count, fmtDur(s.Latency.P50), fmtDur(s.Latency.P99),
 			fmtDur(s.Latency.Max), fmtDur(s.CPU.P50), fmtDur(s.CPU.P99), strings.ReplaceAll(s.Last, "|", `\|`))
 	}
 	goalsMarkdown(&b, r.Goals)

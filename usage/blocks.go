@@ -94,8 +94,23 @@ func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // block is active when now is before its end and within 5 hours of its
 // last row; the active block gets its burn rate and projection at now.
 func BuildBlocks(rows []*Row, p *Pricer, now time.Time) []Block {
-	// The rows in time order (equal times in their order): a sort of
-	// small keys, not of the rows.
+	ch := &blockChain{p: p, now: now, out: []Block{}}
+	ch.addAll(rows)
+	return ch.close()
+}
+
+// blockChain cuts rows, in time order, into blocks.
+type blockChain struct {
+	p    *Pricer
+	now  time.Time
+	out  []Block
+	cur  *Block
+	seen map[string]bool // the models of cur
+}
+
+// addAll adds rows in time order (equal times in their order): a sort of
+// small keys, not of the rows.
+func (ch *blockChain) addAll(rows []*Row) {
 	type at struct {
 		sec  int64
 		nsec int32
@@ -114,56 +129,67 @@ func BuildBlocks(rows []*Row, p *Pricer, now time.Time) []Block {
 		}
 		return cmp.Compare(a.i, b.i)
 	})
-	out := []Block{}
-	var cur *Block
-	seen := map[string]bool{}
-	closeBlock := func() {
-		if cur == nil {
-			return
-		}
-		end := isoMillis(cur.last)
-		cur.ActualEndTime = &end
-		cur.IsActive = now.Sub(cur.last) < BlockLength && now.Before(cur.end)
-		if cur.IsActive {
-			cur.project(now)
-		}
-		out = append(out, *cur)
-		cur = nil
-	}
 	for _, o := range order {
-		r := rows[o.i]
-		if cur != nil && (r.Time.Sub(cur.start) > BlockLength || r.Time.Sub(cur.last) > BlockLength) {
-			last := cur.last
-			closeBlock()
-			if gapStart := last.Add(BlockLength); r.Time.After(gapStart) {
-				out = append(out, Block{ID: "gap-" + isoMillis(gapStart), StartTime: isoMillis(gapStart), EndTime: isoMillis(r.Time),
-					IsGap: true, Models: []string{}, start: gapStart, end: r.Time})
-			}
-		}
-		if cur == nil {
-			start := r.Time.UTC().Truncate(time.Hour)
-			cur = &Block{ID: isoMillis(start), StartTime: isoMillis(start), EndTime: isoMillis(start.Add(BlockLength)), Models: []string{},
-				start: start, end: start.Add(BlockLength), first: r.Time}
-			seen = map[string]bool{}
-		}
-		cur.last = r.Time
-		cur.Entries++
-		cur.TokenCounts.InputTokens += r.Input
-		cur.TokenCounts.OutputTokens += r.Output
-		cur.TokenCounts.CacheCreationInputTokens += r.CacheCreate
-		cur.TokenCounts.CacheReadInputTokens += r.CacheRead
-		cur.TotalTokens += r.Total()
-		if name := r.ModelName(); name != "" {
-			cost, _ := p.Cost(r)
-			cur.CostUSD += cost
-			if !seen[name] {
-				seen[name] = true
-				cur.Models = append(cur.Models, name)
-			}
+		ch.add(rows[o.i])
+	}
+}
+
+// add adds the next row: to the current block, or to a new one (after a
+// gap block when 5 hours passed since the current block's last row).
+func (ch *blockChain) add(r *Row) {
+	if cur := ch.cur; cur != nil && (r.Time.Sub(cur.start) > BlockLength || r.Time.Sub(cur.last) > BlockLength) {
+		last := cur.last
+		ch.closeBlock()
+		if gapStart := last.Add(BlockLength); r.Time.After(gapStart) {
+			ch.out = append(ch.out, Block{ID: "gap-" + isoMillis(gapStart), StartTime: isoMillis(gapStart), EndTime: isoMillis(r.Time),
+				IsGap: true, Models: []string{}, start: gapStart, end: r.Time})
 		}
 	}
-	closeBlock()
-	return out
+	if ch.cur == nil {
+		start := r.Time.UTC().Truncate(time.Hour)
+		ch.cur = &Block{ID: isoMillis(start), StartTime: isoMillis(start), EndTime: isoMillis(start.Add(BlockLength)), Models: []string{},
+			start: start, end: start.Add(BlockLength), first: r.Time}
+		ch.seen = map[string]bool{}
+	}
+	cur := ch.cur
+	cur.last = r.Time
+	cur.Entries++
+	cur.TokenCounts.InputTokens += r.Input
+	cur.TokenCounts.OutputTokens += r.Output
+	cur.TokenCounts.CacheCreationInputTokens += r.CacheCreate
+	cur.TokenCounts.CacheReadInputTokens += r.CacheRead
+	cur.TotalTokens += r.Total()
+	if name := r.ModelName(); name != "" {
+		cost, _ := ch.p.Cost(r)
+		cur.CostUSD += cost
+		if !ch.seen[name] {
+			ch.seen[name] = true
+			cur.Models = append(cur.Models, name)
+		}
+	}
+}
+
+// closeBlock ends the current block: its actual end, whether it is
+// active, and the active one's burn rate and projection.
+func (ch *blockChain) closeBlock() {
+	cur := ch.cur
+	if cur == nil {
+		return
+	}
+	end := isoMillis(cur.last)
+	cur.ActualEndTime = &end
+	cur.IsActive = ch.now.Sub(cur.last) < BlockLength && ch.now.Before(cur.end)
+	if cur.IsActive {
+		cur.project(ch.now)
+	}
+	ch.out = append(ch.out, *cur)
+	ch.cur = nil
+}
+
+// close ends the last block and gives them all.
+func (ch *blockChain) close() []Block {
+	ch.closeBlock()
+	return ch.out
 }
 
 // project sets the active block's burn rate (its tokens and cost over the

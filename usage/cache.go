@@ -12,17 +12,25 @@ package usage
 //	magic "SCRIBEUC"          8 bytes
 //	format version            u32
 //	code stamp                16 bytes  (the build that parsed the rows)
-//	payload length            u64
-//	crc32c(payload)           u32
-//	payload                   uvarint entry count, then the entries
+//	head length               u64
+//	crc32c(head)              u32
+//	head                      uvarint entry count, then the entries
+//	sections                  the entries' rows' sections, one after another
 //
 // An entry: path, session, device, inode, size, mtime, ctime, the bytes of
 // whole lines read, the two checksums, the racy flag, the bad rows by
-// reason, a table of the model and speed names its rows use, then the
-// rows (time as seconds and nanoseconds, message and request ids, model
-// and speed as indexes into the table, the five token counts, flags and,
-// when it has one, costUSD's bits). Numbers are (zig-zag) uvarints,
-// strings a uvarint length and the bytes. A file that is missing,
+// reason, the rows' summary (their number, the latest row's time as
+// seconds and nanoseconds, the sum of their hashes as 8 bytes: see
+// summary.go), then where its rows' section is among the sections (offset
+// and length) and its crc32c (4 bytes). A section: a table of the model
+// and speed names its rows use, then the rows (time as seconds and
+// nanoseconds, message and request ids, model and speed as indexes into
+// the table, the five token counts, flags and, when it has one, costUSD's
+// bits). Numbers are (zig-zag) uvarints, strings a uvarint length and the
+// bytes. A report reads whole files and checks every section; the status
+// line's fast path reads the heads only and a section when it needs its
+// rows (entry.load, which checks it then): it needs the summaries of
+// most files, not their rows. A file that is missing,
 // unreadable, corrupt, of another version or written by another build is
 // ignored (and said in CacheStats.Discarded) and rewritten.
 
@@ -48,7 +56,7 @@ import (
 const (
 	cacheBuckets = 16
 	cacheMagic   = "SCRIBEUC"
-	cacheVersion = 1
+	cacheVersion = 3
 	cacheHeader  = 8 + 4 + 16 + 8 + 4
 )
 
@@ -68,6 +76,8 @@ type cache struct {
 	// broken marks the buckets whose file was there but not used: they
 	// are rewritten even when nothing in them changed.
 	broken [cacheBuckets]bool
+	// open are the bucket files whose sections are read when needed.
+	open []*os.File
 }
 
 func bucketOf(path string) int { return int(crc32.Checksum([]byte(path), castagnoli) % cacheBuckets) }
@@ -77,22 +87,24 @@ func (c *cache) bucketFile(b int) string {
 }
 
 // loadCache reads every bucket file of dir (side by side); a file that
-// cannot be used leaves its bucket empty.
-func loadCache(dir string) *cache {
+// cannot be used leaves its bucket empty. With heads, only the files'
+// heads are read, each section when its rows are needed, from the file
+// kept open until close.
+func loadCache(dir string, heads bool) *cache {
 	c := &cache{dir: dir}
 	var wg sync.WaitGroup
 	errs := make([]error, cacheBuckets)
+	open := make([]*os.File, cacheBuckets)
 	for b := range cacheBuckets {
 		c.buckets[b] = map[string]*entry{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			data, err := os.ReadFile(c.bucketFile(b))
-			if errors.Is(err, fs.ErrNotExist) {
-				return
-			}
-			if err == nil {
-				err = decodeBucket(data, c.buckets[b])
+			var err error
+			if heads {
+				open[b], err = readHeads(c.bucketFile(b), c.buckets[b])
+			} else {
+				err = readBucket(c.bucketFile(b), c.buckets[b])
 			}
 			if err != nil {
 				c.buckets[b] = map[string]*entry{}
@@ -106,8 +118,140 @@ func loadCache(dir string) *cache {
 		if err != nil {
 			c.discarded = append(c.discarded, fmt.Sprintf("%s: %v", filepath.Base(c.bucketFile(b)), err))
 		}
+		if open[b] != nil {
+			c.open = append(c.open, open[b])
+		}
 	}
 	return c
+}
+
+// close closes the bucket files loadCache left open.
+func (c *cache) close() {
+	for _, f := range c.open {
+		f.Close()
+	}
+	c.open = nil
+}
+
+// readBucket reads a whole bucket file into m, its sections checked; a
+// file that is not there leaves m empty.
+func readBucket(path string, m map[string]*entry) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n, err := unsealHeader(data, cacheMagic, cacheVersion)
+	if err != nil {
+		return err
+	}
+	if n > uint64(len(data)-cacheHeader) {
+		return fmt.Errorf("head of %d bytes, the file holds %d", n, len(data)-cacheHeader)
+	}
+	head, rest := data[cacheHeader:cacheHeader+int(n)], data[cacheHeader+int(n):]
+	if err := checkPayload(data, head); err != nil {
+		return err
+	}
+	// The rows' strings are cut out of the file's bytes, which nothing
+	// writes once read: one string over them, not a copy.
+	src := &sections{all: unsafe.String(unsafe.SliceData(rest), len(rest)), whole: true}
+	if err := decodeBucket(head, src, m); err != nil {
+		return err
+	}
+	return src.checkAll(m)
+}
+
+// readHeads reads the head of a bucket file into m and gives the file,
+// open for its sections (nil when there is none).
+func readHeads(path string, m map[string]*entry) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	head, err := readHead(f)
+	if err == nil {
+		err = decodeBucket(head, &sections{f: f, base: int64(cacheHeader + len(head))}, m)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readHead reads and checks the header and head of the bucket file f.
+func readHead(f *os.File) ([]byte, error) {
+	header := make([]byte, cacheHeader)
+	if _, err := io.ReadFull(f, header); err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	n, err := unsealHeader(header, cacheMagic, cacheVersion)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || n > uint64(fi.Size()-cacheHeader) {
+		return nil, fmt.Errorf("a head of %d bytes cut short", n)
+	}
+	head := make([]byte, n)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
+	return head, checkPayload(header, head)
+}
+
+// sections are a bucket file's sections: held whole (read with the file),
+// or read from the open file when needed.
+type sections struct {
+	whole bool
+	all   string
+	// checked: every section of all was checked (checkAll).
+	checked bool
+	f       *os.File
+	base    int64 // where the sections start in f
+}
+
+// read is the section at off of n bytes, checked against its crc.
+func (s *sections) read(off, n int64, crc uint32) (string, error) {
+	var sec string
+	switch {
+	case s.whole:
+		if off < 0 || n < 0 || off+n > int64(len(s.all)) {
+			return "", errors.New("section out of the file")
+		}
+		sec = s.all[off : off+n]
+	default:
+		b := make([]byte, n)
+		if _, err := s.f.ReadAt(b, s.base+off); err != nil {
+			return "", fmt.Errorf("section: %w", err)
+		}
+		sec = unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	if !s.checked && crc32.Update(0, castagnoli, unsafe.Slice(unsafe.StringData(sec), len(sec))) != crc {
+		return "", errors.New("section checksum mismatch")
+	}
+	return sec, nil
+}
+
+// checkAll checks the sections of m's entries (read whole): each against
+// its crc, and that they make up the file's rest.
+func (s *sections) checkAll(m map[string]*entry) error {
+	total := int64(0)
+	for _, en := range m {
+		if _, err := s.read(en.secOff, en.secLen, en.secCRC); err != nil {
+			return fmt.Errorf("%s: %w", en.Path, err)
+		}
+		total += en.secLen
+	}
+	if total != int64(len(s.all)) {
+		return errors.New("bytes beyond the sections")
+	}
+	s.checked = true
+	return nil
 }
 
 // get is path's entry, nil when the cache has none.
@@ -117,7 +261,12 @@ func (c *cache) get(path string) *entry { return c.buckets[bucketOf(path)][path]
 // (an entry new or replaced, one of a file that is gone, or a file that
 // could not be used), atomically but without fsync: a cache file a crash
 // damaged fails its checksum and is rebuilt.
-func (c *cache) update(results []fileResult, st *CacheStats) {
+//
+// With slack, a file that only grew by less than slack bytes keeps its
+// old entry (its bucket is not rewritten for it): the next read parses
+// what was appended since that entry again, which costs less than writing
+// the bucket at every call of a status line.
+func (c *cache) update(results []fileResult, st *CacheStats, slack int64) {
 	st.Discarded = c.discarded
 	next := [cacheBuckets]map[string]*entry{}
 	dirty := c.broken
@@ -129,8 +278,14 @@ func (c *cache) update(results []fileResult, st *CacheStats) {
 			continue
 		}
 		b := bucketOf(r.e.Path)
-		next[b][r.e.Path] = r.e
-		if c.buckets[b][r.e.Path] != r.e {
+		old := c.buckets[b][r.e.Path]
+		switch {
+		case old == r.e:
+			next[b][r.e.Path] = r.e
+		case old != nil && r.answer == answerGrown && r.bytes < slack:
+			next[b][r.e.Path] = old
+		default:
+			next[b][r.e.Path] = r.e
 			dirty[b] = true
 		}
 	}
@@ -160,23 +315,33 @@ func (c *cache) update(results []fileResult, st *CacheStats) {
 	c.buckets = next
 }
 
-// encodeBucket writes a bucket file.
+// encodeBucket writes a bucket file. An entry whose section cannot be
+// read back is left out (its file is read again next time).
 func encodeBucket(m map[string]*entry) []byte {
-	var e bincodec.Enc
-	e.Uv(uint64(len(m)))
-	for _, en := range m {
-		encodeEntry(&e, en)
+	var head bincodec.Enc
+	var secs []byte
+	type item struct {
+		en  *entry
+		sec string
 	}
-	out := make([]byte, cacheHeader, cacheHeader+len(e.B))
-	copy(out, cacheMagic)
-	binary.LittleEndian.PutUint32(out[8:], cacheVersion)
-	stamp := cacheStamp()
-	copy(out[12:28], stamp[:])
-	binary.LittleEndian.PutUint64(out[28:], uint64(len(e.B)))
-	binary.LittleEndian.PutUint32(out[36:], crc32.Checksum(e.B, castagnoli))
-	return append(out, e.B...)
+	items := make([]item, 0, len(m))
+	for _, en := range m {
+		if sec, err := en.sectionData(); err == nil {
+			items = append(items, item{en, sec})
+		}
+	}
+	head.Uv(uint64(len(items)))
+	for _, it := range items {
+		encodeEntry(&head, it.en)
+		head.Uv(uint64(len(secs)))
+		head.Uv(uint64(len(it.sec)))
+		head.B = binary.LittleEndian.AppendUint32(head.B, crc32.Checksum(unsafe.Slice(unsafe.StringData(it.sec), len(it.sec)), castagnoli))
+		secs = append(secs, it.sec...)
+	}
+	return append(sealFile(cacheMagic, cacheVersion, head.B), secs...)
 }
 
+// encodeEntry writes an entry's head but where its section is.
 func encodeEntry(e *bincodec.Enc, en *entry) {
 	e.Str(en.Path)
 	e.Str(en.Session)
@@ -197,8 +362,31 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 		e.Str(reason)
 		e.Uv(uint64(n))
 	}
+	sum := en.summary()
+	e.Uv(uint64(sum.rows))
+	e.V(sum.latest.Unix())
+	e.Uv(uint64(sum.latest.Nanosecond()))
+	e.B = binary.LittleEndian.AppendUint64(e.B, sum.hash)
+}
+
+// sectionData is the entry's rows' section: encoded from its rows once
+// loaded, else as the cache holds it (read and checked now).
+func (en *entry) sectionData() (string, error) {
+	if en.loaded {
+		var rows bincodec.Enc
+		encodeRows(&rows, en.Rows)
+		return string(rows.B), nil
+	}
+	if en.src == nil {
+		return en.section, nil
+	}
+	return en.src.read(en.secOff, en.secLen, en.secCRC)
+}
+
+// encodeRows writes a rows' section.
+func encodeRows(e *bincodec.Enc, rows []Row) {
 	names, index := []string{}, map[string]uint64{}
-	for _, r := range en.Rows {
+	for _, r := range rows {
 		for _, s := range []string{r.Model, r.Speed} {
 			if _, ok := index[s]; !ok {
 				index[s] = uint64(len(names))
@@ -210,8 +398,7 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 	for _, s := range names {
 		e.Str(s)
 	}
-	e.Uv(uint64(len(en.Rows)))
-	for _, r := range en.Rows {
+	for _, r := range rows {
 		e.V(r.Time.Unix())
 		e.Uv(uint64(r.Time.Nanosecond()))
 		e.Str(r.MessageID)
@@ -230,27 +417,12 @@ func encodeEntry(e *bincodec.Enc, en *entry) {
 	}
 }
 
-// decodeBucket reads a bucket file into m.
-func decodeBucket(data []byte, m map[string]*entry) error {
-	if len(data) < cacheHeader || string(data[:8]) != cacheMagic {
-		return errors.New("not a usage cache file")
-	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != cacheVersion {
-		return fmt.Errorf("format version %d, want %d", v, cacheVersion)
-	}
-	if stamp := cacheStamp(); string(data[12:28]) != string(stamp[:]) {
-		return errors.New("written by another build")
-	}
-	payload := data[cacheHeader:]
-	if n := binary.LittleEndian.Uint64(data[28:]); n != uint64(len(payload)) {
-		return fmt.Errorf("payload of %d bytes, header says %d", len(payload), n)
-	}
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[36:]) {
-		return errors.New("checksum mismatch")
-	}
-	// The rows' strings are cut out of the file's bytes, which nothing
-	// writes once read: one string over them, not a copy.
-	d := &bincodec.Dec{S: unsafe.String(unsafe.SliceData(payload), len(payload))}
+// decodeBucket reads a bucket file's head into m, the entries' sections
+// in src.
+func decodeBucket(head []byte, src *sections, m map[string]*entry) error {
+	// The strings are cut out of the head's bytes, which nothing writes
+	// once read: one string over them, not a copy.
+	d := &bincodec.Dec{S: unsafe.String(unsafe.SliceData(head), len(head))}
 	n := d.Count()
 	for range n {
 		en := decodeEntry(d)
@@ -260,6 +432,7 @@ func decodeBucket(data []byte, m map[string]*entry) error {
 		if _, dup := m[en.Path]; dup {
 			return fmt.Errorf("%s twice", en.Path)
 		}
+		en.src = src
 		m[en.Path] = en
 	}
 	if d.Err == nil && d.Off != d.Len() {
@@ -277,6 +450,40 @@ func decodeEntry(d *bincodec.Dec) *entry {
 		reason := d.Str()
 		en.Bad[reason] = int(d.Uv())
 	}
+	en.sum.rows = int(d.Uv())
+	sec, nsec := d.V(), d.Uv()
+	en.sum.latest = timeOf(sec, nsec, d)
+	if d.Off+8 > d.Len() {
+		d.Fail("short summary")
+		return en
+	}
+	en.sum.hash = le64(d.S[d.Off:])
+	d.Off += 8
+	en.summed = true
+	en.secOff, en.secLen = int64(d.Uv()), int64(d.Uv())
+	if d.Off+4 > d.Len() {
+		d.Fail("short section checksum")
+		return en
+	}
+	en.secCRC = binary.LittleEndian.Uint32([]byte(d.S[d.Off : d.Off+4]))
+	d.Off += 4
+	if en.Committed < 0 || en.Committed > en.Size || en.sum.rows < 0 || en.secOff < 0 || en.secLen < 0 || int64(en.sum.rows) > en.secLen {
+		d.Fail("bad offset")
+	}
+	return en
+}
+
+// load decodes the entry's rows' section, once; an entry whose section
+// cannot be decoded is not to be used.
+func (en *entry) load() error {
+	if en.loaded {
+		return nil
+	}
+	section, err := en.sectionData()
+	if err != nil {
+		return fmt.Errorf("usage cache entry of %s: %w", en.Path, err)
+	}
+	d := &bincodec.Dec{S: section}
 	names := make([]string, d.Count())
 	for i := range names {
 		names[i] = d.Str()
@@ -289,9 +496,9 @@ func decodeEntry(d *bincodec.Dec) *entry {
 		}
 		return names[i]
 	}
-	en.Rows = make([]Row, d.Count())
-	for i := range en.Rows {
-		r := &en.Rows[i]
+	rows := make([]Row, en.sum.rows)
+	for i := range rows {
+		r := &rows[i]
 		sec, nsec := d.V(), d.Uv()
 		r.Session, r.Time = en.Session, timeOf(sec, nsec, d)
 		r.MessageID, r.RequestID = d.Str(), d.Str()
@@ -304,21 +511,30 @@ func decodeEntry(d *bincodec.Dec) *entry {
 				d.Fail("short costUSD")
 				break
 			}
-			var bits uint64
-			for k := 7; k >= 0; k-- {
-				bits = bits<<8 | uint64(d.S[d.Off+k])
-			}
-			r.HasCost, r.CostUSD = true, math.Float64frombits(bits)
+			r.HasCost, r.CostUSD = true, math.Float64frombits(le64(d.S[d.Off:]))
 			d.Off += 8
 		}
 		if d.Err != nil {
 			break
 		}
 	}
-	if en.Committed < 0 || en.Committed > en.Size {
-		d.Fail("bad offset")
+	if d.Err == nil && d.Off != d.Len() {
+		d.Fail("trailing bytes")
 	}
-	return en
+	if d.Err != nil {
+		return fmt.Errorf("usage cache entry of %s: %w", en.Path, d.Err)
+	}
+	en.Rows, en.loaded, en.section, en.src = rows, true, "", nil
+	return nil
+}
+
+// le64 reads 8 little-endian bytes at the start of s.
+func le64(s string) uint64 {
+	var v uint64
+	for k := 7; k >= 0; k-- {
+		v = v<<8 | uint64(s[k])
+	}
+	return v
 }
 
 // timeOf is a row's time from the cache, in UTC as ParseLine gives it.

@@ -1,6 +1,8 @@
 package usage
 
 import (
+	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -46,6 +48,25 @@ func (p *Pricer) Lookup(model string) *Price {
 // OverridesUsed are the models, sorted, whose override priced at least
 // one row (a row with costUSD takes no price).
 func (p *Pricer) OverridesUsed() []string { return sortStrings(p.used) }
+
+// fingerprint is a hash of the overrides: costs worked out once (a
+// status checkpoint's) hold for the same overrides and built-in table.
+func (p *Pricer) fingerprint() uint64 {
+	names := make([]string, 0, len(p.overrides))
+	for name := range p.overrides {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := uint64(hashSeed)
+	for _, name := range names {
+		o := p.overrides[name]
+		h = hashString(h, name)
+		for _, v := range []float64{o.Input, o.Output, o.CacheCreate, o.CacheRead, o.InputAbove, o.OutputAbove, o.CacheCreateAbove, o.CacheReadAbove, o.Fast} {
+			h = hashWord(h, math.Float64bits(v))
+		}
+	}
+	return h
+}
 
 func lookup(model string) *Price {
 	bare := model

@@ -98,8 +98,20 @@ type entry struct {
 	// Racy marks an entry saved when the file had just changed: its stat
 	// alone does not vouch for it.
 	Racy bool
-	Rows []Row
-	Bad  map[string]int
+	// Rows are the rows of the whole lines, once loaded: an entry read
+	// from the cache holds its rows' section undecoded until load.
+	Rows   []Row
+	loaded bool
+	// section is the rows' section when held (the checkpoint's rows);
+	// else src holds it, at secOff for secLen bytes, of crc32c secCRC.
+	section        string
+	src            *sections
+	secOff, secLen int64
+	secCRC         uint32
+	Bad            map[string]int
+	// sum summarizes the first sum.rows rows (all of them when summed).
+	sum    rowSummary
+	summed bool
 }
 
 // stat is the version of a file the cache compares with an entry's.
@@ -154,24 +166,12 @@ type fileResult struct {
 // gives. A file that is gone is left out. The cache is saved when it
 // changed; a cache that cannot be read or saved only costs time.
 func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
-	files = append([]File(nil), files...)
-	sort.SliceStable(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	files = sortFiles(files)
 	var c *cache
 	if cacheDir != "" {
-		c = loadCache(cacheDir)
+		c = loadCache(cacheDir, false)
 	}
-	results := make([]fileResult, len(files))
-	now := time.Now()
-	bufs := &sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }} // a read buffer per file read at a time
-	err := durable.Each(ctx, runtime.GOMAXPROCS(0), len(files), func(_ context.Context, i int) error {
-		var old *entry
-		if c != nil {
-			old = c.get(files[i].Path)
-		}
-		r, err := scanFile(files[i], old, now, bufs)
-		results[i] = r
-		return err
-	})
+	results, err := scanAll(ctx, files, c, true)
 	if err != nil {
 		return nil, err
 	}
@@ -180,16 +180,7 @@ func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
 		if r.e == nil {
 			continue
 		}
-		sc.Cache.Files++
-		switch r.answer {
-		case answerUnchanged:
-			sc.Cache.Unchanged++
-		case answerGrown:
-			sc.Cache.Grown++
-		default:
-			sc.Cache.Read++
-		}
-		sc.Cache.Bytes += r.bytes
+		sc.Cache.count(r)
 		rows := r.e.Rows
 		if len(r.tailRows) > 0 {
 			rows = append(rows[:len(rows):len(rows)], r.tailRows...)
@@ -199,9 +190,58 @@ func Read(ctx context.Context, files []File, cacheDir string) (*Scan, error) {
 		addBad(sc.Bad, r.tailBad)
 	}
 	if c != nil {
-		c.update(results, &sc.Cache)
+		c.update(results, &sc.Cache, 0)
 	}
 	return sc, nil
+}
+
+// sortFiles is a copy of files in path order: the order of the rows.
+func sortFiles(files []File) []File {
+	files = append([]File(nil), files...)
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files
+}
+
+// scanAll answers every file from the cache c (nil: none), side by side.
+// With load, the rows of every entry are decoded (an entry of the cache
+// whose rows cannot be is read again whole); without, an unchanged
+// file's entry is left as the cache holds it.
+func scanAll(ctx context.Context, files []File, c *cache, load bool) ([]fileResult, error) {
+	results := make([]fileResult, len(files))
+	now := time.Now()
+	bufs := newBufs()
+	err := durable.Each(ctx, runtime.GOMAXPROCS(0), len(files), func(_ context.Context, i int) error {
+		var old *entry
+		if c != nil {
+			old = c.get(files[i].Path)
+		}
+		r, err := scanFile(files[i], old, now, bufs)
+		if err == nil && load && r.e != nil && r.e.load() != nil {
+			r, err = scanFile(files[i], nil, now, bufs)
+		}
+		results[i] = r
+		return err
+	})
+	return results, err
+}
+
+// newBufs is a pool of read buffers: one per file read at a time.
+func newBufs() *sync.Pool {
+	return &sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+}
+
+// count notes how a file was answered.
+func (st *CacheStats) count(r fileResult) {
+	st.Files++
+	switch r.answer {
+	case answerUnchanged:
+		st.Unchanged++
+	case answerGrown:
+		st.Grown++
+	default:
+		st.Read++
+	}
+	st.Bytes += r.bytes
 }
 
 func addBad(dst, src map[string]int) {
@@ -238,12 +278,12 @@ func scanFile(f File, old *entry, now time.Time, bufs *sync.Pool) (fileResult, e
 		return fileResult{}, err
 	}
 	e := &entry{Path: f.Path, Session: f.Session, Dev: st.dev, Ino: st.ino, Size: st.size, MTime: st.mtime, CTime: st.ctime,
-		Racy: now.Sub(time.Unix(0, st.ctime)) < racyWindow}
+		Racy: now.Sub(time.Unix(0, st.ctime)) < racyWindow, loaded: true}
 	r := fileResult{e: e, answer: answerRead}
 	from := int64(0)
-	if old != nil && old.Session == f.Session && old.grownInto(fh, st) {
+	if old != nil && old.Session == f.Session && old.grownInto(fh, st) && old.load() == nil {
 		from, r.answer = old.Committed, answerGrown
-		e.Rows, e.Bad = old.Rows, old.Bad
+		e.Rows, e.Bad, e.sum = old.Rows, old.Bad, old.summary()
 		if st == old.stat() {
 			r.answer = answerUnchanged
 		}

@@ -189,21 +189,27 @@ func Dedupe(rows []*Row, preferCost bool) (kept []*Row, dropped int) {
 // costUSD), that row by its place in kept: both deduplications in one
 // pass.
 func dedupeBoth(rows []*Row) (kept []*Row, costFirst map[int]*Row, dropped int) {
-	seed := maphash.MakeSeed()
-	return dedupe(rows, func(k msgKey) uint64 { return maphash.Comparable(seed, k) })
+	return dedupeFirst(rows, nil)
 }
 
-// dedupe is dedupeBoth with the hash of keys given. best maps a key's
+// dedupeFirst is dedupeBoth that also appends to first (when not nil), for
+// each message kept, the index in rows of its first row.
+func dedupeFirst(rows []*Row, first *[]int) (kept []*Row, costFirst map[int]*Row, dropped int) {
+	seed := maphash.MakeSeed()
+	return dedupe(rows, func(k msgKey) uint64 { return maphash.Comparable(seed, k) }, first)
+}
+
+// dedupe is dedupeFirst with the hash of keys given. best maps a key's
 // hash to its row in kept; a key whose hash another key took first is
 // looked up by its strings in collided.
-func dedupe(rows []*Row, hash func(msgKey) uint64) (kept []*Row, costFirst map[int]*Row, dropped int) {
+func dedupe(rows []*Row, hash func(msgKey) uint64, first *[]int) (kept []*Row, costFirst map[int]*Row, dropped int) {
 	best := make(map[uint64]int, len(rows))
 	var collided map[msgKey]int
 	costFirst = map[int]*Row{}
 	kept = make([]*Row, 0, len(rows))
-	for _, r := range rows {
+	for i, r := range rows {
 		if r.MessageID == "" {
-			kept = append(kept, r)
+			kept = appendKept(kept, r, first, i)
 			continue
 		}
 		key := msgKey{r.MessageID, r.RequestID}
@@ -220,7 +226,7 @@ func dedupe(rows []*Row, hash func(msgKey) uint64) (kept []*Row, costFirst map[i
 			best[h] = len(kept)
 		}
 		if !seen {
-			kept = append(kept, r)
+			kept = appendKept(kept, r, first, i)
 			continue
 		}
 		dropped++
@@ -235,6 +241,15 @@ func dedupe(rows []*Row, hash func(msgKey) uint64) (kept []*Row, costFirst map[i
 		}
 	}
 	return kept, costFirst, dropped
+}
+
+// appendKept appends a message's first row to kept, and its index i to
+// first when wanted.
+func appendKept(kept []*Row, r *Row, first *[]int, i int) []*Row {
+	if first != nil {
+		*first = append(*first, i)
+	}
+	return append(kept, r)
 }
 
 // msgKey is what makes rows one message.

@@ -62,7 +62,7 @@ func TestDedupeKeepsTheBiggestRow(t *testing.T) {
 	// Keys whose hashes collide are still told apart by their strings.
 	for _, preferCost := range []bool{false, true} {
 		want, wantDropped := Dedupe(ptrs(rows), preferCost)
-		got, costFirst, gotDropped := dedupe(ptrs(rows), func(msgKey) uint64 { return 7 })
+		got, costFirst, gotDropped := dedupe(ptrs(rows), func(msgKey) uint64 { return 7 }, nil)
 		if preferCost {
 			for j, r := range costFirst {
 				got[j] = r
@@ -89,13 +89,4 @@ func TestCostTiers(t *testing.T) {
 	if _, ok := p.Cost(&Row{Model: "claude-unknown-9", Input: 1}); ok {
 		t.Fatal("an unknown model was priced")
 	}
-}
-
-// ptrs points at each of rows.
-func ptrs(rows []Row) []*Row {
-	out := make([]*Row, len(rows))
-	for i := range rows {
-		out[i] = &rows[i]
-	}
-	return out
 }

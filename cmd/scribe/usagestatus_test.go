@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +105,85 @@ func TestUsageStatusline(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and a message", name, code, out, errs)
 		}
 	}
+}
+
+// TestUsageStatuslineCheckpoint: statusline through its checkpoint (made
+// on the first call, used by the next) prints the line --no-cache works
+// out from every row, with messages whose rows straddle the checkpoint's
+// cut (today's start less 5 hours); a damaged checkpoint is said in
+// --verbose and made again, as it is for other prices.
+func TestUsageStatuslineCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	writeActiveBlock(t, dir, now)
+	y, m, d := now.UTC().Date()
+	cut := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Add(-5 * time.Hour)
+	at := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+	const S = "claude-sonnet-4-20250514"
+	writeTrapSession(t, dir, 4, []usageTrapRow{
+		{ts: at(cut.Add(-10 * time.Minute)), id: "c1", req: "c1", model: S, in: 300000, out: 10},
+		{ts: at(cut.Add(-9 * time.Minute)), id: "c2", req: "c2", model: S, in: 10, out: 10},
+		{ts: at(now.Add(-3 * time.Minute)), id: "c1", req: "c1", model: S, in: 300000, out: 500},
+		{ts: at(now.Add(-2 * time.Minute)), id: "c2", req: "c2", model: S, in: 10, out: 10, cost: 0.5},
+		{ts: at(now.Add(-time.Minute)), id: "c3", req: "c3", model: "<synthetic>", in: 10, out: 10},
+	}, nil)
+	cache := t.TempDir()
+	env := append(usageEnv(t, dir, "UTC"), "XDG_CACHE_HOME="+cache)
+	cfg := filepath.Join(t.TempDir(), "scribe.hcl")
+	writeFile(t, cfg, "usage {\n  price \""+S+"\" {\n    input = 2\n    output = 10\n    cache_write = 4\n    cache_read = 0.5\n  }\n}\n")
+	left := regexp.MustCompile(`\(\d+h\d\dm left\)`)
+	run := func(sid string, args ...string) (string, string) {
+		t.Helper()
+		out, errs, code := runScribe(t, runOpts{base: env, stdin: fmt.Sprintf(`{"session_id":"0000000%d-1111-4111-8111-111111111111"}`, sid[0]-'0')},
+			append([]string{"usage", "statusline", "--verbose"}, args...)...)
+		if code != 0 {
+			t.Fatalf("usage statusline %v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return left.ReplaceAllString(out, "(left)"), errs
+	}
+	check := func(step, sid, verbose string, args ...string) {
+		t.Helper()
+		want, _ := run(sid, append(args, "--no-cache")...)
+		got, errs := run(sid, args...)
+		if got != want || !strings.Contains(errs, verbose) {
+			t.Fatalf("%s, session %s: through the checkpoint %q, from every row %q; --verbose %q, want %q", step, sid, got, want, errs, verbose)
+		}
+	}
+	check("cold", "4", "status checkpoint made (none yet;")
+	check("warm", "4", "status checkpoint used: the rows of ")
+	check("warm", "1", "status checkpoint used")
+	check("warm", "2", "status checkpoint used")
+
+	f, err := os.OpenFile(filepath.Join(dir, "projects", "-home-u-proj", "00000004-1111-4111-8111-111111111111.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := usageTrapRow{ts: at(now), id: "c1", req: "c1", model: S, in: 300000, out: 900}
+	if _, err := f.Write(append(row.line("00000004-1111-4111-8111-111111111111", 9), '\n')); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	check("an old message's row appended", "4", "status checkpoint made (the rows before the cut changed;")
+	check("then", "4", "status checkpoint used")
+
+	paths, _ := filepath.Glob(filepath.Join(cache, "scribe", "usage", "*", "status.bin"))
+	if len(paths) != 1 {
+		t.Fatalf("status checkpoints: %v", paths)
+	}
+	data, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, paths[0], string(data[:len(data)/2]))
+	check("cut short", "4", "status checkpoint made (its file discarded: status.bin: ")
+	check("other prices", "4", "status checkpoint made (made with other prices;", "--config", cfg)
+	check("then", "1", "status checkpoint used", "--config", cfg)
+
+	// Once the folders have been still for a second, the listing is kept
+	// and used; a session added is listed again and counted.
+	time.Sleep(1100 * time.Millisecond)
+	check("folders still", "4", "; transcripts ") // listed, or from a snapshot kept already
+	check("listing kept", "4", "; transcripts from the listing's snapshot;")
+	writeTrapSession(t, dir, 5, []usageTrapRow{{ts: at(now.Add(-time.Minute)), id: "n1", req: "n1", model: S, in: 100, out: 2000}}, nil)
+	check("a session added", "5", "; transcripts listed;")
 }

@@ -68,21 +68,22 @@ type (
 // The administration of the sessions: their files, the trash, gc, du,
 // bundles, relocate.
 type (
-	BundleManifest   = admin.BundleManifest
-	CleanupSetting   = admin.CleanupSetting
-	CleanupVictim    = admin.CleanupVictim
-	DUProject        = admin.DUProject
-	DUReport         = admin.DUReport
-	DUSession        = admin.DUSession
-	GCOptions        = admin.GCOptions
-	GCReport         = admin.GCReport
-	GCSession        = admin.GCSession
-	ImportOptions    = admin.ImportOptions
-	ImportResult     = admin.ImportResult
-	RelocateOptions  = admin.RelocateOptions
-	RelocatedSession = admin.RelocatedSession
-	StoredSession    = admin.StoredSession
-	TranscriptFile   = admin.TranscriptFile
+	BundleManifest     = admin.BundleManifest
+	CleanupSetting     = admin.CleanupSetting
+	CleanupVictim      = admin.CleanupVictim
+	DUProject          = admin.DUProject
+	DUReport           = admin.DUReport
+	DUSession          = admin.DUSession
+	GCOptions          = admin.GCOptions
+	GCReport           = admin.GCReport
+	GCSession          = admin.GCSession
+	ImportOptions      = admin.ImportOptions
+	ImportResult       = admin.ImportResult
+	RelocateOptions    = admin.RelocateOptions
+	RelocatedSession   = admin.RelocatedSession
+	SessionTranscripts = admin.SessionTranscripts
+	StoredSession      = admin.StoredSession
+	TranscriptFile     = admin.TranscriptFile
 )
 
 // TrashFormat is the version of a trash item's manifest.json.
@@ -525,6 +526,15 @@ func (l Layout) StaleStagings(now time.Time) ([]admin.StaleStaging, error) {
 // in name order, as FindSession does. A store without projects/ has none.
 func (l Layout) StoredSessions() ([]StoredSession, error) {
 	return l.admin().StoredSessions()
+}
+
+// StoredTranscripts lists the transcripts of every session StoredSessions
+// lists, from the listing it makes: a session's folder is walked only when
+// the listing holds one, and no file is looked at again. folders are the
+// folders the answer comes from: while none of them changes, it is the
+// same (nil when it depends on more).
+func (l Layout) StoredTranscripts() (sessions []SessionTranscripts, folders []string, err error) {
+	return l.admin().StoredTranscripts()
 }
 
 // SubagentMessages is the SDK's getSubagentMessages: the chain of one

@@ -59,8 +59,13 @@ func (f *Factory) OpenStoreOf(cmd *cobra.Command) (sessions.Store, *config.Confi
 	if err != nil {
 		return nil, nil, nil, &ExitError{Code: 2, Err: err}
 	}
-	st, done, err := f.OpenNamedStore(cmd, cfg, fromFlag(cmd))
+	st, done, err := f.OpenStoreWith(cmd, cfg)
 	return st, cfg, done, err
+}
+
+// OpenStoreWith is OpenStoreOf with the configuration loaded already.
+func (f *Factory) OpenStoreWith(cmd *cobra.Command, cfg *config.Config) (sessions.Store, func(*error), error) {
+	return f.OpenNamedStore(cmd, cfg, fromFlag(cmd))
 }
 
 // OpenNamedStore is OpenStoreOf for the store name names.

@@ -2,6 +2,7 @@ package usagecmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/sinks/jsonl"
+	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/usage"
 )
 
@@ -39,7 +43,9 @@ func newUsageStatuslineCmd(f *cmdutil.Factory) *cobra.Command {
 			"the time left in it, and its burn rate, each as `scribe usage session|daily|blocks` count them. Wire\n" +
 			"it in ~/.claude/settings.json:\n\n" +
 			"  \"statusLine\": {\"type\": \"command\", \"command\": \"scribe usage statusline\"}\n\n" +
-			"It reads through the usage cache, so a call parses only what was appended since the last one.",
+			"It reads through the usage cache, so a call parses only what was appended since the last one, and\n" +
+			"through a checkpoint of what came before today (made on the day's first call), so that it decodes\n" +
+			"only the transcripts written since.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStatusline(f, cmd, tz, noCache, verbose)
@@ -65,19 +71,81 @@ func runStatusline(f *cmdutil.Factory, cmd *cobra.Command, tz string, noCache, v
 	}
 	// A configuration only the full build holds hands the command over,
 	// with the input already read.
-	if _, err := f.LoadConfigAfter(cmd, raw); err != nil {
+	cfg, err := f.LoadConfigAfter(cmd, raw)
+	if err != nil {
 		return &cmdutil.ExitError{Code: 2, Err: err}
 	}
-	u, err := readUsage(f, cmd, "", noCache)
+	st, listed, err := readStatus(f, cmd, cfg, in.SessionID, loc, noCache)
 	if err != nil {
 		return err
 	}
 	if verbose {
-		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(u.scan.Cache, noCache))
+		fmt.Fprintln(cmd.ErrOrStderr(), "scribe usage: "+cacheLine(st.Cache, noCache)+listed+checkpointLine(st))
 	}
-	st := usage.StatusOf(u.scan.Rows(), u.pricer, in.SessionID, time.Now(), loc)
-	fmt.Fprintln(cmd.OutOrStdout(), statusLine(in, st))
+	fmt.Fprintln(cmd.OutOrStdout(), statusLine(in, st.Status))
 	return nil
+}
+
+// readStatus works the status line's figures out: for a local folder
+// through the usage cache and its status checkpoint (only the transcripts
+// with rows since the start of today less 5 hours decoded), else from
+// every row. listed says how the transcripts were listed ("" when not
+// through the usage cache).
+func readStatus(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, session string, loc *time.Location, noCache bool) (_ *usage.StatusRead, listed string, _ error) {
+	lessGC()
+	st, done, err := f.OpenStoreWith(cmd, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	defer done(nil)
+	pricer, now := usagePricer(cfg), time.Now()
+	if local, ok := st.(*stores.Local); ok && !noCache {
+		l := local.Layout()
+		if cacheDir, err := usageCacheDir(l); err == nil {
+			return localStatus(cmd.Context(), l, cacheDir, pricer, session, now, loc)
+		}
+	}
+	sc, err := Scan(cmd.Context(), st, noCache)
+	if err != nil {
+		return nil, "", err
+	}
+	return &usage.StatusRead{Status: usage.StatusOf(sc.Rows(), pricer, session, now, loc), Cache: sc.Cache, Checkpoint: "none"}, "", nil
+}
+
+// localStatus is readStatus for the local folder of l through the usage
+// cache in cacheDir, the transcripts taken from the listing's snapshot
+// while none of the folders they were found in changed.
+func localStatus(ctx context.Context, l jsonl.Layout, cacheDir string, p *usage.Pricer, session string, now time.Time, loc *time.Location) (*usage.StatusRead, string, error) {
+	listed := "; transcripts listed"
+	list := func() ([]usage.File, error) {
+		files, used, err := usage.CachedListing(ctx, cacheDir, func() (usage.Listing, error) { return usageListing(l) })
+		if used {
+			listed = "; transcripts from the listing's snapshot"
+		}
+		return files, err
+	}
+	st, err := usage.ReadStatus(ctx, list, cacheDir, p, session, now, loc)
+	return st, listed, err
+}
+
+// checkpointLine says how the status checkpoint was used, and why it was
+// made again.
+func checkpointLine(st *usage.StatusRead) string {
+	switch st.Checkpoint {
+	case "used":
+		return fmt.Sprintf("; status checkpoint used: the rows of %d of %d transcript(s) decoded", st.Decoded, st.Cache.Files)
+	case "made":
+		s := "; status checkpoint made (" + st.Why
+		if st.Discarded != "" {
+			s += ": " + st.Discarded
+		}
+		s += "; every transcript's rows decoded)"
+		if st.SaveError != "" {
+			s += ", not saved: " + st.SaveError
+		}
+		return s
+	}
+	return ""
 }
 
 // readStatusInput reads and checks statusline's input: a JSON object with

@@ -29,26 +29,41 @@ type StoredSession struct {
 // a main file). A session in two project folders is taken from the first
 // in name order, as FindSession does. A store without projects/ has none.
 func (l Layout) StoredSessions() ([]StoredSession, error) {
+	listed, _, err := l.listSessions()
+	out := make([]StoredSession, len(listed))
+	for i := range listed {
+		out[i] = listed[i].StoredSession
+	}
+	return out, err
+}
+
+// listedSession is a session StoredSessions lists, with what its project
+// folder's listing held of it: a regular <id>.jsonl (main), an <id>/
+// folder (dir), both spelled as the lower case id; odd when it held an
+// entry of the session spelled otherwise.
+type listedSession struct {
+	StoredSession
+	main, dir, odd bool
+}
+
+// listSessions lists the sessions, and the project folders it read.
+func (l Layout) listSessions() ([]listedSession, []string, error) {
 	projects, err := os.ReadDir(l.ProjectsDir())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	seen := map[string]bool{}
-	var out []StoredSession
-	for _, p := range projects {
-		if !p.IsDir() {
-			continue
-		}
-		dir := l.ProjectFolder(p.Name())
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			id := e.Name()
+	dirs, listed, err := l.readProjects(projects)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]int{} // by id, its place in out
+	var out []listedSession
+	for k, dir := range dirs {
+		for _, e := range listed[k] {
+			name, id := e.Name(), e.Name()
 			if e.Type().IsRegular() {
 				var ok bool
 				if id, ok = strings.CutSuffix(id, ".jsonl"); !ok {
@@ -61,13 +76,121 @@ func (l Layout) StoredSessions() ([]StoredSession, error) {
 				continue
 			}
 			id = strings.ToLower(id)
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, StoredSession{ID: id, ProjectDir: dir})
+			i, ok := seen[id]
+			if !ok {
+				i = len(out)
+				seen[id] = i
+				out = append(out, listedSession{StoredSession: StoredSession{ID: id, ProjectDir: dir}})
+			}
+			if s := &out[i]; s.ProjectDir == dir {
+				switch {
+				case name == id+".jsonl":
+					s.main = true
+				case name == id:
+					s.dir = true
+				default:
+					s.odd = true
+				}
 			}
 		}
 	}
-	return out, nil
+	return out, dirs, nil
+}
+
+// readProjects reads the project folders among projects (entries of the
+// projects folder), a few side by side: each folder and its entries, in
+// the order of projects.
+func (l Layout) readProjects(projects []os.DirEntry) (dirs []string, listed [][]os.DirEntry, err error) {
+	for _, p := range projects {
+		if p.IsDir() {
+			dirs = append(dirs, l.ProjectFolder(p.Name()))
+		}
+	}
+	listed = make([][]os.DirEntry, len(dirs))
+	err = durable.Each(context.Background(), listWorkers, len(dirs), func(_ context.Context, i int) error {
+		var err error
+		listed[i], err = os.ReadDir(dirs[i])
+		return err
+	})
+	return dirs, listed, err
+}
+
+// listWorkers is how many folders are read at a time: reading one waits
+// on the kernel more than on a core.
+const listWorkers = 4
+
+// SessionTranscripts are one session's transcripts: its main file and its
+// subagents', as TranscriptFiles lists them (without the sidecar).
+type SessionTranscripts struct {
+	StoredSession
+	Paths []string
+	// folders are the folders of the session read (or looked for) to find
+	// its subagents' files, its own first; odd marks a session found by
+	// looking for its files by name (spelled in other cases).
+	folders []string
+	odd     bool
+}
+
+// StoredTranscripts lists the transcripts of every session StoredSessions
+// lists, from the listing it makes: a session's folder is walked only when
+// the listing holds one, and no file is looked at again. folders are the
+// folders whose entries the answer comes from (the projects folder, the
+// project folders, the sessions' folders and the folders under them read
+// for the subagents' files, or looked for): while none of them changes,
+// the answer is the same. It is nil when the answer depends on more (a
+// session spelled in other cases, whose files are looked for by name).
+func (l Layout) StoredTranscripts() (out []SessionTranscripts, folders []string, err error) {
+	listed, dirs, err := l.listSessions()
+	if err != nil {
+		return nil, nil, err
+	}
+	out = make([]SessionTranscripts, len(listed))
+	// A session with a folder has it walked, a few side by side.
+	err = durable.Each(context.Background(), listWorkers, len(listed), func(_ context.Context, i int) error {
+		out[i] = listed[i].transcripts()
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	folders = append([]string{l.ProjectsDir()}, dirs...)
+	for _, s := range out {
+		if s.odd {
+			return out, nil, nil
+		}
+		folders = append(folders, s.folders...)
+	}
+	return out, folders, nil
+}
+
+// transcripts are the session's transcripts, from what its project
+// folder's listing held of it.
+func (s listedSession) transcripts() SessionTranscripts {
+	out := SessionTranscripts{StoredSession: s.StoredSession, odd: s.odd}
+	if s.odd { // another spelling: as TranscriptFiles finds them
+		files, _ := TranscriptFiles(s.ProjectDir, s.ID)
+		for _, f := range files {
+			if !f.Sidecar {
+				out.Paths = append(out.Paths, f.Path)
+			}
+		}
+		return out
+	}
+	main := claudedir.MainFile(s.ProjectDir, s.ID)
+	if s.main {
+		out.Paths = append(out.Paths, main)
+	}
+	if !s.dir {
+		return out
+	}
+	out.folders = []string{claudedir.SessionDirOf(main)}
+	agents, _ := reader.WalkAgentFolders(context.Background(), nil, main, "", func(dir string) { out.folders = append(out.folders, dir) })
+	for _, a := range agents {
+		if a.ID != "" {
+			out.Paths = append(out.Paths, a.Path)
+		}
+	}
+	return out
 }
 
 // TranscriptFile is one file of a session: its main transcript, a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,6 +56,55 @@ func TestStoredSessionsAndTheirFiles(t *testing.T) {
 	}
 	if none, err := (Layout{Layout: layout.Layout{ConfigDir: t.TempDir()}}).StoredSessions(); err != nil || len(none) != 0 {
 		t.Fatalf("an empty config folder: %v, %v", none, err)
+	}
+
+	// StoredTranscripts lists what TranscriptFiles lists of each session,
+	// sidecars left out: with a session spelled in capitals, one with only
+	// its folder, a link where a main file would be.
+	const c, d, e = "0565a3a4-0000-4000-8000-00000000000c", "0565a3a4-0000-4000-8000-00000000000d", "0565a3a4-0000-4000-8000-00000000000e"
+	put(filepath.Join(pb, strings.ToUpper(c)+".jsonl"), "capitals\n")
+	put(claudedir.AgentFile(pb, d, "only"), "a subagent without its main file\n")
+	if err := os.Symlink(claudedir.MainFile(pa, a), claudedir.MainFile(pb, e)); err != nil {
+		t.Fatal(err)
+	}
+	put(claudedir.SidecarFile(pb, e), "side\n")
+	stored, err := l.StoredSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, folders, err := l.StoredTranscripts()
+	if err != nil || len(listed) != len(stored) || len(stored) != 5 || folders != nil {
+		t.Fatalf("%d sessions' transcripts, %d sessions, folders %v (want none: a session in capitals), %v", len(listed), len(stored), folders, err)
+	}
+	for i, s := range stored {
+		files, _ := TranscriptFiles(s.ProjectDir, s.ID)
+		var want []string
+		for _, f := range files {
+			if !f.Sidecar {
+				want = append(want, f.Path)
+			}
+		}
+		if listed[i].StoredSession != s || strings.Join(listed[i].Paths, ",") != strings.Join(want, ",") {
+			t.Fatalf("session %s: StoredTranscripts %+v, TranscriptFiles %v", s.ID, listed[i], want)
+		}
+	}
+
+	// Without it, the folders the answer comes from: the projects folder,
+	// the project folders, each session's folder and those read (or looked
+	// for) under it.
+	if err := os.Remove(filepath.Join(pb, strings.ToUpper(c)+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, folders, err = l.StoredTranscripts(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(folders)
+	wantFolders := []string{l.ProjectsDir(), pa, filepath.Join(pa, a), filepath.Join(pa, a, "subagents"), filepath.Join(pa, a, "subagents", "nested"),
+		pb, filepath.Join(pb, b), filepath.Join(pb, b, "subagents"), filepath.Join(pb, d), filepath.Join(pb, d, "subagents"),
+		filepath.Join(pb, e), filepath.Join(pb, e, "subagents")}
+	slices.Sort(wantFolders)
+	if !slices.Equal(folders, wantFolders) {
+		t.Fatalf("folders\n%v\nwant\n%v", folders, wantFolders)
 	}
 }
 

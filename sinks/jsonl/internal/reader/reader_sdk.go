@@ -375,20 +375,20 @@ func (l Layout) agentFiles(ctx context.Context, sessionID, dir string) ([]agentF
 // first in name order (the order of the SDK's recursive readdir); with
 // stopAt, it stops at the first file of that agent id.
 func WalkAgents(ctx context.Context, fsys layout.FS, main, stopAt string) ([]agentFile, error) {
-	return walkAgentsFrom(ctx, fsys, filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir), stopAt, nil)
+	return WalkAgentFolders(ctx, fsys, main, stopAt, nil)
 }
 
-// walkAgentsFrom walks the subagents folder top; seen, if set, is told
-// each folder before it is read.
-func walkAgentsFrom(ctx context.Context, fsys layout.FS, top, stopAt string, seen func(dir string)) ([]agentFile, error) {
+// WalkAgentFolders is WalkAgents calling visit (when not nil) with each
+// folder it reads, or tries to, before it reads it.
+func WalkAgentFolders(ctx context.Context, fsys layout.FS, main, stopAt string, visit func(dir string)) ([]agentFile, error) {
 	var out []agentFile
 	var walk func(d string) (bool, error)
 	walk = func(d string) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		if seen != nil {
-			seen(d)
+		if visit != nil {
+			visit(d)
 		}
 		ents, err := layout.FSOf(fsys).ReadDir(d) // sorted by name, links not followed
 		if err != nil {
@@ -414,7 +414,7 @@ func walkAgentsFrom(ctx context.Context, fsys layout.FS, top, stopAt string, see
 		}
 		return false, nil
 	}
-	if _, err := walk(top); err != nil {
+	if _, err := walk(filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -432,7 +432,7 @@ func (l Layout) walkAgents(ctx context.Context, main, stopAt string) ([]agentFil
 		var dirs []layout.DirStamp
 		keep := true
 		var err error
-		files, err = walkAgentsFrom(ctx, nil, top, "", func(d string) {
+		files, err = WalkAgentFolders(ctx, nil, main, "", func(d string) {
 			s, ok := layout.StampDir(d, time.Now())
 			keep = keep && ok
 			dirs = append(dirs, s)
