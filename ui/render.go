@@ -179,6 +179,11 @@ func (b *builder) view(m *sessions.Message, next *sessions.Message, shown map[st
 	switch {
 	case m.Type == "system" && next != nil && next.IsCompactSummary:
 		v.Label, v.Class = "Conversation compacted", "compact"
+	case m.Type == "system" && len(m.Message) == 0:
+		// A system row the SDK gives without content (a turn's duration,
+		// a hook's summary): its place and permalink, nothing to read.
+		v.Class = "slim"
+		return v
 	case m.Type == "system":
 		v.Label, v.Class = "System", "meta"
 	case m.IsCompactSummary:

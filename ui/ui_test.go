@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -614,5 +615,30 @@ func TestListOrders(t *testing.T) {
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the listing read again: %q", got)
 		}
+	}
+}
+
+// A system row the SDK gives without content (a turn's duration) keeps
+// its place and permalink but shows no empty "System" header.
+func TestContentlessSystemRowsAreSlim(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 8, 1)
+	sys := "5ea4c000-5555-4000-8000-000000000001"
+	s.Meta(t, map[string]any{"type": "system", "subtype": "turn_duration", "durationMs": 1200, "parentUuid": s.UUID(2),
+		"uuid": sys, "isSidechain": false, "timestamp": "2026-11-20T10:00:09.000Z", "cwd": cwd, "isMeta": false})
+	s.Meta(t, map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "after the turn"}, "parentUuid": sys,
+		"uuid": "5ea4c000-5555-4000-8000-000000000002", "isSidechain": false, "timestamp": "2026-11-20T10:00:10.000Z", "cwd": cwd,
+		"userType": "external"})
+	h, st := newHandler(t, dir)
+	msgs, _, err := st.Messages(context.Background(), s.ID, sessions.MessagesOptions{IncludeSystem: true})
+	if err != nil || !slices.ContainsFunc(msgs, func(m sessions.Message) bool { return m.UUID == sys && len(m.Message) == 0 }) {
+		t.Fatalf("the SDK's messages hold no contentless system row: %v", err)
+	}
+	_, body := get(t, h, "/sessions/"+s.ID)
+	if !strings.Contains(body, `<article class="msg system slim" id="m-`+sys+`"></article>`) {
+		t.Errorf("the system row is not a slim anchor:\n%s", body)
+	}
+	if strings.Contains(body, ">System</a>") {
+		t.Error("an empty System header is shown")
 	}
 }
