@@ -38,6 +38,9 @@ type msgView struct {
 	// summary).
 	Folded bool
 	Notes  []string
+	// Fork offers a fork of the session up to this message (set where
+	// the store can fork).
+	Fork bool
 }
 
 // blockView is one content block.

@@ -161,6 +161,12 @@ func (h *Handler) windowOf(ctx context.Context, c *conversation, start, end int)
 	}
 	b := h.builderFor(ctx, c, true)
 	w := windowView{Messages: b.views(c.msgs[start:end], next), Earlier: start, Later: len(c.msgs) - end}
+	if c.agent == "" && slices.Contains(sessions.Capabilities(c.st), "fork") {
+		for i := range w.Messages {
+			m := &w.Messages[i]
+			m.Fork = m.Class != "slim" && (m.Role == "user" || m.Role == "assistant")
+		}
+	}
 	if start > 0 {
 		first := c.msgs[start].UUID
 		w.EarlierURL = c.link("", url.Values{"at": {first}}) + "#m-" + first

@@ -445,8 +445,15 @@ func TestActionsOnReadOnlyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, page := get(t, h, "/sessions/"+s.ID)
-	if strings.Contains(page, "/rename?") || strings.Contains(page, "/trash?") || !strings.Contains(page, "claude --resume "+s.ID) {
+	if strings.Contains(page, "/rename?") || strings.Contains(page, "/trash?") || strings.Contains(page, "fork-here") || !strings.Contains(page, "claude --resume "+s.ID) {
 		t.Error("a read-only store's page offers changes, or lacks the resume command")
+	}
+	h2, _ := newHandler(t, dir)
+	_, page = get(t, h2, "/sessions/"+s.ID)
+	for n := 1; n <= 2; n++ {
+		if !strings.Contains(page, `class="fork-here" data-uuid="`+s.UUID(n)+`"`) {
+			t.Errorf("the local store's page offers no fork at message %d", n)
+		}
 	}
 	if rec := post(t, h, "/sessions/"+s.ID+"/rename", url.Values{"title": {"x"}}); rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("rename on a read-only store: %d", rec.Code)

@@ -254,6 +254,16 @@ func TestUIInBrowser(t *testing.T) {
 			t.Errorf("%d dialogs opened", n)
 		}
 	})
+	t.Run("fork here", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitReady(chromedp.CSS("button.fork-here")),
+			// (A script's click: chromedp.Click would scroll to it first.)
+			chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("button.fork-here")[1].click()`))
+		want := testui.Eval[string](t, ctx, `document.querySelectorAll("button.fork-here")[1].dataset.uuid`)
+		got := testui.Eval[string](t, ctx, `document.querySelector("form.fork input[name=up_to]").value`)
+		if want == "" || got != want || !testui.Eval[bool](t, ctx, `document.querySelector("details.actions").open`) {
+			t.Errorf("fork here: up_to %q, want %q, or the actions closed", got, want)
+		}
+	})
 	t.Run("rich", func(t *testing.T) {
 		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitVisible(chromedp.CSS("details.tool")),
 			chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details.tool").forEach(d => d.open = true)`))

@@ -149,6 +149,18 @@
     }).catch(function () { a.textContent = "Could not load: try again"; });
   });
 
+  // "Fork here": the actions' fork form, up to that message, opened.
+  box.addEventListener("click", function (ev) {
+    const b = ev.target.closest("button.fork-here");
+    const form = document.querySelector("form.fork");
+    if (!b || !form) { return; }
+    form.querySelector("input[name=up_to]").value = b.dataset.uuid;
+    const actions = form.closest("details");
+    if (actions) { actions.open = true; }
+    form.scrollIntoView({ block: "center" });
+    form.querySelector("input[name=title]").focus();
+  });
+
   // Permalinks: #m-<uuid> not in the page opens the window around it.
   function openTo(el) {
     for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) { d.open = true; }
