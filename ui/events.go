@@ -134,7 +134,7 @@ func (f *follower) poll(r *http.Request) []byte {
 		return nil
 	}
 	f.c.msgs = msgs
-	b := f.h.builderFor(ctx, f.c, true)
+	b := f.h.builderFor(ctx, f.c, len(msgs)-len(fresh), true)
 	var html bytes.Buffer
 	if err := f.h.tpl.ExecuteTemplate(&html, "messages", b.views(fresh, nil)); err != nil {
 		return nil

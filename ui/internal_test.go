@@ -1,9 +1,13 @@
 package ui
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/e0dc0000/scribe/sessions"
 )
 
 func TestSafeHref(t *testing.T) {
@@ -76,5 +80,61 @@ func TestInputFields(t *testing.T) {
 		if f := inputFields([]byte(raw)); f != nil {
 			t.Errorf("%s: fields %q", raw, f)
 		}
+	}
+}
+
+// A builder that indexes calls and results only as far from the window as
+// a lookup needs renders every window as one that indexed the whole
+// conversation first: results far after their call, calls far before a
+// result shown alone, a call with no result, wherever the window starts.
+func TestLazyBuilderRendersAsTheWholeIndex(t *testing.T) {
+	var all []sessions.Message
+	add := func(typ string, content string) {
+		all = append(all, sessions.Message{Type: typ, UUID: fmt.Sprintf("u%03d", len(all)),
+			Message: json.RawMessage(`{"role":"` + typ + `","content":` + content + `}`)})
+	}
+	use := func(id, name string) string {
+		return `[{"type":"tool_use","id":"` + id + `","name":"` + name + `","input":{"command":"` + id + `"}}]`
+	}
+	res := func(id string) string {
+		return `[{"type":"tool_result","tool_use_id":"` + id + `","content":"out of ` + id + `"}]`
+	}
+	for i := range 60 {
+		switch {
+		case i == 5:
+			add("assistant", use("far", "Bash"))
+		case i == 45:
+			add("user", res("far"))
+		case i == 20:
+			add("assistant", use("never", "Read"))
+		case i%2 == 0:
+			add("assistant", use(fmt.Sprintf("c%d", i), "Grep"))
+		default:
+			add("user", res(fmt.Sprintf("c%d", i-1)))
+		}
+	}
+	md := newMarkdown()
+	whole := func(at int) *builder {
+		b := newBuilder(md, all, at)
+		for b.grow(true) {
+		}
+		return b
+	}
+	for _, w := range [][2]int{{0, 10}, {40, 50}, {15, 25}, {50, 60}, {0, 60}, {44, 46}} {
+		lazy := newBuilder(md, all, w[0]).views(all[w[0]:w[1]], nil)
+		eager := whole(w[0]).views(all[w[0]:w[1]], nil)
+		if !reflect.DeepEqual(lazy, eager) {
+			t.Errorf("window %v: lazy and whole index render differently", w)
+		}
+	}
+	b := newBuilder(md, all, 50)
+	if b.callOf("c48") != "Grep" || b.lo < 40 {
+		t.Errorf("a near call: %q, indexed from %d", b.callOf("c48"), b.lo)
+	}
+	if b.callOf("far") != "Bash" || b.lo > 5 {
+		t.Errorf("a far call: indexed from %d", b.lo)
+	}
+	if _, ok := b.resultOf("never"); ok || b.hi != len(all) {
+		t.Errorf("a call with no result: found, or indexed to %d", b.hi)
 	}
 }

@@ -120,31 +120,84 @@ func blocksOf(m *sessions.Message) []block {
 // builder turns messages into views.
 type builder struct {
 	md *markdown
-	// results are the tool results of the whole conversation by call id;
-	// calls the calls by id, for a result shown on its own.
-	results map[string]block
-	calls   map[string]string
-	// agent is the subagent a call started (nil: none), checkpoints what
-	// follows a message.
+	// all is the whole conversation; results and calls index the tool
+	// results (by call id) and the calls (by id) of all[lo:hi], grown
+	// outward from the window shown only as far as a lookup needs: a
+	// window of a 50 MB session's last messages no longer decodes every
+	// message of it.
+	all         []sessions.Message
+	lo, hi      int
+	results     map[string]block
+	calls       map[string]string
 	agent       func(toolUseID string) *agentView
 	checkpoints map[string][]core.Checkpoint
 }
 
-// newBuilder indexes the calls and results of all, the whole
-// conversation.
-func newBuilder(md *markdown, all []sessions.Message) *builder {
-	b := &builder{md: md, results: map[string]block{}, calls: map[string]string{}}
-	for i := range all {
-		for _, bl := range blocksOf(&all[i]) {
-			switch bl.Type {
-			case "tool_result":
+// newBuilder is a builder for windows of all, the whole conversation,
+// whose lookups start around the window beginning at all[at] (at is a
+// hint: a lookup finds what all holds wherever it starts).
+func newBuilder(md *markdown, all []sessions.Message, at int) *builder {
+	at = min(max(at, 0), len(all))
+	return &builder{md: md, all: all, lo: at, hi: at, results: map[string]block{}, calls: map[string]string{}}
+}
+
+// index adds all[i]'s calls and results; a later message's result or
+// call does not replace an earlier one's when indexing goes back.
+func (b *builder) index(i int, back bool) {
+	for _, bl := range blocksOf(&b.all[i]) {
+		switch bl.Type {
+		case "tool_result":
+			if _, ok := b.results[bl.ToolUseID]; !ok || !back {
 				b.results[bl.ToolUseID] = bl
-			case "tool_use":
+			}
+		case "tool_use":
+			if _, ok := b.calls[bl.ID]; !ok || !back {
 				b.calls[bl.ID] = bl.Name
 			}
 		}
 	}
-	return b
+}
+
+// grow indexes one more message, forward when it can and forward is
+// asked, else backward; false when all is indexed.
+func (b *builder) grow(forward bool) bool {
+	switch {
+	case forward && b.hi < len(b.all), !forward && b.lo == 0 && b.hi < len(b.all):
+		b.index(b.hi, false)
+		b.hi++
+	case b.lo > 0:
+		b.lo--
+		b.index(b.lo, true)
+	default:
+		return false
+	}
+	return true
+}
+
+// resultOf is the result of call id: results come after their call, so
+// the search grows forward first.
+func (b *builder) resultOf(id string) (block, bool) {
+	for {
+		if r, ok := b.results[id]; ok {
+			return r, true
+		}
+		if !b.grow(true) {
+			return block{}, false
+		}
+	}
+}
+
+// callOf is the name of call id: calls come before their results, so the
+// search grows backward first.
+func (b *builder) callOf(id string) string {
+	for {
+		if n, ok := b.calls[id]; ok {
+			return n
+		}
+		if !b.grow(false) {
+			return ""
+		}
+	}
 }
 
 // views renders msgs (a window of the conversation, in order); next is
@@ -244,7 +297,7 @@ func (b *builder) block(m *sessions.Message, bl block) blockView {
 		return blockView{Kind: "tool", Tool: b.tool(bl)}
 	case "tool_result":
 		r := b.result(bl)
-		r.Tool = b.calls[bl.ToolUseID]
+		r.Tool = b.callOf(bl.ToolUseID)
 		return blockView{Kind: "result", Result: r}
 	case "image":
 		if img, ok := imageOf(bl); ok {
@@ -264,7 +317,7 @@ func (b *builder) tool(bl block) *toolView {
 			t.Input = indentJSON(bl.Input)
 		}
 	}
-	if res, ok := b.results[bl.ID]; ok {
+	if res, ok := b.resultOf(bl.ID); ok {
 		t.Result = b.result(res)
 	}
 	if b.agent != nil {

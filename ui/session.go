@@ -135,8 +135,8 @@ func (c *conversation) link(suffix string, v url.Values) string {
 
 // builder is a builder for the conversation, with its subagents and
 // checkpoints.
-func (h *Handler) builderFor(ctx context.Context, c *conversation, withAgents bool) *builder {
-	b := newBuilder(h.md, c.msgs)
+func (h *Handler) builderFor(ctx context.Context, c *conversation, at int, withAgents bool) *builder {
+	b := newBuilder(h.md, c.msgs, at)
 	if c.agent != "" {
 		return b
 	}
@@ -159,7 +159,7 @@ func (h *Handler) windowOf(ctx context.Context, c *conversation, start, end int)
 	if end < len(c.msgs) {
 		next = &c.msgs[end]
 	}
-	b := h.builderFor(ctx, c, true)
+	b := h.builderFor(ctx, c, start, true)
 	w := windowView{Messages: b.views(c.msgs[start:end], next), Earlier: start, Later: len(c.msgs) - end}
 	if c.agent == "" && slices.Contains(sessions.Capabilities(c.st), "fork") {
 		for i := range w.Messages {
@@ -376,7 +376,7 @@ func (h *Handler) agentView(ctx context.Context, c *conversation, idx *agentInde
 	sub := &conversation{st: c.st, store: c.store, id: c.id, agent: a, msgs: msgs,
 		base: c.base + "/agents/" + url.PathEscape(a)}
 	n := min(len(msgs), h.opt.Window)
-	v := &agentView{ID: a, Messages: newBuilder(h.md, msgs).views(msgs[:n], nil), More: len(msgs) - n}
+	v := &agentView{ID: a, Messages: newBuilder(h.md, msgs, 0).views(msgs[:n], nil), More: len(msgs) - n}
 	if v.More > 0 {
 		v.Link = sub.link("", nil)
 	}
