@@ -46,6 +46,8 @@ type sessionPage struct {
 	Share bool
 	// Downloads are the export formats offered.
 	Downloads []download
+	// Usage is the session's tokens and cost (nil without Options.Usage).
+	Usage *UsageSession
 }
 
 // windowView is a window of the conversation with its "more" links.
@@ -237,6 +239,7 @@ func (h *Handler) page(ctx context.Context, c *conversation, start, end int) ses
 		p.Caps[cp] = true
 	}
 	p.Share = h.opt.Share
+	p.Usage = h.sessionUsage(ctx, c.st, c.id)
 	if !h.opt.NoExport {
 		p.Downloads = h.downloads(c.st)
 	}

@@ -83,6 +83,10 @@ type Options struct {
 	Bundle func(st sessions.Store) ExportFunc
 	// NoExport leaves the downloads out (a share link's page).
 	NoExport bool
+	// Usage, when set, gives a store's token usage and cost (scribe ui
+	// passes the reports of scribe usage): the header links the usage page
+	// (/usage) and a session's page shows its usage. nil: neither.
+	Usage UsageFunc
 }
 
 // Account is who a page is shown to on scribe serve.
@@ -146,10 +150,14 @@ type assets struct {
 // newAssets parses the embedded templates for pages served under base.
 func newAssets(base string) (*assets, error) {
 	tpl, err := template.New("ui").Funcs(template.FuncMap{
-		"bytes": humanBytes,
-		"deref": func(b *bool) bool { return b != nil && *b },
-		"base":  func() string { return base },
-		"marks": marked,
+		"bytes":     humanBytes,
+		"deref":     func(b *bool) bool { return b != nil && *b },
+		"base":      func() string { return base },
+		"marks":     marked,
+		"num":       num,
+		"usd":       usd,
+		"exact":     exact,
+		"thousands": thousands,
 	}).ParseFS(embedded, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -174,6 +182,9 @@ func (h *Handler) routes() {
 	h.assets.routes(m)
 	if h.opt.Search != nil {
 		m.HandleFunc("GET /search", h.search)
+	}
+	if h.opt.Usage != nil {
+		m.HandleFunc("GET /usage", h.usage)
 	}
 	m.HandleFunc("GET /sessions/{id}", h.session)
 	m.HandleFunc("GET /sessions/{id}/window", h.window)
@@ -322,7 +333,7 @@ func (a *assets) render(w http.ResponseWriter, name string, data any) {
 // frame is what a page of the handler shows around body.
 func (h *Handler) frame(title, store string, body any) pageData {
 	return pageData{Title: title, Store: store, Stores: h.opt.Stores, CSRF: h.csrf, Version: h.version, Body: body,
-		Search: h.opt.Search != nil, Account: h.opt.Account}
+		Search: h.opt.Search != nil, Usage: h.opt.Usage != nil, Account: h.opt.Account}
 }
 
 // checkCSRF reports whether a state-changing request carries the
@@ -370,6 +381,8 @@ type pageData struct {
 	// was searched.
 	Search bool
 	Q      string
+	// Usage: the header links the usage page.
+	Usage bool
 	// Account is who is signed in on scribe serve (nil elsewhere).
 	Account *Account
 	Body    any

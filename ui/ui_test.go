@@ -160,7 +160,14 @@ func checkInert(t *testing.T, what, body string) {
 	walk = func(n *xhtml.Node) {
 		if n.Type == xhtml.ElementNode {
 			switch n.Data {
-			case "iframe", "svg", "object", "embed", "textarea", "base", "frame":
+			case "svg":
+				// The usage page's charts are its own SVG: only there, and
+				// only of shapes and text.
+				if !strings.HasPrefix(what, "usage") || !strings.HasPrefix(attr(n, "class"), "chart ") {
+					t.Errorf("%s: a <%s> element", what, n.Data)
+				}
+				checkChart(t, what, n)
+			case "iframe", "object", "embed", "textarea", "base", "frame":
 				t.Errorf("%s: a <%s> element", what, n.Data)
 			case "script":
 				if n.FirstChild != nil || !strings.HasPrefix(attr(n, "src"), "/static/ui.js?v=") {
@@ -187,6 +194,18 @@ func checkInert(t *testing.T, what, body string) {
 		}
 	}
 	walk(doc)
+}
+
+// checkChart fails when a chart's SVG holds an element other than the
+// shapes and text the usage page draws (a link, a script, foreign
+// content).
+func checkChart(t *testing.T, what string, svg *xhtml.Node) {
+	t.Helper()
+	for n := range svg.Descendants() {
+		if n.Type == xhtml.ElementNode && !slices.Contains([]string{"g", "rect", "line", "text", "title"}, n.Data) {
+			t.Errorf("%s: a <%s> element in a chart", what, n.Data)
+		}
+	}
 }
 
 func attr(n *xhtml.Node, key string) string {

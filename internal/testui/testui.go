@@ -204,6 +204,19 @@ func (s *Session) Assistant(t testing.TB, blocks ...map[string]any) string {
 		"role": "assistant", "content": blocks, "stop_reason": "end_turn"}, nil)
 }
 
+// At makes the session's next line written at when (each line after it a
+// second later).
+func (s *Session) At(when time.Time) { s.at = when.Add(-time.Second) }
+
+// AssistantUsage appends an assistant message of model, with message id
+// msgID (its requestId made from it) and this usage (message.usage), as
+// Claude Code writes a billed answer.
+func (s *Session) AssistantUsage(t testing.TB, model, msgID string, usage map[string]any, blocks ...map[string]any) string {
+	t.Helper()
+	return s.line(t, "assistant", map[string]any{"model": model, "id": msgID, "type": "message", "role": "assistant",
+		"content": blocks, "stop_reason": "end_turn", "usage": usage}, map[string]any{"requestId": "req_" + msgID})
+}
+
 // Meta appends a metadata line (custom-title, tag, ...) of these fields.
 func (s *Session) Meta(t testing.TB, fields map[string]any) {
 	t.Helper()

@@ -24,6 +24,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/read"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/stores"
 	"github.com/e0dc0000/scribe/ui"
@@ -72,7 +73,7 @@ func runUI(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, listen st
 	}
 	names := uiStores(cfg, cmdutil.FromFlag(cmd))
 	stderr := cmd.ErrOrStderr()
-	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search, Markdown: read.WriteMarkdown,
+	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search, Markdown: read.WriteMarkdown, Usage: usageFunc(usagecmd.PricerOf(cfg)),
 		Bundle: func(st sessions.Store) ui.ExportFunc {
 			if w := read.BundleWriter(st); w != nil {
 				return w
