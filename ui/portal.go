@@ -64,6 +64,9 @@ type PortalOptions struct {
 	Open func(ctx context.Context, token string, p Principal) (sessions.Store, error)
 	// Search answers /search in the viewer (nil: no search).
 	Search SearchFunc
+	// Usage answers /usage and each session's usage in the viewer (nil:
+	// no usage page).
+	Usage UsageFunc
 	// Shares keeps the share links (nil: none are made). ShareStore is
 	// the store of a tenant's sessions a link reads, Redactor what
 	// redacts it (both needed with Shares).
@@ -251,7 +254,7 @@ func (p *Portal) viewer(token string, pr Principal) (*Handler, error) {
 	if h := p.views[key]; h != nil {
 		return h, nil
 	}
-	h, err := New(Options{Base: p.opt.Base, Stores: []string{"serve/" + pr.Tenant}, Search: p.opt.Search,
+	h, err := New(Options{Base: p.opt.Base, Stores: []string{"serve/" + pr.Tenant}, Search: p.opt.Search, Usage: p.opt.Usage,
 		Poll: p.opt.Poll, ListTTL: p.opt.ListTTL, Account: &Account{Tenant: pr.Tenant, Write: pr.Write, Shares: p.opt.Shares != nil},
 		Share: p.opt.Shares != nil,
 		Open:  func(ctx context.Context, _ string) (sessions.Store, error) { return p.opt.Open(ctx, token, pr) }})

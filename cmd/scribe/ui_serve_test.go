@@ -51,7 +51,8 @@ func TestUIOnServe(t *testing.T) {
 	claude := t.TempDir()
 	a := testui.NewSession(t, claude, "/home/alice/shop", sidA)
 	uA1 := a.User(t, "alpha wants the flux capacitor")
-	uA2 := a.Assistant(t, testui.Text("the key is "+secret+" for the flux capacitor"))
+	uA2 := a.AssistantUsage(t, "claude-sonnet-4-5", "msg_alpha1", map[string]any{"input_tokens": 1200, "output_tokens": 3400},
+		testui.Text("the key is "+secret+" for the flux capacitor"))
 	uA3 := a.User(t, "thanks, alpha out")
 	a2 := testui.NewSession(t, claude, "/home/alice/shop", sidA2)
 	a2.User(t, "alpha's quiet session")
@@ -139,6 +140,22 @@ func TestUIOnServe(t *testing.T) {
 		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.ID("m-"+uA2)))
 		if got := testui.Eval[string](t, ctx, `(document.querySelector(":target") || {}).id || ""`); got != "m-"+uA2 {
 			t.Errorf("the search result lands on %q", got)
+		}
+	})
+	usageRow := func() string {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/usage?since=2000-01-01&until=2099-12-31"), chromedp.WaitReady(chromedp.CSS("main.usage")))
+		return testui.Eval[string](t, ctx, `(document.querySelector("#usage-totals tbody tr") || {innerText: "none"}).innerText.replace(/\s+/g, " ").trim()`)
+	}
+	t.Run("usage", func(t *testing.T) {
+		// The tenant's usage through the server, as scribe usage counts
+		// the same transcripts in the folder they were pushed from.
+		var want struct {
+			Totals struct{ InputTokens, OutputTokens, TotalTokens int }
+		}
+		scribeJSON(t, runOpts{env: []string{"HOME=" + t.TempDir()}}, &want, "usage", "daily", "--json", "--config-dir", claude)
+		got := usageRow()
+		if want.Totals.TotalTokens != 4600 || !strings.HasPrefix(got, "1,200 3,400 0 0 4,600 ") {
+			t.Errorf("alpha's usage on serve: %q; scribe usage: %+v", got, want.Totals)
 		}
 	})
 	var link string
@@ -259,6 +276,9 @@ func TestUIOnServe(t *testing.T) {
 		testui.Do(t, ctx, chromedp.Navigate(base+"/search?q=flux"), chromedp.WaitReady(chromedp.CSS("main")))
 		if links := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.hits a")].map(a => a.getAttribute("href")).join(" ")`); strings.Contains(links, sidA) || !strings.Contains(links, sidB) {
 			t.Errorf("beta's search links: %q", links)
+		}
+		if got := usageRow(); strings.Contains(got, "1,200") || strings.Contains(got, "4,600") {
+			t.Errorf("beta's usage shows alpha's: %q", got)
 		}
 	})
 	t.Run("foreign host", func(t *testing.T) { foreignHostRefused(t, base+"/login") })

@@ -13,6 +13,7 @@ import (
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
 	"github.com/e0dc0000/scribe/internal/cli/uicmd"
+	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/server"
 	"github.com/e0dc0000/scribe/sessions"
 	"github.com/e0dc0000/scribe/sinks/events"
@@ -52,7 +53,8 @@ func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config, toks *ui
 		}}
 	}
 	p, err := ui.NewPortal(ui.PortalOptions{Base: "/ui", Hosts: uiHosts(sc, srv), Search: uicmd.Search, Shares: book,
-		Poll: 2 * time.Second, ListTTL: 5 * time.Second,
+		Usage: uicmd.UsageFunc(usagecmd.PricerOf(cfg)),
+		Poll:  2 * time.Second, ListTTL: 5 * time.Second,
 		Check: toks.check,
 		Open: func(_ context.Context, tok string, p ui.Principal) (sessions.Store, error) {
 			if p.Write {

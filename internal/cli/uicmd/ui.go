@@ -73,7 +73,7 @@ func runUI(f *cmdutil.Factory, cmd *cobra.Command, cfg *config.Config, listen st
 	}
 	names := uiStores(cfg, cmdutil.FromFlag(cmd))
 	stderr := cmd.ErrOrStderr()
-	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search, Markdown: read.WriteMarkdown, Usage: usageFunc(usagecmd.PricerOf(cfg)),
+	h, err := ui.New(ui.Options{Stores: names, Open: opener, Search: Search, Markdown: read.WriteMarkdown, Usage: UsageFunc(usagecmd.PricerOf(cfg)),
 		Bundle: func(st sessions.Store) ui.ExportFunc {
 			if w := read.BundleWriter(st); w != nil {
 				return w

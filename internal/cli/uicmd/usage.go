@@ -16,7 +16,10 @@ import (
 // reports and prices, turned into the viewer's plain data.
 
 // usageFunc is ui.Options.Usage with pricer's prices.
-func usageFunc(pricer *usage.Pricer) ui.UsageFunc {
+// UsageFunc is the viewer's usage figures (ui.Options.Usage,
+// ui.PortalOptions.Usage) as scribe usage counts them with pricer: the
+// page's for the store, or one session's.
+func UsageFunc(pricer *usage.Pricer) ui.UsageFunc {
 	return func(ctx context.Context, st sessions.Store, q ui.UsageQuery) (*ui.UsageReport, error) {
 		if q.Session != "" {
 			return sessionUsage(ctx, st, pricer, q.Session)
