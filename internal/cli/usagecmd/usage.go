@@ -35,7 +35,14 @@ func NewCmdUsage(f *cmdutil.Factory) *cobra.Command {
 			"prints what `ccusage <report> --offline --json` prints for the same folder. A message streamed over\n" +
 			"several rows counts once; a row's costUSD is used when it has one. Rows with missing, negative or\n" +
 			"non-integer token counts are left out and counted on stderr. What was read is kept in a cache\n" +
-			"($XDG_CACHE_HOME/scribe/usage), so that the next report reads only what was appended since.",
+			"($XDG_CACHE_HOME/scribe/usage), so that the next report reads only what was appended since.\n\n" +
+			"Every report takes ccusage's flags, long and short: -j/--json, -s/--since and -u/--until (YYYYMMDD or\n" +
+			"YYYY-MM-DD, both kept), -z/--timezone, -b/--breakdown, -O/--offline (accepted: prices never come from the\n" +
+			"network). session -i/--id ID reports one session (null when it has none). blocks keeps the blocks that\n" +
+			"start on the days --since/--until keep, and takes -n/--session-length, -a/--active, -r/--recent,\n" +
+			"-t/--token-limit and -o/--order (as daily, weekly and monthly do). --project P, scribe's own, keeps the\n" +
+			"sessions of one project: its folder's name (as in projects/) or its path; the numbers are ccusage's for a\n" +
+			"Claude folder holding that project alone. A bad date, time zone, session id or project exits 2.",
 	}
 	for _, kind := range []string{usage.Daily, usage.Weekly, usage.Monthly, usage.Session, usage.Blocks} {
 		cmd.AddCommand(newUsageKindCmd(f, kind))
