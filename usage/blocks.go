@@ -76,6 +76,18 @@ type Block struct {
 	TokenLimitStatus *TokenLimitStatus `json:"tokenLimitStatus,omitempty"`
 
 	start, end, first, last time.Time
+	byModel                 map[string]*ModelBreakdown // the part of each model in Models
+}
+
+// Breakdown is each model's part of the block (its tokens and cost), the
+// costliest first.
+func (b Block) Breakdown() []ModelBreakdown {
+	out := make([]ModelBreakdown, 0, len(b.Models))
+	for _, name := range b.Models {
+		out = append(out, *b.byModel[name])
+	}
+	slices.SortStableFunc(out, func(x, y ModelBreakdown) int { return cmp.Compare(y.Cost, x.Cost) })
+	return out
 }
 
 // Start is when the block (or the gap) starts.
@@ -94,18 +106,33 @@ func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // block is active when now is before its end and within 5 hours of its
 // last row; the active block gets its burn rate and projection at now.
 func BuildBlocks(rows []*Row, p *Pricer, now time.Time) []Block {
-	ch := &blockChain{p: p, now: now, out: []Block{}}
+	return BuildBlocksOf(rows, p, now, BlockLength)
+}
+
+// BuildBlocksOf is BuildBlocks with windows of length (ccusage's blocks
+// --session-length), in the order of their starts (a gap before the block
+// that starts with it): a gap can start after the next block, whose start
+// is its first row's hour.
+func BuildBlocksOf(rows []*Row, p *Pricer, now time.Time, length time.Duration) []Block {
+	ch := newBlockChain(p, now, length)
 	ch.addAll(rows)
-	return ch.close()
+	out := ch.close()
+	slices.SortStableFunc(out, func(a, b Block) int { return a.start.Compare(b.start) })
+	return out
 }
 
 // blockChain cuts rows, in time order, into blocks.
 type blockChain struct {
-	p    *Pricer
-	now  time.Time
-	out  []Block
-	cur  *Block
-	seen map[string]bool // the models of cur
+	p      *Pricer
+	length time.Duration // of a block
+	now    time.Time
+	out    []Block
+	cur    *Block
+}
+
+// newBlockChain is an empty chain of blocks of length, active at now.
+func newBlockChain(p *Pricer, now time.Time, length time.Duration) *blockChain {
+	return &blockChain{p: p, now: now, length: length, out: []Block{}}
 }
 
 // addAll adds rows in time order (equal times in their order): a sort of
@@ -137,19 +164,18 @@ func (ch *blockChain) addAll(rows []*Row) {
 // add adds the next row: to the current block, or to a new one (after a
 // gap block when 5 hours passed since the current block's last row).
 func (ch *blockChain) add(r *Row) {
-	if cur := ch.cur; cur != nil && (r.Time.Sub(cur.start) > BlockLength || r.Time.Sub(cur.last) > BlockLength) {
+	if cur := ch.cur; cur != nil && (r.Time.Sub(cur.start) > ch.length || r.Time.Sub(cur.last) > ch.length) {
 		last := cur.last
 		ch.closeBlock()
-		if gapStart := last.Add(BlockLength); r.Time.After(gapStart) {
+		if gapStart := last.Add(ch.length); r.Time.After(gapStart) {
 			ch.out = append(ch.out, Block{ID: "gap-" + isoMillis(gapStart), StartTime: isoMillis(gapStart), EndTime: isoMillis(r.Time),
 				IsGap: true, Models: []string{}, start: gapStart, end: r.Time})
 		}
 	}
 	if ch.cur == nil {
 		start := r.Time.UTC().Truncate(time.Hour)
-		ch.cur = &Block{ID: isoMillis(start), StartTime: isoMillis(start), EndTime: isoMillis(start.Add(BlockLength)), Models: []string{},
-			start: start, end: start.Add(BlockLength), first: r.Time}
-		ch.seen = map[string]bool{}
+		ch.cur = &Block{ID: isoMillis(start), StartTime: isoMillis(start), EndTime: isoMillis(start.Add(ch.length)), Models: []string{},
+			start: start, end: start.Add(ch.length), first: r.Time, byModel: map[string]*ModelBreakdown{}}
 	}
 	cur := ch.cur
 	cur.last = r.Time
@@ -162,10 +188,14 @@ func (ch *blockChain) add(r *Row) {
 	if name := r.ModelName(); name != "" {
 		cost, _ := ch.p.Cost(r)
 		cur.CostUSD += cost
-		if !ch.seen[name] {
-			ch.seen[name] = true
+		m := cur.byModel[name]
+		if m == nil {
+			m = &ModelBreakdown{ModelName: name}
+			cur.byModel[name] = m
 			cur.Models = append(cur.Models, name)
 		}
+		m.add(r.Input, r.Output, r.CacheCreate, r.CacheRead)
+		m.Cost += cost
 	}
 }
 
@@ -178,7 +208,7 @@ func (ch *blockChain) closeBlock() {
 	}
 	end := isoMillis(cur.last)
 	cur.ActualEndTime = &end
-	cur.IsActive = ch.now.Sub(cur.last) < BlockLength && ch.now.Before(cur.end)
+	cur.IsActive = ch.now.Sub(cur.last) < ch.length && ch.now.Before(cur.end)
 	if cur.IsActive {
 		cur.project(ch.now)
 	}
@@ -288,6 +318,24 @@ func RecentBlocks(blocks []Block, now time.Time) []Block {
 	cut := now.Add(-RecentWindow)
 	for _, b := range blocks {
 		if b.IsActive || !b.start.Before(cut) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// BlocksWithin keeps the blocks (and gaps) that start on a day (YYYYMMDD,
+// in loc) from since to until, both kept ("": no bound), as ccusage's
+// blocks --since/--until do: the blocks are cut from every row first, so
+// a kept block keeps its rows of the days before.
+func BlocksWithin(blocks []Block, since, until string, loc *time.Location) []Block {
+	if since == "" && until == "" {
+		return blocks
+	}
+	out := []Block{}
+	for _, b := range blocks {
+		day := b.start.In(loc).Format("20060102")
+		if (since == "" || day >= since) && (until == "" || day <= until) {
 			out = append(out, b)
 		}
 	}

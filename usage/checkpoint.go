@@ -226,7 +226,7 @@ func buildCheckpoint(results []fileResult, p *Pricer, cut time.Time) (*checkpoin
 			before = append(before, r)
 		}
 	}
-	ch := &blockChain{p: p, now: cut, out: []Block{}}
+	ch := newBlockChain(p, cut, BlockLength)
 	ch.addAll(before)
 	if ch.cur != nil {
 		ck.chain = chainState{has: true, start: ch.cur.start, last: ch.cur.last}
@@ -319,10 +319,9 @@ func (ck *checkpoint) merge(fresh []placed, flag uint64) []placed {
 // activeBlock is the active block of the rows kept after the cut (in the
 // order kept), the chain going on from where it stood at the cut.
 func (ck *checkpoint) activeBlock(rows []placed, p *Pricer, now time.Time) *Block {
-	ch := &blockChain{p: p, now: now, out: []Block{}}
+	ch := newBlockChain(p, now, BlockLength)
 	if c := ck.chain; c.has {
-		ch.cur = &Block{Models: []string{}, start: c.start, end: c.start.Add(BlockLength), first: c.last, last: c.last}
-		ch.seen = map[string]bool{}
+		ch.cur = &Block{Models: []string{}, start: c.start, end: c.start.Add(BlockLength), first: c.last, last: c.last, byModel: map[string]*ModelBreakdown{}}
 	}
 	rs := make([]*Row, len(rows))
 	for i := range rows {

@@ -59,10 +59,19 @@ func usageEnv(t *testing.T, dir, tz string) []string {
 // first difference.
 func compareUsage(t *testing.T, dir, tz string, flags []string, reports ...string) {
 	t.Helper()
+	compareUsageOf(t, dir, dir, tz, flags, flags, reports...)
+}
+
+// compareUsageOf runs ccusage on the Claude folder ccDir with ccFlags and
+// scribe on scribeDir with scribeFlags, on each report, and fails on the
+// first difference.
+func compareUsageOf(t *testing.T, ccDir, scribeDir, tz string, ccFlags, scribeFlags []string, reports ...string) {
+	t.Helper()
 	node, cli := findCCUsage(t)
-	env := usageEnv(t, dir, tz)
+	ccEnv, env := usageEnv(t, ccDir, tz), usageEnv(t, scribeDir, tz)
+	flags := scribeFlags
 	for _, r := range reports {
-		want, errs, code := runScribe(t, runOpts{bin: node, base: env}, append([]string{cli, r, "--offline", "--json"}, flags...)...)
+		want, errs, code := runScribe(t, runOpts{bin: node, base: ccEnv}, append([]string{cli, r, "--offline", "--json"}, ccFlags...)...)
 		if code != 0 {
 			t.Fatalf("ccusage %s: exit %d\n%s", r, code, errs)
 		}
@@ -240,8 +249,15 @@ func (r usageTrapRow) line(session string, n int) []byte {
 // sub has rows) into dir's project folder.
 func writeTrapSession(t *testing.T, dir string, k int, main, sub []usageTrapRow) {
 	t.Helper()
+	writeTrapSessionIn(t, dir, "-home-u-proj", k, main, sub)
+}
+
+// writeTrapSessionIn is writeTrapSession into the project folder named
+// folder.
+func writeTrapSessionIn(t *testing.T, dir, folder string, k int, main, sub []usageTrapRow) {
+	t.Helper()
 	sid := fmt.Sprintf("%08d-1111-4111-8111-111111111111", k)
-	proj := filepath.Join(dir, "projects", "-home-u-proj")
+	proj := filepath.Join(dir, "projects", folder)
 	write := func(path string, rows []usageTrapRow) {
 		var b bytes.Buffer
 		for i, r := range rows {

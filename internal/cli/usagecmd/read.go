@@ -21,28 +21,36 @@ import (
 	"github.com/e0dc0000/scribe/usage"
 )
 
-// usageInput is what a usage report counts: the rows read and the prices
-// of the configuration.
+// usageInput is what a usage report counts: the rows read (those of
+// --project's sessions when it is set) and the prices of the
+// configuration.
 type usageInput struct {
 	scan   *usage.Scan
+	rows   []*usage.Row
 	pricer *usage.Pricer
 }
 
 // readUsage reads the usage rows of the store's sessions (the local
-// folder, or --from) and the configuration's prices. It is the one place
-// the usage commands read transcripts.
-func readUsage(f *cmdutil.Factory, cmd *cobra.Command, from string, noCache bool) (*usageInput, error) {
+// folder, or --from), or of --project's, and the configuration's prices.
+// It is the one place the usage commands read transcripts.
+func readUsage(f *cmdutil.Factory, cmd *cobra.Command, uf usageFlags) (*usageInput, error) {
 	lessGC()
 	st, cfg, done, err := f.OpenStoreOf(cmd)
 	if err != nil {
 		return nil, err
 	}
 	defer done(nil)
-	sc, err := Scan(cmd.Context(), st, noCache)
+	sc, err := Scan(cmd.Context(), st, uf.noCache)
 	if err != nil {
 		return nil, err
 	}
-	return &usageInput{scan: sc, pricer: usagePricer(cfg)}, nil
+	in := &usageInput{scan: sc, rows: sc.Rows(), pricer: usagePricer(cfg)}
+	if uf.project != "" {
+		if in.rows, err = onlyProject(cmd.Context(), st, uf.project, in.rows); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
 // lessGC collects at 4x the live heap instead of 2x (unless GOGC says):

@@ -102,7 +102,7 @@ func tableWidth(t [][]string) int {
 // printBlocksTable prints the 5-hour windows, a gap as one line; the
 // active block is followed by its burn rate, its projection and how it
 // stands against --token-limit.
-func printBlocksTable(w io.Writer, blocks []usage.Block) {
+func printBlocksTable(w io.Writer, blocks []usage.Block, breakdown bool) {
 	fmt.Fprintf(w, "%-24s  %7s  %13s  %10s  %s\n", "Block start (UTC)", "Entries", "Total tokens", "Cost (USD)", "Models")
 	var tokens int64
 	var cost float64
@@ -118,6 +118,12 @@ func printBlocksTable(w io.Writer, blocks []usage.Block) {
 		fmt.Fprintf(w, "%-24s  %7d  %13s  %10s  %s%s\n", b.StartTime, b.Entries, commas(b.TotalTokens), fmt.Sprintf("$%.2f", b.CostUSD), strings.Join(b.Models, ","), mark)
 		tokens += b.TotalTokens
 		cost += b.CostUSD
+		if breakdown {
+			for _, m := range b.Breakdown() {
+				t := m.InputTokens + m.OutputTokens + m.CacheCreationTokens + m.CacheReadTokens
+				fmt.Fprintf(w, "%-24s  %7s  %13s  %10s  %s\n", "  - "+strings.TrimPrefix(m.ModelName, "claude-"), "", commas(t), fmt.Sprintf("$%.2f", m.Cost), "")
+			}
+		}
 		if br, pr := b.BurnRate, b.Projection; br != nil && pr != nil {
 			fmt.Fprintf(w, "%-24s  burn rate %s tokens/min, $%.2f/h; by %s (%dh%02dm left): %s tokens, $%.2f\n", "",
 				commas(int64(br.TokensPerMinute+0.5)), br.CostPerHour, b.EndTime, pr.RemainingMinutes/60, pr.RemainingMinutes%60, commas(pr.TotalTokens), pr.TotalCost)
@@ -127,6 +133,17 @@ func printBlocksTable(w io.Writer, blocks []usage.Block) {
 		}
 	}
 	fmt.Fprintf(w, "%-24s  %7s  %13s  %10s\n", "Total", "", commas(tokens), fmt.Sprintf("$%.2f", cost))
+}
+
+// printSessionTable prints one session's messages and totals.
+func printSessionTable(w io.Writer, s *usage.SessionUsage) {
+	fmt.Fprintf(w, "Session %s\n", s.SessionID)
+	fmt.Fprintf(w, "%-24s  %10s  %10s  %12s  %12s  %10s  %s\n", "Time (UTC)", "Input", "Output", "Cache create", "Cache read", "costUSD", "Model")
+	for _, e := range s.Entries {
+		fmt.Fprintf(w, "%-24s  %10s  %10s  %12s  %12s  %10s  %s\n", e.Timestamp, commas(e.InputTokens), commas(e.OutputTokens),
+			commas(e.CacheCreationTokens), commas(e.CacheReadTokens), fmt.Sprintf("$%.2f", e.CostUSD), e.Model)
+	}
+	fmt.Fprintf(w, "Total: %s tokens in %d message(s), $%.2f\n", commas(s.TotalTokens), len(s.Entries), s.TotalCost)
 }
 
 // commas writes n with thousands separators.
