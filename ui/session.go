@@ -46,8 +46,11 @@ type sessionPage struct {
 	Share bool
 	// Downloads are the export formats offered.
 	Downloads []download
-	// Usage is the session's tokens and cost (nil without Options.Usage).
-	Usage *UsageSession
+	// UsageURL is where the page fetches the session's tokens and cost
+	// once shown ("" without Options.Usage): counting them takes every
+	// session's rows (a message is counted once across sessions), which
+	// the conversation need not wait for.
+	UsageURL string
 }
 
 // windowView is a window of the conversation with its "more" links.
@@ -239,7 +242,9 @@ func (h *Handler) page(ctx context.Context, c *conversation, start, end int) ses
 		p.Caps[cp] = true
 	}
 	p.Share = h.opt.Share
-	p.Usage = h.sessionUsage(ctx, c.st, c.id)
+	if h.opt.Usage != nil {
+		p.UsageURL = c.link("/usage", nil)
+	}
 	if !h.opt.NoExport {
 		p.Downloads = h.downloads(c.st)
 	}

@@ -185,6 +185,7 @@ func (h *Handler) routes() {
 	}
 	if h.opt.Usage != nil {
 		m.HandleFunc("GET /usage", h.usage)
+		m.HandleFunc("GET /sessions/{id}/usage", h.sessionUsagePart)
 	}
 	m.HandleFunc("GET /sessions/{id}", h.session)
 	m.HandleFunc("GET /sessions/{id}/window", h.window)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -238,6 +239,23 @@ func modelColors(rep *UsageReport) map[string]int {
 
 // sessionUsage is a session's usage for its page (nil when the handler
 // has no Usage function, or the session has none).
+// sessionUsagePart serves /sessions/{id}/usage: the session's usage as a
+// fragment of its page's facts.
+func (h *Handler) sessionUsagePart(w http.ResponseWriter, r *http.Request) {
+	st, _, id, err := h.sessionOf(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := h.tpl.ExecuteTemplate(&buf, "session-usage", h.sessionUsage(r.Context(), st, id)); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
 func (h *Handler) sessionUsage(ctx context.Context, st sessions.Store, id string) *UsageSession {
 	if h.opt.Usage == nil {
 		return nil

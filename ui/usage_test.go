@@ -244,7 +244,13 @@ func TestSessionPageShowsUsage(t *testing.T) {
 	var asked []ui.UsageQuery
 	h := usageHandler(t, dir, &asked)
 	_, body := get(t, h, "/sessions/"+sid(1))
-	doc, _ := xhtml.Parse(strings.NewReader(body))
+	// The page says where its usage is counted; the conversation does
+	// not wait for it.
+	if !strings.Contains(body, `<dd class="usage-slot" data-fetch="/sessions/`+sid(1)+`/usage?store=claude">`) || strings.Contains(body, "usage-session") {
+		t.Fatalf("the session page does not leave its usage to a fetch")
+	}
+	_, part := get(t, h, "/sessions/"+sid(1)+"/usage?store=claude")
+	doc, _ := xhtml.Parse(strings.NewReader(part))
 	tables := find(doc, "table", "usage-session")
 	if len(tables) != 1 {
 		t.Fatalf("the session page shows no usage table")
@@ -263,7 +269,7 @@ func TestSessionPageShowsUsage(t *testing.T) {
 	if code, _ := get(t, plain, "/usage"); code != http.StatusNotFound {
 		t.Errorf("/usage without a Usage function: %d, want 404", code)
 	}
-	if _, body := get(t, plain, "/sessions/"+sid(1)); strings.Contains(body, "usage-session") || strings.Contains(body, "/usage?") {
+	if _, body := get(t, plain, "/sessions/"+sid(1)); strings.Contains(body, "usage-slot") || strings.Contains(body, "/usage?") {
 		t.Errorf("without a Usage function the page still shows usage")
 	}
 }

@@ -24,6 +24,13 @@
     });
   }
 
+  // A session's usage is counted after the page is shown.
+  document.querySelectorAll("dd.usage-slot[data-fetch]").forEach(function (slot) {
+    get(slot.dataset.fetch).then(function (html) {
+      slot.replaceChildren(parse(html));
+    }).catch(function () { slot.textContent = "could not be counted"; });
+  });
+
   // <select class="autosubmit"> submits its form when changed.
   document.querySelectorAll("select.autosubmit").forEach(function (s) {
     s.addEventListener("change", function () { s.form.submit(); });
