@@ -97,6 +97,9 @@ type agentView struct {
 	// More counts the messages left out; Link is the agent's own page.
 	More int
 	Link string
+	// Fetch, when set, is where the page fetches the messages once the
+	// call is opened (Messages is then empty).
+	Fetch string
 }
 
 // block is a content block as a transcript writes it.

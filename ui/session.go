@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -100,6 +101,9 @@ type conversation struct {
 	st        sessions.Store
 	store, id string
 	agent     string
+	// openAgent is the subagent whose messages the page shows under its
+	// call at once (the one a permalink points into).
+	openAgent string
 	msgs      []sessions.Message
 	base      string // the page's path
 }
@@ -213,6 +217,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, (&conversation{store: c.store, base: c.base + "/agents/" + url.PathEscape(agent)}).link("", url.Values{"at": {at}}), http.StatusSeeOther)
 			return
 		case call >= 0:
+			c.openAgent = agent
 			start = max(0, call-h.opt.Window/2)
 			end = min(len(c.msgs), start+h.opt.Window)
 			missing = ""
@@ -377,18 +382,44 @@ func (h *Handler) agentView(ctx context.Context, c *conversation, idx *agentInde
 	if !ok {
 		return nil
 	}
+	sub := &conversation{st: c.st, store: c.store, id: c.id, agent: a, base: c.base + "/agents/" + url.PathEscape(a)}
+	if !h.opt.EagerAgents && a != c.openAgent {
+		return &agentView{ID: a, Fetch: sub.link("/inline", nil)}
+	}
 	msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{})
 	if err != nil {
 		return nil
 	}
-	sub := &conversation{st: c.st, store: c.store, id: c.id, agent: a, msgs: msgs,
-		base: c.base + "/agents/" + url.PathEscape(a)}
-	n := min(len(msgs), h.opt.Window)
-	v := &agentView{ID: a, Messages: newBuilder(h.md, msgs, 0).views(msgs[:n], nil), More: len(msgs) - n}
+	sub.msgs = msgs
+	return h.agentBody(sub)
+}
+
+// agentBody is a subagent's first Window messages shown under its call,
+// with a link to its page for the rest.
+func (h *Handler) agentBody(sub *conversation) *agentView {
+	n := min(len(sub.msgs), h.opt.Window)
+	v := &agentView{ID: sub.agent, Messages: newBuilder(h.md, sub.msgs, 0).views(sub.msgs[:n], nil), More: len(sub.msgs) - n}
 	if v.More > 0 {
 		v.Link = sub.link("", nil)
 	}
 	return v
+}
+
+// agentInline serves /sessions/{id}/agents/{agent}/inline: what the page
+// shows under the subagent's call, fetched when the call is opened.
+func (h *Handler) agentInline(w http.ResponseWriter, r *http.Request) {
+	c, err := h.load(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := h.tpl.ExecuteTemplate(&buf, "agent-body", h.agentBody(c)); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
 }
 
 // findInAgents finds message uuid in the session's subagents: call is the

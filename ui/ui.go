@@ -56,6 +56,11 @@ type Options struct {
 	// Window is how many messages a session page shows at first, and
 	// each "load more" adds (default 100).
 	Window int
+	// EagerAgents renders each subagent's messages under the call that
+	// started it in the page itself (a self-contained export); else a
+	// page fetches them when the call is opened, so a window of calls to
+	// hundreds of subagents reads none of them before it is shown.
+	EagerAgents bool
 	// ListTTL is how old a store's listing may be before a page asks for
 	// it to be read again, in the background (default 2s).
 	ListTTL time.Duration
@@ -196,6 +201,7 @@ func (h *Handler) routes() {
 		m.HandleFunc("GET /sessions/{id}/events", h.events)
 	}
 	m.HandleFunc("GET /sessions/{id}/agents/{agent}", h.agentPage)
+	m.HandleFunc("GET /sessions/{id}/agents/{agent}/inline", h.agentInline)
 	m.HandleFunc("POST /sessions/{id}/{action}", h.action)
 	h.mux = m
 }

@@ -550,12 +550,50 @@ func TestSubagentFoundByItsResult(t *testing.T) {
 	said := a.Assistant(t, testui.Text("the subagent's answer"))
 	h, _ := newHandler(t, dir)
 	_, body := get(t, h, "/sessions/"+s.ID)
-	if n := strings.Count(body, `<section class="agent">`); n != 1 {
+	section := `<section class="agent" data-fetch="/sessions/` + s.ID + `/agents/a5eedfeed0000beef/inline?store=claude">`
+	if n := strings.Count(body, `<section class="agent"`); n != 1 {
 		t.Fatalf("%d subagent sections, want 1 (under toolu_b1)", n)
 	}
 	call := strings.Index(body, `data-tool="Agent"`)
-	if sec := strings.Index(body, `<section class="agent">`); call < 0 || sec < call || !strings.Contains(body[sec:], `id="m-`+said+`"`) {
+	if sec := strings.Index(body, section); call < 0 || sec < call {
 		t.Error("the subagent is not shown under the call that names it")
+	}
+	// Its messages, fetched when the call is opened.
+	if _, part := get(t, h, "/sessions/"+s.ID+"/agents/a5eedfeed0000beef/inline?store=claude"); !strings.Contains(part, `id="m-`+said+`"`) {
+		t.Errorf("the subagent's messages:\n%s", part)
+	}
+}
+
+// A page leaves its subagents' messages to be fetched when their calls
+// are opened, except the one a permalink points into; an export holds
+// them all.
+func TestSubagentsFetchedWhenOpened(t *testing.T) {
+	dir := t.TempDir()
+	s := testui.NewSession(t, dir, cwd, sid(6))
+	s.User(t, "two agents")
+	s.Assistant(t, testui.ToolUse("toolu_c1", "Task", map[string]any{"description": "one", "prompt": "first"}))
+	s.User(t, []map[string]any{testui.ToolResult("toolu_c1", "done one")})
+	s.Assistant(t, testui.ToolUse("toolu_c2", "Task", map[string]any{"description": "two", "prompt": "second"}))
+	s.User(t, []map[string]any{testui.ToolResult("toolu_c2", "done two")})
+	a1 := s.Agent(t, "a0000000000000001", "toolu_c1")
+	a1.User(t, "first")
+	a1.Assistant(t, testui.Text("agent one speaks"))
+	a2 := s.Agent(t, "a0000000000000002", "toolu_c2")
+	a2.User(t, "second")
+	a2.User(t, "and more") // (the agents' uuids are numbered alike: this one's last is its own)
+	said2 := a2.Assistant(t, testui.Text("agent two speaks"))
+	h, st := newHandler(t, dir)
+	_, page := get(t, h, "/sessions/"+s.ID)
+	if strings.Contains(page, "agent one speaks") || strings.Contains(page, "agent two speaks") || strings.Count(page, `section class="agent" data-fetch=`) != 2 {
+		t.Error("the page holds its subagents' messages, or does not say where to fetch them")
+	}
+	_, page = get(t, h, "/sessions/"+s.ID+"?at="+said2)
+	if !strings.Contains(page, `id="m-`+said2+`"`) || !strings.Contains(page, "agent two speaks") || strings.Contains(page, "agent one speaks") {
+		t.Error("a permalink into the second subagent does not show it (and only it) at once")
+	}
+	var exp strings.Builder
+	if err := ui.Export(context.Background(), &exp, st, s.ID); err != nil || !strings.Contains(exp.String(), "agent one speaks") || !strings.Contains(exp.String(), "agent two speaks") || strings.Contains(exp.String(), "data-fetch") {
+		t.Errorf("the export does not hold every subagent: %v", err)
 	}
 }
 

@@ -270,9 +270,9 @@ func TestUIInBrowser(t *testing.T) {
 		if got := testui.Eval[string](t, ctx, `document.querySelector("details.tool[data-tool=Edit] .diff .add").textContent`); !strings.Contains(got, "+ if (timingSafeEqual(hash, stored)) {") {
 			t.Errorf("the edit's added line: %q", got)
 		}
-		if got := testui.Eval[string](t, ctx, `document.querySelector("details.tool[data-tool=Task] section.agent").innerText`); !strings.Contains(got, "The handler is in src/auth.ts:42.") {
-			t.Errorf("the subagent under its Task call: %q", got)
-		}
+		// The subagent's messages, fetched once its call was opened.
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`document.querySelector("details.tool[data-tool=Task] section.agent").innerText.includes("The handler is in src/auth.ts:42.")`,
+			chromedp.WithPollingTimeout(20*time.Second)))
 		if n := testui.Eval[int](t, ctx, `document.querySelectorAll(".md .chroma").length`); n != 1 {
 			t.Errorf("%d highlighted code blocks, want 1", n)
 		}

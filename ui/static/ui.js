@@ -156,6 +156,21 @@
     }).catch(function () { a.textContent = "Could not load: try again"; });
   });
 
+  // A subagent's messages are fetched when its call is opened.
+  function openAgents(root) {
+    root.querySelectorAll(":scope > section.agent[data-fetch]").forEach(function (sec) {
+      const url = sec.dataset.fetch;
+      delete sec.dataset.fetch;
+      get(url).then(function (html) {
+        sec.querySelectorAll(":scope > p.note").forEach(function (n) { n.remove(); });
+        sec.appendChild(parse(html));
+      }).catch(function () { sec.dataset.fetch = url; });
+    });
+  }
+  document.addEventListener("toggle", function (ev) {
+    if (ev.target.matches && ev.target.matches("details.tool") && ev.target.open) { openAgents(ev.target); }
+  }, true);
+
   // "Fork here": the actions' fork form, up to that message, opened.
   box.addEventListener("click", function (ev) {
     const b = ev.target.closest("button.fork-here");
