@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/e0dc0000/scribe/claudedir"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/e0dc0000/scribe/claudedir"
+	"github.com/e0dc0000/scribe/transcript/fork"
 
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/durable"
@@ -204,4 +206,19 @@ func (r *Remote) Resolve(ctx context.Context, arg string) (string, error) {
 		n = "more than " + n
 	}
 	return "", fmt.Errorf("%w: %q matches %s sessions on %s:\n%s", sessions.ErrAmbiguous, arg, n, r.client.BaseURL, strings.Join(lines, "\n"))
+}
+
+// ForkEntries is a fork of session id as the entries of the new session
+// (the same fork as every store's: fork.Options, the SDK's forkSession),
+// for a caller that writes them itself: the team server's viewer posts
+// them through the server's events route with the caller's token.
+func (r *Remote) ForkEntries(ctx context.Context, id string, opt fork.Options) (string, []core.Entry, error) {
+	if err := r.load(ctx, id, ""); err != nil {
+		return "", nil, err
+	}
+	res, _, err := r.l.Fork(ctx, id, "", opt)
+	if err != nil {
+		return "", nil, err
+	}
+	return res.SessionID, res.Entries, nil
 }

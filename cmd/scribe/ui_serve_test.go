@@ -236,6 +236,30 @@ func TestUIOnServe(t *testing.T) {
 			t.Error("the revoked link still opens")
 		}
 	})
+	t.Run("fork", func(t *testing.T) {
+		// A token with the write scope forks up to a message ("Fork
+		// here"): the fork is posted to the server as a new session.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.ID("m-"+uA2)),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('button.fork-here[data-uuid="`+uA2+`"]').click()`),
+			chromedp.SetValue(chromedp.CSS(`form.fork input[name=title]`), "Alpha's fork"))
+		clickAndLoad(t, ctx, `form.fork button`)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		got := titles()
+		var forkID string
+		for _, kv := range strings.Split(got, " ") {
+			if id, title, _ := strings.Cut(kv, "="); title == "Alpha's" && id != sidA && id != sidA2 {
+				forkID = id
+			}
+		}
+		if !strings.Contains(got, "=Alpha's fork") || forkID == "" {
+			t.Fatalf("after the fork the list shows %q", got)
+		}
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+forkID), chromedp.WaitVisible(chromedp.CSS("article.msg")))
+		text := testui.Eval[string](t, ctx, `document.querySelector("#messages").innerText`)
+		if !strings.Contains(text, "alpha wants the flux capacitor") || !strings.Contains(text, "for the flux capacitor") || strings.Contains(text, "thanks, alpha out") {
+			t.Errorf("the fork's conversation (up to the second message):\n%s", text)
+		}
+	})
 	signOut := func(t *testing.T) {
 		t.Helper()
 		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("form.signout")))

@@ -20,6 +20,7 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 	"github.com/e0dc0000/scribe/sinks/sinkhelper"
 	"github.com/e0dc0000/scribe/stores"
+	"github.com/e0dc0000/scribe/transcript/fork"
 	"github.com/e0dc0000/scribe/ui"
 )
 
@@ -193,6 +194,33 @@ func (m managedRemote) Tag(ctx context.Context, id, tag string, clear bool, _ se
 		return sessions.ManageResult{}, err
 	}
 	return m.appendMeta(ctx, id, line)
+}
+
+var _ sessions.Forker = managedRemote{}
+
+// forkBatch is how many entries of a fork one events post carries.
+const forkBatch = 200
+
+// Fork posts a fork of session id, as every store forks (the SDK's
+// forkSession), to a new session through the server's events route.
+func (m managedRemote) Fork(ctx context.Context, id string, opt fork.Options) (string, string, error) {
+	r := m.now()
+	newID, entries, err := r.ForkEntries(ctx, id, opt)
+	if err != nil {
+		return "", "", err
+	}
+	for start := 0; start < len(entries); start += forkBatch {
+		batch := entries[start:min(start+forkBatch, len(entries))]
+		evs := make([]events.Event, len(batch))
+		for i, e := range batch {
+			evs[i] = events.Event{Type: e.Type, Payload: e.Raw}
+		}
+		if _, err := r.Client().PostEvents(ctx, newID, evs); err != nil {
+			return "", "", fmt.Errorf("post the fork of %s as %s (%d of %d entries posted): %w", id, newID, start, len(entries), err)
+		}
+	}
+	m.expire()
+	return newID, m.name, nil
 }
 
 // appendMeta posts line to session id and forgets what was read, so the
