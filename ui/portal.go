@@ -67,6 +67,9 @@ type PortalOptions struct {
 	// Usage answers /usage and each session's usage in the viewer (nil:
 	// no usage page).
 	Usage UsageFunc
+	// Markdown, when set, offers a session's Markdown download
+	// (Options.Markdown).
+	Markdown ExportFunc
 	// Shares keeps the share links (nil: none are made). ShareStore is
 	// the store of a tenant's sessions a link reads, Redactor what
 	// redacts it (both needed with Shares).
@@ -254,7 +257,7 @@ func (p *Portal) viewer(token string, pr Principal) (*Handler, error) {
 	if h := p.views[key]; h != nil {
 		return h, nil
 	}
-	h, err := New(Options{Base: p.opt.Base, Stores: []string{"serve/" + pr.Tenant}, Search: p.opt.Search, Usage: p.opt.Usage,
+	h, err := New(Options{Base: p.opt.Base, Stores: []string{"serve/" + pr.Tenant}, Search: p.opt.Search, Usage: p.opt.Usage, Markdown: p.opt.Markdown,
 		Poll: p.opt.Poll, ListTTL: p.opt.ListTTL, Account: &Account{Tenant: pr.Tenant, Write: pr.Write, Shares: p.opt.Shares != nil},
 		Share: p.opt.Shares != nil,
 		Open:  func(ctx context.Context, _ string) (sessions.Store, error) { return p.opt.Open(ctx, token, pr) }})

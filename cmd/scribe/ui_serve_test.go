@@ -236,6 +236,17 @@ func TestUIOnServe(t *testing.T) {
 			t.Error("the revoked link still opens")
 		}
 	})
+	t.Run("downloads", func(t *testing.T) {
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.ID("m-"+uA2)))
+		offered := testui.Eval[string](t, ctx, `[...document.querySelectorAll("p.downloads a")].map(a => new URL(a.href).searchParams.get("format")).join(" ")`)
+		if offered != "html md" {
+			t.Errorf("serve's viewer offers downloads %q, want html and md (no bundle: the server keeps no files here)", offered)
+		}
+		md := testui.Eval[string](t, ctx, `fetch("/ui/sessions/`+sidA+`/export?format=md&store=serve/alpha").then(r => r.text())`)
+		if !strings.Contains(md, "alpha wants the flux capacitor") || !strings.Contains(md, "thanks, alpha out") {
+			t.Errorf("the Markdown download:\n%s", md)
+		}
+	})
 	t.Run("fork", func(t *testing.T) {
 		// A token with the write scope forks up to a message ("Fork
 		// here"): the fork is posted to the server as a new session.
@@ -303,6 +314,9 @@ func TestUIOnServe(t *testing.T) {
 		}
 		if got := usageRow(); strings.Contains(got, "1,200") || strings.Contains(got, "4,600") {
 			t.Errorf("beta's usage shows alpha's: %q", got)
+		}
+		if st := testui.Eval[int](t, ctx, `fetch("/ui/sessions/`+sidA+`/export?format=md&store=serve/beta").then(r => r.status)`); st == 200 {
+			t.Error("beta downloads alpha's session")
 		}
 	})
 	t.Run("foreign host", func(t *testing.T) { foreignHostRefused(t, base+"/login") })

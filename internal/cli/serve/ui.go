@@ -12,6 +12,7 @@ import (
 	"github.com/e0dc0000/scribe/config"
 	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/cli/cmdutil"
+	"github.com/e0dc0000/scribe/internal/cli/read"
 	"github.com/e0dc0000/scribe/internal/cli/uicmd"
 	"github.com/e0dc0000/scribe/internal/cli/usagecmd"
 	"github.com/e0dc0000/scribe/server"
@@ -54,8 +55,8 @@ func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config, toks *ui
 		}}
 	}
 	p, err := ui.NewPortal(ui.PortalOptions{Base: "/ui", Hosts: uiHosts(sc, srv), Search: uicmd.Search, Shares: book,
-		Usage: uicmd.UsageFunc(usagecmd.PricerOf(cfg)),
-		Poll:  2 * time.Second, ListTTL: 5 * time.Second,
+		Usage: uicmd.UsageFunc(usagecmd.PricerOf(cfg)), Markdown: read.WriteMarkdown,
+		Poll: 2 * time.Second, ListTTL: 5 * time.Second,
 		Check: toks.check,
 		Open: func(_ context.Context, tok string, p ui.Principal) (sessions.Store, error) {
 			if p.Write {
