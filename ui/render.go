@@ -134,6 +134,8 @@ type builder struct {
 	calls       map[string]string
 	agent       func(toolUseID string) *agentView
 	checkpoints map[string][]core.Checkpoint
+	// fork: the store can fork, and each message offers it.
+	fork bool
 }
 
 // newBuilder is a builder for windows of all, the whole conversation,
@@ -268,6 +270,7 @@ func (b *builder) view(m *sessions.Message, next *sessions.Message, shown map[st
 	if results > 0 && results == len(blocks) {
 		v.Class = "slim"
 	}
+	v.Fork = b.fork && v.Class != "slim" && (m.Type == "user" || m.Type == "assistant")
 	if m.InterruptedByShutdown {
 		v.Notes = append(v.Notes, "interrupted: Claude Code shut down during this turn")
 	}

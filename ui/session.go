@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -149,6 +148,7 @@ func (h *Handler) builderFor(ctx context.Context, c *conversation, at int, withA
 	if c.agent != "" {
 		return b
 	}
+	b.fork = slices.Contains(sessions.Capabilities(c.st), "fork")
 	if cps, err := sessions.Checkpoints(ctx, c.st, c.id); err == nil {
 		b.checkpoints = map[string][]core.Checkpoint{}
 		for _, cp := range cps {
@@ -170,12 +170,6 @@ func (h *Handler) windowOf(ctx context.Context, c *conversation, start, end int)
 	}
 	b := h.builderFor(ctx, c, start, true)
 	w := windowView{Messages: b.views(c.msgs[start:end], next), Earlier: start, Later: len(c.msgs) - end}
-	if c.agent == "" && slices.Contains(sessions.Capabilities(c.st), "fork") {
-		for i := range w.Messages {
-			m := &w.Messages[i]
-			m.Fork = m.Class != "slim" && (m.Role == "user" || m.Role == "assistant")
-		}
-	}
 	if start > 0 {
 		first := c.msgs[start].UUID
 		w.EarlierURL = c.link("", url.Values{"at": {first}}) + "#m-" + first
@@ -413,13 +407,7 @@ func (h *Handler) agentInline(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var buf bytes.Buffer
-	if err := h.tpl.ExecuteTemplate(&buf, "agent-body", h.agentBody(c)); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes())
+	h.render(w, "agent-body", h.agentBody(c))
 }
 
 // findInAgents finds message uuid in the session's subagents: call is the

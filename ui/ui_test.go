@@ -368,6 +368,10 @@ func TestEventsSendAppendedMessages(t *testing.T) {
 		!strings.Contains(ev, `a live \u0026lt;b\u0026gt;prompt`) || strings.Contains(ev, "m-"+s.UUID(4)) {
 		t.Fatalf("event:\n%s", ev)
 	}
+	// A message that arrives live offers a fork at it as the page's do.
+	if !strings.Contains(ev, `class=\"fork-here\" data-uuid=\"`+s.UUID(5)+`\"`) {
+		t.Errorf("the live message offers no fork:\n%s", ev)
+	}
 }
 
 // export: one page with its style inside, no script, the conversation.
@@ -704,5 +708,46 @@ func TestContentlessSystemRowsAreSlim(t *testing.T) {
 	}
 	if strings.Contains(body, ">System</a>") {
 		t.Error("an empty System header is shown")
+	}
+}
+
+// A download is streamed: a writer that fails before its first byte gives
+// an error page; one that fails after it aborts the response, so the
+// client sees a broken download, never a file cut short that looks whole.
+func TestDownloadFailures(t *testing.T) {
+	dir := t.TempDir()
+	s := conversation(t, dir, 9, 1)
+	st := stores.NewLocal(stores.Claude, dir, nil)
+	h, err := ui.New(ui.Options{Stores: []string{stores.Claude}, Open: func(context.Context, string) (sessions.Store, error) { return st, nil },
+		Markdown: func(context.Context, sessions.Store, string, io.Writer) error { return fmt.Errorf("no markdown today") },
+		Bundle: func(sessions.Store) ui.ExportFunc {
+			return func(_ context.Context, _ sessions.Store, _ string, w io.Writer) error {
+				w.Write([]byte("the first bytes of a bundle"))
+				return fmt.Errorf("the disk went away")
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	r, err := http.Get(srv.URL + "/sessions/" + s.ID + "/export?format=md&store=claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode == http.StatusOK || r.Header.Get("Content-Disposition") != "" || !strings.Contains(string(body), "no markdown today") {
+		t.Errorf("a writer failing at once: %s %q\n%s", r.Status, r.Header.Get("Content-Disposition"), body)
+	}
+	// (The request itself fails when nothing was flushed yet, else the
+	// body's read: either way no whole file.)
+	if r, err = http.Get(srv.URL + "/sessions/" + s.ID + "/export?format=bundle&store=claude"); err == nil {
+		_, err = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	if err == nil {
+		t.Error("a writer failing after its first bytes: the download reads as whole")
 	}
 }

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -237,8 +236,6 @@ func modelColors(rep *UsageReport) map[string]int {
 	return out
 }
 
-// sessionUsage is a session's usage for its page (nil when the handler
-// has no Usage function, or the session has none).
 // sessionUsagePart serves /sessions/{id}/usage: the session's usage as a
 // fragment of its page's facts.
 func (h *Handler) sessionUsagePart(w http.ResponseWriter, r *http.Request) {
@@ -247,15 +244,11 @@ func (h *Handler) sessionUsagePart(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var buf bytes.Buffer
-	if err := h.tpl.ExecuteTemplate(&buf, "session-usage", h.sessionUsage(r.Context(), st, id)); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes())
+	h.render(w, "session-usage", h.sessionUsage(r.Context(), st, id))
 }
 
+// sessionUsage is a session's usage for its page (nil when the handler
+// has no Usage function, or the session has none).
 func (h *Handler) sessionUsage(ctx context.Context, st sessions.Store, id string) *UsageSession {
 	if h.opt.Usage == nil {
 		return nil
