@@ -124,6 +124,16 @@ func TestUIUsageInBrowser(t *testing.T) {
 	if got := testui.Eval[string](t, ctx, `document.querySelector(".usage-models").textContent`); got != "claude-opus-4-1, claude-sonnet-4-5" && got != "claude-sonnet-4-5, claude-opus-4-1" {
 		t.Errorf("the session page's models: %q", got)
 	}
+	// At a small phone's width the usage pages stay as wide as the phone
+	// (their tables scroll inside themselves).
+	testui.Do(t, ctx, chromedp.EmulateViewport(300, 640, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	for _, p := range []string{"/sessions/" + shop.ID, "/usage?since=2000-01-01&until=2099-12-31"} {
+		testui.Do(t, ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("table")))
+		if w := testui.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 300 {
+			t.Errorf("%s at phone width is %d px wide", p, w)
+		}
+	}
+	testui.Do(t, ctx, chromedp.EmulateViewport(1200, 900))
 	testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+uiSID(21)), chromedp.WaitVisible(chromedp.ID("usage-session")))
 	if testui.Eval[bool](t, ctx, `window.pwned !== undefined`) {
 		t.Errorf("a hostile name ran script")
