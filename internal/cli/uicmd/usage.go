@@ -15,7 +15,6 @@ import (
 // scan (through the usage cache for a local folder), deduplication,
 // reports and prices, turned into the viewer's plain data.
 
-// usageFunc is ui.Options.Usage with pricer's prices.
 // UsageFunc is the viewer's usage figures (ui.Options.Usage,
 // ui.PortalOptions.Usage) as scribe usage counts them with pricer: the
 // page's for the store, or one session's.
