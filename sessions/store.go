@@ -131,6 +131,14 @@ type Forker interface {
 	Fork(ctx context.Context, id string, opt fork.Options) (newID, where string, err error)
 }
 
+// SubagentParents is a store that can say which tool call started each
+// of a session's subagents without reading their transcripts: agent id to
+// the ParentToolUseID SubagentMessages gives its messages, for each
+// subagent with a non-empty transcript that has one.
+type SubagentParents interface {
+	SubagentParents(ctx context.Context, id string) (map[string]string, error)
+}
+
 // Capabilities names what a store can do beyond reading, for people and
 // for --json: "rename", "tag", "archive", "trash", "fork".
 func Capabilities(st Store) []string {

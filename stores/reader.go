@@ -118,6 +118,14 @@ func (r *reader) Subagents(ctx context.Context, id string) ([]string, error) {
 	return r.l.Subagents(ctx, id, "")
 }
 
+// SubagentParents implements sessions.SubagentParents from the meta files.
+func (r *reader) SubagentParents(ctx context.Context, id string) (map[string]string, error) {
+	if err := r.ready(ctx, id, ""); err != nil {
+		return nil, err
+	}
+	return r.l.SubagentParents(ctx, id, "")
+}
+
 func (r *reader) SubagentMessages(ctx context.Context, id, agent string, opt sessions.MessagesOptions) ([]sessions.Message, *sessions.MessagesReport, error) {
 	if err := r.ready(ctx, id, ""); err != nil {
 		return nil, &sessions.MessagesReport{}, err

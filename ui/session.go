@@ -316,14 +316,15 @@ func (h *Handler) agentIndexOf(ctx context.Context, c *conversation) *agentIndex
 	}
 	idx.byCall = map[string]string{}
 	unmapped := map[string]bool{}
+	parent := h.parentsOf(ctx, c)
 	for _, a := range agents {
-		msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{Limit: 1})
-		if err != nil || len(msgs) == 0 || msgs[0].ParentToolUseID == nil {
+		call := parent(a)
+		if call == "" {
 			unmapped[a] = true
 			continue
 		}
-		if _, dup := idx.byCall[*msgs[0].ParentToolUseID]; !dup {
-			idx.byCall[*msgs[0].ParentToolUseID] = a
+		if _, dup := idx.byCall[call]; !dup {
+			idx.byCall[call] = a
 		}
 	}
 	if len(unmapped) > 0 {
@@ -331,6 +332,25 @@ func (h *Handler) agentIndexOf(ctx context.Context, c *conversation) *agentIndex
 	}
 	idx.version = version
 	return idx
+}
+
+// parentsOf returns the call that started each subagent of c's session
+// as SubagentMessages gives it ("" for none): from the store's meta files
+// when it can say (sessions.SubagentParents), else from each subagent's
+// first message (a read of its transcript).
+func (h *Handler) parentsOf(ctx context.Context, c *conversation) func(agent string) string {
+	if sp, ok := c.st.(sessions.SubagentParents); ok {
+		if m, err := sp.SubagentParents(ctx, c.id); err == nil {
+			return func(a string) string { return m[a] }
+		}
+	}
+	return func(a string) string {
+		msgs, _, err := c.st.SubagentMessages(ctx, c.id, a, sessions.MessagesOptions{Limit: 1})
+		if err != nil || len(msgs) == 0 || msgs[0].ParentToolUseID == nil {
+			return ""
+		}
+		return *msgs[0].ParentToolUseID
+	}
 }
 
 // callsNamingAgents maps the calls whose result names one of the

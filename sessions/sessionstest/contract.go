@@ -278,6 +278,12 @@ func checkSession(t *testing.T, st sessions.Store, oracle jsonl.Layout, s Seed) 
 	if err != nil || len(agents) != len(s.Agents) {
 		t.Errorf("Subagents(%s) = %v, %v; want %d", s.ID, agents, err, len(s.Agents))
 	}
+	var parents map[string]string
+	if sp, ok := st.(sessions.SubagentParents); ok {
+		if parents, err = sp.SubagentParents(ctx, s.ID); err != nil {
+			t.Errorf("SubagentParents(%s): %v", s.ID, err)
+		}
+	}
 	for a, lines := range s.Agents {
 		at, err := st.AgentTranscript(ctx, s.ID, a)
 		if err != nil || len(at.Entries) != len(lines) || at.Entries[0].AgentID != a {
@@ -290,6 +296,15 @@ func checkSession(t *testing.T, st sessions.Store, oracle jsonl.Layout, s Seed) 
 		gm, _, err := st.SubagentMessages(ctx, s.ID, a, sessions.MessagesOptions{})
 		if err != nil || asJSON(t, gm) != asJSON(t, wm) || len(gm) == 0 {
 			t.Errorf("SubagentMessages(%s, %s) = %s, %v; want %s", s.ID, a, asJSON(t, gm), err, asJSON(t, wm))
+		}
+		if parents != nil {
+			want := ""
+			if len(gm) > 0 && gm[0].ParentToolUseID != nil {
+				want = *gm[0].ParentToolUseID
+			}
+			if parents[a] != want {
+				t.Errorf("SubagentParents(%s)[%s] = %q; its messages' parent_tool_use_id is %q", s.ID, a, parents[a], want)
+			}
 		}
 	}
 	tr, err := st.Transcript(ctx, s.ID)

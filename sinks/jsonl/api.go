@@ -544,6 +544,13 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID string, agentID 
 	return l.reader().SubagentMessages(ctx, sessionID, agentID, dir, opt)
 }
 
+// SubagentParents maps each subagent with a non-empty transcript to the
+// tool call that started it (its meta file's toolUseId, the
+// parent_tool_use_id of its messages), reading only the meta files.
+func (l Layout) SubagentParents(ctx context.Context, sessionID string, dir string) (map[string]string, error) {
+	return l.reader().SubagentParents(ctx, sessionID, dir)
+}
+
 // Subagents is the SDK's listSubagents: the agent ids of the
 // agent-<id>.jsonl files under <sessionID>/subagents/, searched depth first
 // in name order (so an id may repeat).

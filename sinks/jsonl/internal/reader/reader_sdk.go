@@ -91,6 +91,36 @@ func (l Layout) SubagentMessages(ctx context.Context, sessionID, agentID, dir st
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
 }
 
+// SubagentParents maps each subagent Subagents lists (the first file of
+// an id) with a non-empty transcript to the parent_tool_use_id
+// SubagentMessages gives its messages: the toolUseId of its
+// agent-<id>.meta.json. Only the meta files are read: a viewer learns
+// which call started which subagent without reading the transcripts.
+// Subagents without a meta file, or whose toolUseId is not a string, are
+// left out.
+func (l Layout) SubagentParents(ctx context.Context, sessionID, dir string) (map[string]string, error) {
+	files, err := l.agentFiles(ctx, sessionID, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(files))
+	for _, a := range files {
+		if _, dup := out[a.ID]; dup {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if fi, err := l.FSys().Stat(a.Path); err != nil || fi.Size() == 0 {
+			continue
+		}
+		if call, _ := readAgentMeta(l.FS, strings.TrimSuffix(a.Path, ".jsonl")+".meta.json"); call != "" {
+			out[a.ID] = call
+		}
+	}
+	return out, nil
+}
+
 // readAgentMeta returns the string toolUseId and parentAgentId of a
 // subagent's meta file ("" when absent or not strings).
 func readAgentMeta(fsys layout.FS, path string) (toolUseID, parentAgentID string) {

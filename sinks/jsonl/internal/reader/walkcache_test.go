@@ -23,15 +23,7 @@ func TestWalkCache(t *testing.T) {
 	l := Layout{layout.Layout{ConfigDir: dir, Walks: layout.NewWalkCache()}}
 	plain := Layout{layout.Layout{ConfigDir: dir}}
 	const id = "5ea4c000-0000-4000-8000-0000000000aa"
-	project := l.ProjectDir("/w")
-	main := claudedir.MainFile(project, id)
-	top := filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)
-	nested := filepath.Join(top, "workflows", "run1")
-	for _, d := range []string{top, nested} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	main, top, nested := agentFolders(t, l, id)
 	row := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + id + `","message":{"role":"user","content":"hi"},"timestamp":"2026-01-01T00:00:00Z"}` + "\n"
 	write := func(p string) {
 		if err := os.WriteFile(p, []byte(row), 0o600); err != nil {
@@ -101,4 +93,19 @@ func TestWalkCache(t *testing.T) {
 	got := same("aged")
 	got[0] = "changed"
 	same("after a caller changed its list")
+}
+
+// agentFolders makes the subagents folder of session id in l (top) and a
+// folder nested in it, and returns them with the main transcript's path.
+func agentFolders(t *testing.T, l Layout, id string) (main, top, nested string) {
+	t.Helper()
+	main = claudedir.MainFile(l.ProjectDir("/w"), id)
+	top = filepath.Join(claudedir.SessionDirOf(main), claudedir.SubagentsDir)
+	nested = filepath.Join(top, "workflows", "run1")
+	for _, d := range []string{top, nested} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return main, top, nested
 }
