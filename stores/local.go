@@ -18,7 +18,7 @@ type Local struct{ reader }
 // holds the transcripts), named name. onIndex, when set, hears what each
 // listing through the sessions index did.
 func NewLocal(name, dir string, onIndex func(jsonl.Layout, sessions.IndexStats)) *Local {
-	l := jsonl.Layout{ConfigDir: dir, Walks: jsonl.NewWalkCache()}
+	l := jsonl.Layout{ConfigDir: dir, Walks: jsonl.NewWalkCache(), Reads: jsonl.NewReadCache()}
 	return &Local{reader{l: l, name: name, where: l.ProjectsDir(), onIndex: onIndex}}
 }
 

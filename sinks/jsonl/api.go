@@ -28,6 +28,13 @@ type FS = layout.FS
 // Layout.Walks).
 type WalkCache = layout.WalkCache
 
+// ReadCache keeps conversations rebuilt from transcripts between reads
+// (see Layout.Reads).
+type ReadCache = layout.ReadCache
+
+// NewReadCache returns an empty ReadCache.
+func NewReadCache() *ReadCache { return layout.NewReadCache() }
+
 // NewWalkCache returns an empty WalkCache.
 func NewWalkCache() *WalkCache { return layout.NewWalkCache() }
 

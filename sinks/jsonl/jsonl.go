@@ -39,6 +39,9 @@ type Layout struct {
 	// between reads (NewWalkCache: a store that reads the same sessions'
 	// subagents again and again keeps one).
 	Walks *WalkCache
+	// Reads, when set, keeps the conversations rebuilt from transcripts on
+	// disk while their files are unchanged (see ReadCache).
+	Reads *ReadCache
 }
 
 // The same folder, as each job sees it.

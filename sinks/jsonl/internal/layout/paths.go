@@ -67,6 +67,9 @@ type Layout struct {
 	// Walks, when set, keeps the walks of subagents folders on disk
 	// between reads (see WalkCache).
 	Walks *WalkCache
+	// Reads, when set, keeps the conversations rebuilt from transcripts on
+	// disk while their files are unchanged (see ReadCache).
+	Reads *ReadCache
 }
 
 // ProjectsDir is <config dir>/projects.

@@ -40,6 +40,19 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt session
 		return nil, rep, nil
 	}
 	rep.Path = path
+	variant := fmt.Sprint(opt.IncludeSystem)
+	if l.Reads != nil && l.FS == nil {
+		if v, ok := l.Reads.Get(path, variant); ok {
+			r := v.(*conversationRead)
+			*rep = r.rep
+			return page(slices.Clone(r.msgs), opt.Limit, opt.Offset), rep, nil
+		}
+	}
+	var stamp layout.FileStamp
+	keep := false
+	if l.Reads != nil && l.FS == nil {
+		stamp, keep = l.Reads.Stamp(path)
+	}
 	out, rrep, err := readFile(l.FS, path, ReadOptions{}, keepRebuild)
 	rep.ReadReport = rrep
 	if err != nil {
@@ -51,7 +64,16 @@ func (l Layout) Messages(ctx context.Context, sessionID, dir string, opt session
 	var msgs []transcript.SessionMessage
 	msgs, rep.Cycle, rep.Gaps = transcript.RowsMessages(out.rows, transcript.ChainOptions{},
 		transcript.MessageOptions{IncludeSystem: opt.IncludeSystem})
+	if keep {
+		l.Reads.Put(path, variant, stamp, &conversationRead{msgs: slices.Clone(msgs), rep: *rep})
+	}
 	return page(msgs, opt.Limit, opt.Offset), rep, nil
+}
+
+// conversationRead is what Messages keeps in the layout's ReadCache.
+type conversationRead struct {
+	msgs []transcript.SessionMessage
+	rep  sessions.MessagesReport
 }
 
 // Subagents is the SDK's listSubagents: the agent ids of the
