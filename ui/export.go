@@ -21,7 +21,7 @@ type Exporter struct {
 // close).
 func NewExporter(st sessions.Store) (*Exporter, error) {
 	h, err := New(Options{Open: func(context.Context, string) (sessions.Store, error) { return st, nil },
-		Stores: []string{st.Name()}, Window: math.MaxInt32, EagerAgents: true})
+		Stores: []string{st.Name()}, Window: math.MaxInt32, FirstWindow: math.MaxInt32, EagerAgents: true})
 	if err != nil {
 		return nil, err
 	}

@@ -195,7 +195,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.base+"?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
-	start, end := span(c.msgs, r, h.opt.Window)
+	start, end := span(c.msgs, r, h.opt.FirstWindow)
 	missing := ""
 	if at := r.FormValue("at"); at != "" && !slices.ContainsFunc(c.msgs, func(m sessions.Message) bool { return m.UUID == at }) {
 		missing = at
@@ -212,8 +212,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			return
 		case call >= 0:
 			c.openAgent = agent
-			start = max(0, call-h.opt.Window/2)
-			end = min(len(c.msgs), start+h.opt.Window)
+			start = max(0, call-h.opt.FirstWindow/2)
+			end = min(len(c.msgs), start+h.opt.FirstWindow)
 			missing = ""
 		}
 	}

@@ -53,9 +53,12 @@ type Options struct {
 	// Poll is how often a live page's store is asked for new messages
 	// (default 1s).
 	Poll time.Duration
-	// Window is how many messages a session page shows at first, and
-	// each "load more" adds (default 100).
-	Window int
+	// Window is how many messages each "load more" adds (default 100),
+	// and FirstWindow how many a session page shows at first (default 40,
+	// at most Window): a few screens, enough to read while the page
+	// fetches more as the reader scrolls, and little for the browser to
+	// lay out before it shows the last message.
+	Window, FirstWindow int
 	// EagerAgents renders each subagent's messages under the call that
 	// started it in the page itself (a self-contained export); else a
 	// page fetches them when the call is opened, so a window of calls to
@@ -126,6 +129,9 @@ func New(opt Options) (*Handler, error) {
 	}
 	if opt.Window <= 0 {
 		opt.Window = 100
+	}
+	if opt.FirstWindow <= 0 || opt.FirstWindow > opt.Window {
+		opt.FirstWindow = min(opt.Window, 40)
 	}
 	if opt.ListTTL <= 0 {
 		opt.ListTTL = 2 * time.Second

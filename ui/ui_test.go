@@ -98,17 +98,17 @@ func TestListShowsStoreTitles(t *testing.T) {
 	}
 }
 
-// A session page renders the last Window messages, each with
+// A session page renders the last FirstWindow messages, each with
 // id="m-<uuid>"; ?at= renders the window around an early one, and
-// /window?before= the messages before one.
+// /window?before= the Window messages before one.
 func TestSessionWindow(t *testing.T) {
 	dir := t.TempDir()
 	s := conversation(t, dir, 1, 150) // 300 messages
 	h, _ := newHandler(t, dir)
 	_, body := get(t, h, "/sessions/"+s.ID)
 	ids := regexp.MustCompile(`<article class="msg[^"]*" id="m-([^"]+)"`).FindAllStringSubmatch(body, -1)
-	if len(ids) != 100 || ids[99][1] != s.UUID(300) || ids[0][1] != s.UUID(201) {
-		t.Fatalf("the page shows %d messages, want the last 100", len(ids))
+	if len(ids) != 40 || ids[39][1] != s.UUID(300) || ids[0][1] != s.UUID(261) {
+		t.Fatalf("the page shows %d messages, want the last 40", len(ids))
 	}
 	if !strings.Contains(body, `class="more earlier"`) || strings.Contains(body, `class="more later"`) {
 		t.Error("the last window links to earlier messages only")
@@ -118,8 +118,9 @@ func TestSessionWindow(t *testing.T) {
 		t.Error("?at= an early message renders the window around it")
 	}
 	_, frag := get(t, h, "/sessions/"+s.ID+"/window?before="+s.UUID(201))
-	if !strings.Contains(frag, `id="m-`+s.UUID(200)+`"`) || strings.Contains(frag, `id="m-`+s.UUID(201)+`"`) || strings.Contains(frag, "<html") {
-		t.Error("/window?before= renders the messages before it, as a fragment")
+	fids := regexp.MustCompile(`<article class="msg[^"]*" id="m-([^"]+)"`).FindAllStringSubmatch(frag, -1)
+	if len(fids) != 100 || fids[99][1] != s.UUID(200) || fids[0][1] != s.UUID(101) || strings.Contains(frag, "<html") {
+		t.Errorf("/window?before= renders the 100 messages before it, as a fragment: %d", len(fids))
 	}
 	code, _ := get(t, h, "/sessions/"+s.ID[:8])
 	if code != http.StatusSeeOther {

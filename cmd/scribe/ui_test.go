@@ -172,6 +172,19 @@ func TestUIInBrowser(t *testing.T) {
 			t.Errorf("the page holds %d messages of 500", n)
 		}
 		shot("session-long")
+		// Scrolling up fetches the earlier messages by itself, and the page
+		// keeps at most 250 of them, dropping the far end.
+		first := "m-" + long.UUID(1)
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`(window.scrollTo(0, 0), !!document.getElementById("`+first+`"))`,
+			chromedp.WithPollingInterval(50*time.Millisecond)))
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("article.msg").length`); n > 250 {
+			t.Errorf("scrolled to the start, the page holds %d messages", n)
+		}
+		if !testui.Eval[bool](t, ctx, `!!document.querySelector("a.more.later") && !document.getElementById("`+last+`")`) {
+			t.Error("scrolled to the start, the page still holds the end")
+		}
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`(window.scrollTo(0, document.documentElement.scrollHeight), !!document.getElementById("`+last+`"))`,
+			chromedp.WithPollingInterval(50*time.Millisecond)))
 		// k and j step through the messages.
 		testui.Do(t, ctx, chromedp.KeyEvent("k"), chromedp.KeyEvent("k"))
 		up := testui.Eval[string](t, ctx, `(document.querySelector("article.msg.current") || {}).id || ""`)

@@ -7,7 +7,7 @@
 (function () {
   // Messages kept in the page: past this, the far end is dropped (and
   // can be fetched again), so the page does not grow with the session.
-  const MAX_MESSAGES = 400;
+  const MAX_MESSAGES = 250;
   // The path the viewer is served under ("" at the root).
   const base = document.body.dataset.base || "";
 
@@ -122,22 +122,39 @@
       const old = link("earlier");
       if (old) { old.remove(); }
       box.prepend(moreLink("earlier", keep.id.slice(2)));
+      watchMore();
     } else {
       const keep = all[all.length - 1 - extra];
       for (let i = all.length - extra; i < all.length; i++) { all[i].remove(); }
       const old = link("later");
       if (old) { old.remove(); }
       box.append(moreLink("later", keep.id.slice(2)));
+      watchMore();
       stopLive();
     }
   }
 
   // "Load earlier / later": the fragment replaces its link; the reader's
-  // place stays where it was.
+  // place stays where it was. A link is followed when clicked, and by
+  // itself when the reader scrolls to within a screen of it.
   box.addEventListener("click", function (ev) {
     const a = ev.target.closest("a.more");
     if (!a || !a.dataset.fetch) { return; }
     ev.preventDefault();
+    loadMore(a);
+  });
+  const near = "IntersectionObserver" in window ? new IntersectionObserver(function (seen) {
+    seen.forEach(function (e) {
+      if (e.isIntersecting && e.target.isConnected && e.target.dataset.fetch) { loadMore(e.target); }
+    });
+  }, { rootMargin: "100% 0px" }) : null;
+  function watchMore() {
+    if (near) { box.querySelectorAll(":scope > a.more").forEach(function (a) { near.observe(a); }); }
+  }
+  function loadMore(a) {
+    if (a.dataset.loading) { return; }
+    a.dataset.loading = "1";
+    if (near) { near.unobserve(a); }
     const earlier = a.classList.contains("earlier");
     const anchor = earlier ? a.nextElementSibling : null;
     const before = anchor ? anchor.getBoundingClientRect().top : 0;
@@ -153,8 +170,9 @@
       if (anchor) { window.scrollBy(0, anchor.getBoundingClientRect().top - before); }
       trim(!earlier);
       if (!earlier && !link("later")) { startLive(); }
-    }).catch(function () { a.textContent = "Could not load: try again"; });
-  });
+      watchMore();
+    }).catch(function () { delete a.dataset.loading; a.textContent = "Could not load: try again"; });
+  }
 
   // A subagent's messages are fetched when its call is opened.
   function openAgents(root) {
@@ -271,6 +289,7 @@
   if (!land() && !link("later")) {
     window.scrollTo(0, document.documentElement.scrollHeight);
   }
+  watchMore();
 
   // Live: new messages arrive as server-sent events and are appended,
   // following the end only when the reader was at it.
