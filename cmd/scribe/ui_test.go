@@ -246,6 +246,16 @@ func TestUIInBrowser(t *testing.T) {
 		if !testui.Eval[bool](t, ctx, `document.querySelector("details.tool[data-tool=Edit] .diff .add").textContent.includes("timingSafeEqual(hash, stored)")`) {
 			t.Error("the text is not whole again once the find is cleared")
 		}
+		// Words only a subagent's messages hold, its call never opened: the
+		// find fetches it and lands there, the call opened.
+		if testui.Eval[bool](t, ctx, `!!document.querySelector("details.tool[data-tool=Task]").open`) {
+			t.Fatal("the Task call is open before the find")
+		}
+		testui.Do(t, ctx, chromedp.SendKeys(chromedp.ID("find"), "handler is in"),
+			chromedp.Poll[chromedp.Void](`document.querySelectorAll("#messages mark.find").length > 0`, chromedp.WithPollingTimeout(20*time.Second)))
+		if !testui.Eval[bool](t, ctx, `document.querySelector("mark.find.now").closest("section.agent") !== null && document.querySelector("details.tool[data-tool=Task]").open`) {
+			t.Error("the match in the subagent is not the one shown, or its call is left folded")
+		}
 	})
 	t.Run("hostile", func(t *testing.T) {
 		for _, p := range []string{"/", "/sessions/" + hostile.ID} {

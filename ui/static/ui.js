@@ -174,17 +174,19 @@
     }).catch(function () { delete a.dataset.loading; a.textContent = "Could not load: try again"; });
   }
 
-  // A subagent's messages are fetched when its call is opened.
-  function openAgents(root) {
-    root.querySelectorAll(":scope > section.agent[data-fetch]").forEach(function (sec) {
+  // A subagent's messages are fetched when its call is opened (or a find
+  // in the page needs them); the promise settles once all are in.
+  function fetchAgents(sections) {
+    return Promise.all([...sections].map(function (sec) {
       const url = sec.dataset.fetch;
       delete sec.dataset.fetch;
-      get(url).then(function (html) {
+      return get(url).then(function (html) {
         sec.querySelectorAll(":scope > p.note").forEach(function (n) { n.remove(); });
         sec.appendChild(parse(html));
       }).catch(function () { sec.dataset.fetch = url; });
-    });
+    }));
   }
+  function openAgents(root) { fetchAgents(root.querySelectorAll(":scope > section.agent[data-fetch]")); }
   document.addEventListener("toggle", function (ev) {
     if (ev.target.matches && ev.target.matches("details.tool") && ev.target.open) { openAgents(ev.target); }
   }, true);
@@ -246,10 +248,18 @@
       openTo(marks[cur]);
       found.textContent = (cur + 1) + " of " + marks.length;
     };
-    const run = function () {
+    const run = function (fetched) {
       clear();
       const text = find.value.trim();
       if (!text) { found.textContent = ""; return; }
+      // The subagents under the calls shown are searched too: those not
+      // opened yet are fetched first (once: one that fails is left out).
+      const unfetched = box.querySelectorAll("section.agent[data-fetch]");
+      if (unfetched.length && fetched !== true) {
+        found.textContent = "searching the subagents…";
+        fetchAgents(unfetched).then(function () { if (find.value.trim() === text) { run(true); } });
+        return;
+      }
       const re = new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
       const nodes = [];
       const walk = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
