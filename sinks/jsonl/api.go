@@ -32,6 +32,10 @@ type WalkCache = layout.WalkCache
 // (see Layout.Reads).
 type ReadCache = layout.ReadCache
 
+// RacyWindow is how recently a file or folder may have changed for a
+// read of it to be kept by a ReadCache or WalkCache.
+const RacyWindow = layout.RacyWindow
+
 // NewReadCache returns an empty ReadCache.
 func NewReadCache() *ReadCache { return layout.NewReadCache() }
 
