@@ -65,6 +65,8 @@ type row struct {
 	// search is what the filter looks in, titleKey what the title sort
 	// compares: lower case.
 	search, titleKey string
+	// folder is the name of the project folder holding the transcript.
+	folder string
 }
 
 // rows is the store's records in the order of sort key: read now the
@@ -140,6 +142,9 @@ func rowOf(r *sessions.Record) row {
 	w := row{ID: r.ID, Title: title, ProjectPath: proj, Project: filepath.Base(proj),
 		Activity: r.UpdatedAt, Size: in.FileSize, Model: r.Metadata.Model, Status: string(r.Status),
 		State: string(r.State), Tag: in.Tag, Archived: in.Archived != nil && *in.Archived, Fork: in.Forked}
+	if r.TranscriptPath != "" {
+		w.folder = filepath.Base(filepath.Dir(r.TranscriptPath))
+	}
 	if w.Activity.IsZero() && in.LastModified > 0 {
 		w.Activity = time.UnixMilli(in.LastModified)
 	}

@@ -56,6 +56,10 @@ type UsageDay struct {
 // UsageSession is one session's usage (subagents included).
 type UsageSession struct {
 	ID string
+	// Project is the name of the project folder holding the session, when
+	// known: the usage page counts a session the listing leaves out (no
+	// prompt of its own, say) under that folder's project.
+	Project string
 	UsageTokens
 	Cost   float64
 	Models []UsageModel
@@ -157,21 +161,32 @@ type projectUsage struct {
 	Sessions int
 }
 
-// projectsOf sums sessions by the project the store's listing gives each
-// (a session it does not list counts under "(unknown)"), the costliest
-// first.
+// projectsOf sums sessions by the project the store's listing gives each;
+// a session it does not list counts under the project of its folder (the
+// path the listing gives the folder's other sessions, else the folder's
+// name), and only one whose folder is not known under "(unknown)". The
+// costliest first.
 func (h *Handler) projectsOf(ctx context.Context, name string, st sessions.Store, ss []UsageSession) []projectUsage {
-	where := map[string]string{}
+	where, folders := map[string]string{}, map[string]string{}
 	if rows, err := h.rows(ctx, name, st, sorts[0].Key); err == nil {
 		for _, r := range rows {
 			where[r.ID] = r.ProjectPath
+			if r.folder != "" && folders[r.folder] == "" {
+				folders[r.folder] = r.ProjectPath
+			}
 		}
 	}
 	byPath := map[string]*projectUsage{}
 	var out []*projectUsage
 	for _, s := range ss {
 		path, ok := where[s.ID]
-		if !ok {
+		switch {
+		case ok:
+		case folders[s.Project] != "":
+			path = folders[s.Project]
+		case s.Project != "":
+			path = s.Project
+		default:
 			path = "(unknown)"
 		}
 		p := byPath[path]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -271,5 +272,55 @@ func TestSessionPageShowsUsage(t *testing.T) {
 	}
 	if _, body := get(t, plain, "/sessions/"+sid(1)); strings.Contains(body, "usage-slot") || strings.Contains(body, "/usage?") {
 		t.Errorf("without a Usage function the page still shows usage")
+	}
+}
+
+// A session the listing leaves out counts under the project of the folder
+// holding it: the path the listing gives that folder's other sessions,
+// else the folder's name; only one whose folder is not known counts
+// under "(unknown)".
+func TestUsageProjectsOfUnlistedSessions(t *testing.T) {
+	dir := t.TempDir()
+	conversation(t, dir, 1, 1)
+	st := stores.NewLocal(stores.Claude, dir, nil)
+	infos, err := st.List(context.Background(), sessions.ListOptions{})
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("List: %v, %v", infos, err)
+	}
+	folder := filepath.Base(infos[0].ProjectDir)
+	tok := ui.UsageTokens{Input: 1, Total: 1}
+	rep := &ui.UsageReport{UsageTokens: ui.UsageTokens{Input: 10, Total: 10}, Cost: 10, Sessions: []ui.UsageSession{
+		{ID: sid(1), Project: folder, UsageTokens: tok, Cost: 1},
+		{ID: sid(3), Project: folder, UsageTokens: tok, Cost: 2}, // not listed, same folder
+		{ID: sid(4), Project: "-home-carol-lib", UsageTokens: tok, Cost: 3},
+		{ID: sid(5), UsageTokens: tok, Cost: 4},
+	}}
+	h, err := ui.New(ui.Options{Stores: []string{stores.Claude}, Open: func(context.Context, string) (sessions.Store, error) { return st, nil },
+		Usage: func(context.Context, sessions.Store, ui.UsageQuery) (*ui.UsageReport, error) { return rep, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	_, body := get(t, h, "/usage")
+	doc, err := xhtml.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tr := range find(find(doc, "table", "usage-projects")[0], "tr", "") {
+		cells := find(tr, "td", "")
+		if len(cells) == 0 {
+			continue
+		}
+		got[textOf(cells[0])] = attr(cells[len(cells)-1], "data-value")
+	}
+	want := map[string]string{filepath.Base(cwd): "3", "-home-carol-lib": "3", "(unknown)": "4"}
+	if len(got) != len(want) {
+		t.Fatalf("projects %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("project %q costs %q, want %q (all: %v)", k, got[k], v, got)
+		}
 	}
 }

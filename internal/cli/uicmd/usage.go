@@ -27,7 +27,13 @@ func UsageFunc(pricer *usage.Pricer) ui.UsageFunc {
 		if err != nil {
 			return nil, err
 		}
-		return storeUsage(sc.Rows(), pricer, q, time.Now()), nil
+		rep := storeUsage(sc.Rows(), pricer, q, time.Now())
+		if of, err := usagecmd.SessionProjects(ctx, st); err == nil {
+			for i := range rep.Sessions {
+				rep.Sessions[i].Project = of[rep.Sessions[i].ID]
+			}
+		}
+		return rep, nil
 	}
 }
 

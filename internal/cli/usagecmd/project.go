@@ -34,10 +34,10 @@ func projectNames(project string) (map[string]bool, error) {
 	return names, nil
 }
 
-// sessionProjects maps each session of a store to its project folder's
+// SessionProjects maps each session of a store to its project folder's
 // name: the folder that holds it, else the one Claude Code names for its
 // working directory.
-func sessionProjects(ctx context.Context, st sessions.Store) (map[string]string, error) {
+func SessionProjects(ctx context.Context, st sessions.Store) (map[string]string, error) {
 	out := map[string]string{}
 	if local, ok := st.(*stores.Local); ok {
 		stored, err := local.Layout().StoredSessions()
@@ -72,7 +72,7 @@ func onlyProject(ctx context.Context, st sessions.Store, project string, rows []
 	if err != nil {
 		return nil, err
 	}
-	of, err := sessionProjects(ctx, st)
+	of, err := SessionProjects(ctx, st)
 	if err != nil {
 		return nil, err
 	}
