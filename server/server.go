@@ -58,14 +58,14 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		log = hclog.NewNullLogger()
 	}
 	cfg.Tokens = slices.Clone(cfg.Tokens)
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	window, _ := cfg.duplicateWindow()
+	window, _ := cfg.DuplicateWindowDuration()
 	s := &Server{
 		cfg:            cfg,
 		log:            log,
@@ -119,7 +119,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		if s.lock, err = lockDataDir(s.cfg.DataDir); err != nil {
 			return err
 		}
-		always, interval, _ := s.cfg.syncPolicy()
+		always, interval, _ := s.cfg.SyncPolicy()
 		s.ns, err = startEmbedded(s.cfg.DataDir, embeddedPayload(s.cfg.MaxBodyBytes), always, interval, s.log.Named("nats"))
 		if err != nil {
 			return err
