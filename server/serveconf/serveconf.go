@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ const (
 	// DefaultSync is the embedded JetStream's sync policy: fsync before
 	// every acknowledgement.
 	DefaultSync = SyncAlways
+	// DefaultTrashRetention is how long a session stays in the server's
+	// trash before the server empties it: 30 days.
+	DefaultTrashRetention = "720h"
 )
 
 // SyncAlways is the Sync value that makes the embedded JetStream fsync
@@ -84,6 +88,11 @@ type Config struct {
 	// refused (DNS rebinding). Empty: the listen address and
 	// localhost:<port>.
 	UIHosts []string `json:"ui_hosts"`
+	// TrashRetention is how long a session moved to the server's trash
+	// (scribe rm --from <server>, the viewer's Move to trash) is kept
+	// before the server empties it for good, a Go duration or a number of
+	// days ("30d"); "0" keeps it until emptied by hand. Default "720h".
+	TrashRetention string `json:"trash_retention"`
 }
 
 // Token is one accepted bearer token.
@@ -108,6 +117,7 @@ func DefaultConfig() *Config {
 		Sync:            DefaultSync,
 		Tokens:          []Token{},
 		UIHosts:         []string{},
+		TrashRetention:  DefaultTrashRetention,
 	}
 }
 
@@ -136,6 +146,9 @@ func (c *Config) Validate() error {
 		bad("%v", err)
 	}
 	if _, _, err := c.SyncPolicy(); err != nil {
+		bad("%v", err)
+	}
+	if _, err := c.TrashRetentionDuration(); err != nil {
 		bad("%v", err)
 	}
 	if c.NatsURL == "" && c.Replicas > 1 {
@@ -189,6 +202,25 @@ func (c *Config) DuplicateWindowDuration() (time.Duration, error) {
 	return d, nil
 }
 
+// TrashRetentionDuration is TrashRetention parsed ("" the default); 0
+// keeps the trash until it is emptied by hand.
+func (c *Config) TrashRetentionDuration() (time.Duration, error) {
+	v := strings.TrimSpace(c.TrashRetention)
+	if v == "" {
+		v = DefaultTrashRetention
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || (d > 0 && d < time.Minute) {
+		return 0, fmt.Errorf("trash_retention %q: want 0 or a duration of at least 1m, such as 720h or 30d", c.TrashRetention)
+	}
+	return d, nil
+}
+
 // SyncPolicy returns the embedded JetStream's sync policy: always (every
 // write fsynced before its acknowledgement), or the interval of background
 // fsyncs.
@@ -222,6 +254,9 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.Sync == "" {
 		c.Sync = d.Sync
+	}
+	if c.TrashRetention == "" {
+		c.TrashRetention = d.TrashRetention
 	}
 	if c.DataDir == "" && c.NatsURL == "" {
 		dir, err := os.UserConfigDir()

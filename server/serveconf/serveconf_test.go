@@ -33,6 +33,10 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny body", func(c *Config) { c.MaxBodyBytes = 10 }, "max_body_bytes"},
 		{"bad window", func(c *Config) { c.DuplicateWindow = "soon" }, "duplicate_window"},
 		{"tiny window", func(c *Config) { c.DuplicateWindow = "1ms" }, "duplicate_window"},
+		{"trash in days", func(c *Config) { c.TrashRetention = "30d" }, ""},
+		{"trash kept", func(c *Config) { c.TrashRetention = "0" }, ""},
+		{"bad trash retention", func(c *Config) { c.TrashRetention = "a month" }, "trash_retention"},
+		{"tiny trash retention", func(c *Config) { c.TrashRetention = "1s" }, "trash_retention"},
 	}
 	for _, tt := range tests {
 		c := DefaultConfig()
