@@ -397,4 +397,10 @@ server {
   # not the scheme's own. A request with another Host is refused (DNS
   # rebinding). Default: [] (the listen address and localhost:<port>).
   ui_hosts = []
+
+  # How long a session moved to the server's trash (scribe rm --from
+  # <server>, the viewer's Move to trash) is kept before the server empties
+  # it for good, checked every hour: a duration such as "720h", or "30d";
+  # "0" keeps it until `scribe trash empty --from <server>`. Default: "720h".
+  trash_retention = "720h"
 }

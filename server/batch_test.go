@@ -133,8 +133,8 @@ func TestWriteModes(t *testing.T) {
 			if n := streamMsgs(t, s); n != uint64(len(want)) {
 				t.Errorf("stream: %d messages, want %d", n, len(want))
 			}
-			if s.m.repaired.Load() < 27 {
-				t.Errorf("repaired %d entries, want at least 27", s.m.repaired.Load())
+			if s.m.Repaired.Load() < 27 {
+				t.Errorf("repaired %d entries, want at least 27", s.m.Repaired.Load())
 			}
 		})
 	}
@@ -165,8 +165,8 @@ func TestRunOvertaken(t *testing.T) {
 			if !overtaken.Load() {
 				t.Fatal("the run was not overtaken")
 			}
-			if s.m.fenceRetries.Load() < 1 {
-				t.Errorf("fence retries: %d, want at least 1", s.m.fenceRetries.Load())
+			if s.m.FenceRetries.Load() < 1 {
+				t.Errorf("fence retries: %d, want at least 1", s.m.FenceRetries.Load())
 			}
 			items, _ := c.history(sess, "", 1000)
 			checkItems(t, items, entries)

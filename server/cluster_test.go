@@ -206,8 +206,8 @@ func twoWriters(t *testing.T, cl *cluster, urlA, urlB string, replicas, perSessi
 	if n := streamMsgs(t, b); n != uint64(3*perSession) {
 		t.Errorf("stream holds %d messages, want %d", n, 3*perSession)
 	}
-	t.Logf("fence retries: a %d, b %d; repaired: a %d, b %d", a.m.fenceRetries.Load(), b.m.fenceRetries.Load(),
-		a.m.repaired.Load(), b.m.repaired.Load())
+	t.Logf("fence retries: a %d, b %d; repaired: a %d, b %d", a.m.FenceRetries.Load(), b.m.FenceRetries.Load(),
+		a.m.Repaired.Load(), b.m.Repaired.Load())
 }
 
 // twoWritersChains makes perSession chained entries for each session.

@@ -126,7 +126,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request, req request)
 		}
 		stored += res.stored
 		dups += res.dups
-		s.m.duplicates.Add(int64(res.dups))
+		s.m.Duplicates.Add(int64(res.dups))
 		if res.meta != nil {
 			meta = res.meta
 		}
@@ -155,7 +155,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request, req request)
 			s.storeError(w, err)
 			return
 		}
-		s.m.stateEvents.Add(1)
+		s.m.StateEvents.Add(1)
 		meta = m
 	}
 	if err := flush(); err != nil {

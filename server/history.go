@@ -147,7 +147,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, req reques
 	}
 	list := make([]wire.SessionInfo, 0, len(metas))
 	for _, m := range metas {
-		if (tag != "" && m.Tag != tag) || (state != "" && m.State != state) || m.Tenant != req.tenant ||
+		if (tag != "" && m.Tag != tag) || (state != "" && m.State != state) || m.Tenant != req.tenant || m.Trash != nil ||
 			!strings.HasPrefix(strings.ToLower(m.Session), prefix) {
 			continue
 		}

@@ -42,6 +42,7 @@ package server
 //             "has_more":bool}   newest activity first
 //   /v1/session_store/…                             the Agent SDK's SessionStore
 //        (sessionstore.go)
+//   /v1/trash, /v1/trash/restore, /v1/trash/empty    the trash (trash.go)
 //   GET  /healthz  /readyz  /metrics
 //
 // Errors: {"error":{"type":"…","message":"…"}} with 400
@@ -121,7 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusOK
 		}
 		d := time.Since(start)
-		s.m.observe(route, code, d)
+		s.m.Observe(route, code, d)
 		if s.log.IsDebug() {
 			s.log.Debug("request", "method", r.Method, "route", route, "code", code, "duration", d)
 		}
@@ -140,7 +141,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) string {
 		return routeReady
 	case p == "/metrics":
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		s.m.write(w)
+		s.m.Write(w)
 		return routeMetrics
 	case p == "/v1/sessions":
 		if !allow(w, r, http.MethodGet) {
@@ -160,6 +161,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) string {
 		}
 		allow(w, r, http.MethodGet, http.MethodPut)
 		return routeOther
+	case p == "/v1/trash" || strings.HasPrefix(p, "/v1/trash/"):
+		return s.dispatchTrash(w, r, strings.TrimPrefix(p, "/v1/trash"))
 	case strings.HasPrefix(p, storePrefix):
 		return s.dispatchStore(w, r, strings.TrimPrefix(p, storePrefix))
 	case strings.HasPrefix(p, "/v1/code/sessions/"):
@@ -217,7 +220,7 @@ func (s *Server) withSession(w http.ResponseWriter, r *http.Request, scope, esca
 		return
 	}
 	req := request{tenant: p.tenant}
-	if r.URL.Path != "/v1/sessions" && !strings.HasPrefix(r.URL.Path, storePrefix) {
+	if r.URL.Path != "/v1/sessions" && !strings.HasPrefix(r.URL.Path, storePrefix) && !strings.HasPrefix(r.URL.Path, "/v1/trash") {
 		id, err := url.PathUnescape(escapedID)
 		if err != nil || !core.IsUUID(id) {
 			if err != nil {

@@ -64,7 +64,7 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, req request) {
 	var ce *conflictError
 	switch {
 	case errors.As(err, &ce):
-		s.m.conflicts.Add(1)
+		s.m.Conflicts.Add(1)
 		w.Header().Set("x-last-uuid", ce.last)
 		writeError(w, http.StatusConflict, "conflict_error",
 			"Last-Uuid %q is not the session's last uuid %q: adopt x-last-uuid and retry", truncate(last, 100), ce.last)
@@ -78,7 +78,7 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, req request) {
 		lastUUID = res.meta.LastUUID
 	}
 	if res.duplicate[0] {
-		s.m.duplicates.Add(1)
+		s.m.Duplicates.Add(1)
 		if it.e.UUID != "" {
 			w.Header().Set("x-last-uuid", it.e.UUID)
 			writeError(w, http.StatusConflict, "conflict_error", "entry %s is already stored", it.e.UUID)

@@ -32,7 +32,7 @@ func (s *Server) process(ctx context.Context, it item) (item, error) {
 	if err != nil {
 		return it, fmt.Errorf("processor returned a malformed line: %w", err)
 	}
-	s.m.processed.Add(1)
+	s.m.Processed.Add(1)
 	it.e = e
 	return it, nil
 }

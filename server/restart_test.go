@@ -137,7 +137,7 @@ func TestCrashBetweenSteps(t *testing.T) {
 	if n := streamMsgs(t, s); n != 5 {
 		t.Errorf("stream: %d messages, want 5", n)
 	}
-	if s.m.repaired.Load() < 3 {
-		t.Errorf("repaired %d entries, want at least 3", s.m.repaired.Load())
+	if s.m.Repaired.Load() < 3 {
+		t.Errorf("repaired %d entries, want at least 3", s.m.Repaired.Load())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/server/servemetrics"
 )
 
 // Server is `scribe serve`: the HTTP API over the JetStream store.
@@ -40,7 +41,8 @@ type Server struct {
 	ncPub    *nats.Conn // publishes to the entries' stream (see openStore)
 	st       *store
 	ln       net.Listener
-	mounts   []mount // served behind the tokens (Mount)
+	mounts   []mount            // served behind the tokens (Mount)
+	sweeping context.CancelFunc // stops keepSweeping
 	httpSrv  *http.Server
 	serveErr chan error
 }
@@ -58,19 +60,19 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		log = hclog.NewNullLogger()
 	}
 	cfg.Tokens = slices.Clone(cfg.Tokens)
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	window, _ := cfg.duplicateWindow()
+	window, _ := cfg.DuplicateWindowDuration()
 	s := &Server{
 		cfg:            cfg,
 		log:            log,
 		tokens:         map[string]principal{},
-		m:              newMetrics(),
+		m:              servemetrics.New(),
 		window:         window,
 		requestTimeout: 25 * time.Second,
 	}
@@ -119,17 +121,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		if s.lock, err = lockDataDir(s.cfg.DataDir); err != nil {
 			return err
 		}
-		always, interval, _ := s.cfg.syncPolicy()
+		always, interval, _ := s.cfg.SyncPolicy()
 		s.ns, err = startEmbedded(s.cfg.DataDir, embeddedPayload(s.cfg.MaxBodyBytes), always, interval, s.log.Named("nats"))
 		if err != nil {
 			return err
 		}
 		if jc := s.ns.JetStreamConfig(); jc != nil {
-			s.m.syncInterval.Store(int64(jc.SyncInterval))
+			s.m.SyncInterval.Store(int64(jc.SyncInterval))
 			if jc.SyncAlways {
-				s.m.syncAlways.Store(1)
+				s.m.SyncAlways.Store(1)
 			} else {
-				s.m.syncAlways.Store(0)
+				s.m.SyncAlways.Store(0)
 			}
 		}
 	}
@@ -168,6 +170,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		done <- srv.Serve(ln)
 	}(s.httpSrv, s.ln, s.serveErr)
 	s.started = true
+	if retention, _ := s.cfg.TrashRetentionDuration(); retention > 0 {
+		var sweepCtx context.Context
+		sweepCtx, s.sweeping = context.WithCancel(context.Background())
+		go s.keepSweeping(sweepCtx, retention)
+	}
 	backend := "embedded NATS in " + s.cfg.DataDir
 	sync := s.syncPolicy()
 	if s.cfg.NatsURL != "" {
@@ -233,6 +240,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
+	if s.sweeping != nil {
+		s.sweeping()
+	}
 	var errs []error
 	if s.httpSrv != nil {
 		if err := s.httpSrv.Shutdown(ctx); err != nil {

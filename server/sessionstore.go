@@ -19,7 +19,7 @@ package server
 // a session id that is a UUID (not of version 8) is its own name, in
 // lower case, while it is not another project key's; any other session
 // id, and a UUID session id already taken by another project key, is
-// kept under storeName(project_key, session_id), a version-8 UUID made
+// kept under storekey.Name(project_key, session_id), a version-8 UUID made
 // of their SHA-256 (a UUID session id of version 8 is taken as opaque,
 // so that no id a client sends is such a name). The append's answer says
 // the name ("session"); listSessions, summaries and the History API's
@@ -54,31 +54,20 @@ package server
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
-	"github.com/e0dc0000/scribe/core"
 	"github.com/e0dc0000/scribe/internal/ident"
+	"github.com/e0dc0000/scribe/server/storekey"
 )
 
-const (
-	storePrefix = "/v1/session_store/"
-	// subagentPrefix is what a subpath is: subagents/agent-<id>.
-	subagentPrefix = "subagents/agent-"
-	// maxProjectKey bounds a project key (the SDK cuts its own at 200
-	// characters and adds a hash).
-	maxProjectKey = 512
-	// maxSessionID bounds a session id (the SDK's are UUIDs).
-	maxSessionID = 512
-)
+const storePrefix = "/v1/session_store/"
+
+// storeKey is a SessionStore key, validated (storekey.Parse).
+type storeKey = storekey.Key
 
 // Route names of the SessionStore, as they appear in metrics.
 const (
@@ -128,136 +117,9 @@ func (s *Server) dispatchStore(w http.ResponseWriter, r *http.Request, rest stri
 	return rt.name
 }
 
-// validKeyPart reports whether v can be the part name of a key: 1 to max
-// bytes of UTF-8 without control characters.
-func validKeyPart(name, v string, maxLen int) error {
-	switch {
-	case v == "":
-		return fmt.Errorf("%s is missing", name)
-	case len(v) > maxLen:
-		return fmt.Errorf("%s is %d bytes; at most %d", name, len(v), maxLen)
-	case !utf8.ValidString(v):
-		return fmt.Errorf("%s is not valid UTF-8", name)
-	}
-	for _, c := range v {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
-			return fmt.Errorf("%s %q: no control characters", name, truncate(v, 100))
-		}
-	}
-	return nil
-}
-
-// validProjectKey reports whether p can be a project key.
-func validProjectKey(p string) error {
-	if err := validKeyPart("project_key", p, maxProjectKey); err != nil {
-		return err
-	}
-	if p == "." || p == ".." || strings.ContainsAny(p, `/\`) {
-		return fmt.Errorf("project_key %q: no '/', '\\', \".\" or \"..\"", truncate(p, 100))
-	}
-	return nil
-}
-
-// storeName is the name the store keeps the session of (project, id)
-// under when id cannot be its own (see the top of this file): a UUID of
-// version 8 (RFC 9562's custom version) made of the SHA-256 of both. The
-// two parts hold no NUL, so the input is unambiguous; 122 bits of it make
-// a collision out of reach.
-func storeName(project, id string) string {
-	h := sha256.New()
-	h.Write([]byte("scribe session_store\x00"))
-	h.Write([]byte(project))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	var b [16]byte
-	copy(b[:], h.Sum(nil))
-	b[6] = b[6]&0x0f | 0x80 // version 8
-	b[8] = b[8]&0x3f | 0x80 // the RFC variant
-	x := hex.EncodeToString(b[:])
-	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
-}
-
-// ownName reports whether the session id id is kept under its own name:
-// a UUID not of version 8.
-func ownName(id string) bool {
-	return core.IsUUID(id) && id[14] != '8'
-}
-
-// parseStoreKey reads the key of a request from its query; withSession
-// false reads only the project key, subpath false refuses a subpath.
-func parseStoreKey(q url.Values, withSession, subpath bool) (storeKey, error) {
-	// A parameter given twice is refused: read as its first value here and
-	// its last by a proxy or a log, it would be two keys.
-	for _, name := range []string{"project_key", "session_id", "subpath", "batch"} {
-		if len(q[name]) > 1 {
-			return storeKey{}, fmt.Errorf("%s is given %d times; once at most", name, len(q[name]))
-		}
-	}
-	k := storeKey{project: q.Get("project_key")}
-	if err := validProjectKey(k.project); err != nil {
-		return k, err
-	}
-	if !withSession {
-		return k, nil
-	}
-	id := q.Get("session_id")
-	if err := validKeyPart("session_id", id, maxSessionID); err != nil {
-		return k, err
-	}
-	k.id, k.session = id, storeName(k.project, id)
-	if ownName(id) {
-		// Its own name first, the pair's when another project key has it
-		// (resolveKey, bindKey).
-		k.id = strings.ToLower(id)
-		k.session, k.pair = k.id, storeName(k.project, k.id)
-	}
-	if !q.Has("subpath") {
-		return k, nil
-	}
-	sub := q.Get("subpath")
-	agent, ok := strings.CutPrefix(sub, subagentPrefix)
-	switch {
-	case !subpath:
-		return k, errors.New("this route takes no subpath")
-	case sub == "":
-		return k, errors.New("subpath is empty: leave it out for the main transcript")
-	case ok && ident.Token(agent, 64) && !strings.HasPrefix(agent, nestedAgent):
-		k.agent = agent
-		return k, nil
-	}
-	if err := validSubpath(sub); err != nil {
-		return k, err
-	}
-	// Any other subpath (the SDK's are opaque: subagents/workflows/<run>/
-	// agent-<id>, …/journal) is stored as an agent named after its hash;
-	// its name is kept beside its markers (see nameSubpath).
-	sum := sha256.Sum256([]byte(sub))
-	k.agent, k.subpath = nestedAgent+hex.EncodeToString(sum[:16]), sub
-	return k, nil
-}
-
-// nestedAgent starts the agent name of a subpath other than
-// subagents/agent-<id> (an agent id of the route cannot start so).
-const nestedAgent = "_sp-"
-
-// validSubpath reports whether sub can be a subpath: at most 512 bytes,
-// '/'-separated segments of 1 to 128 letters, digits, '-', '_' and '.',
-// none "." or "..".
-func validSubpath(sub string) error {
-	if len(sub) > maxProjectKey {
-		return fmt.Errorf("subpath is %d bytes; at most %d", len(sub), maxProjectKey)
-	}
-	for _, seg := range strings.Split(sub, "/") {
-		if seg == "." || seg == ".." || !ident.Token(strings.ReplaceAll(seg, ".", "_"), 128) {
-			return fmt.Errorf("subpath %q: want '/'-separated segments of 1 to 128 letters, digits, '-', '_' and '.', none \".\" or \"..\"", truncate(sub, 100))
-		}
-	}
-	return nil
-}
-
 // storeKeyOf answers 400 itself when the key is not valid.
 func storeKeyOf(w http.ResponseWriter, r *http.Request, withSession, subpath bool) (storeKey, bool) {
-	k, err := parseStoreKey(r.URL.Query(), withSession, subpath)
+	k, err := storekey.Parse(r.URL.Query(), withSession, subpath)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "%v", err)
 		return k, false
@@ -287,14 +149,14 @@ func storeItem(raw []byte, k storeKey, batch string, i int) (item, error) {
 		return item{}, err
 	}
 	key := batch + "-" + strconv.Itoa(i)
-	if k.agent == "" {
+	if k.Agent == "" {
 		return newItem(e, "", key), nil
 	}
-	id := "a." + k.agent + ".k-" + key
+	id := "a." + k.Agent + ".k-" + key
 	if e.UUID != "" {
-		id = "a." + k.agent + ".u-" + e.UUID
+		id = "a." + k.Agent + ".u-" + e.UUID
 	}
-	return item{e: e, agent: k.agent, id: id}, nil
+	return item{e: e, agent: k.Agent, id: id}, nil
 }
 
 func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request) {
@@ -349,13 +211,13 @@ func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req request
 		s.storeError(w, err)
 		return
 	}
-	res, err := s.st.append(req.ctx, req.tenant, k.session, items, nil)
+	res, err := s.st.append(req.ctx, req.tenant, k.Session, items, nil)
 	if err != nil {
 		s.storeError(w, err)
 		return
 	}
-	s.m.duplicates.Add(int64(res.dups))
-	writeJSON(w, http.StatusOK, map[string]any{"stored": res.stored, "duplicates": res.dups, "session": k.session})
+	s.m.Duplicates.Add(int64(res.dups))
+	writeJSON(w, http.StatusOK, map[string]any{"stored": res.stored, "duplicates": res.dups, "session": k.Session})
 }
 
 func (s *Server) storeLoad(w http.ResponseWriter, r *http.Request, req request) {
@@ -370,7 +232,7 @@ func (s *Server) storeLoad(w http.ResponseWriter, r *http.Request, req request) 
 	case o == nil:
 		writeJSON(w, http.StatusOK, map[string]any{"entries": nil})
 	default:
-		req.session = k.session
+		req.session = k.Session
 		s.streamEntries(w, req, *o, `{"entries":[`)
 	}
 }
@@ -385,7 +247,7 @@ func (s *Server) storeDelete(w http.ResponseWriter, r *http.Request, req request
 		s.storeError(w, err)
 		return
 	}
-	s.m.storeDeleted.Add(int64(n))
+	s.m.StoreDeleted.Add(int64(n))
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": n})
 }
 
@@ -394,7 +256,7 @@ func (s *Server) storeSessions(w http.ResponseWriter, r *http.Request, req reque
 	if !ok {
 		return
 	}
-	list, err := s.st.projectSessions(req.ctx, req.tenant, k.project)
+	list, err := s.st.projectSessions(req.ctx, req.tenant, k.Project)
 	if err != nil {
 		s.storeError(w, err)
 		return
@@ -427,7 +289,7 @@ func (s *Server) storeSummaries(w http.ResponseWriter, r *http.Request, req requ
 	if !ok {
 		return
 	}
-	list, err := s.st.projectSummaries(req.ctx, req.tenant, k.project)
+	list, err := s.st.projectSummaries(req.ctx, req.tenant, k.Project)
 	if err != nil {
 		s.storeError(w, err)
 		return
@@ -484,7 +346,7 @@ func (s *Server) storePutSummary(w http.ResponseWriter, r *http.Request, req req
 	}
 	sm, rev, err := s.st.putSummary(req.ctx, req.tenant, k, in.Data, in.FoldID, in.Revision)
 	if errors.Is(err, errSummaryStale) {
-		s.m.summaryConflicts.Add(1)
+		s.m.SummaryConflicts.Add(1)
 		writeError(w, http.StatusConflict, "conflict_error", "summary revision %d is stale: read it again, fold again and retry", in.Revision)
 		return
 	}

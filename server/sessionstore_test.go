@@ -17,7 +17,7 @@ package server
 //     read-only token writing (403).
 //   - TestStoreOpaqueKeys: session ids that are not UUIDs, and one UUID
 //     under two project keys, are sessions apart, each under its name
-//     (storeName); a UUID keeps its own name under the project key that
+//     (storekey.Name); a UUID keeps its own name under the project key that
 //     has it, and the pair's session stays one after that one is deleted.
 //   - TestStoreSummaryCAS: a stale revision is 409, fold ids are kept.
 
@@ -36,6 +36,7 @@ import (
 	"testing"
 
 	"github.com/e0dc0000/scribe/core"
+	"github.com/e0dc0000/scribe/server/storekey"
 )
 
 const storeSID = "5e55a000-0000-4000-8000-000000000001"
@@ -242,7 +243,7 @@ func TestStoreRefusals(t *testing.T) {
 		{"session id with a control character", "GET", "entries", storeQuery(p, "s\x01", ""), tokACME, 400},
 		{"session id with a C1 control", "GET", "entries", storeQuery(p, "s\u0085", ""), tokACME, 400},
 		{"session id not UTF-8", "GET", "entries", storeQuery(p, "s\xff", ""), tokACME, 400},
-		{"session id too long", "GET", "entries", storeQuery(p, strings.Repeat("s", maxSessionID+1), ""), tokACME, 400},
+		{"session id too long", "GET", "entries", storeQuery(p, strings.Repeat("s", storekey.MaxSessionID+1), ""), tokACME, 400},
 		{"empty subpath", "GET", "entries", storeQuery(p, storeSID, "") + "&subpath=", tokACME, 400},
 		{"traversal subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/../../x"), tokACME, 400},
 		{"dot segment subpath", "GET", "entries", storeQuery(p, storeSID, "subagents/./agent-b"), tokACME, 400},
@@ -353,8 +354,8 @@ func TestStoreOpaqueKeys(t *testing.T) {
 	if got := named(c.storeAppend(p, storeSID, "", "", e("p1"))); got != storeSID {
 		t.Fatalf("%s/%s kept under %s", p, storeSID, got)
 	}
-	if got := named(c.storeAppend(q, strings.ToUpper(storeSID), "", "", e("q1"))); got != storeName(q, storeSID) {
-		t.Fatalf("%s/%s kept under %s, want %s", q, storeSID, got, storeName(q, storeSID))
+	if got := named(c.storeAppend(q, strings.ToUpper(storeSID), "", "", e("q1"))); got != storekey.Name(q, storeSID) {
+		t.Fatalf("%s/%s kept under %s, want %s", q, storeSID, got, storekey.Name(q, storeSID))
 	}
 	if got, want := c.storeLoad(q, storeSID, ""), decodeAll(t, e("q1")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("load %s = %v", q, got)
@@ -364,7 +365,7 @@ func TestStoreOpaqueKeys(t *testing.T) {
 	if r := c.do(http.MethodDelete, "/v1/session_store/entries?"+storeQuery(p, storeSID, ""), nil); r.code != http.StatusOK {
 		t.Fatalf("delete: %s", r)
 	}
-	if got := named(c.storeAppend(q, storeSID, "", "", e("q2"))); got != storeName(q, storeSID) {
+	if got := named(c.storeAppend(q, storeSID, "", "", e("q2"))); got != storekey.Name(q, storeSID) {
 		t.Fatalf("after the delete, %s/%s kept under %s", q, storeSID, got)
 	}
 	if got, want := c.storeLoad(q, storeSID, ""), decodeAll(t, e("q1"), e("q2")); !reflect.DeepEqual(got, want) {
@@ -374,11 +375,11 @@ func TestStoreOpaqueKeys(t *testing.T) {
 		t.Fatalf("load %s after its delete = %v", p, got)
 	}
 	// Opaque ids: "sess" under two project keys, a UUID of version 8 (taken
-	// as opaque, so no client id is a storeName), all apart.
-	v8 := storeName("x", "y")
+	// as opaque, so no client id is a storekey.Name), all apart.
+	v8 := storekey.Name("x", "y")
 	for _, k := range [][2]string{{p, "sess"}, {q, "sess"}, {p, v8}, {p, "../x"}} {
-		if got := named(c.storeAppend(k[0], k[1], "", "", e(k[0]+k[1]))); got != storeName(k[0], k[1]) || !core.IsUUID(got) || got[14] != '8' {
-			t.Fatalf("%s/%s kept under %s, want %s", k[0], k[1], got, storeName(k[0], k[1]))
+		if got := named(c.storeAppend(k[0], k[1], "", "", e(k[0]+k[1]))); got != storekey.Name(k[0], k[1]) || !core.IsUUID(got) || got[14] != '8' {
+			t.Fatalf("%s/%s kept under %s, want %s", k[0], k[1], got, storekey.Name(k[0], k[1]))
 		}
 		if got, want := c.storeLoad(k[0], k[1], ""), decodeAll(t, e(k[0]+k[1])); !reflect.DeepEqual(got, want) {
 			t.Fatalf("load %s/%s = %v", k[0], k[1], got)

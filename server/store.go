@@ -233,6 +233,8 @@ type sessionMeta struct {
 	// Epoch is part of the Nats-Msg-Id of the session's entries (see
 	// msgIDPrefix); a new session and a delete of a subkey draw a new one.
 	Epoch string `json:"epoch,omitempty"`
+	// Trash marks a session in the trash (storetrash.go).
+	Trash *trashMark `json:"trash,omitempty"`
 }
 
 type agentMeta struct {

@@ -75,7 +75,7 @@ func (st *store) append(ctx context.Context, tenant, session string, items []ite
 			res.meta = meta
 			return res, nil
 		}
-		st.m.fenceRetries.Add(1)
+		st.m.FenceRetries.Add(1)
 		if attempt >= maxFenceAttempts {
 			return nil, errBusy
 		}
@@ -154,7 +154,7 @@ func (st *store) publishRound(ctx context.Context, tenant, session string, items
 	recs, fenced, pubErr := st.publishTodo(ctx, tenant, session, items, todo, last, epoch, done, ps, mw)
 	res.stored += len(recs)
 	if len(recs) > 0 {
-		st.m.stored.Add(int64(len(recs)))
+		st.m.Stored.Add(int64(len(recs)))
 		err := mw.wait(ctx)
 		var next *sessionMeta
 		if err == nil {
@@ -203,13 +203,13 @@ func (st *store) setState(ctx context.Context, tenant, session, state string) (*
 }
 
 // open returns the session's up-to-date metadata; errNoSession when the
-// tenant has no such session.
+// tenant has no such session, or it is in the trash.
 func (st *store) open(ctx context.Context, tenant, session string) (*sessionMeta, error) {
 	meta, _, err := st.reconcile(ctx, tenant, session)
 	if err != nil {
 		return nil, err
 	}
-	if meta == nil {
+	if meta == nil || meta.Trash != nil {
 		return nil, errNoSession
 	}
 	return meta, nil

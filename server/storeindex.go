@@ -356,7 +356,7 @@ func (st *store) reconcile(ctx context.Context, tenant, session string) (*sessio
 		case err != nil:
 			return nil, 0, err
 		}
-		st.m.repaired.Add(int64(len(recs)))
+		st.m.Repaired.Add(int64(len(recs)))
 		st.log.Debug("indexed entries found past the session metadata", "session", sessionKey(tenant, session), "entries", len(recs))
 		if len(recs) < 256 {
 			return next, nrev, nil

@@ -9,7 +9,7 @@ package server
 // subpath subagents/agent-<id> is scribe.<tenant>.<session>.a.<id>. So a
 // session an SDK app stores is the same session for the History API,
 // `scribe ls --remote` and `scribe pull`; <session> is the name the key's
-// session is kept under (its UUID, or storeName of the pair: see
+// session is kept under (its UUID, or storekey.Name of the pair: see
 // sessionstore.go, resolveKey and bindKey). The project key lives in the
 // session's metadata (project_key, with store_session_id when the id is not
 // the name), set by the first append and never changed; a key of another
@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/e0dc0000/scribe/internal/durable"
+	"github.com/e0dc0000/scribe/server/storekey"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,32 +50,20 @@ var errProjectMismatch = errors.New("the session belongs to another project key"
 // stored one.
 var errSummaryStale = errors.New("the summary changed since it was read")
 
-// storeKey is a SessionStore key, validated.
-type storeKey struct {
-	project string
-	id      string // the session id as the client names it (a UUID in lower case)
-	session string // the name the store keeps it under (see sessionstore.go)
-	// pair is storeName(project, id) for a session id that is its own
-	// name first: the name when another project key has that one.
-	pair    string
-	agent   string // "" for the main transcript
-	subpath string // a subpath other than subagents/agent-<agent>
-}
-
 // resolveKey is k with the name its session is kept under, for a request
 // that does not write entries: a UUID session id names its own session
 // while that one is bound to k's project key, else the pair's name (which
 // may hold nothing).
 func (st *store) resolveKey(ctx context.Context, tenant string, k storeKey) (storeKey, error) {
-	if k.pair == "" {
+	if k.Pair == "" {
 		return k, nil
 	}
-	meta, _, err := st.loadMeta(ctx, tenant, k.session)
+	meta, _, err := st.loadMeta(ctx, tenant, k.Session)
 	if err != nil {
 		return k, err
 	}
-	if meta == nil || meta.ProjectKey != k.project {
-		k.session = k.pair
+	if meta == nil || meta.ProjectKey != k.Project {
+		k.Session = k.Pair
 	}
 	return k, nil
 }
@@ -85,11 +74,11 @@ func (st *store) resolveKey(ctx context.Context, tenant string, k storeKey) (sto
 // already (written while another project key had the UUID, which it may
 // have deleted since: the pair's entries stay one session).
 func (st *store) bindKey(ctx context.Context, tenant string, k storeKey) (storeKey, error) {
-	if k.pair == "" {
-		return k, st.bindProject(ctx, tenant, k.session, k.project, k.id)
+	if k.Pair == "" {
+		return k, st.bindProject(ctx, tenant, k.Session, k.Project, k.ID)
 	}
-	meta, _, err := st.loadMeta(ctx, tenant, k.session)
-	if err != nil || (meta != nil && meta.ProjectKey == k.project) {
+	meta, _, err := st.loadMeta(ctx, tenant, k.Session)
+	if err != nil || (meta != nil && meta.ProjectKey == k.Project) {
 		return k, err // bound already: every append but the first
 	}
 	// The choice is made under the pair's lock: two appends of the key
@@ -97,24 +86,24 @@ func (st *store) bindKey(ctx context.Context, tenant string, k storeKey) (storeK
 	// delete by its project key) would bind both names otherwise, and
 	// reads take the UUID's. Between processes of a cluster it stays
 	// open; a client sends a key's appends one after the other.
-	mu := st.lock(sessionKey(tenant, k.pair))
+	mu := st.lock(sessionKey(tenant, k.Pair))
 	mu.Lock()
 	defer mu.Unlock()
-	pair, _, err := st.loadMeta(ctx, tenant, k.pair)
+	pair, _, err := st.loadMeta(ctx, tenant, k.Pair)
 	if err != nil {
 		return k, err
 	}
-	if meta, _, err = st.loadMeta(ctx, tenant, k.session); err != nil {
+	if meta, _, err = st.loadMeta(ctx, tenant, k.Session); err != nil {
 		return k, err
 	}
-	if pair != nil || (meta != nil && meta.ProjectKey != "" && meta.ProjectKey != k.project) {
-		k.session = k.pair
+	if pair != nil || (meta != nil && meta.ProjectKey != "" && meta.ProjectKey != k.Project) {
+		k.Session = k.Pair
 	}
-	err = st.bindProject(ctx, tenant, k.session, k.project, k.id)
-	if errors.Is(err, errProjectMismatch) && k.session != k.pair {
+	err = st.bindProject(ctx, tenant, k.Session, k.Project, k.ID)
+	if errors.Is(err, errProjectMismatch) && k.Session != k.Pair {
 		// Another project key bound the UUID since it was read.
-		k.session = k.pair
-		err = st.bindProject(ctx, tenant, k.session, k.project, k.id)
+		k.Session = k.Pair
+		err = st.bindProject(ctx, tenant, k.Session, k.Project, k.ID)
 	}
 	return k, err
 }
@@ -128,12 +117,12 @@ func subpathName(tenant, session, agent string) string {
 
 // nameSubpath keeps k's subpath, before its first entries are stored.
 func (st *store) nameSubpath(ctx context.Context, tenant string, k storeKey) error {
-	if k.subpath == "" {
+	if k.Subpath == "" {
 		return nil
 	}
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
-	if _, err := st.ids.Put(ctx, subpathName(tenant, k.session, k.agent), []byte(k.subpath)); err != nil {
+	if _, err := st.ids.Put(ctx, subpathName(tenant, k.Session, k.Agent), []byte(k.Subpath)); err != nil {
 		return fmt.Errorf("name subpath: %w", err)
 	}
 	return nil
@@ -184,14 +173,14 @@ func (st *store) bindProject(ctx context.Context, tenant, session, project, id s
 // keyMeta returns the session's up-to-date metadata and revision when it
 // holds k (nil otherwise: no session, another project, an empty key).
 func (st *store) keyMeta(ctx context.Context, tenant string, k storeKey) (*sessionMeta, uint64, error) {
-	meta, rev, err := st.reconcile(ctx, tenant, k.session)
-	if err != nil || meta == nil || meta.ProjectKey != k.project {
+	meta, rev, err := st.reconcile(ctx, tenant, k.Session)
+	if err != nil || meta == nil || meta.ProjectKey != k.Project || meta.Trash != nil {
 		return nil, 0, err
 	}
-	if k.agent == "" && meta.MainCount == 0 {
+	if k.Agent == "" && meta.MainCount == 0 {
 		return nil, 0, nil
 	}
-	if a := meta.Agents[k.agent]; k.agent != "" && (a == nil || a.Count == 0) {
+	if a := meta.Agents[k.Agent]; k.Agent != "" && (a == nil || a.Count == 0) {
 		return nil, 0, nil
 	}
 	return meta, rev, nil
@@ -203,10 +192,10 @@ func (st *store) keyRead(ctx context.Context, tenant string, k storeKey) (*readO
 	if err != nil || meta == nil {
 		return nil, err
 	}
-	o := &readOpts{filters: []string{mainSubject(tenant, k.session)}, start: 1, end: meta.MainLastSeq,
+	o := &readOpts{filters: []string{mainSubject(tenant, k.Session)}, start: 1, end: meta.MainLastSeq,
 		limit: maxInt, maxBytes: maxInt}
-	if k.agent != "" {
-		o.filters, o.end = []string{agentSubject(tenant, k.session, k.agent)}, meta.Agents[k.agent].LastSeq
+	if k.Agent != "" {
+		o.filters, o.end = []string{agentSubject(tenant, k.Session, k.Agent)}, meta.Agents[k.Agent].LastSeq
 	}
 	return o, nil
 }
@@ -215,16 +204,16 @@ const maxInt = int(^uint(0) >> 1)
 
 // subkeys lists the subpaths the session holds, sorted.
 func (st *store) subkeys(ctx context.Context, tenant string, k storeKey) ([]string, error) {
-	meta, _, err := st.reconcile(ctx, tenant, k.session)
-	if err != nil || meta == nil || meta.ProjectKey != k.project {
+	meta, _, err := st.reconcile(ctx, tenant, k.Session)
+	if err != nil || meta == nil || meta.ProjectKey != k.Project || meta.Trash != nil {
 		return []string{}, err
 	}
 	out := []string{}
 	for a, m := range meta.Agents {
 		switch {
 		case m.Count == 0:
-		case strings.HasPrefix(a, nestedAgent):
-			name, _, err := st.kvGet(ctx, idsBucket, subpathName(tenant, k.session, a))
+		case strings.HasPrefix(a, storekey.NestedAgent):
+			name, _, err := st.kvGet(ctx, idsBucket, subpathName(tenant, k.Session, a))
 			if err != nil {
 				return nil, err
 			}
@@ -232,7 +221,7 @@ func (st *store) subkeys(ctx context.Context, tenant string, k storeKey) ([]stri
 				out = append(out, string(name))
 			}
 		default:
-			out = append(out, subagentPrefix+a)
+			out = append(out, storekey.SubagentPrefix+a)
 		}
 	}
 	sort.Strings(out)
@@ -254,7 +243,7 @@ func (st *store) projectSessions(ctx context.Context, tenant, project string) ([
 	}
 	out := []projectSession{}
 	for _, m := range metas {
-		if m.Tenant != tenant || m.ProjectKey != project || m.MainCount == 0 {
+		if m.Tenant != tenant || m.ProjectKey != project || m.MainCount == 0 || m.Trash != nil {
 			continue
 		}
 		out = append(out, projectSession{SessionID: m.storeID(), MTime: mainMTime(m)})
@@ -275,42 +264,50 @@ func mainMTime(m *sessionMeta) int64 {
 // subpath alone. A key the store does not hold is not an error. It
 // returns the number of entries removed.
 func (st *store) deleteKey(ctx context.Context, tenant string, k storeKey) (uint64, error) {
-	mu := st.lock(sessionKey(tenant, k.session))
+	mu := st.lock(sessionKey(tenant, k.Session))
 	mu.Lock()
 	defer mu.Unlock()
-	meta, rev, err := st.reconcile(ctx, tenant, k.session)
-	if err != nil || meta == nil || meta.ProjectKey != k.project {
-		return 0, err
+	meta, rev, err := st.reconcile(ctx, tenant, k.Session)
+	if err != nil || meta == nil || meta.ProjectKey != k.Project || meta.Trash != nil {
+		return 0, err // a session in the trash is deleted by emptying it
 	}
-	prefix := sessionKey(tenant, k.session)
-	if k.agent == "" {
-		n, err := st.purge(ctx, streamName, sessionFilter(tenant, k.session))
-		if err == nil {
-			_, err = st.purge(ctx, "KV_"+idsBucket, "$KV."+idsBucket+"."+prefix+".>")
-		}
-		if err == nil {
-			err = st.purgeKey(ctx, st.sessions, prefix)
-		}
-		if err == nil {
-			err = st.purgeKey(ctx, st.summaries, prefix)
-		}
-		return n, err
+	prefix := sessionKey(tenant, k.Session)
+	if k.Agent == "" {
+		return st.purgeSession(ctx, tenant, k.Session)
 	}
-	if meta.Agents[k.agent] == nil {
+	if meta.Agents[k.Agent] == nil {
 		return 0, nil
 	}
-	n, err := st.purge(ctx, streamName, agentSubject(tenant, k.session, k.agent))
+	n, err := st.purge(ctx, streamName, agentSubject(tenant, k.Session, k.Agent))
 	if err == nil {
-		_, err = st.purge(ctx, "KV_"+idsBucket, "$KV."+idsBucket+"."+prefix+".a."+k.agent+".>")
+		_, err = st.purge(ctx, "KV_"+idsBucket, "$KV."+idsBucket+"."+prefix+".a."+k.Agent+".>")
 	}
 	for attempt := 0; err == nil; attempt++ {
-		err = st.dropAgent(ctx, tenant, k.session, k.agent, meta, rev)
+		err = st.dropAgent(ctx, tenant, k.Session, k.Agent, meta, rev)
 		if !errors.Is(err, errMetaMismatch) || attempt >= maxFenceAttempts {
 			break
 		}
-		if meta, rev, err = st.loadMeta(ctx, tenant, k.session); err == nil && meta == nil {
+		if meta, rev, err = st.loadMeta(ctx, tenant, k.Session); err == nil && meta == nil {
 			return n, nil
 		}
+	}
+	return n, err
+}
+
+// purgeSession deletes everything of the session: its subjects, its
+// markers, its summary, its metadata last (see the top of this file). The
+// caller holds the session's lock.
+func (st *store) purgeSession(ctx context.Context, tenant, session string) (uint64, error) {
+	prefix := sessionKey(tenant, session)
+	n, err := st.purge(ctx, streamName, sessionFilter(tenant, session))
+	if err == nil {
+		_, err = st.purge(ctx, "KV_"+idsBucket, "$KV."+idsBucket+"."+prefix+".>")
+	}
+	if err == nil {
+		err = st.purgeKey(ctx, st.summaries, prefix)
+	}
+	if err == nil {
+		err = st.purgeKey(ctx, st.sessions, prefix)
 	}
 	return n, err
 }
@@ -401,16 +398,19 @@ const maxFolds = 16
 // getSummary returns the session's summary and its revision (nil, 0 when
 // there is none, or it is another project's).
 func (st *store) getSummary(ctx context.Context, tenant string, k storeKey) (*summary, uint64, error) {
-	b, rev, err := st.kvGet(ctx, summariesBucket, sessionKey(tenant, k.session))
+	b, rev, err := st.kvGet(ctx, summariesBucket, sessionKey(tenant, k.Session))
 	if err != nil || b == nil {
 		return nil, 0, err
 	}
 	var s summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, 0, fmt.Errorf("summary of %s: %w", sessionKey(tenant, k.session), err)
+		return nil, 0, fmt.Errorf("summary of %s: %w", sessionKey(tenant, k.Session), err)
 	}
-	if s.Project != k.project {
+	if s.Project != k.Project {
 		return nil, 0, nil
+	}
+	if meta, _, err := st.loadMeta(ctx, tenant, k.Session); err != nil || (meta != nil && meta.Trash != nil) {
+		return nil, 0, err // a session in the trash has no summary
 	}
 	return &s, rev, nil
 }
@@ -420,16 +420,16 @@ func (st *store) getSummary(ctx context.Context, tenant string, k storeKey) (*su
 // clock, never before the main transcript's last write, so the SDK does
 // not take it for stale next to listSessions.
 func (st *store) putSummary(ctx context.Context, tenant string, k storeKey, data json.RawMessage, foldID string, rev uint64) (*summary, uint64, error) {
-	meta, _, err := st.reconcile(ctx, tenant, k.session)
+	meta, _, err := st.reconcile(ctx, tenant, k.Session)
 	switch {
 	case err != nil:
 		return nil, 0, err
-	case meta == nil:
+	case meta == nil || meta.Trash != nil:
 		return nil, 0, errNoSession
-	case meta.ProjectKey != k.project:
+	case meta.ProjectKey != k.Project:
 		return nil, 0, fmt.Errorf("%w %q", errProjectMismatch, truncate(meta.ProjectKey, 100))
 	}
-	s := &summary{Project: k.project, Session: k.id, Data: data,
+	s := &summary{Project: k.Project, Session: k.ID, Data: data,
 		MTime: max(time.Now().UnixMilli(), mainMTime(meta))}
 	if rev != 0 {
 		prev, prevRev, err := st.getSummary(ctx, tenant, k)
@@ -445,7 +445,7 @@ func (st *store) putSummary(ctx context.Context, tenant string, k storeKey, data
 		s.Folds = append(s.Folds, foldID)
 		s.Folds = s.Folds[max(0, len(s.Folds)-maxFolds):]
 	}
-	newRev, err := casPut(ctx, st.summaries, sessionKey(tenant, k.session), s, rev)
+	newRev, err := casPut(ctx, st.summaries, sessionKey(tenant, k.Session), s, rev)
 	switch {
 	case err == nil:
 		return s, newRev, nil
@@ -457,6 +457,14 @@ func (st *store) putSummary(ctx context.Context, tenant string, k storeKey, data
 
 // projectSummaries lists the project's summaries.
 func (st *store) projectSummaries(ctx context.Context, tenant, project string) ([]*summary, error) {
+	trashed, err := st.trashItems(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	hidden := map[string]bool{}
+	for _, m := range trashed {
+		hidden[sessionKey(tenant, m.Session)] = true
+	}
 	w, err := st.summaries.WatchFiltered(ctx, []string{tenant + ".*"}, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
@@ -476,7 +484,7 @@ func (st *store) projectSummaries(ctx context.Context, tenant, project string) (
 				st.log.Warn("skip unreadable summary", "key", e.Key(), "error", err)
 				continue
 			}
-			if s.Project == project {
+			if s.Project == project && !hidden[e.Key()] {
 				out = append(out, &s)
 			}
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/e0dc0000/scribe/sinks/jsonl"
 )
 
-// Remote is the team server (scribe serve) as a store, read only: its
+// Remote is the team server (scribe serve) as a store, read only but for
+// its trash (remotetrash.go): its
 // listing (GET /v1/sessions) and each session's rows (the History API),
 // internal rows left out, laid out in memory as Claude Code lays out its
 // folder, in the project folder of the session's first cwd, each

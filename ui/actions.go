@@ -21,15 +21,24 @@ type confirmPage struct {
 	ID, Store, Title, Action string
 }
 
-// action serves POST /sessions/{id}/{action}.
-func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
+// changeForm reads a change's form (within maxForm) and checks that it
+// came from the handler's own page; it answers a failure itself.
+func (h *Handler) changeForm(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		h.fail(w, r, &httpError{http.StatusBadRequest, "bad form: " + err.Error()})
-		return
+		return false
 	}
 	if !h.checkCSRF(r) || !sameOrigin(r) {
 		h.fail(w, r, &httpError{http.StatusForbidden, "this change did not come from scribe's own page (CSRF token missing or wrong)"})
+		return false
+	}
+	return true
+}
+
+// action serves POST /sessions/{id}/{action}.
+func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
+	if !h.changeForm(w, r) {
 		return
 	}
 	st, name, id, err := h.sessionOf(r)

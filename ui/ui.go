@@ -209,6 +209,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /sessions/{id}/agents/{agent}", h.agentPage)
 	m.HandleFunc("GET /sessions/{id}/agents/{agent}/inline", h.agentInline)
 	m.HandleFunc("POST /sessions/{id}/{action}", h.action)
+	m.HandleFunc("GET /trash", h.trashList)
+	m.HandleFunc("POST /trash/restore", h.trashRestore)
 	h.mux = m
 }
 

@@ -455,6 +455,30 @@ func TestActions(t *testing.T) {
 	if info, _ := st.Info(ctx, s.ID); info != nil {
 		t.Error("the session is still there after the trash")
 	}
+	// The list links the trash page, which lists the session with a
+	// Restore button that puts it back (with the CSRF token only).
+	if _, body := get(t, h, "/"); !strings.Contains(body, `class="trash-link" href="/trash?store=`) {
+		t.Error("the list does not link the trash page")
+	}
+	code, body := get(t, h, "/trash")
+	if code != http.StatusOK || !strings.Contains(body, s.ID) || !strings.Contains(body, `<form method="post" action="/trash/restore?store=`) {
+		t.Fatalf("the trash page: %d\n%s", code, body)
+	}
+	req := httptest.NewRequest("POST", "/trash/restore", strings.NewReader(url.Values{"ref": {s.ID}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec = httptest.NewRecorder()
+	if h.ServeHTTP(rec, req); rec.Code != http.StatusForbidden {
+		t.Errorf("a restore without the CSRF token: %d", rec.Code)
+	}
+	if rec := post(t, h, "/trash/restore", url.Values{"ref": {s.ID}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("restore: %d %s", rec.Code, rec.Body)
+	}
+	if info, _ := st.Info(ctx, s.ID); info == nil {
+		t.Error("the session is not back after Restore")
+	}
+	if _, body := get(t, h, "/trash"); !strings.Contains(body, "The trash is empty.") {
+		t.Error("the trash page still lists the restored session")
+	}
 }
 
 // A store that cannot change its sessions offers no action, and refuses

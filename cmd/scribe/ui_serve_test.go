@@ -36,8 +36,10 @@ func serveChain(sid, uuid, parent, text string) string {
 // an entry pushed to the server appears on the open page without a
 // reload; a share link made from the session's page opens in another
 // browser profile without signing in, redacted, reaching its session
-// only, and stops opening once revoked or expired; alpha's read-only
-// token is offered no change and its POSTs are refused; beta sees
+// only, and stops opening once revoked or expired; alpha moves a session
+// to the server's trash (gone from the list) and restores it from
+// /ui/trash (back with its title); alpha's read-only token is offered no
+// change and no trash page, and its POSTs are refused; beta sees
 // nothing of alpha's; a foreign Host is refused.
 func TestUIOnServe(t *testing.T) {
 	s := startTenantsServer(t)
@@ -265,6 +267,28 @@ func TestUIOnServe(t *testing.T) {
 			t.Errorf("the fork's conversation (up to the second message):\n%s", text)
 		}
 	})
+	t.Run("trash", func(t *testing.T) {
+		// A token with the write scope moves a session to the server's
+		// trash (after the confirmation), and restores it from /ui/trash.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA2), chromedp.WaitReady(chromedp.CSS("main")),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("details.actions").open = true`))
+		clickAndLoad(t, ctx, `form[action*="/trash"] button`)
+		clickAndLoad(t, ctx, `main.confirm button.danger`)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := ids(); strings.Contains(got, sidA2) || !strings.Contains(got, sidA) {
+			t.Fatalf("after Move to trash the list shows %q", got)
+		}
+		clickAndLoad(t, ctx, `a.trash-link`)
+		if txt := testui.Eval[string](t, ctx, `location.pathname + " " + document.querySelector("main.trash").innerText`); !strings.HasPrefix(txt, "/ui/trash ") ||
+			!strings.Contains(txt, "Alpha's renamed session") || !strings.Contains(txt, sidA2) {
+			t.Fatalf("the trash page: %q", txt)
+		}
+		clickAndLoad(t, ctx, `li.trash-item button`)
+		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
+		if got := titles(); !strings.Contains(got, sidA2+"=Alpha's renamed session") {
+			t.Fatalf("after Restore the list shows %q", got)
+		}
+	})
 	signOut := func(t *testing.T) {
 		t.Helper()
 		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("form.signout")))
@@ -290,9 +314,17 @@ func TestUIOnServe(t *testing.T) {
 				t.Errorf("a read-only %s: %d", action, status)
 			}
 		}
+		status := testui.Eval[int](t, ctx, `fetch("/ui/trash/restore?store=serve/alpha", {method: "POST", body: new URLSearchParams({ref: "`+sidA2+`",
+			csrf: document.querySelector("form.signout input[name=csrf]").value})}).then(r => r.status)`)
+		if status != http.StatusForbidden {
+			t.Errorf("a read-only restore: %d", status)
+		}
 		testui.Do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
 		if got := titles(); !strings.Contains(got, sidA2+"=Alpha's renamed session") {
 			t.Errorf("after the refused rename the list shows %q", got)
+		}
+		if testui.Eval[bool](t, ctx, `document.querySelector("a.trash-link") !== null`) {
+			t.Error("a read-only token is offered the trash page")
 		}
 	})
 	t.Run("sign out and beta", func(t *testing.T) {

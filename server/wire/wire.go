@@ -105,3 +105,46 @@ type SessionList struct {
 	Data    []SessionInfo `json:"data"`
 	HasMore bool          `json:"has_more"`
 }
+
+// TrashItem is a session in a tenant's trash on the server (GET /v1/trash
+// and the answers of the trash's POST routes): the session as it was
+// listed when it went to the trash, with the item's id, when and why.
+type TrashItem struct {
+	// ID names the item: the time it was trashed (UTC,
+	// 20060102T150405.000000000Z) and the session, joined by '-'.
+	ID        string    `json:"id"`
+	SessionID string    `json:"session_id"`
+	TrashedAt time.Time `json:"trashed_at"`
+	// Reason is the command that moved it (rm).
+	Reason       string    `json:"reason"`
+	Title        string    `json:"title"`
+	Tag          string    `json:"tag"`
+	CreatedAt    time.Time `json:"created_at"`
+	LastActivity time.Time `json:"last_activity"`
+	Entries      int64     `json:"entries"`
+	MainEntries  int64     `json:"main_entries"`
+	Subagents    []string  `json:"subagents"`
+	// ProjectKey and StoreSessionID are the Agent SDK SessionStore key the
+	// session holds, if any.
+	ProjectKey     string `json:"project_key,omitempty"`
+	StoreSessionID string `json:"store_session_id,omitempty"`
+}
+
+// TrashList is the answer to GET /v1/trash (oldest first) and to POST
+// /v1/trash/empty (the items emptied, or that would be with dry_run).
+type TrashList struct {
+	Data []TrashItem `json:"data"`
+}
+
+// TrashRequest is the body of the trash's POST routes: /v1/trash moves
+// SessionID (with Reason); /v1/trash/restore puts Ref back (an item id, a
+// session id, or a unique prefix of either); /v1/trash/empty deletes Ref,
+// or else every item trashed more than OlderThanSeconds ago (every item
+// with 0), or only lists them with DryRun.
+type TrashRequest struct {
+	SessionID        string `json:"session_id,omitempty"`
+	Reason           string `json:"reason,omitempty"`
+	Ref              string `json:"ref,omitempty"`
+	OlderThanSeconds int64  `json:"older_than_seconds,omitempty"`
+	DryRun           bool   `json:"dry_run,omitempty"`
+}

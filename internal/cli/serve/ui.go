@@ -174,7 +174,9 @@ func (f *freshRemote) Stamp(ctx context.Context, id string) (string, error) {
 // managedRemote is the team server read with a token that has the write
 // scope: rename and tag append the SDK's lines (jsonl.RenameLine,
 // TagLine) to the session through the server's events route, as Claude
-// Code's own rename and tag append them to its transcript.
+// Code's own rename and tag append them to its transcript; Move to trash
+// and the trash page go through the server's trash (a read-only token's
+// freshRemote has neither).
 type managedRemote struct{ *freshRemote }
 
 var _ sessions.Manager = managedRemote{}
@@ -236,4 +238,29 @@ func (m managedRemote) appendMeta(ctx context.Context, id, line string) (session
 	}
 	m.expire()
 	return sessions.ManageResult{SessionID: id, Files: []string{m.name + ":" + id}, Line: line}, nil
+}
+
+var _ sessions.Trasher = managedRemote{}
+
+// Trash moves the session to the server's trash (stores.Remote.Trash) and
+// forgets what was read, so the list no longer shows it.
+func (m managedRemote) Trash(ctx context.Context, id string, opt sessions.TrashOptions) ([]sessions.TrashItem, error) {
+	defer m.expire()
+	return m.now().Trash(ctx, id, opt)
+}
+
+// TrashItems lists the tenant's trash on the server.
+func (m managedRemote) TrashItems(ctx context.Context) ([]sessions.TrashItem, []string, error) {
+	return m.now().TrashItems(ctx)
+}
+
+// Restore puts a trash item back on the server.
+func (m managedRemote) Restore(ctx context.Context, ref string, opt sessions.RestoreOptions) (sessions.TrashItem, error) {
+	defer m.expire()
+	return m.now().Restore(ctx, ref, opt)
+}
+
+// EmptyTrash empties the tenant's trash on the server.
+func (m managedRemote) EmptyTrash(ctx context.Context, olderThan time.Duration, dryRun bool, now time.Time) ([]sessions.TrashItem, error) {
+	return m.now().EmptyTrash(ctx, olderThan, dryRun, now)
 }
