@@ -70,6 +70,9 @@ type PortalOptions struct {
 	// Markdown, when set, offers a session's Markdown download
 	// (Options.Markdown).
 	Markdown ExportFunc
+	// Bundle, when set, gives the writer of a tenant store's session
+	// bundles (Options.Bundle).
+	Bundle func(st sessions.Store) ExportFunc
 	// Shares keeps the share links (nil: none are made). ShareStore is
 	// the store of a tenant's sessions a link reads, Redactor what
 	// redacts it (both needed with Shares).
@@ -257,7 +260,7 @@ func (p *Portal) viewer(token string, pr Principal) (*Handler, error) {
 	if h := p.views[key]; h != nil {
 		return h, nil
 	}
-	h, err := New(Options{Base: p.opt.Base, Stores: []string{"serve/" + pr.Tenant}, Search: p.opt.Search, Usage: p.opt.Usage, Markdown: p.opt.Markdown,
+	h, err := New(Options{Base: p.opt.Base, Stores: []string{"serve/" + pr.Tenant}, Search: p.opt.Search, Usage: p.opt.Usage, Markdown: p.opt.Markdown, Bundle: p.opt.Bundle,
 		Poll: p.opt.Poll, ListTTL: p.opt.ListTTL, Account: &Account{Tenant: pr.Tenant, Write: pr.Write, Shares: p.opt.Shares != nil},
 		Share: p.opt.Shares != nil,
 		Open:  func(ctx context.Context, _ string) (sessions.Store, error) { return p.opt.Open(ctx, token, pr) }})

@@ -42,6 +42,14 @@ func TestSessionCommandsOnEveryStore(t *testing.T) {
 			if got := run("usage", "daily", "--json"); got != localUsage || !strings.Contains(got, "totalTokens") {
 				t.Errorf("usage daily --json --from %s:\n%s\nlocal:\n%s", store, got, localUsage)
 			}
+			// A bundle of what the store holds imports elsewhere as the
+			// same conversation.
+			bundle, other := filepath.Join(t.TempDir(), "b.tar.gz"), t.TempDir()
+			run("export", sampleSession, "--format", "bundle", "-o", bundle)
+			mustScribe(t, runOpts{env: env}, "import", bundle, "--cwd", "/work/elsewhere", "--config-dir", other)
+			if got := mustScribe(t, runOpts{env: env}, "show", sampleSession, "--json", "--config-dir", other); got != before {
+				t.Errorf("the bundle exported --from %s shows, imported:\n%s\nwant:\n%s", store, got, before)
+			}
 
 			run("rename", sampleSession[:8], "a title set remotely")
 			run("tag", sampleSession[:8], "remote")

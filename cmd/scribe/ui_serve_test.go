@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -241,12 +242,28 @@ func TestUIOnServe(t *testing.T) {
 	t.Run("downloads", func(t *testing.T) {
 		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+sidA), chromedp.WaitVisible(chromedp.ID("m-"+uA2)))
 		offered := testui.Eval[string](t, ctx, `[...document.querySelectorAll("p.downloads a")].map(a => new URL(a.href).searchParams.get("format")).join(" ")`)
-		if offered != "html md" {
-			t.Errorf("serve's viewer offers downloads %q, want html and md (no bundle: the server keeps no files here)", offered)
+		if offered != "html md bundle" {
+			t.Errorf("serve's viewer offers downloads %q, want html, md and bundle", offered)
 		}
 		md := testui.Eval[string](t, ctx, `fetch("/ui/sessions/`+sidA+`/export?format=md&store=serve/alpha").then(r => r.text())`)
 		if !strings.Contains(md, "alpha wants the flux capacitor") || !strings.Contains(md, "thanks, alpha out") {
 			t.Errorf("the Markdown download:\n%s", md)
+		}
+		// The bundle: what the server holds of the session, imported into
+		// another folder.
+		b64 := testui.Eval[string](t, ctx, `fetch("/ui/sessions/`+sidA+`/export?format=bundle&store=serve/alpha").then(r => r.ok ? r.arrayBuffer() : Promise.reject(r.status)).then(b => { let s = ""; new Uint8Array(b).forEach(c => s += String.fromCharCode(c)); return btoa(s); })`)
+		raw, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(raw) == 0 {
+			t.Fatalf("the bundle download: %v (%d bytes)", err, len(raw))
+		}
+		path, other := filepath.Join(t.TempDir(), "a.tar.gz"), t.TempDir()
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"HOME=" + t.TempDir()}
+		mustScribe(t, runOpts{env: env}, "import", path, "--cwd", "/work/elsewhere", "--config-dir", other)
+		if out := mustScribe(t, runOpts{env: env}, "show", sidA, "--config-dir", other); !strings.Contains(out, "alpha wants the flux capacitor") || !strings.Contains(out, "thanks, alpha out") {
+			t.Errorf("the imported bundle does not show the session:\n%s", out)
 		}
 	})
 	t.Run("fork", func(t *testing.T) {
@@ -341,8 +358,10 @@ func TestUIOnServe(t *testing.T) {
 		if got := usageRow(); strings.Contains(got, "1,200") || strings.Contains(got, "4,600") {
 			t.Errorf("beta's usage shows alpha's: %q", got)
 		}
-		if st := testui.Eval[int](t, ctx, `fetch("/ui/sessions/`+sidA+`/export?format=md&store=serve/beta").then(r => r.status)`); st == 200 {
-			t.Error("beta downloads alpha's session")
+		for _, f := range []string{"md", "bundle"} {
+			if st := testui.Eval[int](t, ctx, `fetch("/ui/sessions/`+sidA+`/export?format=`+f+`&store=serve/beta").then(r => r.status)`); st == 200 {
+				t.Errorf("beta downloads alpha's session (%s)", f)
+			}
 		}
 	})
 	t.Run("foreign host", func(t *testing.T) { foreignHostRefused(t, base+"/login") })

@@ -191,6 +191,39 @@ func FilesOf(st sessions.Store, what string) (jsonl.Layout, error) {
 	return jsonl.Layout{}, &ExitError{Code: 1, Err: sessions.Unsupported(st, what, "it keeps no folder of files")}
 }
 
+// laidOut is a store read through a folder of files in memory (a
+// database, a bucket, the team server): the sessions a call needs are
+// fetched into it.
+type laidOut interface {
+	sessions.Store
+	Layout() jsonl.Layout
+}
+
+// SessionFiles is FilesOf for one session id, which any store read
+// through files can give: a database's, a bucket's or the team server's
+// session is fetched into the folder its reader holds in memory first (so
+// a bundle holds what the store holds of it).
+func SessionFiles(ctx context.Context, st sessions.Store, id, what string) (jsonl.Layout, error) {
+	if l, err := FilesOf(st, what); err == nil {
+		return l, nil
+	}
+	lo, ok := st.(laidOut)
+	if !ok {
+		return FilesOf(st, what)
+	}
+	if _, err := lo.Info(ctx, id); err != nil {
+		return jsonl.Layout{}, err
+	}
+	return lo.Layout(), nil
+}
+
+// HasFiles reports whether SessionFiles can give st's sessions' files.
+func HasFiles(st sessions.Store) bool {
+	_, err := FilesOf(st, "")
+	_, lo := st.(laidOut)
+	return err == nil || lo
+}
+
 // OpenCapable is OpenStoreOf for a command that needs capability T of the
 // store (what names it for the error when the store lacks it).
 func OpenCapable[T any](f *Factory, cmd *cobra.Command, what string) (sessions.Store, T, func(*error), error) {

@@ -94,9 +94,10 @@ any browser or put on any web server. DIR must be new or empty unless
 			var l jsonl.Layout
 			if format == "bundle" || redactOn {
 				// A bundle holds the session's files, and a redacted export
-				// reads a redacted copy of them: folders only (a sealed
-				// archive's decrypted in memory).
-				if l, err = cmdutil.FilesOf(st, "export a bundle or --redact"); err != nil {
+				// reads a redacted copy of them: a folder's, a sealed
+				// archive's decrypted in memory, or what a database, a
+				// bucket or the team server holds, fetched into memory.
+				if l, err = cmdutil.SessionFiles(cmd.Context(), st, id, "export a bundle or --redact"); err != nil {
 					return err
 				}
 			}
@@ -432,14 +433,17 @@ func WriteMarkdown(ctx context.Context, st sessions.Store, id string, w io.Write
 }
 
 // BundleWriter is the writer of st's session bundles as export --format
-// bundle writes them (unencrypted), nil for a store that keeps no files.
+// bundle writes them (unencrypted), nil for a store read through no files.
 func BundleWriter(st sessions.Store) func(ctx context.Context, st sessions.Store, id string, w io.Writer) error {
-	l, err := cmdutil.FilesOf(st, "export a bundle")
-	if err != nil {
+	if !cmdutil.HasFiles(st) {
 		return nil
 	}
-	return func(ctx context.Context, _ sessions.Store, id string, w io.Writer) error {
-		_, err := l.ExportBundle(ctx, id, w)
+	return func(ctx context.Context, st sessions.Store, id string, w io.Writer) error {
+		l, err := cmdutil.SessionFiles(ctx, st, id, "export a bundle")
+		if err != nil {
+			return err
+		}
+		_, err = l.ExportBundle(ctx, id, w)
 		return err
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,7 +56,7 @@ func mountUI(srv *server.Server, cfg *config.Config, sc *server.Config, toks *ui
 		}}
 	}
 	p, err := ui.NewPortal(ui.PortalOptions{Base: "/ui", Hosts: uiHosts(sc, srv), Search: uicmd.Search, Shares: book,
-		Usage: uicmd.UsageFunc(usagecmd.PricerOf(cfg)), Markdown: read.WriteMarkdown,
+		Usage: uicmd.UsageFunc(usagecmd.PricerOf(cfg)), Markdown: read.WriteMarkdown, Bundle: bundleOf,
 		Poll: 2 * time.Second, ListTTL: 5 * time.Second,
 		Check: toks.check,
 		Open: func(_ context.Context, tok string, p ui.Principal) (sessions.Store, error) {
@@ -155,6 +156,30 @@ func (f *freshRemote) Lifecycle(ctx context.Context, id string) ([]core.Entry, e
 	return f.now().Lifecycle(ctx, id)
 }
 func (f *freshRemote) Close(context.Context) error { return nil }
+
+// SubagentParents implements sessions.SubagentParents.
+func (f *freshRemote) SubagentParents(ctx context.Context, id string) (map[string]string, error) {
+	return f.now().SubagentParents(ctx, id)
+}
+
+// bundleOf is the viewer's bundle download on serve: the session as
+// export --format bundle --from the server writes it, from one fetch of
+// it (what the server holds: its transcripts and lifecycle records).
+func bundleOf(st sessions.Store) ui.ExportFunc {
+	var f *freshRemote
+	switch s := st.(type) {
+	case *freshRemote:
+		f = s
+	case managedRemote:
+		f = s.freshRemote
+	default:
+		return nil
+	}
+	return func(ctx context.Context, _ sessions.Store, id string, w io.Writer) error {
+		r := f.now()
+		return read.BundleWriter(r)(ctx, r, id, w)
+	}
+}
 
 // Stamp is the server's listing of the session (its last activity and
 // entries): a live page reads the session again only when it changed.
