@@ -42,6 +42,10 @@ func (r *Remote) Trash(ctx context.Context, id string, opt sessions.TrashOptions
 	}
 	it, err := r.client.Trash(ctx, id, opt.Reason)
 	if err != nil {
+		var se *sinkhelper.StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
+			err = fmt.Errorf("%w: %w", sessions.ErrNotFound, err)
+		}
 		return nil, err
 	}
 	r.forget()

@@ -237,18 +237,60 @@ func (m managedRemote) Fork(ctx context.Context, id string, opt fork.Options) (s
 	if err != nil {
 		return "", "", err
 	}
-	for start := 0; start < len(entries); start += forkBatch {
-		batch := entries[start:min(start+forkBatch, len(entries))]
+	defer m.expire()
+	post := func(batch []core.Entry) error {
 		evs := make([]events.Event, len(batch))
 		for i, e := range batch {
 			evs[i] = events.Event{Type: e.Type, Payload: e.Raw}
 		}
-		if _, err := r.Client().PostEvents(ctx, newID, evs); err != nil {
-			return "", "", fmt.Errorf("post the fork of %s as %s (%d of %d entries posted): %w", id, newID, start, len(entries), err)
+		_, err := r.Client().PostEvents(ctx, newID, evs)
+		return err
+	}
+	trash := func() error {
+		_, err := r.Trash(ctx, newID, sessions.TrashOptions{Reason: "a fork cut short"})
+		return err
+	}
+	if err := postFork(ctx, entries, post, trash, forkRetryWait); err != nil {
+		return "", "", fmt.Errorf("post the fork of %s as %s: %w", id, newID, err)
+	}
+	return newID, m.name, nil
+}
+
+// forkRetryWait is the wait before a batch of a fork is posted again (it
+// doubles each time; three posts in all).
+const forkRetryWait = 250 * time.Millisecond
+
+// postFork posts a fork's entries in batches, each posted up to three
+// times (the server keeps an entry once by its uuid, so a batch posted
+// again adds nothing twice). A fork cut short after some batches went in
+// is moved to the trash, so no half fork is listed; the error says where
+// what was posted went (trash is ErrNotFound when nothing was).
+func postFork(ctx context.Context, entries []core.Entry, post func([]core.Entry) error, trash func() error, wait time.Duration) error {
+	for start := 0; start < len(entries); start += forkBatch {
+		batch := entries[start:min(start+forkBatch, len(entries))]
+		err := post(batch)
+		for try, w := 1, wait; err != nil && try < 3 && ctx.Err() == nil; try, w = try+1, 2*w {
+			select {
+			case <-ctx.Done():
+			case <-time.After(w):
+				err = post(batch)
+			}
+		}
+		if err == nil {
+			continue
+		}
+		// A post that failed may still have stored its entries: what the
+		// server holds of the fork goes to the trash, if anything.
+		switch terr := trash(); {
+		case terr == nil:
+			return fmt.Errorf("%d of %d entries posted, what was posted moved to the trash: %w", start, len(entries), err)
+		case errors.Is(terr, sessions.ErrNotFound):
+			return fmt.Errorf("nothing posted: %w", err)
+		default:
+			return fmt.Errorf("%d of %d entries posted, and what was posted could not be moved to the trash (%v): %w", start, len(entries), terr, err)
 		}
 	}
-	m.expire()
-	return newID, m.name, nil
+	return nil
 }
 
 // appendMeta posts line to session id and forgets what was read, so the
