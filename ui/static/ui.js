@@ -246,6 +246,7 @@
       cur = (i + marks.length) % marks.length;
       marks[cur].classList.add("now");
       openTo(marks[cur]);
+      marks[cur].scrollIntoView({ block: "center" }); // clear of the sticky header
       found.textContent = (cur + 1) + " of " + marks.length;
     };
     const run = function (fetched) {
