@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -67,6 +69,11 @@ type row struct {
 	search, titleKey string
 	// folder is the name of the project folder holding the transcript.
 	folder string
+	// Messages is how many messages getSessionMessages gives the
+	// session, when Counted (the list counts them after it is shown, and
+	// keeps the counts); Pending: the page asks for the count.
+	Messages         int
+	Counted, Pending bool
 }
 
 // rows is the store's records in the order of sort key: read now the
@@ -210,7 +217,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		Capabilities: sessions.Capabilities(st), Store: name}
 	start := min((q.Page-1)*q.Limit, len(matched))
 	end := min(start+q.Limit, len(matched))
-	p.Rows, p.First, p.Last = matched[start:end], start+1, end
+	p.Rows, p.First, p.Last = h.withCounts(name, matched[start:end]), start+1, end
 	link := func(page int) string {
 		v := url.Values{"store": {name}, "sort": {q.Sort}, "page": {strconv.Itoa(page)}, "limit": {strconv.Itoa(q.Limit)}}
 		if q.Q != "" {
@@ -282,4 +289,86 @@ func cmpInt(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// countKey names a session's message count: the store, the id, and the
+// size and last activity the listing gave it (a session written to since
+// is counted again).
+type countKey struct {
+	store, id string
+	size      int64
+	at        time.Time
+}
+
+// maxCounts bounds the counts kept (beyond it they are all dropped).
+const maxCounts = 50000
+
+// withCounts is a copy of rows with the message counts known.
+func (h *Handler) withCounts(store string, rows []row) []row {
+	out := slices.Clone(rows)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range out {
+		r := &out[i]
+		r.Messages, r.Counted = h.counts[countKey{store, r.ID, r.Size, r.Activity}]
+		r.Pending = !r.Counted
+	}
+	return out
+}
+
+// maxCountIDs is how many sessions one /counts request may ask for.
+const maxCountIDs = maxLimit
+
+// countsPart serves /counts?id=…&id=…: the message count of each session
+// asked for that the list holds, as JSON {id: count}, counted with the
+// store's getSessionMessages and kept while the session's size and last
+// activity stay as the list has them. The list's page asks for its rows
+// after it is shown, so no page waits for sessions to be read.
+func (h *Handler) countsPart(w http.ResponseWriter, r *http.Request) {
+	st, name, err := h.store(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ids := r.Form["id"]
+	if len(ids) > maxCountIDs {
+		h.fail(w, r, &httpError{http.StatusBadRequest, "at most " + strconv.Itoa(maxCountIDs) + " sessions at a time"})
+		return
+	}
+	all, err := h.rows(r.Context(), name, st, sorts[0].Key)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	byID := make(map[string]row, len(ids))
+	for _, id := range ids {
+		byID[id] = row{}
+	}
+	for _, rw := range all {
+		if _, asked := byID[rw.ID]; asked {
+			byID[rw.ID] = rw
+		}
+	}
+	out := map[string]int{}
+	for _, rw := range h.withCounts(name, slices.Collect(maps.Values(byID))) {
+		if rw.ID == "" {
+			continue // not in the list
+		}
+		if !rw.Counted {
+			msgs, _, err := st.Messages(r.Context(), rw.ID, sessions.MessagesOptions{})
+			if err != nil {
+				continue
+			}
+			rw.Messages = len(msgs)
+			h.mu.Lock()
+			if len(h.counts) >= maxCounts {
+				clear(h.counts)
+			}
+			h.counts[countKey{name, rw.ID, rw.Size, rw.Activity}] = rw.Messages
+			h.mu.Unlock()
+		}
+		out[rw.ID] = rw.Messages
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }

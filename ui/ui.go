@@ -117,6 +117,7 @@ type Handler struct {
 	stores map[string]sessions.Store
 	lists  map[string]*listing
 	agents map[string]*agentIndex
+	counts map[countKey]int // message counts of the list's sessions
 }
 
 // New makes a Handler.
@@ -141,7 +142,7 @@ func New(opt Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{opt: opt, assets: a, csrf: randomToken(), stores: map[string]sessions.Store{},
-		lists: map[string]*listing{}, agents: map[string]*agentIndex{}}
+		lists: map[string]*listing{}, agents: map[string]*agentIndex{}, counts: map[countKey]int{}}
 	h.routes()
 	return h, nil
 }
@@ -190,6 +191,7 @@ func newAssets(base string) (*assets, error) {
 func (h *Handler) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", h.list)
+	m.HandleFunc("GET /counts", h.countsPart)
 	h.assets.routes(m)
 	if h.opt.Search != nil {
 		m.HandleFunc("GET /search", h.search)

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -774,5 +775,67 @@ func TestDownloadFailures(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("a writer failing after its first bytes: the download reads as whole")
+	}
+}
+
+// The list asks for its rows' message counts after it is shown: /counts
+// gives getSessionMessages' count of each session asked for that the list
+// holds (none for an id it does not), the next page shows the counts
+// kept, and a session written to since is counted again.
+func TestListMessageCounts(t *testing.T) {
+	dir := t.TempDir()
+	conversation(t, dir, 1, 3)
+	s2 := conversation(t, dir, 2, 1)
+	st := stores.NewLocal(stores.Claude, dir, nil)
+	h, err := ui.New(ui.Options{Stores: []string{stores.Claude}, ListTTL: time.Nanosecond,
+		Open: func(context.Context, string) (sessions.Store, error) { return st, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	_, body := get(t, h, "/")
+	if n := strings.Count(body, `<span class="msgs" data-count="`); n != 2 || strings.Contains(body, " messages") {
+		t.Fatalf("the first page: %d rows waiting for their count\n%s", n, body)
+	}
+	counts := func(ids ...string) map[string]int {
+		t.Helper()
+		code, body := get(t, h, "/counts?id="+strings.Join(ids, "&id="))
+		var m map[string]int
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &m) != nil {
+			t.Fatalf("/counts: %d %s", code, body)
+		}
+		return m
+	}
+	want := func(id string) int {
+		msgs, _, err := st.Messages(context.Background(), id, sessions.MessagesOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(msgs)
+	}
+	got := counts(sid(1), sid(2), sid(9))
+	if len(got) != 2 || got[sid(1)] != want(sid(1)) || got[sid(2)] != want(sid(2)) || got[sid(1)] != 6 {
+		t.Errorf("/counts = %v; want %d and %d, nothing for a session not listed", got, want(sid(1)), want(sid(2)))
+	}
+	_, body = get(t, h, "/")
+	if !strings.Contains(body, " · 6 messages") || !strings.Contains(body, " · 2 messages") || strings.Contains(body, "data-count") {
+		t.Errorf("the next page does not show the counts kept:\n%s", body)
+	}
+	s2.User(t, "one more")
+	time.Sleep(2 * time.Millisecond) // the listing (ListTTL 1ns) is read again in the background
+	for range 100 {
+		if _, body = get(t, h, "/"); strings.Contains(body, "data-count=\""+sid(2)) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(body, "data-count=\""+sid(2)) {
+		t.Fatalf("session 2, written to, is not counted again:\n%s", body)
+	}
+	if got := counts(sid(2)); got[sid(2)] != 3 {
+		t.Errorf("session 2 after a prompt more: %v, want 3", got)
+	}
+	if code, _ := get(t, h, "/counts?"+strings.Repeat("id=x&", 501)); code != http.StatusBadRequest {
+		t.Errorf("501 ids: %d", code)
 	}
 }

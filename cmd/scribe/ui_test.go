@@ -155,6 +155,11 @@ func TestUIInBrowser(t *testing.T) {
 				t.Errorf("session %s: the list says %q, Store.List %q", in.SessionID, shown[in.SessionID], in.Summary)
 			}
 		}
+		// Each row's message count arrives after the list is shown.
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`document.querySelectorAll("ol.sessions span.msgs[data-count]").length === 0`))
+		if got := testui.Eval[string](t, ctx, `[...document.querySelectorAll("ol.sessions li")].find(li => li.querySelector("a").getAttribute("href").includes("`+long.ID+`")).querySelector("small").textContent`); !strings.Contains(got, " · 500 messages") {
+			t.Errorf("the long session's facts: %q, want its 500 messages", got)
+		}
 		shot("list")
 		testui.Do(t, ctx, chromedp.SendKeys(chromedp.ID("q"), "titled"),
 			chromedp.Poll[chromedp.Void](`document.querySelectorAll("ol.sessions a").length === 2`))

@@ -36,6 +36,27 @@
     s.addEventListener("change", function () { s.form.submit(); });
   });
 
+  // The list: each row's message count is asked for once the rows are
+  // shown (counting reads the sessions; the server keeps the counts).
+  function countMessages(root) {
+    const spans = [...root.querySelectorAll("span.msgs[data-count]")];
+    if (!spans.length) { return; }
+    const store = new URLSearchParams(location.search).get("store") || "";
+    const p = new URLSearchParams({ store: store });
+    spans.forEach(function (s) { p.append("id", s.dataset.count); });
+    fetch(base + "/counts?" + p.toString(), { credentials: "same-origin", headers: { "Accept": "application/json" } }).then(function (r) {
+      if (!r.ok) { throw new Error(r.status); }
+      return r.json();
+    }).then(function (counts) {
+      spans.forEach(function (s) {
+        const n = counts[s.dataset.count];
+        if (typeof n === "number") { s.textContent = " · " + n + (n === 1 ? " message" : " messages"); }
+        delete s.dataset.count;
+      });
+    }).catch(function () {});
+  }
+  countMessages(document);
+
   // The list: filter as you type.
   const q = document.getElementById("q");
   const results = document.getElementById("results");
@@ -50,6 +71,7 @@
         get(base + "/?" + params.toString()).then(function (html) {
           if (mine !== seq) { return; }
           results.replaceChildren(parse(html));
+          countMessages(results);
           params.delete("partial");
           history.replaceState(null, "", base + "/?" + params.toString());
         }).catch(function () {});
