@@ -257,6 +257,26 @@ func TestUIInBrowser(t *testing.T) {
 			t.Error("the match in the subagent is not the one shown, or its call is left folded")
 		}
 	})
+	t.Run("find changed while fetching", func(t *testing.T) {
+		// The subagent's fetch held back; a first find starts it, a second
+		// (other words, only the subagent holds them) begins while it is
+		// under way: it waits for the fetch rather than searching without.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitVisible(chromedp.ID("find")),
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const f = window.fetch;
+				window.fetch = (u, o) => String(u).includes("/inline") ? new Promise(r => setTimeout(r, 1500)).then(() => f(u, o)) : f(u, o);
+			})()`),
+			chromedp.Evaluate[chromedp.Void](`const f = document.getElementById("find"); f.value = "no such words"; f.dispatchEvent(new Event("input"))`),
+			chromedp.Poll[chromedp.Void](`document.getElementById("find").form.querySelector(".found").textContent.startsWith("searching")`),
+			chromedp.Evaluate[chromedp.Void](`const g = document.getElementById("find"); g.value = "handler is in"; g.dispatchEvent(new Event("input"))`),
+			chromedp.Poll[chromedp.Void](`!document.querySelector("section.agent[data-fetch]") && document.querySelector("section.agent").textContent.includes("The handler is in")`,
+				chromedp.WithPollingTimeout(20*time.Second)),
+			chromedp.Poll[chromedp.Void](`!document.getElementById("find").form.querySelector(".found").textContent.startsWith("searching")`))
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("#messages mark.find").length`); n == 0 {
+			t.Errorf("the find begun while the subagent was fetched found nothing: %q",
+				testui.Eval[string](t, ctx, `document.getElementById("find").form.querySelector(".found").textContent`))
+		}
+	})
 	t.Run("hostile", func(t *testing.T) {
 		for _, p := range []string{"/", "/sessions/" + hostile.ID} {
 			testui.Do(t, ctx, chromedp.Navigate(base+p), chromedp.WaitReady(chromedp.CSS("main")),
