@@ -347,6 +347,36 @@ func TestUIInBrowser(t *testing.T) {
 			t.Errorf("the new message is in the page %d times", n)
 		}
 	})
+	t.Run("live while scrolled up", func(t *testing.T) {
+		// 240 messages, all in the page once scrolled to the start; the
+		// reader stays there while 20 more arrive live: past the cap of 250
+		// the new end goes (a "later" link), not the messages they read.
+		tall := testui.NewSession(t, dir, uiCwd, uiSID(13))
+		for i := range 120 {
+			tall.User(t, fmt.Sprintf("tall prompt %d", i))
+			tall.Assistant(t, testui.Text(fmt.Sprintf("tall answer %d", i)))
+		}
+		first := "m-" + tall.UUID(1)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+tall.ID), chromedp.WaitVisible(chromedp.CSS("article.msg")),
+			chromedp.Poll[chromedp.Void](`(window.scrollTo(0, 0), !!document.getElementById("`+first+`") && !document.querySelector("a.more"))`,
+				chromedp.WithPollingInterval(50*time.Millisecond)),
+			chromedp.Sleep(1500*time.Millisecond)) // the live connection made
+		top := testui.Eval[float64](t, ctx, `document.getElementById("`+first+`").getBoundingClientRect().top`)
+		for i := range 20 {
+			tall.User(t, fmt.Sprintf("tall live %d", i))
+		}
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`!!document.querySelector("a.more.later") && !document.querySelector("a.more[data-loading]")`,
+			chromedp.WithPollingTimeout(20*time.Second)))
+		if !testui.Eval[bool](t, ctx, `!!document.getElementById("`+first+`")`) {
+			t.Fatal("the message the reader was at is gone")
+		}
+		if now := testui.Eval[float64](t, ctx, `document.getElementById("`+first+`").getBoundingClientRect().top`); now-top > 2 || now-top < -2 {
+			t.Errorf("messages that arrived live moved the reader by %.0f px", now-top)
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("article.msg").length`); n > 250 {
+			t.Errorf("the page holds %d messages", n)
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		// In the browser, with the cookie: a POST without the token.
 		status := testui.Eval[int](t, ctx, `fetch("/sessions/`+rich.ID+`/rename", {method: "POST", body: new URLSearchParams({title: "Hijacked"})}).then(r => r.status)`)

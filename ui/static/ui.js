@@ -328,7 +328,10 @@
         if (document.getElementById(m.id)) { m.remove(); }
       });
       box.append(frag);
-      trim(true);
+      // Past the cap, the far end from the reader goes: the oldest when
+      // they follow the end, else what just came (a "later" link brings
+      // it back), so what they read is not taken from under them.
+      trim(follow);
       if (follow) { window.scrollTo(0, document.documentElement.scrollHeight); }
     });
   }
