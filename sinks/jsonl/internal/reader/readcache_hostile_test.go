@@ -61,24 +61,25 @@ func TestReadCacheAnswersAsWithout(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("truncated in place", id)
-	other := filepath.Join(dir, "elsewhere.jsonl")
-	write(other, row(id, "s1", "linkedA"))
 	if err := os.Remove(main); err != nil {
 		t.Fatal(err)
 	}
 	same("deleted", id)
-	if err := os.Symlink(other, main); err != nil {
-		t.Fatal(err)
+	// linkTo puts a symlink to a file of text in main's place by a rename.
+	linkTo := func(name, text string) {
+		t.Helper()
+		target := filepath.Join(dir, name)
+		write(target, row(id, "s1", text))
+		if err := os.Symlink(target, main+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(main+".tmp", main); err != nil {
+			t.Fatal(err)
+		}
 	}
+	linkTo("elsewhere.jsonl", "linkedA")
 	same("a symlink", id)
-	other2 := filepath.Join(dir, "elsewhere2.jsonl")
-	write(other2, row(id, "s1", "linkedB"))
-	if err := os.Remove(main); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(other2, main); err != nil {
-		t.Fatal(err)
-	}
+	linkTo("elsewhere2.jsonl", "linkedB") // the same size
 	same("the symlink pointed elsewhere", id)
 	write(claudedir.MainFile(l.ProjectDir("/a"), id), row(id, "e1", "earlier folder"))
 	same("in an earlier project folder too", id)
