@@ -262,6 +262,26 @@ func TestUIInBrowser(t *testing.T) {
 			t.Error("the match in the subagent is not the one shown, or its call is left folded")
 		}
 	})
+	t.Run("find changed while fetching", func(t *testing.T) {
+		// The subagent's fetch held back; a first find starts it, a second
+		// (other words, only the subagent holds them) begins while it is
+		// under way: it waits for the fetch rather than searching without.
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+rich.ID), chromedp.WaitVisible(chromedp.ID("find")),
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const f = window.fetch;
+				window.fetch = (u, o) => String(u).includes("/inline") ? new Promise(r => setTimeout(r, 1500)).then(() => f(u, o)) : f(u, o);
+			})()`),
+			chromedp.Evaluate[chromedp.Void](`const f = document.getElementById("find"); f.value = "no such words"; f.dispatchEvent(new Event("input"))`),
+			chromedp.Poll[chromedp.Void](`document.getElementById("find").form.querySelector(".found").textContent.startsWith("searching")`),
+			chromedp.Evaluate[chromedp.Void](`const g = document.getElementById("find"); g.value = "handler is in"; g.dispatchEvent(new Event("input"))`),
+			chromedp.Poll[chromedp.Void](`!document.querySelector("section.agent[data-fetch]") && document.querySelector("section.agent").textContent.includes("The handler is in")`,
+				chromedp.WithPollingTimeout(20*time.Second)),
+			chromedp.Poll[chromedp.Void](`!document.getElementById("find").form.querySelector(".found").textContent.startsWith("searching")`))
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("#messages mark.find").length`); n == 0 {
+			t.Errorf("the find begun while the subagent was fetched found nothing: %q",
+				testui.Eval[string](t, ctx, `document.getElementById("find").form.querySelector(".found").textContent`))
+		}
+	})
 	t.Run("hostile", func(t *testing.T) {
 		for _, p := range []string{"/", "/sessions/" + hostile.ID} {
 			testui.Do(t, ctx, chromedp.Navigate(base+p), chromedp.WaitReady(chromedp.CSS("main")),
@@ -330,6 +350,36 @@ func TestUIInBrowser(t *testing.T) {
 		}
 		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("#m-`+uuid+`").length`); n != 1 {
 			t.Errorf("the new message is in the page %d times", n)
+		}
+	})
+	t.Run("live while scrolled up", func(t *testing.T) {
+		// 240 messages, all in the page once scrolled to the start; the
+		// reader stays there while 20 more arrive live: past the cap of 250
+		// the new end goes (a "later" link), not the messages they read.
+		tall := testui.NewSession(t, dir, uiCwd, uiSID(13))
+		for i := range 120 {
+			tall.User(t, fmt.Sprintf("tall prompt %d", i))
+			tall.Assistant(t, testui.Text(fmt.Sprintf("tall answer %d", i)))
+		}
+		first := "m-" + tall.UUID(1)
+		testui.Do(t, ctx, chromedp.Navigate(base+"/sessions/"+tall.ID), chromedp.WaitVisible(chromedp.CSS("article.msg")),
+			chromedp.Poll[chromedp.Void](`(window.scrollTo(0, 0), !!document.getElementById("`+first+`") && !document.querySelector("a.more"))`,
+				chromedp.WithPollingInterval(50*time.Millisecond)),
+			chromedp.Sleep(1500*time.Millisecond)) // the live connection made
+		top := testui.Eval[float64](t, ctx, `document.getElementById("`+first+`").getBoundingClientRect().top`)
+		for i := range 20 {
+			tall.User(t, fmt.Sprintf("tall live %d", i))
+		}
+		testui.Do(t, ctx, chromedp.Poll[chromedp.Void](`!!document.querySelector("a.more.later") && !document.querySelector("a.more[data-loading]")`,
+			chromedp.WithPollingTimeout(20*time.Second)))
+		if !testui.Eval[bool](t, ctx, `!!document.getElementById("`+first+`")`) {
+			t.Fatal("the message the reader was at is gone")
+		}
+		if now := testui.Eval[float64](t, ctx, `document.getElementById("`+first+`").getBoundingClientRect().top`); now-top > 2 || now-top < -2 {
+			t.Errorf("messages that arrived live moved the reader by %.0f px", now-top)
+		}
+		if n := testui.Eval[int](t, ctx, `document.querySelectorAll("article.msg").length`); n > 250 {
+			t.Errorf("the page holds %d messages", n)
 		}
 	})
 	t.Run("refused", func(t *testing.T) {

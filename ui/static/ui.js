@@ -197,15 +197,21 @@
   }
 
   // A subagent's messages are fetched when its call is opened (or a find
-  // in the page needs them); the promise settles once all are in.
+  // in the page needs them); the promise settles once all are in. The
+  // sections being fetched are kept in loading with their fetches, so a
+  // find begun meanwhile waits for them instead of searching without.
+  const loading = new Map();
   function fetchAgents(sections) {
     return Promise.all([...sections].map(function (sec) {
+      if (loading.has(sec)) { return loading.get(sec); }
       const url = sec.dataset.fetch;
       delete sec.dataset.fetch;
-      return get(url).then(function (html) {
+      const done = get(url).then(function (html) {
         sec.querySelectorAll(":scope > p.note").forEach(function (n) { n.remove(); });
         sec.appendChild(parse(html));
-      }).catch(function () { sec.dataset.fetch = url; });
+      }).catch(function () { sec.dataset.fetch = url; }).finally(function () { loading.delete(sec); });
+      loading.set(sec, done);
+      return done;
     }));
   }
   function openAgents(root) { fetchAgents(root.querySelectorAll(":scope > section.agent[data-fetch]")); }
@@ -276,8 +282,9 @@
       const text = find.value.trim();
       if (!text) { found.textContent = ""; return; }
       // The subagents under the calls shown are searched too: those not
-      // opened yet are fetched first (once: one that fails is left out).
-      const unfetched = box.querySelectorAll("section.agent[data-fetch]");
+      // opened yet are fetched first, those being fetched waited for
+      // (once: one that fails is left out).
+      const unfetched = [...box.querySelectorAll("section.agent[data-fetch]"), ...loading.keys()];
       if (unfetched.length && fetched !== true) {
         found.textContent = "searching the subagents…";
         fetchAgents(unfetched).then(function () { if (find.value.trim() === text) { run(true); } });
@@ -344,7 +351,10 @@
         if (document.getElementById(m.id)) { m.remove(); }
       });
       box.append(frag);
-      trim(true);
+      // Past the cap, the far end from the reader goes: the oldest when
+      // they follow the end, else what just came (a "later" link brings
+      // it back), so what they read is not taken from under them.
+      trim(follow);
       if (follow) { window.scrollTo(0, document.documentElement.scrollHeight); }
     });
   }
