@@ -134,7 +134,8 @@ type Forker interface {
 // SubagentParents is a store that can say which tool call started each
 // of a session's subagents without reading their transcripts: agent id to
 // the ParentToolUseID SubagentMessages gives its messages, for each
-// subagent with a non-empty transcript that has one.
+// subagent with a non-empty transcript that has one (a transcript that is
+// not empty but holds no message the SDK gives still names its call here).
 type SubagentParents interface {
 	SubagentParents(ctx context.Context, id string) (map[string]string, error)
 }

@@ -297,9 +297,9 @@ func checkSession(t *testing.T, st sessions.Store, oracle jsonl.Layout, s Seed) 
 		if err != nil || asJSON(t, gm) != asJSON(t, wm) || len(gm) == 0 {
 			t.Errorf("SubagentMessages(%s, %s) = %s, %v; want %s", s.ID, a, asJSON(t, gm), err, asJSON(t, wm))
 		}
-		if parents != nil {
+		if parents != nil && len(gm) > 0 {
 			want := ""
-			if len(gm) > 0 && gm[0].ParentToolUseID != nil {
+			if gm[0].ParentToolUseID != nil {
 				want = *gm[0].ParentToolUseID
 			}
 			if parents[a] != want {

@@ -38,7 +38,7 @@ func TestPostFork(t *testing.T) {
 			}
 			return nil
 		}
-		trash := func() error { r.trashed++; return trashErr }
+		trash := func(context.Context) error { r.trashed++; return trashErr }
 		err := postFork(context.Background(), entries, post, trash, 0)
 		return r, err
 	}
@@ -62,5 +62,21 @@ func TestPostFork(t *testing.T) {
 	r, err = do(map[int]bool{2: true, 3: true, 4: true}, errors.New("trash refused"))
 	if !errors.Is(err, down) || !strings.Contains(err.Error(), "could not be moved to the trash (trash refused)") {
 		t.Errorf("the trash refused too: %v", err)
+	}
+	// The request goes away while a batch fails: what was posted still
+	// goes to the trash, with a context of its own.
+	ctx, cancel := context.WithCancel(context.Background())
+	posts := 0
+	var trashCtxErr error = errors.New("trash not called")
+	err = postFork(ctx, entries, func([]core.Entry) error {
+		posts++
+		if posts == 2 {
+			cancel()
+			return context.Canceled
+		}
+		return nil
+	}, func(tctx context.Context) error { trashCtxErr = tctx.Err(); return nil }, 0)
+	if !errors.Is(err, context.Canceled) || trashCtxErr != nil || posts != 2 {
+		t.Errorf("cancelled: %d posts, the trash's context %v, %v", posts, trashCtxErr, err)
 	}
 }

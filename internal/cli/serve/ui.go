@@ -246,7 +246,7 @@ func (m managedRemote) Fork(ctx context.Context, id string, opt fork.Options) (s
 		_, err := r.Client().PostEvents(ctx, newID, evs)
 		return err
 	}
-	trash := func() error {
+	trash := func(ctx context.Context) error {
 		_, err := r.Trash(ctx, newID, sessions.TrashOptions{Reason: "a fork cut short"})
 		return err
 	}
@@ -255,6 +255,9 @@ func (m managedRemote) Fork(ctx context.Context, id string, opt fork.Options) (s
 	}
 	return newID, m.name, nil
 }
+
+// forkTrashTimeout bounds moving a fork cut short to the trash.
+const forkTrashTimeout = 30 * time.Second
 
 // forkRetryWait is the wait before a batch of a fork is posted again (it
 // doubles each time; three posts in all).
@@ -265,7 +268,7 @@ const forkRetryWait = 250 * time.Millisecond
 // again adds nothing twice). A fork cut short after some batches went in
 // is moved to the trash, so no half fork is listed; the error says where
 // what was posted went (trash is ErrNotFound when nothing was).
-func postFork(ctx context.Context, entries []core.Entry, post func([]core.Entry) error, trash func() error, wait time.Duration) error {
+func postFork(ctx context.Context, entries []core.Entry, post func([]core.Entry) error, trash func(context.Context) error, wait time.Duration) error {
 	for start := 0; start < len(entries); start += forkBatch {
 		batch := entries[start:min(start+forkBatch, len(entries))]
 		err := post(batch)
@@ -281,7 +284,12 @@ func postFork(ctx context.Context, entries []core.Entry, post func([]core.Entry)
 		}
 		// A post that failed may still have stored its entries: what the
 		// server holds of the fork goes to the trash, if anything.
-		switch terr := trash(); {
+		// Also when the fork was cut short by its request going away: the
+		// half fork must not stay listed.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forkTrashTimeout)
+		terr := trash(tctx)
+		cancel()
+		switch {
 		case terr == nil:
 			return fmt.Errorf("%d of %d entries posted, what was posted moved to the trash: %w", start, len(entries), err)
 		case errors.Is(terr, sessions.ErrNotFound):
