@@ -3,6 +3,8 @@ package ui
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,5 +138,22 @@ func TestLazyBuilderRendersAsTheWholeIndex(t *testing.T) {
 	}
 	if _, ok := b.resultOf("never"); ok || b.hi != len(all) {
 		t.Errorf("a call with no result: found, or indexed to %d", b.hi)
+	}
+}
+
+// A template that fails is answered 500 with its error, not with the page
+// cut short where it failed.
+func TestRenderFailureIsSaid(t *testing.T) {
+	a, err := newAssets("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.tpl.New("boom").Parse(`<main>before{{.Missing}}after</main>`); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	a.render(rec, "boom", struct{}{})
+	if rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), "before") || !strings.Contains(rec.Body.String(), "could not be drawn") {
+		t.Errorf("a failing template: %d %q", rec.Code, rec.Body.String())
 	}
 }

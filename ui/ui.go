@@ -17,6 +17,7 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -338,13 +339,20 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.render(w, "error", d)
 }
 
-// render runs a template into w (its error, past the headers, is lost
-// with the connection).
+// render runs a template into w. A template that fails is a bug, and is
+// said (500, the error) instead of a page cut short where it failed: the
+// page is drawn whole before its first byte is sent (a window, not the
+// session: tens of kilobytes).
 func (a *assets) render(w http.ResponseWriter, name string, data any) {
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
-	_ = a.tpl.ExecuteTemplate(w, name, data)
+	var buf bytes.Buffer
+	if err := a.tpl.ExecuteTemplate(&buf, name, data); err != nil {
+		http.Error(w, "scribe ui: the page could not be drawn: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = buf.WriteTo(w)
 }
 
 // frame is what a page of the handler shows around body.

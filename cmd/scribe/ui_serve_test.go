@@ -298,7 +298,7 @@ func TestUIOnServe(t *testing.T) {
 		clickAndLoad(t, ctx, `a.trash-link`)
 		if txt := testui.Eval[string](t, ctx, `location.pathname + " " + document.querySelector("main.trash").innerText`); !strings.HasPrefix(txt, "/ui/trash ") ||
 			!strings.Contains(txt, "Alpha's renamed session") || !strings.Contains(txt, sidA2) {
-			t.Fatalf("the trash page: %q", txt)
+			t.Fatalf("the trash page: %q\n%s", txt, testui.Eval[string](t, ctx, `document.documentElement.outerHTML`))
 		}
 		clickAndLoad(t, ctx, `li.trash-item button`)
 		testui.Do(t, ctx, chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
