@@ -81,7 +81,7 @@ func TestExportAll(t *testing.T) {
 	ctx := testui.Browser(t)
 	testui.Do(t, ctx, chromedp.Navigate("file://"+res.Index), chromedp.WaitVisible(chromedp.CSS("ol.sessions")))
 	clickAndLoad(t, ctx, `ol.sessions a[href="`+idB+`.html"]`)
-	if txt := testui.Eval[string](t, ctx, `location.pathname.split("/").pop() + " " + document.body.innerText`); !strings.HasPrefix(txt, idB+".html") || !strings.Contains(txt, "Write the API docs") {
+	if txt := testui.Eval[string](t, ctx, `location.pathname.split("/").pop() + " " + document.body.textContent`); !strings.HasPrefix(txt, idB+".html") || !strings.Contains(txt, "Write the API docs") {
 		t.Errorf("the link leads to %.300q", txt)
 	}
 	testui.Do(t, ctx, chromedp.Navigate("file://"+filepath.Join(out, idH+".html")), chromedp.WaitReady(chromedp.CSS("main")))

@@ -296,7 +296,9 @@ func TestUIOnServe(t *testing.T) {
 			t.Fatalf("after Move to trash the list shows %q", got)
 		}
 		clickAndLoad(t, ctx, `a.trash-link`)
-		if txt := testui.Eval[string](t, ctx, `location.pathname + " " + document.querySelector("main.trash").innerText`); !strings.HasPrefix(txt, "/ui/trash ") ||
+		// (textContent: the list's rows are content-visibility: auto, whose
+		// text innerText leaves out until the browser has drawn them.)
+		if txt := testui.Eval[string](t, ctx, `location.pathname + " " + document.querySelector("main.trash").textContent`); !strings.HasPrefix(txt, "/ui/trash ") ||
 			!strings.Contains(txt, "Alpha's renamed session") || !strings.Contains(txt, sidA2) {
 			t.Fatalf("the trash page: %q\n%s", txt, testui.Eval[string](t, ctx, `document.documentElement.outerHTML`))
 		}
