@@ -63,6 +63,12 @@ func chunkInputs() map[string][]byte {
 	}
 	hand := b.String()
 	in["hand"] = []byte(hand)
+	// Compact boundaries told by their type and subtype decoded (escaped)
+	// and by the last of a repeated key.
+	in["escaped-boundaries"] = []byte(jrow("user", "e1", "", "start") + "\n" +
+		`{"type":"\u0073ystem","subtype":"compact\u005fboundary","uuid":"e2","parentUuid":null,"compactMetadata":{}}` + "\n" +
+		`{"type":"system","subtype":"compact_boundary","type":"user","uuid":"e3","parentUuid":"e2"}` + "\n" +
+		`{"type":"user","subtype":"x","type":"system","subtype":"compact_boundary","uuid":"e4","parentUuid":"e3"}` + "\n")
 	in["hand-torn"] = []byte(hand + `{"type":"user","uuid":"torn`)
 	in["hand-torn-valid"] = []byte(hand + jrow("user", "last", parent, "no newline"))
 	in["long-line"] = []byte(hand + jrow("user", "long", parent, strings.Repeat("L", 5000)) + "\n" + hand)
