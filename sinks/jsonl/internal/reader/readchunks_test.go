@@ -293,3 +293,26 @@ func TestChunkedReadOfAFileCutWhileRead(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerAtIsIndex: markerAt finds what bytes.Index finds, with the
+// marker anywhere, twice, cut short, or its underscore alone.
+func TestMarkerAtIsIndex(t *testing.T) {
+	if boundaryMarker[markerUnderscore] != '_' {
+		t.Fatalf("boundaryMarker[%d] = %q", markerUnderscore, boundaryMarker[markerUnderscore])
+	}
+	m := string(boundaryMarker)
+	pieces := []string{m, m[:len(m)-1], m[1:], "_", `"compact`, `_boundary"`, "compact_boundary", "x", `"`, "__", "\\"}
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for k := uint64(i); b.Len() < 300 && k > 0; k /= 7 {
+			b.WriteString(pieces[k%uint64(len(pieces))])
+			b.WriteString(strings.Repeat("a", int(k%5)))
+		}
+		head := []byte(b.String())
+		for _, h := range [][]byte{head, head[:len(head)/2], head[:min(len(head), 20)]} {
+			if got, want := markerAt(h), bytes.Index(h, boundaryMarker); got != want {
+				t.Fatalf("markerAt(%q) = %d, bytes.Index = %d", h, got, want)
+			}
+		}
+	}
+}
