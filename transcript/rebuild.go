@@ -33,7 +33,12 @@ func newRowMap(all []*row) *rowMap {
 			m.lastPos = append(m.lastPos, r.pos)
 		}
 	}
-	for _, r := range all {
+	for k, r := range all {
+		if k > 0 && r.parStr && r.par != "" && r.par == all[k-1].uuid {
+			// Most rows follow their parent: its slot, without a lookup.
+			r.upSlot, r.upKnown = all[k-1].slot, true
+			continue
+		}
 		m.linkUp(r)
 	}
 	return m
