@@ -315,8 +315,34 @@ type blockInfo struct {
 	raw  jv
 	obj  bool // a non-null object (arrays have no "type")
 	typ  string
-	f    map[string]jv
+	f    blockFields
 	text jv
+}
+
+// blockKeys are the members of a content block the rebuild reads.
+var blockKeys = [...]string{"type", "id", "tool_use_id", "text", "is_error", "content", "name"}
+
+// blockFields holds the members of a block named in blockKeys, nil when
+// absent: a map a block cost an allocation or two for every block of every
+// message.
+type blockFields [len(blockKeys)]jv
+
+// keyOf is the index of key in blockKeys, or -1.
+func keyOf(key string) int {
+	for i, k := range blockKeys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// get returns the member key, nil when absent or not one of blockKeys.
+func (f *blockFields) get(key string) jv {
+	if i := keyOf(key); i >= 0 {
+		return f[i]
+	}
+	return nil
 }
 
 // noMessage is the msgInfo of every row without a message.
@@ -346,15 +372,13 @@ func (r *row) m() *msgInfo {
 	for _, b := range mi.content.elems() {
 		bi := blockInfo{raw: b, obj: b.isObj()}
 		if bi.obj {
-			bi.f = map[string]jv{}
 			eachField(b, func(k []byte, val jv) {
-				switch string(k) {
-				case "type", "id", "tool_use_id", "text", "is_error", "content", "name":
-					bi.f[string(k)] = val
+				if i := keyOf(string(k)); i >= 0 {
+					bi.f[i] = val
 				}
 			})
-			bi.typ, _ = bi.f["type"].str()
-			bi.text = bi.f["text"]
+			bi.typ, _ = bi.f.get("type").str()
+			bi.text = bi.f.get("text")
 		}
 		mi.blocks = append(mi.blocks, bi)
 	}
@@ -372,7 +396,7 @@ func (r *row) ids(typ, key string) []string {
 	var out []string
 	for _, b := range mi.blocks {
 		if b.obj && b.typ == typ {
-			if s, ok := b.f[key].str(); ok {
+			if s, ok := b.f.get(key).str(); ok {
 				out = append(out, s)
 			}
 		}
