@@ -509,6 +509,12 @@ func (b *RowBuilder) Row() Row {
 	b.vals = b.vals[:len(b.vals)+n]
 	r.f.fill(f)
 	r.sync()
+	if r.typ == core.TypeUser || r.typ == core.TypeAssistant {
+		// The rebuild reads the message of every such row (message ids,
+		// tool_use and tool_result blocks) on one core: read it here, on
+		// the reader's.
+		r.m()
+	}
 	b.cur ^= 1 // this row's members become the last row's
 	b.Reset()
 	return Row{r}
