@@ -109,7 +109,7 @@ func RowsMessages(rows []Row, opt ChainOptions, mopt MessageOptions) ([]SessionM
 // buildChain rebuilds the conversation of rows (nil for lines that are not
 // objects), leaving Entries and Trailing to the caller.
 func buildChain(rows []*row, opt ChainOptions) Chain {
-	c := Chain{side: opt.Sidechain}
+	c := Chain{side: opt.Sidechain, all: make([]*row, 0, len(rows))}
 	var delivery *deliveryState
 	if !opt.Sidechain {
 		delivery = newDeliveryState()

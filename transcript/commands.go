@@ -55,8 +55,8 @@ func isInterruption(r *row) bool {
 		switch {
 		case b.typ == "text":
 			text = b.text
-		case b.typ == "tool_result" && b.f["is_error"].isTrue():
-			text = b.f["content"]
+		case b.typ == "tool_result" && b.f.get("is_error").isTrue():
+			text = b.f.get("content")
 		}
 		s, ok := text.str()
 		if !ok || !hasInterruptPrefix(s) {

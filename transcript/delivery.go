@@ -168,13 +168,13 @@ func commandField(cmd jv, key string) (string, bool) {
 }
 
 func (d *deliveryState) add(r *row) {
-	f := r.f.full()
-	if r.typ == "queue-operation" && f[fOperation].strEq("remove") && f[fReason].strEq("absorbed_mid_turn") &&
-		(f[fDeliveryID].isStr() || f[fCommandUUID].isStr()) {
+	f := &r.f
+	if r.typ == "queue-operation" && f.get(fOperation).strEq("remove") && f.get(fReason).strEq("absorbed_mid_turn") &&
+		(f.get(fDeliveryID).isStr() || f.get(fCommandUUID).isStr()) {
 		key := ""
-		if s, _ := f[fDeliveryID].str(); s != "" {
+		if s, _ := f.get(fDeliveryID).str(); s != "" {
 			key = "delivery:" + s
-		} else if s, ok := f[fCommandUUID].str(); ok {
+		} else if s, ok := f.get(fCommandUUID).str(); ok {
 			key = "uuid:" + s
 		}
 		if key != "" {
@@ -182,11 +182,11 @@ func (d *deliveryState) add(r *row) {
 		}
 		return
 	}
-	if !f[fType].isStr() || !r.hasUUID {
+	if !f.get(fType).isStr() || !r.hasUUID {
 		return
 	}
 	var only fields
-	only.set(fAttachment, f[fAttachment])
+	only.set(fAttachment, f.get(fAttachment))
 	cmd := queuedCommand(r.typ, &only)
 	if id, ok := commandField(cmd, "delivery_id"); ok {
 		if !d.dseen[r.uuid] {
@@ -204,9 +204,9 @@ func (d *deliveryState) add(r *row) {
 		return
 	}
 	var buf bytes.Buffer
-	if json.Compact(&buf, f[fAttachment]) != nil {
+	if json.Compact(&buf, f.get(fAttachment)) != nil {
 		buf.Reset()
-		buf.Write(f[fAttachment])
+		buf.Write(f.get(fAttachment))
 	}
 	s := buf.String()
 	if prev, ok := d.copies[src]; !ok {

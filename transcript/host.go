@@ -204,7 +204,7 @@ func repeatedToolUses(items []*row) map[string]bool {
 		}
 		for _, b := range r.m().blocks {
 			if b.obj && b.typ == "tool_use" {
-				id := string(b.f["id"])
+				id := string(b.f.get("id"))
 				if once[id] {
 					twice[id] = true
 				} else {
@@ -250,7 +250,7 @@ func hostContent(r *row, blk blockInfo, key string) jv {
 			match = append(match, x)
 		}
 	}
-	if len(match) == 1 && strictEq(match[0].field(key), blk.f[key]) && strictEq(match[0].field("name"), blk.f["name"]) {
+	if len(match) == 1 && strictEq(match[0].field(key), blk.f.get(key)) && strictEq(match[0].field("name"), blk.f.get("name")) {
 		return hc
 	}
 	return nil
@@ -267,8 +267,8 @@ func (f *hostFolder) carrier(i *row, msg jv, l []blockInfo) {
 	}
 	var keep []blockInfo
 	for _, b := range l {
-		id, isStr := b.f["id"].str()
-		hide := b.obj && b.typ == "tool_use" && isStr && contains(hidden, id) && !f.twice[string(b.f["id"])]
+		id, isStr := b.f.get("id").str()
+		hide := b.obj && b.typ == "tool_use" && isStr && contains(hidden, id) && !f.twice[string(b.f.get("id"))]
 		if hide {
 			f.hiddenMsg[id] = msg
 		} else {
@@ -278,8 +278,8 @@ func (f *hostFolder) carrier(i *row, msg jv, l []blockInfo) {
 	if len(keep) < len(l) {
 		if len(l) == 1 && l[0].obj && l[0].typ == "tool_use" && i.f.get(fHostContent).isArr() {
 			if hc := i.f.get(fHostContent).elems(); len(hc) > 0 && hc[0].isObj() && hc[0].field("type").strEq("tool_use") &&
-				strictEq(hc[0].field("id"), l[0].f["id"]) {
-				id, _ := l[0].f["id"].str()
+				strictEq(hc[0].field("id"), l[0].f.get("id")) {
+				id, _ := l[0].f.get("id").str()
 				f.shown[id] = withMessage(i, msg, jv("["+string(hc[0])+"]"))
 			}
 		}
@@ -292,7 +292,7 @@ func (f *hostFolder) carrier(i *row, msg jv, l []blockInfo) {
 		f.out = append(f.out, i)
 		return
 	}
-	id, _ := l[0].f["id"].str()
+	id, _ := l[0].f.get("id").str()
 	f.ranShown[id] = true
 	base := msg
 	ran, _ := i.f.get(fRanBy).str()
@@ -323,10 +323,10 @@ func (f *hostFolder) user(i *row, msg jv, l []blockInfo) {
 	var uid string
 	var fc jv
 	if u != nil {
-		uid, _ = u.f["tool_use_id"].str()
+		uid, _ = u.f.get("tool_use_id").str()
 		p = f.shown[uid]
 		if p != nil {
-			if u.f["is_error"].isTrue() {
+			if u.f.get("is_error").isTrue() {
 				fc = hostContent(i, *u, "tool_use_id")
 			}
 		} else if i.f.get(fVirtual).isTrue() && f.ranShown[uid] {
@@ -351,7 +351,7 @@ func (f *hostFolder) user(i *row, msg jv, l []blockInfo) {
 func (f *hostFolder) dropHiddenResults(i *row, msg jv, l, results []blockInfo) {
 	dropped := 0
 	for _, b := range results {
-		if id, ok := b.f["tool_use_id"].str(); ok {
+		if id, ok := b.f.get("tool_use_id").str(); ok {
 			if _, hid := f.hiddenMsg[id]; hid {
 				dropped++
 			}
@@ -368,7 +368,7 @@ func (f *hostFolder) dropHiddenResults(i *row, msg jv, l, results []blockInfo) {
 	for _, b := range l {
 		drop := false
 		if b.obj && b.typ == "tool_result" {
-			if id, ok := b.f["tool_use_id"].str(); ok {
+			if id, ok := b.f.get("tool_use_id").str(); ok {
 				_, drop = f.hiddenMsg[id]
 			}
 		}

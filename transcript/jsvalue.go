@@ -44,6 +44,16 @@ func (v jv) str() (string, bool) {
 	return s, true
 }
 
+// plainInside returns the inside of the string v when it decodes to
+// itself (no escape, valid UTF-8): comparing it decodes nothing.
+func (v jv) plainInside() ([]byte, bool) {
+	if !v.isStr() {
+		return nil, false
+	}
+	in := v[1 : len(v)-1]
+	return in, bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in)
+}
+
 // strShared is str sharing v's bytes when the string has no escapes: v
 // must never change afterwards.
 func (v jv) strShared() (string, bool) {
@@ -90,6 +100,11 @@ func strictEq(a, b jv) bool {
 	}
 	switch {
 	case a.isStr() && b.isStr():
+		if x, ok := a.plainInside(); ok {
+			if y, ok := b.plainInside(); ok {
+				return string(x) == string(y)
+			}
+		}
 		x, _ := a.str()
 		y, _ := b.str()
 		return x == y
@@ -113,6 +128,9 @@ func (v jv) strEq(s string) bool {
 	}
 	if len(v) == len(s)+2 && string(v[1:len(v)-1]) == s {
 		return true
+	}
+	if in, ok := v.plainInside(); ok {
+		return string(in) == s
 	}
 	x, ok := v.str()
 	return ok && x == s

@@ -23,7 +23,7 @@ func toolResultMeta(r *row, f *[nFields]jv) []ToolResultMeta {
 	if f[fMessage].isObj() {
 		for _, b := range r.m().blocks {
 			if b.obj && b.typ == "tool_result" {
-				ids = append(ids, b.f["tool_use_id"])
+				ids = append(ids, b.f.get("tool_use_id"))
 			}
 		}
 	}

@@ -33,7 +33,12 @@ func newRowMap(all []*row) *rowMap {
 			m.lastPos = append(m.lastPos, r.pos)
 		}
 	}
-	for _, r := range all {
+	for k, r := range all {
+		if k > 0 && r.parStr && r.par != "" && r.par == all[k-1].uuid {
+			// Most rows follow their parent: its slot, without a lookup.
+			r.upSlot, r.upKnown = all[k-1].slot, true
+			continue
+		}
 		m.linkUp(r)
 	}
 	return m
@@ -84,13 +89,19 @@ func (m *rowMap) matching(v jv) []int {
 
 // up is r's parent row, or nil.
 func (m *rowMap) up(r *row) *row {
+	if i := m.upSlot(r); i >= 0 {
+		return m.order[i]
+	}
+	return nil
+}
+
+// upSlot is the slot of r's parent, -1 when it has none in the file: what
+// looking its parentUuid up in slot says, without the lookup.
+func (m *rowMap) upSlot(r *row) int {
 	if !r.upKnown {
 		m.linkUp(r)
 	}
-	if r.upSlot < 0 {
-		return nil
-	}
-	return m.order[r.upSlot]
+	return r.upSlot
 }
 
 func (c *Chain) buildMain() {
@@ -179,10 +190,8 @@ func (m *rowMap) relinkPreserved(pm jv) {
 func (m *rowMap) gaps() []ChainBreak {
 	var gaps []ChainBreak
 	for _, r := range m.order {
-		if p, ok := r.parent(); ok {
-			if _, in := m.get(p); !in {
-				gaps = append(gaps, ChainBreak{UUID: r.uuid, Parent: p})
-			}
+		if p, ok := r.parent(); ok && m.upSlot(r) < 0 {
+			gaps = append(gaps, ChainBreak{UUID: r.uuid, Parent: p})
 		}
 	}
 	sort.SliceStable(gaps, func(i, j int) bool {
@@ -207,8 +216,8 @@ func countsForLeaf(r *row) bool {
 func (m *rowMap) newestTerminalLeaf() *row {
 	namedByCounted := make([]bool, len(m.order)) // by slot
 	for _, r := range m.order {
-		if p, ok := r.parent(); ok && countsForLeaf(r) {
-			if i, in := m.slot[p]; in {
+		if countsForLeaf(r) {
+			if i := m.upSlot(r); i >= 0 {
 				namedByCounted[i] = true
 			}
 		}
@@ -316,6 +325,7 @@ func (m *rowMap) newest(rs []*row) *row {
 // uuid seen twice (the cycle), and returns the path root first.
 func (m *rowMap) walk(leaf *row) (path []*row, onPath *slotSet, cycle *ChainBreak) {
 	onPath = &slotSet{m: m, on: make([]bool, len(m.order))}
+	path = make([]*row, 0, len(m.order)) // most rows are on the chain
 	for cur, _ := m.get(leaf.uuid); cur != nil; {
 		if onPath.on[cur.slot] {
 			prev := path[len(path)-1]

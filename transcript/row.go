@@ -84,13 +84,28 @@ var fieldNames = [nFields]string{
 	fInputInvalid: "toolInputInvalid", fExecutedInput: "executedInput",
 }
 
-var fieldIndex = func() map[string]int {
-	m := make(map[string]int, nFields)
+// fieldsByLen lists the fields by the length of their key, so that
+// looking a key up compares it with two or three names and hashes nothing
+// (it is done for every member of every line).
+var fieldsByLen = func() (t [32][]uint8) {
 	for i, n := range fieldNames {
-		m[n] = i
+		t[len(n)] = append(t[len(n)], uint8(i))
 	}
-	return m
+	return t
 }()
+
+// fieldOf returns the index of the field named key.
+func fieldOf(key []byte) (int, bool) {
+	if len(key) >= len(fieldsByLen) {
+		return 0, false
+	}
+	for _, i := range fieldsByLen[len(key)] {
+		if string(key) == fieldNames[i] {
+			return int(i), true
+		}
+	}
+	return 0, false
+}
 
 // row is one parsed line as the SDK's code sees it. Rows are copied, not
 // changed, when the rebuild gives them another parent or content.
@@ -149,25 +164,35 @@ func (f *fields) full() (a [nFields]jv) {
 
 // packFields keeps the present fields of a.
 func packFields(a *[nFields]jv) fields {
+	var f fields
+	f.vals = make([]jv, 0, countFields(a))
+	f.fill(a)
+	return f
+}
+
+func countFields(a *[nFields]jv) int {
 	n := 0
 	for _, v := range a {
 		if v != nil {
 			n++
 		}
 	}
-	f := fields{vals: make([]jv, 0, n)}
+	return n
+}
+
+// fill appends the present fields of a to f.vals, which has room for them.
+func (f *fields) fill(a *[nFields]jv) {
 	for i, v := range a {
 		if v != nil {
 			f.vals = append(f.vals, v)
 			f.at[i] = uint8(len(f.vals))
 		}
 	}
-	return f
 }
 
 func extractFields(v jv, f *[nFields]jv) bool {
 	return eachField(v, func(k []byte, val jv) {
-		if i, ok := fieldIndex[string(k)]; ok {
+		if i, ok := fieldOf(k); ok {
 			f[i] = val
 		}
 	})
@@ -259,7 +284,7 @@ func voiceTalk(f *[nFields]jv) {
 		if string(k) == "command" {
 			return
 		}
-		if i, ok := fieldIndex[string(k)]; ok {
+		if i, ok := fieldOf(k); ok {
 			merged[i] = val
 		}
 	})
@@ -290,8 +315,34 @@ type blockInfo struct {
 	raw  jv
 	obj  bool // a non-null object (arrays have no "type")
 	typ  string
-	f    map[string]jv
+	f    blockFields
 	text jv
+}
+
+// blockKeys are the members of a content block the rebuild reads.
+var blockKeys = [...]string{"type", "id", "tool_use_id", "text", "is_error", "content", "name"}
+
+// blockFields holds the members of a block named in blockKeys, nil when
+// absent: a map a block cost an allocation or two for every block of every
+// message.
+type blockFields [len(blockKeys)]jv
+
+// keyOf is the index of key in blockKeys, or -1.
+func keyOf(key string) int {
+	for i, k := range blockKeys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// get returns the member key, nil when absent or not one of blockKeys.
+func (f *blockFields) get(key string) jv {
+	if i := keyOf(key); i >= 0 {
+		return f[i]
+	}
+	return nil
 }
 
 // noMessage is the msgInfo of every row without a message.
@@ -321,15 +372,13 @@ func (r *row) m() *msgInfo {
 	for _, b := range mi.content.elems() {
 		bi := blockInfo{raw: b, obj: b.isObj()}
 		if bi.obj {
-			bi.f = map[string]jv{}
 			eachField(b, func(k []byte, val jv) {
-				switch string(k) {
-				case "type", "id", "tool_use_id", "text", "is_error", "content", "name":
-					bi.f[string(k)] = val
+				if i := keyOf(string(k)); i >= 0 {
+					bi.f[i] = val
 				}
 			})
-			bi.typ, _ = bi.f["type"].str()
-			bi.text = bi.f["text"]
+			bi.typ, _ = bi.f.get("type").str()
+			bi.text = bi.f.get("text")
 		}
 		mi.blocks = append(mi.blocks, bi)
 	}
@@ -347,7 +396,7 @@ func (r *row) ids(typ, key string) []string {
 	var out []string
 	for _, b := range mi.blocks {
 		if b.obj && b.typ == typ {
-			if s, ok := b.f[key].str(); ok {
+			if s, ok := b.f.get(key).str(); ok {
 				out = append(out, s)
 			}
 		}
@@ -404,7 +453,18 @@ type RowBuilder struct {
 	// instead of the reader keeping a copy of each. Row swaps the two.
 	rows [2][nFields]jv
 	cur  int
+	// slab and vals are where Row takes its rows and their members from,
+	// a block at a time: a reader of tens of thousands of rows allocates
+	// a few hundred times instead of twice a row.
+	slab []row
+	vals []jv
 }
+
+// Blocks of the RowBuilder's slab and vals.
+const (
+	rowBlock = 256
+	valBlock = 2048
+)
 
 // Same sets member i to the last row's value and reports true when val
 // holds the same bytes; the caller then need not keep val. A reader of
@@ -420,7 +480,7 @@ func (b *RowBuilder) Same(i int, val []byte) bool {
 // Field returns the rebuild's index of the top-level member key (as
 // decoded), or -1 when the rebuild does not read it.
 func Field(key []byte) int {
-	if i, ok := fieldIndex[string(key)]; ok {
+	if i, ok := fieldOf(key); ok {
 		return i
 	}
 	return -1
@@ -432,11 +492,29 @@ func (b *RowBuilder) Set(i int, val []byte) { b.rows[b.cur][i] = val }
 
 // Row returns the row of the members set since the last Row or Reset.
 func (b *RowBuilder) Row() Row {
-	r := &row{shared: true}
+	if len(b.slab) == 0 {
+		b.slab = make([]row, rowBlock)
+	}
+	r := &b.slab[0]
+	b.slab = b.slab[1:]
+	r.shared = true
 	f := &b.rows[b.cur]
 	voiceTalk(f)
-	r.f = packFields(f)
+	n := countFields(f)
+	if cap(b.vals)-len(b.vals) < n {
+		b.vals = make([]jv, 0, max(valBlock, n))
+	}
+	// Capped at its own members: a later set appends elsewhere.
+	r.f.vals = b.vals[len(b.vals):len(b.vals):len(b.vals)+n]
+	b.vals = b.vals[:len(b.vals)+n]
+	r.f.fill(f)
 	r.sync()
+	if r.typ == core.TypeUser || r.typ == core.TypeAssistant {
+		// The rebuild reads the message of every such row (message ids,
+		// tool_use and tool_result blocks) on one core: read it here, on
+		// the reader's.
+		r.m()
+	}
 	b.cur ^= 1 // this row's members become the last row's
 	b.Reset()
 	return Row{r}

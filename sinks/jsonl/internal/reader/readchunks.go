@@ -362,7 +362,7 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 		arena = make([]byte, 0, max(64<<10, len(line)))
 	}
 	start := len(arena)
-	var typ, subtype string
+	var typ, subtype []byte // the last ones, as JSON.parse keeps
 	ok = jsonv.EachMember(line, func(key, val []byte) {
 		i := transcript.Field(key)
 		if i < 0 {
@@ -370,9 +370,9 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 		}
 		switch {
 		case string(key) == "type":
-			typ, _ = jsonv.String(val)
+			typ = val
 		case string(key) == "subtype":
-			subtype, _ = jsonv.String(val)
+			subtype = val
 		}
 		if rb.Same(i, val) {
 			return
@@ -390,5 +390,11 @@ func (r *chunkReader) parseRebuild(line []byte, no int, arena []byte, rb *transc
 		*bad = append(*bad, sessions.MalformedLine{Line: no, Err: err.Error()})
 		return row, arena[:start], false, false
 	}
-	return rb.Row(), arena, typ == core.TypeSystem && subtype == core.SubtypeCompactBoundary, true
+	return rb.Row(), arena, isString(typ, core.TypeSystem) && isString(subtype, core.SubtypeCompactBoundary), true
+}
+
+// isString reports whether the JSON value v is the string s, decoding it
+// only when it holds an escape.
+func isString(v []byte, s string) bool {
+	return len(v) >= 2 && v[0] == '"' && jsonv.KeyIs(v, s)
 }

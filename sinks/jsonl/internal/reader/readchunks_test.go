@@ -63,6 +63,12 @@ func chunkInputs() map[string][]byte {
 	}
 	hand := b.String()
 	in["hand"] = []byte(hand)
+	// Compact boundaries told by their type and subtype decoded (escaped)
+	// and by the last of a repeated key.
+	in["escaped-boundaries"] = []byte(jrow("user", "e1", "", "start") + "\n" +
+		`{"type":"\u0073ystem","subtype":"compact\u005fboundary","uuid":"e2","parentUuid":null,"compactMetadata":{}}` + "\n" +
+		`{"type":"system","subtype":"compact_boundary","type":"user","uuid":"e3","parentUuid":"e2"}` + "\n" +
+		`{"type":"user","subtype":"x","type":"system","subtype":"compact_boundary","uuid":"e4","parentUuid":"e3"}` + "\n")
 	in["hand-torn"] = []byte(hand + `{"type":"user","uuid":"torn`)
 	in["hand-torn-valid"] = []byte(hand + jrow("user", "last", parent, "no newline"))
 	in["long-line"] = []byte(hand + jrow("user", "long", parent, strings.Repeat("L", 5000)) + "\n" + hand)
@@ -283,6 +289,29 @@ func TestChunkedReadOfAFileCutWhileRead(t *testing.T) {
 				if rep.Lines != want.Lines || rep.Entries != want.Entries || rep.Torn != want.Torn || len(rep.Malformed) != len(want.Malformed) {
 					t.Fatalf("cut %d chunks %v mode %d: %+v, want %+v", cut, sz, mode, rep, want)
 				}
+			}
+		}
+	}
+}
+
+// TestMarkerAtIsIndex: markerAt finds what bytes.Index finds, with the
+// marker anywhere, twice, cut short, or its underscore alone.
+func TestMarkerAtIsIndex(t *testing.T) {
+	if boundaryMarker[markerUnderscore] != '_' {
+		t.Fatalf("boundaryMarker[%d] = %q", markerUnderscore, boundaryMarker[markerUnderscore])
+	}
+	m := string(boundaryMarker)
+	pieces := []string{m, m[:len(m)-1], m[1:], "_", `"compact`, `_boundary"`, "compact_boundary", "x", `"`, "__", "\\"}
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for k := uint64(i); b.Len() < 300 && k > 0; k /= 7 {
+			b.WriteString(pieces[k%uint64(len(pieces))])
+			b.WriteString(strings.Repeat("a", int(k%5)))
+		}
+		head := []byte(b.String())
+		for _, h := range [][]byte{head, head[:len(head)/2], head[:min(len(head), 20)]} {
+			if got, want := markerAt(h), bytes.Index(h, boundaryMarker); got != want {
+				t.Fatalf("markerAt(%q) = %d, bytes.Index = %d", h, got, want)
 			}
 		}
 	}

@@ -145,7 +145,7 @@ func cutsAt(line []byte, start int64) bool {
 		if !bytes.HasPrefix(head, systemPrefix) {
 			return false
 		}
-	} else if i := bytes.Index(head, boundaryMarker); i < 0 || i >= boundaryWindow {
+	} else if i := markerAt(head); i < 0 || i >= boundaryWindow {
 		return false
 	}
 	e, err := core.ParseEntryOwned(line)
@@ -153,6 +153,27 @@ func cutsAt(line []byte, start int64) bool {
 		return false
 	}
 	return transcript.IsPlainCompactBoundary(&e)
+}
+
+// markerUnderscore is the offset of the underscore in boundaryMarker.
+const markerUnderscore = 8
+
+// markerAt is bytes.Index(head, boundaryMarker), looking for the marker's
+// underscore, which the first bytes of a line seldom hold, where
+// bytes.Index starts from its quote, which they hold every few bytes (it
+// is done for every line of a large file).
+func markerAt(head []byte) int {
+	for i := markerUnderscore; i < len(head); i++ {
+		k := bytes.IndexByte(head[i:], '_')
+		if k < 0 {
+			return -1
+		}
+		i += k
+		if s := i - markerUnderscore; bytes.HasPrefix(head[s:], boundaryMarker) {
+			return s
+		}
+	}
+	return -1
 }
 
 // ReadEntries is ReadFile through the layout's FS.
