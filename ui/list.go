@@ -100,10 +100,16 @@ func (h *Handler) rows(ctx context.Context, name string, st sessions.Store, key 
 	}
 	if time.Since(l.at) >= h.opt.ListTTL && !l.refreshing {
 		l.refreshing = true
-		go l.refresh(context.WithoutCancel(ctx), st)
+		rctx := context.WithoutCancel(ctx)
+		time.AfterFunc(listRefreshDelay, func() { l.refresh(rctx, st) })
 	}
 	return l.by(key), nil
 }
+
+// listRefreshDelay is how long after a page a stale listing is read again:
+// after the browser has drawn the page, not while it draws (reading the
+// records of 10,000 sessions takes a core for a while).
+const listRefreshDelay = 500 * time.Millisecond
 
 // refresh reads the records again (a failure keeps the old ones).
 func (l *listing) refresh(ctx context.Context, st sessions.Store) {
