@@ -505,7 +505,7 @@ func (b *RowBuilder) Row() Row {
 		b.vals = make([]jv, 0, max(valBlock, n))
 	}
 	// Capped at its own members: a later set appends elsewhere.
-	r.f.vals = b.vals[len(b.vals):len(b.vals):len(b.vals)+n]
+	r.f.vals = b.vals[len(b.vals) : len(b.vals) : len(b.vals)+n]
 	b.vals = b.vals[:len(b.vals)+n]
 	r.f.fill(f)
 	r.sync()
