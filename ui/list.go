@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -336,7 +335,7 @@ func (h *Handler) countsPart(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	ids := r.Form["id"]
+	ids := r.URL.Query()["id"]
 	if len(ids) > maxCountIDs {
 		h.fail(w, r, &httpError{http.StatusBadRequest, "at most " + strconv.Itoa(maxCountIDs) + " sessions at a time"})
 		return
@@ -346,20 +345,18 @@ func (h *Handler) countsPart(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	byID := make(map[string]row, len(ids))
+	asked := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		byID[id] = row{}
+		asked[id] = true
 	}
+	var rows []row // those the list holds: no other is counted
 	for _, rw := range all {
-		if _, asked := byID[rw.ID]; asked {
-			byID[rw.ID] = rw
+		if asked[rw.ID] {
+			rows = append(rows, rw)
 		}
 	}
 	out := map[string]int{}
-	for _, rw := range h.withCounts(name, slices.Collect(maps.Values(byID))) {
-		if rw.ID == "" {
-			continue // not in the list
-		}
+	for _, rw := range h.withCounts(name, rows) {
 		if !rw.Counted {
 			msgs, _, err := st.Messages(r.Context(), rw.ID, sessions.MessagesOptions{})
 			if err != nil {
