@@ -20,6 +20,11 @@ type ReadCache struct {
 	// Clock is the time files are judged against (nil: time.Now); tests
 	// move it on to age a file they just wrote.
 	Clock func() time.Time
+	// MinSize is the smallest file kept (NewReadCache: 1 MiB): a small one
+	// is read again in no time, and keeping it would push out the large
+	// ones the cache is for (a list page counting the messages of fifty
+	// small sessions went through all eight places).
+	MinSize int64
 
 	mu    sync.Mutex
 	hits  int
@@ -44,7 +49,9 @@ type cachedRead struct {
 }
 
 // NewReadCache returns an empty cache.
-func NewReadCache() *ReadCache { return &ReadCache{reads: map[readKey]cachedRead{}} }
+func NewReadCache() *ReadCache {
+	return &ReadCache{MinSize: 1 << 20, reads: map[readKey]cachedRead{}}
+}
 
 // StampFile is the file's stamp, and whether what is read from it now may
 // be kept (it did not change within RacyWindow).
@@ -63,8 +70,12 @@ func StampFile(path string, now time.Time) (FileStamp, bool) {
 	return s, now.UnixNano()-changed >= int64(RacyWindow)
 }
 
-// Stamp is StampFile at the cache's time.
-func (c *ReadCache) Stamp(path string) (FileStamp, bool) { return StampFile(path, c.now()) }
+// Stamp is StampFile at the cache's time; a file below MinSize is not
+// to be kept.
+func (c *ReadCache) Stamp(path string) (FileStamp, bool) {
+	s, keep := StampFile(path, c.now())
+	return s, keep && s.Size >= c.MinSize
+}
 
 func (c *ReadCache) now() time.Time {
 	if c.Clock != nil {

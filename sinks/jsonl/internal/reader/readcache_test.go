@@ -22,6 +22,7 @@ func TestReadCacheMessages(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	cache := layout.NewReadCache()
+	cache.MinSize = 0 // these transcripts are small
 	cache.Clock = func() time.Time { return now }
 	l := Layout{layout.Layout{ConfigDir: dir, Reads: cache}}
 	plain := Layout{layout.Layout{ConfigDir: dir}}
@@ -109,4 +110,39 @@ func TestReadCacheMessages(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	check("renamed over", false, "renamed")
 	check("unchanged after the rename", true, "renamed")
+}
+
+// A transcript below the cache's MinSize (1 MiB by default) is not kept:
+// re-reading it costs little, and it would push out the large ones.
+func TestReadCacheLeavesSmallFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Now().Add(time.Hour) // every file long past the racy window
+	cache := layout.NewReadCache()
+	cache.Clock = func() time.Time { return now }
+	l := Layout{layout.Layout{ConfigDir: dir, Reads: cache}}
+	const id = "5ea4c000-0000-4000-8000-0000000000dd"
+	main := claudedir.MainFile(l.ProjectDir("/w"), id)
+	if err := os.MkdirAll(claudedir.SessionDirOf(main), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + id + `","message":{"role":"user","content":"hi"},"timestamp":"2026-01-01T00:00:00Z"}` + "\n"
+	if err := os.WriteFile(main, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if msgs, _, err := l.Messages(ctx, id, "", sessions.MessagesOptions{}); err != nil || len(msgs) != 1 {
+			t.Fatalf("Messages: %d, %v", len(msgs), err)
+		}
+	}
+	if cache.Hits() != 0 {
+		t.Errorf("a %d-byte transcript was answered from the cache %d times", len(line), cache.Hits())
+	}
+	cache.MinSize = 0
+	for range 2 {
+		_, _, _ = l.Messages(ctx, id, "", sessions.MessagesOptions{})
+	}
+	if cache.Hits() != 1 {
+		t.Errorf("with MinSize 0: %d hits, want 1", cache.Hits())
+	}
 }
